@@ -1,0 +1,79 @@
+#include "schedules/generate.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "schedules/error.hpp"
+
+namespace gpipe::schedules {
+namespace {
+
+// The skeleton every generator fills: K ranks, one stage each.
+Schedule empty_schedule(std::string_view name, const ScheduleOptions& o) {
+  if (o.num_stages < 1) throw InputError(fmt::format("--stages must be at least 1, got {}", o.num_stages));
+  if (o.num_microbatches < 1) {
+    throw InputError(fmt::format("--microbatches must be at least 1, got {}", o.num_microbatches));
+  }
+  Schedule s;
+  s.name = std::string(name);
+  s.num_ranks = o.num_stages;
+  s.num_stages = o.num_stages;
+  s.num_microbatches = o.num_microbatches;
+  s.stage_to_rank = one_stage_per_rank(o.num_stages);
+  s.recompute = o.recompute;
+  s.ranks.resize(static_cast<std::size_t>(o.num_stages));
+  return s;
+}
+
+}  // namespace
+
+std::string_view to_string(BackwardOrder order) {
+  return order == BackwardOrder::reverse ? "reverse" : "forward";
+}
+
+std::optional<BackwardOrder> parse_backward_order(std::string_view text) {
+  if (text == "reverse") return BackwardOrder::reverse;
+  if (text == "forward") return BackwardOrder::forward;
+  return std::nullopt;
+}
+
+Schedule generate_gpipe(const ScheduleOptions& o) {
+  Schedule s = empty_schedule("gpipe", o);
+  const int M = o.num_microbatches;
+  for (int r = 0; r < s.num_ranks; ++r) {
+    auto& list = s.ranks[static_cast<std::size_t>(r)];
+    for (int m = 0; m < M; ++m) list.push_back(make_action(r, ActionKind::F, m));
+    for (int i = 0; i < M; ++i) {
+      const int m = o.backward_order == BackwardOrder::reverse ? M - 1 - i : i;
+      list.push_back(make_action(r, ActionKind::B, m));
+    }
+  }
+  return s;
+}
+
+Schedule generate_1f1b(const ScheduleOptions& o) {
+  Schedule s = empty_schedule("1f1b", o);
+  const int K = o.num_stages;
+  const int M = o.num_microbatches;
+  for (int r = 0; r < K; ++r) {
+    auto& list = s.ranks[static_cast<std::size_t>(r)];
+    int next_f = std::min(M, K - r);
+    for (int m = 0; m < next_f; ++m) list.push_back(make_action(r, ActionKind::F, m));
+    for (int next_b = 0; next_b < M; ++next_b) {
+      list.push_back(make_action(r, ActionKind::B, next_b));
+      if (next_f < M) list.push_back(make_action(r, ActionKind::F, next_f++));
+    }
+  }
+  return s;
+}
+
+std::string_view schedule_names() { return "gpipe, 1f1b"; }
+
+Schedule generate(std::string_view name, const ScheduleOptions& options) {
+  if (name == "gpipe") return generate_gpipe(options);
+  if (name == "1f1b") return generate_1f1b(options);
+  throw InputError(fmt::format("unknown schedule '{}' (known: {})", name, schedule_names()));
+}
+
+}  // namespace gpipe::schedules

@@ -1,0 +1,55 @@
+#include "schedules/lower.hpp"
+
+namespace gpipe::schedules {
+
+bool recomputes(const Schedule& s, Rank rank, int position) {
+  switch (s.recompute) {
+    case RecomputePolicy::never:
+      return false;
+    case RecomputePolicy::always:
+      return true;
+    case RecomputePolicy::except_last: {
+      if (position == 0) return true;
+      const auto& list = s.actions(rank);
+      const Action& backward = list[static_cast<std::size_t>(position)];
+      const Action& before = list[static_cast<std::size_t>(position - 1)];
+      return !(before.kind == ActionKind::F && before.stage == backward.stage &&
+               before.microbatch == backward.microbatch);
+    }
+  }
+  return false;
+}
+
+Schedule lower(const Schedule& compute_only) {
+  if (compute_only.is_lowered()) return compute_only;
+  using K = ActionKind;
+  Schedule out = compute_only;
+  for (int r = 0; r < compute_only.num_ranks; ++r) {
+    const auto& in = compute_only.actions(Rank{r});
+    auto& list = out.ranks[static_cast<std::size_t>(r)];
+    list.clear();
+    list.reserve(in.size() * 2 + 1);
+    for (int i = 0; i < static_cast<int>(in.size()); ++i) {
+      const Action a = in[static_cast<std::size_t>(i)];
+      const Stage prev{a.stage.value - 1};
+      const bool from_prev_rank = a.stage.value > 0 && compute_only.crosses_ranks(prev);
+      const bool to_next_rank = compute_only.crosses_ranks(a.stage);
+      if (a.kind == K::F && from_prev_rank) list.push_back({a.stage, K::RECV_F, a.microbatch});
+      if (is_input_backward(a.kind)) {
+        if (recomputes(compute_only, Rank{r}, i)) list.push_back({a.stage, K::R, a.microbatch});
+        if (to_next_rank) list.push_back({a.stage, K::RECV_B, a.microbatch});
+      }
+      list.push_back(a);
+      if (a.kind == K::F && to_next_rank) list.push_back({a.stage, K::SEND_F, a.microbatch});
+      if (is_input_backward(a.kind) && from_prev_rank) {
+        list.push_back({a.stage, K::SEND_B, a.microbatch});
+      }
+    }
+    for (int s = 0; s < compute_only.num_stages; ++s) {
+      if (compute_only.rank_of(Stage{s}) == Rank{r}) list.push_back({Stage{s}, K::STEP, Microbatch{0}});
+    }
+  }
+  return out;
+}
+
+}  // namespace gpipe::schedules

@@ -1,0 +1,25 @@
+// Lowering: from the compute actions a generator produced to the full program
+// each rank runs. It inserts
+//   - R(s,m) before the backward of (s,m), per the recompute policy;
+//   - RECV_F / RECV_B just before the compute action that consumes the data,
+//     and SEND_F / SEND_B just after the one that produces it, where the two
+//     stages sit on different ranks;
+//   - STEP of each stage at the end of its rank's list.
+// R goes before RECV_B so that a rank blocked on a receive (the executor) and a
+// rank whose transfers run beside its compute (the simulator) start R at the
+// same moment.
+#pragma once
+
+#include "schedules/schedule.hpp"
+
+namespace gpipe::schedules {
+
+// Returns the lowered schedule; a schedule already lowered comes back unchanged.
+[[nodiscard]] Schedule lower(const Schedule& schedule);
+
+// Whether lowering recomputes (s,m), whose backward sits at `position` of its
+// rank's compute-only list: always, never, or (except_last) unless the action
+// just before it on the rank is the forward of the same (s,m).
+[[nodiscard]] bool recomputes(const Schedule& compute_only, Rank rank, int position);
+
+}  // namespace gpipe::schedules

@@ -1,0 +1,49 @@
+// A pipeline schedule: one ordered action list per rank, the stage -> rank
+// map and the recompute policy. Generators fill in compute actions; lowering
+// adds R, the comm actions and STEP (see lower.hpp).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "schedules/action.hpp"
+
+namespace gpipe::schedules {
+
+enum class RecomputePolicy { never, always, except_last };
+
+[[nodiscard]] std::string_view to_string(RecomputePolicy policy);
+[[nodiscard]] std::optional<RecomputePolicy> parse_recompute_policy(std::string_view text);
+
+struct Schedule {
+  std::string name;
+  int num_ranks = 0;
+  int num_stages = 0;
+  int num_microbatches = 0;
+  std::vector<Rank> stage_to_rank;  // indexed by stage
+  RecomputePolicy recompute = RecomputePolicy::never;
+  std::vector<std::vector<Action>> ranks;  // indexed by rank, in program order
+
+  [[nodiscard]] Rank rank_of(Stage stage) const { return stage_to_rank.at(stage.at()); }
+  [[nodiscard]] const std::vector<Action>& actions(Rank rank) const { return ranks.at(rank.at()); }
+  // True once lowering ran: the schedule holds R, comm or STEP actions.
+  [[nodiscard]] bool is_lowered() const;
+  // Whether stages s and s+1 sit on different ranks, so data between them travels.
+  [[nodiscard]] bool crosses_ranks(Stage s) const;
+  [[nodiscard]] int total_actions() const;
+
+  bool operator==(const Schedule&) const = default;
+};
+
+// One stage per rank, stage s on rank s: the layout of GPipe and 1F1B.
+[[nodiscard]] std::vector<Rank> one_stage_per_rank(int num_stages);
+
+// Where an action sits in a schedule: its rank and its position in that rank's list.
+struct Position {
+  Rank rank;
+  int step = 0;
+};
+
+}  // namespace gpipe::schedules
