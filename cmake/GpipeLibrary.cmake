@@ -1,10 +1,10 @@
 # gpipe_library(NAME DEPENDS ...): one library per folder of DESIGN.md, made of
-# every .cpp in that folder and its subfolders except tools (*_main.cpp) and CUDA
-# sources (*.cu, built only when GPIPE_CUDA is on).
+# every .cpp in that folder and its subfolders except the command-line tools
+# (tool/) and CUDA sources (*.cu, built only when GPIPE_CUDA is on).
 function(gpipe_library name)
   cmake_parse_arguments(ARG "" "" "DEPENDS;PRIVATE" ${ARGN})
   file(GLOB_RECURSE sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cpp)
-  list(FILTER sources EXCLUDE REGEX "_main\\.cpp$")
+  list(FILTER sources EXCLUDE REGEX "/tool/")
   if(GPIPE_CUDA)
     file(GLOB_RECURSE cuda_sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cu)
     list(APPEND sources ${cuda_sources})

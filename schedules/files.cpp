@@ -1,0 +1,63 @@
+#include "schedules/files.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "schedules/error.hpp"
+#include "schedules/ir_csv.hpp"
+#include "schedules/ir_json.hpp"
+
+namespace gpipe {
+
+std::string read_text_file(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    throw InputError(fmt::format("{}: cannot read: is a directory", path.string()));
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(fmt::format("{}: cannot read: {}", path.string(), std::strerror(errno)));
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+nlohmann::json read_json_file(const std::filesystem::path& path) {
+  const std::string text = read_text_file(path);
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    // nlohmann's message starts with "[json.exception.parse_error.101] "; keep the rest.
+    const std::string_view what = e.what();
+    const auto tag_end = what.find("] ");
+    throw InputError(fmt::format("{}: not valid JSON: {}", path.string(),
+                                 tag_end == std::string_view::npos ? what : what.substr(tag_end + 2)));
+  }
+}
+
+void write_text_file(const std::filesystem::path& path, std::string_view text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) throw InputError(fmt::format("{}: cannot write: {}", path.string(), std::strerror(errno)));
+  out << text;
+  out.flush();
+  if (!out) throw InputError(fmt::format("{}: cannot write: {}", path.string(), std::strerror(errno)));
+}
+
+}  // namespace gpipe
+
+namespace gpipe::schedules {
+
+Schedule read_schedule_file(const std::filesystem::path& path) {
+  const std::string text = read_text_file(path);
+  const auto first = text.find_first_not_of(" \t\r\n");
+  if (first != std::string::npos && text[first] == '{') {
+    return schedule_from_json(read_json_file(path), path.string());
+  }
+  return schedule_from_csv(text, path.string(), path.stem().string());
+}
+
+}  // namespace gpipe::schedules

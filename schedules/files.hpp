@@ -1,0 +1,30 @@
+// Reading and writing the files the tools exchange, with errors that name the
+// file: every tool that opens a schedule, profile or trace goes through here.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "schedules/schedule.hpp"
+
+namespace gpipe {
+
+// Throws InputError("FILE: cannot read: <reason>") when the file cannot be read.
+[[nodiscard]] std::string read_text_file(const std::filesystem::path& path);
+// Throws InputError("FILE: not valid JSON: <where>") for malformed JSON.
+[[nodiscard]] nlohmann::json read_json_file(const std::filesystem::path& path);
+// Throws InputError("FILE: cannot write: <reason>").
+void write_text_file(const std::filesystem::path& path, std::string_view text);
+
+}  // namespace gpipe
+
+namespace gpipe::schedules {
+
+// Reads a schedule in its JSON or CSV form: JSON when the file starts with '{'
+// (after white space), CSV otherwise. The CSV's name is the file's stem.
+[[nodiscard]] Schedule read_schedule_file(const std::filesystem::path& path);
+
+}  // namespace gpipe::schedules

@@ -1,0 +1,105 @@
+#include "schedules/ir_csv.hpp"
+
+#include <algorithm>
+#include <optional>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "schedules/error.hpp"
+
+namespace gpipe::schedules {
+namespace {
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  return s;
+}
+
+std::vector<std::string_view> split(std::string_view text, char sep) {
+  std::vector<std::string_view> parts;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t end = text.find(sep, start);
+    parts.push_back(text.substr(start, end == std::string_view::npos ? end : end - start));
+    if (end == std::string_view::npos) break;
+    start = end + 1;
+  }
+  return parts;
+}
+
+RecomputePolicy infer_recompute(const Schedule& s) {
+  int recomputes = 0;
+  int backwards = 0;
+  for (const auto& list : s.ranks) {
+    for (const Action& a : list) {
+      recomputes += a.kind == ActionKind::R;
+      backwards += is_input_backward(a.kind);
+    }
+  }
+  if (recomputes == 0) return RecomputePolicy::never;
+  return recomputes == backwards ? RecomputePolicy::always : RecomputePolicy::except_last;
+}
+
+}  // namespace
+
+std::string to_csv(const Schedule& s) {
+  std::string out;
+  for (const auto& list : s.ranks) {
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      if (i > 0) out += ',';
+      out += to_string(list[i]);
+    }
+    out += '\n';
+  }
+  return out;
+}
+
+Schedule schedule_from_csv(std::string_view text, std::string_view origin, std::string_view name) {
+  auto lines = split(text, '\n');
+  while (!lines.empty() && trim(lines.back()).empty()) lines.pop_back();  // final newlines
+  if (lines.empty()) throw InputError(fmt::format("{}: empty CSV, expected one line per rank", origin));
+
+  Schedule s;
+  s.name = std::string(name);
+  s.num_ranks = static_cast<int>(lines.size());
+  std::vector<std::optional<int>> rank_of_stage;
+  int max_microbatch = -1;
+  for (std::size_t r = 0; r < lines.size(); ++r) {
+    auto& list = s.ranks.emplace_back();
+    const auto cells = split(lines[r], ',');
+    for (std::size_t c = 0; c < cells.size(); ++c) {
+      const std::string_view cell = trim(cells[c]);
+      if (cell.empty()) continue;  // torch writes idle slots as empty cells
+      Action a;
+      try {
+        a = parse_action(cell);
+      } catch (const InputError& e) {
+        throw InputError(fmt::format("{}: line {} cell {}: {}", origin, r + 1, c + 1, e.what()));
+      }
+      list.push_back(a);
+      if (a.kind != ActionKind::STEP) max_microbatch = std::max(max_microbatch, a.microbatch.value);
+      const auto stage = a.stage.at();
+      if (stage >= rank_of_stage.size()) rank_of_stage.resize(stage + 1);
+      if (rank_of_stage[stage] && *rank_of_stage[stage] != static_cast<int>(r)) {
+        throw InputError(fmt::format("{}: line {} cell {}: stage {} also appears on line {}; a stage "
+                                     "runs on one rank",
+                                     origin, r + 1, c + 1, stage, *rank_of_stage[stage] + 1));
+      }
+      rank_of_stage[stage] = static_cast<int>(r);
+    }
+  }
+  for (std::size_t stage = 0; stage < rank_of_stage.size(); ++stage) {
+    if (!rank_of_stage[stage]) {
+      throw InputError(fmt::format("{}: stage {} has no actions (stages are numbered from 0)", origin, stage));
+    }
+    s.stage_to_rank.emplace_back(*rank_of_stage[stage]);
+  }
+  s.num_stages = static_cast<int>(rank_of_stage.size());
+  s.num_microbatches = max_microbatch + 1;
+  s.recompute = infer_recompute(s);
+  return s;
+}
+
+}  // namespace gpipe::schedules

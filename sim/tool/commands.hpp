@@ -1,0 +1,11 @@
+// The subcommands of gpipe-sim, one file each; gpipe_sim_main.cpp wires them up.
+#pragma once
+
+#include "sim/tool/cli_main.hpp"
+
+namespace gpipe::cli {
+
+[[nodiscard]] Subcommand add_schedule_command(CLI::App& app);
+[[nodiscard]] Subcommand add_check_command(CLI::App& app);
+
+}  // namespace gpipe::cli

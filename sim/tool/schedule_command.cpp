@@ -1,0 +1,83 @@
+// gpipe-sim schedule: generate a schedule and print it as text, JSON or CSV.
+#include <iostream>
+#include <map>
+#include <memory>
+
+#include "schedules/error.hpp"
+#include "schedules/generate.hpp"
+#include "schedules/ir_csv.hpp"
+#include "schedules/ir_json.hpp"
+#include "schedules/ir_text.hpp"
+#include "schedules/lower.hpp"
+#include "schedules/validate.hpp"
+#include "sim/tool/commands.hpp"
+
+namespace gpipe::cli {
+namespace {
+
+using namespace gpipe::schedules;
+
+struct ScheduleFlags {
+  std::string schedule = "gpipe";
+  int stages = 0;
+  int microbatches = 0;
+  std::string backward_order = "reverse";
+  std::string recompute = "never";
+  bool lowered = false;
+  std::string format = "text";
+};
+
+int run_schedule(const ScheduleFlags& f, const CLI::App& cmd) {
+  if (f.schedule != "gpipe" && cmd.count("--backward-order") > 0) {
+    throw InputError("--backward-order applies to --schedule gpipe only");
+  }
+  ScheduleOptions options;
+  options.num_stages = f.stages;
+  options.num_microbatches = f.microbatches;
+  options.backward_order = *parse_backward_order(f.backward_order);
+  options.recompute = *parse_recompute_policy(f.recompute);
+  Schedule schedule = generate(f.schedule, options);
+  if (f.lowered) schedule = lower(schedule);
+  validate(schedule);  // a generator bug must never print a broken schedule
+  if (f.format == "json") {
+    std::cout << to_json_text(schedule);
+  } else if (f.format == "csv") {
+    std::cout << to_csv(schedule);
+  } else {
+    std::cout << to_text(schedule);
+  }
+  return 0;
+}
+
+}  // namespace
+
+Subcommand add_schedule_command(CLI::App& app) {
+  auto flags = std::make_shared<ScheduleFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "schedule", "Generate a schedule and print it (text grid, IR JSON or torch-style CSV)");
+  cmd->add_option("--schedule", flags->schedule, "Schedule generator")
+      ->check(CLI::IsMember({"gpipe", "1f1b"}))
+      ->capture_default_str();
+  cmd->add_option("--stages,-K", flags->stages, "Number of pipeline stages K (one per rank)")
+      ->required()
+      ->check(CLI::Range(1, 100000));
+  cmd->add_option("--microbatches,-M", flags->microbatches, "Micro-batches per mini-batch M")
+      ->required()
+      ->check(CLI::Range(1, 1000000));
+  cmd->add_option("--backward-order", flags->backward_order,
+                  "GPipe backward order: reverse (B of M-1 first, GPipe Fig. 2c) or forward (B0 first)")
+      ->check(CLI::IsMember({"reverse", "forward"}))
+      ->capture_default_str();
+  cmd->add_option("--recompute", flags->recompute,
+                  "Re-materialisation policy, applied by lowering (R before the backward)")
+      ->check(CLI::IsMember({"never", "always", "except_last"}))
+      ->capture_default_str();
+  cmd->add_flag("--lowered", flags->lowered,
+                "Print the lowered program: with R, SEND/RECV and STEP actions");
+  cmd->add_option("--format", flags->format, "Output format")
+      ->check(CLI::IsMember({"text", "json", "csv"}))
+      ->capture_default_str();
+  return {cmd, [flags, cmd] { return run_schedule(*flags, *cmd); }};
+}
+
+}  // namespace gpipe::cli

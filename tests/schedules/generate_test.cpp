@@ -1,0 +1,93 @@
+// Generators: exact action lists for GPipe (both backward orders) and 1F1B,
+// including M < K, K = 1 and M = 1.
+#include <gtest/gtest.h>
+
+#include "schedules/error.hpp"
+#include "schedules/generate.hpp"
+#include "tests/schedules/test_support.hpp"
+
+namespace gpipe::schedules {
+namespace {
+
+using testing::program;
+
+ScheduleOptions options(int k, int m, BackwardOrder order = BackwardOrder::reverse) {
+  ScheduleOptions o;
+  o.num_stages = k;
+  o.num_microbatches = m;
+  o.backward_order = order;
+  return o;
+}
+
+TEST(GenerateGpipe, FillDrainReverseBackwards) {
+  const Schedule s = generate_gpipe(options(4, 3));
+  EXPECT_EQ(s.name, "gpipe");
+  EXPECT_EQ(s.num_ranks, 4);
+  EXPECT_EQ(s.num_stages, 4);
+  EXPECT_EQ(s.num_microbatches, 3);
+  EXPECT_EQ(s.stage_to_rank, (std::vector<Rank>{Rank{0}, Rank{1}, Rank{2}, Rank{3}}));
+  EXPECT_EQ(program(s, 0), "0F0 0F1 0F2 0B2 0B1 0B0");
+  EXPECT_EQ(program(s, 3), "3F0 3F1 3F2 3B2 3B1 3B0");
+  EXPECT_FALSE(s.is_lowered());
+}
+
+TEST(GenerateGpipe, ForwardBackwardOrder) {
+  const Schedule s = generate_gpipe(options(2, 4, BackwardOrder::forward));
+  EXPECT_EQ(program(s, 0), "0F0 0F1 0F2 0F3 0B0 0B1 0B2 0B3");
+  EXPECT_EQ(program(s, 1), "1F0 1F1 1F2 1F3 1B0 1B1 1B2 1B3");
+}
+
+TEST(GenerateGpipe, SingleStageAndSingleMicrobatch) {
+  EXPECT_EQ(program(generate_gpipe(options(1, 1)), 0), "0F0 0B0");
+  EXPECT_EQ(program(generate_gpipe(options(1, 3)), 0), "0F0 0F1 0F2 0B2 0B1 0B0");
+  const Schedule s = generate_gpipe(options(3, 1));
+  EXPECT_EQ(program(s, 1), "1F0 1B0");
+  EXPECT_EQ(program(s, 2), "2F0 2B0");
+}
+
+TEST(Generate1f1b, WarmupSteadyDrain) {
+  const Schedule s = generate_1f1b(options(4, 6));
+  EXPECT_EQ(s.name, "1f1b");
+  EXPECT_EQ(program(s, 0), "0F0 0F1 0F2 0F3 0B0 0F4 0B1 0F5 0B2 0B3 0B4 0B5");
+  EXPECT_EQ(program(s, 1), "1F0 1F1 1F2 1B0 1F3 1B1 1F4 1B2 1F5 1B3 1B4 1B5");
+  EXPECT_EQ(program(s, 2), "2F0 2F1 2B0 2F2 2B1 2F3 2B2 2F4 2B3 2F5 2B4 2B5");
+  EXPECT_EQ(program(s, 3), "3F0 3B0 3F1 3B1 3F2 3B2 3F3 3B3 3F4 3B4 3F5 3B5");
+}
+
+TEST(Generate1f1b, FewerMicrobatchesThanStages) {
+  const Schedule s = generate_1f1b(options(4, 2));
+  EXPECT_EQ(program(s, 0), "0F0 0F1 0B0 0B1");
+  EXPECT_EQ(program(s, 2), "2F0 2F1 2B0 2B1");
+  EXPECT_EQ(program(s, 3), "3F0 3B0 3F1 3B1");
+}
+
+TEST(Generate1f1b, SingleStage) {
+  EXPECT_EQ(program(generate_1f1b(options(1, 3)), 0), "0F0 0B0 0F1 0B1 0F2 0B2");
+}
+
+TEST(Generate, EveryRankRunsEachForwardAndBackwardOnce) {
+  for (const char* name : {"gpipe", "1f1b"}) {
+    for (int k = 1; k <= 7; ++k) {
+      for (int m = 1; m <= 9; ++m) {
+        const Schedule s = generate(name, options(k, m));
+        ASSERT_EQ(static_cast<int>(s.ranks.size()), k);
+        for (int r = 0; r < k; ++r) EXPECT_EQ(static_cast<int>(s.ranks[r].size()), 2 * m) << name;
+      }
+    }
+  }
+}
+
+TEST(Generate, RejectsUnknownNamesAndEmptyPipelines) {
+  EXPECT_THROW((void)generate("zb-h1", options(2, 2)), InputError);
+  EXPECT_THROW((void)generate("gpipe", options(0, 2)), InputError);
+  EXPECT_THROW((void)generate("1f1b", options(2, 0)), InputError);
+  try {
+    (void)generate("interleaved", options(2, 2));
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "unknown schedule 'interleaved' (known: gpipe, 1f1b)");
+  }
+}
+
+}  // namespace
+}  // namespace gpipe::schedules

@@ -1,0 +1,34 @@
+// Helpers for schedule tests: a rank's program as one string of action texts,
+// so expectations read like the schedule tables in the docs.
+#pragma once
+
+#include <ostream>
+#include <string>
+
+#include "schedules/schedule.hpp"
+
+namespace gpipe::schedules::testing {
+
+inline std::string program(const Schedule& s, int rank) {
+  std::string out;
+  for (const Action& a : s.actions(Rank{rank})) {
+    if (!out.empty()) out += ' ';
+    out += to_string(a);
+  }
+  return out;
+}
+
+}  // namespace gpipe::schedules::testing
+
+namespace gpipe::schedules {
+
+// GoogleTest prints a Schedule that differs as its programs, not its bytes.
+inline void PrintTo(const Schedule& s, std::ostream* os) {
+  *os << s.name << " K=" << s.num_stages << " M=" << s.num_microbatches
+      << " recompute=" << to_string(s.recompute);
+  for (int r = 0; r < static_cast<int>(s.ranks.size()); ++r) {
+    *os << "\n  rank " << r << ": " << testing::program(s, r);
+  }
+}
+
+}  // namespace gpipe::schedules
