@@ -2,13 +2,14 @@
 
 namespace gpipe::schedules {
 
-Dependencies::Dependencies(const Schedule& schedule)
-    : schedule_(schedule), lowered_(schedule.is_lowered()) {
+Dependencies::Dependencies(const Schedule& schedule) : schedule_(schedule), via_comm_(false) {
   index_.reserve(static_cast<std::size_t>(schedule.total_actions()));
   for (int r = 0; r < static_cast<int>(schedule.ranks.size()); ++r) {
     const auto& list = schedule.ranks[static_cast<std::size_t>(r)];
     for (int i = 0; i < static_cast<int>(list.size()); ++i) {
-      index_.try_emplace(list[static_cast<std::size_t>(i)], Position{Rank{r}, i});
+      const Action& a = list[static_cast<std::size_t>(i)];
+      index_.try_emplace(a, Position{Rank{r}, i});
+      via_comm_ = via_comm_ || is_comm(a.kind);
     }
   }
 }
@@ -36,7 +37,7 @@ std::vector<Action> Dependencies::of(const Action& a) const {
   switch (a.kind) {
     case K::F:
       if (has_prev) {
-        if (lowered_ && schedule_.crosses_ranks(prev)) {
+        if (via_comm_ && schedule_.crosses_ranks(prev)) {
           deps.push_back({s, K::RECV_F, m});
         } else {
           deps.push_back({prev, K::F, m});
@@ -48,7 +49,7 @@ std::vector<Action> Dependencies::of(const Action& a) const {
       deps.push_back({s, K::F, m});
       if (contains({s, K::R, m})) deps.push_back({s, K::R, m});
       if (has_next) {
-        if (lowered_ && schedule_.crosses_ranks(s)) {
+        if (via_comm_ && schedule_.crosses_ranks(s)) {
           deps.push_back({s, K::RECV_B, m});
         } else {
           deps.push_back(backward(next, m));

@@ -18,9 +18,10 @@ class Dependencies {
   explicit Dependencies(const Schedule& schedule);
 
   // The actions `action` needs, by DESIGN.md's rules:
-  //   F(s,m) <- F(s-1,m), or RECV_F(s,m) when lowered and s-1 is on another rank
+  //   F(s,m) <- F(s-1,m), or RECV_F(s,m) when s-1 is on another rank and
+  //             the schedule has comm actions
   //   B/I(s,m) <- F(s,m), R(s,m) if present, and the backward of (s+1,m)
-  //              (or RECV_B(s,m) when lowered and s+1 is on another rank)
+  //              (or RECV_B(s,m), likewise)
   //   R(s,m) <- F(s,m);  W(s,m) <- I(s,m);  STEP(s) <- every last backward of s
   //   SEND_F(s,m) <- F(s,m);  RECV_F(s,m) <- SEND_F(s-1,m)
   //   SEND_B(s,m) <- backward of (s,m);  RECV_B(s,m) <- SEND_B(s+1,m)
@@ -37,7 +38,7 @@ class Dependencies {
 
  private:
   const Schedule& schedule_;
-  bool lowered_;
+  bool via_comm_;  // cross-rank data goes through SEND/RECV actions
   std::unordered_map<Action, Position> index_;
 };
 
