@@ -1,0 +1,55 @@
+// The model families a SPEC can name, one builder each (mlp.cpp,
+// transformer.cpp, unbalanced.cpp), and the builders of their layers. What each
+// layer kind computes and keeps for its backward is the contract in
+// models/model.hpp. Builders take shapes that parse_model() has validated
+// (every value >= 1, hidden divisible by heads).
+//
+// mlp:layers=L,hidden=H
+//   block0 .. block{L-1} (mlp_block, F = 4H), loss (mse_loss).
+//   Data: input x [H] floating, target [H] floating.
+//
+// transformer:layers=L,hidden=H,heads=A,seq=S[,vocab=V]   (V defaults to 256:
+//   a byte-level synthetic task, small enough that the head does not dwarf the blocks)
+//   embed (embedding), block0 .. block{L-1} (transformer_block), head (lm_head).
+//   Untied embedding and unembedding, so no weight is shared between stages.
+//   Data: token ids [S] int32, next-token targets [S] int32.
+//
+// unbalanced:layers=L,hidden=H
+//   As mlp, but block i has inner width F_i = H * (1 + floor(7 i / (L-1)))
+//   (F_0 = H when L = 1): a ramp from H to 8H, so block costs grow with depth,
+//   the last block costs 8x the first, and a split with equal layer counts
+//   overloads the last stage while a cost-balanced split does not.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "models/model.hpp"
+
+namespace gpipe::models {
+
+inline constexpr int kDefaultVocab = 256;
+
+struct TransformerShape {
+  int layers = 1;
+  int hidden = 1;
+  int heads = 1;
+  int seq = 1;
+  int vocab = kDefaultVocab;
+};
+
+// One layer of each kind, as model.hpp describes it.
+[[nodiscard]] Layer mlp_block_layer(std::string name, std::int64_t hidden, std::int64_t ffn_width);
+[[nodiscard]] Layer mse_loss_layer(std::int64_t hidden);
+[[nodiscard]] Layer embedding_layer(const TransformerShape& shape);
+[[nodiscard]] Layer transformer_block_layer(std::string name, const TransformerShape& shape);
+[[nodiscard]] Layer lm_head_layer(const TransformerShape& shape);
+
+[[nodiscard]] Model build_mlp(int layers, int hidden);
+[[nodiscard]] Model build_transformer(const TransformerShape& shape);
+[[nodiscard]] Model build_unbalanced(int layers, int hidden);
+
+// F_i of block `block` of unbalanced:layers=`layers`,hidden=`hidden`.
+[[nodiscard]] std::int64_t unbalanced_ffn_width(int block, int layers, int hidden);
+
+}  // namespace gpipe::models

@@ -1,0 +1,45 @@
+#include "models/model.hpp"
+
+#include <fmt/format.h>
+
+#include "schedules/error.hpp"
+
+namespace gpipe::models {
+
+int bytes_per_element(DType dtype) { return dtype == DType::fp32 ? 4 : 2; }
+
+std::string_view to_string(DType dtype) { return dtype == DType::fp32 ? "fp32" : "bf16"; }
+
+std::optional<DType> parse_dtype(std::string_view text) {
+  if (text == "fp32") return DType::fp32;
+  if (text == "bf16") return DType::bf16;
+  return std::nullopt;
+}
+
+std::string_view dtype_names() { return "fp32, bf16"; }
+
+LayerBytes bytes_at(const Layer& layer, int micro_batch_size, DType dtype) {
+  if (micro_batch_size < 1) {
+    throw InputError(fmt::format("layer '{}': micro-batch size must be at least 1, got {}",
+                                 layer.name, micro_batch_size));
+  }
+  const std::int64_t b = micro_batch_size;
+  const std::int64_t e = bytes_per_element(dtype);
+  return LayerBytes{
+      .input_bytes = b * (layer.input_elems * e + layer.input_index_bytes),
+      .output_bytes = b * layer.output_elems * e,
+      .activation_bytes = b * (layer.activation_elems * e + layer.activation_index_bytes),
+  };
+}
+
+std::int64_t param_bytes(const Layer& layer, DType dtype) {
+  return layer.params * bytes_per_element(dtype);
+}
+
+std::int64_t Model::params() const {
+  std::int64_t total = 0;
+  for (const Layer& layer : layers) total += layer.params;
+  return total;
+}
+
+}  // namespace gpipe::models

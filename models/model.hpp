@@ -1,0 +1,150 @@
+// Model descriptions: a model is an ordered list of layers, each with its
+// parameter count, FLOPs and memory per sample. A layer is the unit the
+// partitioner places on a stage and the unit the executor runs; the analytic
+// profile and the simulator cost it from these numbers, and the executor's
+// measured activation memory must equal bytes_at() EXACTLY, so this comment is
+// the contract, per layer kind, of which tensors a layer keeps for its backward.
+//
+// Conventions, every kind:
+// - Numbers are per SAMPLE (micro-batch size 1) and scale linearly with b.
+// - FLOPs count matrix products only, 2*m*n*k each. Elementwise work (LayerNorm,
+//   GELU, softmax, residual adds, bias adds and their gradients, losses, the
+//   embedding gather/scatter) counts 0. The backward of a Linear is two GEMMs of
+//   the forward's size: one for the input gradient, one for the weight gradient.
+// - Floating tensors, LayerNorm mean/rstd and softmax probabilities included, are
+//   held in the run's dtype (fp32: 4 bytes, bf16: 2). Integer tensors (token ids,
+//   next-token targets) are int32, 4 bytes, whatever the dtype.
+// - input: what the layer reads from the previous layer (the first layer: from
+//   the data). output: what it hands to the next layer (a loss layer: its
+//   per-sample loss, 1 element). target: the training target a loss layer reads
+//   from the (seeded, synthetic) data; it is not part of input_bytes, it never
+//   travels between stages.
+// - activation: what the layer keeps from its forward until its backward when
+//   not recomputing, its input included (a loss layer: its target too).
+// - No dropout anywhere; every LayerNorm has eps 1e-5 and affine gamma/beta;
+//   GELU is the tanh approximation (GPT-2's).
+//
+// Per kind (H hidden, F the MLP inner width, S seq, A heads, V vocab):
+//
+// mlp_block   y = x + W2 gelu(W1 LN(x) + c1) + c2,   W1 [F,H], W2 [H,F]
+//   params      2H + (F*H + F) + (H*F + H)
+//   FLOPs       fwd 4HF; bwd_input 4HF; bwd_weight 4HF
+//   input H, output H
+//   stash       x [H], LN output (W1's input) [H], LN mean and rstd [2],
+//               pre-GELU [F], GELU output (W2's input) [F]  =  2H + 2F + 2
+//
+// mse_loss    loss = mean_j (x_j - t_j)^2      (no parameters)
+//   FLOPs 0; input H; target H (floating); output 1
+//   stash       x [H], target t [H]  =  2H
+//
+// embedding   h[s] = tok[id[s]] + pos[s],  tok [V,H], pos [S,H]
+//   params      V*H + S*H
+//   FLOPs 0; input: token ids int32 [S] (input_index_bytes 4S); output [S,H]
+//   stash       token ids int32 [S] (activation_index_bytes 4S), no floating
+//
+// transformer_block  GPT-2, pre-LN, F = 4H, biases on every Linear:
+//     a = x + Wo attn(LN1(x)),  y = a + W2 gelu(W1 LN2(a))
+//     attn: per head (d = H/A) softmax(q k^T / sqrt(d) + causal mask) v
+//   params      12H^2 + 13H  (LN1 2H, Wqkv 3H^2+3H, Wo H^2+H, LN2 2H,
+//               W1 4H^2+4H, W2 4H^2+H)
+//   FLOPs       fwd 24SH^2 + 4S^2H          (Linears 24SH^2; q k^T and P v
+//                                           2S^2H each, the full S x S
+//                                           products: the causal mask saves none)
+//               bwd_input 24SH^2 + 8S^2H    (dq, dk, dP, dv: 2S^2H each)
+//               bwd_weight 24SH^2
+//   input SH, output SH
+//   stash       x [S,H], LN1 output [S,H], q,k,v [S,3H], softmax
+//               probabilities P [A,S,S], attention output (Wo's input) [S,H],
+//               a [S,H], LN2 output [S,H], pre-GELU [S,4H], GELU output [S,4H],
+//               LN1 and LN2 mean and rstd [S,2] each
+//               = 16SH + 4S + AS^2
+//
+// lm_head     logits = LN(x) Wu, Wu [V,H], no bias;
+//             loss = mean_s cross_entropy(logits[s], target[s])
+//   params      2H + V*H
+//   FLOPs       fwd 2SHV; bwd_input 2SHV; bwd_weight 2SHV
+//   input SH; target: next-token ids int32 [S] (target_index_bytes 4S); output 1
+//   stash       x [S,H], LN output (Wu's input) [S,H], LN mean and rstd [S,2],
+//               softmax probabilities [S,V]  =  2SH + 2S + SV floating,
+//               targets int32 [S] (activation_index_bytes 4S)
+//
+// The mini-batch loss is the mean of the per-sample losses.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gpipe::models {
+
+enum class DType { fp32, bf16 };
+
+[[nodiscard]] int bytes_per_element(DType dtype);  // 4 or 2
+[[nodiscard]] std::string_view to_string(DType dtype);
+[[nodiscard]] std::optional<DType> parse_dtype(std::string_view text);
+// The names parse_dtype() accepts ("fp32, bf16"), for help texts and errors.
+[[nodiscard]] std::string_view dtype_names();
+
+// The kind names above; the profile JSON's "kind" field uses the same strings.
+namespace layer_kind {
+inline constexpr std::string_view mlp_block = "mlp_block";
+inline constexpr std::string_view mse_loss = "mse_loss";
+inline constexpr std::string_view embedding = "embedding";
+inline constexpr std::string_view transformer_block = "transformer_block";
+inline constexpr std::string_view lm_head = "lm_head";
+}  // namespace layer_kind
+
+struct Layer {
+  std::string name;  // "embed", "block0", ..., "head" (lm_head) / "loss" (mse_loss)
+  std::string kind;  // one of models::layer_kind
+  std::int64_t params = 0;
+  std::int64_t ffn_width = 0;  // F of an mlp_block / transformer_block, else 0
+
+  // Per sample; bwd = input + weight.
+  double fwd_flops = 0;
+  double bwd_input_flops = 0;
+  double bwd_weight_flops = 0;
+
+  // Per sample. *_elems are floating elements (dtype-sized), *_index_bytes int32 bytes.
+  std::int64_t input_elems = 0;
+  std::int64_t input_index_bytes = 0;
+  std::int64_t target_elems = 0;
+  std::int64_t target_index_bytes = 0;
+  std::int64_t output_elems = 0;
+  std::int64_t activation_elems = 0;  // input and target included
+  std::int64_t activation_index_bytes = 0;
+
+  [[nodiscard]] double bwd_flops() const { return bwd_input_flops + bwd_weight_flops; }
+  bool operator==(const Layer&) const = default;
+};
+
+struct LayerBytes {
+  std::int64_t input_bytes = 0;       // b * (input_elems * e + input_index_bytes)
+  std::int64_t output_bytes = 0;      // b * output_elems * e
+  std::int64_t activation_bytes = 0;  // b * (activation_elems * e + activation_index_bytes)
+  bool operator==(const LayerBytes&) const = default;
+};
+
+// The layer's bytes at micro-batch size b (e = bytes_per_element(dtype)).
+// Throws InputError when b < 1.
+[[nodiscard]] LayerBytes bytes_at(const Layer& layer, int micro_batch_size, DType dtype);
+[[nodiscard]] std::int64_t param_bytes(const Layer& layer, DType dtype);
+
+struct Model {
+  std::string spec;    // canonical SPEC: keys in fixed order, defaults left out
+  std::string family;  // "mlp", "transformer", "unbalanced"
+  std::vector<Layer> layers;
+  // Shape, for the executor. num_blocks is the SPEC's `layers=` (blocks only).
+  int num_blocks = 0;
+  int hidden = 0;
+  int heads = 0;  // transformer only, else 0
+  int seq = 0;    // transformer only (tokens per sample), else 0
+  int vocab = 0;  // transformer only, else 0
+
+  [[nodiscard]] std::int64_t params() const;
+  bool operator==(const Model&) const = default;
+};
+
+}  // namespace gpipe::models

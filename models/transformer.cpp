@@ -1,0 +1,98 @@
+// The transformer family (GPT-2, pre-LN) and its layer kinds embedding,
+// transformer_block and lm_head (model.hpp gives what they compute and keep for
+// the backward).
+#include <cassert>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "models/families.hpp"
+
+namespace gpipe::models {
+
+Layer embedding_layer(const TransformerShape& shape) {
+  const std::int64_t h = shape.hidden;
+  const std::int64_t s = shape.seq;
+  const std::int64_t v = shape.vocab;
+  Layer layer;
+  layer.name = "embed";
+  layer.kind = std::string(layer_kind::embedding);
+  layer.params = v * h + s * h;  // token and position tables
+  // A gather forward and a scatter-add backward: no matrix products, and no
+  // input gradient since the input is integer.
+  layer.input_index_bytes = 4 * s;
+  layer.output_elems = s * h;
+  layer.activation_index_bytes = 4 * s;  // the ids, for the scatter-add
+  return layer;
+}
+
+Layer transformer_block_layer(std::string name, const TransformerShape& shape) {
+  const std::int64_t h = shape.hidden;
+  const std::int64_t s = shape.seq;
+  const std::int64_t a = shape.heads;
+  const double hd = static_cast<double>(h);
+  const double sd = static_cast<double>(s);
+  // Wqkv 6SH^2, Wo 2SH^2, W1 8SH^2, W2 8SH^2.
+  const double linears = 24.0 * sd * hd * hd;
+  // One S x S product over all heads: 2 * S * S * (H/A) * A.
+  const double attention_product = 2.0 * sd * sd * hd;
+  Layer layer;
+  layer.name = std::move(name);
+  layer.kind = std::string(layer_kind::transformer_block);
+  layer.params = 12 * h * h + 13 * h;
+  layer.ffn_width = 4 * h;
+  layer.fwd_flops = linears + 2.0 * attention_product;        // q k^T, P v
+  layer.bwd_input_flops = linears + 4.0 * attention_product;  // dq, dk, dP, dv
+  layer.bwd_weight_flops = linears;
+  layer.input_elems = s * h;
+  layer.output_elems = s * h;
+  // x, LN1 out, q/k/v (3), attention out, a, LN2 out, pre-GELU (4), GELU out (4)
+  // = 16 rows of H per token; two LayerNorms' mean and rstd; P over all heads.
+  layer.activation_elems = 16 * s * h + 4 * s + a * s * s;
+  return layer;
+}
+
+Layer lm_head_layer(const TransformerShape& shape) {
+  const std::int64_t h = shape.hidden;
+  const std::int64_t s = shape.seq;
+  const std::int64_t v = shape.vocab;
+  const double logits = 2.0 * static_cast<double>(s) * static_cast<double>(h) *
+                        static_cast<double>(v);
+  Layer layer;
+  layer.name = "head";
+  layer.kind = std::string(layer_kind::lm_head);
+  layer.params = 2 * h + v * h;  // final LayerNorm, unembedding (no bias)
+  layer.fwd_flops = logits;
+  layer.bwd_input_flops = logits;
+  layer.bwd_weight_flops = logits;
+  layer.input_elems = s * h;
+  layer.target_index_bytes = 4 * s;
+  layer.output_elems = 1;  // the per-sample loss
+  // x, LN out, LN mean and rstd, softmax probabilities; the targets as int32.
+  layer.activation_elems = 2 * s * h + 2 * s + s * v;
+  layer.activation_index_bytes = 4 * s;
+  return layer;
+}
+
+Model build_transformer(const TransformerShape& shape) {
+  assert(shape.layers >= 1 && shape.hidden >= 1 && shape.heads >= 1 && shape.seq >= 1 &&
+         shape.vocab >= 1 && shape.hidden % shape.heads == 0);
+  Model model;
+  model.spec = fmt::format("transformer:layers={},hidden={},heads={},seq={}", shape.layers,
+                           shape.hidden, shape.heads, shape.seq);
+  if (shape.vocab != kDefaultVocab) model.spec += fmt::format(",vocab={}", shape.vocab);
+  model.family = "transformer";
+  model.num_blocks = shape.layers;
+  model.hidden = shape.hidden;
+  model.heads = shape.heads;
+  model.seq = shape.seq;
+  model.vocab = shape.vocab;
+  model.layers.push_back(embedding_layer(shape));
+  for (int i = 0; i < shape.layers; ++i) {
+    model.layers.push_back(transformer_block_layer(fmt::format("block{}", i), shape));
+  }
+  model.layers.push_back(lm_head_layer(shape));
+  return model;
+}
+
+}  // namespace gpipe::models
