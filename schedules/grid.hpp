@@ -1,0 +1,33 @@
+// The rank x step grid printer: a time-aligned picture of a schedule's fill and
+// drain, one row per unit time step and one column per rank, after
+// torch.distributed.pipelining's schedule printer. gpipe, K=2, M=2:
+//
+//   step  rank 0  rank 1
+//      0  0F0     .
+//      1  0F1     1F0
+//      2  .       1F1
+//      3  .       1B1
+//      4  0B1     1B0
+//      5  0B0
+//
+// Every compute action (F, B, I, W, R, STEP) takes one step; comm actions take
+// none and are not drawn, but dependencies pass through them. `.` is a rank
+// waiting on data; an empty cell is a rank that has finished. A schedule that
+// cannot go on (a deadlock, a missing dependency) ends with a `stuck` row that
+// shows, marked, the action each unfinished rank is blocked on.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "schedules/schedule.hpp"
+
+namespace gpipe::schedules {
+
+// Unit-time list scheduling: at each step, each rank runs its next action in
+// program order if everything it needs (Dependencies::of) finished at an
+// earlier step. Cells at a Position in `marks` (rank, index in that rank's full
+// action list) print as `[0F1]`. Rows end without trailing spaces, each with '\n'.
+[[nodiscard]] std::string format_grid(const Schedule& schedule, const std::vector<Position>& marks = {});
+
+}  // namespace gpipe::schedules
