@@ -1,0 +1,308 @@
+#include "profiles/profile.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <utility>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "schedules/error.hpp"
+
+namespace gpipe::profiles {
+namespace {
+
+using nlohmann::json;
+
+// A value with its place in the document, so that every error names the
+// field at fault: "ORIGIN: layers[3].samples[0].fwd_us: ...".
+class Field {
+ public:
+  Field(const json& value, std::string_view origin, std::string path)
+      : value_(&value), origin_(origin), path_(std::move(path)) {}
+
+  [[noreturn]] void fail(std::string_view message) const {
+    if (path_.empty()) throw InputError(fmt::format("{}: {}", origin_, message));
+    throw InputError(fmt::format("{}: {}: {}", origin_, path_, message));
+  }
+
+  [[nodiscard]] const json& value() const { return *value_; }
+
+  // Fails naming the member `key` of this object, present or not.
+  [[noreturn]] void fail_member(std::string_view key, std::string_view message) const {
+    Field(*value_, origin_, child_path(key)).fail(message);
+  }
+
+  [[nodiscard]] Field object_member(std::string_view key) const {
+    const auto found = value_->find(key);
+    if (found == value_->end()) fail_member(key, "is missing");
+    return Field(*found, origin_, child_path(key));
+  }
+
+  [[nodiscard]] std::optional<Field> optional_member(std::string_view key) const {
+    const auto found = value_->find(key);
+    if (found == value_->end()) return std::nullopt;
+    return Field(*found, origin_, child_path(key));
+  }
+
+  [[nodiscard]] Field element(std::size_t index) const {
+    return Field((*value_)[index], origin_, fmt::format("{}[{}]", path_, index));
+  }
+
+  void expect_object() const {
+    if (!value_->is_object()) fail(path_.empty() ? "expected a JSON object" : "expected an object");
+  }
+
+  // The number of elements; fails unless a non-empty array.
+  [[nodiscard]] std::size_t non_empty_array_size() const {
+    if (!value_->is_array() || value_->empty()) fail("expected a non-empty array");
+    return value_->size();
+  }
+
+  [[nodiscard]] std::string string() const {
+    if (!value_->is_string()) fail("expected a string");
+    return value_->get<std::string>();
+  }
+
+  [[nodiscard]] std::string non_empty_string() const {
+    std::string text = string();
+    if (text.empty()) fail("expected a non-empty string");
+    return text;
+  }
+
+  [[nodiscard]] double non_negative_number() const {
+    // is_number() is false for booleans, so `true` is not read as 1.
+    if (!value_->is_number() || !std::isfinite(value_->get<double>()) ||
+        value_->get<double>() < 0) {
+      fail("expected a non-negative number");
+    }
+    return value_->get<double>();
+  }
+
+  [[nodiscard]] double positive_number() const {
+    if (!value_->is_number() || !std::isfinite(value_->get<double>()) ||
+        value_->get<double>() <= 0) {
+      fail("expected a positive number");
+    }
+    return value_->get<double>();
+  }
+
+  // Byte counts must be JSON integers: 1.5 bytes is a broken writer, not a size.
+  [[nodiscard]] std::int64_t non_negative_integer() const {
+    constexpr auto kMax = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+    const bool ok = value_->is_number_unsigned()  ? value_->get<std::uint64_t>() <= kMax
+                    : value_->is_number_integer() ? value_->get<std::int64_t>() >= 0
+                                                  : false;
+    if (!ok) fail("expected a non-negative integer");
+    return value_->get<std::int64_t>();
+  }
+
+  [[nodiscard]] int positive_int() const {
+    const bool ok = value_->is_number_integer() && value_->get<std::int64_t>() > 0 &&
+                    value_->get<std::int64_t>() <= std::numeric_limits<int>::max();
+    if (!ok) fail("expected a positive integer");
+    return value_->get<int>();
+  }
+
+ private:
+  [[nodiscard]] std::string child_path(std::string_view key) const {
+    return path_.empty() ? std::string(key) : fmt::format("{}.{}", path_, key);
+  }
+
+  const json* value_;
+  std::string_view origin_;
+  std::string path_;
+};
+
+ProfileSample read_sample(const Field& at) {
+  at.expect_object();
+  ProfileSample s;
+  s.micro_batch_size = at.object_member("micro_batch_size").positive_int();
+  s.fwd_us = at.object_member("fwd_us").non_negative_number();
+  s.bwd_us = at.object_member("bwd_us").non_negative_number();
+  const auto input = at.optional_member("bwd_input_us");
+  const auto weight = at.optional_member("bwd_weight_us");
+  if (input && !weight) {
+    at.fail_member("bwd_weight_us", "is missing, but bwd_input_us is given (give both or neither)");
+  }
+  if (weight && !input) {
+    at.fail_member("bwd_input_us", "is missing, but bwd_weight_us is given (give both or neither)");
+  }
+  if (input) s.bwd_input_us = input->non_negative_number();
+  if (weight) s.bwd_weight_us = weight->non_negative_number();
+  s.input_bytes = at.object_member("input_bytes").non_negative_integer();
+  s.output_bytes = at.object_member("output_bytes").non_negative_integer();
+  s.activation_bytes = at.object_member("activation_bytes").non_negative_integer();
+  if (s.activation_bytes < s.input_bytes) {
+    // DESIGN.md: activation_bytes includes the layer's input; the memory model
+    // frees A_s - In_s after a recomputed forward, which must not be negative.
+    at.fail_member("activation_bytes",
+                   fmt::format("{} is less than input_bytes {} (it includes the layer's input)",
+                               s.activation_bytes, s.input_bytes));
+  }
+  return s;
+}
+
+LayerProfile read_layer(const Field& at) {
+  at.expect_object();
+  LayerProfile layer;
+  layer.name = at.object_member("name").non_empty_string();
+  layer.kind = at.object_member("kind").non_empty_string();
+  layer.param_bytes = at.object_member("param_bytes").non_negative_integer();
+  if (const auto optimizer = at.optional_member("optimizer_us")) {
+    layer.optimizer_us = optimizer->non_negative_number();
+  }
+  const Field samples = at.object_member("samples");
+  const std::size_t count = samples.non_empty_array_size();
+  std::map<int, std::size_t> index_of_size;
+  for (std::size_t i = 0; i < count; ++i) {
+    const Field sample_at = samples.element(i);
+    ProfileSample sample = read_sample(sample_at);
+    // Interpolating I and W needs them at every size: a layer is all split or not at all.
+    const bool split = sample.bwd_input_us.has_value();
+    if (i > 0 && split != layer.samples.front().bwd_input_us.has_value()) {
+      sample_at.fail_member("bwd_input_us",
+                            split ? "is given, but samples[0] of this layer has no split backward"
+                                  : "is missing, but samples[0] of this layer gives it");
+    }
+    const auto [it, inserted] = index_of_size.emplace(sample.micro_batch_size, i);
+    if (!inserted) {
+      sample_at.fail_member("micro_batch_size",
+                            fmt::format("duplicate size {} (also samples[{}])",
+                                        sample.micro_batch_size, it->second));
+    }
+    layer.samples.push_back(std::move(sample));
+  }
+  std::sort(layer.samples.begin(), layer.samples.end(),
+            [](const ProfileSample& a, const ProfileSample& b) {
+              return a.micro_batch_size < b.micro_batch_size;
+            });
+  return layer;
+}
+
+Link read_link(const Field& at) {
+  at.expect_object();
+  return Link{.latency_us = at.object_member("latency_us").non_negative_number(),
+              .bandwidth_GBps = at.object_member("bandwidth_GBps").positive_number()};
+}
+
+std::string read_source(const Field& at) {
+  std::string source = at.string();
+  if (std::find(std::begin(kProfileSources), std::end(kProfileSources), source) ==
+      std::end(kProfileSources)) {
+    at.fail(fmt::format("expected one of cupti, cpu, analytic (got '{}')", source));
+  }
+  return source;
+}
+
+json sample_to_json(const ProfileSample& s) {
+  json out = {{"micro_batch_size", s.micro_batch_size},
+              {"fwd_us", s.fwd_us},
+              {"bwd_us", s.bwd_us},
+              {"input_bytes", s.input_bytes},
+              {"output_bytes", s.output_bytes},
+              {"activation_bytes", s.activation_bytes}};
+  if (s.bwd_input_us) out["bwd_input_us"] = *s.bwd_input_us;
+  if (s.bwd_weight_us) out["bwd_weight_us"] = *s.bwd_weight_us;
+  return out;
+}
+
+// nlohmann's messages start with "[json.exception.parse_error.101] "; the
+// user needs only what follows.
+std::string_view without_exception_tag(std::string_view message) {
+  const auto end = message.find("] ");
+  return end == std::string_view::npos ? message : message.substr(end + 2);
+}
+
+}  // namespace
+
+Profile profile_from_json(const json& document, std::string_view origin) {
+  const Field root(document, origin, "");
+  root.expect_object();
+  const Field format = root.object_member("format");
+  if (!format.value().is_string() || format.value().get<std::string>() != kProfileFormat) {
+    format.fail(fmt::format("expected \"{}\"", kProfileFormat));
+  }
+  const Field version = root.object_member("version");
+  if (!version.value().is_number_integer() ||
+      version.value().get<std::int64_t>() != kProfileVersion) {
+    version.fail(fmt::format("unsupported version {} (this build reads version {})",
+                             version.value().dump(), kProfileVersion));
+  }
+
+  Profile profile;
+  profile.device = root.object_member("device").string();
+  profile.source = read_source(root.object_member("source"));
+  profile.dtype = root.object_member("dtype").string();
+  profile.model = root.object_member("model").string();
+  profile.link = read_link(root.object_member("link"));
+
+  const Field layers = root.object_member("layers");
+  const std::size_t count = layers.non_empty_array_size();
+  std::map<std::string, std::size_t, std::less<>> index_of_name;
+  profile.layers.reserve(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    const Field layer_at = layers.element(i);
+    LayerProfile layer = read_layer(layer_at);
+    const auto [it, inserted] = index_of_name.emplace(layer.name, i);
+    if (!inserted) {
+      layer_at.fail_member("name", fmt::format("duplicate layer name '{}' (also layers[{}])",
+                                               layer.name, it->second));
+    }
+    profile.layers.push_back(std::move(layer));
+  }
+  return profile;
+}
+
+Profile load_profile(const std::filesystem::path& path) {
+  const std::string name = path.string();
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) {
+    throw InputError(fmt::format("{}: cannot read profile: is a directory", name));
+  }
+  std::ifstream file(path);
+  if (!file) throw InputError(fmt::format("{}: cannot open profile file", name));
+  json document;
+  try {
+    document = json::parse(file);
+  } catch (const json::parse_error& e) {
+    throw InputError(fmt::format("{}: not valid JSON: {}", name, without_exception_tag(e.what())));
+  }
+  return profile_from_json(document, name);
+}
+
+json to_json(const Profile& profile) {
+  json layers = json::array();
+  for (const auto& layer : profile.layers) {
+    json samples = json::array();
+    for (const auto& sample : layer.samples) samples.push_back(sample_to_json(sample));
+    json out = {{"name", layer.name},
+                {"kind", layer.kind},
+                {"param_bytes", layer.param_bytes},
+                {"samples", std::move(samples)}};
+    if (layer.optimizer_us != 0) out["optimizer_us"] = layer.optimizer_us;
+    layers.push_back(std::move(out));
+  }
+  return {{"format", kProfileFormat},
+          {"version", kProfileVersion},
+          {"device", profile.device},
+          {"source", profile.source},
+          {"dtype", profile.dtype},
+          {"model", profile.model},
+          {"link", {{"latency_us", profile.link.latency_us},
+                    {"bandwidth_GBps", profile.link.bandwidth_GBps}}},
+          {"layers", std::move(layers)}};
+}
+
+void write_profile(const Profile& profile, const std::filesystem::path& path) {
+  std::ofstream file(path);
+  if (!file) throw InputError(fmt::format("{}: cannot open for writing", path.string()));
+  file << to_json(profile).dump(2) << '\n';
+  file.flush();
+  if (!file) throw InputError(fmt::format("{}: write failed", path.string()));
+}
+
+}  // namespace gpipe::profiles

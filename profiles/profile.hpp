@@ -1,0 +1,94 @@
+// The profile format of DESIGN.md "Profiles": per-layer costs measured (CUPTI,
+// CPU) or computed (analytic) at one or more micro-batch sizes, plus the link
+// between ranks. This file holds the types and their JSON form; reading
+// validates everything, so the rest of the project can trust a Profile.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace gpipe::profiles {
+
+// The costs of one layer at one micro-batch size. Times in microseconds,
+// sizes in bytes.
+struct ProfileSample {
+  int micro_batch_size = 0;
+  double fwd_us = 0;
+  double bwd_us = 0;
+  // The backward split into input and weight gradients (zero-bubble schedules).
+  // Both present or both absent; every sample of one layer agrees.
+  std::optional<double> bwd_input_us;
+  std::optional<double> bwd_weight_us;
+  std::int64_t input_bytes = 0;
+  std::int64_t output_bytes = 0;
+  // What the layer keeps for its backward when not recomputing, its input
+  // included (so activation_bytes >= input_bytes).
+  std::int64_t activation_bytes = 0;
+
+  bool operator==(const ProfileSample&) const = default;
+};
+
+struct LayerProfile {
+  std::string name;
+  std::string kind;
+  std::int64_t param_bytes = 0;
+  // This layer's share of the optimizer STEP; independent of micro-batch size.
+  double optimizer_us = 0;
+  std::vector<ProfileSample> samples;  // sorted by micro_batch_size, sizes distinct
+
+  // Whether the samples give bwd_input_us/bwd_weight_us (all of them do, or none).
+  [[nodiscard]] bool has_split_backward() const {
+    return !samples.empty() && samples.front().bwd_input_us.has_value();
+  }
+
+  bool operator==(const LayerProfile&) const = default;
+};
+
+// A directed rank-to-rank link: a message of n bytes takes
+// latency_us + n / (bandwidth_GBps * 1e3) microseconds. GB = 1e9 bytes.
+struct Link {
+  double latency_us = 0;
+  double bandwidth_GBps = 0;
+
+  bool operator==(const Link&) const = default;
+};
+
+struct Profile {
+  std::string device;  // the hardware it was measured on
+  std::string source;  // one of kProfileSources
+  std::string dtype;
+  std::string model;   // the model SPEC string
+  Link link;
+  std::vector<LayerProfile> layers;  // in model order, names unique
+
+  bool operator==(const Profile&) const = default;
+};
+
+inline constexpr std::string_view kProfileFormat = "gpipe-profile";
+inline constexpr int kProfileVersion = 1;
+inline constexpr std::string_view kProfileSources[] = {"cupti", "cpu", "analytic"};
+
+// Validates and converts. Throws InputError naming the origin (a file name, or
+// any label the caller picks) and the field, e.g.
+// "p.json: layers[3].samples[0].fwd_us: expected a non-negative number".
+// Unknown extra fields are ignored. Samples are returned sorted by size.
+[[nodiscard]] Profile profile_from_json(const nlohmann::json& json, std::string_view origin);
+
+// Reads and validates a profile file; InputError names the file when it is
+// missing, unreadable, not JSON or not a valid profile.
+[[nodiscard]] Profile load_profile(const std::filesystem::path& path);
+
+// The JSON form that profile_from_json reads back to an equal Profile.
+// optimizer_us is written only when non-zero.
+[[nodiscard]] nlohmann::json to_json(const Profile& profile);
+
+// Writes to_json(profile), indented; InputError naming the file if it cannot.
+void write_profile(const Profile& profile, const std::filesystem::path& path);
+
+}  // namespace gpipe::profiles

@@ -1,0 +1,75 @@
+#include "profiles/stage_costs.hpp"
+
+#include <cmath>
+#include <cstddef>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "profiles/interpolate.hpp"
+#include "schedules/error.hpp"
+
+namespace gpipe::profiles {
+namespace {
+
+// One rounding per stage, not per layer, so that per-layer rounding errors
+// do not add up over a deep stage.
+std::int64_t to_ns(double us) { return std::llround(us * 1000.0); }
+
+void check_partition(const Profile& profile, std::span<const int> layers_per_stage) {
+  const auto partition = fmt::format("{}", fmt::join(layers_per_stage, ","));
+  if (layers_per_stage.empty()) throw InputError("partition: no stages given");
+  long long total = 0;
+  for (std::size_t s = 0; s < layers_per_stage.size(); ++s) {
+    if (layers_per_stage[s] < 1) {
+      throw InputError(fmt::format(
+          "partition {}: stage {} has {} layers; every stage needs at least one", partition, s,
+          layers_per_stage[s]));
+    }
+    total += layers_per_stage[s];
+  }
+  if (total != static_cast<long long>(profile.layers.size())) {
+    throw InputError(fmt::format("partition {}: {} layers in all, but the profile has {}",
+                                 partition, total, profile.layers.size()));
+  }
+}
+
+}  // namespace
+
+std::vector<StageCost> stage_costs(const Profile& profile, std::span<const int> layers_per_stage,
+                                   int micro_batch_size) {
+  check_partition(profile, layers_per_stage);
+  if (micro_batch_size < 1) {
+    throw InputError(
+        fmt::format("micro-batch size must be positive (got {})", micro_batch_size));
+  }
+  std::vector<StageCost> stages;
+  stages.reserve(layers_per_stage.size());
+  std::size_t next_layer = 0;
+  for (const int count : layers_per_stage) {
+    double fwd_us = 0, bwd_us = 0, input_us = 0, weight_us = 0, optimizer_us = 0;
+    StageCost stage;
+    for (int i = 0; i < count; ++i, ++next_layer) {
+      const LayerProfile& layer = profile.layers[next_layer];
+      const LayerCost cost = cost_at(layer, micro_batch_size);
+      fwd_us += cost.fwd_us;
+      bwd_us += cost.bwd_us;
+      input_us += cost.bwd_input_us;
+      weight_us += cost.bwd_weight_us;
+      optimizer_us += layer.optimizer_us;
+      stage.activation_bytes += cost.activation_bytes;
+      stage.param_bytes += layer.param_bytes;
+      if (i == 0) stage.input_bytes = cost.input_bytes;
+      if (i == count - 1) stage.output_bytes = cost.output_bytes;
+    }
+    stage.fwd_ns = to_ns(fwd_us);
+    stage.bwd_ns = to_ns(bwd_us);
+    stage.bwd_input_ns = to_ns(input_us);
+    stage.bwd_weight_ns = to_ns(weight_us);
+    stage.optimizer_ns = to_ns(optimizer_us);
+    stages.push_back(stage);
+  }
+  return stages;
+}
+
+}  // namespace gpipe::profiles

@@ -1,0 +1,279 @@
+// The profile format: the golden files load (or fail naming exactly the field
+// at fault), the DESIGN.md example parses, and writing then reading is exact.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "profiles/profile.hpp"
+#include "schedules/error.hpp"
+
+namespace gpipe::profiles {
+namespace {
+
+using nlohmann::json;
+
+std::filesystem::path data(const std::string& name) {
+  return std::filesystem::path(GPIPE_TEST_DATA_DIR) / "profiles" / name;
+}
+
+// The message of the InputError that `read` throws; fails the test if none.
+template <typename Read>
+std::string error_of(Read read) {
+  try {
+    (void)read();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no InputError";
+  return {};
+}
+
+std::filesystem::path temp_file(const std::string& name) {
+  const auto* test = ::testing::UnitTest::GetInstance()->current_test_info();
+  return std::filesystem::path(::testing::TempDir()) /
+         (std::string(test->test_suite_name()) + "_" + test->name() + "_" + name);
+}
+
+TEST(ProfileLoad, ReadsEveryFieldOfAValidFile) {
+  const Profile p = load_profile(data("valid_two_layers.json"));
+  EXPECT_EQ(p.device, "test device");
+  EXPECT_EQ(p.source, "analytic");
+  EXPECT_EQ(p.dtype, "fp32");
+  EXPECT_EQ(p.model, "mlp:layers=2,hidden=8");
+  EXPECT_EQ(p.link, (Link{5.0, 25.0}));
+  ASSERT_EQ(p.layers.size(), 2u);
+
+  const LayerProfile& block = p.layers[0];
+  EXPECT_EQ(block.name, "block0");
+  EXPECT_EQ(block.kind, "mlp_block");
+  EXPECT_EQ(block.param_bytes, 1000);
+  EXPECT_EQ(block.optimizer_us, 2.5);
+  EXPECT_TRUE(block.has_split_backward());
+  ASSERT_EQ(block.samples.size(), 2u);
+  // The file lists size 4 before size 2: the loader sorts.
+  EXPECT_EQ(block.samples[0], (ProfileSample{2, 20.5, 41.0, 15.25, 25.75, 200, 200, 1000}));
+  EXPECT_EQ(block.samples[1], (ProfileSample{4, 40.0, 80.0, 30.0, 50.0, 400, 400, 2000}));
+
+  const LayerProfile& head = p.layers[1];
+  EXPECT_EQ(head.name, "head");
+  EXPECT_EQ(head.optimizer_us, 0.0);  // absent: STEP costs nothing
+  EXPECT_FALSE(head.has_split_backward());
+  ASSERT_EQ(head.samples.size(), 1u);
+  EXPECT_EQ(head.samples[0],
+            (ProfileSample{2, 10.0, 20.0, std::nullopt, std::nullopt, 200, 16, 300}));
+}
+
+TEST(ProfileLoad, ParsesTheDesignExample) {
+  const Profile p = load_profile(data("design_example.json"));
+  EXPECT_EQ(p.device, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(p.source, "cupti");
+  EXPECT_EQ(p.dtype, "bf16");
+  EXPECT_EQ(p.model, "transformer:layers=24,hidden=1024,heads=16,seq=1024");
+  EXPECT_EQ(p.link, (Link{5.0, 25.0}));
+  ASSERT_EQ(p.layers.size(), 1u);
+  EXPECT_EQ(p.layers[0].name, "block0");
+  EXPECT_EQ(p.layers[0].kind, "transformer_block");
+  EXPECT_EQ(p.layers[0].param_bytes, 25165824);
+  ASSERT_EQ(p.layers[0].samples.size(), 1u);
+  EXPECT_EQ(p.layers[0].samples[0], (ProfileSample{8, 812.0, 1650.0, 820.0, 830.0, 16777216,
+                                                   16777216, 201326592}));
+}
+
+struct InvalidCase {
+  const char* file;
+  const char* message;  // what follows "PATH: "
+};
+
+class ProfileInvalidFile : public ::testing::TestWithParam<InvalidCase> {};
+
+TEST_P(ProfileInvalidFile, NamesTheFieldAtFault) {
+  const auto path = data(GetParam().file);
+  ASSERT_TRUE(std::filesystem::exists(path)) << path;
+  EXPECT_EQ(error_of([&] { return load_profile(path); }),
+            path.string() + ": " + GetParam().message);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    GoldenFiles, ProfileInvalidFile,
+    ::testing::Values(
+        InvalidCase{"invalid_root_array.json", "expected a JSON object"},
+        InvalidCase{"invalid_format.json", "format: expected \"gpipe-profile\""},
+        InvalidCase{"invalid_version.json",
+                    "version: unsupported version 2 (this build reads version 1)"},
+        InvalidCase{"invalid_missing_device.json", "device: is missing"},
+        InvalidCase{"invalid_source.json",
+                    "source: expected one of cupti, cpu, analytic (got 'gpu')"},
+        InvalidCase{"invalid_dtype_not_string.json", "dtype: expected a string"},
+        InvalidCase{"invalid_link_latency.json", "link.latency_us: expected a non-negative number"},
+        InvalidCase{"invalid_link_bandwidth.json", "link.bandwidth_GBps: expected a positive number"},
+        InvalidCase{"invalid_no_layers.json", "layers: expected a non-empty array"},
+        InvalidCase{"invalid_layer_not_object.json", "layers[0]: expected an object"},
+        InvalidCase{"invalid_duplicate_layer_name.json",
+                    "layers[1].name: duplicate layer name 'block0' (also layers[0])"},
+        InvalidCase{"invalid_empty_layer_name.json", "layers[0].name: expected a non-empty string"},
+        InvalidCase{"invalid_missing_kind.json", "layers[1].kind: is missing"},
+        InvalidCase{"invalid_param_bytes.json",
+                    "layers[0].param_bytes: expected a non-negative integer"},
+        InvalidCase{"invalid_optimizer_us.json",
+                    "layers[0].optimizer_us: expected a non-negative number"},
+        InvalidCase{"invalid_no_samples.json", "layers[1].samples: expected a non-empty array"},
+        InvalidCase{"invalid_micro_batch_size.json",
+                    "layers[0].samples[0].micro_batch_size: expected a positive integer"},
+        InvalidCase{"invalid_duplicate_micro_batch_size.json",
+                    "layers[0].samples[1].micro_batch_size: duplicate size 4 (also samples[0])"},
+        InvalidCase{"invalid_fwd_us.json",
+                    "layers[1].samples[0].fwd_us: expected a non-negative number"},
+        InvalidCase{"invalid_bwd_us_string.json",
+                    "layers[0].samples[0].bwd_us: expected a non-negative number"},
+        InvalidCase{"invalid_fractional_bytes.json",
+                    "layers[0].samples[0].input_bytes: expected a non-negative integer"},
+        InvalidCase{"invalid_bwd_input_without_weight.json",
+                    "layers[0].samples[0].bwd_weight_us: is missing, but bwd_input_us is given "
+                    "(give both or neither)"},
+        InvalidCase{"invalid_split_backward_mixed.json",
+                    "layers[0].samples[1].bwd_input_us: is missing, but samples[0] of this "
+                    "layer gives it"},
+        InvalidCase{"invalid_activation_below_input.json",
+                    "layers[0].samples[0].activation_bytes: 399 is less than input_bytes 400 (it "
+                    "includes the layer's input)"}),
+    [](const ::testing::TestParamInfo<InvalidCase>& info) {
+      std::string name = info.param.file;
+      name = name.substr(0, name.find('.'));
+      return name;
+    });
+
+TEST(ProfileLoad, NamesAMissingFile) {
+  const auto path = data("no_such_profile.json");
+  EXPECT_EQ(error_of([&] { return load_profile(path); }),
+            path.string() + ": cannot open profile file");
+}
+
+TEST(ProfileLoad, NamesAFileThatIsNotJson) {
+  const auto path = data("invalid_not_json.json");
+  const std::string message = error_of([&] { return load_profile(path); });
+  EXPECT_EQ(message.rfind(path.string() + ": not valid JSON: parse error at line 2", 0), 0u)
+      << message;
+}
+
+TEST(ProfileLoad, NamesADirectory) {
+  const auto path = data("");
+  EXPECT_EQ(error_of([&] { return load_profile(path); }),
+            path.string() + ": cannot read profile: is a directory");
+}
+
+// Values no JSON text can hold, or that a file rarely has, built in memory.
+class ProfileFromJson : public ::testing::Test {
+ protected:
+  json doc_ = json::parse(R"({"format": "gpipe-profile", "version": 1, "device": "d",
+    "source": "cpu", "dtype": "fp32", "model": "m",
+    "link": {"latency_us": 0, "bandwidth_GBps": 1},
+    "layers": [{"name": "a", "kind": "k", "param_bytes": 0, "samples": [
+      {"micro_batch_size": 1, "fwd_us": 0, "bwd_us": 0,
+       "input_bytes": 0, "output_bytes": 0, "activation_bytes": 0}]}]})");
+  json& sample_ = doc_["layers"][0]["samples"][0];
+
+  std::string error() {
+    return error_of([&] { return profile_from_json(doc_, "inline"); });
+  }
+};
+
+TEST_F(ProfileFromJson, AcceptsZerosAndIntegerTimes) {
+  const Profile p = profile_from_json(doc_, "inline");
+  EXPECT_EQ(p.layers[0].samples[0], (ProfileSample{1, 0, 0, {}, {}, 0, 0, 0}));
+}
+
+TEST_F(ProfileFromJson, RejectsNonFiniteTimes) {
+  sample_["fwd_us"] = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_EQ(error(), "inline: layers[0].samples[0].fwd_us: expected a non-negative number");
+  sample_["fwd_us"] = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(error(), "inline: layers[0].samples[0].fwd_us: expected a non-negative number");
+}
+
+TEST_F(ProfileFromJson, RejectsBooleansAsNumbers) {
+  sample_["bwd_us"] = true;
+  EXPECT_EQ(error(), "inline: layers[0].samples[0].bwd_us: expected a non-negative number");
+}
+
+TEST_F(ProfileFromJson, RejectsBytesBeyondInt64) {
+  sample_["output_bytes"] = std::numeric_limits<std::uint64_t>::max();
+  EXPECT_EQ(error(), "inline: layers[0].samples[0].output_bytes: expected a non-negative integer");
+}
+
+TEST_F(ProfileFromJson, RejectsAFractionalOrHugeMicroBatchSize) {
+  sample_["micro_batch_size"] = 1.5;
+  EXPECT_EQ(error(), "inline: layers[0].samples[0].micro_batch_size: expected a positive integer");
+  sample_["micro_batch_size"] = std::int64_t{1} << 40;
+  EXPECT_EQ(error(), "inline: layers[0].samples[0].micro_batch_size: expected a positive integer");
+}
+
+TEST_F(ProfileFromJson, RejectsWeightGradientWithoutInputGradient) {
+  sample_["bwd_weight_us"] = 1.0;
+  EXPECT_EQ(error(), "inline: layers[0].samples[0].bwd_input_us: is missing, but bwd_weight_us "
+                     "is given (give both or neither)");
+}
+
+TEST_F(ProfileFromJson, RejectsASplitThatOnlyLaterSamplesGive) {
+  json second = sample_;
+  second["micro_batch_size"] = 2;
+  second["bwd_input_us"] = 0.5;
+  second["bwd_weight_us"] = 0.5;
+  doc_["layers"][0]["samples"].push_back(second);
+  EXPECT_EQ(error(), "inline: layers[0].samples[1].bwd_input_us: is given, but samples[0] of "
+                     "this layer has no split backward");
+}
+
+TEST_F(ProfileFromJson, RejectsAMissingSampleField) {
+  sample_.erase("activation_bytes");
+  EXPECT_EQ(error(), "inline: layers[0].samples[0].activation_bytes: is missing");
+}
+
+TEST(ProfileRoundTrip, WriteThenReadIsEqual) {
+  const Profile original = load_profile(data("valid_two_layers.json"));
+  const auto path = temp_file("profile.json");
+  write_profile(original, path);
+  EXPECT_EQ(load_profile(path), original);
+  std::filesystem::remove(path);
+}
+
+TEST(ProfileRoundTrip, KeepsEveryDoubleBitForBit) {
+  Profile p = load_profile(data("design_example.json"));
+  ProfileSample& s = p.layers[0].samples[0];
+  s.fwd_us = 0.1;
+  s.bwd_us = 1.0 / 3.0;
+  s.bwd_input_us = 1e-7;
+  s.bwd_weight_us = 123456.789;
+  p.layers[0].optimizer_us = 2.0 / 7.0;
+  p.link = Link{0.3, 12.5};
+  const json written = to_json(p);
+  EXPECT_EQ(profile_from_json(json::parse(written.dump()), "dumped"), p);
+}
+
+TEST(ProfileRoundTrip, WritesTheFormatAndOmitsAZeroOptimizerCost) {
+  const Profile p = load_profile(data("valid_two_layers.json"));
+  const json written = to_json(p);
+  EXPECT_EQ(written.at("format"), "gpipe-profile");
+  EXPECT_EQ(written.at("version"), 1);
+  EXPECT_EQ(written.at("layers").at(0).at("optimizer_us"), 2.5);
+  EXPECT_FALSE(written.at("layers").at(1).contains("optimizer_us"));
+  EXPECT_FALSE(written.at("layers").at(1).at("samples").at(0).contains("bwd_input_us"));
+  // Byte counts stay JSON integers, which the loader requires.
+  EXPECT_TRUE(written.at("layers").at(0).at("samples").at(0).at("input_bytes").is_number_integer());
+}
+
+TEST(ProfileWrite, NamesAnUnwritablePath) {
+  const Profile p = load_profile(data("design_example.json"));
+  const auto path = std::filesystem::path(::testing::TempDir()) / "no_such_dir" / "p.json";
+  EXPECT_EQ(error_of([&] {
+              write_profile(p, path);
+              return 0;
+            }),
+            path.string() + ": cannot open for writing");
+}
+
+}  // namespace
+}  // namespace gpipe::profiles
