@@ -17,9 +17,24 @@ std::string command_name(const CLI::App& app, const std::vector<Subcommand>& com
   return app.get_name();
 }
 
+// CLI11 reports an unknown first word only as "a subcommand is required".
+std::string unknown_command(const std::vector<Subcommand>& commands, int argc, char** argv) {
+  if (argc < 2 || argv[1][0] == '-') return {};
+  std::string known;
+  for (const auto& c : commands) {
+    if (c.app->get_name() == argv[1]) return {};
+    known += (known.empty() ? "" : ", ") + c.app->get_name();
+  }
+  return std::string("unknown command '") + argv[1] + "' (commands: " + known + ")";
+}
+
 }  // namespace
 
 int run_main(CLI::App& app, const std::vector<Subcommand>& commands, int argc, char** argv) {
+  if (const std::string why = unknown_command(commands, argc, argv); !why.empty()) {
+    std::cerr << app.get_name() << ": error: " << why << " (see --help)\n";
+    return 2;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

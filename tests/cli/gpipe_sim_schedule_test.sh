@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# gpipe-sim schedule and check as a user runs them: output, exit status, and
+# one clear error line for bad input. Usage: gpipe_sim_schedule_test.sh GPIPE_SIM
+set -u
+sim=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+# expect_status STATUS CMD...: runs CMD, keeps stdout/stderr in $tmp/out, $tmp/err.
+expect_status() {
+  local want=$1; shift
+  "$@" >"$tmp/out" 2>"$tmp/err"
+  local got=$?
+  [ "$got" -eq "$want" ] || fail "'$*' exited $got, expected $want; stderr: $(cat "$tmp/err")"
+}
+expect_one_error_line() {
+  local n; n=$(wc -l <"$tmp/err")
+  [ "$n" -eq 1 ] || fail "expected one error line, got $n: $(cat "$tmp/err")"
+  grep -q -- "$1" "$tmp/err" || fail "error line lacks '$1': $(cat "$tmp/err")"
+}
+
+# The fill/drain of GPipe K=4, M=8: 2(M+K-1) = 22 steps, rank 3 idles for the first 3.
+expect_status 0 "$sim" schedule --schedule gpipe --stages 4 --microbatches 8 --format text
+grep -q '^   3  0F3     1F2     2F1     3F0$' "$tmp/out" || fail "gpipe grid row 3: $(cat "$tmp/out")"
+grep -q '^  21  0B0$' "$tmp/out" || fail "gpipe grid ends at step 21"
+
+# JSON is the DESIGN.md document; check reads it back as valid.
+for schedule in gpipe 1f1b; do
+  for k in 1 3 4; do
+    for m in 1 2 8; do
+      for recompute in never always except_last; do
+        for lowered in "" --lowered; do
+          "$sim" schedule --schedule $schedule -K $k -M $m --recompute $recompute $lowered \
+            --format json >"$tmp/s.json" || fail "schedule $schedule $k $m json"
+          "$sim" schedule --schedule $schedule -K $k -M $m --recompute $recompute $lowered \
+            --format csv >"$tmp/s.csv" || fail "schedule $schedule $k $m csv"
+          expect_status 0 "$sim" check "$tmp/s.json"
+          expect_status 0 "$sim" check "$tmp/s.csv"
+        done
+      done
+    done
+  done
+done
+"$sim" schedule --schedule 1f1b -K 2 -M 2 --format json >"$tmp/s.json"
+grep -q '"name": "1f1b"' "$tmp/s.json" || fail "json name"
+grep -q '\["1F0","1B0","1F1","1B1"\]' "$tmp/s.json" || fail "1f1b rank 1 program: $(cat "$tmp/s.json")"
+"$sim" schedule -K 2 -M 2 --format csv >"$tmp/out"
+[ "$(cat "$tmp/out")" = $'0F0,0F1,0B1,0B0\n1F0,1F1,1B1,1B0' ] || fail "gpipe csv: $(cat "$tmp/out")"
+"$sim" schedule -K 2 -M 2 --backward-order forward --format csv >"$tmp/out"
+[ "$(head -1 "$tmp/out")" = "0F0,0F1,0B0,0B1" ] || fail "forward order csv"
+"$sim" schedule -K 2 -M 2 --recompute always --lowered --format text >"$tmp/out"
+grep -q '^rank 0: 0F0 0SEND_F0 0F1 0SEND_F1 0R1 0RECV_B1 0B1 0R0 0RECV_B0 0B0 0STEP$' "$tmp/out" \
+  || fail "lowered program: $(cat "$tmp/out")"
+
+# The hand-written deadlock of the issue: named as its cycle, with the grid on stdout.
+printf '0F0,0B0,0F1,0B1\n1F1,1F0,1B0,1B1\n' >"$tmp/deadlock.csv"
+expect_status 2 "$sim" check "$tmp/deadlock.csv"
+expect_one_error_line "deadlock: 0B0 (rank 0 step 1) -> 0F1 (rank 0 step 2) -> 1F1 (rank 1 step 0) -> 1F0 (rank 1 step 1) -> 1B0 (rank 1 step 2) -> 0B0"
+grep -q '^stuck  \[0B0\]   \[1F1\]$' "$tmp/out" || fail "deadlock grid: $(cat "$tmp/out")"
+
+# Validation errors name the rank, step and action.
+printf '0F0,0B0,0B0\n1F0,1B0\n' >"$tmp/dup.csv"
+expect_status 2 "$sim" check "$tmp/dup.csv"
+expect_one_error_line "0B0"
+printf '0F0,0B0\n1B0,1F0\n' >"$tmp/order.csv"
+expect_status 2 "$sim" check "$tmp/order.csv"
+expect_one_error_line "rank 1 step 0: 1B0"
+
+# Bad usage and bad input: one line, exit 2.
+expect_status 2 "$sim" schedule -K 0 -M 4;                 expect_one_error_line -- "--stages"
+expect_status 2 "$sim" schedule -K 4 -M 0;                 expect_one_error_line -- "--microbatches"
+expect_status 2 "$sim" schedule -K 4;                      expect_one_error_line -- "--microbatches"
+expect_status 2 "$sim" schedule -K 4 -M 4 --schedule zb;   expect_one_error_line -- "--schedule"
+expect_status 2 "$sim" schedule -K 4 -M 4 --format xml;    expect_one_error_line -- "--format"
+expect_status 2 "$sim" schedule -K x -M 4;                 expect_one_error_line -- "--stages"
+expect_status 2 "$sim" schedule -K 2 -M 2 --schedule 1f1b --backward-order forward
+expect_one_error_line -- "--backward-order applies to --schedule gpipe only"
+expect_status 2 "$sim" frobnicate;                         expect_one_error_line "unknown command 'frobnicate'"
+expect_status 2 "$sim" check "$tmp/none.json";             expect_one_error_line "none.json: cannot read"
+echo '{"format": "gpipe-schedule", ' >"$tmp/trunc.json"
+expect_status 2 "$sim" check "$tmp/trunc.json";            expect_one_error_line "trunc.json: not valid JSON"
+echo '{"format": "gpipe-schedule", "version": 1}' >"$tmp/partial.json"
+expect_status 2 "$sim" check "$tmp/partial.json";          expect_one_error_line "partial.json: name: missing"
+expect_status 0 "$sim" --help
+grep -q "schedule" "$tmp/out" || fail "--help lists the commands"
+expect_status 0 "$sim" schedule --help
+grep -q -- "--backward-order" "$tmp/out" || fail "schedule --help lists its flags"
+
+if [ "$failures" -eq 0 ]; then echo "gpipe-sim schedule/check: all checks passed"; fi
+exit $((failures > 0))
