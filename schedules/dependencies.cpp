@@ -20,67 +20,11 @@ std::optional<Position> Dependencies::position(const Action& action) const {
   return it->second;
 }
 
-Action Dependencies::backward(Stage s, Microbatch m) const {
-  const Action input_grad{s, ActionKind::I, m};
-  return contains(input_grad) ? input_grad : Action{s, ActionKind::B, m};
-}
-
-std::vector<Action> Dependencies::of(const Action& a) const {
-  using K = ActionKind;
-  const Stage s = a.stage;
-  const Microbatch m = a.microbatch;
-  const Stage prev{s.value - 1};
-  const Stage next{s.value + 1};
-  const bool has_prev = s.value > 0;
-  const bool has_next = s.value + 1 < schedule_.num_stages;
+std::vector<Action> Dependencies::of(const Action& action) const {
   std::vector<Action> deps;
-  switch (a.kind) {
-    case K::F:
-      if (has_prev) {
-        if (via_comm_ && schedule_.crosses_ranks(prev)) {
-          deps.push_back({s, K::RECV_F, m});
-        } else {
-          deps.push_back({prev, K::F, m});
-        }
-      }
-      break;
-    case K::B:
-    case K::I:
-      deps.push_back({s, K::F, m});
-      if (contains({s, K::R, m})) deps.push_back({s, K::R, m});
-      if (has_next) {
-        if (via_comm_ && schedule_.crosses_ranks(s)) {
-          deps.push_back({s, K::RECV_B, m});
-        } else {
-          deps.push_back(backward(next, m));
-        }
-      }
-      break;
-    case K::R:
-      deps.push_back({s, K::F, m});
-      break;
-    case K::W:
-      deps.push_back({s, K::I, m});
-      break;
-    case K::STEP:
-      for (int mb = 0; mb < schedule_.num_microbatches; ++mb) {
-        const Action b = backward(s, Microbatch{mb});
-        deps.push_back(b.kind == K::I ? Action{s, K::W, Microbatch{mb}} : b);
-      }
-      break;
-    case K::SEND_F:
-      deps.push_back({s, K::F, m});
-      break;
-    case K::RECV_F:
-      deps.push_back({prev, K::SEND_F, m});
-      break;
-    case K::SEND_B:
-      deps.push_back(backward(s, m));
-      break;
-    case K::RECV_B:
-      deps.push_back({next, K::SEND_B, m});
-      break;
-  }
+  for_each_dependency(
+      schedule_, via_comm_, action, [this](const Action& a) { return contains(a); },
+      [&deps](const Action& a) { deps.push_back(a); });
   return deps;
 }
 

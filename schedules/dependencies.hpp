@@ -12,12 +12,71 @@
 
 namespace gpipe::schedules {
 
+// The rules of DESIGN.md, as one function every user shares: calls
+// visit(dependency) for each action `a` needs. `contains(action)` says whether
+// the schedule holds an action (R is optional; I replaces B where the backward
+// is split); `via_comm` says whether cross-rank data goes through SEND/RECV
+// actions. Allocation-free, so the simulator can call it per action.
+template <class Contains, class Visit>
+void for_each_dependency(const Schedule& schedule, bool via_comm, const Action& a,
+                         const Contains& contains, const Visit& visit) {
+  using K = ActionKind;
+  const Stage s = a.stage;
+  const Microbatch m = a.microbatch;
+  const Stage prev{s.value - 1};
+  const Stage next{s.value + 1};
+  const auto backward = [&](Stage st, Microbatch mb) {
+    const Action input_grad{st, K::I, mb};
+    return contains(input_grad) ? input_grad : Action{st, K::B, mb};
+  };
+  switch (a.kind) {
+    case K::F:
+      if (s.value > 0) {
+        visit(via_comm && schedule.crosses_ranks(prev) ? Action{s, K::RECV_F, m} : Action{prev, K::F, m});
+      }
+      break;
+    case K::B:
+    case K::I:
+      visit(Action{s, K::F, m});
+      if (contains(Action{s, K::R, m})) visit(Action{s, K::R, m});
+      if (next.value < schedule.num_stages) {
+        visit(via_comm && schedule.crosses_ranks(s) ? Action{s, K::RECV_B, m} : backward(next, m));
+      }
+      break;
+    case K::R:
+      visit(Action{s, K::F, m});
+      break;
+    case K::W:
+      visit(Action{s, K::I, m});
+      break;
+    case K::STEP:
+      for (int mb = 0; mb < schedule.num_microbatches; ++mb) {
+        const Action b = backward(s, Microbatch{mb});
+        visit(b.kind == K::I ? Action{s, K::W, Microbatch{mb}} : b);
+      }
+      break;
+    case K::SEND_F:
+      visit(Action{s, K::F, m});
+      break;
+    case K::RECV_F:
+      visit(Action{prev, K::SEND_F, m});
+      break;
+    case K::SEND_B:
+      visit(backward(s, m));
+      break;
+    case K::RECV_B:
+      visit(Action{next, K::SEND_B, m});
+      break;
+  }
+}
+
 class Dependencies {
  public:
   // Keeps a reference to `schedule`, which must outlive this object.
+  // Cross-rank data goes through SEND/RECV when the schedule has any.
   explicit Dependencies(const Schedule& schedule);
 
-  // The actions `action` needs, by DESIGN.md's rules:
+  // The actions `action` needs (for_each_dependency above):
   //   F(s,m) <- F(s-1,m), or RECV_F(s,m) when s-1 is on another rank and
   //             the schedule has comm actions
   //   B/I(s,m) <- F(s,m), R(s,m) if present, and the backward of (s+1,m)
@@ -31,10 +90,6 @@ class Dependencies {
   // Where an action first appears in the schedule, if it does.
   [[nodiscard]] std::optional<Position> position(const Action& action) const;
   [[nodiscard]] bool contains(const Action& action) const { return position(action).has_value(); }
-
-  // The action that produces the input gradient of (s,m): I where the schedule
-  // splits the backward, B otherwise.
-  [[nodiscard]] Action backward(Stage s, Microbatch m) const;
 
  private:
   const Schedule& schedule_;

@@ -1,0 +1,37 @@
+// DESIGN.md's activation-memory rules: how a rank's activation bytes change at
+// the start and end of each compute action of stage s (A = A_s, In = In_s):
+//   start F: +A;  end F: -(A - In) when (s,m) will be recomputed;
+//   start R: +(A - In);  end B: -A;
+//   I/W (split backward): nothing is freed at the end of I, all of A at the end
+//   of W. (DESIGN.md has I free all but what W needs; profiles do not yet say
+//   how much that is, so the model keeps it all: an upper bound.)
+#pragma once
+
+#include <cstdint>
+
+#include "schedules/action.hpp"
+
+namespace gpipe::sim {
+
+struct StageMemory {
+  std::int64_t activation_bytes = 0;     // A_s
+  std::int64_t stashed_input_bytes = 0;  // In_s
+};
+
+[[nodiscard]] constexpr std::int64_t memory_change_at_start(schedules::ActionKind kind,
+                                                             const StageMemory& m) {
+  using K = schedules::ActionKind;
+  if (kind == K::F) return m.activation_bytes;
+  if (kind == K::R) return m.activation_bytes - m.stashed_input_bytes;
+  return 0;
+}
+
+[[nodiscard]] constexpr std::int64_t memory_change_at_end(schedules::ActionKind kind,
+                                                           const StageMemory& m, bool recomputed) {
+  using K = schedules::ActionKind;
+  if (kind == K::F && recomputed) return -(m.activation_bytes - m.stashed_input_bytes);
+  if (kind == K::B || kind == K::W) return -m.activation_bytes;
+  return 0;
+}
+
+}  // namespace gpipe::sim

@@ -1,0 +1,36 @@
+// The discrete-event engine: replays a schedule against a cost model and a
+// link model with DESIGN.md's deterministic semantics, exact to the ns:
+//   - each rank runs its compute actions in IR order on one compute stream; an
+//     action starts when the previous one on its rank has ended and its inputs
+//     are ready (schedules::for_each_dependency);
+//   - data between stages on different ranks travels as a message on the
+//     directed rank-to-rank link, a FIFO: it starts at max(end of the action
+//     that produced it, end of the previous message on that link); stages on
+//     the same rank exchange for free;
+//   - activation memory follows activation_memory.hpp.
+// The schedule is validated and lowered first (R, STEP), so any valid IR runs,
+// compute-only or lowered, generated or read from a file.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "schedules/schedule.hpp"
+#include "schedules/timeline.hpp"
+#include "sim/cost_model.hpp"
+#include "sim/link_model.hpp"
+
+namespace gpipe::sim {
+
+struct SimOptions {
+  std::int64_t batch_size = 0;             // samples per mini-batch, for throughput
+  std::vector<std::int64_t> static_bytes;  // per rank: parameters, gradients, optimizer state
+  bool record_comm = true;                 // put SEND/RECV transfers in the timeline
+};
+
+// Throws InputError for an invalid schedule.
+[[nodiscard]] schedules::Timeline simulate(const schedules::Schedule& schedule,
+                                           const CostModel& costs, const LinkModel& links,
+                                           const SimOptions& options = {});
+
+}  // namespace gpipe::sim

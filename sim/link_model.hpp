@@ -1,0 +1,42 @@
+// How long a message takes on a link. The engine keeps each directed
+// rank-to-rank link a FIFO; the link model only prices one message.
+#pragma once
+
+#include <cstdint>
+
+#include "schedules/ids.hpp"
+
+namespace gpipe::sim {
+
+class LinkModel {
+ public:
+  virtual ~LinkModel() = default;
+  [[nodiscard]] virtual std::int64_t transfer_ns(schedules::Rank from, schedules::Rank to,
+                                                 std::int64_t bytes) const = 0;
+};
+
+// Every link alike: latency_us + bytes / (bandwidth_GBps * 1e3) microseconds,
+// rounded to the nearest ns (GB = 1e9 bytes, so 1 GB/s moves 1e3 bytes per us).
+class UniformLink final : public LinkModel {
+ public:
+  UniformLink(double latency_us, double bandwidth_GBps)
+      : latency_us_(latency_us), bandwidth_GBps_(bandwidth_GBps) {}
+
+  [[nodiscard]] std::int64_t transfer_ns(schedules::Rank from, schedules::Rank to,
+                                         std::int64_t bytes) const override;
+
+ private:
+  double latency_us_;
+  double bandwidth_GBps_;
+};
+
+// Transfers that cost nothing: the closed forms of the paper assume them.
+class FreeLink final : public LinkModel {
+ public:
+  [[nodiscard]] std::int64_t transfer_ns(schedules::Rank, schedules::Rank,
+                                         std::int64_t) const override {
+    return 0;
+  }
+};
+
+}  // namespace gpipe::sim
