@@ -1,0 +1,365 @@
+#include "schedules/chrome_trace.hpp"
+
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "schedules/error.hpp"
+#include "schedules/metrics.hpp"
+
+namespace gpipe::schedules {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kFormat = "gpipe-trace";
+constexpr int kVersion = 1;
+constexpr const char* kMemoryCounter = "activation memory";
+// Times beyond this (about 31 years in ns) cannot come from a run; rejecting
+// them keeps llround away from values it cannot represent.
+constexpr double kMaxAbsUs = 1e15;
+constexpr std::int64_t kMaxBytes = std::numeric_limits<std::int64_t>::max();
+
+double to_us(std::int64_t ns) { return static_cast<double>(ns) / 1000.0; }
+
+std::string_view category(Stream stream) { return stream == Stream::compute ? "compute" : "comm"; }
+
+// "rank 0 (stage 0)", "rank 0 (stages 0, 4)", or "rank 3" for a rank without stages.
+std::string process_name(const TimelineInfo& info, int rank) {
+  std::vector<int> stages;
+  for (std::size_t s = 0; s < info.stage_to_rank.size(); ++s) {
+    if (info.stage_to_rank[s].value == rank) stages.push_back(static_cast<int>(s));
+  }
+  if (stages.empty()) return fmt::format("rank {}", rank);
+  if (stages.size() == 1) return fmt::format("rank {} (stage {})", rank, stages.front());
+  return fmt::format("rank {} (stages {})", rank, fmt::join(stages, ", "));
+}
+
+void add_metadata(const TimelineInfo& info, json& events) {
+  for (int r = 0; r < info.num_ranks; ++r) {
+    events.push_back({{"name", "process_name"},
+                      {"ph", "M"},
+                      {"pid", r},
+                      {"args", {{"name", process_name(info, r)}}}});
+    events.push_back(
+        {{"name", "process_sort_index"}, {"ph", "M"}, {"pid", r}, {"args", {{"sort_index", r}}}});
+    for (int t = 0; t < kNumStreams; ++t) {
+      events.push_back({{"name", "thread_name"},
+                        {"ph", "M"},
+                        {"pid", r},
+                        {"tid", t},
+                        {"args", {{"name", to_string(static_cast<Stream>(t))}}}});
+    }
+  }
+}
+
+json action_event(const TimedAction& a) {
+  return {{"name", to_string(a.action)},
+          {"cat", category(a.stream)},
+          {"ph", "X"},
+          {"pid", a.rank.value},
+          {"tid", static_cast<int>(a.stream)},
+          {"ts", to_us(a.start_ns)},
+          {"dur", to_us(a.end_ns - a.start_ns)},
+          {"args",
+           {{"stage", a.action.stage.value},
+            {"microbatch", a.action.microbatch.value},
+            {"kind", to_string(a.action.kind)}}}};
+}
+
+// One s/f pair from each send to the receive of the same data, where both ran.
+void add_flows(const Timeline& timeline, json& events) {
+  std::unordered_map<Action, const TimedAction*> receives;
+  for (const auto& a : timeline.actions) {
+    if (a.action.kind == ActionKind::RECV_F || a.action.kind == ActionKind::RECV_B) {
+      receives.emplace(a.action, &a);
+    }
+  }
+  int id = 0;
+  for (const auto& send : timeline.actions) {
+    const auto [s, kind, m] = send.action;
+    Action target;
+    if (kind == ActionKind::SEND_F) {
+      target = Action{Stage{s.value + 1}, ActionKind::RECV_F, m};
+    } else if (kind == ActionKind::SEND_B) {
+      target = Action{Stage{s.value - 1}, ActionKind::RECV_B, m};
+    } else {
+      continue;
+    }
+    const auto it = receives.find(target);
+    if (it == receives.end()) continue;
+    const std::string name = to_string(send.action);
+    for (const auto& [ph, end] : {std::pair{"s", &send}, std::pair{"f", it->second}}) {
+      events.push_back({{"name", name},
+                        {"cat", "flow"},
+                        {"ph", ph},
+                        {"bp", "e"},
+                        {"id", id},
+                        {"pid", end->rank.value},
+                        {"tid", static_cast<int>(end->stream)},
+                        {"ts", to_us(end->start_ns)}});
+    }
+    ++id;
+  }
+}
+
+json gpipe_data(const Timeline& timeline) {
+  const TimelineInfo& info = timeline.info;
+  json stage_to_rank = json::array();
+  for (const Rank r : info.stage_to_rank) stage_to_rank.push_back(r.value);
+  return {{"format", kFormat},
+          {"version", kVersion},
+          {"schedule",
+           {{"name", info.schedule_name},
+            {"num_ranks", info.num_ranks},
+            {"num_stages", info.num_stages},
+            {"num_microbatches", info.num_microbatches},
+            {"recompute", to_string(info.recompute)},
+            {"stage_to_rank", std::move(stage_to_rank)}}},
+          {"source", {{"kind", info.source}, {"device", info.device}}},
+          {"batch_size", info.batch_size},
+          {"static_bytes", info.static_bytes},
+          {"metrics", to_json(compute_metrics(timeline))}};
+}
+
+// Reads fields of the trace, naming the origin and the field's path (such as
+// "traceEvents[12].ts") in every error.
+class FieldReader {
+ public:
+  explicit FieldReader(std::string_view origin) : origin_(origin) {}
+
+  [[noreturn]] void fail(const std::string& path, std::string_view why) const {
+    throw InputError(fmt::format("{}: field '{}' {}", origin_, path, why));
+  }
+  [[nodiscard]] static std::string join(const std::string& prefix, const char* key) {
+    return prefix.empty() ? key : prefix + "." + key;
+  }
+  // The field `key` of `parent`, or nullptr when it is absent.
+  [[nodiscard]] static const json* find(const json& parent, const char* key) {
+    const auto it = parent.find(key);
+    return it == parent.end() ? nullptr : &*it;
+  }
+  // The field `key` of `parent`, whose own path is `prefix`; it must be present.
+  [[nodiscard]] const json& get(const json& parent, const std::string& prefix,
+                                const char* key) const {
+    const json* value = find(parent, key);
+    if (value == nullptr) fail(join(prefix, key), "is missing");
+    return *value;
+  }
+  [[nodiscard]] const json& object(const json& parent, const std::string& prefix,
+                                   const char* key) const {
+    const json& value = get(parent, prefix, key);
+    if (!value.is_object()) fail(join(prefix, key), "must be an object");
+    return value;
+  }
+  [[nodiscard]] std::string string_at(const json& value, const std::string& path) const {
+    if (!value.is_string()) fail(path, "must be a string");
+    return value.get<std::string>();
+  }
+  [[nodiscard]] std::string string(const json& parent, const std::string& prefix,
+                                   const char* key) const {
+    return string_at(get(parent, prefix, key), join(prefix, key));
+  }
+  [[nodiscard]] std::int64_t integer_at(const json& value, const std::string& path,
+                                        std::int64_t min, std::int64_t max) const {
+    if (!value.is_number_integer()) fail(path, "must be an integer");
+    const bool too_big =
+        value.is_number_unsigned() && value.get<std::uint64_t>() > static_cast<std::uint64_t>(max);
+    if (too_big || value.get<std::int64_t>() < min || value.get<std::int64_t>() > max) {
+      fail(path, fmt::format("must be in [{}, {}]", min, max));
+    }
+    return value.get<std::int64_t>();
+  }
+  [[nodiscard]] std::int64_t integer(const json& parent, const std::string& prefix, const char* key,
+                                     std::int64_t min = kMinInt64,
+                                     std::int64_t max = kMaxInt64) const {
+    return integer_at(get(parent, prefix, key), join(prefix, key), min, max);
+  }
+  // A non-negative int, such as a count of ranks.
+  [[nodiscard]] int count(const json& parent, const std::string& prefix, const char* key) const {
+    return static_cast<int>(integer(parent, prefix, key, 0, std::numeric_limits<int>::max()));
+  }
+  // A time in microseconds, as integer nanoseconds.
+  [[nodiscard]] std::int64_t time_ns(const json& parent, const std::string& prefix,
+                                     const char* key) const {
+    const json& value = get(parent, prefix, key);
+    if (!value.is_number()) fail(join(prefix, key), "must be a number");
+    const double us = value.get<double>();
+    if (!std::isfinite(us) || std::abs(us) > kMaxAbsUs) fail(join(prefix, key), "is out of range");
+    return std::llround(us * 1000.0);
+  }
+
+ private:
+  static constexpr std::int64_t kMinInt64 = std::numeric_limits<std::int64_t>::min();
+  static constexpr std::int64_t kMaxInt64 = std::numeric_limits<std::int64_t>::max();
+  std::string_view origin_;
+};
+
+TimelineInfo read_info(const json& trace, const FieldReader& in) {
+  const std::string p = "otherData.gpipe";
+  const json& g = in.object(in.object(trace, "", "otherData"), "otherData", "gpipe");
+  if (in.string(g, p, "format") != kFormat) {
+    in.fail(p + ".format", fmt::format("must be \"{}\"", kFormat));
+  }
+  if (in.integer(g, p, "version") != kVersion) {
+    in.fail(p + ".version", fmt::format("must be {}", kVersion));
+  }
+  TimelineInfo info;
+  const std::string ps = p + ".schedule";
+  const json& sched = in.object(g, p, "schedule");
+  info.schedule_name = in.string(sched, ps, "name");
+  info.num_ranks = in.count(sched, ps, "num_ranks");
+  info.num_stages = in.count(sched, ps, "num_stages");
+  info.num_microbatches = in.count(sched, ps, "num_microbatches");
+  const auto recompute = parse_recompute_policy(in.string(sched, ps, "recompute"));
+  if (!recompute) in.fail(ps + ".recompute", "must be never, always or except_last");
+  info.recompute = *recompute;
+  const json& map = in.get(sched, ps, "stage_to_rank");
+  if (!map.is_array() || map.size() != static_cast<std::size_t>(info.num_stages)) {
+    in.fail(ps + ".stage_to_rank", "must be an array of num_stages ranks");
+  }
+  for (std::size_t s = 0; s < map.size(); ++s) {
+    const auto path = fmt::format("{}.stage_to_rank[{}]", ps, s);
+    info.stage_to_rank.emplace_back(
+        static_cast<int>(in.integer_at(map[s], path, 0, info.num_ranks - 1)));
+  }
+
+  const json& source = in.object(g, p, "source");
+  info.source = in.string(source, p + ".source", "kind");
+  if (!is_timeline_source(info.source)) in.fail(p + ".source.kind", "must be sim, cpu or cuda");
+  if (const json* device = FieldReader::find(source, "device")) {
+    info.device = in.string_at(*device, p + ".source.device");
+  }
+  // batch_size and static_bytes may be unknown: absent reads as 0 / empty.
+  if (FieldReader::find(g, "batch_size") != nullptr) {
+    info.batch_size = in.integer(g, p, "batch_size", 0);
+  }
+  if (const json* bytes = FieldReader::find(g, "static_bytes")) {
+    if (!bytes->is_array() ||
+        (!bytes->empty() && bytes->size() != static_cast<std::size_t>(info.num_ranks))) {
+      in.fail(p + ".static_bytes", "must be an array with one entry per rank (or empty)");
+    }
+    for (std::size_t r = 0; r < bytes->size(); ++r) {
+      const auto path = fmt::format("{}.static_bytes[{}]", p, r);
+      info.static_bytes.push_back(in.integer_at((*bytes)[r], path, 0, kMaxBytes));
+    }
+  }
+  return info;
+}
+
+void read_action(const json& ev, const std::string& where, const FieldReader& in,
+                 Timeline& timeline) {
+  TimedAction a;
+  const std::string name = in.string(ev, where, "name");
+  try {
+    a.action = parse_action(name);
+  } catch (const InputError& e) {
+    in.fail(where + ".name", e.what());
+  }
+  a.rank = Rank{static_cast<int>(in.integer(ev, where, "pid", 0, timeline.info.num_ranks - 1))};
+  a.stream = static_cast<Stream>(in.integer(ev, where, "tid", 0, kNumStreams - 1));
+  if (a.stream != stream_of(a.action.kind)) {
+    in.fail(where + ".tid",
+            fmt::format("is {} but {} runs on the {} stream", static_cast<int>(a.stream), name,
+                        to_string(stream_of(a.action.kind))));
+  }
+  if (ev.at("cat") != std::string(category(a.stream))) {
+    in.fail(where + ".cat", fmt::format("must be \"{}\" for {}", category(a.stream), name));
+  }
+  a.start_ns = in.time_ns(ev, where, "ts");
+  const std::int64_t duration = in.time_ns(ev, where, "dur");
+  if (duration < 0) in.fail(where + ".dur", "must not be negative");
+  a.end_ns = a.start_ns + duration;
+  timeline.actions.push_back(a);
+}
+
+void read_memory(const json& ev, const std::string& where, const FieldReader& in,
+                 Timeline& timeline) {
+  MemorySample s;
+  s.rank = Rank{static_cast<int>(in.integer(ev, where, "pid", 0, timeline.info.num_ranks - 1))};
+  s.time_ns = in.time_ns(ev, where, "ts");
+  s.activation_bytes = in.integer(in.object(ev, where, "args"), where + ".args", "bytes");
+  timeline.memory.push_back(s);
+}
+
+}  // namespace
+
+json to_chrome_trace(const Timeline& timeline) {
+  json events = json::array();
+  add_metadata(timeline.info, events);
+  for (const auto& a : timeline.actions) events.push_back(action_event(a));
+  add_flows(timeline, events);
+  for (const auto& s : timeline.memory) {
+    events.push_back({{"name", kMemoryCounter},
+                      {"ph", "C"},
+                      {"pid", s.rank.value},
+                      {"ts", to_us(s.time_ns)},
+                      {"args", {{"bytes", s.activation_bytes}}}});
+  }
+  return {{"traceEvents", std::move(events)},
+          {"displayTimeUnit", "ns"},
+          {"otherData", {{"gpipe", gpipe_data(timeline)}}}};
+}
+
+void write_chrome_trace(const Timeline& timeline, const std::filesystem::path& path) {
+  const json trace = to_chrome_trace(timeline);
+  std::ofstream out(path);
+  if (!out) throw InputError(fmt::format("cannot write trace file '{}'", path.string()));
+  // One event per line: still one JSON document, but readable and diffable.
+  constexpr auto kReplace = json::error_handler_t::replace;
+  out << "{\"traceEvents\": [\n";
+  const json& events = trace.at("traceEvents");
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    out << (i == 0 ? "" : ",\n") << events[i].dump(-1, ' ', false, kReplace);
+  }
+  out << "\n],\n\"displayTimeUnit\": \"ns\",\n\"otherData\": "
+      << trace.at("otherData").dump(-1, ' ', false, kReplace) << "}\n";
+  out.close();
+  if (!out) throw InputError(fmt::format("cannot write trace file '{}'", path.string()));
+}
+
+Timeline timeline_from_chrome_trace(const json& trace, std::string_view origin) {
+  const FieldReader in(origin);
+  if (!trace.is_object()) throw InputError(fmt::format("{}: not a Chrome trace object", origin));
+  const json& events = in.get(trace, "", "traceEvents");
+  if (!events.is_array()) in.fail("traceEvents", "must be an array");
+  Timeline timeline;
+  timeline.info = read_info(trace, in);
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    const std::string where = fmt::format("traceEvents[{}]", i);
+    const json& ev = events[i];
+    if (!ev.is_object()) in.fail(where, "must be an object");
+    const json* ph = FieldReader::find(ev, "ph");
+    if (ph == nullptr || !ph->is_string()) in.fail(where + ".ph", "must be a string");
+    const json* cat = FieldReader::find(ev, "cat");
+    const json* name = FieldReader::find(ev, "name");
+    if (*ph == "X" && cat != nullptr && (*cat == "compute" || *cat == "comm")) {
+      read_action(ev, where, in, timeline);
+    } else if (*ph == "C" && name != nullptr && *name == kMemoryCounter) {
+      read_memory(ev, where, in, timeline);
+    }
+  }
+  check_no_overlap(timeline, origin);
+  return timeline;
+}
+
+Timeline read_chrome_trace(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError(fmt::format("cannot read trace file '{}'", path.string()));
+  json trace;
+  try {
+    trace = json::parse(in);
+  } catch (const json::parse_error& e) {
+    throw InputError(fmt::format("{}: not JSON: {}", path.string(), e.what()));
+  }
+  return timeline_from_chrome_trace(trace, path.string());
+}
+
+}  // namespace gpipe::schedules

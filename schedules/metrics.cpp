@@ -1,0 +1,168 @@
+#include "schedules/metrics.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "schedules/error.hpp"
+
+namespace gpipe::schedules {
+namespace {
+
+using nlohmann::json;
+
+// A ratio of exact integers with one rounding, so that closed forms such as
+// (K-1)/(M+K-1) come out bit for bit; 0 when the denominator is 0.
+double ratio(std::int64_t numerator, std::int64_t denominator) {
+  if (denominator == 0) return 0.0;
+  return static_cast<double>(numerator) / static_cast<double>(denominator);
+}
+
+double to_us(std::int64_t ns) { return static_cast<double>(ns) / 1000.0; }
+
+std::string join(const std::string& path, const std::string& key) {
+  return path.empty() ? key : path + "." + key;
+}
+
+[[noreturn]] void bad_field(const std::string& path, std::string_view why) {
+  throw InputError(fmt::format("metrics: field '{}' {}", path, why));
+}
+
+const json& field(const json& object, const std::string& key, const std::string& path) {
+  if (!object.is_object()) {
+    if (path.empty()) throw InputError("metrics: must be a JSON object");
+    bad_field(path, "must be an object");
+  }
+  const auto it = object.find(key);
+  if (it == object.end()) bad_field(join(path, key), "is missing");
+  return *it;
+}
+
+double number(const json& object, const std::string& key, const std::string& path = "") {
+  const json& value = field(object, key, path);
+  if (!value.is_number()) bad_field(join(path, key), "must be a number");
+  return value.get<double>();
+}
+
+std::int64_t integer(const json& object, const std::string& key, const std::string& path = "") {
+  const json& value = field(object, key, path);
+  if (!value.is_number_integer()) {
+    bad_field(join(path, key), "must be an integer");
+  }
+  if (value.is_number_unsigned() &&
+      value.get<std::uint64_t>() >
+          static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+    bad_field(join(path, key), "is out of range");
+  }
+  return value.get<std::int64_t>();
+}
+
+}  // namespace
+
+Metrics compute_metrics(const Timeline& timeline) {
+  const TimelineInfo& info = timeline.info;
+  const auto num_ranks = static_cast<std::size_t>(std::max(info.num_ranks, 0));
+  if (!info.static_bytes.empty() && info.static_bytes.size() != num_ranks) {
+    throw InputError(fmt::format("static_bytes has {} entries for {} ranks",
+                                 info.static_bytes.size(), num_ranks));
+  }
+
+  Metrics m;
+  m.step_time_ns = makespan_ns(timeline);
+  m.step_time_us = to_us(m.step_time_ns);
+  m.ranks.resize(num_ranks);
+  for (std::size_t r = 0; r < num_ranks; ++r) {
+    m.ranks[r].rank = static_cast<int>(r);
+    if (!info.static_bytes.empty()) m.ranks[r].static_bytes = info.static_bytes[r];
+  }
+  for (const auto& a : timeline.actions) {
+    if (a.rank.value < 0 || a.rank.at() >= num_ranks) {
+      throw InputError(fmt::format("action {} is on rank {}, outside the timeline's {} ranks",
+                                   to_string(a.action), a.rank.value, num_ranks));
+    }
+    // Transfers run beside compute, so only the compute stream makes a rank busy.
+    if (a.stream == Stream::compute) m.ranks[a.rank.at()].busy_ns += a.duration_ns();
+  }
+  std::vector<bool> sampled(num_ranks, false);
+  for (const auto& s : timeline.memory) {
+    if (s.rank.value < 0 || s.rank.at() >= num_ranks) {
+      throw InputError(
+          fmt::format("memory sample at {} ns is on rank {}, outside the timeline's {} ranks",
+                      s.time_ns, s.rank.value, num_ranks));
+    }
+    auto& peak = m.ranks[s.rank.at()].peak_activation_bytes;
+    peak = sampled[s.rank.at()] ? std::max(peak, s.activation_bytes) : s.activation_bytes;
+    sampled[s.rank.at()] = true;
+  }
+
+  std::int64_t total_busy = 0;
+  for (auto& rank : m.ranks) {
+    rank.busy_us = to_us(rank.busy_ns);
+    rank.utilization = ratio(rank.busy_ns, m.step_time_ns);
+    total_busy += rank.busy_ns;
+  }
+  const auto ranks = static_cast<std::int64_t>(num_ranks);
+  const std::int64_t idle = ranks * m.step_time_ns - total_busy;
+  m.bubble_fraction = ratio(idle, ranks * m.step_time_ns);
+  m.bubble_time_over_ideal = ratio(idle, total_busy);
+  const std::int64_t k = info.num_stages;
+  const std::int64_t microbatches = info.num_microbatches;
+  m.bubble_fraction_analytic = k >= 1 ? ratio(k - 1, microbatches + k - 1) : 0.0;
+  m.bubble_time_over_ideal_analytic = k >= 1 ? ratio(k - 1, microbatches) : 0.0;
+  // batch * 1e9 / ns rather than batch / seconds: one rounding, exact where it can be.
+  m.throughput_samples_per_s = m.step_time_ns > 0 ? static_cast<double>(info.batch_size) * 1e9 /
+                                                        static_cast<double>(m.step_time_ns)
+                                                  : 0.0;
+  return m;
+}
+
+json to_json(const Metrics& metrics) {
+  json ranks = json::array();
+  for (const auto& r : metrics.ranks) {
+    ranks.push_back({{"rank", r.rank},
+                     {"busy_us", r.busy_us},
+                     {"utilization", r.utilization},
+                     {"peak_activation_bytes", r.peak_activation_bytes},
+                     {"static_bytes", r.static_bytes}});
+  }
+  return {{"step_time_us", metrics.step_time_us},
+          {"bubble_fraction", metrics.bubble_fraction},
+          {"bubble_fraction_analytic", metrics.bubble_fraction_analytic},
+          {"bubble_time_over_ideal", metrics.bubble_time_over_ideal},
+          {"bubble_time_over_ideal_analytic", metrics.bubble_time_over_ideal_analytic},
+          {"throughput_samples_per_s", metrics.throughput_samples_per_s},
+          {"ranks", std::move(ranks)}};
+}
+
+Metrics metrics_from_json(const json& j) {
+  Metrics m;
+  m.step_time_us = number(j, "step_time_us");
+  m.step_time_ns = std::llround(m.step_time_us * 1000.0);
+  m.bubble_fraction = number(j, "bubble_fraction");
+  m.bubble_fraction_analytic = number(j, "bubble_fraction_analytic");
+  m.bubble_time_over_ideal = number(j, "bubble_time_over_ideal");
+  m.bubble_time_over_ideal_analytic = number(j, "bubble_time_over_ideal_analytic");
+  m.throughput_samples_per_s = number(j, "throughput_samples_per_s");
+  const json& ranks = field(j, "ranks", "");
+  if (!ranks.is_array()) bad_field("ranks", "must be an array");
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    const std::string path = fmt::format("ranks[{}]", i);
+    RankMetrics r;
+    const std::int64_t rank = integer(ranks[i], "rank", path);
+    if (rank < 0 || rank > std::numeric_limits<int>::max())
+      bad_field(path + ".rank", "is out of range");
+    r.rank = static_cast<int>(rank);
+    r.busy_us = number(ranks[i], "busy_us", path);
+    r.busy_ns = std::llround(r.busy_us * 1000.0);
+    r.utilization = number(ranks[i], "utilization", path);
+    r.peak_activation_bytes = integer(ranks[i], "peak_activation_bytes", path);
+    r.static_bytes = integer(ranks[i], "static_bytes", path);
+    m.ranks.push_back(r);
+  }
+  return m;
+}
+
+}  // namespace gpipe::schedules

@@ -1,0 +1,53 @@
+// The numbers a Timeline is scored by (DESIGN.md, "Simulation semantics"):
+// step time, bubble fraction (measured and the closed form), Megatron's
+// bubble-over-ideal convention, throughput, and per rank busy time,
+// utilisation and memory. The simulator and the executor print the same keys.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "schedules/timeline.hpp"
+
+namespace gpipe::schedules {
+
+struct RankMetrics {
+  int rank = 0;
+  std::int64_t busy_ns = 0;  // sum of the rank's compute-stream action durations
+  double busy_us = 0.0;
+  double utilization = 0.0;                // busy / makespan
+  std::int64_t peak_activation_bytes = 0;  // max of the rank's memory samples, 0 if none
+  std::int64_t static_bytes = 0;           // params + grads + optimizer state, 0 if unknown
+
+  bool operator==(const RankMetrics&) const = default;
+};
+
+struct Metrics {
+  std::int64_t step_time_ns = 0;  // makespan: latest end minus earliest start
+  double step_time_us = 0.0;
+  double bubble_fraction = 0.0;           // 1 - sum(busy) / (num_ranks * makespan)
+  double bubble_fraction_analytic = 0.0;  // (K-1)/(M+K-1), K = num_stages
+  double bubble_time_over_ideal = 0.0;    // Megatron's convention: sum(makespan-busy)/sum(busy)
+  double bubble_time_over_ideal_analytic = 0.0;  // (K-1)/M
+  double throughput_samples_per_s = 0.0;         // batch_size / step time (0 if batch_size unknown)
+  std::vector<RankMetrics> ranks;
+
+  bool operator==(const Metrics&) const = default;
+};
+
+// Throws InputError naming the action when an action's rank lies outside
+// [0, num_ranks), and when static_bytes is neither empty nor one per rank.
+// Ratios whose denominator is zero (an empty timeline, M = 0) are 0.
+[[nodiscard]] Metrics compute_metrics(const Timeline& timeline);
+
+// The DESIGN.md keys: step_time_us, bubble_fraction, bubble_fraction_analytic,
+// bubble_time_over_ideal, bubble_time_over_ideal_analytic, throughput_samples_per_s,
+// and "ranks": [{rank, busy_us, utilization, peak_activation_bytes, static_bytes}].
+[[nodiscard]] nlohmann::json to_json(const Metrics& metrics);
+// The inverse of to_json (ns fields come back as llround(us * 1000)); throws
+// InputError naming the field that is missing or of the wrong type.
+[[nodiscard]] Metrics metrics_from_json(const nlohmann::json& json);
+
+}  // namespace gpipe::schedules

@@ -1,0 +1,103 @@
+// The Timeline: what a run of a schedule did, action by action, in integer
+// nanoseconds. The simulator predicts one and the executor records one; both
+// are written as the same Chrome trace (chrome_trace.hpp) and scored by the
+// same metrics (metrics.hpp), so a prediction and a measurement can be diffed.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "schedules/action.hpp"
+#include "schedules/schedule.hpp"
+
+namespace gpipe::schedules {
+
+// The stream of a rank an action ran on; its value is the Chrome trace tid.
+enum class Stream : std::uint8_t { compute = 0, send = 1, recv = 2 };
+
+inline constexpr int kNumStreams = 3;
+
+[[nodiscard]] std::string_view to_string(Stream stream);
+
+// Where an action of this kind runs: sends on the send stream, receives on the
+// recv stream, everything else (F, B, I, W, R, STEP) on the compute stream.
+[[nodiscard]] constexpr Stream stream_of(ActionKind kind) {
+  switch (kind) {
+    case ActionKind::SEND_F:
+    case ActionKind::SEND_B:
+      return Stream::send;
+    case ActionKind::RECV_F:
+    case ActionKind::RECV_B:
+      return Stream::recv;
+    default:
+      return Stream::compute;
+  }
+}
+
+// One action as it ran: [start_ns, end_ns) on one stream of one rank.
+struct TimedAction {
+  Action action;
+  Rank rank;
+  Stream stream = Stream::compute;
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+
+  [[nodiscard]] std::int64_t duration_ns() const { return end_ns - start_ns; }
+  bool operator==(const TimedAction&) const = default;
+};
+
+// The activation memory of a rank from time_ns on (until its next sample).
+struct MemorySample {
+  Rank rank;
+  std::int64_t time_ns = 0;
+  std::int64_t activation_bytes = 0;
+
+  bool operator==(const MemorySample&) const = default;
+};
+
+// What was run, and where: the schedule's shape, and who produced the timeline.
+struct TimelineInfo {
+  std::string schedule_name;
+  int num_ranks = 0;
+  int num_stages = 0;
+  int num_microbatches = 0;
+  RecomputePolicy recompute = RecomputePolicy::never;
+  std::vector<Rank> stage_to_rank;
+  std::string source;           // "sim", "cpu" or "cuda"
+  std::string device;           // hardware name for measured timelines (may be empty for sim)
+  std::int64_t batch_size = 0;  // samples per mini-batch N (for throughput); 0 = unknown
+  std::vector<std::int64_t>
+      static_bytes;  // per rank: params+grads+optimizer state; empty = unknown
+
+  bool operator==(const TimelineInfo&) const = default;
+};
+
+struct Timeline {
+  TimelineInfo info;
+  std::vector<TimedAction> actions;
+  std::vector<MemorySample> memory;
+
+  bool operator==(const Timeline&) const = default;
+};
+
+// The sources a TimelineInfo may name.
+[[nodiscard]] bool is_timeline_source(std::string_view source);
+
+// The schedule's shape, with source "sim" and the rest unknown; the caller
+// fills in device, batch_size and static_bytes where it knows them.
+[[nodiscard]] TimelineInfo info_of(const Schedule& schedule);
+
+// The actions of one rank (all streams), sorted by start, then stream.
+[[nodiscard]] std::vector<TimedAction> actions_of(const Timeline& timeline, Rank rank);
+
+// Latest end minus earliest start over all actions; 0 for an empty timeline.
+// Measured timelines need not start at 0, so the earliest start is subtracted.
+[[nodiscard]] std::int64_t makespan_ns(const Timeline& timeline);
+
+// Throws InputError, naming `origin` and both actions, when two actions on the
+// same (rank, stream) overlap. Touching intervals ([a,b) then [b,c)) are fine.
+void check_no_overlap(const Timeline& timeline, std::string_view origin);
+
+}  // namespace gpipe::schedules
