@@ -3,6 +3,7 @@
 #include <cmath>
 #include <fstream>
 #include <limits>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -13,6 +14,7 @@
 
 #include "schedules/error.hpp"
 #include "schedules/metrics.hpp"
+#include "schedules/trace_lanes.hpp"
 
 namespace gpipe::schedules {
 namespace {
@@ -42,7 +44,14 @@ std::string process_name(const TimelineInfo& info, int rank) {
   return fmt::format("rank {} (stages {})", rank, fmt::join(stages, ", "));
 }
 
-void add_metadata(const TimelineInfo& info, json& events) {
+void add_metadata(const TimelineInfo& info, const Timeline& timeline, const std::vector<int>& tids,
+                  json& events) {
+  // Every rank shows its three streams; extra comm lanes where they were used.
+  std::set<std::pair<int, int>> threads;
+  for (int r = 0; r < info.num_ranks; ++r) {
+    for (int t = 0; t < kNumStreams; ++t) threads.insert({r, t});
+  }
+  for (std::size_t i = 0; i < tids.size(); ++i) threads.insert({timeline.actions[i].rank.value, tids[i]});
   for (int r = 0; r < info.num_ranks; ++r) {
     events.push_back({{"name", "process_name"},
                       {"ph", "M"},
@@ -50,22 +59,22 @@ void add_metadata(const TimelineInfo& info, json& events) {
                       {"args", {{"name", process_name(info, r)}}}});
     events.push_back(
         {{"name", "process_sort_index"}, {"ph", "M"}, {"pid", r}, {"args", {{"sort_index", r}}}});
-    for (int t = 0; t < kNumStreams; ++t) {
-      events.push_back({{"name", "thread_name"},
-                        {"ph", "M"},
-                        {"pid", r},
-                        {"tid", t},
-                        {"args", {{"name", to_string(static_cast<Stream>(t))}}}});
-    }
+  }
+  for (const auto& [r, t] : threads) {
+    events.push_back({{"name", "thread_name"},
+                      {"ph", "M"},
+                      {"pid", r},
+                      {"tid", t},
+                      {"args", {{"name", thread_name(t)}}}});
   }
 }
 
-json action_event(const TimedAction& a) {
+json action_event(const TimedAction& a, int tid) {
   return {{"name", to_string(a.action)},
           {"cat", category(a.stream)},
           {"ph", "X"},
           {"pid", a.rank.value},
-          {"tid", static_cast<int>(a.stream)},
+          {"tid", tid},
           {"ts", to_us(a.start_ns)},
           {"dur", to_us(a.end_ns - a.start_ns)},
           {"args",
@@ -75,7 +84,8 @@ json action_event(const TimedAction& a) {
 }
 
 // One s/f pair from each send to the receive of the same data, where both ran.
-void add_flows(const Timeline& timeline, json& events) {
+void add_flows(const Timeline& timeline, const std::vector<int>& tids, json& events) {
+  const auto tid_of = [&](const TimedAction* a) { return tids[static_cast<std::size_t>(a - timeline.actions.data())]; };
   std::unordered_map<Action, const TimedAction*> receives;
   for (const auto& a : timeline.actions) {
     if (a.action.kind == ActionKind::RECV_F || a.action.kind == ActionKind::RECV_B) {
@@ -103,7 +113,7 @@ void add_flows(const Timeline& timeline, json& events) {
                         {"bp", "e"},
                         {"id", id},
                         {"pid", end->rank.value},
-                        {"tid", static_cast<int>(end->stream)},
+                        {"tid", tid_of(end)},
                         {"ts", to_us(end->start_ns)}});
     }
     ++id;
@@ -264,7 +274,7 @@ void read_action(const json& ev, const std::string& where, const FieldReader& in
     in.fail(where + ".name", e.what());
   }
   a.rank = Rank{static_cast<int>(in.integer(ev, where, "pid", 0, timeline.info.num_ranks - 1))};
-  a.stream = static_cast<Stream>(in.integer(ev, where, "tid", 0, kNumStreams - 1));
+  a.stream = stream_of_tid(static_cast<int>(in.integer(ev, where, "tid", 0, 1 << 20)));
   if (a.stream != stream_of(a.action.kind)) {
     in.fail(where + ".tid",
             fmt::format("is {} but {} runs on the {} stream", static_cast<int>(a.stream), name,
@@ -293,9 +303,10 @@ void read_memory(const json& ev, const std::string& where, const FieldReader& in
 
 json to_chrome_trace(const Timeline& timeline) {
   json events = json::array();
-  add_metadata(timeline.info, events);
-  for (const auto& a : timeline.actions) events.push_back(action_event(a));
-  add_flows(timeline, events);
+  const std::vector<int> tids = assign_tids(timeline);
+  add_metadata(timeline.info, timeline, tids, events);
+  for (std::size_t i = 0; i < tids.size(); ++i) events.push_back(action_event(timeline.actions[i], tids[i]));
+  add_flows(timeline, tids, events);
   for (const auto& s : timeline.memory) {
     events.push_back({{"name", kMemoryCounter},
                       {"ph", "C"},

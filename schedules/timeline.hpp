@@ -97,7 +97,8 @@ struct Timeline {
 [[nodiscard]] std::int64_t makespan_ns(const Timeline& timeline);
 
 // Throws InputError, naming `origin` and both actions, when two actions on the
-// same (rank, stream) overlap. Touching intervals ([a,b) then [b,c)) are fine.
+// same rank's compute stream overlap. Touching intervals ([a,b) then [b,c)) are
+// fine. Transfers are not checked: on different links they may overlap.
 void check_no_overlap(const Timeline& timeline, std::string_view origin);
 
 }  // namespace gpipe::schedules

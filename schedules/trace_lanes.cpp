@@ -1,0 +1,44 @@
+#include "schedules/trace_lanes.hpp"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <utility>
+
+namespace gpipe::schedules {
+
+std::vector<int> assign_tids(const Timeline& timeline) {
+  const auto& acts = timeline.actions;
+  std::vector<int> tids(acts.size(), 0);
+  std::vector<std::size_t> order(acts.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t i, std::size_t j) {
+    return acts[i].start_ns < acts[j].start_ns;
+  });
+  // For each (rank, comm stream): when each of its lanes comes free.
+  std::map<std::pair<int, Stream>, std::vector<std::int64_t>> lanes_free_at;
+  for (const std::size_t i : order) {
+    const TimedAction& a = acts[i];
+    if (a.stream == Stream::compute) continue;
+    auto& free_at = lanes_free_at[{a.rank.value, a.stream}];
+    auto lane = std::find_if(free_at.begin(), free_at.end(),
+                             [&](std::int64_t t) { return t <= a.start_ns; });
+    if (lane == free_at.end()) lane = free_at.insert(free_at.end(), a.start_ns);
+    *lane = a.end_ns;
+    tids[i] = static_cast<int>(a.stream) + 2 * static_cast<int>(lane - free_at.begin());
+  }
+  return tids;
+}
+
+Stream stream_of_tid(int tid) {
+  if (tid == 0) return Stream::compute;
+  return tid % 2 == 1 ? Stream::send : Stream::recv;
+}
+
+std::string thread_name(int tid) {
+  std::string name(to_string(stream_of_tid(tid)));
+  if (tid > 2) name += " " + std::to_string((tid + 1) / 2);
+  return name;
+}
+
+}  // namespace gpipe::schedules

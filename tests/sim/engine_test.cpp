@@ -1,0 +1,186 @@
+// The engine against closed forms and hand-computed cases, exact to the ns.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "schedules/error.hpp"
+#include "schedules/generate.hpp"
+#include "schedules/lower.hpp"
+#include "schedules/metrics.hpp"
+#include "sim/engine.hpp"
+
+namespace gpipe::sim {
+namespace {
+
+using schedules::Action;
+using schedules::ActionKind;
+using schedules::Schedule;
+using schedules::Stage;
+
+// K identical stages: F takes tf, B takes tb, R takes tf; A / In bytes each.
+class UniformCosts final : public CostModel {
+ public:
+  UniformCosts(std::int64_t tf, std::int64_t tb, std::int64_t a = 0, std::int64_t in = 0,
+               std::int64_t boundary = 0)
+      : tf_(tf), tb_(tb), a_(a), in_(in), boundary_(boundary) {}
+  std::int64_t duration_ns(const Action& action) const override {
+    switch (action.kind) {
+      case ActionKind::F:
+      case ActionKind::R: return tf_;
+      case ActionKind::B: return tb_;
+      case ActionKind::I: return tb_ / 2;
+      case ActionKind::W: return tb_ - tb_ / 2;
+      default: return 0;
+    }
+  }
+  std::int64_t boundary_bytes(Stage) const override { return boundary_; }
+  std::int64_t activation_bytes(Stage) const override { return a_; }
+  std::int64_t stashed_input_bytes(Stage) const override { return in_; }
+
+ private:
+  std::int64_t tf_, tb_, a_, in_, boundary_;
+};
+
+Schedule make(const char* name, int k, int m,
+              schedules::RecomputePolicy recompute = schedules::RecomputePolicy::never) {
+  schedules::ScheduleOptions o;
+  o.num_stages = k;
+  o.num_microbatches = m;
+  o.recompute = recompute;
+  return schedules::generate(name, o);
+}
+
+const schedules::TimedAction& find(const schedules::Timeline& t, const char* text) {
+  const Action a = schedules::parse_action(text);
+  auto it = std::find_if(t.actions.begin(), t.actions.end(),
+                         [&](const schedules::TimedAction& x) { return x.action == a; });
+  if (it == t.actions.end()) throw std::runtime_error(std::string("no ") + text);
+  return *it;
+}
+
+std::int64_t peak(const schedules::Timeline& t, int rank) {
+  return schedules::compute_metrics(t).ranks.at(static_cast<std::size_t>(rank)).peak_activation_bytes;
+}
+
+TEST(Engine, UniformStagesFreeLinksMatchTheClosedForm) {
+  const std::int64_t tf = 1'000, tb = 2'000;
+  for (const char* name : {"gpipe", "1f1b"}) {
+    for (int k : {1, 2, 3, 4, 8}) {
+      for (int m : {1, 2, 3, 4, 7, 16, 32}) {
+        const auto t = simulate(make(name, k, m), UniformCosts(tf, tb), FreeLink());
+        const auto metrics = schedules::compute_metrics(t);
+        EXPECT_EQ(metrics.step_time_ns, (m + k - 1) * (tf + tb)) << name << " K=" << k << " M=" << m;
+        EXPECT_DOUBLE_EQ(metrics.bubble_fraction, double(k - 1) / double(m + k - 1))
+            << name << " K=" << k << " M=" << m;
+        EXPECT_DOUBLE_EQ(metrics.bubble_fraction, metrics.bubble_fraction_analytic);
+      }
+    }
+  }
+}
+
+TEST(Engine, RecomputeCostsOneMoreForwardPerRecomputedBackward) {
+  // GPipe with `always`: every rank runs M extra forwards, and the drain is
+  // stretched by R on the critical path: (M+K-1)(tf+tb) + M*tf.
+  const std::int64_t tf = 1'000, tb = 2'000;
+  for (int k : {1, 2, 4}) {
+    for (int m : {1, 4, 8}) {
+      const auto t = simulate(make("gpipe", k, m, schedules::RecomputePolicy::always),
+                              UniformCosts(tf, tb), FreeLink());
+      EXPECT_EQ(schedules::compute_metrics(t).step_time_ns, (m + k - 1) * (tf + tb) + m * tf)
+          << "K=" << k << " M=" << m;
+    }
+  }
+}
+
+TEST(Engine, LinkLatencyAndBandwidthByHand) {
+  // K=2, M=1: 0F0 [0,10us], message 5us + 1e6 B / 25 GB/s = 45us, 1F0, 1B0,
+  // the gradient back (45us), 0B0.
+  const auto t = simulate(make("gpipe", 2, 1), UniformCosts(10'000, 20'000, 0, 0, 1'000'000),
+                          UniformLink(5.0, 25.0));
+  EXPECT_EQ(find(t, "0F0").end_ns, 10'000);
+  EXPECT_EQ(find(t, "0SEND_F0").start_ns, 10'000);
+  EXPECT_EQ(find(t, "0SEND_F0").end_ns, 55'000);
+  EXPECT_EQ(find(t, "1RECV_F0").end_ns, 55'000);
+  EXPECT_EQ(find(t, "1F0").start_ns, 55'000);
+  EXPECT_EQ(find(t, "1B0").start_ns, 65'000);
+  EXPECT_EQ(find(t, "1SEND_B0").start_ns, 85'000);
+  EXPECT_EQ(find(t, "0B0").start_ns, 130'000);
+  EXPECT_EQ(schedules::compute_metrics(t).step_time_ns, 150'000);
+}
+
+TEST(Engine, EachLinkIsAFifo) {
+  // Transfers (25us) outlast forwards (10us): messages queue on the link 0->1.
+  const auto t = simulate(make("gpipe", 2, 3), UniformCosts(10'000, 10'000, 0, 0, 0),
+                          UniformLink(25.0, 1.0));
+  EXPECT_EQ(find(t, "0SEND_F0").start_ns, 10'000);
+  EXPECT_EQ(find(t, "0SEND_F1").start_ns, 35'000);  // waits for message 0, not 20us
+  EXPECT_EQ(find(t, "0SEND_F2").start_ns, 60'000);
+  EXPECT_EQ(find(t, "1F0").start_ns, 35'000);
+  EXPECT_EQ(find(t, "1F1").start_ns, 60'000);
+  EXPECT_EQ(find(t, "1F2").start_ns, 85'000);
+  // Last stage: B2 right after F2; the gradients go back on the other link.
+  EXPECT_EQ(find(t, "1B2").start_ns, 95'000);
+  EXPECT_EQ(find(t, "0B2").start_ns, 105'000 + 25'000);
+}
+
+TEST(Engine, GpipeKeepsEveryMicrobatchsActivations) {
+  const std::int64_t a = 1000;
+  for (int k : {1, 2, 4}) {
+    for (int m : {1, 3, 8}) {
+      const auto t = simulate(make("gpipe", k, m), UniformCosts(10, 20, a, 100), FreeLink());
+      for (int r = 0; r < k; ++r) EXPECT_EQ(peak(t, r), m * a) << "K=" << k << " M=" << m;
+    }
+  }
+}
+
+TEST(Engine, OneFOneBKeepsAtMostKMinusRMicrobatches) {
+  const std::int64_t a = 1000;
+  for (int k : {1, 2, 4, 6}) {
+    for (int m : {1, 2, 3, 8, 16}) {
+      const auto t = simulate(make("1f1b", k, m), UniformCosts(10, 20, a, 100), FreeLink());
+      for (int r = 0; r < k; ++r) {
+        EXPECT_EQ(peak(t, r), std::min(k - r, m) * a) << "K=" << k << " M=" << m << " r=" << r;
+      }
+    }
+  }
+}
+
+TEST(Engine, RecomputeKeepsOnlyBoundaryInputs) {
+  // GPipe with recompute: M-1 stashed inputs plus one full set of activations.
+  const std::int64_t a = 1000, in = 64;
+  for (auto policy : {schedules::RecomputePolicy::always, schedules::RecomputePolicy::except_last}) {
+    for (int k : {1, 2, 4}) {
+      for (int m : {1, 3, 8}) {
+        const auto t = simulate(make("gpipe", k, m, policy), UniformCosts(10, 20, a, in), FreeLink());
+        for (int r = 0; r < k; ++r) EXPECT_EQ(peak(t, r), (m - 1) * in + a) << "K=" << k << " M=" << m;
+      }
+    }
+  }
+}
+
+TEST(Engine, MemoryReturnsToZeroAndTraceHasEveryAction) {
+  const Schedule s = make("1f1b", 4, 6, schedules::RecomputePolicy::always);
+  const auto t = simulate(s, UniformCosts(10, 20, 500, 50, 8), UniformLink(1.0, 1.0));
+  for (int r = 0; r < 4; ++r) {
+    std::int64_t last = -1;
+    for (const auto& sample : t.memory) {
+      if (sample.rank.value == r) last = sample.activation_bytes;
+    }
+    EXPECT_EQ(last, 0) << "rank " << r;
+  }
+  EXPECT_EQ(static_cast<int>(t.actions.size()), schedules::lower(s).total_actions());
+  EXPECT_EQ(t.info.source, "sim");
+  EXPECT_EQ(t.info.num_microbatches, 6);
+}
+
+TEST(Engine, RunsSchedulesReadFromFilesAndRejectsInvalidOnes) {
+  Schedule s = make("gpipe", 2, 2);
+  const auto lowered = simulate(schedules::lower(s), UniformCosts(10, 20), FreeLink());
+  const auto plain = simulate(s, UniformCosts(10, 20), FreeLink());
+  EXPECT_EQ(schedules::compute_metrics(lowered).step_time_ns, schedules::compute_metrics(plain).step_time_ns);
+  std::swap(s.ranks[1][0], s.ranks[1][2]);  // 1B1 before 1F0
+  EXPECT_THROW((void)simulate(s, UniformCosts(10, 20), FreeLink()), InputError);
+}
+
+}  // namespace
+}  // namespace gpipe::sim
