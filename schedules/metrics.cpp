@@ -98,13 +98,34 @@ Metrics compute_metrics(const Timeline& timeline) {
     sampled[s.rank.at()] = true;
   }
 
+  std::vector<std::int64_t> busy(num_ranks);
+  std::vector<std::int64_t> peaks(num_ranks);
+  for (std::size_t r = 0; r < num_ranks; ++r) {
+    busy[r] = m.ranks[r].busy_ns;
+    peaks[r] = m.ranks[r].peak_activation_bytes;
+  }
+  return metrics_from_totals(info, m.step_time_ns, busy, peaks);
+}
+
+Metrics metrics_from_totals(const TimelineInfo& info, std::int64_t step_time_ns,
+                            std::span<const std::int64_t> busy_ns,
+                            std::span<const std::int64_t> peak_activation_bytes) {
+  Metrics m;
+  m.step_time_ns = step_time_ns;
+  m.step_time_us = to_us(step_time_ns);
+  m.ranks.resize(busy_ns.size());
   std::int64_t total_busy = 0;
-  for (auto& rank : m.ranks) {
+  for (std::size_t r = 0; r < busy_ns.size(); ++r) {
+    RankMetrics& rank = m.ranks[r];
+    rank.rank = static_cast<int>(r);
+    rank.busy_ns = busy_ns[r];
     rank.busy_us = to_us(rank.busy_ns);
     rank.utilization = ratio(rank.busy_ns, m.step_time_ns);
+    rank.peak_activation_bytes = peak_activation_bytes[r];
+    if (!info.static_bytes.empty()) rank.static_bytes = info.static_bytes.at(r);
     total_busy += rank.busy_ns;
   }
-  const auto ranks = static_cast<std::int64_t>(num_ranks);
+  const auto ranks = static_cast<std::int64_t>(busy_ns.size());
   const std::int64_t idle = ranks * m.step_time_ns - total_busy;
   m.bubble_fraction = ratio(idle, ranks * m.step_time_ns);
   m.bubble_time_over_ideal = ratio(idle, total_busy);

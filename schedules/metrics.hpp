@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -41,6 +42,12 @@ struct Metrics {
 // [0, num_ranks), and when static_bytes is neither empty nor one per rank.
 // Ratios whose denominator is zero (an empty timeline, M = 0) are 0.
 [[nodiscard]] Metrics compute_metrics(const Timeline& timeline);
+
+// The same metrics from totals a caller kept itself (the simulator does, when it
+// records no timeline): makespan, compute busy time and activation peak per rank.
+[[nodiscard]] Metrics metrics_from_totals(const TimelineInfo& info, std::int64_t step_time_ns,
+                                          std::span<const std::int64_t> busy_ns,
+                                          std::span<const std::int64_t> peak_activation_bytes);
 
 // The DESIGN.md keys: step_time_us, bubble_fraction, bubble_fraction_analytic,
 // bubble_time_over_ideal, bubble_time_over_ideal_analytic, throughput_samples_per_s,

@@ -38,8 +38,9 @@ struct Node {
   Action action;
   int rank = 0;
   int pending = 0;  // inputs not yet ready
-  bool recomputed = false;  // for F: an R of the same (s,m) follows
   std::int64_t duration = 0;
+  std::int64_t memory_at_start = 0;  // activation bytes the action adds as it starts
+  std::int64_t memory_at_end = 0;    // and as it ends (negative: frees)
   std::int64_t start = -1;
   std::int64_t end = -1;
 };
@@ -63,7 +64,9 @@ class Engine {
       : s_(compute), costs_(costs), links_(links) {}
 
   void build();
-  void run(bool record_comm);
+  void run(bool record);
+  // The metrics from the engine's running totals; the timeline as recorded.
+  [[nodiscard]] schedules::Metrics metrics(const schedules::TimelineInfo& info) const;
   schedules::Timeline take_timeline() { return std::move(timeline_); }
 
  private:
@@ -88,9 +91,12 @@ class Engine {
   std::map<std::pair<int, int>, int> link_ids_;
   std::vector<std::int64_t> link_free_;
   std::vector<std::size_t> next_;
-  std::vector<char> busy_;
+  std::vector<char> running_;
   std::vector<std::int64_t> memory_;
-  std::vector<StageMemory> stage_memory_;
+  std::vector<std::int64_t> peak_memory_;
+  std::vector<std::int64_t> busy_;  // compute time per rank, ns
+  std::int64_t makespan_ = 0;
+  bool record_ = true;
   EventQueue<Payload> queue_;
   schedules::Timeline timeline_;
 };
@@ -112,29 +118,22 @@ void Engine::build() {
       const int id = static_cast<int>(nodes_.size());
       ids_[slot(a)] = id;
       programs_[static_cast<std::size_t>(r)].push_back(id);
-      nodes_.push_back(Node{a, r, 0, false, costs_.duration_ns(a), -1, -1});
+      nodes_.push_back(Node{a, r, 0, costs_.duration_ns(a), 0, 0, -1, -1});
     }
   }
   const auto contains = [this](const Action& a) {
     return compute_slot(a.kind) >= 0 && id_of(a) >= 0;
   };
 
-  // Per stage boundary, the link and transfer time in each direction: the
-  // bytes are the same for every micro-batch, so price them once.
-  std::vector<std::int64_t> forward_ns(static_cast<std::size_t>(s_.num_stages), 0);
-  std::vector<int> forward_link(forward_ns.size(), -1);
-  std::vector<std::int64_t> backward_ns(forward_ns.size(), 0);
-  std::vector<int> backward_link(forward_ns.size(), -1);
+  // The directed link between the ranks of each stage boundary, both ways.
+  std::vector<int> forward_link(static_cast<std::size_t>(s_.num_stages), -1);
+  std::vector<int> backward_link(forward_link.size(), -1);
   for (int st = 0; st + 1 < s_.num_stages; ++st) {
     const int a = s_.rank_of(Stage{st}).value;
     const int b = s_.rank_of(Stage{st + 1}).value;
     if (a == b) continue;
-    const std::int64_t bytes = costs_.boundary_bytes(Stage{st});
-    const auto i = static_cast<std::size_t>(st);
-    forward_link[i] = link_between(a, b);
-    forward_ns[i] = links_.transfer_ns(Rank{a}, Rank{b}, bytes);
-    backward_link[i] = link_between(b, a);
-    backward_ns[i] = links_.transfer_ns(Rank{b}, Rank{a}, bytes);
+    forward_link[static_cast<std::size_t>(st)] = link_between(a, b);
+    backward_link[static_cast<std::size_t>(st)] = link_between(b, a);
   }
 
   // Two passes over the dependencies: count each producer's edges, then fill them.
@@ -144,7 +143,14 @@ void Engine::build() {
       ++edge_begin_[static_cast<std::size_t>(id_of(dep)) + 1];
       ++n.pending;
     });
-    if (n.action.kind == ActionKind::R) nodes_[static_cast<std::size_t>(id_of({n.action.stage, ActionKind::F, n.action.microbatch}))].recomputed = true;
+  }
+  for (Node& n : nodes_) {
+    if (n.action.kind == ActionKind::STEP) continue;
+    const StageMemory memory{costs_.activation_bytes(n.action.stage, n.action.microbatch),
+                             costs_.stashed_input_bytes(n.action.stage, n.action.microbatch)};
+    const bool recomputed = id_of({n.action.stage, ActionKind::R, n.action.microbatch}) >= 0;
+    n.memory_at_start = memory_change_at_start(n.action.kind, memory);
+    n.memory_at_end = memory_change_at_end(n.action.kind, memory, recomputed);
   }
   for (std::size_t i = 1; i < edge_begin_.size(); ++i) edge_begin_[i] += edge_begin_[i - 1];
   edges_.resize(static_cast<std::size_t>(edge_begin_.back()));
@@ -157,45 +163,47 @@ void Engine::build() {
       if (nodes_[static_cast<std::size_t>(p)].rank != consumer.rank) {
         // Cross-rank data flows only between neighbouring stages.
         const bool forward = dep.kind == ActionKind::F;
-        const auto boundary = static_cast<std::size_t>(forward ? dep.stage.value : consumer.action.stage.value);
-        e.link = forward ? forward_link[boundary] : backward_link[boundary];
-        e.transfer_ns = forward ? forward_ns[boundary] : backward_ns[boundary];
+        const Stage boundary = forward ? dep.stage : consumer.action.stage;
+        e.link = (forward ? forward_link : backward_link)[boundary.at()];
+        e.transfer_ns = links_.transfer_ns(Rank{nodes_[static_cast<std::size_t>(p)].rank}, Rank{consumer.rank},
+                                           costs_.boundary_bytes(boundary, dep.microbatch));
       }
       edges_[static_cast<std::size_t>(fill[static_cast<std::size_t>(p)]++)] = e;
     });
   }
 
-  stage_memory_.resize(static_cast<std::size_t>(s_.num_stages));
-  for (int st = 0; st < s_.num_stages; ++st) {
-    stage_memory_[static_cast<std::size_t>(st)] = {costs_.activation_bytes(Stage{st}),
-                                                   costs_.stashed_input_bytes(Stage{st})};
-  }
   next_.assign(num_ranks, 0);
-  busy_.assign(num_ranks, 0);
+  running_.assign(num_ranks, 0);
   memory_.assign(num_ranks, 0);
+  peak_memory_.assign(num_ranks, 0);
+  busy_.assign(num_ranks, 0);
 }
 
 void Engine::add_memory(int rank, std::int64_t now, std::int64_t change) {
   if (change == 0) return;
-  auto& bytes = memory_[static_cast<std::size_t>(rank)];
-  bytes += change;
-  timeline_.memory.push_back({Rank{rank}, now, bytes});
+  const auto r = static_cast<std::size_t>(rank);
+  memory_[r] += change;
+  peak_memory_[r] = std::max(peak_memory_[r], memory_[r]);
+  if (record_) timeline_.memory.push_back({Rank{rank}, now, memory_[r]});
 }
 
 void Engine::try_start(int rank, std::int64_t now) {
   const auto r = static_cast<std::size_t>(rank);
-  if (busy_[r] || next_[r] == programs_[r].size()) return;
+  if (running_[r] || next_[r] == programs_[r].size()) return;
   const int id = programs_[r][next_[r]];
   Node& n = nodes_[static_cast<std::size_t>(id)];
   if (n.pending > 0) return;
-  busy_[r] = 1;
+  running_[r] = 1;
   n.start = now;
   n.end = now + n.duration;
-  add_memory(rank, now, memory_change_at_start(n.action.kind, stage_memory_[n.action.stage.at()]));
+  busy_[r] += n.duration;
+  makespan_ = std::max(makespan_, n.end);
+  add_memory(rank, now, n.memory_at_start);
   queue_.schedule(n.end, Payload{EventKind::action_end, id});
 }
 
-void Engine::run(bool record_comm) {
+void Engine::run(bool record) {
+  record_ = record;
   using schedules::Stream;
   for (int r = 0; r < s_.num_ranks; ++r) try_start(r, 0);
   while (!queue_.finished()) {
@@ -208,10 +216,9 @@ void Engine::run(bool record_comm) {
       continue;
     }
     const auto r = static_cast<std::size_t>(n.rank);
-    busy_[r] = 0;
+    running_[r] = 0;
     ++next_[r];
-    add_memory(n.rank, now,
-               memory_change_at_end(n.action.kind, stage_memory_[n.action.stage.at()], n.recomputed));
+    add_memory(n.rank, now, n.memory_at_end);
     const auto id = static_cast<std::size_t>(event.payload.node);
     for (int i = edge_begin_[id]; i < edge_begin_[id + 1]; ++i) {
       const Edge& e = edges_[static_cast<std::size_t>(i)];
@@ -224,7 +231,8 @@ void Engine::run(bool record_comm) {
       const std::int64_t start = std::max(now, free_at);
       free_at = start + e.transfer_ns;
       queue_.schedule(free_at, Payload{EventKind::message_arrival, e.consumer});
-      if (record_comm) {
+      makespan_ = std::max(makespan_, free_at);
+      if (record_) {
         const bool forward = n.action.kind == ActionKind::F;
         const Action send{n.action.stage, forward ? ActionKind::SEND_F : ActionKind::SEND_B, n.action.microbatch};
         const Action recv{consumer.action.stage, forward ? ActionKind::RECV_F : ActionKind::RECV_B,
@@ -243,9 +251,16 @@ void Engine::run(bool record_comm) {
                      schedules::to_string(nodes_[static_cast<std::size_t>(program[done])].action));
     }
   }
+  if (!record_) return;
   for (const Node& n : nodes_) {
     timeline_.actions.push_back({n.action, Rank{n.rank}, Stream::compute, n.start, n.end});
   }
+}
+
+// Every rank's first action with no inputs starts at 0, so the makespan is the
+// latest end, as compute_metrics would find it from the recorded timeline.
+schedules::Metrics Engine::metrics(const schedules::TimelineInfo& info) const {
+  return schedules::metrics_from_totals(info, makespan_, busy_, peak_memory_);
 }
 
 Schedule compute_program(const Schedule& schedule) {
@@ -258,19 +273,22 @@ Schedule compute_program(const Schedule& schedule) {
 
 }  // namespace
 
-schedules::Timeline simulate(const Schedule& schedule, const CostModel& costs,
-                             const LinkModel& links, const SimOptions& options) {
+SimResult simulate(const Schedule& schedule, const CostModel& costs, const LinkModel& links,
+                   const SimOptions& options) {
   schedules::validate(schedule);
   const Schedule compute = compute_program(schedule);
   Engine engine(compute, costs, links);
   engine.build();
-  engine.run(options.record_comm);
-  schedules::Timeline timeline = engine.take_timeline();
-  timeline.info = schedules::info_of(schedule);
-  timeline.info.source = "sim";
-  timeline.info.batch_size = options.batch_size;
-  timeline.info.static_bytes = options.static_bytes;
-  return timeline;
+  engine.run(options.record_timeline);
+  SimResult result;
+  result.timeline = engine.take_timeline();
+  schedules::TimelineInfo& info = result.timeline.info;
+  info = schedules::info_of(schedule);
+  info.source = "sim";
+  info.batch_size = options.batch_size;
+  info.static_bytes = options.static_bytes;
+  result.metrics = engine.metrics(info);
+  return result;
 }
 
 }  // namespace gpipe::sim

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "schedules/metrics.hpp"
 #include "schedules/schedule.hpp"
 #include "schedules/timeline.hpp"
 #include "sim/cost_model.hpp"
@@ -25,12 +26,18 @@ namespace gpipe::sim {
 struct SimOptions {
   std::int64_t batch_size = 0;             // samples per mini-batch, for throughput
   std::vector<std::int64_t> static_bytes;  // per rank: parameters, gradients, optimizer state
-  bool record_comm = true;                 // put SEND/RECV transfers in the timeline
+  // Record every action and memory change (for traces and plots). A sweep
+  // needs only the metrics, which the engine then keeps as running totals.
+  bool record_timeline = true;
+};
+
+struct SimResult {
+  schedules::Timeline timeline;  // info always; actions and memory when recorded
+  schedules::Metrics metrics;
 };
 
 // Throws InputError for an invalid schedule.
-[[nodiscard]] schedules::Timeline simulate(const schedules::Schedule& schedule,
-                                           const CostModel& costs, const LinkModel& links,
-                                           const SimOptions& options = {});
+[[nodiscard]] SimResult simulate(const schedules::Schedule& schedule, const CostModel& costs,
+                                 const LinkModel& links, const SimOptions& options = {});
 
 }  // namespace gpipe::sim

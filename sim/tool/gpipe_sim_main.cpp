@@ -10,6 +10,7 @@ int main(int argc, char** argv) {
   const std::vector<gpipe::cli::Subcommand> commands = {
       gpipe::cli::add_schedule_command(app),
       gpipe::cli::add_check_command(app),
+      gpipe::cli::add_run_command(app),
   };
   return gpipe::cli::run_main(app, commands, argc, argv);
 }

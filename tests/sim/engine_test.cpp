@@ -33,9 +33,9 @@ class UniformCosts final : public CostModel {
       default: return 0;
     }
   }
-  std::int64_t boundary_bytes(Stage) const override { return boundary_; }
-  std::int64_t activation_bytes(Stage) const override { return a_; }
-  std::int64_t stashed_input_bytes(Stage) const override { return in_; }
+  std::int64_t boundary_bytes(Stage, schedules::Microbatch) const override { return boundary_; }
+  std::int64_t activation_bytes(Stage, schedules::Microbatch) const override { return a_; }
+  std::int64_t stashed_input_bytes(Stage, schedules::Microbatch) const override { return in_; }
 
  private:
   std::int64_t tf_, tb_, a_, in_, boundary_;
@@ -48,6 +48,19 @@ Schedule make(const char* name, int k, int m,
   o.num_microbatches = m;
   o.recompute = recompute;
   return schedules::generate(name, o);
+}
+
+// Simulates with the timeline recorded, and checks on the way that the
+// engine's running totals give exactly the metrics of the recorded timeline.
+schedules::Timeline simulate_timeline(const Schedule& s, const CostModel& costs, const LinkModel& links) {
+  SimResult recorded = simulate(s, costs, links);
+  SimOptions quiet;
+  quiet.record_timeline = false;
+  const SimResult totals = simulate(s, costs, links, quiet);
+  EXPECT_EQ(totals.metrics, schedules::compute_metrics(recorded.timeline));
+  EXPECT_EQ(recorded.metrics, totals.metrics);
+  EXPECT_TRUE(totals.timeline.actions.empty());
+  return std::move(recorded.timeline);
 }
 
 const schedules::TimedAction& find(const schedules::Timeline& t, const char* text) {
@@ -67,7 +80,7 @@ TEST(Engine, UniformStagesFreeLinksMatchTheClosedForm) {
   for (const char* name : {"gpipe", "1f1b"}) {
     for (int k : {1, 2, 3, 4, 8}) {
       for (int m : {1, 2, 3, 4, 7, 16, 32}) {
-        const auto t = simulate(make(name, k, m), UniformCosts(tf, tb), FreeLink());
+        const auto t = simulate_timeline(make(name, k, m), UniformCosts(tf, tb), FreeLink());
         const auto metrics = schedules::compute_metrics(t);
         EXPECT_EQ(metrics.step_time_ns, (m + k - 1) * (tf + tb)) << name << " K=" << k << " M=" << m;
         EXPECT_DOUBLE_EQ(metrics.bubble_fraction, double(k - 1) / double(m + k - 1))
@@ -84,7 +97,7 @@ TEST(Engine, RecomputeCostsOneMoreForwardPerRecomputedBackward) {
   const std::int64_t tf = 1'000, tb = 2'000;
   for (int k : {1, 2, 4}) {
     for (int m : {1, 4, 8}) {
-      const auto t = simulate(make("gpipe", k, m, schedules::RecomputePolicy::always),
+      const auto t = simulate_timeline(make("gpipe", k, m, schedules::RecomputePolicy::always),
                               UniformCosts(tf, tb), FreeLink());
       EXPECT_EQ(schedules::compute_metrics(t).step_time_ns, (m + k - 1) * (tf + tb) + m * tf)
           << "K=" << k << " M=" << m;
@@ -95,7 +108,7 @@ TEST(Engine, RecomputeCostsOneMoreForwardPerRecomputedBackward) {
 TEST(Engine, LinkLatencyAndBandwidthByHand) {
   // K=2, M=1: 0F0 [0,10us], message 5us + 1e6 B / 25 GB/s = 45us, 1F0, 1B0,
   // the gradient back (45us), 0B0.
-  const auto t = simulate(make("gpipe", 2, 1), UniformCosts(10'000, 20'000, 0, 0, 1'000'000),
+  const auto t = simulate_timeline(make("gpipe", 2, 1), UniformCosts(10'000, 20'000, 0, 0, 1'000'000),
                           UniformLink(5.0, 25.0));
   EXPECT_EQ(find(t, "0F0").end_ns, 10'000);
   EXPECT_EQ(find(t, "0SEND_F0").start_ns, 10'000);
@@ -110,7 +123,7 @@ TEST(Engine, LinkLatencyAndBandwidthByHand) {
 
 TEST(Engine, EachLinkIsAFifo) {
   // Transfers (25us) outlast forwards (10us): messages queue on the link 0->1.
-  const auto t = simulate(make("gpipe", 2, 3), UniformCosts(10'000, 10'000, 0, 0, 0),
+  const auto t = simulate_timeline(make("gpipe", 2, 3), UniformCosts(10'000, 10'000, 0, 0, 0),
                           UniformLink(25.0, 1.0));
   EXPECT_EQ(find(t, "0SEND_F0").start_ns, 10'000);
   EXPECT_EQ(find(t, "0SEND_F1").start_ns, 35'000);  // waits for message 0, not 20us
@@ -127,7 +140,7 @@ TEST(Engine, GpipeKeepsEveryMicrobatchsActivations) {
   const std::int64_t a = 1000;
   for (int k : {1, 2, 4}) {
     for (int m : {1, 3, 8}) {
-      const auto t = simulate(make("gpipe", k, m), UniformCosts(10, 20, a, 100), FreeLink());
+      const auto t = simulate_timeline(make("gpipe", k, m), UniformCosts(10, 20, a, 100), FreeLink());
       for (int r = 0; r < k; ++r) EXPECT_EQ(peak(t, r), m * a) << "K=" << k << " M=" << m;
     }
   }
@@ -137,7 +150,7 @@ TEST(Engine, OneFOneBKeepsAtMostKMinusRMicrobatches) {
   const std::int64_t a = 1000;
   for (int k : {1, 2, 4, 6}) {
     for (int m : {1, 2, 3, 8, 16}) {
-      const auto t = simulate(make("1f1b", k, m), UniformCosts(10, 20, a, 100), FreeLink());
+      const auto t = simulate_timeline(make("1f1b", k, m), UniformCosts(10, 20, a, 100), FreeLink());
       for (int r = 0; r < k; ++r) {
         EXPECT_EQ(peak(t, r), std::min(k - r, m) * a) << "K=" << k << " M=" << m << " r=" << r;
       }
@@ -151,7 +164,7 @@ TEST(Engine, RecomputeKeepsOnlyBoundaryInputs) {
   for (auto policy : {schedules::RecomputePolicy::always, schedules::RecomputePolicy::except_last}) {
     for (int k : {1, 2, 4}) {
       for (int m : {1, 3, 8}) {
-        const auto t = simulate(make("gpipe", k, m, policy), UniformCosts(10, 20, a, in), FreeLink());
+        const auto t = simulate_timeline(make("gpipe", k, m, policy), UniformCosts(10, 20, a, in), FreeLink());
         for (int r = 0; r < k; ++r) EXPECT_EQ(peak(t, r), (m - 1) * in + a) << "K=" << k << " M=" << m;
       }
     }
@@ -160,7 +173,7 @@ TEST(Engine, RecomputeKeepsOnlyBoundaryInputs) {
 
 TEST(Engine, MemoryReturnsToZeroAndTraceHasEveryAction) {
   const Schedule s = make("1f1b", 4, 6, schedules::RecomputePolicy::always);
-  const auto t = simulate(s, UniformCosts(10, 20, 500, 50, 8), UniformLink(1.0, 1.0));
+  const auto t = simulate_timeline(s, UniformCosts(10, 20, 500, 50, 8), UniformLink(1.0, 1.0));
   for (int r = 0; r < 4; ++r) {
     std::int64_t last = -1;
     for (const auto& sample : t.memory) {
@@ -175,11 +188,11 @@ TEST(Engine, MemoryReturnsToZeroAndTraceHasEveryAction) {
 
 TEST(Engine, RunsSchedulesReadFromFilesAndRejectsInvalidOnes) {
   Schedule s = make("gpipe", 2, 2);
-  const auto lowered = simulate(schedules::lower(s), UniformCosts(10, 20), FreeLink());
-  const auto plain = simulate(s, UniformCosts(10, 20), FreeLink());
+  const auto lowered = simulate_timeline(schedules::lower(s), UniformCosts(10, 20), FreeLink());
+  const auto plain = simulate_timeline(s, UniformCosts(10, 20), FreeLink());
   EXPECT_EQ(schedules::compute_metrics(lowered).step_time_ns, schedules::compute_metrics(plain).step_time_ns);
   std::swap(s.ranks[1][0], s.ranks[1][2]);  // 1B1 before 1F0
-  EXPECT_THROW((void)simulate(s, UniformCosts(10, 20), FreeLink()), InputError);
+  EXPECT_THROW((void)simulate_timeline(s, UniformCosts(10, 20), FreeLink()), InputError);
 }
 
 }  // namespace

@@ -1,0 +1,116 @@
+// gpipe-sim run: predict one configuration's step time, bubble, utilisation
+// and memory, as a table (default), JSON (--json) and a Chrome trace (--trace).
+#include <iostream>
+#include <memory>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "profiles/profile.hpp"
+#include "schedules/chrome_trace.hpp"
+#include "schedules/error.hpp"
+#include "sim/scenario.hpp"
+#include "sim/shipped_profiles.hpp"
+#include "sim/tool/commands.hpp"
+#include "sim/tool/scenario_flags.hpp"
+#include "sim/tool/units.hpp"
+
+namespace gpipe::cli {
+namespace {
+
+using nlohmann::json;
+
+json config_json(const sim::Prediction& p, const sim::Scenario& sc, const profiles::Profile& profile,
+                 const std::string& profile_path) {
+  return {{"profile", profile_path},
+          {"device", profile.device},
+          {"source", profile.source},
+          {"dtype", profile.dtype},
+          {"schedule", p.schedule.name},
+          {"stages", p.schedule.num_stages},
+          {"microbatches", p.schedule.num_microbatches},
+          {"batch", p.batch},
+          {"microbatch_sizes", p.microbatch_sizes},
+          {"recompute", std::string(schedules::to_string(p.schedule.recompute))},
+          {"partition", p.partition.layers_per_stage},
+          {"link", {{"latency_us", p.link_latency_us}, {"bandwidth_GBps", p.link_bandwidth_GBps}}},
+          {"optimizer", std::string(sim::to_string(sc.optimizer))}};
+}
+
+void print_table(const sim::Prediction& p, const sim::Scenario& sc, const profiles::Profile& profile,
+                 const std::string& profile_path) {
+  const auto& m = p.metrics;
+  const auto& s = p.schedule;
+  const bool even = p.microbatch_sizes.front() == p.microbatch_sizes.back();
+  std::cout << fmt::format("profile     {} ({}, {}, {})\n", profile_path, profile.source,
+                           profile.device, profile.dtype);
+  std::cout << fmt::format(
+      "schedule    {}, {} stages on {} ranks, {} micro-batches of {} samples (batch {}), "
+      "recompute {}\n",
+      s.name, s.num_stages, s.num_ranks, s.num_microbatches,
+      even ? std::to_string(p.microbatch_sizes.front())
+           : fmt::format("{}-{}", p.microbatch_sizes.back(), p.microbatch_sizes.front()),
+      p.batch, schedules::to_string(s.recompute));
+  std::cout << fmt::format("partition   {} ({})\n", models::to_string(p.partition),
+                           models::to_string(sc.partition));
+  std::cout << fmt::format("link        {} us + bytes at {} GB/s\n\n", p.link_latency_us,
+                           p.link_bandwidth_GBps);
+  std::cout << fmt::format("step time       {}\n", format_time_us(m.step_time_us));
+  std::cout << fmt::format("throughput      {:.1f} samples/s\n", m.throughput_samples_per_s);
+  std::cout << fmt::format("bubble          {:.2f} % of the step (analytic (K-1)/(M+K-1): {:.2f} %)\n",
+                           100 * m.bubble_fraction, 100 * m.bubble_fraction_analytic);
+  std::cout << fmt::format(
+      "bubble / ideal  {:.2f} % (Megatron's convention; analytic (K-1)/M: {:.2f} %)\n\n",
+      100 * m.bubble_time_over_ideal, 100 * m.bubble_time_over_ideal_analytic);
+  std::cout << fmt::format("{:>4}  {:>7}  {:>10}  {:>6}  {:>15}  {:>18}  {:>10}\n", "rank", "layers",
+                           "busy", "util", "peak activation",
+                           fmt::format("static ({}, {})", sim::to_string(sc.optimizer), profile.dtype),
+                           "total");
+  for (const auto& r : m.ranks) {
+    const int first = p.partition.first_layer(r.rank);
+    const int last = p.partition.end_layer(r.rank) - 1;
+    std::cout << fmt::format("{:>4}  {:>7}  {:>10}  {:>5.1f}%  {:>15}  {:>18}  {:>10}\n", r.rank,
+                             first == last ? std::to_string(first) : fmt::format("{}-{}", first, last),
+                             format_time_us(r.busy_us), 100 * r.utilization,
+                             format_bytes(r.peak_activation_bytes), format_bytes(r.static_bytes),
+                             format_bytes(r.peak_activation_bytes + r.static_bytes));
+  }
+}
+
+struct RunFlags {
+  ScenarioFlags scenario;
+  std::string trace;
+  bool json = false;
+};
+
+int run(const RunFlags& f) {
+  const std::string path = sim::resolve_profile(f.scenario.profile).string();
+  const profiles::Profile profile = profiles::load_profile(path);
+  const sim::Scenario sc = f.scenario.scenario();
+  const sim::Prediction p = sim::predict(profile, sc, !f.trace.empty());
+  if (!f.trace.empty()) schedules::write_chrome_trace(p.timeline, f.trace);
+  if (f.json) {
+    std::cout << json{{"config", config_json(p, sc, profile, path)},
+                      {"metrics", schedules::to_json(p.metrics)}}
+                     .dump(2)
+              << "\n";
+  } else {
+    print_table(p, sc, profile, path);
+    if (!f.trace.empty()) std::cout << "\ntrace written to " << f.trace << " (open it in Perfetto)\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+Subcommand add_run_command(CLI::App& app) {
+  auto flags = std::make_shared<RunFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "run", "Predict one configuration: step time, bubble, per-rank utilisation and memory");
+  flags->scenario.add_to(*cmd);
+  cmd->add_option("--trace", flags->trace, "Write the predicted timeline as a Chrome trace (Perfetto)");
+  cmd->add_flag("--json", flags->json, "Print the configuration and metrics as JSON");
+  return {cmd, [flags] { return run(*flags); }};
+}
+
+}  // namespace gpipe::cli

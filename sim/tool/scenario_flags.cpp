@@ -1,0 +1,57 @@
+#include "sim/tool/scenario_flags.hpp"
+
+#include "schedules/error.hpp"
+
+namespace gpipe::cli {
+
+void ScenarioFlags::add_to(CLI::App& cmd) {
+  cmd.add_option("--profile", profile,
+                 "Profile file, or the name of a shipped profile (profiles/data/NAME.json)")
+      ->capture_default_str();
+  cmd.add_option("--stages,-K", stages, "Number of pipeline stages K")->required()->check(CLI::Range(1, 100000));
+  cmd.add_option("--microbatches,-M", microbatches, "Micro-batches per mini-batch M")
+      ->required()
+      ->check(CLI::Range(1, 1000000));
+  auto* n = cmd.add_option("--batch,-N", batch, "Samples per mini-batch N, split over the M micro-batches")
+                ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40));
+  auto* b = cmd.add_option("--micro-batch-size,-b", micro_batch_size,
+                           "Samples per micro-batch b (instead of --batch)")
+                ->check(CLI::Range(1, 1 << 24));
+  n->excludes(b);
+  cmd.add_option("--schedule", schedule, "Schedule")->check(CLI::IsMember({"gpipe", "1f1b"}))->capture_default_str();
+  cmd.add_option("--backward-order", backward_order, "GPipe backward order")
+      ->check(CLI::IsMember({"reverse", "forward"}))
+      ->capture_default_str();
+  cmd.add_option("--recompute", recompute, "Re-materialisation policy")
+      ->check(CLI::IsMember({"never", "always", "except_last"}))
+      ->capture_default_str();
+  cmd.add_option("--partition", partition,
+                 "Layers per stage: balanced (GPipe's partitioner), uniform, or a list n1,n2,...")
+      ->capture_default_str();
+  cmd.add_option("--link-latency-us", link_latency_us, "Override the profile's link latency (us)")
+      ->check(CLI::Range(0.0, 1e9));
+  cmd.add_option("--link-bandwidth-gbps", link_bandwidth_GBps, "Override the profile's link bandwidth (GB/s)")
+      ->check(CLI::Range(1e-9, 1e9));
+  cmd.add_option("--optimizer", optimizer, "Optimizer, for static memory (weights, gradients, state)")
+      ->check(CLI::IsMember({"sgd", "momentum", "adamw"}))
+      ->capture_default_str();
+}
+
+sim::Scenario ScenarioFlags::scenario() const {
+  if (batch == 0 && micro_batch_size == 0) throw InputError("give --batch N or --micro-batch-size b");
+  sim::Scenario sc;
+  sc.schedule = schedule;
+  sc.stages = stages;
+  sc.microbatches = microbatches;
+  sc.batch = batch;
+  sc.micro_batch_size = micro_batch_size;
+  sc.backward_order = *schedules::parse_backward_order(backward_order);
+  sc.recompute = *schedules::parse_recompute_policy(recompute);
+  sc.partition = models::parse_partition_spec(partition);
+  sc.link_latency_us = link_latency_us;
+  sc.link_bandwidth_GBps = link_bandwidth_GBps;
+  sc.optimizer = *sim::parse_optimizer(optimizer);
+  return sc;
+}
+
+}  // namespace gpipe::cli

@@ -1,0 +1,34 @@
+// The flags that describe one configuration (`gpipe-sim run`): profile, K, M,
+// batch, schedule, recompute, partition, link and optimizer.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "sim/scenario.hpp"
+#include "sim/shipped_profiles.hpp"
+
+namespace gpipe::cli {
+
+struct ScenarioFlags {
+  std::string profile{sim::kDefaultProfile};
+  std::string schedule = "gpipe";
+  int stages = 0;
+  int microbatches = 0;
+  std::int64_t batch = 0;
+  int micro_batch_size = 0;
+  std::string backward_order = "reverse";
+  std::string recompute = "never";
+  std::string partition = "balanced";
+  std::optional<double> link_latency_us;
+  std::optional<double> link_bandwidth_GBps;
+  std::string optimizer = "adamw";
+
+  void add_to(CLI::App& cmd);
+  // Throws InputError for flags that do not make a configuration.
+  [[nodiscard]] sim::Scenario scenario() const;
+};
+
+}  // namespace gpipe::cli
