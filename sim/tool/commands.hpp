@@ -8,5 +8,6 @@ namespace gpipe::cli {
 [[nodiscard]] Subcommand add_schedule_command(CLI::App& app);
 [[nodiscard]] Subcommand add_check_command(CLI::App& app);
 [[nodiscard]] Subcommand add_run_command(CLI::App& app);
+[[nodiscard]] Subcommand add_sweep_command(CLI::App& app);
 
 }  // namespace gpipe::cli

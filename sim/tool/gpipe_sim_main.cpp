@@ -11,6 +11,7 @@ int main(int argc, char** argv) {
       gpipe::cli::add_schedule_command(app),
       gpipe::cli::add_check_command(app),
       gpipe::cli::add_run_command(app),
+      gpipe::cli::add_sweep_command(app),
   };
   return gpipe::cli::run_main(app, commands, argc, argv);
 }

@@ -1,6 +1,13 @@
 #include "sim/tool/units.hpp"
 
+#include <array>
+#include <cmath>
+#include <cstdlib>
+#include <utility>
+
 #include <fmt/format.h>
+
+#include "schedules/error.hpp"
 
 namespace gpipe::cli {
 
@@ -16,6 +23,24 @@ std::string format_time_us(double us) {
   if (us < 1e3) return fmt::format("{:.1f} us", us);
   if (us < 1e6) return fmt::format("{:.2f} ms", us / 1e3);
   return fmt::format("{:.3f} s", us / 1e6);
+}
+
+std::int64_t parse_bytes(std::string_view text, std::string_view flag) {
+  const std::string s(text);
+  char* end = nullptr;
+  const double value = std::strtod(s.c_str(), &end);
+  std::string_view unit(end);
+  while (!unit.empty() && unit.front() == ' ') unit.remove_prefix(1);
+  constexpr std::array<std::pair<std::string_view, double>, 10> kUnits = {{
+      {"", 1}, {"B", 1}, {"kB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12},
+      {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0}}};
+  for (const auto& [name, scale] : kUnits) {
+    if (end != s.c_str() && unit == name && std::isfinite(value) && value > 0 && value * scale < 9e18) {
+      return std::llround(value * scale);
+    }
+  }
+  throw InputError(fmt::format("{} '{}': expected a positive size such as 80GB, 512MiB or 8e10",
+                               flag, text));
 }
 
 }  // namespace gpipe::cli

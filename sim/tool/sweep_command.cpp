@@ -1,0 +1,160 @@
+// gpipe-sim sweep: a what-if grid over K, M, schedules and recompute policies
+// for one mini-batch, in parallel, with a progress bar on a terminal, every row
+// to CSV/JSON, and the best configuration per K that fits a memory limit.
+#include <unistd.h>
+
+#include <iostream>
+#include <memory>
+#include <thread>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "profiles/profile.hpp"
+#include "schedules/error.hpp"
+#include "schedules/files.hpp"
+#include "sim/shipped_profiles.hpp"
+#include "sim/sweep.hpp"
+#include "sim/tool/commands.hpp"
+#include "sim/tool/int_list.hpp"
+#include "sim/tool/units.hpp"
+
+namespace gpipe::cli {
+namespace {
+
+struct SweepFlags {
+  std::string profile{sim::kDefaultProfile};
+  std::string stages;
+  std::string microbatches;
+  std::int64_t batch = 0;
+  std::string schedules = "gpipe";
+  std::string recompute = "never";
+  std::string partition = "balanced";
+  std::string backward_order = "reverse";
+  std::string optimizer = "adamw";
+  std::optional<double> link_latency_us;
+  std::optional<double> link_bandwidth_GBps;
+  std::string memory_limit;
+  std::string out;
+  std::string json_out;
+  int threads = 0;
+};
+
+std::vector<std::string> split_names(const std::string& text, const char* flag,
+                                     std::initializer_list<std::string_view> known) {
+  std::vector<std::string> names;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const auto end = std::min(text.find(',', start), text.size());
+    const std::string name = text.substr(start, end - start);
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+      throw InputError(fmt::format("{}: unknown value '{}' (known: {})", flag, name, fmt::join(known, ", ")));
+    }
+    names.push_back(name);
+    start = end + 1;
+  }
+  return names;
+}
+
+// A bar on stderr, only when stderr is a terminal: logs stay clean.
+void show_progress(std::size_t done, std::size_t total) {
+  constexpr int kWidth = 40;
+  const int filled = total == 0 ? kWidth : static_cast<int>(kWidth * done / total);
+  std::cerr << fmt::format("\r[{}{}] {}/{} configurations", std::string(filled, '#'),
+                           std::string(kWidth - filled, ' '), done, total)
+            << (done == total ? "\n" : "") << std::flush;
+}
+
+void print_summary(const std::vector<sim::SweepRow>& rows, std::optional<std::int64_t> limit) {
+  std::size_t skipped = 0;
+  std::size_t too_big = 0;
+  for (const auto& r : rows) {
+    skipped += !r.ok();
+    too_big += r.ok() && limit && r.peak_memory_bytes > *limit;
+  }
+  std::cout << fmt::format("{} configurations: {} simulated, {} skipped (cannot exist)", rows.size(),
+                           rows.size() - skipped, skipped);
+  if (limit) std::cout << fmt::format(", {} over the memory limit of {}", too_big, format_bytes(*limit));
+  std::cout << "\n\nbest configuration per K" << (limit ? " within the memory limit" : "") << ":\n";
+  std::cout << fmt::format("{:>4}  {:>5}  {:>4}  {:<6}  {:<11}  {:>10}  {:>14}  {:>7}  {:>11}\n", "K", "M", "b",
+                           "sched", "recompute", "step", "samples/s", "bubble", "peak memory");
+  for (const sim::SweepRow* r : sim::best_per_stage_count(rows, limit)) {
+    std::cout << fmt::format("{:>4}  {:>5}  {:>4}  {:<6}  {:<11}  {:>10}  {:>14.1f}  {:>6.2f}%  {:>11}\n",
+                             r->scenario.stages, r->scenario.microbatches, r->micro_batch_size,
+                             r->scenario.schedule, schedules::to_string(r->scenario.recompute),
+                             format_time_us(r->metrics.step_time_us),
+                             r->metrics.throughput_samples_per_s, 100 * r->metrics.bubble_fraction,
+                             format_bytes(r->peak_memory_bytes));
+  }
+}
+
+int run(const SweepFlags& f) {
+  sim::SweepGrid grid;
+  grid.stages = parse_int_list(f.stages, "--stages");
+  grid.microbatches = parse_int_list(f.microbatches, "--microbatches");
+  grid.schedules = split_names(f.schedules, "--schedule", {"gpipe", "1f1b"});
+  grid.recompute.clear();
+  for (const auto& name : split_names(f.recompute, "--recompute", {"never", "always", "except_last"})) {
+    grid.recompute.push_back(*schedules::parse_recompute_policy(name));
+  }
+  grid.base.batch = f.batch;
+  grid.base.partition = models::parse_partition_spec(f.partition);
+  grid.base.backward_order = *schedules::parse_backward_order(f.backward_order);
+  grid.base.optimizer = *sim::parse_optimizer(f.optimizer);
+  grid.base.link_latency_us = f.link_latency_us;
+  grid.base.link_bandwidth_GBps = f.link_bandwidth_GBps;
+  std::optional<std::int64_t> limit;
+  if (!f.memory_limit.empty()) limit = parse_bytes(f.memory_limit, "--memory-limit");
+
+  const auto path = sim::resolve_profile(f.profile);
+  const profiles::Profile profile = profiles::load_profile(path);
+  const int threads = f.threads > 0 ? f.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::cout << fmt::format("profile {} ({}, {}, {}), batch {}\n", path.string(), profile.source,
+                           profile.device, profile.dtype, f.batch);
+  const auto rows = sim::run_sweep(profile, grid, threads,
+                                   isatty(STDERR_FILENO) ? sim::SweepProgress(show_progress) : nullptr);
+  if (!f.out.empty()) write_text_file(f.out, sim::sweep_csv(rows, limit));
+  if (!f.json_out.empty()) write_text_file(f.json_out, sim::sweep_json(rows, limit).dump(1) + "\n");
+  print_summary(rows, limit);
+  if (!f.out.empty()) std::cout << "\nevery configuration: " << f.out << "\n";
+  return 0;
+}
+
+}  // namespace
+
+Subcommand add_sweep_command(CLI::App& app) {
+  auto f = std::make_shared<SweepFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "sweep", "Predict a grid of configurations (K x M x schedule x recompute) for one mini-batch");
+  cmd->add_option("--profile", f->profile, "Profile file, or the name of a shipped profile")
+      ->capture_default_str();
+  cmd->add_option("--stages,-K", f->stages, "Stage counts: 1,2,4 or a range 1..32")->required();
+  cmd->add_option("--microbatches,-M", f->microbatches, "Micro-batch counts: 1,2,4 or 1..256")->required();
+  cmd->add_option("--batch,-N", f->batch, "Samples per mini-batch N")
+      ->required()
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40));
+  cmd->add_option("--schedule", f->schedules, "Schedules, comma-separated: gpipe,1f1b")->capture_default_str();
+  cmd->add_option("--recompute", f->recompute, "Recompute policies, comma-separated: never,always,except_last")
+      ->capture_default_str();
+  cmd->add_option("--partition", f->partition, "balanced or uniform")
+      ->check(CLI::IsMember({"balanced", "uniform"}))
+      ->capture_default_str();
+  cmd->add_option("--backward-order", f->backward_order, "GPipe backward order")
+      ->check(CLI::IsMember({"reverse", "forward"}))
+      ->capture_default_str();
+  cmd->add_option("--optimizer", f->optimizer, "Optimizer, for static memory")
+      ->check(CLI::IsMember({"sgd", "momentum", "adamw"}))
+      ->capture_default_str();
+  cmd->add_option("--link-latency-us", f->link_latency_us, "Override the profile's link latency (us)")
+      ->check(CLI::Range(0.0, 1e9));
+  cmd->add_option("--link-bandwidth-gbps", f->link_bandwidth_GBps, "Override the profile's link bandwidth")
+      ->check(CLI::Range(1e-9, 1e9));
+  cmd->add_option("--memory-limit", f->memory_limit,
+                  "Memory per rank (static + activations), e.g. 80GB: the summary keeps what fits");
+  cmd->add_option("--out", f->out, "Write every configuration as CSV");
+  cmd->add_option("--json-out", f->json_out, "Write every configuration as JSON");
+  cmd->add_option("--threads", f->threads, "Worker threads (default: all cores)")->check(CLI::Range(1, 1024));
+  return {cmd, [f] { return run(*f); }};
+}
+
+}  // namespace gpipe::cli
