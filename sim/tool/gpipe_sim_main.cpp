@@ -1,5 +1,6 @@
 // gpipe-sim: print, check and (soon) simulate pipeline schedules.
 #include "sim/tool/commands.hpp"
+#include "sim/tool/diff_command.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{
@@ -12,6 +13,7 @@ int main(int argc, char** argv) {
       gpipe::cli::add_check_command(app),
       gpipe::cli::add_run_command(app),
       gpipe::cli::add_sweep_command(app),
+      gpipe::cli::add_diff_command(app),
   };
   return gpipe::cli::run_main(app, commands, argc, argv);
 }
