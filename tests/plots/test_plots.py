@@ -1,0 +1,302 @@
+"""Tests of the plot scripts (plots/): the CSV and trace loaders, and each script
+run as a user runs it, on the hand-made inputs in tests/plots/data/.
+
+data/sweep.csv: an 8-layer model, batch 48, schedules gpipe and 1f1b, recompute
+never and always, K in {1, 2, 4, 8}, M in {1, ..., 32}; M = 32 does not divide
+the batch, so those 16 rows are skipped; 25 ok rows do not fit memory.
+data/trace_sim_gpipe_k2_m2.json: the simulator's GPipe K=2 M=2 step (F 100 us,
+B 200 us, transfers 20 us, STEP 30 us). data/trace_cpu_gpipe_k2_m2.json: a
+measured run of the same schedule, two steps from ts 15000 us, whose slow
+transfers overlap so that a second send and receive lane (tids 3, 4) appear.
+Run: /usr/bin/python3 -m unittest discover -s tests/plots
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PLOTS = os.path.join(ROOT, "plots")
+DATA = os.path.join(ROOT, "tests", "plots", "data")
+SWEEP = os.path.join(DATA, "sweep.csv")
+SIM_TRACE = os.path.join(DATA, "trace_sim_gpipe_k2_m2.json")
+CPU_TRACE = os.path.join(DATA, "trace_cpu_gpipe_k2_m2.json")
+SCRIPTS = ["bubble_vs_m.py", "sweep_heatmap.py", "gantt.py", "memory.py"]
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+sys.path.insert(0, PLOTS)
+import common  # noqa: E402  (found through the path above)
+
+
+def read(path):
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+class TempDirTest(unittest.TestCase):
+    def setUp(self):
+        self._tmp = tempfile.TemporaryDirectory()
+        self.tmp = self._tmp.name
+
+    def tearDown(self):
+        self._tmp.cleanup()
+
+    def write(self, name, text):
+        path = os.path.join(self.tmp, name)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        return path
+
+    def edited_trace(self, name, edit):
+        """A copy of the simulated trace after edit(doc), written to the temp dir."""
+        doc = json.loads(read(SIM_TRACE))
+        edit(doc)
+        return self.write(name, json.dumps(doc))
+
+
+class SweepLoaderTest(TempDirTest):
+    def test_counts_rows_statuses_and_fits(self):
+        rows = common.load_sweep(SWEEP)
+        self.assertEqual(len(rows), 96)
+        self.assertEqual(sum(r.status == "skipped" for r in rows), 16)
+        self.assertEqual(sum(r.fits is False for r in rows), 25)
+        self.assertEqual(sum(r.fits is None for r in rows), 16)  # exactly the skipped rows
+        skipped = next(r for r in rows if r.status == "skipped")
+        self.assertEqual(skipped.microbatches, 32)
+        self.assertIn("not divisible", skipped.reason)
+        self.assertIsNone(skipped.metrics["bubble_fraction"])
+        first = rows[0]
+        self.assertEqual((first.schedule, first.recompute, first.stages, first.microbatches),
+                         ("gpipe", "never", 1, 1))
+        self.assertEqual(first.metrics["peak_memory_bytes"], 35040000000)
+        self.assertIsInstance(first.metrics["peak_memory_bytes"], int)
+        self.assertEqual(first.line, 2)
+
+    def test_select_rows_defaults_to_first_schedule_without_recompute(self):
+        schedule, rows = common.select_rows(common.load_sweep(SWEEP), SWEEP)
+        self.assertEqual(schedule, "gpipe")
+        self.assertEqual(len(rows), 24)
+        self.assertTrue(all(r.recompute == "never" for r in rows))
+        schedule, rows = common.select_rows(common.load_sweep(SWEEP), SWEEP, "1f1b", "always")
+        self.assertEqual((schedule, len(rows)), ("1f1b", 24))
+
+    def test_select_rows_names_what_the_file_has(self):
+        rows = common.load_sweep(SWEEP)
+        with self.assertRaisesRegex(common.InputError, "schedule 'zb'.*has: gpipe, 1f1b"):
+            common.select_rows(rows, SWEEP, "zb")
+        with self.assertRaisesRegex(common.InputError, "recompute 'sometimes'.*never, always"):
+            common.select_rows(rows, SWEEP, None, "sometimes")
+
+    def test_analytic_curve_is_the_gpipe_closed_form(self):
+        self.assertEqual(common.analytic_bubble(1, 8), 0.0)
+        self.assertEqual(common.analytic_bubble(4, 8), 3 / 11)
+        self.assertEqual(common.analytic_bubble(2, 1), 0.5)
+        import numpy as np
+        curve = common.analytic_bubble(4, np.array([1.0, 2.0, 4.0]))
+        np.testing.assert_allclose(curve, [3 / 4, 3 / 5, 3 / 7], rtol=1e-15)
+        # The CSV's own column (6 decimals) agrees with the closed form to its precision.
+        for r in common.load_sweep(SWEEP):
+            if r.status == "ok":
+                self.assertAlmostEqual(r.metrics["bubble_fraction_analytic"],
+                                       common.analytic_bubble(r.stages, r.microbatches), places=6)
+
+    def bad_sweep(self, header_edit=None, row_edit=None):
+        lines = read(SWEEP).splitlines()
+        if header_edit:
+            lines[0] = header_edit(lines[0])
+        if row_edit:
+            lines[1] = row_edit(lines[1])
+        return self.write("bad.csv", "\n".join(lines) + "\n")
+
+    def test_rejects_bad_csv_naming_line_and_column(self):
+        cases = [
+            (dict(header_edit=lambda h: h.replace(",fits", "")), "missing column\\(s\\): fits"),
+            (dict(row_edit=lambda r: r.replace(",ok,", ",done,")), ":2: column 'status'"),
+            (dict(row_edit=lambda r: r.replace("46430.000", "fast")),
+             ":2: column 'step_time_us' is not a number: 'fast'"),
+            (dict(row_edit=lambda r: r.replace("46430.000", "")),
+             ":2: column 'step_time_us' is empty in an ok row"),
+            (dict(row_edit=lambda r: "gpipe,never,0" + r[len("gpipe,never,1"):]),
+             ":2: column 'stages' must be a positive integer"),
+            (dict(row_edit=lambda r: r[:-1] + "yes"), ":2: column 'fits' must be 1, 0 or empty"),
+            (dict(row_edit=lambda r: r + ",extra"), ":2: expected 19 fields"),
+        ]
+        for kwargs, message in cases:
+            with self.subTest(message=message):
+                with self.assertRaisesRegex(common.InputError, message):
+                    common.load_sweep(self.bad_sweep(**kwargs))
+
+    def test_rejects_duplicates_empty_and_missing_files(self):
+        lines = read(SWEEP).splitlines()
+        dup = self.write("dup.csv", "\n".join(lines[:3] + [lines[2]]) + "\n")
+        with self.assertRaisesRegex(common.InputError, ":4: duplicate row for K=1 M=2 .*line 3"):
+            common.select_rows(common.load_sweep(dup), dup)
+        with self.assertRaisesRegex(common.InputError, "empty file"):
+            common.load_sweep(self.write("empty.csv", ""))
+        with self.assertRaisesRegex(common.InputError, "no data rows"):
+            common.load_sweep(self.write("header.csv", lines[0] + "\n"))
+        with self.assertRaisesRegex(common.InputError, "cannot read '.*none.csv'"):
+            common.load_sweep(os.path.join(self.tmp, "none.csv"))
+
+
+class TraceLoaderTest(TempDirTest):
+    def test_parses_actions_memory_and_names(self):
+        trace = common.load_trace(SIM_TRACE)
+        self.assertEqual(trace.num_ranks, 2)
+        self.assertEqual(len(trace.actions), 18)
+        self.assertEqual(sum(a.tid == 0 for a in trace.actions), 10)
+        self.assertEqual(trace.rank_names, {0: "rank 0 (stage 0)", 1: "rank 1 (stage 1)"})
+        self.assertEqual(trace.memory[0], [(0.0, 0), (0.0, 4000000), (100.0, 8000000),
+                                           (740.0, 4000000), (940.0, 0)])
+        send = next(a for a in trace.actions if a.name == "0SEND_F1")
+        self.assertEqual((send.kind, send.stage, send.microbatch, send.rank, send.tid),
+                         ("SEND_F", 0, 1, 0, 1))
+        self.assertEqual((send.start_us, send.end_us), (200.0, 220.0))
+        step = next(a for a in trace.actions if a.name == "1STEP")
+        self.assertEqual((step.kind, step.stage, step.microbatch), ("STEP", 1, 0))
+        self.assertEqual(trace.describe(), "gpipe K=2 M=2 recompute never, sim")
+        self.assertEqual(common.step_count(trace), 1)
+
+    def test_splits_a_measured_trace_into_steps(self):
+        trace = common.load_trace(CPU_TRACE)
+        self.assertEqual(len(trace.actions), 36)
+        self.assertEqual(common.step_count(trace), 2)
+        self.assertEqual(sorted({a.tid for a in trace.actions}), [0, 1, 2, 3, 4])
+        first, last = common.step_actions(trace, 0), common.step_actions(trace, -1)
+        self.assertEqual((len(first), len(last)), (18, 18))
+        self.assertEqual(max(a.end_us for a in first), 16246.0)
+        self.assertEqual(min(a.start_us for a in last), 16300.0)
+        self.assertEqual(common.step_actions(trace, 1), last)
+        with self.assertRaisesRegex(common.InputError, "--step 2 is out of range.*2 step"):
+            common.step_actions(trace, 2)
+
+    def test_rejects_bad_traces_naming_the_field(self):
+        def drop_num_ranks(doc):
+            del doc["otherData"]["gpipe"]["schedule"]["num_ranks"]
+
+        def x_events(doc):
+            return [e for e in doc["traceEvents"] if e["ph"] == "X"]
+
+        def set_first_x(key, value):
+            return lambda doc: x_events(doc)[0].__setitem__(key, value)
+
+        def no_actions(doc):
+            doc["traceEvents"] = [e for e in doc["traceEvents"] if e["ph"] != "X"]
+
+        cases = [
+            (drop_num_ranks, "field 'otherData.gpipe.schedule.num_ranks' is missing"),
+            (lambda doc: doc.pop("otherData"), "field 'otherData' is missing"),
+            (set_first_x("name", "0X0"), "traceEvents\\[10\\].name' is not an action: '0X0'"),
+            (set_first_x("pid", 5), "traceEvents\\[10\\].pid' is 5, outside \\[0, 2\\)"),
+            (set_first_x("tid", 1), "traceEvents\\[10\\].tid' is 1, which does not fit 0F0"),
+            (set_first_x("cat", "comm"), "traceEvents\\[10\\].cat' must be \"compute\" for 0F0"),
+            (set_first_x("ts", "soon"), "traceEvents\\[10\\].ts' must be a number"),
+            (set_first_x("dur", -1), "traceEvents\\[10\\].dur' must not be negative"),
+            (no_actions, "no compute or comm actions"),
+        ]
+        for edit, message in cases:
+            with self.subTest(message=message):
+                with self.assertRaisesRegex(common.InputError, message):
+                    common.load_trace(self.edited_trace("bad.json", edit))
+
+    def test_rejects_malformed_json(self):
+        path = self.write("trunc.json", read(SIM_TRACE)[:200])
+        with self.assertRaisesRegex(common.InputError, "trunc.json: not valid JSON"):
+            common.load_trace(path)
+        with self.assertRaisesRegex(common.InputError, "not a Chrome trace object"):
+            common.load_trace(self.write("list.json", "[1, 2]"))
+
+
+class ScriptTest(TempDirTest):
+    """Each script as a user runs it: exit status, the path it prints, the PNG it writes."""
+
+    def run_script(self, script, *args):
+        return subprocess.run([sys.executable, os.path.join(PLOTS, script), *args],
+                              capture_output=True, text=True, timeout=120)
+
+    def assert_png(self, script, *args):
+        out = os.path.join(self.tmp, script.replace(".py", ".png"))
+        result = self.run_script(script, *args, "--out", out)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(result.stdout.strip(), out)
+        with open(out, "rb") as f:
+            data = f.read()
+        self.assertTrue(data.startswith(PNG_SIGNATURE))
+        self.assertGreater(len(data), 10000)  # a drawn figure, not an empty canvas
+
+    def assert_fails(self, script, args, message):
+        result = self.run_script(script, *args)
+        self.assertEqual(result.returncode, 2, result.stderr)
+        lines = result.stderr.splitlines()
+        self.assertEqual(len(lines), 1, result.stderr)
+        self.assertRegex(lines[0], f"^{script}: error: .*{message}")
+        self.assertEqual(result.stdout, "")
+
+    def test_scripts_are_executable_with_the_debian_python(self):
+        for script in SCRIPTS:
+            path = os.path.join(PLOTS, script)
+            self.assertTrue(os.access(path, os.X_OK), script)
+            self.assertEqual(read(path).splitlines()[0], "#!/usr/bin/python3", script)
+
+    def test_help(self):
+        for script in SCRIPTS:
+            result = self.run_script(script, "--help")
+            self.assertEqual(result.returncode, 0, script)
+            self.assertIn("--out", result.stdout)
+
+    def test_bubble_vs_m(self):
+        self.assert_png("bubble_vs_m.py", SWEEP)
+        self.assert_png("bubble_vs_m.py", SWEEP, "--schedule", "1f1b", "--recompute", "always")
+
+    def test_sweep_heatmap(self):
+        self.assert_png("sweep_heatmap.py", SWEEP)
+        self.assert_png("sweep_heatmap.py", SWEEP, "--metric", "memory", "--schedule", "1f1b")
+
+    def test_gantt(self):
+        self.assert_png("gantt.py", SIM_TRACE)
+        self.assert_png("gantt.py", SIM_TRACE, CPU_TRACE, "--labels", "pred,meas", "--step", "0")
+
+    def test_memory(self):
+        self.assert_png("memory.py", SIM_TRACE)
+        self.assert_png("memory.py", CPU_TRACE)
+
+    def test_bad_sweep_inputs(self):
+        missing = os.path.join(self.tmp, "none.csv")
+        no_fits = self.write("nofits.csv", read(SWEEP).replace(",fits\n", "\n", 1))
+        for script in ("bubble_vs_m.py", "sweep_heatmap.py"):
+            with self.subTest(script=script):
+                self.assert_fails(script, [missing, "--out", "x.png"], "cannot read")
+                self.assert_fails(script, [no_fits, "--out", "x.png"],
+                                  "missing column\\(s\\): fits")
+                self.assert_fails(script, [SWEEP, "--out", "x.png", "--schedule", "zb"],
+                                  "no rows with schedule 'zb'")
+                self.assert_fails(script, [SWEEP], "required: --out")
+        self.assert_fails("sweep_heatmap.py", [SWEEP, "--out", "x.png", "--metric", "speed"],
+                          "--metric: invalid choice: 'speed'")
+
+    def test_bad_trace_inputs(self):
+        truncated = self.write("trunc.json", read(SIM_TRACE)[:300])
+        for script in ("gantt.py", "memory.py"):
+            with self.subTest(script=script):
+                self.assert_fails(script, [os.path.join(self.tmp, "none.json"), "--out", "x.png"],
+                                  "cannot read")
+                self.assert_fails(script, [truncated, "--out", "x.png"], "not valid JSON")
+        self.assert_fails("gantt.py", [SIM_TRACE, CPU_TRACE, "--labels", "one", "--out", "x.png"],
+                          "--labels has 1 name\\(s\\) for 2 trace\\(s\\)")
+        self.assert_fails("gantt.py", [CPU_TRACE, "--step", "5", "--out", "x.png"],
+                          "--step 5 is out of range")
+        no_memory = self.edited_trace("nomem.json", lambda doc: doc.__setitem__(
+            "traceEvents", [e for e in doc["traceEvents"] if e["ph"] != "C"]))
+        self.assert_fails("memory.py", [no_memory, "--out", "x.png"],
+                          "no 'activation memory' counter events")
+
+    def test_unwritable_output(self):
+        out = os.path.join(self.tmp, "no", "such", "dir", "m.png")
+        self.assert_fails("memory.py", [SIM_TRACE, "--out", out], "cannot write")
+
+
+if __name__ == "__main__":
+    unittest.main()
