@@ -26,6 +26,34 @@ std::string at(Position p) { return fmt::format("rank {} step {}", p.rank.value,
 
 // Records the DFS tree and the first back edge, which closes a cycle through
 // the tree path from the edge's target down to its source.
+// Kahn's algorithm: true when every vertex can be ordered after its inputs.
+bool is_acyclic(std::size_t vertices, const std::vector<std::pair<std::size_t, std::size_t>>& edges) {
+  std::vector<std::size_t> begin(vertices + 1, 0);
+  std::vector<std::size_t> in_degree(vertices, 0);
+  for (const auto& [from, to] : edges) {
+    ++begin[from + 1];
+    ++in_degree[to];
+  }
+  for (std::size_t v = 0; v < vertices; ++v) begin[v + 1] += begin[v];
+  std::vector<std::size_t> targets(edges.size());
+  std::vector<std::size_t> fill(begin.begin(), begin.end() - 1);
+  for (const auto& [from, to] : edges) targets[fill[from]++] = to;
+  std::vector<std::size_t> ready;
+  for (std::size_t v = 0; v < vertices; ++v) {
+    if (in_degree[v] == 0) ready.push_back(v);
+  }
+  std::size_t ordered = 0;
+  while (!ready.empty()) {
+    const std::size_t v = ready.back();
+    ready.pop_back();
+    ++ordered;
+    for (std::size_t e = begin[v]; e < begin[v + 1]; ++e) {
+      if (--in_degree[targets[e]] == 0) ready.push_back(targets[e]);
+    }
+  }
+  return ordered == vertices;
+}
+
 struct CycleRecorder : boost::default_dfs_visitor {
   std::vector<Vertex>* parent;
   std::optional<Edge>* back;
@@ -259,6 +287,8 @@ class Checker {
   }
 
   // The dependency graph: program order on each rank plus data edges, dep -> action.
+  // A linear topological pass (Kahn's) decides whether it has a cycle; only
+  // then does Boost.Graph's depth-first search find one to name.
   void check_cycle() {
     std::vector<Position> cell;
     std::vector<std::size_t> first;
@@ -267,14 +297,22 @@ class Checker {
       for (int i = 0; i < static_cast<int>(s_.actions(Rank{r}).size()); ++i) cell.push_back({Rank{r}, i});
     }
     auto vertex = [&](Position p) { return first[p.rank.at()] + static_cast<std::size_t>(p.step); };
-    const Dependencies deps(s_);
-    Graph g(cell.size());
-    for (std::size_t v = 0; v < cell.size(); ++v) {
-      if (cell[v].step > 0) boost::add_edge(v - 1, v, g);
-      for (const Action& d : deps.of(action_at(cell[v]))) {
-        if (auto p = deps.position(d)) boost::add_edge(vertex(*p), v, g);
-      }
+    bool via_comm = false;
+    for (const auto& list : s_.ranks) {
+      for (const Action& a : list) via_comm = via_comm || is_comm(a.kind);
     }
+    const auto contains = [this](const Action& a) { return index_.contains(a); };
+    std::vector<std::pair<std::size_t, std::size_t>> edges;  // (from, to)
+    edges.reserve(cell.size() * 2);
+    for (std::size_t v = 0; v < cell.size(); ++v) {
+      if (cell[v].step > 0) edges.emplace_back(v - 1, v);
+      for_each_dependency(s_, via_comm, action_at(cell[v]), contains, [&](const Action& d) {
+        if (auto it = index_.find(d); it != index_.end()) edges.emplace_back(vertex(it->second), v);
+      });
+    }
+    if (is_acyclic(cell.size(), edges)) return;
+    Graph g(cell.size());
+    for (const auto& [from, to] : edges) boost::add_edge(from, to, g);
     std::vector<Vertex> parent(cell.size());
     std::optional<Edge> back;
     boost::depth_first_search(g, boost::visitor(CycleRecorder{{}, &parent, &back}));

@@ -29,6 +29,9 @@ struct SimOptions {
   // Record every action and memory change (for traces and plots). A sweep
   // needs only the metrics, which the engine then keeps as running totals.
   bool record_timeline = true;
+  // Check the schedule first (schedules::validate). Only a caller that made
+  // the schedule with a generator, valid by construction, may skip it.
+  bool validate = true;
 };
 
 struct SimResult {

@@ -22,7 +22,7 @@ class BenchCosts final : public sim::CostModel {
   std::int64_t stashed_input_bytes(schedules::Stage, schedules::Microbatch) const override { return 1 << 20; }
 };
 
-void simulate_large(benchmark::State& state, const char* name, bool record) {
+void simulate_large(benchmark::State& state, const char* name, bool record, bool validate = false) {
   schedules::ScheduleOptions o;
   o.num_stages = 64;
   o.num_microbatches = 4096;
@@ -31,6 +31,7 @@ void simulate_large(benchmark::State& state, const char* name, bool record) {
   const sim::UniformLink link(5.0, 25.0);
   sim::SimOptions options;
   options.record_timeline = record;
+  options.validate = validate;
   std::int64_t actions = 0;
   for (auto _ : state) {
     const sim::SimResult r = sim::simulate(schedule, costs, link, options);
@@ -43,10 +44,12 @@ void simulate_large(benchmark::State& state, const char* name, bool record) {
 void BM_Gpipe_K64_M4096(benchmark::State& s) { simulate_large(s, "gpipe", false); }
 void BM_1f1b_K64_M4096(benchmark::State& s) { simulate_large(s, "1f1b", false); }
 void BM_Gpipe_K64_M4096_Timeline(benchmark::State& s) { simulate_large(s, "gpipe", true); }
+void BM_Gpipe_K64_M4096_Validated(benchmark::State& s) { simulate_large(s, "gpipe", false, true); }
 
 BENCHMARK(BM_Gpipe_K64_M4096)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_1f1b_K64_M4096)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Gpipe_K64_M4096_Timeline)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Gpipe_K64_M4096_Validated)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 
