@@ -1,0 +1,137 @@
+#include "profiles/analytic.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "schedules/error.hpp"
+
+namespace gpipe::profiles {
+namespace {
+
+void require(bool ok, std::string_view option, std::string_view expected, double value) {
+  if (!ok) {
+    throw InputError(
+        fmt::format("analytic option {}: expected {}, got {}", option, expected, value));
+  }
+}
+
+// The roofline of one pass: whichever of compute and memory traffic takes longer.
+double pass_us(double flops, double bytes, double peak_flops_per_s, double bytes_per_s,
+               const AnalyticOptions& options) {
+  return std::max(flops / peak_flops_per_s, bytes / bytes_per_s) * 1e6 + options.launch_overhead_us;
+}
+
+// bytes_at() multiplies per-sample counts by b in int64; refuse a b for which
+// that would overflow rather than write a wrapped size.
+void check_no_overflow(const models::Layer& layer, int b, models::DType dtype) {
+  if (b < 1) return;  // bytes_at() names that error
+  const std::int64_t e = models::bytes_per_element(dtype);
+  const std::int64_t per_sample =
+      std::max({layer.input_elems * e + layer.input_index_bytes, layer.output_elems * e,
+                layer.activation_elems * e + layer.activation_index_bytes});
+  if (per_sample > std::numeric_limits<std::int64_t>::max() / b) {
+    throw InputError(fmt::format(
+        "layer '{}': micro-batch size {} is too large, its byte counts overflow", layer.name, b));
+  }
+}
+
+}  // namespace
+
+void validate(const AnalyticOptions& o) {
+  require(std::isfinite(o.mfu) && o.mfu > 0 && o.mfu <= 1, "mfu", "a number in (0, 1]", o.mfu);
+  require(std::isfinite(o.bw_efficiency) && o.bw_efficiency > 0 && o.bw_efficiency <= 1,
+          "bw_efficiency", "a number in (0, 1]", o.bw_efficiency);
+  require(std::isfinite(o.launch_overhead_us) && o.launch_overhead_us >= 0, "launch_overhead_us",
+          "a non-negative number", o.launch_overhead_us);
+  require(std::isfinite(o.optimizer_bytes_per_param) && o.optimizer_bytes_per_param >= 0,
+          "optimizer_bytes_per_param", "a non-negative number", o.optimizer_bytes_per_param);
+  require(std::isfinite(o.link_latency_us) && o.link_latency_us >= 0, "link_latency_us",
+          "a non-negative number", o.link_latency_us);
+}
+
+PassTimes analytic_pass_times(const models::Layer& layer, const Device& device, models::DType dtype,
+                              int micro_batch_size, const AnalyticOptions& options) {
+  validate(options);
+  check_no_overflow(layer, micro_batch_size, dtype);
+  const models::LayerBytes bytes = models::bytes_at(layer, micro_batch_size, dtype);
+  const double b = micro_batch_size;
+  const double e = models::bytes_per_element(dtype);
+  const double weights = static_cast<double>(models::param_bytes(layer, dtype));
+  const double stash = static_cast<double>(bytes.activation_bytes);
+  const double grad_out = static_cast<double>(bytes.output_bytes);
+  const double grad_in = b * static_cast<double>(layer.input_elems) * e;
+  const double peak = peak_flops(device, dtype) * options.mfu;
+  const double bw = hbm_bytes_per_s(device) * options.bw_efficiency;
+
+  PassTimes times;
+  times.fwd_us = pass_us(b * layer.fwd_flops, weights + stash + grad_out, peak, bw, options);
+  if (layer.input_elems > 0) {
+    times.bwd_input_us =
+        pass_us(b * layer.bwd_input_flops, weights + stash + grad_out + grad_in, peak, bw, options);
+  }
+  if (layer.params > 0) {
+    times.bwd_weight_us =
+        pass_us(b * layer.bwd_weight_flops, 2 * weights + stash + grad_out, peak, bw, options);
+  }
+  return times;
+}
+
+double analytic_optimizer_us(const models::Layer& layer, const Device& device,
+                             const AnalyticOptions& options) {
+  validate(options);
+  if (layer.params == 0) return 0;
+  const double bytes = static_cast<double>(layer.params) * options.optimizer_bytes_per_param;
+  return bytes / (hbm_bytes_per_s(device) * options.bw_efficiency) * 1e6 +
+         options.launch_overhead_us;
+}
+
+Profile analytic_profile(const models::Model& model, const Device& device, models::DType dtype,
+                         std::span<const int> micro_batch_sizes, const AnalyticOptions& options) {
+  validate(options);
+  if (micro_batch_sizes.empty()) throw InputError("analytic profile: no micro-batch sizes given");
+  std::vector<int> sizes(micro_batch_sizes.begin(), micro_batch_sizes.end());
+  std::sort(sizes.begin(), sizes.end());
+  if (sizes.front() < 1) {
+    throw InputError(fmt::format("analytic profile: micro-batch size must be at least 1, got {}",
+                                 sizes.front()));
+  }
+  if (const auto dup = std::adjacent_find(sizes.begin(), sizes.end()); dup != sizes.end()) {
+    throw InputError(fmt::format("analytic profile: micro-batch size {} given twice", *dup));
+  }
+
+  Profile profile;
+  profile.device = std::string(device.name);
+  profile.source = "analytic";
+  profile.dtype = std::string(models::to_string(dtype));
+  profile.model = model.spec;
+  profile.link = Link{.latency_us = options.link_latency_us, .bandwidth_GBps = device.link_GBps};
+  profile.layers.reserve(model.layers.size());
+  for (const models::Layer& layer : model.layers) {
+    LayerProfile out;
+    out.name = layer.name;
+    out.kind = layer.kind;
+    out.param_bytes = models::param_bytes(layer, dtype);
+    out.optimizer_us = analytic_optimizer_us(layer, device, options);
+    for (const int b : sizes) {
+      const PassTimes t = analytic_pass_times(layer, device, dtype, b, options);
+      const models::LayerBytes bytes = models::bytes_at(layer, b, dtype);
+      out.samples.push_back(ProfileSample{.micro_batch_size = b,
+                                          .fwd_us = t.fwd_us,
+                                          .bwd_us = t.bwd_input_us + t.bwd_weight_us,
+                                          .bwd_input_us = t.bwd_input_us,
+                                          .bwd_weight_us = t.bwd_weight_us,
+                                          .input_bytes = bytes.input_bytes,
+                                          .output_bytes = bytes.output_bytes,
+                                          .activation_bytes = bytes.activation_bytes});
+    }
+    profile.layers.push_back(std::move(out));
+  }
+  return profile;
+}
+
+}  // namespace gpipe::profiles

@@ -1,0 +1,90 @@
+// The analytic cost model: a profile (source "analytic") computed from a
+// model's FLOPs and bytes and a device's peak rates, with no GPU. A roofline
+// per pass, deterministic, so that the simulator can be run for hardware that
+// is not at hand. It is an estimate; a CUPTI profile replaces it when measured.
+//
+// For layer l at micro-batch size b in dtype (e bytes per element), with
+//   P     = param_bytes(l, dtype)                       (the weights)
+//   In, Out, Act = models::bytes_at(l, b, dtype)         (input, output, stash)
+//   dOut  = Out                                          (the output's gradient)
+//   dIn   = b * input_elems * e  (the input's gradient; int32 token ids have none)
+//   peak  = peak_flops(device, dtype) * mfu
+//   bw    = hbm_bytes_per_s(device) * bw_efficiency
+//   t(flops, bytes) = max(flops / peak, bytes / bw) * 1e6 + launch_overhead_us
+// each pass costs, in microseconds:
+//   fwd_us        = t(b * fwd_flops,        P + Act + Out)
+//                   (read the weights and the input, write the rest of the
+//                    stash and the output: In is part of Act)
+//   bwd_input_us  = t(b * bwd_input_flops,  P + Act + dOut + dIn)
+//                   (read weights, stash and output gradient, write the input
+//                    gradient); 0 when the layer has no floating input (the
+//                   embedding: nothing to differentiate, nothing launched)
+//   bwd_weight_us = t(b * bwd_weight_flops, 2P + Act + dOut)
+//                   (read stash and output gradient, read-modify-write the
+//                    weight gradient); 0 when the layer has no parameters
+//   bwd_us        = bwd_input_us + bwd_weight_us
+//   optimizer_us  = params * optimizer_bytes_per_param / bw * 1e6 + launch_overhead_us,
+//                   0 when the layer has no parameters (AdamW is memory-bound)
+// Each pass of a layer counts as one launch: its kernels run back to back, so
+// one fixed overhead stands for the host-side cost of the whole pass.
+// The sample's input/output/activation bytes are bytes_at()'s EXACTLY, so the
+// simulator's memory matches the executor's accounting.
+#pragma once
+
+#include <span>
+
+#include "models/model.hpp"
+#include "profiles/device.hpp"
+#include "profiles/profile.hpp"
+
+namespace gpipe::profiles {
+
+struct AnalyticOptions {
+  // Fraction of the peak FLOP rate reached: 0.5 is typical of GEMM-heavy
+  // training (Megatron-LM reports 40-55% model FLOPs utilisation).
+  double mfu = 0.5;
+  // Fraction of the HBM bandwidth reached by streaming kernels.
+  double bw_efficiency = 0.8;
+  // Fixed cost of each pass (fwd, bwd_input, bwd_weight, optimizer step).
+  double launch_overhead_us = 5.0;
+  // Bytes AdamW moves per parameter: ~16 bytes of state (ZeRO's mixed-precision
+  // count: weight 2, gradient 2, fp32 master weight, momentum, variance 12),
+  // each read and written once.
+  double optimizer_bytes_per_param = 32.0;
+  // The profile's link latency; its bandwidth is the device's NVLink.
+  double link_latency_us = 5.0;
+};
+
+// Throws InputError naming the option ("analytic option mfu: ...") unless mfu
+// and bw_efficiency are in (0, 1] and the others finite and >= 0.
+void validate(const AnalyticOptions& options);
+
+struct PassTimes {
+  double fwd_us = 0;
+  double bwd_input_us = 0;
+  double bwd_weight_us = 0;
+
+  bool operator==(const PassTimes&) const = default;
+};
+
+// The formulas above for one layer at one micro-batch size. InputError when
+// micro_batch_size < 1 or the options are invalid.
+[[nodiscard]] PassTimes analytic_pass_times(const models::Layer& layer, const Device& device,
+                                            models::DType dtype, int micro_batch_size,
+                                            const AnalyticOptions& options = {});
+
+// The layer's AdamW step, as above.
+[[nodiscard]] double analytic_optimizer_us(const models::Layer& layer, const Device& device,
+                                           const AnalyticOptions& options = {});
+
+// The profile of `model` on `device`: source "analytic", device = its full
+// name, dtype, model = model.spec, link = {link_latency_us, the device's
+// NVLink per direction}, one layer per model layer with a sample (split
+// backward included) at every size, sorted. InputError when the sizes are
+// empty, hold a size < 1 or a duplicate, or a size so large that a byte count
+// overflows, or the options are invalid.
+[[nodiscard]] Profile analytic_profile(const models::Model& model, const Device& device,
+                                       models::DType dtype, std::span<const int> micro_batch_sizes,
+                                       const AnalyticOptions& options = {});
+
+}  // namespace gpipe::profiles

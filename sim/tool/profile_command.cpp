@@ -1,0 +1,92 @@
+// gpipe-sim profile --model SPEC --device h100|h200|a100 [--dtype bf16|fp32]
+//   --micro-batch-sizes LIST --out P.json: the analytic profile of the model,
+//   written as a DESIGN.md profile file, with a one-line summary on stdout.
+#include "sim/tool/profile_command.hpp"
+
+#include <iostream>
+#include <memory>
+#include <ranges>
+#include <string>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "models/model_spec.hpp"
+#include "profiles/analytic.hpp"
+#include "profiles/device.hpp"
+#include "schedules/error.hpp"
+#include "sim/tool/int_list.hpp"
+
+namespace gpipe::cli {
+namespace {
+
+struct ProfileFlags {
+  std::string model;
+  std::string device;
+  std::string dtype = "bf16";
+  std::string micro_batch_sizes;
+  std::string out;
+  profiles::AnalyticOptions options;
+};
+
+int run_profile(const ProfileFlags& f) {
+  const models::Model model = models::parse_model(f.model);
+  const auto device = profiles::find_device(f.device);
+  if (!device) {
+    throw InputError(fmt::format("--device: unknown device '{}' (known: {})", f.device,
+                                 profiles::device_keys()));
+  }
+  const auto dtype = models::parse_dtype(f.dtype);
+  if (!dtype) {
+    throw InputError(
+        fmt::format("--dtype: unknown dtype '{}' (known: {})", f.dtype, models::dtype_names()));
+  }
+  const std::vector<int> sizes = parse_int_list(f.micro_batch_sizes, "--micro-batch-sizes");
+  const profiles::Profile profile =
+      profiles::analytic_profile(model, *device, *dtype, sizes, f.options);
+  profiles::write_profile(profile, f.out);
+  std::cout << fmt::format(
+      "{}: analytic profile of {} on {} ({}), {} layers, micro-batch sizes {}\n", f.out,
+      profile.model, profile.device, profile.dtype, profile.layers.size(),
+      fmt::join(profile.layers.front().samples |
+                    std::views::transform([](const auto& s) { return s.micro_batch_size; }),
+                ","));
+  return 0;
+}
+
+}  // namespace
+
+Subcommand add_profile_command(CLI::App& app) {
+  auto flags = std::make_shared<ProfileFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "profile",
+      "Write an analytic profile (roofline from FLOPs, bytes and a device's peak "
+      "rates) of a model, for simulating hardware that is not at hand");
+  cmd->add_option("--model", flags->model,
+                  "Model SPEC, e.g. transformer:layers=24,hidden=1024,heads=16,seq=1024")
+      ->required();
+  cmd->add_option(
+         "--device", flags->device,
+         fmt::format("Device whose datasheet peak rates to use: {}", profiles::device_keys()))
+      ->required();
+  cmd->add_option("--dtype", flags->dtype, "Element type: bf16 (tensor cores) or fp32 (no TF32)")
+      ->capture_default_str();
+  cmd->add_option("--micro-batch-sizes", flags->micro_batch_sizes,
+                  "Micro-batch sizes to sample: 1,2,4,8 or 1..8 or 1..4,8,16")
+      ->required();
+  cmd->add_option("--out", flags->out, "Profile file to write (JSON)")->required();
+  cmd->add_option("--mfu", flags->options.mfu, "Fraction of the peak FLOP rate reached, in (0, 1]")
+      ->capture_default_str();
+  cmd->add_option("--bw-efficiency", flags->options.bw_efficiency,
+                  "Fraction of the HBM bandwidth reached, in (0, 1]")
+      ->capture_default_str();
+  cmd->add_option("--launch-overhead-us", flags->options.launch_overhead_us,
+                  "Fixed cost of each layer pass (fwd, bwd_input, bwd_weight, optimizer step)")
+      ->capture_default_str();
+  cmd->add_option("--link-latency-us", flags->options.link_latency_us,
+                  "Link latency written to the profile (its bandwidth is the device's NVLink)")
+      ->capture_default_str();
+  return {cmd, [flags] { return run_profile(*flags); }};
+}
+
+}  // namespace gpipe::cli

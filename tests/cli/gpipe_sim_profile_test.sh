@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# gpipe-sim profile as a user runs it: the file it writes, its one-line
+# summary, and the LIST syntax of DESIGN.md (1,2,4 / 1..64 / 1..4,8) with one
+# clear error line and exit 2 for every bad list, device, dtype or spec.
+# Usage: gpipe_sim_profile_test.sh GPIPE_SIM
+set -u
+sim=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+expect_status() {
+  local want=$1; shift
+  "$@" >"$tmp/out" 2>"$tmp/err"
+  local got=$?
+  [ "$got" -eq "$want" ] || fail "'$*' exited $got, expected $want; stderr: $(cat "$tmp/err")"
+}
+expect_one_error_line() {
+  local n; n=$(wc -l <"$tmp/err")
+  [ "$n" -eq 1 ] || fail "expected one error line, got $n: $(cat "$tmp/err")"
+  grep -qF -- "$1" "$tmp/err" || fail "error line lacks '$1': $(cat "$tmp/err")"
+}
+spec=transformer:layers=2,hidden=64,heads=4,seq=16
+# profile_sizes LIST: runs the command with --micro-batch-sizes LIST.
+profile_sizes() {
+  "$sim" profile --model "$spec" --device h100 --micro-batch-sizes "$1" --out "$tmp/p.json"
+}
+expect_sizes() {
+  expect_status 0 profile_sizes "$1"
+  grep -q "micro-batch sizes $2\$" "$tmp/out" || fail "sizes of '$1': $(cat "$tmp/out")"
+}
+
+expect_status 0 "$sim" profile --model "$spec" --device h100 --micro-batch-sizes 1,2 --out "$tmp/p.json"
+[ "$(cat "$tmp/out")" = "$tmp/p.json: analytic profile of $spec on NVIDIA H100 80GB HBM3 (bf16), 4 layers, micro-batch sizes 1,2" ] \
+  || fail "summary: $(cat "$tmp/out")"
+grep -q '"source": "analytic"' "$tmp/p.json" || fail "source field"
+grep -q '"format": "gpipe-profile"' "$tmp/p.json" || fail "format field"
+grep -q '"bandwidth_GBps": 450.0' "$tmp/p.json" || fail "NVLink bandwidth"
+
+expect_status 0 "$sim" profile --model mlp:layers=2,hidden=8 --device A100 --dtype fp32 \
+  --micro-batch-sizes 4 --out "$tmp/q.json" --mfu 0.4 --link-latency-us 2
+grep -q "on NVIDIA A100-SXM4-80GB (fp32), 3 layers" "$tmp/out" || fail "a100 fp32: $(cat "$tmp/out")"
+grep -q '"latency_us": 2.0' "$tmp/q.json" || fail "--link-latency-us"
+
+# LIST: single values, ranges, mixes, spaces, any order (the profile sorts).
+expect_sizes 1,2,4,8 "1,2,4,8"
+expect_sizes 1..5 "1,2,3,4,5"
+expect_sizes "1..4,8,16" "1,2,3,4,8,16"
+expect_sizes " 3 , 1..2 " "1,2,3"
+expect_sizes 7..7 "7"
+expect_sizes 16,1 "1,16"
+
+# Bad lists: one line naming the flag, exit 2.
+for bad in "" " " "," "1,,2" "1," "0" "0..4" "-1" "1..-2" "x" "4x" "1.5" "+3" "8..1" "1..2..3" \
+           "..4" "4.." "2,2" "1..4,3" "99999999999" "1..1000001" "1..600000,600001..1200000"; do
+  expect_status 2 profile_sizes "$bad"
+  expect_one_error_line -- "--micro-batch-sizes: "
+done
+profile_sizes "8..1" 2>"$tmp/err"; expect_one_error_line "range '8..1' is reversed (write 1..8)"
+profile_sizes "2,2" 2>"$tmp/err"; expect_one_error_line "2 is given more than once"
+profile_sizes "1..1000001" 2>"$tmp/err"; expect_one_error_line "more than 1000000 values"
+profile_sizes "0" 2>"$tmp/err"; expect_one_error_line "values must be at least 1, got 0"
+profile_sizes "x" 2>"$tmp/err"; expect_one_error_line "'x' is not a positive integer"
+profile_sizes "1,,2" 2>"$tmp/err"; expect_one_error_line "empty item in '1,,2'"
+profile_sizes "" 2>"$tmp/err"; expect_one_error_line "empty list"
+profile_sizes "4.." 2>"$tmp/err"; expect_one_error_line "range '4..' needs a start and an end"
+
+# Bad device, dtype, spec, options, output: one line, exit 2.
+expect_status 2 "$sim" profile --model "$spec" --device v100 --micro-batch-sizes 1 --out "$tmp/p.json"
+expect_one_error_line "--device: unknown device 'v100' (known: h100, h200, a100)"
+expect_status 2 "$sim" profile --model "$spec" --device h100 --dtype fp16 --micro-batch-sizes 1 --out "$tmp/p.json"
+expect_one_error_line "--dtype: unknown dtype 'fp16' (known: fp32, bf16)"
+expect_status 2 "$sim" profile --model cnn:layers=2 --device h100 --micro-batch-sizes 1 --out "$tmp/p.json"
+expect_one_error_line "model spec 'cnn:layers=2': unknown family 'cnn'"
+expect_status 2 "$sim" profile --model "$spec" --device h100 --micro-batch-sizes 1 --out "$tmp/p.json" --mfu 0
+expect_one_error_line "analytic option mfu: expected a number in (0, 1], got 0"
+expect_status 2 "$sim" profile --model "$spec" --device h100 --micro-batch-sizes 1 --out "$tmp/none/p.json"
+expect_one_error_line "none/p.json: cannot open for writing"
+expect_status 2 "$sim" profile --model "$spec" --device h100 --out "$tmp/p.json"
+expect_one_error_line "--micro-batch-sizes"
+expect_status 0 "$sim" profile --help
+grep -q -- "--micro-batch-sizes" "$tmp/out" || fail "profile --help lists its flags"
+
+if [ "$failures" -eq 0 ]; then echo "gpipe-sim profile: all checks passed"; fi
+exit $((failures > 0))
