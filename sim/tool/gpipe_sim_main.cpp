@@ -1,6 +1,7 @@
 // gpipe-sim: print, check and (soon) simulate pipeline schedules.
 #include "sim/tool/commands.hpp"
 #include "sim/tool/diff_command.hpp"
+#include "sim/tool/profile_command.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{
@@ -14,6 +15,7 @@ int main(int argc, char** argv) {
       gpipe::cli::add_run_command(app),
       gpipe::cli::add_sweep_command(app),
       gpipe::cli::add_diff_command(app),
+      gpipe::cli::add_profile_command(app),
   };
   return gpipe::cli::run_main(app, commands, argc, argv);
 }
