@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <utility>
@@ -11,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "schedules/error.hpp"
+#include "schedules/files.hpp"
 
 namespace gpipe::profiles {
 namespace {
@@ -210,13 +210,6 @@ json sample_to_json(const ProfileSample& s) {
   return out;
 }
 
-// nlohmann's messages start with "[json.exception.parse_error.101] "; the
-// user needs only what follows.
-std::string_view without_exception_tag(std::string_view message) {
-  const auto end = message.find("] ");
-  return end == std::string_view::npos ? message : message.substr(end + 2);
-}
-
 }  // namespace
 
 Profile profile_from_json(const json& document, std::string_view origin) {
@@ -258,20 +251,7 @@ Profile profile_from_json(const json& document, std::string_view origin) {
 }
 
 Profile load_profile(const std::filesystem::path& path) {
-  const std::string name = path.string();
-  std::error_code error;
-  if (std::filesystem::is_directory(path, error)) {
-    throw InputError(fmt::format("{}: cannot read profile: is a directory", name));
-  }
-  std::ifstream file(path);
-  if (!file) throw InputError(fmt::format("{}: cannot open profile file", name));
-  json document;
-  try {
-    document = json::parse(file);
-  } catch (const json::parse_error& e) {
-    throw InputError(fmt::format("{}: not valid JSON: {}", name, without_exception_tag(e.what())));
-  }
-  return profile_from_json(document, name);
+  return profile_from_json(read_json_file(path), path.string());
 }
 
 json to_json(const Profile& profile) {
@@ -298,11 +278,7 @@ json to_json(const Profile& profile) {
 }
 
 void write_profile(const Profile& profile, const std::filesystem::path& path) {
-  std::ofstream file(path);
-  if (!file) throw InputError(fmt::format("{}: cannot open for writing", path.string()));
-  file << to_json(profile).dump(2) << '\n';
-  file.flush();
-  if (!file) throw InputError(fmt::format("{}: write failed", path.string()));
+  write_text_file(path, to_json(profile).dump(2) + "\n");
 }
 
 }  // namespace gpipe::profiles

@@ -1,7 +1,6 @@
 #include "schedules/chrome_trace.hpp"
 
 #include <cmath>
-#include <fstream>
 #include <limits>
 #include <set>
 #include <string>
@@ -13,6 +12,7 @@
 #include <fmt/ranges.h>
 
 #include "schedules/error.hpp"
+#include "schedules/files.hpp"
 #include "schedules/metrics.hpp"
 #include "schedules/trace_lanes.hpp"
 
@@ -321,19 +321,16 @@ json to_chrome_trace(const Timeline& timeline) {
 
 void write_chrome_trace(const Timeline& timeline, const std::filesystem::path& path) {
   const json trace = to_chrome_trace(timeline);
-  std::ofstream out(path);
-  if (!out) throw InputError(fmt::format("cannot write trace file '{}'", path.string()));
   // One event per line: still one JSON document, but readable and diffable.
   constexpr auto kReplace = json::error_handler_t::replace;
-  out << "{\"traceEvents\": [\n";
+  std::string text = "{\"traceEvents\": [\n";
   const json& events = trace.at("traceEvents");
   for (std::size_t i = 0; i < events.size(); ++i) {
-    out << (i == 0 ? "" : ",\n") << events[i].dump(-1, ' ', false, kReplace);
+    text += (i == 0 ? "" : ",\n") + events[i].dump(-1, ' ', false, kReplace);
   }
-  out << "\n],\n\"displayTimeUnit\": \"ns\",\n\"otherData\": "
-      << trace.at("otherData").dump(-1, ' ', false, kReplace) << "}\n";
-  out.close();
-  if (!out) throw InputError(fmt::format("cannot write trace file '{}'", path.string()));
+  text += "\n],\n\"displayTimeUnit\": \"ns\",\n\"otherData\": " +
+          trace.at("otherData").dump(-1, ' ', false, kReplace) + "}\n";
+  write_text_file(path, text);
 }
 
 Timeline timeline_from_chrome_trace(const json& trace, std::string_view origin) {
@@ -362,15 +359,7 @@ Timeline timeline_from_chrome_trace(const json& trace, std::string_view origin) 
 }
 
 Timeline read_chrome_trace(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(fmt::format("cannot read trace file '{}'", path.string()));
-  json trace;
-  try {
-    trace = json::parse(in);
-  } catch (const json::parse_error& e) {
-    throw InputError(fmt::format("{}: not JSON: {}", path.string(), e.what()));
-  }
-  return timeline_from_chrome_trace(trace, path.string());
+  return timeline_from_chrome_trace(read_json_file(path), path.string());
 }
 
 }  // namespace gpipe::schedules

@@ -4,24 +4,7 @@
 # traces written here by hand. Usage: gpipe_sim_diff_test.sh GPIPE_SIM
 set -u
 sim=$1
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-
-# expect_status STATUS CMD...: runs CMD, keeps stdout/stderr in $tmp/out, $tmp/err.
-expect_status() {
-  local want=$1; shift
-  "$@" >"$tmp/out" 2>"$tmp/err"
-  local got=$?
-  [ "$got" -eq "$want" ] || fail "'$*' exited $got, expected $want; stderr: $(cat "$tmp/err")"
-}
-expect_one_error_line() {
-  local n; n=$(wc -l <"$tmp/err")
-  [ "$n" -eq 1 ] || fail "expected one error line, got $n: $(cat "$tmp/err")"
-  grep -q -- "$1" "$tmp/err" || fail "error line lacks '$1': $(cat "$tmp/err")"
-}
-expect_out() { grep -q -- "$1" "$tmp/out" || fail "stdout lacks '$1': $(cat "$tmp/out")"; }
+source "$(dirname "$0")/lib.sh"
 
 event() {
   printf '{"name": "%s", "cat": "compute", "ph": "X", "pid": %d, "tid": 0, "ts": %d, "dur": %d}' \
@@ -91,10 +74,10 @@ head -c 1 "$tmp/out" | grep -q '{' || fail "--json stdout starts with the docume
 expect_status 2 "$sim" diff "$tmp/pred.json" "$tmp/m4.json"
 expect_one_error_line "different schedules (predicted vs measured): num_microbatches 2 vs 4"
 expect_status 2 "$sim" diff "$tmp/pred.json" "$tmp/none.json"
-expect_one_error_line "cannot read trace file '$tmp/none.json'"
+expect_one_error_line "$tmp/none.json: cannot read: No such file or directory"
 head -c 40 "$tmp/pred.json" >"$tmp/trunc.json"
 expect_status 2 "$sim" diff "$tmp/trunc.json" "$tmp/same.json"
-expect_one_error_line "trunc.json: not JSON"
+expect_one_error_line "trunc.json: not valid JSON"
 echo '{"traceEvents": []}' >"$tmp/bare.json"
 expect_status 2 "$sim" diff "$tmp/pred.json" "$tmp/bare.json"
 expect_one_error_line "bare.json: field 'otherData' is missing"
@@ -107,5 +90,4 @@ expect_one_error_line "MEASURED"
 expect_status 0 "$sim" diff --help
 expect_out "--tolerance"
 
-if [ "$failures" -eq 0 ]; then echo "gpipe-sim diff: all checks passed"; fi
-exit $((failures > 0))
+finish "gpipe-sim diff"

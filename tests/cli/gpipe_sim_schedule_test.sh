@@ -3,23 +3,7 @@
 # one clear error line for bad input. Usage: gpipe_sim_schedule_test.sh GPIPE_SIM
 set -u
 sim=$1
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-
-# expect_status STATUS CMD...: runs CMD, keeps stdout/stderr in $tmp/out, $tmp/err.
-expect_status() {
-  local want=$1; shift
-  "$@" >"$tmp/out" 2>"$tmp/err"
-  local got=$?
-  [ "$got" -eq "$want" ] || fail "'$*' exited $got, expected $want; stderr: $(cat "$tmp/err")"
-}
-expect_one_error_line() {
-  local n; n=$(wc -l <"$tmp/err")
-  [ "$n" -eq 1 ] || fail "expected one error line, got $n: $(cat "$tmp/err")"
-  grep -q -- "$1" "$tmp/err" || fail "error line lacks '$1': $(cat "$tmp/err")"
-}
+source "$(dirname "$0")/lib.sh"
 
 # The fill/drain of GPipe K=4, M=8: 2(M+K-1) = 22 steps, rank 3 idles for the first 3.
 expect_status 0 "$sim" schedule --schedule gpipe --stages 4 --microbatches 8 --format text
@@ -88,5 +72,4 @@ grep -q "schedule" "$tmp/out" || fail "--help lists the commands"
 expect_status 0 "$sim" schedule --help
 grep -q -- "--backward-order" "$tmp/out" || fail "schedule --help lists its flags"
 
-if [ "$failures" -eq 0 ]; then echo "gpipe-sim schedule/check: all checks passed"; fi
-exit $((failures > 0))
+finish "gpipe-sim schedule/check"

@@ -150,7 +150,7 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(ProfileLoad, NamesAMissingFile) {
   const auto path = data("no_such_profile.json");
   EXPECT_EQ(error_of([&] { return load_profile(path); }),
-            path.string() + ": cannot open profile file");
+            path.string() + ": cannot read: No such file or directory");
 }
 
 TEST(ProfileLoad, NamesAFileThatIsNotJson) {
@@ -163,7 +163,7 @@ TEST(ProfileLoad, NamesAFileThatIsNotJson) {
 TEST(ProfileLoad, NamesADirectory) {
   const auto path = data("");
   EXPECT_EQ(error_of([&] { return load_profile(path); }),
-            path.string() + ": cannot read profile: is a directory");
+            path.string() + ": cannot read: is a directory");
 }
 
 // Values no JSON text can hold, or that a file rarely has, built in memory.
@@ -272,7 +272,7 @@ TEST(ProfileWrite, NamesAnUnwritablePath) {
               write_profile(p, path);
               return 0;
             }),
-            path.string() + ": cannot open for writing");
+            path.string() + ": cannot write: No such file or directory");
 }
 
 }  // namespace

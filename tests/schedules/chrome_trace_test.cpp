@@ -290,7 +290,7 @@ TEST(ChromeTrace, FileErrorsNameTheFile) {
     (void)read_chrome_trace(garbage);
     FAIL();
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find(garbage.string() + ": not JSON"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find(garbage.string() + ": not valid JSON"), std::string::npos)
         << e.what();
   }
   std::filesystem::remove(garbage);

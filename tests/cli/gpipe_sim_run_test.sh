@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# gpipe-sim run and sweep as a user runs them: the default profile, the
+# table, --json, --trace, the sweep CSV, and one clear error line with exit 2
+# for every bad input of DESIGN.md's rule. Usage: gpipe_sim_run_test.sh GPIPE_SIM
+set -u
+sim=$1
+source "$(dirname "$0")/lib.sh"
+data=tests/data/profiles
+
+# The default (shipped) profile needs no --profile.
+expect_status 0 "$sim" run -K 4 -M 8 -N 32
+expect_out "transformer-48L-h2048-h100.json (analytic, NVIDIA H100 80GB HBM3, bf16)"
+expect_out "bubble          "
+expect_out "analytic (K-1)/(M+K-1): 27.27 %"
+
+# A hand-made profile: 2 layers, one per stage; --json carries DESIGN.md's metric keys.
+expect_status 0 "$sim" run --profile $data/valid_two_layers.json -K 2 -M 4 -N 8 --json --trace "$tmp/t.json"
+for key in step_time_us bubble_fraction bubble_fraction_analytic throughput_samples_per_s busy_us \
+           utilization peak_activation_bytes static_bytes; do
+  expect_out "\"$key\""
+done
+[ -s "$tmp/t.json" ] || fail "--trace wrote nothing"
+grep -qF '"displayTimeUnit":"ns"' "$tmp/t.json" || grep -qF '"displayTimeUnit": "ns"' "$tmp/t.json" \
+  || fail "trace lacks displayTimeUnit"
+# The trace of a prediction diffs against itself with no error.
+expect_status 0 "$sim" diff "$tmp/t.json" "$tmp/t.json"
+expect_status 0 "$sim" run --profile $data/valid_two_layers.json -K 2 -M 2 -b 3 --partition 1,1 \
+  --schedule 1f1b --recompute always --link-latency-us 0 --link-bandwidth-gbps 1000 --optimizer sgd
+expect_out "2 micro-batches of 3 samples (batch 6), recompute always"
+
+# The sweep: rows for every configuration, skipped ones with their reason.
+expect_status 0 "$sim" sweep --profile $data/valid_two_layers.json -K 1..3 -M 1,2,4 -N 2 \
+  --schedule gpipe,1f1b --out "$tmp/sweep.csv" --json-out "$tmp/sweep.json" --memory-limit 1MB
+expect_out "18 configurations: 8 simulated, 10 skipped (cannot exist)"
+[ "$(wc -l <"$tmp/sweep.csv")" -eq 19 ] || fail "sweep.csv has $(wc -l <"$tmp/sweep.csv") lines, expected 19"
+grep -qF 'gpipe,never,3,1,,2,,skipped,--stages 3 exceeds the 2 layers of the profile' "$tmp/sweep.csv" \
+  || fail "skipped row for K=3: $(cat "$tmp/sweep.csv")"
+grep -qF '"status": "skipped"' "$tmp/sweep.json" || fail "sweep.json lacks skipped rows"
+
+# Bad input: one line naming the file, field or flag; exit 2.
+expect_status 2 "$sim" run --profile "$tmp/none.json" -K 2 -M 2 -N 4
+expect_one_error_line "--profile $tmp/none.json: no such file"
+expect_status 2 "$sim" run --profile $data/invalid_not_json.json -K 1 -M 1 -N 1
+expect_one_error_line "invalid_not_json.json: not valid JSON"
+expect_status 2 "$sim" run --profile $data/invalid_fwd_us.json -K 1 -M 1 -N 1
+expect_one_error_line "fwd_us"
+expect_status 2 "$sim" run --profile $data/invalid_activation_below_input.json -K 1 -M 1 -N 1
+expect_one_error_line "activation_bytes"
+expect_status 2 "$sim" run --profile $data/valid_two_layers.json -K 3 -M 2 -N 4
+expect_one_error_line "--stages 3 exceeds the 2 layers of the profile"
+expect_status 2 "$sim" run --profile $data/valid_two_layers.json -K 2 -M 0 -N 4
+expect_one_error_line "--microbatches"
+expect_status 2 "$sim" run --profile $data/valid_two_layers.json -K 2 -M 8 -N 4
+expect_one_error_line "--microbatches 8 exceeds --batch 4"
+expect_status 2 "$sim" run --profile $data/valid_two_layers.json -K 2 -M 2 -N 4 --partition 1,2
+expect_one_error_line "--partition 1,2 sums to 3 layers, the model has 2"
+expect_status 2 "$sim" run --profile $data/valid_two_layers.json -K 2 -M 2 -N 4 --partition 2
+expect_one_error_line "--partition"
+expect_status 2 "$sim" run --profile $data/valid_two_layers.json -K 2 -M 2 -N 4 --schedule zb-h1
+expect_one_error_line "--schedule"
+expect_status 2 "$sim" run --profile $data/valid_two_layers.json -K 2 -M 2
+expect_one_error_line "give --batch N or --micro-batch-size b"
+expect_status 2 "$sim" run --profile $data/valid_two_layers.json -K 2 -M 2 -N 4 -b 2
+expect_one_error_line "--batch"
+expect_status 2 "$sim" run --profile $data/valid_two_layers.json -K 2 -M 2 -N 4 --trace /nonexistent/dir/t.json
+expect_one_error_line "/nonexistent/dir/t.json: cannot write: No such file or directory"
+expect_status 2 "$sim" sweep -K 1..x -M 1 -N 4
+expect_one_error_line "--stages"
+expect_status 2 "$sim" sweep -K 1 -M 1 -N 4 --schedule gpipe,zb
+expect_one_error_line "--schedule: unknown value 'zb' (known: gpipe, 1f1b)"
+expect_status 2 "$sim" sweep -K 1 -M 1 -N 4 --memory-limit lots
+expect_one_error_line "--memory-limit 'lots'"
+expect_status 0 "$sim" run --help
+expect_out "--micro-batch-size"
+expect_status 0 "$sim" sweep --help
+expect_out "--memory-limit"
+
+finish "gpipe-sim run/sweep"
