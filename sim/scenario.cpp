@@ -64,6 +64,7 @@ Prediction predict(const profiles::Profile& profile, const Scenario& sc, bool re
                                  "needs at least one layer",
                                  sc.stages, num_layers));
   }
+  validate_jitter(sc.jitter.cv, sc.jitter.runs);
   Prediction p;
   if (sc.batch > 0) {
     p.microbatch_sizes = split_batch(sc.batch, sc.microbatches);
@@ -100,6 +101,9 @@ Prediction predict(const profiles::Profile& profile, const Scenario& sc, bool re
   sim.record_timeline = record_timeline;
   sim.validate = false;  // generated, and every generator's output is validated in tests
   SimResult result = simulate(p.schedule, costs, link, sim);
+  if (sc.jitter.cv > 0) {
+    p.stochastic = run_stochastic(p.schedule, costs, link, sim, sc.jitter.cv, sc.jitter.runs, sc.jitter.seed);
+  }
   p.timeline = std::move(result.timeline);
   p.metrics = std::move(result.metrics);
   p.timeline.info.device = profile.device;  // what the prediction is for

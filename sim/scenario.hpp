@@ -14,6 +14,7 @@
 #include "schedules/metrics.hpp"
 #include "schedules/timeline.hpp"
 #include "sim/static_memory.hpp"
+#include "sim/stochastic.hpp"
 
 namespace gpipe::sim {
 
@@ -29,6 +30,7 @@ struct Scenario {
   std::optional<double> link_latency_us;      // override the profile's link
   std::optional<double> link_bandwidth_GBps;
   Optimizer optimizer = Optimizer::adamw;
+  Jitter jitter;  // cv > 0: also run the stochastic mode
 };
 
 struct Prediction {
@@ -40,7 +42,8 @@ struct Prediction {
   double link_bandwidth_GBps = 0;
   std::vector<std::int64_t> static_bytes;  // per rank
   schedules::Timeline timeline;            // empty when not recorded
-  schedules::Metrics metrics;
+  schedules::Metrics metrics;                   // the deterministic run
+  std::optional<StochasticResult> stochastic;  // when scenario.jitter.cv > 0
 };
 
 // Splits N samples into M micro-batches as torch.tensor_split does: sizes
@@ -48,7 +51,8 @@ struct Prediction {
 [[nodiscard]] std::vector<int> split_batch(std::int64_t batch, int microbatches);
 
 // Throws InputError for a configuration that cannot exist (more stages than
-// layers, M > N, a partition that does not sum, ...), naming the flag.
+// layers, M > N, a partition that does not sum, a bad --jitter or --runs, ...),
+// naming the flag.
 [[nodiscard]] Prediction predict(const profiles::Profile& profile, const Scenario& scenario,
                                  bool record_timeline = true);
 

@@ -37,6 +37,23 @@ json config_json(const sim::Prediction& p, const sim::Scenario& sc, const profil
           {"optimizer", std::string(sim::to_string(sc.optimizer))}};
 }
 
+// Percentiles over the jittered runs, beside the deterministic numbers above.
+void print_stochastic(const sim::StochasticResult& r) {
+  const auto row = [](const char* name, const sim::Spread& s, double deterministic, auto format) {
+    std::cout << fmt::format("{:<15} p5 {}  p50 {}  p95 {}  (mean {}, min {}, max {}; deterministic {})\n",
+                             name, format(s.p5), format(s.p50), format(s.p95), format(s.mean),
+                             format(s.min), format(s.max), format(deterministic));
+  };
+  std::cout << fmt::format("over {} runs (jitter CV {}, seed {}; nearest-rank percentiles)\n", r.runs, r.cv,
+                           r.seed);
+  row("step time", r.step_time_us, r.deterministic.step_time_us, [](double us) { return format_time_us(us); });
+  row("throughput", r.throughput_samples_per_s, r.deterministic.throughput_samples_per_s,
+      [](double v) { return fmt::format("{:.1f}/s", v); });
+  row("bubble", r.bubble_fraction, r.deterministic.bubble_fraction,
+      [](double f) { return fmt::format("{:.2f} %", 100 * f); });
+  std::cout << "\n";
+}
+
 void print_table(const sim::Prediction& p, const sim::Scenario& sc, const profiles::Profile& profile,
                  const std::string& profile_path) {
   const auto& m = p.metrics;
@@ -62,6 +79,7 @@ void print_table(const sim::Prediction& p, const sim::Scenario& sc, const profil
   std::cout << fmt::format(
       "bubble / ideal  {:.2f} % (Megatron's convention; analytic (K-1)/M: {:.2f} %)\n\n",
       100 * m.bubble_time_over_ideal, 100 * m.bubble_time_over_ideal_analytic);
+  if (p.stochastic) print_stochastic(*p.stochastic);
   std::cout << fmt::format("{:>4}  {:>7}  {:>10}  {:>6}  {:>15}  {:>18}  {:>10}\n", "rank", "layers",
                            "busy", "util", "peak activation",
                            fmt::format("static ({}, {})", sim::to_string(sc.optimizer), profile.dtype),
@@ -90,10 +108,9 @@ int run(const RunFlags& f) {
   const sim::Prediction p = sim::predict(profile, sc, !f.trace.empty());
   if (!f.trace.empty()) schedules::write_chrome_trace(p.timeline, f.trace);
   if (f.json) {
-    std::cout << json{{"config", config_json(p, sc, profile, path)},
-                      {"metrics", schedules::to_json(p.metrics)}}
-                     .dump(2)
-              << "\n";
+    json out{{"config", config_json(p, sc, profile, path)}, {"metrics", schedules::to_json(p.metrics)}};
+    if (p.stochastic) out["stochastic"] = sim::to_json(*p.stochastic);
+    std::cout << out.dump(2) << "\n";
   } else {
     print_table(p, sc, profile, path);
     if (!f.trace.empty()) std::cout << "\ntrace written to " << f.trace << " (open it in Perfetto)\n";

@@ -35,6 +35,19 @@ void ScenarioFlags::add_to(CLI::App& cmd) {
   cmd.add_option("--optimizer", optimizer, "Optimizer, for static memory (weights, gradients, state)")
       ->check(CLI::IsMember({"sgd", "momentum", "adamw"}))
       ->capture_default_str();
+  // Range checks live in sim::validate_jitter, so the error names the flag the
+  // same way from the library and the command line.
+  cmd.add_option("--jitter", jitter_cv,
+                 "Coefficient of variation of each compute action's duration (lognormal, mean 1); "
+                 "> 0 adds percentiles over --runs seeded runs")
+      ->capture_default_str();
+  cmd.add_option("--runs", runs, "Simulations with jitter, seeds --seed, --seed + 1, ...")->capture_default_str();
+  // CLI11 would wrap -1 into 2^64 - 1 silently.
+  cmd.add_option("--seed", seed, "First seed of the jittered runs")
+      ->check([](const std::string& text) -> std::string {
+        return text.find('-') == std::string::npos ? "" : "a seed is an integer of 0 or more, got " + text;
+      })
+      ->capture_default_str();
 }
 
 sim::Scenario ScenarioFlags::scenario() const {
@@ -51,6 +64,8 @@ sim::Scenario ScenarioFlags::scenario() const {
   sc.link_latency_us = link_latency_us;
   sc.link_bandwidth_GBps = link_bandwidth_GBps;
   sc.optimizer = *sim::parse_optimizer(optimizer);
+  sim::validate_jitter(jitter_cv, runs);
+  sc.jitter = {jitter_cv, runs, seed};
   return sc;
 }
 

@@ -1,7 +1,8 @@
 // The flags that describe one configuration (`gpipe-sim run`): profile, K, M,
-// batch, schedule, recompute, partition, link and optimizer.
+// batch, schedule, recompute, partition, link, optimizer and jitter.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -25,6 +26,9 @@ struct ScenarioFlags {
   std::optional<double> link_latency_us;
   std::optional<double> link_bandwidth_GBps;
   std::string optimizer = "adamw";
+  double jitter_cv = 0.0;  // stochastic mode (sim/stochastic.hpp) when > 0
+  int runs = 100;
+  std::uint64_t seed = 1;
 
   void add_to(CLI::App& cmd);
   // Throws InputError for flags that do not make a configuration.

@@ -1,0 +1,49 @@
+#include "sim/jitter.hpp"
+
+#include <cmath>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "schedules/error.hpp"
+
+namespace gpipe::sim {
+namespace {
+
+// One 64-bit key per action: micro-batch in the low 32 bits, kind in the next
+// 8, stage above, so distinct actions (stage < 2^24) never share a key.
+std::uint64_t action_key(const schedules::Action& a) {
+  return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(a.stage.value)) << 40) |
+         (static_cast<std::uint64_t>(a.kind) << 32) |
+         static_cast<std::uint64_t>(static_cast<std::uint32_t>(a.microbatch.value));
+}
+
+}  // namespace
+
+void validate_jitter_cv(double cv) {
+  if (!std::isfinite(cv) || cv < 0) {
+    throw InputError(fmt::format("--jitter must be a finite coefficient of variation of 0 or more, got {}", cv));
+  }
+}
+
+double jitter_factor(const schedules::Action& action, double cv, std::uint64_t seed) {
+  validate_jitter_cv(cv);
+  if (cv == 0) return 1.0;
+  const double sigma2 = std::log1p(cv * cv);
+  std::mt19937_64 gen(splitmix64(splitmix64(seed) ^ action_key(action)));
+  std::lognormal_distribution<double> x(-sigma2 / 2, std::sqrt(sigma2));
+  return x(gen);
+}
+
+JitteredCosts::JitteredCosts(const CostModel& base, double cv, std::uint64_t seed)
+    : base_(base), cv_(cv), seed_(seed) {
+  validate_jitter_cv(cv);
+}
+
+std::int64_t JitteredCosts::duration_ns(const schedules::Action& action) const {
+  const std::int64_t base = base_.duration_ns(action);
+  if (cv_ == 0 || schedules::is_comm(action.kind)) return base;
+  return std::llround(static_cast<double>(base) * jitter_factor(action, cv_, seed_));
+}
+
+}  // namespace gpipe::sim

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# gpipe-sim run's stochastic mode as a user runs it: --jitter/--runs/--seed on
+# the default profile print nearest-rank percentiles (text and --json), the
+# same seed repeats exactly, and bad values give one error line and exit 2.
+# Usage: gpipe_sim_jitter_test.sh GPIPE_SIM
+set -u
+sim=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+expect_status() {
+  local want=$1; shift
+  "$@" >"$tmp/out" 2>"$tmp/err"
+  local got=$?
+  [ "$got" -eq "$want" ] || fail "'$*' exited $got, expected $want; stderr: $(cat "$tmp/err")"
+}
+expect_one_error_line() {
+  local n; n=$(wc -l <"$tmp/err")
+  [ "$n" -eq 1 ] || fail "expected one error line, got $n: $(cat "$tmp/err")"
+  grep -qF -- "$1" "$tmp/err" || fail "error line lacks '$1': $(cat "$tmp/err")"
+}
+config=(run -K 4 -M 8 -N 32)
+
+expect_status 0 "$sim" "${config[@]}" --jitter 0.05 --runs 20
+grep -q "^over 20 runs (jitter CV 0.05, seed 1; nearest-rank percentiles)$" "$tmp/out" \
+  || fail "stochastic header: $(cat "$tmp/out")"
+grep -q "^step time  *p5 .* p50 .* p95 " "$tmp/out" || fail "step time percentiles: $(cat "$tmp/out")"
+grep -q "^bubble  *p5 .* p50 " "$tmp/out" || fail "bubble percentiles: $(cat "$tmp/out")"
+cp "$tmp/out" "$tmp/first"
+expect_status 0 "$sim" "${config[@]}" --jitter 0.05 --runs 20
+cmp -s "$tmp/out" "$tmp/first" || fail "same seed, different output"
+expect_status 0 "$sim" "${config[@]}" --jitter 0.05 --runs 20 --seed 2
+grep "^step time  *p5" "$tmp/out" >"$tmp/second_line"
+grep "^step time  *p5" "$tmp/first" | cmp -s - "$tmp/second_line" && fail "--seed 2 gave seed 1's percentiles"
+
+# Without --jitter: the deterministic table only.
+expect_status 0 "$sim" "${config[@]}"
+grep -q "p50" "$tmp/out" && fail "percentiles without --jitter: $(cat "$tmp/out")"
+
+expect_status 0 "$sim" "${config[@]}" --jitter 0.1 --runs 5 --seed 7 --json
+python3 - "$tmp/out" <<'PY' || fail "--json stochastic object: $(cat "$tmp/out")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+s = d["stochastic"]
+assert s["runs"] == 5 and s["seed"] == 7 and s["jitter_cv"] == 0.1, s
+assert s["percentile_method"] == "nearest-rank"
+for key in ("step_time_us", "bubble_fraction", "throughput_samples_per_s"):
+    v = s[key]
+    assert v["min"] <= v["p5"] <= v["p50"] <= v["p95"] <= v["max"], (key, v)
+    assert v["deterministic"] == d["metrics"][key], key
+PY
+expect_status 0 "$sim" "${config[@]}" --json
+grep -q '"stochastic"' "$tmp/out" && fail "stochastic object without --jitter"
+
+expect_status 2 "$sim" "${config[@]}" --jitter -1
+expect_one_error_line "--jitter must be a finite coefficient of variation of 0 or more, got -1"
+expect_status 2 "$sim" "${config[@]}" --jitter 0.05 --runs 0
+expect_one_error_line "--runs must be at least 1, got 0"
+expect_status 2 "$sim" "${config[@]}" --jitter nan
+expect_one_error_line "--jitter"
+expect_status 2 "$sim" "${config[@]}" --jitter 0.05 --seed -1
+expect_one_error_line "--seed"
+
+[ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
+echo "all gpipe-sim jitter checks passed"
