@@ -10,6 +10,7 @@
 #include "schedules/validate.hpp"
 #include "sim/activation_memory.hpp"
 #include "sim/event_queue.hpp"
+#include "sim/shared_link.hpp"
 
 namespace gpipe::sim {
 namespace {
@@ -22,7 +23,7 @@ using schedules::Stage;
 
 // Compute kinds get a dense slot each: F B I W R STEP.
 constexpr int kComputeSlots = 6;
-int compute_slot(ActionKind k) {
+constexpr int compute_slot(ActionKind k) {
   switch (k) {
     case ActionKind::F: return 0;
     case ActionKind::B: return 1;
@@ -34,241 +35,413 @@ int compute_slot(ActionKind k) {
   }
 }
 
-struct Node {
-  Action action;
-  int rank = 0;
-  int pending = 0;  // inputs not yet ready
-  std::int64_t duration = 0;
-  std::int64_t memory_at_start = 0;  // activation bytes the action adds as it starts
-  std::int64_t memory_at_end = 0;    // and as it ends (negative: frees)
-  std::int64_t start = -1;
-  std::int64_t end = -1;
-};
+// Out-edges kept in place: the dependency rules give a producer at most
+// three consumers (F(s,m) -> F(s+1,m), R(s,m), B(s,m)); any beyond that go to
+// an overflow list, so other rules would still run.
+constexpr int kInlineEdges = 3;
 
-// A data edge from a producer to a consumer; link < 0 when both share a rank.
-struct Edge {
-  int consumer = 0;
-  int link = -1;
-  std::int64_t transfer_ns = 0;
-};
-
-enum class EventKind : std::uint8_t { action_end, message_arrival };
-struct Payload {
-  EventKind kind;
-  int node;
-};
-
+// The engine works on the compute program (the lowered schedule without its
+// comm actions), read straight from the schedule without building it. Its
+// nodes are small parallel arrays, each rank's contiguous in program order.
+// Memory changes and message prices are asked of the models as the action
+// runs rather than stored, which keeps the arrays (and page faults) small.
+//
+// Deliveries are eager: when a producer ends, each consumer learns at once
+// when its input arrives (`ready_`); an action starts at max(end of the
+// previous action on its rank, its latest input's arrival). With FIFO links
+// that needs no clock at all: every message on a link comes from one rank,
+// in that rank's program order, so its arrival is fixed the moment its
+// producer ends, and any order that respects the dependencies gives the
+// times of the event-by-event replay to the ns (run_dataflow: each rank runs
+// as far as its inputs allow, then waits to be woken). Shared links make an
+// arrival depend on later sends, so they replay events in time order
+// (run_events): the ends of compute actions, at most one per rank, and each
+// link's next change.
 class Engine {
  public:
-  Engine(const Schedule& compute, const CostModel& costs, const LinkModel& links)
-      : s_(compute), costs_(costs), links_(links) {}
+  Engine(const Schedule& schedule, const CostModel& costs, const LinkModel& links, LinkSharing sharing)
+      : s_(schedule), costs_(costs), links_(links), sharing_(sharing),
+        num_ranks_(schedule.num_ranks), queue_(0) {}
 
   void build();
   void run(bool record);
-  // The metrics from the engine's running totals; the timeline as recorded.
-  [[nodiscard]] schedules::Metrics metrics(const schedules::TimelineInfo& info) const;
+  [[nodiscard]] schedules::Metrics metrics(const schedules::TimelineInfo& info) const {
+    return schedules::metrics_from_totals(info, makespan_, busy_, peak_memory_);
+  }
   schedules::Timeline take_timeline() { return std::move(timeline_); }
 
  private:
-  [[nodiscard]] std::size_t slot(const Action& a) const {
-    return (a.stage.at() * kComputeSlots + static_cast<std::size_t>(compute_slot(a.kind))) *
-               static_cast<std::size_t>(s_.num_microbatches) +
-           a.microbatch.at();
+  [[nodiscard]] std::size_t slot(Stage stage, ActionKind kind, schedules::Microbatch mb) const {
+    return ((stage.at() * static_cast<std::size_t>(s_.num_microbatches) + mb.at()) * kComputeSlots) +
+           static_cast<std::size_t>(compute_slot(kind));
   }
-  [[nodiscard]] int id_of(const Action& a) const { return ids_[slot(a)]; }
-  int link_between(int from, int to);
-  void try_start(int rank, std::int64_t now);
-  void add_memory(int rank, std::int64_t now, std::int64_t change);
+  [[nodiscard]] int id_of(const Action& a) const { return ids_[slot(a.stage, a.kind, a.microbatch)]; }
+  void add_nodes();
+  void add_links();
+  void add_edges();
+  void run_dataflow();
+  void run_events();
+  std::int64_t start_action(int rank, std::size_t i);
+  void end_action(int rank, std::size_t i, std::int64_t end);
+  bool try_start(int rank);
+  void finish_action(int rank, std::int64_t now);
+  void arrive(int consumer, std::int64_t at);
+  void deliver(int producer, int consumer, std::int64_t now);
+  void link_event(int link, std::int64_t now);
+  void record_transfer(int producer, int consumer, std::int64_t start, std::int64_t end);
+  [[nodiscard]] StageMemory stage_memory(const Action& a) const {
+    return {costs_.activation_bytes(a.stage, a.microbatch), costs_.stashed_input_bytes(a.stage, a.microbatch)};
+  }
+  void add_memory(int rank, std::int64_t at, std::int64_t change) {
+    if (change == 0) return;
+    const auto r = static_cast<std::size_t>(rank);
+    memory_[r] += change;
+    peak_memory_[r] = std::max(peak_memory_[r], memory_[r]);
+    if (record_) timeline_.memory.push_back({Rank{rank}, at, memory_[r]});
+  }
 
   const Schedule& s_;
   const CostModel& costs_;
   const LinkModel& links_;
-  std::vector<int> ids_;
-  std::vector<Node> nodes_;
-  std::vector<std::vector<int>> programs_;  // node ids per rank, in order
-  std::vector<int> edge_begin_;             // CSR: edges of node i are [edge_begin_[i], edge_begin_[i+1])
-  std::vector<Edge> edges_;
-  std::map<std::pair<int, int>, int> link_ids_;
-  std::vector<std::int64_t> link_free_;
-  std::vector<std::size_t> next_;
-  std::vector<char> running_;
+  LinkSharing sharing_;
+  int num_ranks_;
+  std::vector<int> ids_;  // node of each (stage, microbatch, kind), or -1
+
+  // Nodes.
+  std::vector<Action> action_;
+  std::vector<int> rank_;
+  std::vector<int> pending_;       // inputs not yet delivered
+  std::vector<std::int64_t> duration_;
+  std::vector<std::int64_t> ready_;  // latest delivered input; once started, the start
+  std::vector<std::uint8_t> out_count_;
+  std::vector<int> out_;  // kInlineEdges consumers per node, in consumer order
+  std::vector<std::pair<int, int>> overflow_;  // (producer, consumer) beyond those
+
+  // Links: the directed link across each stage boundary, both ways.
+  std::vector<int> forward_link_, backward_link_;  // per stage boundary, or -1
+  std::vector<std::pair<int, int>> link_ends_;     // (from, to) rank per link
+  std::vector<std::int64_t> link_free_;            // fifo: when the last message arrives
+  std::vector<SharedLink> shared_;                 // shared: each link's transfers
+
+  // Ranks.
+  std::vector<int> rank_end_;  // one past the rank's last node (a rank's nodes are contiguous)
+  std::vector<int> next_;      // the rank's next node to run
+  std::vector<char> running_;    // events: the rank's next action has started
+  std::vector<int> runnable_;    // dataflow: ranks that may go on
+  std::vector<std::int64_t> rank_free_;  // end of the rank's last action
   std::vector<std::int64_t> memory_;
   std::vector<std::int64_t> peak_memory_;
   std::vector<std::int64_t> busy_;  // compute time per rank, ns
   std::int64_t makespan_ = 0;
   bool record_ = true;
-  EventQueue<Payload> queue_;
+  EventQueue queue_;  // sources: ranks, then shared links
   schedules::Timeline timeline_;
 };
 
-int Engine::link_between(int from, int to) {
-  auto [it, added] = link_ids_.try_emplace({from, to}, static_cast<int>(link_ids_.size()));
-  if (added) link_free_.push_back(0);
-  return it->second;
+// Where one rank is in reading its compute program off the schedule: what
+// lowering gives less the comm actions (R before each recomputed backward,
+// STEP of each stage at the end).
+struct ProgramCursor {
+  std::size_t index = 0;  // in the rank's list
+  bool recompute_added = false;
+  int step_stage = 0;
+
+  bool next(const Schedule& s, bool lowered, int rank, Action& out) {
+    const auto& list = s.ranks[static_cast<std::size_t>(rank)];
+    while (index < list.size()) {
+      const Action& a = list[index];
+      if (schedules::is_comm(a.kind)) {
+        ++index;
+        continue;
+      }
+      if (!lowered && !recompute_added && schedules::is_input_backward(a.kind) &&
+          schedules::recomputes(s, Rank{rank}, static_cast<int>(index))) {
+        recompute_added = true;
+        out = {a.stage, ActionKind::R, a.microbatch};
+        return true;
+      }
+      recompute_added = false;
+      ++index;
+      out = a;
+      return true;
+    }
+    while (!lowered && step_stage < s.num_stages) {
+      const Stage st{step_stage++};
+      if (s.rank_of(st) == Rank{rank}) {
+        out = {st, ActionKind::STEP, schedules::Microbatch{0}};
+        return true;
+      }
+    }
+    return false;
+  }
+};
+
+void Engine::add_nodes() {
+  const bool lowered = s_.is_lowered();
+  std::size_t total = 0;
+  for (const auto& list : s_.ranks) total += list.size();
+  total += lowered ? 0 : static_cast<std::size_t>(s_.num_stages);
+  action_.reserve(total);
+  rank_.reserve(total);
+  duration_.reserve(total);
+  rank_end_.resize(static_cast<std::size_t>(num_ranks_));
+  for (int r = 0; r < num_ranks_; ++r) {
+    ProgramCursor cursor;
+    for (Action a; cursor.next(s_, lowered, r, a);) {
+      ids_[slot(a.stage, a.kind, a.microbatch)] = static_cast<int>(action_.size());
+      action_.push_back(a);
+      rank_.push_back(r);
+      duration_.push_back(costs_.duration_ns(a));
+    }
+    rank_end_[static_cast<std::size_t>(r)] = static_cast<int>(action_.size());
+  }
 }
 
-void Engine::build() {
-  const auto num_ranks = static_cast<std::size_t>(s_.num_ranks);
-  ids_.assign(static_cast<std::size_t>(s_.num_stages) * kComputeSlots *
-                  static_cast<std::size_t>(s_.num_microbatches),
-              -1);
-  programs_.resize(num_ranks);
-  for (int r = 0; r < s_.num_ranks; ++r) {
-    for (const Action& a : s_.actions(Rank{r})) {
-      const int id = static_cast<int>(nodes_.size());
-      ids_[slot(a)] = id;
-      programs_[static_cast<std::size_t>(r)].push_back(id);
-      nodes_.push_back(Node{a, r, 0, costs_.duration_ns(a), 0, 0, -1, -1});
-    }
-  }
-  const auto contains = [this](const Action& a) {
-    return compute_slot(a.kind) >= 0 && id_of(a) >= 0;
+void Engine::add_links() {
+  std::map<std::pair<int, int>, int> ids;
+  const auto link_between = [&](int from, int to) {
+    auto [it, added] = ids.try_emplace({from, to}, static_cast<int>(link_ends_.size()));
+    if (added) link_ends_.emplace_back(from, to);
+    return it->second;
   };
-
-  // The directed link between the ranks of each stage boundary, both ways.
-  std::vector<int> forward_link(static_cast<std::size_t>(s_.num_stages), -1);
-  std::vector<int> backward_link(forward_link.size(), -1);
+  forward_link_.assign(static_cast<std::size_t>(s_.num_stages), -1);
+  backward_link_.assign(forward_link_.size(), -1);
   for (int st = 0; st + 1 < s_.num_stages; ++st) {
     const int a = s_.rank_of(Stage{st}).value;
     const int b = s_.rank_of(Stage{st + 1}).value;
     if (a == b) continue;
-    forward_link[static_cast<std::size_t>(st)] = link_between(a, b);
-    backward_link[static_cast<std::size_t>(st)] = link_between(b, a);
+    forward_link_[static_cast<std::size_t>(st)] = link_between(a, b);
+    backward_link_[static_cast<std::size_t>(st)] = link_between(b, a);
   }
+  link_free_.assign(link_ends_.size(), 0);
+  if (sharing_ != LinkSharing::shared) return;
+  shared_.reserve(link_ends_.size());
+  for (const auto& [from, to] : link_ends_) shared_.emplace_back(links_.transfer_ns(Rank{from}, Rank{to}, 0));
+}
 
-  // Two passes over the dependencies: count each producer's edges, then fill them.
-  edge_begin_.assign(nodes_.size() + 1, 0);
-  for (Node& n : nodes_) {
-    schedules::for_each_dependency(s_, false, n.action, contains, [&](const Action& dep) {
-      ++edge_begin_[static_cast<std::size_t>(id_of(dep)) + 1];
-      ++n.pending;
-    });
-  }
-  for (Node& n : nodes_) {
-    if (n.action.kind == ActionKind::STEP) continue;
-    const StageMemory memory{costs_.activation_bytes(n.action.stage, n.action.microbatch),
-                             costs_.stashed_input_bytes(n.action.stage, n.action.microbatch)};
-    const bool recomputed = id_of({n.action.stage, ActionKind::R, n.action.microbatch}) >= 0;
-    n.memory_at_start = memory_change_at_start(n.action.kind, memory);
-    n.memory_at_end = memory_change_at_end(n.action.kind, memory, recomputed);
-  }
-  for (std::size_t i = 1; i < edge_begin_.size(); ++i) edge_begin_[i] += edge_begin_[i - 1];
-  edges_.resize(static_cast<std::size_t>(edge_begin_.back()));
-  std::vector<int> fill(edge_begin_.begin(), edge_begin_.end() - 1);
-  for (std::size_t c = 0; c < nodes_.size(); ++c) {
-    const Node& consumer = nodes_[c];
-    schedules::for_each_dependency(s_, false, consumer.action, contains, [&](const Action& dep) {
-      const int p = id_of(dep);
-      Edge e{static_cast<int>(c), -1, 0};
-      if (nodes_[static_cast<std::size_t>(p)].rank != consumer.rank) {
-        // Cross-rank data flows only between neighbouring stages.
-        const bool forward = dep.kind == ActionKind::F;
-        const Stage boundary = forward ? dep.stage : consumer.action.stage;
-        e.link = (forward ? forward_link : backward_link)[boundary.at()];
-        e.transfer_ns = links_.transfer_ns(Rank{nodes_[static_cast<std::size_t>(p)].rank}, Rank{consumer.rank},
-                                           costs_.boundary_bytes(boundary, dep.microbatch));
+// One pass over the dependencies, consumer by consumer, so each producer's
+// out-edges come in consumer order.
+void Engine::add_edges() {
+  const std::size_t n = action_.size();
+  const auto contains = [this](const Action& a) { return compute_slot(a.kind) >= 0 && id_of(a) >= 0; };
+  pending_.assign(n, 0);
+  out_count_.assign(n, 0);
+  out_.resize(n * kInlineEdges);
+  for (std::size_t c = 0; c < n; ++c) {
+    schedules::for_each_dependency(s_, false, action_[c], contains, [&](const Action& dep) {
+      const auto p = static_cast<std::size_t>(id_of(dep));
+      ++pending_[c];
+      std::uint8_t& count = out_count_[p];
+      if (count < kInlineEdges) {
+        out_[p * kInlineEdges + count++] = static_cast<int>(c);
+      } else {
+        count = kInlineEdges + 1;  // the rest are in overflow_
+        overflow_.emplace_back(static_cast<int>(p), static_cast<int>(c));
       }
-      edges_[static_cast<std::size_t>(fill[static_cast<std::size_t>(p)]++)] = e;
     });
   }
+  std::stable_sort(overflow_.begin(), overflow_.end(),
+                   [](const auto& x, const auto& y) { return x.first < y.first; });
+}
 
-  next_.assign(num_ranks, 0);
+void Engine::build() {
+  const auto num_ranks = static_cast<std::size_t>(num_ranks_);
+  ids_.assign(static_cast<std::size_t>(s_.num_stages) * kComputeSlots *
+                  static_cast<std::size_t>(s_.num_microbatches),
+              -1);
+  add_nodes();
+  add_links();
+  add_edges();
+  ready_.assign(action_.size(), 0);
+  next_.resize(rank_end_.size());
+  for (std::size_t r = 0; r < rank_end_.size(); ++r) next_[r] = r == 0 ? 0 : rank_end_[r - 1];
   running_.assign(num_ranks, 0);
+  rank_free_.assign(num_ranks, 0);
   memory_.assign(num_ranks, 0);
   peak_memory_.assign(num_ranks, 0);
   busy_.assign(num_ranks, 0);
+  queue_ = EventQueue(num_ranks_ + static_cast<int>(shared_.size()));
 }
 
-void Engine::add_memory(int rank, std::int64_t now, std::int64_t change) {
-  if (change == 0) return;
+// Starts node i on its rank at the earliest moment it may: when the rank's
+// previous action has ended and its latest input has arrived. Returns its end.
+std::int64_t Engine::start_action(int rank, std::size_t i) {
   const auto r = static_cast<std::size_t>(rank);
-  memory_[r] += change;
-  peak_memory_[r] = std::max(peak_memory_[r], memory_[r]);
-  if (record_) timeline_.memory.push_back({Rank{rank}, now, memory_[r]});
+  const std::int64_t start = std::max(rank_free_[r], ready_[i]);
+  const std::int64_t end = start + duration_[i];
+  ready_[i] = start;
+  busy_[r] += duration_[i];
+  makespan_ = std::max(makespan_, end);
+  const Action& a = action_[i];
+  if (a.kind == ActionKind::F || a.kind == ActionKind::R) {
+    add_memory(rank, start, memory_change_at_start(a.kind, stage_memory(a)));
+  }
+  return end;
 }
 
-void Engine::try_start(int rank, std::int64_t now) {
+// Ends node i at `end`: frees its memory and hands its output on.
+void Engine::end_action(int rank, std::size_t i, std::int64_t end) {
   const auto r = static_cast<std::size_t>(rank);
-  if (running_[r] || next_[r] == programs_[r].size()) return;
-  const int id = programs_[r][next_[r]];
-  Node& n = nodes_[static_cast<std::size_t>(id)];
-  if (n.pending > 0) return;
+  rank_free_[r] = end;
+  ++next_[r];
+  const Action& a = action_[i];
+  if (a.kind == ActionKind::B || a.kind == ActionKind::W ||
+      (a.kind == ActionKind::F && ids_[slot(a.stage, ActionKind::R, a.microbatch)] >= 0)) {
+    add_memory(rank, end, memory_change_at_end(a.kind, stage_memory(a), true));
+  }
+  const int id = static_cast<int>(i);
+  const int count = out_count_[i];
+  for (int k = 0; k < std::min(count, kInlineEdges); ++k) {
+    deliver(id, out_[i * kInlineEdges + static_cast<std::size_t>(k)], end);
+  }
+  if (count > kInlineEdges) {
+    auto it = std::lower_bound(overflow_.begin(), overflow_.end(), std::pair{id, 0});
+    for (; it != overflow_.end() && it->first == id; ++it) deliver(id, it->second, end);
+  }
+}
+
+// Events: starts the rank's next action if the rank is idle and every input
+// of the action has been delivered, and schedules its end.
+bool Engine::try_start(int rank) {
+  const auto r = static_cast<std::size_t>(rank);
+  if (running_[r] || next_[r] == rank_end_[r]) return false;
+  const auto i = static_cast<std::size_t>(next_[r]);
+  if (pending_[i] > 0) return false;
   running_[r] = 1;
-  n.start = now;
-  n.end = now + n.duration;
-  busy_[r] += n.duration;
-  makespan_ = std::max(makespan_, n.end);
-  add_memory(rank, now, n.memory_at_start);
-  queue_.schedule(n.end, Payload{EventKind::action_end, id});
+  queue_.schedule(rank, start_action(rank, i));
+  return true;
+}
+
+void Engine::finish_action(int rank, std::int64_t now) {
+  const auto r = static_cast<std::size_t>(rank);
+  running_[r] = 0;
+  end_action(rank, static_cast<std::size_t>(next_[r]), now);
+  if (!running_[r] && !try_start(rank)) queue_.cancel(rank);
+}
+
+void Engine::arrive(int consumer, std::int64_t at) {
+  const auto c = static_cast<std::size_t>(consumer);
+  ready_[c] = std::max(ready_[c], at);
+  if (--pending_[c] > 0) return;
+  const int rank = rank_[c];
+  if (sharing_ == LinkSharing::shared) {
+    try_start(rank);
+  } else if (next_[static_cast<std::size_t>(rank)] == consumer) {
+    runnable_.push_back(rank);
+  }
+}
+
+void Engine::record_transfer(int producer, int consumer, std::int64_t start, std::int64_t end) {
+  using schedules::Stream;
+  const Action& p = action_[static_cast<std::size_t>(producer)];
+  const Action& c = action_[static_cast<std::size_t>(consumer)];
+  const bool forward = p.kind == ActionKind::F;
+  const Action send{p.stage, forward ? ActionKind::SEND_F : ActionKind::SEND_B, p.microbatch};
+  const Action recv{c.stage, forward ? ActionKind::RECV_F : ActionKind::RECV_B, c.microbatch};
+  timeline_.actions.push_back({send, Rank{rank_[static_cast<std::size_t>(producer)]}, Stream::send, start, end});
+  timeline_.actions.push_back({recv, Rank{rank_[static_cast<std::size_t>(consumer)]}, Stream::recv, start, end});
+}
+
+// Hands the producer's output to one consumer: at once on the same rank, as
+// a message on the link between their ranks otherwise.
+void Engine::deliver(int producer, int consumer, std::int64_t now) {
+  const int from = rank_[static_cast<std::size_t>(producer)];
+  const int to = rank_[static_cast<std::size_t>(consumer)];
+  if (from == to) {
+    arrive(consumer, now);
+    return;
+  }
+  // Cross-rank data flows only between neighbouring stages.
+  const Action& dep = action_[static_cast<std::size_t>(producer)];
+  const bool forward = dep.kind == ActionKind::F;
+  const Stage boundary = forward ? dep.stage : action_[static_cast<std::size_t>(consumer)].stage;
+  const int link_id = (forward ? forward_link_ : backward_link_)[boundary.at()];
+  const auto l = static_cast<std::size_t>(link_id);
+  const std::int64_t transfer_ns =
+      links_.transfer_ns(Rank{from}, Rank{to}, costs_.boundary_bytes(boundary, dep.microbatch));
+  if (sharing_ == LinkSharing::fifo) {
+    const std::int64_t start = std::max(now, link_free_[l]);
+    const std::int64_t end = start + transfer_ns;
+    link_free_[l] = end;
+    makespan_ = std::max(makespan_, end);
+    if (record_) record_transfer(producer, consumer, start, end);
+    arrive(consumer, end);
+    return;
+  }
+  SharedLink& link = shared_[l];
+  link.send(now, transfer_ns - link.latency_ns(), SharedLink::Tag{producer, consumer});
+  queue_.schedule(num_ranks_ + link_id, link.next_event_ns());
+}
+
+void Engine::link_event(int link_id, std::int64_t now) {
+  SharedLink& link = shared_[static_cast<std::size_t>(link_id)];
+  link.advance(now);
+  for (const SharedLink::Completed& done : link.completed()) {
+    makespan_ = std::max(makespan_, done.done_ns);
+    if (record_) record_transfer(done.tag.producer, done.tag.consumer, done.sent_ns, done.done_ns);
+    arrive(done.tag.consumer, done.done_ns);
+  }
+  link.clear_completed();
+  const std::int64_t next = link.next_event_ns();
+  if (next == SharedLink::kNever) {
+    queue_.cancel(num_ranks_ + link_id);
+  } else {
+    queue_.schedule(num_ranks_ + link_id, next);
+  }
+}
+
+// Fifo: a dataflow pass, no clock. Runs each rank as far as its inputs
+// allow; a rank that waits is woken when its input is delivered.
+void Engine::run_dataflow() {
+  runnable_.reserve(static_cast<std::size_t>(num_ranks_) * 2);
+  for (int r = num_ranks_ - 1; r >= 0; --r) runnable_.push_back(r);
+  while (!runnable_.empty()) {
+    const int rank = runnable_.back();
+    runnable_.pop_back();
+    const auto r = static_cast<std::size_t>(rank);
+    while (next_[r] < rank_end_[r]) {
+      const auto i = static_cast<std::size_t>(next_[r]);
+      if (pending_[i] > 0) break;
+      end_action(rank, i, start_action(rank, i));
+    }
+  }
+}
+
+// Shared links: events in time order, the ends of compute actions (one per
+// rank at most) and each link's next change.
+void Engine::run_events() {
+  for (int r = 0; r < num_ranks_; ++r) try_start(r);
+  while (!queue_.finished()) {
+    const EventQueue::Event event = queue_.peek();
+    if (event.source < num_ranks_) {
+      finish_action(event.source, event.time_ns);
+    } else {
+      link_event(event.source - num_ranks_, event.time_ns);
+    }
+  }
 }
 
 void Engine::run(bool record) {
   record_ = record;
-  using schedules::Stream;
-  for (int r = 0; r < s_.num_ranks; ++r) try_start(r, 0);
-  while (!queue_.finished()) {
-    const auto event = queue_.proceed();
-    const std::int64_t now = event.time_ns;
-    Node& n = nodes_[static_cast<std::size_t>(event.payload.node)];
-    if (event.payload.kind == EventKind::message_arrival) {
-      --n.pending;
-      try_start(n.rank, now);
-      continue;
-    }
-    const auto r = static_cast<std::size_t>(n.rank);
-    running_[r] = 0;
-    ++next_[r];
-    add_memory(n.rank, now, n.memory_at_end);
-    const auto id = static_cast<std::size_t>(event.payload.node);
-    for (int i = edge_begin_[id]; i < edge_begin_[id + 1]; ++i) {
-      const Edge& e = edges_[static_cast<std::size_t>(i)];
-      Node& consumer = nodes_[static_cast<std::size_t>(e.consumer)];
-      if (e.link < 0) {
-        --consumer.pending;
-        continue;
-      }
-      auto& free_at = link_free_[static_cast<std::size_t>(e.link)];
-      const std::int64_t start = std::max(now, free_at);
-      free_at = start + e.transfer_ns;
-      queue_.schedule(free_at, Payload{EventKind::message_arrival, e.consumer});
-      makespan_ = std::max(makespan_, free_at);
-      if (record_) {
-        const bool forward = n.action.kind == ActionKind::F;
-        const Action send{n.action.stage, forward ? ActionKind::SEND_F : ActionKind::SEND_B, n.action.microbatch};
-        const Action recv{consumer.action.stage, forward ? ActionKind::RECV_F : ActionKind::RECV_B,
-                          consumer.action.microbatch};
-        timeline_.actions.push_back({send, Rank{n.rank}, Stream::send, start, free_at});
-        timeline_.actions.push_back({recv, Rank{consumer.rank}, Stream::recv, start, free_at});
-      }
-    }
-    try_start(n.rank, now);
+  if (sharing_ == LinkSharing::shared) {
+    run_events();
+  } else {
+    run_dataflow();
   }
-  for (int r = 0; r < s_.num_ranks; ++r) {
-    const auto& program = programs_[static_cast<std::size_t>(r)];
-    const auto done = next_[static_cast<std::size_t>(r)];
-    if (done < program.size()) {
+  for (int r = 0; r < num_ranks_; ++r) {
+    const int at = next_[static_cast<std::size_t>(r)];
+    if (at < rank_end_[static_cast<std::size_t>(r)]) {
       throw RunError("simulation stalled: rank " + std::to_string(r) + " waits at " +
-                     schedules::to_string(nodes_[static_cast<std::size_t>(program[done])].action));
+                     schedules::to_string(action_[static_cast<std::size_t>(at)]));
     }
   }
   if (!record_) return;
-  for (const Node& n : nodes_) {
-    timeline_.actions.push_back({n.action, Rank{n.rank}, Stream::compute, n.start, n.end});
+  // Compute actions rank after rank, each in program order.
+  timeline_.actions.reserve(timeline_.actions.size() + action_.size());
+  for (std::size_t i = 0; i < action_.size(); ++i) {
+    timeline_.actions.push_back(
+        {action_[i], Rank{rank_[i]}, schedules::Stream::compute, ready_[i], ready_[i] + duration_[i]});
   }
-}
-
-// Every rank's first action with no inputs starts at 0, so the makespan is the
-// latest end, as compute_metrics would find it from the recorded timeline.
-schedules::Metrics Engine::metrics(const schedules::TimelineInfo& info) const {
-  return schedules::metrics_from_totals(info, makespan_, busy_, peak_memory_);
-}
-
-Schedule compute_program(const Schedule& schedule) {
-  Schedule compute = schedules::lower(schedule);
-  for (auto& list : compute.ranks) {
-    std::erase_if(list, [](const Action& a) { return schedules::is_comm(a.kind); });
-  }
-  return compute;
 }
 
 }  // namespace
@@ -276,8 +449,7 @@ Schedule compute_program(const Schedule& schedule) {
 SimResult simulate(const Schedule& schedule, const CostModel& costs, const LinkModel& links,
                    const SimOptions& options) {
   if (options.validate) schedules::validate(schedule);
-  const Schedule compute = compute_program(schedule);
-  Engine engine(compute, costs, links);
+  Engine engine(schedule, costs, links, options.link_sharing);
   engine.build();
   engine.run(options.record_timeline);
   SimResult result;

@@ -99,6 +99,7 @@ Prediction predict(const profiles::Profile& profile, const Scenario& sc, bool re
   sim.static_bytes = p.static_bytes;
   sim.record_timeline = record_timeline;
   sim.validate = false;  // generated, and every generator's output is validated in tests
+  sim.link_sharing = sc.link_sharing;
   SimResult result = simulate(p.schedule, costs, link, sim);
   p.timeline = std::move(result.timeline);
   p.metrics = std::move(result.metrics);

@@ -13,6 +13,7 @@
 #include "schedules/generate.hpp"
 #include "schedules/metrics.hpp"
 #include "schedules/timeline.hpp"
+#include "sim/link_model.hpp"
 #include "sim/static_memory.hpp"
 
 namespace gpipe::sim {
@@ -29,6 +30,7 @@ struct Scenario {
   std::optional<double> link_latency_us;      // override the profile's link
   std::optional<double> link_bandwidth_GBps;
   Optimizer optimizer = Optimizer::adamw;
+  LinkSharing link_sharing = LinkSharing::fifo;  // how messages on one link share it
 };
 
 struct Prediction {

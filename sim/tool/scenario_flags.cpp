@@ -35,6 +35,10 @@ void ScenarioFlags::add_to(CLI::App& cmd) {
   cmd.add_option("--optimizer", optimizer, "Optimizer, for static memory (weights, gradients, state)")
       ->check(CLI::IsMember({"sgd", "momentum", "adamw"}))
       ->capture_default_str();
+  cmd.add_option("--link-sharing", link_sharing,
+                 "Messages on one link: fifo (queue) or shared (split its bandwidth)")
+      ->check(CLI::IsMember({"fifo", "shared"}))
+      ->capture_default_str();
 }
 
 sim::Scenario ScenarioFlags::scenario() const {
@@ -51,6 +55,9 @@ sim::Scenario ScenarioFlags::scenario() const {
   sc.link_latency_us = link_latency_us;
   sc.link_bandwidth_GBps = link_bandwidth_GBps;
   sc.optimizer = *sim::parse_optimizer(optimizer);
+  const auto sharing = sim::parse_link_sharing(link_sharing);
+  if (!sharing) throw InputError("--link-sharing must be fifo or shared, not '" + link_sharing + "'");
+  sc.link_sharing = *sharing;
   return sc;
 }
 

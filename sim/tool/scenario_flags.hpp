@@ -1,5 +1,5 @@
 // The flags that describe one configuration (`gpipe-sim run`): profile, K, M,
-// batch, schedule, recompute, partition, link and optimizer.
+// batch, schedule, recompute, partition, link (and its sharing) and optimizer.
 #pragma once
 
 #include <optional>
@@ -25,6 +25,7 @@ struct ScenarioFlags {
   std::optional<double> link_latency_us;
   std::optional<double> link_bandwidth_GBps;
   std::string optimizer = "adamw";
+  std::string link_sharing = "fifo";
 
   void add_to(CLI::App& cmd);
   // Throws InputError for flags that do not make a configuration.
