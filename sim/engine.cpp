@@ -4,12 +4,12 @@
 #include <map>
 #include <utility>
 
-#include "schedules/dependencies.hpp"
 #include "schedules/error.hpp"
-#include "schedules/lower.hpp"
 #include "schedules/validate.hpp"
+#include "sim/action_graph.hpp"
 #include "sim/activation_memory.hpp"
 #include "sim/event_queue.hpp"
+#include "sim/huge_page_allocator.hpp"
 #include "sim/shared_link.hpp"
 
 namespace gpipe::sim {
@@ -21,49 +21,24 @@ using schedules::Rank;
 using schedules::Schedule;
 using schedules::Stage;
 
-// Compute kinds get a dense slot each: F B I W R STEP.
-constexpr int kComputeSlots = 6;
-constexpr int compute_slot(ActionKind k) {
-  switch (k) {
-    case ActionKind::F: return 0;
-    case ActionKind::B: return 1;
-    case ActionKind::I: return 2;
-    case ActionKind::W: return 3;
-    case ActionKind::R: return 4;
-    case ActionKind::STEP: return 5;
-    default: return -1;
-  }
-}
-
-// Out-edges kept in place: the dependency rules give a producer at most
-// three consumers (F(s,m) -> F(s+1,m), R(s,m), B(s,m)); any beyond that go to
-// an overflow list, so other rules would still run.
-constexpr int kInlineEdges = 3;
-
-// The engine works on the compute program (the lowered schedule without its
-// comm actions), read straight from the schedule without building it. Its
-// nodes are small parallel arrays, each rank's contiguous in program order.
-// Memory changes and message prices are asked of the models as the action
-// runs rather than stored, which keeps the arrays (and page faults) small.
+// Replays the compute program (action_graph.hpp). Deliveries are eager: when
+// a producer ends, each consumer learns at once when its input arrives
+// (`ready_`); an action starts at max(end of the previous action on its
+// rank, its latest input's arrival). Memory changes and message prices are
+// asked of the models as the action runs rather than stored.
 //
-// Deliveries are eager: when a producer ends, each consumer learns at once
-// when its input arrives (`ready_`); an action starts at max(end of the
-// previous action on its rank, its latest input's arrival). With FIFO links
-// that needs no clock at all: every message on a link comes from one rank,
-// in that rank's program order, so its arrival is fixed the moment its
-// producer ends, and any order that respects the dependencies gives the
-// times of the event-by-event replay to the ns (run_dataflow: each rank runs
-// as far as its inputs allow, then waits to be woken). Shared links make an
-// arrival depend on later sends, so they replay events in time order
-// (run_events): the ends of compute actions, at most one per rank, and each
-// link's next change.
+// With FIFO links that needs no clock at all: every message on a link comes
+// from one rank, in that rank's program order, so its arrival is fixed the
+// moment its producer ends, and any order that respects the dependencies
+// gives the times of an event-by-event replay to the ns (run_dataflow: each
+// rank runs as far as its inputs allow, then waits to be woken). Shared
+// links make an arrival depend on later sends, so they replay events in time
+// order (run_events): the ends of compute actions, at most one per rank, and
+// each link's next change.
 class Engine {
  public:
-  Engine(const Schedule& schedule, const CostModel& costs, const LinkModel& links, LinkSharing sharing)
-      : s_(schedule), costs_(costs), links_(links), sharing_(sharing),
-        num_ranks_(schedule.num_ranks), queue_(0) {}
+  Engine(const Schedule& schedule, const CostModel& costs, const LinkModel& links, LinkSharing sharing);
 
-  void build();
   void run(bool record);
   [[nodiscard]] schedules::Metrics metrics(const schedules::TimelineInfo& info) const {
     return schedules::metrics_from_totals(info, makespan_, busy_, peak_memory_);
@@ -71,14 +46,7 @@ class Engine {
   schedules::Timeline take_timeline() { return std::move(timeline_); }
 
  private:
-  [[nodiscard]] std::size_t slot(Stage stage, ActionKind kind, schedules::Microbatch mb) const {
-    return ((stage.at() * static_cast<std::size_t>(s_.num_microbatches) + mb.at()) * kComputeSlots) +
-           static_cast<std::size_t>(compute_slot(kind));
-  }
-  [[nodiscard]] int id_of(const Action& a) const { return ids_[slot(a.stage, a.kind, a.microbatch)]; }
-  void add_nodes();
-  void add_links();
-  void add_edges();
+  void add_links(const Schedule& s);
   void run_dataflow();
   void run_events();
   std::int64_t start_action(int rank, std::size_t i);
@@ -100,34 +68,23 @@ class Engine {
     if (record_) timeline_.memory.push_back({Rank{rank}, at, memory_[r]});
   }
 
-  const Schedule& s_;
   const CostModel& costs_;
   const LinkModel& links_;
   LinkSharing sharing_;
   int num_ranks_;
-  std::vector<int> ids_;  // node of each (stage, microbatch, kind), or -1
-
-  // Nodes.
-  std::vector<Action> action_;
-  std::vector<int> rank_;
-  std::vector<int> pending_;       // inputs not yet delivered
-  std::vector<std::int64_t> duration_;
-  std::vector<std::int64_t> ready_;  // latest delivered input; once started, the start
-  std::vector<std::uint8_t> out_count_;
-  std::vector<int> out_;  // kInlineEdges consumers per node, in consumer order
-  std::vector<std::pair<int, int>> overflow_;  // (producer, consumer) beyond those
+  ActionGraph graph_;
+  BigVector<int> pending_;         // inputs not yet delivered, per node
+  BigVector<std::int64_t> ready_;  // latest delivered input; once started, the start
 
   // Links: the directed link across each stage boundary, both ways.
   std::vector<int> forward_link_, backward_link_;  // per stage boundary, or -1
-  std::vector<std::pair<int, int>> link_ends_;     // (from, to) rank per link
   std::vector<std::int64_t> link_free_;            // fifo: when the last message arrives
   std::vector<SharedLink> shared_;                 // shared: each link's transfers
 
   // Ranks.
-  std::vector<int> rank_end_;  // one past the rank's last node (a rank's nodes are contiguous)
-  std::vector<int> next_;      // the rank's next node to run
-  std::vector<char> running_;    // events: the rank's next action has started
-  std::vector<int> runnable_;    // dataflow: ranks that may go on
+  std::vector<int> next_;                // the rank's next node to run
+  std::vector<char> running_;            // events: the rank's next action has started
+  std::vector<int> runnable_;            // dataflow: ranks that may go on
   std::vector<std::int64_t> rank_free_;  // end of the rank's last action
   std::vector<std::int64_t> memory_;
   std::vector<std::int64_t> peak_memory_;
@@ -138,123 +95,13 @@ class Engine {
   schedules::Timeline timeline_;
 };
 
-// Where one rank is in reading its compute program off the schedule: what
-// lowering gives less the comm actions (R before each recomputed backward,
-// STEP of each stage at the end).
-struct ProgramCursor {
-  std::size_t index = 0;  // in the rank's list
-  bool recompute_added = false;
-  int step_stage = 0;
-
-  bool next(const Schedule& s, bool lowered, int rank, Action& out) {
-    const auto& list = s.ranks[static_cast<std::size_t>(rank)];
-    while (index < list.size()) {
-      const Action& a = list[index];
-      if (schedules::is_comm(a.kind)) {
-        ++index;
-        continue;
-      }
-      if (!lowered && !recompute_added && schedules::is_input_backward(a.kind) &&
-          schedules::recomputes(s, Rank{rank}, static_cast<int>(index))) {
-        recompute_added = true;
-        out = {a.stage, ActionKind::R, a.microbatch};
-        return true;
-      }
-      recompute_added = false;
-      ++index;
-      out = a;
-      return true;
-    }
-    while (!lowered && step_stage < s.num_stages) {
-      const Stage st{step_stage++};
-      if (s.rank_of(st) == Rank{rank}) {
-        out = {st, ActionKind::STEP, schedules::Microbatch{0}};
-        return true;
-      }
-    }
-    return false;
-  }
-};
-
-void Engine::add_nodes() {
-  const bool lowered = s_.is_lowered();
-  std::size_t total = 0;
-  for (const auto& list : s_.ranks) total += list.size();
-  total += lowered ? 0 : static_cast<std::size_t>(s_.num_stages);
-  action_.reserve(total);
-  rank_.reserve(total);
-  duration_.reserve(total);
-  rank_end_.resize(static_cast<std::size_t>(num_ranks_));
-  for (int r = 0; r < num_ranks_; ++r) {
-    ProgramCursor cursor;
-    for (Action a; cursor.next(s_, lowered, r, a);) {
-      ids_[slot(a.stage, a.kind, a.microbatch)] = static_cast<int>(action_.size());
-      action_.push_back(a);
-      rank_.push_back(r);
-      duration_.push_back(costs_.duration_ns(a));
-    }
-    rank_end_[static_cast<std::size_t>(r)] = static_cast<int>(action_.size());
-  }
-}
-
-void Engine::add_links() {
-  std::map<std::pair<int, int>, int> ids;
-  const auto link_between = [&](int from, int to) {
-    auto [it, added] = ids.try_emplace({from, to}, static_cast<int>(link_ends_.size()));
-    if (added) link_ends_.emplace_back(from, to);
-    return it->second;
-  };
-  forward_link_.assign(static_cast<std::size_t>(s_.num_stages), -1);
-  backward_link_.assign(forward_link_.size(), -1);
-  for (int st = 0; st + 1 < s_.num_stages; ++st) {
-    const int a = s_.rank_of(Stage{st}).value;
-    const int b = s_.rank_of(Stage{st + 1}).value;
-    if (a == b) continue;
-    forward_link_[static_cast<std::size_t>(st)] = link_between(a, b);
-    backward_link_[static_cast<std::size_t>(st)] = link_between(b, a);
-  }
-  link_free_.assign(link_ends_.size(), 0);
-  if (sharing_ != LinkSharing::shared) return;
-  shared_.reserve(link_ends_.size());
-  for (const auto& [from, to] : link_ends_) shared_.emplace_back(links_.transfer_ns(Rank{from}, Rank{to}, 0));
-}
-
-// One pass over the dependencies, consumer by consumer, so each producer's
-// out-edges come in consumer order.
-void Engine::add_edges() {
-  const std::size_t n = action_.size();
-  const auto contains = [this](const Action& a) { return compute_slot(a.kind) >= 0 && id_of(a) >= 0; };
-  pending_.assign(n, 0);
-  out_count_.assign(n, 0);
-  out_.resize(n * kInlineEdges);
-  for (std::size_t c = 0; c < n; ++c) {
-    schedules::for_each_dependency(s_, false, action_[c], contains, [&](const Action& dep) {
-      const auto p = static_cast<std::size_t>(id_of(dep));
-      ++pending_[c];
-      std::uint8_t& count = out_count_[p];
-      if (count < kInlineEdges) {
-        out_[p * kInlineEdges + count++] = static_cast<int>(c);
-      } else {
-        count = kInlineEdges + 1;  // the rest are in overflow_
-        overflow_.emplace_back(static_cast<int>(p), static_cast<int>(c));
-      }
-    });
-  }
-  std::stable_sort(overflow_.begin(), overflow_.end(),
-                   [](const auto& x, const auto& y) { return x.first < y.first; });
-}
-
-void Engine::build() {
+Engine::Engine(const Schedule& schedule, const CostModel& costs, const LinkModel& links, LinkSharing sharing)
+    : costs_(costs), links_(links), sharing_(sharing), num_ranks_(schedule.num_ranks),
+      graph_(schedule, costs), pending_(graph_.take_inputs()), ready_(graph_.size(), 0), queue_(0) {
   const auto num_ranks = static_cast<std::size_t>(num_ranks_);
-  ids_.assign(static_cast<std::size_t>(s_.num_stages) * kComputeSlots *
-                  static_cast<std::size_t>(s_.num_microbatches),
-              -1);
-  add_nodes();
-  add_links();
-  add_edges();
-  ready_.assign(action_.size(), 0);
-  next_.resize(rank_end_.size());
-  for (std::size_t r = 0; r < rank_end_.size(); ++r) next_[r] = r == 0 ? 0 : rank_end_[r - 1];
+  add_links(schedule);
+  next_.resize(num_ranks);
+  for (int r = 0; r < num_ranks_; ++r) next_[static_cast<std::size_t>(r)] = graph_.rank_begin(r);
   running_.assign(num_ranks, 0);
   rank_free_.assign(num_ranks, 0);
   memory_.assign(num_ranks, 0);
@@ -263,16 +110,40 @@ void Engine::build() {
   queue_ = EventQueue(num_ranks_ + static_cast<int>(shared_.size()));
 }
 
+void Engine::add_links(const Schedule& s) {
+  std::map<std::pair<int, int>, int> ids;
+  std::vector<std::pair<int, int>> ends;  // (from, to) per link
+  const auto link_between = [&](int from, int to) {
+    auto [it, added] = ids.try_emplace({from, to}, static_cast<int>(ends.size()));
+    if (added) ends.emplace_back(from, to);
+    return it->second;
+  };
+  forward_link_.assign(static_cast<std::size_t>(s.num_stages), -1);
+  backward_link_.assign(forward_link_.size(), -1);
+  for (int st = 0; st + 1 < s.num_stages; ++st) {
+    const int a = s.rank_of(Stage{st}).value;
+    const int b = s.rank_of(Stage{st + 1}).value;
+    if (a == b) continue;
+    forward_link_[static_cast<std::size_t>(st)] = link_between(a, b);
+    backward_link_[static_cast<std::size_t>(st)] = link_between(b, a);
+  }
+  link_free_.assign(ends.size(), 0);
+  if (sharing_ != LinkSharing::shared) return;
+  shared_.reserve(ends.size());
+  for (const auto& [from, to] : ends) shared_.emplace_back(links_.transfer_ns(Rank{from}, Rank{to}, 0));
+}
+
 // Starts node i on its rank at the earliest moment it may: when the rank's
 // previous action has ended and its latest input has arrived. Returns its end.
 std::int64_t Engine::start_action(int rank, std::size_t i) {
   const auto r = static_cast<std::size_t>(rank);
+  const std::int64_t duration = graph_.duration_ns(i);
   const std::int64_t start = std::max(rank_free_[r], ready_[i]);
-  const std::int64_t end = start + duration_[i];
+  const std::int64_t end = start + duration;
   ready_[i] = start;
-  busy_[r] += duration_[i];
+  busy_[r] += duration;
   makespan_ = std::max(makespan_, end);
-  const Action& a = action_[i];
+  const Action& a = graph_.action(i);
   if (a.kind == ActionKind::F || a.kind == ActionKind::R) {
     add_memory(rank, start, memory_change_at_start(a.kind, stage_memory(a)));
   }
@@ -284,27 +155,19 @@ void Engine::end_action(int rank, std::size_t i, std::int64_t end) {
   const auto r = static_cast<std::size_t>(rank);
   rank_free_[r] = end;
   ++next_[r];
-  const Action& a = action_[i];
-  if (a.kind == ActionKind::B || a.kind == ActionKind::W ||
-      (a.kind == ActionKind::F && ids_[slot(a.stage, ActionKind::R, a.microbatch)] >= 0)) {
+  const Action& a = graph_.action(i);
+  if (a.kind == ActionKind::B || a.kind == ActionKind::W || (a.kind == ActionKind::F && graph_.recomputed(a))) {
     add_memory(rank, end, memory_change_at_end(a.kind, stage_memory(a), true));
   }
   const int id = static_cast<int>(i);
-  const int count = out_count_[i];
-  for (int k = 0; k < std::min(count, kInlineEdges); ++k) {
-    deliver(id, out_[i * kInlineEdges + static_cast<std::size_t>(k)], end);
-  }
-  if (count > kInlineEdges) {
-    auto it = std::lower_bound(overflow_.begin(), overflow_.end(), std::pair{id, 0});
-    for (; it != overflow_.end() && it->first == id; ++it) deliver(id, it->second, end);
-  }
+  graph_.for_each_consumer(id, [&](int consumer) { deliver(id, consumer, end); });
 }
 
 // Events: starts the rank's next action if the rank is idle and every input
 // of the action has been delivered, and schedules its end.
 bool Engine::try_start(int rank) {
   const auto r = static_cast<std::size_t>(rank);
-  if (running_[r] || next_[r] == rank_end_[r]) return false;
+  if (running_[r] || next_[r] == graph_.rank_end(rank)) return false;
   const auto i = static_cast<std::size_t>(next_[r]);
   if (pending_[i] > 0) return false;
   running_[r] = 1;
@@ -323,7 +186,7 @@ void Engine::arrive(int consumer, std::int64_t at) {
   const auto c = static_cast<std::size_t>(consumer);
   ready_[c] = std::max(ready_[c], at);
   if (--pending_[c] > 0) return;
-  const int rank = rank_[c];
+  const int rank = graph_.rank(c);
   if (sharing_ == LinkSharing::shared) {
     try_start(rank);
   } else if (next_[static_cast<std::size_t>(rank)] == consumer) {
@@ -333,28 +196,28 @@ void Engine::arrive(int consumer, std::int64_t at) {
 
 void Engine::record_transfer(int producer, int consumer, std::int64_t start, std::int64_t end) {
   using schedules::Stream;
-  const Action& p = action_[static_cast<std::size_t>(producer)];
-  const Action& c = action_[static_cast<std::size_t>(consumer)];
+  const Action& p = graph_.action(static_cast<std::size_t>(producer));
+  const Action& c = graph_.action(static_cast<std::size_t>(consumer));
   const bool forward = p.kind == ActionKind::F;
   const Action send{p.stage, forward ? ActionKind::SEND_F : ActionKind::SEND_B, p.microbatch};
   const Action recv{c.stage, forward ? ActionKind::RECV_F : ActionKind::RECV_B, c.microbatch};
-  timeline_.actions.push_back({send, Rank{rank_[static_cast<std::size_t>(producer)]}, Stream::send, start, end});
-  timeline_.actions.push_back({recv, Rank{rank_[static_cast<std::size_t>(consumer)]}, Stream::recv, start, end});
+  timeline_.actions.push_back({send, Rank{graph_.rank(static_cast<std::size_t>(producer))}, Stream::send, start, end});
+  timeline_.actions.push_back({recv, Rank{graph_.rank(static_cast<std::size_t>(consumer))}, Stream::recv, start, end});
 }
 
 // Hands the producer's output to one consumer: at once on the same rank, as
 // a message on the link between their ranks otherwise.
 void Engine::deliver(int producer, int consumer, std::int64_t now) {
-  const int from = rank_[static_cast<std::size_t>(producer)];
-  const int to = rank_[static_cast<std::size_t>(consumer)];
+  const int from = graph_.rank(static_cast<std::size_t>(producer));
+  const int to = graph_.rank(static_cast<std::size_t>(consumer));
   if (from == to) {
     arrive(consumer, now);
     return;
   }
   // Cross-rank data flows only between neighbouring stages.
-  const Action& dep = action_[static_cast<std::size_t>(producer)];
+  const Action& dep = graph_.action(static_cast<std::size_t>(producer));
   const bool forward = dep.kind == ActionKind::F;
-  const Stage boundary = forward ? dep.stage : action_[static_cast<std::size_t>(consumer)].stage;
+  const Stage boundary = forward ? dep.stage : graph_.action(static_cast<std::size_t>(consumer)).stage;
   const int link_id = (forward ? forward_link_ : backward_link_)[boundary.at()];
   const auto l = static_cast<std::size_t>(link_id);
   const std::int64_t transfer_ns =
@@ -399,7 +262,8 @@ void Engine::run_dataflow() {
     const int rank = runnable_.back();
     runnable_.pop_back();
     const auto r = static_cast<std::size_t>(rank);
-    while (next_[r] < rank_end_[r]) {
+    const int end = graph_.rank_end(rank);
+    while (next_[r] < end) {
       const auto i = static_cast<std::size_t>(next_[r]);
       if (pending_[i] > 0) break;
       end_action(rank, i, start_action(rank, i));
@@ -423,6 +287,12 @@ void Engine::run_events() {
 
 void Engine::run(bool record) {
   record_ = record;
+  if (record_) {
+    // Exactly: a send and a receive per message, one per compute action; at
+    // most two memory changes per action. Pages never written cost nothing.
+    timeline_.actions.reserve(graph_.size() + 2 * graph_.num_messages());
+    timeline_.memory.reserve(2 * graph_.size());
+  }
   if (sharing_ == LinkSharing::shared) {
     run_events();
   } else {
@@ -430,17 +300,16 @@ void Engine::run(bool record) {
   }
   for (int r = 0; r < num_ranks_; ++r) {
     const int at = next_[static_cast<std::size_t>(r)];
-    if (at < rank_end_[static_cast<std::size_t>(r)]) {
+    if (at < graph_.rank_end(r)) {
       throw RunError("simulation stalled: rank " + std::to_string(r) + " waits at " +
-                     schedules::to_string(action_[static_cast<std::size_t>(at)]));
+                     schedules::to_string(graph_.action(static_cast<std::size_t>(at))));
     }
   }
   if (!record_) return;
   // Compute actions rank after rank, each in program order.
-  timeline_.actions.reserve(timeline_.actions.size() + action_.size());
-  for (std::size_t i = 0; i < action_.size(); ++i) {
-    timeline_.actions.push_back(
-        {action_[i], Rank{rank_[i]}, schedules::Stream::compute, ready_[i], ready_[i] + duration_[i]});
+  for (std::size_t i = 0; i < graph_.size(); ++i) {
+    timeline_.actions.push_back({graph_.action(i), Rank{graph_.rank(i)}, schedules::Stream::compute, ready_[i],
+                                 ready_[i] + graph_.duration_ns(i)});
   }
 }
 
@@ -450,7 +319,6 @@ SimResult simulate(const Schedule& schedule, const CostModel& costs, const LinkM
                    const SimOptions& options) {
   if (options.validate) schedules::validate(schedule);
   Engine engine(schedule, costs, links, options.link_sharing);
-  engine.build();
   engine.run(options.record_timeline);
   SimResult result;
   result.timeline = engine.take_timeline();

@@ -6,6 +6,9 @@
 namespace gpipe::sim {
 namespace {
 
+// Far below INT64_MAX (9.2e18), with room for one more transfer's work.
+constexpr std::int64_t kRebaseUnits = std::int64_t{1} << 60;
+
 // Service (units) each of n draining transfers gets in dt ns: floor(dt * Q / n),
 // split so that dt * Q never overflows for any dt a simulation reaches.
 std::int64_t share_units(std::int64_t dt, std::int64_t n) {
@@ -42,10 +45,15 @@ std::int64_t SharedLink::next_event_ns() const {
 
 void SharedLink::step_to(std::int64_t t_ns) {
   assert(t_ns >= now_ns_ && "time never runs backwards");
-  if (!draining_.empty()) {
-    served_units_ += share_units(t_ns - now_ns_, static_cast<std::int64_t>(draining_.size()));
-  } else {
+  if (draining_.empty()) {
     served_units_ = 0;  // idle: restart V so it never grows without bound
+  } else {
+    served_units_ += share_units(t_ns - now_ns_, static_cast<std::int64_t>(draining_.size()));
+    if (served_units_ > kRebaseUnits) {
+      // A long busy spell: shift V and every finish down alike (order kept).
+      for (Draining& d : draining_) d.finish_units -= served_units_;
+      served_units_ = 0;
+    }
   }
   now_ns_ = t_ns;
 }

@@ -12,6 +12,7 @@
 // a solo ns (720720 = lcm(1..16)), so sharing among up to 16 transfers is
 // exact; with more, a share rounds down to the unit. Completion times round
 // up to the next whole ns (the share of that last ns is not handed back).
+// One transfer's work must stay under about 1e13 ns (3 hours alone).
 // The textbook virtual-time form of processor sharing: V is the service each
 // draining transfer has had since the link last sat idle, and a transfer
 // that starts draining at V with work w completes when V reaches V + w.
