@@ -316,6 +316,23 @@ TEST(EngineSharedLinks, SharingNeverBeatsTheWorkOnALink) {
   }
 }
 
+TEST(EngineSharedLinks, AnUnvalidatedDeadlockStallsNamingTheWaitingAction) {
+  // 1B1 moved before 1F0: rank 1 waits for its own later F, rank 0 for 1B1.
+  Schedule s = make("gpipe", 2, 2);
+  std::swap(s.ranks[1][0], s.ranks[1][2]);
+  SimOptions options;
+  options.validate = false;
+  for (auto sharing : {LinkSharing::fifo, LinkSharing::shared}) {
+    options.link_sharing = sharing;
+    try {
+      (void)simulate(s, UniformCosts(10, 20), UniformLink(1.0, 1.0), options);
+      ADD_FAILURE() << "no stall";
+    } catch (const RunError& e) {
+      EXPECT_STREQ(e.what(), "simulation stalled: rank 0 waits at 0B1");
+    }
+  }
+}
+
 TEST(EngineSharedLinks, NamesParseBothWays) {
   EXPECT_EQ(parse_link_sharing("fifo"), LinkSharing::fifo);
   EXPECT_EQ(parse_link_sharing("shared"), LinkSharing::shared);
