@@ -4,12 +4,13 @@
 #include <map>
 #include <utility>
 
-#include "schedules/dependencies.hpp"
 #include "schedules/error.hpp"
-#include "schedules/lower.hpp"
 #include "schedules/validate.hpp"
+#include "sim/action_graph.hpp"
 #include "sim/activation_memory.hpp"
 #include "sim/event_queue.hpp"
+#include "sim/huge_page_allocator.hpp"
+#include "sim/shared_link.hpp"
 
 namespace gpipe::sim {
 namespace {
@@ -20,255 +21,296 @@ using schedules::Rank;
 using schedules::Schedule;
 using schedules::Stage;
 
-// Compute kinds get a dense slot each: F B I W R STEP.
-constexpr int kComputeSlots = 6;
-int compute_slot(ActionKind k) {
-  switch (k) {
-    case ActionKind::F: return 0;
-    case ActionKind::B: return 1;
-    case ActionKind::I: return 2;
-    case ActionKind::W: return 3;
-    case ActionKind::R: return 4;
-    case ActionKind::STEP: return 5;
-    default: return -1;
-  }
-}
-
-struct Node {
-  Action action;
-  int rank = 0;
-  int pending = 0;  // inputs not yet ready
-  std::int64_t duration = 0;
-  std::int64_t memory_at_start = 0;  // activation bytes the action adds as it starts
-  std::int64_t memory_at_end = 0;    // and as it ends (negative: frees)
-  std::int64_t start = -1;
-  std::int64_t end = -1;
-};
-
-// A data edge from a producer to a consumer; link < 0 when both share a rank.
-struct Edge {
-  int consumer = 0;
-  int link = -1;
-  std::int64_t transfer_ns = 0;
-};
-
-enum class EventKind : std::uint8_t { action_end, message_arrival };
-struct Payload {
-  EventKind kind;
-  int node;
-};
-
+// Replays the compute program (action_graph.hpp). Deliveries are eager: when
+// a producer ends, each consumer learns at once when its input arrives
+// (`ready_`); an action starts at max(end of the previous action on its
+// rank, its latest input's arrival). Memory changes and message prices are
+// asked of the models as the action runs rather than stored.
+//
+// With FIFO links that needs no clock at all: every message on a link comes
+// from one rank, in that rank's program order, so its arrival is fixed the
+// moment its producer ends, and any order that respects the dependencies
+// gives the times of an event-by-event replay to the ns (run_dataflow: each
+// rank runs as far as its inputs allow, then waits to be woken). Shared
+// links make an arrival depend on later sends, so they replay events in time
+// order (run_events): the ends of compute actions, at most one per rank, and
+// each link's next change.
 class Engine {
  public:
-  Engine(const Schedule& compute, const CostModel& costs, const LinkModel& links)
-      : s_(compute), costs_(costs), links_(links) {}
+  Engine(const Schedule& schedule, const CostModel& costs, const LinkModel& links, LinkSharing sharing);
 
-  void build();
   void run(bool record);
-  // The metrics from the engine's running totals; the timeline as recorded.
-  [[nodiscard]] schedules::Metrics metrics(const schedules::TimelineInfo& info) const;
+  [[nodiscard]] schedules::Metrics metrics(const schedules::TimelineInfo& info) const {
+    return schedules::metrics_from_totals(info, makespan_, busy_, peak_memory_);
+  }
   schedules::Timeline take_timeline() { return std::move(timeline_); }
 
  private:
-  [[nodiscard]] std::size_t slot(const Action& a) const {
-    return (a.stage.at() * kComputeSlots + static_cast<std::size_t>(compute_slot(a.kind))) *
-               static_cast<std::size_t>(s_.num_microbatches) +
-           a.microbatch.at();
+  void add_links(const Schedule& s);
+  void run_dataflow();
+  void run_events();
+  std::int64_t start_action(int rank, std::size_t i);
+  void end_action(int rank, std::size_t i, std::int64_t end);
+  bool try_start(int rank);
+  void finish_action(int rank, std::int64_t now);
+  void arrive(int consumer, std::int64_t at);
+  void deliver(int producer, int consumer, std::int64_t now);
+  void link_event(int link, std::int64_t now);
+  void record_transfer(int producer, int consumer, std::int64_t start, std::int64_t end);
+  [[nodiscard]] StageMemory stage_memory(const Action& a) const {
+    return {costs_.activation_bytes(a.stage, a.microbatch), costs_.stashed_input_bytes(a.stage, a.microbatch)};
   }
-  [[nodiscard]] int id_of(const Action& a) const { return ids_[slot(a)]; }
-  int link_between(int from, int to);
-  void try_start(int rank, std::int64_t now);
-  void add_memory(int rank, std::int64_t now, std::int64_t change);
+  void add_memory(int rank, std::int64_t at, std::int64_t change) {
+    if (change == 0) return;
+    const auto r = static_cast<std::size_t>(rank);
+    memory_[r] += change;
+    peak_memory_[r] = std::max(peak_memory_[r], memory_[r]);
+    if (record_) timeline_.memory.push_back({Rank{rank}, at, memory_[r]});
+  }
 
-  const Schedule& s_;
   const CostModel& costs_;
   const LinkModel& links_;
-  std::vector<int> ids_;
-  std::vector<Node> nodes_;
-  std::vector<std::vector<int>> programs_;  // node ids per rank, in order
-  std::vector<int> edge_begin_;             // CSR: edges of node i are [edge_begin_[i], edge_begin_[i+1])
-  std::vector<Edge> edges_;
-  std::map<std::pair<int, int>, int> link_ids_;
-  std::vector<std::int64_t> link_free_;
-  std::vector<std::size_t> next_;
-  std::vector<char> running_;
+  LinkSharing sharing_;
+  int num_ranks_;
+  ActionGraph graph_;
+  BigVector<int> pending_;         // inputs not yet delivered, per node
+  BigVector<std::int64_t> ready_;  // latest delivered input; once started, the start
+
+  // Links: the directed link across each stage boundary, both ways.
+  std::vector<int> forward_link_, backward_link_;  // per stage boundary, or -1
+  std::vector<std::int64_t> link_free_;            // fifo: when the last message arrives
+  std::vector<SharedLink> shared_;                 // shared: each link's transfers
+
+  // Ranks.
+  std::vector<int> next_;                // the rank's next node to run
+  std::vector<char> running_;            // events: the rank's next action has started
+  std::vector<int> runnable_;            // dataflow: ranks that may go on
+  std::vector<std::int64_t> rank_free_;  // end of the rank's last action
   std::vector<std::int64_t> memory_;
   std::vector<std::int64_t> peak_memory_;
   std::vector<std::int64_t> busy_;  // compute time per rank, ns
   std::int64_t makespan_ = 0;
   bool record_ = true;
-  EventQueue<Payload> queue_;
+  EventQueue queue_;  // sources: ranks, then shared links
   schedules::Timeline timeline_;
 };
 
-int Engine::link_between(int from, int to) {
-  auto [it, added] = link_ids_.try_emplace({from, to}, static_cast<int>(link_ids_.size()));
-  if (added) link_free_.push_back(0);
-  return it->second;
-}
-
-void Engine::build() {
-  const auto num_ranks = static_cast<std::size_t>(s_.num_ranks);
-  ids_.assign(static_cast<std::size_t>(s_.num_stages) * kComputeSlots *
-                  static_cast<std::size_t>(s_.num_microbatches),
-              -1);
-  programs_.resize(num_ranks);
-  for (int r = 0; r < s_.num_ranks; ++r) {
-    for (const Action& a : s_.actions(Rank{r})) {
-      const int id = static_cast<int>(nodes_.size());
-      ids_[slot(a)] = id;
-      programs_[static_cast<std::size_t>(r)].push_back(id);
-      nodes_.push_back(Node{a, r, 0, costs_.duration_ns(a), 0, 0, -1, -1});
-    }
-  }
-  const auto contains = [this](const Action& a) {
-    return compute_slot(a.kind) >= 0 && id_of(a) >= 0;
-  };
-
-  // The directed link between the ranks of each stage boundary, both ways.
-  std::vector<int> forward_link(static_cast<std::size_t>(s_.num_stages), -1);
-  std::vector<int> backward_link(forward_link.size(), -1);
-  for (int st = 0; st + 1 < s_.num_stages; ++st) {
-    const int a = s_.rank_of(Stage{st}).value;
-    const int b = s_.rank_of(Stage{st + 1}).value;
-    if (a == b) continue;
-    forward_link[static_cast<std::size_t>(st)] = link_between(a, b);
-    backward_link[static_cast<std::size_t>(st)] = link_between(b, a);
-  }
-
-  // Two passes over the dependencies: count each producer's edges, then fill them.
-  edge_begin_.assign(nodes_.size() + 1, 0);
-  for (Node& n : nodes_) {
-    schedules::for_each_dependency(s_, false, n.action, contains, [&](const Action& dep) {
-      ++edge_begin_[static_cast<std::size_t>(id_of(dep)) + 1];
-      ++n.pending;
-    });
-  }
-  for (Node& n : nodes_) {
-    if (n.action.kind == ActionKind::STEP) continue;
-    const StageMemory memory{costs_.activation_bytes(n.action.stage, n.action.microbatch),
-                             costs_.stashed_input_bytes(n.action.stage, n.action.microbatch)};
-    const bool recomputed = id_of({n.action.stage, ActionKind::R, n.action.microbatch}) >= 0;
-    n.memory_at_start = memory_change_at_start(n.action.kind, memory);
-    n.memory_at_end = memory_change_at_end(n.action.kind, memory, recomputed);
-  }
-  for (std::size_t i = 1; i < edge_begin_.size(); ++i) edge_begin_[i] += edge_begin_[i - 1];
-  edges_.resize(static_cast<std::size_t>(edge_begin_.back()));
-  std::vector<int> fill(edge_begin_.begin(), edge_begin_.end() - 1);
-  for (std::size_t c = 0; c < nodes_.size(); ++c) {
-    const Node& consumer = nodes_[c];
-    schedules::for_each_dependency(s_, false, consumer.action, contains, [&](const Action& dep) {
-      const int p = id_of(dep);
-      Edge e{static_cast<int>(c), -1, 0};
-      if (nodes_[static_cast<std::size_t>(p)].rank != consumer.rank) {
-        // Cross-rank data flows only between neighbouring stages.
-        const bool forward = dep.kind == ActionKind::F;
-        const Stage boundary = forward ? dep.stage : consumer.action.stage;
-        e.link = (forward ? forward_link : backward_link)[boundary.at()];
-        e.transfer_ns = links_.transfer_ns(Rank{nodes_[static_cast<std::size_t>(p)].rank}, Rank{consumer.rank},
-                                           costs_.boundary_bytes(boundary, dep.microbatch));
-      }
-      edges_[static_cast<std::size_t>(fill[static_cast<std::size_t>(p)]++)] = e;
-    });
-  }
-
-  next_.assign(num_ranks, 0);
+Engine::Engine(const Schedule& schedule, const CostModel& costs, const LinkModel& links, LinkSharing sharing)
+    : costs_(costs), links_(links), sharing_(sharing), num_ranks_(schedule.num_ranks),
+      graph_(schedule, costs), pending_(graph_.take_inputs()), ready_(graph_.size(), 0), queue_(0) {
+  const auto num_ranks = static_cast<std::size_t>(num_ranks_);
+  add_links(schedule);
+  next_.resize(num_ranks);
+  for (int r = 0; r < num_ranks_; ++r) next_[static_cast<std::size_t>(r)] = graph_.rank_begin(r);
   running_.assign(num_ranks, 0);
+  rank_free_.assign(num_ranks, 0);
   memory_.assign(num_ranks, 0);
   peak_memory_.assign(num_ranks, 0);
   busy_.assign(num_ranks, 0);
+  queue_ = EventQueue(num_ranks_ + static_cast<int>(shared_.size()));
 }
 
-void Engine::add_memory(int rank, std::int64_t now, std::int64_t change) {
-  if (change == 0) return;
-  const auto r = static_cast<std::size_t>(rank);
-  memory_[r] += change;
-  peak_memory_[r] = std::max(peak_memory_[r], memory_[r]);
-  if (record_) timeline_.memory.push_back({Rank{rank}, now, memory_[r]});
+void Engine::add_links(const Schedule& s) {
+  std::map<std::pair<int, int>, int> ids;
+  std::vector<std::pair<int, int>> ends;  // (from, to) per link
+  const auto link_between = [&](int from, int to) {
+    auto [it, added] = ids.try_emplace({from, to}, static_cast<int>(ends.size()));
+    if (added) ends.emplace_back(from, to);
+    return it->second;
+  };
+  forward_link_.assign(static_cast<std::size_t>(s.num_stages), -1);
+  backward_link_.assign(forward_link_.size(), -1);
+  for (int st = 0; st + 1 < s.num_stages; ++st) {
+    const int a = s.rank_of(Stage{st}).value;
+    const int b = s.rank_of(Stage{st + 1}).value;
+    if (a == b) continue;
+    forward_link_[static_cast<std::size_t>(st)] = link_between(a, b);
+    backward_link_[static_cast<std::size_t>(st)] = link_between(b, a);
+  }
+  link_free_.assign(ends.size(), 0);
+  if (sharing_ != LinkSharing::shared) return;
+  shared_.reserve(ends.size());
+  for (const auto& [from, to] : ends) shared_.emplace_back(links_.transfer_ns(Rank{from}, Rank{to}, 0));
 }
 
-void Engine::try_start(int rank, std::int64_t now) {
+// Starts node i on its rank at the earliest moment it may: when the rank's
+// previous action has ended and its latest input has arrived. Returns its end.
+std::int64_t Engine::start_action(int rank, std::size_t i) {
   const auto r = static_cast<std::size_t>(rank);
-  if (running_[r] || next_[r] == programs_[r].size()) return;
-  const int id = programs_[r][next_[r]];
-  Node& n = nodes_[static_cast<std::size_t>(id)];
-  if (n.pending > 0) return;
+  const std::int64_t duration = graph_.duration_ns(i);
+  const std::int64_t start = std::max(rank_free_[r], ready_[i]);
+  const std::int64_t end = start + duration;
+  ready_[i] = start;
+  busy_[r] += duration;
+  makespan_ = std::max(makespan_, end);
+  const Action& a = graph_.action(i);
+  if (a.kind == ActionKind::F || a.kind == ActionKind::R) {
+    add_memory(rank, start, memory_change_at_start(a.kind, stage_memory(a)));
+  }
+  return end;
+}
+
+// Ends node i at `end`: frees its memory and hands its output on.
+void Engine::end_action(int rank, std::size_t i, std::int64_t end) {
+  const auto r = static_cast<std::size_t>(rank);
+  rank_free_[r] = end;
+  ++next_[r];
+  const Action& a = graph_.action(i);
+  if (a.kind == ActionKind::B || a.kind == ActionKind::W || (a.kind == ActionKind::F && graph_.recomputed(a))) {
+    add_memory(rank, end, memory_change_at_end(a.kind, stage_memory(a), true));
+  }
+  const int id = static_cast<int>(i);
+  graph_.for_each_consumer(id, [&](int consumer) { deliver(id, consumer, end); });
+}
+
+// Events: starts the rank's next action if the rank is idle and every input
+// of the action has been delivered, and schedules its end.
+bool Engine::try_start(int rank) {
+  const auto r = static_cast<std::size_t>(rank);
+  if (running_[r] || next_[r] == graph_.rank_end(rank)) return false;
+  const auto i = static_cast<std::size_t>(next_[r]);
+  if (pending_[i] > 0) return false;
   running_[r] = 1;
-  n.start = now;
-  n.end = now + n.duration;
-  busy_[r] += n.duration;
-  makespan_ = std::max(makespan_, n.end);
-  add_memory(rank, now, n.memory_at_start);
-  queue_.schedule(n.end, Payload{EventKind::action_end, id});
+  queue_.schedule(rank, start_action(rank, i));
+  return true;
+}
+
+void Engine::finish_action(int rank, std::int64_t now) {
+  const auto r = static_cast<std::size_t>(rank);
+  running_[r] = 0;
+  end_action(rank, static_cast<std::size_t>(next_[r]), now);
+  if (!running_[r] && !try_start(rank)) queue_.cancel(rank);
+}
+
+void Engine::arrive(int consumer, std::int64_t at) {
+  const auto c = static_cast<std::size_t>(consumer);
+  ready_[c] = std::max(ready_[c], at);
+  if (--pending_[c] > 0) return;
+  const int rank = graph_.rank(c);
+  if (sharing_ == LinkSharing::shared) {
+    try_start(rank);
+  } else if (next_[static_cast<std::size_t>(rank)] == consumer) {
+    runnable_.push_back(rank);
+  }
+}
+
+void Engine::record_transfer(int producer, int consumer, std::int64_t start, std::int64_t end) {
+  using schedules::Stream;
+  const Action& p = graph_.action(static_cast<std::size_t>(producer));
+  const Action& c = graph_.action(static_cast<std::size_t>(consumer));
+  const bool forward = p.kind == ActionKind::F;
+  const Action send{p.stage, forward ? ActionKind::SEND_F : ActionKind::SEND_B, p.microbatch};
+  const Action recv{c.stage, forward ? ActionKind::RECV_F : ActionKind::RECV_B, c.microbatch};
+  timeline_.actions.push_back({send, Rank{graph_.rank(static_cast<std::size_t>(producer))}, Stream::send, start, end});
+  timeline_.actions.push_back({recv, Rank{graph_.rank(static_cast<std::size_t>(consumer))}, Stream::recv, start, end});
+}
+
+// Hands the producer's output to one consumer: at once on the same rank, as
+// a message on the link between their ranks otherwise.
+void Engine::deliver(int producer, int consumer, std::int64_t now) {
+  const int from = graph_.rank(static_cast<std::size_t>(producer));
+  const int to = graph_.rank(static_cast<std::size_t>(consumer));
+  if (from == to) {
+    arrive(consumer, now);
+    return;
+  }
+  // Cross-rank data flows only between neighbouring stages.
+  const Action& dep = graph_.action(static_cast<std::size_t>(producer));
+  const bool forward = dep.kind == ActionKind::F;
+  const Stage boundary = forward ? dep.stage : graph_.action(static_cast<std::size_t>(consumer)).stage;
+  const int link_id = (forward ? forward_link_ : backward_link_)[boundary.at()];
+  const auto l = static_cast<std::size_t>(link_id);
+  const std::int64_t transfer_ns =
+      links_.transfer_ns(Rank{from}, Rank{to}, costs_.boundary_bytes(boundary, dep.microbatch));
+  if (sharing_ == LinkSharing::fifo) {
+    const std::int64_t start = std::max(now, link_free_[l]);
+    const std::int64_t end = start + transfer_ns;
+    link_free_[l] = end;
+    makespan_ = std::max(makespan_, end);
+    if (record_) record_transfer(producer, consumer, start, end);
+    arrive(consumer, end);
+    return;
+  }
+  SharedLink& link = shared_[l];
+  link.send(now, transfer_ns - link.latency_ns(), SharedLink::Tag{producer, consumer});
+  queue_.schedule(num_ranks_ + link_id, link.next_event_ns());
+}
+
+void Engine::link_event(int link_id, std::int64_t now) {
+  SharedLink& link = shared_[static_cast<std::size_t>(link_id)];
+  link.advance(now);
+  for (const SharedLink::Completed& done : link.completed()) {
+    makespan_ = std::max(makespan_, done.done_ns);
+    if (record_) record_transfer(done.tag.producer, done.tag.consumer, done.sent_ns, done.done_ns);
+    arrive(done.tag.consumer, done.done_ns);
+  }
+  link.clear_completed();
+  const std::int64_t next = link.next_event_ns();
+  if (next == SharedLink::kNever) {
+    queue_.cancel(num_ranks_ + link_id);
+  } else {
+    queue_.schedule(num_ranks_ + link_id, next);
+  }
+}
+
+// Fifo: a dataflow pass, no clock. Runs each rank as far as its inputs
+// allow; a rank that waits is woken when its input is delivered.
+void Engine::run_dataflow() {
+  runnable_.reserve(static_cast<std::size_t>(num_ranks_) * 2);
+  for (int r = num_ranks_ - 1; r >= 0; --r) runnable_.push_back(r);
+  while (!runnable_.empty()) {
+    const int rank = runnable_.back();
+    runnable_.pop_back();
+    const auto r = static_cast<std::size_t>(rank);
+    const int end = graph_.rank_end(rank);
+    while (next_[r] < end) {
+      const auto i = static_cast<std::size_t>(next_[r]);
+      if (pending_[i] > 0) break;
+      end_action(rank, i, start_action(rank, i));
+    }
+  }
+}
+
+// Shared links: events in time order, the ends of compute actions (one per
+// rank at most) and each link's next change.
+void Engine::run_events() {
+  for (int r = 0; r < num_ranks_; ++r) try_start(r);
+  while (!queue_.finished()) {
+    const EventQueue::Event event = queue_.peek();
+    if (event.source < num_ranks_) {
+      finish_action(event.source, event.time_ns);
+    } else {
+      link_event(event.source - num_ranks_, event.time_ns);
+    }
+  }
 }
 
 void Engine::run(bool record) {
   record_ = record;
-  using schedules::Stream;
-  for (int r = 0; r < s_.num_ranks; ++r) try_start(r, 0);
-  while (!queue_.finished()) {
-    const auto event = queue_.proceed();
-    const std::int64_t now = event.time_ns;
-    Node& n = nodes_[static_cast<std::size_t>(event.payload.node)];
-    if (event.payload.kind == EventKind::message_arrival) {
-      --n.pending;
-      try_start(n.rank, now);
-      continue;
-    }
-    const auto r = static_cast<std::size_t>(n.rank);
-    running_[r] = 0;
-    ++next_[r];
-    add_memory(n.rank, now, n.memory_at_end);
-    const auto id = static_cast<std::size_t>(event.payload.node);
-    for (int i = edge_begin_[id]; i < edge_begin_[id + 1]; ++i) {
-      const Edge& e = edges_[static_cast<std::size_t>(i)];
-      Node& consumer = nodes_[static_cast<std::size_t>(e.consumer)];
-      if (e.link < 0) {
-        --consumer.pending;
-        continue;
-      }
-      auto& free_at = link_free_[static_cast<std::size_t>(e.link)];
-      const std::int64_t start = std::max(now, free_at);
-      free_at = start + e.transfer_ns;
-      queue_.schedule(free_at, Payload{EventKind::message_arrival, e.consumer});
-      makespan_ = std::max(makespan_, free_at);
-      if (record_) {
-        const bool forward = n.action.kind == ActionKind::F;
-        const Action send{n.action.stage, forward ? ActionKind::SEND_F : ActionKind::SEND_B, n.action.microbatch};
-        const Action recv{consumer.action.stage, forward ? ActionKind::RECV_F : ActionKind::RECV_B,
-                          consumer.action.microbatch};
-        timeline_.actions.push_back({send, Rank{n.rank}, Stream::send, start, free_at});
-        timeline_.actions.push_back({recv, Rank{consumer.rank}, Stream::recv, start, free_at});
-      }
-    }
-    try_start(n.rank, now);
+  if (record_) {
+    // Exactly: a send and a receive per message, one per compute action; at
+    // most two memory changes per action. Pages never written cost nothing.
+    timeline_.actions.reserve(graph_.size() + 2 * graph_.num_messages());
+    timeline_.memory.reserve(2 * graph_.size());
   }
-  for (int r = 0; r < s_.num_ranks; ++r) {
-    const auto& program = programs_[static_cast<std::size_t>(r)];
-    const auto done = next_[static_cast<std::size_t>(r)];
-    if (done < program.size()) {
+  if (sharing_ == LinkSharing::shared) {
+    run_events();
+  } else {
+    run_dataflow();
+  }
+  for (int r = 0; r < num_ranks_; ++r) {
+    const int at = next_[static_cast<std::size_t>(r)];
+    if (at < graph_.rank_end(r)) {
       throw RunError("simulation stalled: rank " + std::to_string(r) + " waits at " +
-                     schedules::to_string(nodes_[static_cast<std::size_t>(program[done])].action));
+                     schedules::to_string(graph_.action(static_cast<std::size_t>(at))));
     }
   }
   if (!record_) return;
-  for (const Node& n : nodes_) {
-    timeline_.actions.push_back({n.action, Rank{n.rank}, Stream::compute, n.start, n.end});
+  // Compute actions rank after rank, each in program order.
+  for (std::size_t i = 0; i < graph_.size(); ++i) {
+    timeline_.actions.push_back({graph_.action(i), Rank{graph_.rank(i)}, schedules::Stream::compute, ready_[i],
+                                 ready_[i] + graph_.duration_ns(i)});
   }
-}
-
-// Every rank's first action with no inputs starts at 0, so the makespan is the
-// latest end, as compute_metrics would find it from the recorded timeline.
-schedules::Metrics Engine::metrics(const schedules::TimelineInfo& info) const {
-  return schedules::metrics_from_totals(info, makespan_, busy_, peak_memory_);
-}
-
-Schedule compute_program(const Schedule& schedule) {
-  Schedule compute = schedules::lower(schedule);
-  for (auto& list : compute.ranks) {
-    std::erase_if(list, [](const Action& a) { return schedules::is_comm(a.kind); });
-  }
-  return compute;
 }
 
 }  // namespace
@@ -276,9 +318,7 @@ Schedule compute_program(const Schedule& schedule) {
 SimResult simulate(const Schedule& schedule, const CostModel& costs, const LinkModel& links,
                    const SimOptions& options) {
   if (options.validate) schedules::validate(schedule);
-  const Schedule compute = compute_program(schedule);
-  Engine engine(compute, costs, links);
-  engine.build();
+  Engine engine(schedule, costs, links, options.link_sharing);
   engine.run(options.record_timeline);
   SimResult result;
   result.timeline = engine.take_timeline();

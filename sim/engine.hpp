@@ -6,7 +6,8 @@
 //   - data between stages on different ranks travels as a message on the
 //     directed rank-to-rank link, a FIFO: it starts at max(end of the action
 //     that produced it, end of the previous message on that link); stages on
-//     the same rank exchange for free;
+//     the same rank exchange for free (SimOptions::link_sharing = shared
+//     instead lets the messages on a link share its bandwidth);
 //   - activation memory follows activation_memory.hpp.
 // The schedule is validated and lowered first (R, STEP), so any valid IR runs,
 // compute-only or lowered, generated or read from a file.
@@ -32,6 +33,8 @@ struct SimOptions {
   // Check the schedule first (schedules::validate). Only a caller that made
   // the schedule with a generator, valid by construction, may skip it.
   bool validate = true;
+  // How the messages on one directed link share it (link_model.hpp).
+  LinkSharing link_sharing = LinkSharing::fifo;
 };
 
 struct SimResult {

@@ -9,4 +9,14 @@ std::int64_t UniformLink::transfer_ns(schedules::Rank, schedules::Rank, std::int
   return std::llround(us * 1e3);
 }
 
+std::string_view to_string(LinkSharing sharing) {
+  return sharing == LinkSharing::shared ? "shared" : "fifo";
+}
+
+std::optional<LinkSharing> parse_link_sharing(std::string_view text) {
+  if (text == "fifo") return LinkSharing::fifo;
+  if (text == "shared") return LinkSharing::shared;
+  return std::nullopt;
+}
+
 }  // namespace gpipe::sim

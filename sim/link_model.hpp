@@ -1,12 +1,24 @@
-// How long a message takes on a link. The engine keeps each directed
-// rank-to-rank link a FIFO; the link model only prices one message.
+// How long a message takes on a link, and how concurrent messages on one
+// directed rank-to-rank link share it (LinkSharing). The link model only
+// prices one message alone; the engine applies the sharing.
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string_view>
 
 #include "schedules/ids.hpp"
 
 namespace gpipe::sim {
+
+// fifo (DESIGN.md's deterministic default): a message starts when the one
+// before it on the link has arrived. shared: messages in flight run at once
+// and split the bandwidth equally (sim/shared_link.hpp); latency_ns is
+// transfer_ns(from, to, 0) and the rest is the solo drain time.
+enum class LinkSharing { fifo, shared };
+
+[[nodiscard]] std::string_view to_string(LinkSharing sharing);
+[[nodiscard]] std::optional<LinkSharing> parse_link_sharing(std::string_view text);
 
 class LinkModel {
  public:

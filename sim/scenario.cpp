@@ -100,6 +100,7 @@ Prediction predict(const profiles::Profile& profile, const Scenario& sc, bool re
   sim.static_bytes = p.static_bytes;
   sim.record_timeline = record_timeline;
   sim.validate = false;  // generated, and every generator's output is validated in tests
+  sim.link_sharing = sc.link_sharing;
   SimResult result = simulate(p.schedule, costs, link, sim);
   if (sc.jitter.cv > 0) {
     p.stochastic = run_stochastic(p.schedule, costs, link, sim, sc.jitter.cv, sc.jitter.runs, sc.jitter.seed);

@@ -13,6 +13,7 @@
 #include "schedules/generate.hpp"
 #include "schedules/metrics.hpp"
 #include "schedules/timeline.hpp"
+#include "sim/link_model.hpp"
 #include "sim/static_memory.hpp"
 #include "sim/stochastic.hpp"
 
@@ -31,6 +32,7 @@ struct Scenario {
   std::optional<double> link_bandwidth_GBps;
   Optimizer optimizer = Optimizer::adamw;
   Jitter jitter;  // cv > 0: also run the stochastic mode
+  LinkSharing link_sharing = LinkSharing::fifo;  // how messages on one link share it
 };
 
 struct Prediction {

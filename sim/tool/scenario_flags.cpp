@@ -48,6 +48,10 @@ void ScenarioFlags::add_to(CLI::App& cmd) {
         return text.find('-') == std::string::npos ? "" : "a seed is an integer of 0 or more, got " + text;
       })
       ->capture_default_str();
+  cmd.add_option("--link-sharing", link_sharing,
+                 "Messages on one link: fifo (queue) or shared (split its bandwidth)")
+      ->check(CLI::IsMember({"fifo", "shared"}))
+      ->capture_default_str();
 }
 
 sim::Scenario ScenarioFlags::scenario() const {
@@ -66,6 +70,9 @@ sim::Scenario ScenarioFlags::scenario() const {
   sc.optimizer = *sim::parse_optimizer(optimizer);
   sim::validate_jitter(jitter_cv, runs);
   sc.jitter = {jitter_cv, runs, seed};
+  const auto sharing = sim::parse_link_sharing(link_sharing);
+  if (!sharing) throw InputError("--link-sharing must be fifo or shared, not '" + link_sharing + "'");
+  sc.link_sharing = *sharing;
   return sc;
 }
 

@@ -1,5 +1,5 @@
 // The flags that describe one configuration (`gpipe-sim run`): profile, K, M,
-// batch, schedule, recompute, partition, link, optimizer and jitter.
+// batch, schedule, recompute, partition, link (and its sharing), optimizer and jitter.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +29,7 @@ struct ScenarioFlags {
   double jitter_cv = 0.0;  // stochastic mode (sim/stochastic.hpp) when > 0
   int runs = 100;
   std::uint64_t seed = 1;
+  std::string link_sharing = "fifo";
 
   void add_to(CLI::App& cmd);
   // Throws InputError for flags that do not make a configuration.

@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <tuple>
+#include <vector>
 
 #include "schedules/error.hpp"
 #include "schedules/generate.hpp"
@@ -52,9 +54,12 @@ Schedule make(const char* name, int k, int m,
 
 // Simulates with the timeline recorded, and checks on the way that the
 // engine's running totals give exactly the metrics of the recorded timeline.
-schedules::Timeline simulate_timeline(const Schedule& s, const CostModel& costs, const LinkModel& links) {
-  SimResult recorded = simulate(s, costs, links);
-  SimOptions quiet;
+schedules::Timeline simulate_timeline(const Schedule& s, const CostModel& costs, const LinkModel& links,
+                                      LinkSharing sharing = LinkSharing::fifo) {
+  SimOptions options;
+  options.link_sharing = sharing;
+  SimResult recorded = simulate(s, costs, links, options);
+  SimOptions quiet = options;
   quiet.record_timeline = false;
   const SimResult totals = simulate(s, costs, links, quiet);
   EXPECT_EQ(totals.metrics, schedules::compute_metrics(recorded.timeline));
@@ -193,6 +198,147 @@ TEST(Engine, RunsSchedulesReadFromFilesAndRejectsInvalidOnes) {
   EXPECT_EQ(schedules::compute_metrics(lowered).step_time_ns, schedules::compute_metrics(plain).step_time_ns);
   std::swap(s.ranks[1][0], s.ranks[1][2]);  // 1B1 before 1F0
   EXPECT_THROW((void)simulate_timeline(s, UniformCosts(10, 20), FreeLink()), InputError);
+}
+
+// Shared links (SimOptions::link_sharing = shared): the transfers in flight
+// on a link split its bandwidth; hand-computed times.
+
+TEST(EngineSharedLinks, FifoIsTheDefault) { EXPECT_EQ(SimOptions{}.link_sharing, LinkSharing::fifo); }
+
+TEST(EngineSharedLinks, TwoEqualTransfersStartingTogetherFinishTogether) {
+  // Forwards take no time, so 0F0 and 0F1 both send at 0: 5us latency, then
+  // 20'000 B at 1 GB/s = 20us each alone, 40us shared: both arrive at 45us.
+  const auto costs = UniformCosts(0, 10'000, 0, 0, 20'000);
+  const auto t = simulate_timeline(make("gpipe", 2, 2), costs, UniformLink(5.0, 1.0), LinkSharing::shared);
+  EXPECT_EQ(find(t, "0SEND_F0").start_ns, 0);
+  EXPECT_EQ(find(t, "0SEND_F0").end_ns, 45'000);
+  EXPECT_EQ(find(t, "0SEND_F1").start_ns, 0);
+  EXPECT_EQ(find(t, "0SEND_F1").end_ns, 45'000);
+  EXPECT_EQ(find(t, "1RECV_F1").end_ns, 45'000);
+  EXPECT_EQ(find(t, "1F0").start_ns, 45'000);
+  // FIFO: the second waits for the first, 25us then 50us.
+  const auto fifo = simulate_timeline(make("gpipe", 2, 2), costs, UniformLink(5.0, 1.0));
+  EXPECT_EQ(find(fifo, "0SEND_F0").end_ns, 25'000);
+  EXPECT_EQ(find(fifo, "0SEND_F1").start_ns, 25'000);
+  EXPECT_EQ(find(fifo, "0SEND_F1").end_ns, 50'000);
+}
+
+TEST(EngineSharedLinks, ATransferJoiningHalfway) {
+  // 0F0 ends at 10us and its message drains from 15us (20us alone); 0F1's
+  // joins at 25us with 10us of the first left: both at half speed, the first
+  // arrives at 45us, the second has 10us left alone and arrives at 55us.
+  const auto t = simulate_timeline(make("gpipe", 2, 2), UniformCosts(10'000, 10'000, 0, 0, 20'000),
+                                   UniformLink(5.0, 1.0), LinkSharing::shared);
+  EXPECT_EQ(find(t, "0SEND_F0").start_ns, 10'000);
+  EXPECT_EQ(find(t, "0SEND_F0").end_ns, 45'000);
+  EXPECT_EQ(find(t, "0SEND_F1").start_ns, 20'000);
+  EXPECT_EQ(find(t, "0SEND_F1").end_ns, 55'000);
+  EXPECT_EQ(find(t, "1F0").start_ns, 45'000);
+  EXPECT_EQ(find(t, "1F1").start_ns, 55'000);
+  // The gradients back, likewise: 1B1 [65, 75] drains from 80; 1B0 [75, 85]
+  // joins at 90 with 10us of the first left: 110us and 120us.
+  EXPECT_EQ(find(t, "1B1").start_ns, 65'000);
+  EXPECT_EQ(find(t, "1SEND_B1").end_ns, 110'000);
+  EXPECT_EQ(find(t, "1SEND_B0").end_ns, 120'000);
+  EXPECT_EQ(find(t, "0B1").start_ns, 110'000);
+  EXPECT_EQ(find(t, "0B0").start_ns, 120'000);
+  EXPECT_EQ(schedules::compute_metrics(t).step_time_ns, 130'000);  // 0B0 [120, 130]
+}
+
+TEST(EngineSharedLinks, LatencyIsNotShared) {
+  // EachLinkIsAFifo's case: 25us of latency and no bytes. Shared, the
+  // messages overlap instead of queueing: each arrives 25us after its send.
+  const auto t = simulate_timeline(make("gpipe", 2, 3), UniformCosts(10'000, 10'000, 0, 0, 0),
+                                   UniformLink(25.0, 1.0), LinkSharing::shared);
+  EXPECT_EQ(find(t, "0SEND_F1").start_ns, 20'000);
+  EXPECT_EQ(find(t, "1F0").start_ns, 35'000);
+  EXPECT_EQ(find(t, "1F1").start_ns, 45'000);
+  EXPECT_EQ(find(t, "1F2").start_ns, 55'000);
+}
+
+// The timeline in one canonical order, to compare runs whose recording order differs.
+std::vector<schedules::TimedAction> sorted_actions(schedules::Timeline t) {
+  std::sort(t.actions.begin(), t.actions.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.rank, a.stream, a.start_ns, a.action) < std::tie(b.rank, b.stream, b.start_ns, b.action);
+  });
+  return t.actions;
+}
+
+TEST(EngineSharedLinks, OneTransferAtATimeIsExactlyFifo) {
+  // Transfers (1us + 8 B) shorter than any forward or backward never overlap
+  // on a link, so sharing changes nothing, to the ns.
+  for (const char* name : {"gpipe", "1f1b"}) {
+    for (auto policy : {schedules::RecomputePolicy::never, schedules::RecomputePolicy::always}) {
+      const Schedule s = make(name, 4, 6, policy);
+      const UniformCosts costs(10'000, 20'000, 500, 50, 8'000);
+      const UniformLink link(1.0, 1.0);
+      const auto fifo = simulate_timeline(s, costs, link);
+      const auto shared = simulate_timeline(s, costs, link, LinkSharing::shared);
+      EXPECT_EQ(sorted_actions(shared), sorted_actions(fifo)) << name;
+      EXPECT_EQ(schedules::compute_metrics(shared), schedules::compute_metrics(fifo)) << name;
+    }
+  }
+  // K=2, M=1 by hand, as LinkLatencyAndBandwidthByHand.
+  const auto t = simulate_timeline(make("gpipe", 2, 1), UniformCosts(10'000, 20'000, 0, 0, 1'000'000),
+                                   UniformLink(5.0, 25.0), LinkSharing::shared);
+  EXPECT_EQ(find(t, "0SEND_F0").end_ns, 55'000);
+  EXPECT_EQ(find(t, "0B0").start_ns, 130'000);
+  EXPECT_EQ(schedules::compute_metrics(t).step_time_ns, 150'000);
+}
+
+TEST(EngineSharedLinks, UniformStagesFreeLinksMatchTheClosedForm) {
+  const std::int64_t tf = 1'000, tb = 2'000;
+  for (const char* name : {"gpipe", "1f1b"}) {
+    for (int k : {1, 2, 3, 4, 8}) {
+      for (int m : {1, 2, 3, 4, 7, 16, 32}) {
+        const auto t = simulate_timeline(make(name, k, m), UniformCosts(tf, tb), FreeLink(), LinkSharing::shared);
+        const auto metrics = schedules::compute_metrics(t);
+        EXPECT_EQ(metrics.step_time_ns, (m + k - 1) * (tf + tb)) << name << " K=" << k << " M=" << m;
+        EXPECT_DOUBLE_EQ(metrics.bubble_fraction, double(k - 1) / double(m + k - 1));
+      }
+    }
+  }
+}
+
+TEST(EngineSharedLinks, SharingNeverBeatsTheWorkOnALink) {
+  // Slow links, everything queued: shared or FIFO, a link is busy for the
+  // same total work, so the last message cannot arrive earlier shared; and
+  // the memory rules do not depend on the links.
+  const Schedule s = make("gpipe", 3, 8);
+  const UniformCosts costs(1'000, 2'000, 100, 10, 50'000);
+  const UniformLink link(0.0, 1.0);  // 50us per message, forwards take 1us
+  const auto fifo = schedules::compute_metrics(simulate_timeline(s, costs, link));
+  const auto shared = schedules::compute_metrics(simulate_timeline(s, costs, link, LinkSharing::shared));
+  EXPECT_GE(shared.step_time_ns, fifo.step_time_ns);
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_EQ(shared.ranks[static_cast<std::size_t>(r)].peak_activation_bytes,
+              fifo.ranks[static_cast<std::size_t>(r)].peak_activation_bytes);
+  }
+}
+
+TEST(EngineSharedLinks, AnUnvalidatedDeadlockStallsNamingTheWaitingAction) {
+  // 1B1 moved before 1F0: rank 1 waits for its own later F, rank 0 for 1B1.
+  Schedule s = make("gpipe", 2, 2);
+  std::swap(s.ranks[1][0], s.ranks[1][2]);
+  SimOptions options;
+  options.validate = false;
+  for (auto sharing : {LinkSharing::fifo, LinkSharing::shared}) {
+    options.link_sharing = sharing;
+    try {
+      (void)simulate(s, UniformCosts(10, 20), UniformLink(1.0, 1.0), options);
+      ADD_FAILURE() << "no stall";
+    } catch (const RunError& e) {
+      EXPECT_STREQ(e.what(), "simulation stalled: rank 0 waits at 0B1");
+    }
+  }
+}
+
+TEST(EngineSharedLinks, NamesParseBothWays) {
+  EXPECT_EQ(parse_link_sharing("fifo"), LinkSharing::fifo);
+  EXPECT_EQ(parse_link_sharing("shared"), LinkSharing::shared);
+  EXPECT_EQ(parse_link_sharing("fair"), std::nullopt);
+  EXPECT_EQ(to_string(LinkSharing::shared), "shared");
+  EXPECT_EQ(to_string(LinkSharing::fifo), "fifo");
 }
 
 }  // namespace

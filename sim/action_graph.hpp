@@ -1,0 +1,87 @@
+// The engine's view of a schedule: the compute program of each rank (what
+// lowering gives, less the comm actions) as a dependency graph of compact
+// parallel arrays, built in one pass over the dependencies
+// (schedules::for_each_dependency) without copying or lowering the schedule.
+// Nodes are numbered rank after rank, each rank's in program order: the
+// engine runs a rank as far as it can, so that order is also the order in
+// which it touches them.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "schedules/action.hpp"
+#include "schedules/schedule.hpp"
+#include "sim/cost_model.hpp"
+#include "sim/huge_page_allocator.hpp"
+
+namespace gpipe::sim {
+
+class ActionGraph {
+ public:
+  // Out-edges are kept in place, `inline_edges` per node: the dependency
+  // rules give a producer at most three consumers (F(s,m) -> F(s+1,m),
+  // R(s,m), B(s,m)); any beyond go to an overflow list, so other rules would
+  // still run (tests use fewer to exercise it).
+  static constexpr int kInlineEdges = 3;
+
+  // Asks the cost model for every duration, in program order, rank after rank.
+  ActionGraph(const schedules::Schedule& schedule, const CostModel& costs, int inline_edges = kInlineEdges);
+
+  [[nodiscard]] std::size_t size() const { return action_.size(); }
+  [[nodiscard]] const schedules::Action& action(std::size_t node) const { return action_[node]; }
+  [[nodiscard]] int rank(std::size_t node) const { return rank_[node]; }
+  [[nodiscard]] std::int64_t duration_ns(std::size_t node) const { return duration_[node]; }
+  // Nodes of rank r: [rank_begin(r), rank_end(r)).
+  [[nodiscard]] int rank_begin(int r) const { return r == 0 ? 0 : rank_end_[static_cast<std::size_t>(r) - 1]; }
+  [[nodiscard]] int rank_end(int r) const { return rank_end_[static_cast<std::size_t>(r)]; }
+  // How many inputs each node waits for; the engine counts them down.
+  [[nodiscard]] BigVector<int> take_inputs() { return std::move(inputs_); }
+  // Edges between nodes on different ranks: the messages.
+  [[nodiscard]] std::size_t num_messages() const { return num_messages_; }
+  // Whether (s, m) is recomputed, so its F keeps only the stashed input.
+  [[nodiscard]] bool recomputed(const schedules::Action& a) const {
+    return ids_[slot(a.stage, schedules::ActionKind::R, a.microbatch)] >= 0;
+  }
+
+  // Calls f(consumer) for each node that needs `node`, in node order.
+  template <class F>
+  void for_each_consumer(int node, const F& f) const {
+    const auto i = static_cast<std::size_t>(node);
+    const int count = out_count_[i];
+    const int* out = &out_[i * inline_edges_];
+    for (int k = 0; k < std::min(count, static_cast<int>(inline_edges_)); ++k) f(out[k]);
+    if (count > static_cast<int>(inline_edges_)) for_each_overflow(node, f);
+  }
+
+ private:
+  static constexpr int kComputeSlots = 6;  // F B I W R STEP
+
+  [[nodiscard]] std::size_t slot(schedules::Stage stage, schedules::ActionKind kind,
+                                 schedules::Microbatch mb) const;
+  [[nodiscard]] int id_of(const schedules::Action& a) const { return ids_[slot(a.stage, a.kind, a.microbatch)]; }
+  void add_nodes(const schedules::Schedule& s, const CostModel& costs);
+  void add_edges(const schedules::Schedule& s);
+  template <class F>
+  void for_each_overflow(int node, const F& f) const {
+    auto it = std::lower_bound(overflow_.begin(), overflow_.end(), std::pair{node, 0});
+    for (; it != overflow_.end() && it->first == node; ++it) f(it->second);
+  }
+
+  int num_microbatches_ = 0;
+  std::size_t inline_edges_ = kInlineEdges;
+  BigVector<int> ids_;  // node of each (stage, microbatch, kind), or -1
+  BigVector<schedules::Action> action_;
+  BigVector<int> rank_;
+  BigVector<std::int64_t> duration_;
+  BigVector<int> inputs_;
+  BigVector<std::uint8_t> out_count_;
+  BigVector<int> out_;  // inline_edges_ consumers per node, in node order
+  std::vector<std::pair<int, int>> overflow_;  // (producer, consumer) beyond those, sorted
+  std::vector<int> rank_end_;  // one past each rank's last node
+  std::size_t num_messages_ = 0;
+};
+
+}  // namespace gpipe::sim
