@@ -33,7 +33,10 @@ json config_json(const sim::Prediction& p, const sim::Scenario& sc, const profil
           {"microbatch_sizes", p.microbatch_sizes},
           {"recompute", std::string(schedules::to_string(p.schedule.recompute))},
           {"partition", p.partition.layers_per_stage},
-          {"link", {{"latency_us", p.link_latency_us}, {"bandwidth_GBps", p.link_bandwidth_GBps}}},
+          {"link",
+           {{"latency_us", p.link_latency_us},
+            {"bandwidth_GBps", p.link_bandwidth_GBps},
+            {"sharing", std::string(sim::to_string(sc.link_sharing))}}},
           {"optimizer", std::string(sim::to_string(sc.optimizer))}};
 }
 
@@ -70,8 +73,11 @@ void print_table(const sim::Prediction& p, const sim::Scenario& sc, const profil
       p.batch, schedules::to_string(s.recompute));
   std::cout << fmt::format("partition   {} ({})\n", models::to_string(p.partition),
                            models::to_string(sc.partition));
-  std::cout << fmt::format("link        {} us + bytes at {} GB/s\n\n", p.link_latency_us,
-                           p.link_bandwidth_GBps);
+  std::cout << fmt::format("link        {} us + bytes at {} GB/s, {}\n\n", p.link_latency_us,
+                           p.link_bandwidth_GBps,
+                           sc.link_sharing == sim::LinkSharing::fifo
+                               ? "one message at a time (fifo)"
+                               : "concurrent messages share the bandwidth (shared)");
   std::cout << fmt::format("step time       {}\n", format_time_us(m.step_time_us));
   std::cout << fmt::format("throughput      {:.1f} samples/s\n", m.throughput_samples_per_s);
   std::cout << fmt::format("bubble          {:.2f} % of the step (analytic (K-1)/(M+K-1): {:.2f} %)\n",

@@ -27,6 +27,11 @@ expect_status 0 "$sim" diff "$tmp/t.json" "$tmp/t.json"
 expect_status 0 "$sim" run --profile $data/valid_two_layers.json -K 2 -M 2 -b 3 --partition 1,1 \
   --schedule 1f1b --recompute always --link-latency-us 0 --link-bandwidth-gbps 1000 --optimizer sgd
 expect_out "2 micro-batches of 3 samples (batch 6), recompute always"
+expect_out "one message at a time (fifo)"
+expect_status 0 "$sim" run --profile $data/valid_two_layers.json -K 2 -M 2 -N 4 --link-sharing shared --json
+expect_out '"sharing": "shared"'
+expect_status 2 "$sim" run --profile $data/valid_two_layers.json -K 2 -M 2 -N 4 --link-sharing maybe
+expect_one_error_line "--link-sharing"
 
 # The sweep: rows for every configuration, skipped ones with their reason.
 expect_status 0 "$sim" sweep --profile $data/valid_two_layers.json -K 1..3 -M 1,2,4 -N 2 \
