@@ -5,22 +5,7 @@
 # Usage: gpipe_sim_jitter_test.sh GPIPE_SIM
 set -u
 sim=$1
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-
-expect_status() {
-  local want=$1; shift
-  "$@" >"$tmp/out" 2>"$tmp/err"
-  local got=$?
-  [ "$got" -eq "$want" ] || fail "'$*' exited $got, expected $want; stderr: $(cat "$tmp/err")"
-}
-expect_one_error_line() {
-  local n; n=$(wc -l <"$tmp/err")
-  [ "$n" -eq 1 ] || fail "expected one error line, got $n: $(cat "$tmp/err")"
-  grep -qF -- "$1" "$tmp/err" || fail "error line lacks '$1': $(cat "$tmp/err")"
-}
+source "$(dirname "$0")/lib.sh"
 config=(run -K 4 -M 8 -N 32)
 
 expect_status 0 "$sim" "${config[@]}" --jitter 0.05 --runs 20
@@ -63,5 +48,4 @@ expect_one_error_line "--jitter"
 expect_status 2 "$sim" "${config[@]}" --jitter 0.05 --seed -1
 expect_one_error_line "--seed"
 
-[ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
-echo "all gpipe-sim jitter checks passed"
+finish "gpipe-sim run --jitter"

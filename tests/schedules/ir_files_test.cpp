@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/error_of.hpp"
 #include "schedules/error.hpp"
 #include "schedules/files.hpp"
 #include "schedules/generate.hpp"
@@ -38,14 +39,7 @@ std::vector<Schedule> sample_schedules() {
   return all;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using gpipe::testing::error_of;
 
 TEST(IrJson, MatchesTheDesignDocument) {
   ScheduleOptions o;

@@ -2,6 +2,7 @@
 // memory and the simulated metrics, with bad configurations rejected.
 #include <gtest/gtest.h>
 
+#include "tests/error_of.hpp"
 #include "schedules/error.hpp"
 #include "sim/scenario.hpp"
 #include "tests/sim/test_profiles.hpp"
@@ -11,14 +12,7 @@ namespace {
 
 using testing::uniform_profile;
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using gpipe::testing::error_of;
 
 TEST(SplitBatch, AsTorchTensorSplit) {
   EXPECT_EQ(split_batch(8, 4), (std::vector<int>{2, 2, 2, 2}));

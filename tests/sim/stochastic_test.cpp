@@ -9,6 +9,7 @@
 #include <map>
 #include <vector>
 
+#include "tests/error_of.hpp"
 #include "schedules/error.hpp"
 #include "schedules/generate.hpp"
 #include "sim/jitter.hpp"
@@ -41,14 +42,7 @@ class DistinctCosts final : public CostModel {
   std::int64_t stashed_input_bytes(Stage s, Microbatch m) const override { return 300 + s.value * 10 + m.value; }
 };
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using gpipe::testing::error_of;
 
 std::vector<Action> compute_actions(int stages, int microbatches) {
   std::vector<Action> actions;

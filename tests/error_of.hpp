@@ -1,0 +1,22 @@
+// For tests of error paths: the message of the InputError a call throws, so a
+// test can assert the whole line a user would read.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "schedules/error.hpp"
+
+namespace gpipe::testing {
+
+// The InputError's message, or "no error" when the call returns normally.
+inline std::string error_of(const std::function<void()>& call) {
+  try {
+    call();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+}  // namespace gpipe::testing
