@@ -9,5 +9,7 @@ namespace gpipe::cli {
 [[nodiscard]] Subcommand add_check_command(CLI::App& app);
 [[nodiscard]] Subcommand add_run_command(CLI::App& app);
 [[nodiscard]] Subcommand add_sweep_command(CLI::App& app);
+[[nodiscard]] Subcommand add_diff_command(CLI::App& app);
+[[nodiscard]] Subcommand add_profile_command(CLI::App& app);
 
 }  // namespace gpipe::cli

@@ -2,7 +2,7 @@
 // from the measurement (text report or --json). Exit 0 when |step time error|
 // is within --tolerance (the project's goal, 2 %), 1 when it exceeds it (after
 // the report, with one line on stderr), 2 for bad input.
-#include "sim/tool/diff_command.hpp"
+#include "sim/tool/commands.hpp"
 
 #include <cmath>
 #include <iostream>

@@ -1,7 +1,5 @@
 // gpipe-sim: print, check and (soon) simulate pipeline schedules.
 #include "sim/tool/commands.hpp"
-#include "sim/tool/diff_command.hpp"
-#include "sim/tool/profile_command.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{

@@ -1,7 +1,7 @@
 // gpipe-sim profile --model SPEC --device h100|h200|a100 [--dtype bf16|fp32]
 //   --micro-batch-sizes LIST --out P.json: the analytic profile of the model,
 //   written as a DESIGN.md profile file, with a one-line summary on stdout.
-#include "sim/tool/profile_command.hpp"
+#include "sim/tool/commands.hpp"
 
 #include <iostream>
 #include <memory>
