@@ -1,4 +1,4 @@
-// gpipe-sim: print, check and (soon) simulate pipeline schedules.
+// gpipe-sim: print and check schedules; predict, sweep and diff pipeline runs.
 #include "sim/tool/commands.hpp"
 
 int main(int argc, char** argv) {
