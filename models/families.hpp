@@ -22,7 +22,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <string_view>
 
 #include "models/model.hpp"
 
@@ -46,6 +48,10 @@ struct TransformerShape {
 [[nodiscard]] Layer lm_head_layer(const TransformerShape& shape);
 
 [[nodiscard]] Model build_mlp(int layers, int hidden);
+// The residual-MLP families (mlp, unbalanced): `layers` mlp_blocks, block i
+// with inner width ffn_width(i), then an mse_loss layer.
+[[nodiscard]] Model build_residual_mlp(std::string_view family, int layers, int hidden,
+                                       const std::function<std::int64_t(int)>& ffn_width);
 [[nodiscard]] Model build_transformer(const TransformerShape& shape);
 [[nodiscard]] Model build_unbalanced(int layers, int hidden);
 

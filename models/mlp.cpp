@@ -40,19 +40,24 @@ Layer mse_loss_layer(std::int64_t hidden) {
   return layer;
 }
 
-Model build_mlp(int layers, int hidden) {
+Model build_residual_mlp(std::string_view family, int layers, int hidden,
+                         const std::function<std::int64_t(int)>& ffn_width) {
   assert(layers >= 1 && hidden >= 1);
   Model model;
-  model.spec = fmt::format("mlp:layers={},hidden={}", layers, hidden);
-  model.family = "mlp";
+  model.spec = fmt::format("{}:layers={},hidden={}", family, layers, hidden);
+  model.family = std::string(family);
   model.num_blocks = layers;
   model.hidden = hidden;
   for (int i = 0; i < layers; ++i) {
-    model.layers.push_back(
-        mlp_block_layer(fmt::format("block{}", i), hidden, 4 * static_cast<std::int64_t>(hidden)));
+    model.layers.push_back(mlp_block_layer(fmt::format("block{}", i), hidden, ffn_width(i)));
   }
   model.layers.push_back(mse_loss_layer(hidden));
   return model;
+}
+
+Model build_mlp(int layers, int hidden) {
+  return build_residual_mlp("mlp", layers, hidden,
+                            [hidden](int) { return 4 * static_cast<std::int64_t>(hidden); });
 }
 
 }  // namespace gpipe::models

@@ -17,18 +17,9 @@ std::int64_t unbalanced_ffn_width(int block, int layers, int hidden) {
 }
 
 Model build_unbalanced(int layers, int hidden) {
-  assert(layers >= 1 && hidden >= 1);
-  Model model;
-  model.spec = fmt::format("unbalanced:layers={},hidden={}", layers, hidden);
-  model.family = "unbalanced";
-  model.num_blocks = layers;
-  model.hidden = hidden;
-  for (int i = 0; i < layers; ++i) {
-    model.layers.push_back(mlp_block_layer(fmt::format("block{}", i), hidden,
-                                           unbalanced_ffn_width(i, layers, hidden)));
-  }
-  model.layers.push_back(mse_loss_layer(hidden));
-  return model;
+  return build_residual_mlp("unbalanced", layers, hidden, [layers, hidden](int block) {
+    return unbalanced_ffn_width(block, layers, hidden);
+  });
 }
 
 }  // namespace gpipe::models
