@@ -108,7 +108,7 @@ struct RunFlags {
 };
 
 int run(const RunFlags& f) {
-  const std::string path = sim::resolve_profile(f.scenario.profile).string();
+  const std::string path = sim::resolve_profile(f.scenario.fixed.profile).string();
   const profiles::Profile profile = profiles::load_profile(path);
   const sim::Scenario sc = f.scenario.scenario();
   const sim::Prediction p = sim::predict(profile, sc, !f.trace.empty());

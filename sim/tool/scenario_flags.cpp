@@ -4,10 +4,38 @@
 
 namespace gpipe::cli {
 
-void ScenarioFlags::add_to(CLI::App& cmd) {
+void FixedFlags::add_to(CLI::App& cmd) {
   cmd.add_option("--profile", profile,
                  "Profile file, or the name of a shipped profile (profiles/data/NAME.json)")
       ->capture_default_str();
+  cmd.add_option("--backward-order", backward_order, "GPipe backward order")
+      ->check(CLI::IsMember({"reverse", "forward"}))
+      ->capture_default_str();
+  cmd.add_option("--link-latency-us", link_latency_us, "Override the profile's link latency (us)")
+      ->check(CLI::Range(0.0, 1e9));
+  cmd.add_option("--link-bandwidth-gbps", link_bandwidth_GBps, "Override the profile's link bandwidth (GB/s)")
+      ->check(CLI::Range(1e-9, 1e9));
+  cmd.add_option("--link-sharing", link_sharing,
+                 "Messages on one link: fifo (queue) or shared (split its bandwidth)")
+      ->check(CLI::IsMember({"fifo", "shared"}))
+      ->capture_default_str();
+  cmd.add_option("--optimizer", optimizer, "Optimizer, for static memory (weights, gradients, state)")
+      ->check(CLI::IsMember({"sgd", "momentum", "adamw"}))
+      ->capture_default_str();
+}
+
+void FixedFlags::apply_to(sim::Scenario& sc) const {
+  sc.backward_order = *schedules::parse_backward_order(backward_order);
+  sc.link_latency_us = link_latency_us;
+  sc.link_bandwidth_GBps = link_bandwidth_GBps;
+  const auto sharing = sim::parse_link_sharing(link_sharing);
+  if (!sharing) throw InputError("--link-sharing must be fifo or shared, not '" + link_sharing + "'");
+  sc.link_sharing = *sharing;
+  sc.optimizer = *sim::parse_optimizer(optimizer);
+}
+
+void ScenarioFlags::add_to(CLI::App& cmd) {
+  fixed.add_to(cmd);
   cmd.add_option("--stages,-K", stages, "Number of pipeline stages K")->required()->check(CLI::Range(1, 100000));
   cmd.add_option("--microbatches,-M", microbatches, "Micro-batches per mini-batch M")
       ->required()
@@ -19,21 +47,11 @@ void ScenarioFlags::add_to(CLI::App& cmd) {
                 ->check(CLI::Range(1, 1 << 24));
   n->excludes(b);
   cmd.add_option("--schedule", schedule, "Schedule")->check(CLI::IsMember({"gpipe", "1f1b"}))->capture_default_str();
-  cmd.add_option("--backward-order", backward_order, "GPipe backward order")
-      ->check(CLI::IsMember({"reverse", "forward"}))
-      ->capture_default_str();
   cmd.add_option("--recompute", recompute, "Re-materialisation policy")
       ->check(CLI::IsMember({"never", "always", "except_last"}))
       ->capture_default_str();
   cmd.add_option("--partition", partition,
                  "Layers per stage: balanced (GPipe's partitioner), uniform, or a list n1,n2,...")
-      ->capture_default_str();
-  cmd.add_option("--link-latency-us", link_latency_us, "Override the profile's link latency (us)")
-      ->check(CLI::Range(0.0, 1e9));
-  cmd.add_option("--link-bandwidth-gbps", link_bandwidth_GBps, "Override the profile's link bandwidth (GB/s)")
-      ->check(CLI::Range(1e-9, 1e9));
-  cmd.add_option("--optimizer", optimizer, "Optimizer, for static memory (weights, gradients, state)")
-      ->check(CLI::IsMember({"sgd", "momentum", "adamw"}))
       ->capture_default_str();
   // Range checks live in sim::validate_jitter, so the error names the flag the
   // same way from the library and the command line.
@@ -48,10 +66,6 @@ void ScenarioFlags::add_to(CLI::App& cmd) {
         return text.find('-') == std::string::npos ? "" : "a seed is an integer of 0 or more, got " + text;
       })
       ->capture_default_str();
-  cmd.add_option("--link-sharing", link_sharing,
-                 "Messages on one link: fifo (queue) or shared (split its bandwidth)")
-      ->check(CLI::IsMember({"fifo", "shared"}))
-      ->capture_default_str();
 }
 
 sim::Scenario ScenarioFlags::scenario() const {
@@ -62,17 +76,11 @@ sim::Scenario ScenarioFlags::scenario() const {
   sc.microbatches = microbatches;
   sc.batch = batch;
   sc.micro_batch_size = micro_batch_size;
-  sc.backward_order = *schedules::parse_backward_order(backward_order);
   sc.recompute = *schedules::parse_recompute_policy(recompute);
   sc.partition = models::parse_partition_spec(partition);
-  sc.link_latency_us = link_latency_us;
-  sc.link_bandwidth_GBps = link_bandwidth_GBps;
-  sc.optimizer = *sim::parse_optimizer(optimizer);
+  fixed.apply_to(sc);
   sim::validate_jitter(jitter_cv, runs);
   sc.jitter = {jitter_cv, runs, seed};
-  const auto sharing = sim::parse_link_sharing(link_sharing);
-  if (!sharing) throw InputError("--link-sharing must be fifo or shared, not '" + link_sharing + "'");
-  sc.link_sharing = *sharing;
   return sc;
 }
 

@@ -13,23 +13,33 @@
 
 namespace gpipe::cli {
 
-struct ScenarioFlags {
+// The flags `run` and `sweep` share: the profile, and what a sweep holds fixed
+// across its grid (backward order, optimizer, the link).
+struct FixedFlags {
   std::string profile{sim::kDefaultProfile};
+  std::string backward_order = "reverse";
+  std::optional<double> link_latency_us;
+  std::optional<double> link_bandwidth_GBps;
+  std::string link_sharing = "fifo";
+  std::string optimizer = "adamw";
+
+  void add_to(CLI::App& cmd);
+  // Sets those fields of `sc`; throws InputError for a value that is not one.
+  void apply_to(sim::Scenario& sc) const;
+};
+
+struct ScenarioFlags {
+  FixedFlags fixed;
   std::string schedule = "gpipe";
   int stages = 0;
   int microbatches = 0;
   std::int64_t batch = 0;
   int micro_batch_size = 0;
-  std::string backward_order = "reverse";
   std::string recompute = "never";
   std::string partition = "balanced";
-  std::optional<double> link_latency_us;
-  std::optional<double> link_bandwidth_GBps;
-  std::string optimizer = "adamw";
   double jitter_cv = 0.0;  // stochastic mode (sim/stochastic.hpp) when > 0
   int runs = 100;
   std::uint64_t seed = 1;
-  std::string link_sharing = "fifo";
 
   void add_to(CLI::App& cmd);
   // Throws InputError for flags that do not make a configuration.

@@ -17,23 +17,20 @@
 #include "sim/sweep.hpp"
 #include "sim/tool/commands.hpp"
 #include "sim/tool/int_list.hpp"
+#include "sim/tool/scenario_flags.hpp"
 #include "sim/tool/units.hpp"
 
 namespace gpipe::cli {
 namespace {
 
 struct SweepFlags {
-  std::string profile{sim::kDefaultProfile};
+  FixedFlags fixed;
   std::string stages;
   std::string microbatches;
   std::int64_t batch = 0;
   std::string schedules = "gpipe";
   std::string recompute = "never";
   std::string partition = "balanced";
-  std::string backward_order = "reverse";
-  std::string optimizer = "adamw";
-  std::optional<double> link_latency_us;
-  std::optional<double> link_bandwidth_GBps;
   std::string memory_limit;
   std::string out;
   std::string json_out;
@@ -99,14 +96,11 @@ int run(const SweepFlags& f) {
   }
   grid.base.batch = f.batch;
   grid.base.partition = models::parse_partition_spec(f.partition);
-  grid.base.backward_order = *schedules::parse_backward_order(f.backward_order);
-  grid.base.optimizer = *sim::parse_optimizer(f.optimizer);
-  grid.base.link_latency_us = f.link_latency_us;
-  grid.base.link_bandwidth_GBps = f.link_bandwidth_GBps;
+  f.fixed.apply_to(grid.base);
   std::optional<std::int64_t> limit;
   if (!f.memory_limit.empty()) limit = parse_bytes(f.memory_limit, "--memory-limit");
 
-  const auto path = sim::resolve_profile(f.profile);
+  const auto path = sim::resolve_profile(f.fixed.profile);
   const profiles::Profile profile = profiles::load_profile(path);
   const int threads = f.threads > 0 ? f.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::cout << fmt::format("profile {} ({}, {}, {}), batch {}\n", path.string(), profile.source,
@@ -126,8 +120,7 @@ Subcommand add_sweep_command(CLI::App& app) {
   auto f = std::make_shared<SweepFlags>();
   CLI::App* cmd = app.add_subcommand(
       "sweep", "Predict a grid of configurations (K x M x schedule x recompute) for one mini-batch");
-  cmd->add_option("--profile", f->profile, "Profile file, or the name of a shipped profile")
-      ->capture_default_str();
+  f->fixed.add_to(*cmd);
   cmd->add_option("--stages,-K", f->stages, "Stage counts: 1,2,4 or a range 1..32")->required();
   cmd->add_option("--microbatches,-M", f->microbatches, "Micro-batch counts: 1,2,4 or 1..256")->required();
   cmd->add_option("--batch,-N", f->batch, "Samples per mini-batch N")
@@ -139,16 +132,6 @@ Subcommand add_sweep_command(CLI::App& app) {
   cmd->add_option("--partition", f->partition, "balanced or uniform")
       ->check(CLI::IsMember({"balanced", "uniform"}))
       ->capture_default_str();
-  cmd->add_option("--backward-order", f->backward_order, "GPipe backward order")
-      ->check(CLI::IsMember({"reverse", "forward"}))
-      ->capture_default_str();
-  cmd->add_option("--optimizer", f->optimizer, "Optimizer, for static memory")
-      ->check(CLI::IsMember({"sgd", "momentum", "adamw"}))
-      ->capture_default_str();
-  cmd->add_option("--link-latency-us", f->link_latency_us, "Override the profile's link latency (us)")
-      ->check(CLI::Range(0.0, 1e9));
-  cmd->add_option("--link-bandwidth-gbps", f->link_bandwidth_GBps, "Override the profile's link bandwidth")
-      ->check(CLI::Range(1e-9, 1e9));
   cmd->add_option("--memory-limit", f->memory_limit,
                   "Memory per rank (static + activations), e.g. 80GB: the summary keeps what fits");
   cmd->add_option("--out", f->out, "Write every configuration as CSV");

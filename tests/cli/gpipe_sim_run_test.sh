@@ -41,6 +41,11 @@ expect_out "18 configurations: 8 simulated, 10 skipped (cannot exist)"
 grep -qF 'gpipe,never,3,1,,2,,skipped,--stages 3 exceeds the 2 layers of the profile' "$tmp/sweep.csv" \
   || fail "skipped row for K=3: $(cat "$tmp/sweep.csv")"
 grep -qF '"status": "skipped"' "$tmp/sweep.json" || fail "sweep.json lacks skipped rows"
+# run and sweep share the fixed flags: the link, its sharing, the optimizer.
+expect_status 0 "$sim" sweep --profile $data/valid_two_layers.json -K 2 -M 2 -N 2 --link-sharing shared \
+  --link-bandwidth-gbps 0.001 --optimizer sgd --backward-order forward
+expect_status 2 "$sim" sweep --profile $data/valid_two_layers.json -K 2 -M 2 -N 2 --link-sharing maybe
+expect_one_error_line "--link-sharing"
 
 # Bad input: one line naming the file, field or flag; exit 2.
 expect_status 2 "$sim" run --profile "$tmp/none.json" -K 2 -M 2 -N 4
