@@ -12,6 +12,7 @@
 #include "sim/scenario.hpp"
 #include "sim/shipped_profiles.hpp"
 #include "sim/tool/commands.hpp"
+#include "sim/tool/metrics_table.hpp"
 #include "sim/tool/scenario_flags.hpp"
 #include "sim/tool/units.hpp"
 
@@ -78,27 +79,10 @@ void print_table(const sim::Prediction& p, const sim::Scenario& sc, const profil
                            sc.link_sharing == sim::LinkSharing::fifo
                                ? "one message at a time (fifo)"
                                : "concurrent messages share the bandwidth (shared)");
-  std::cout << fmt::format("step time       {}\n", format_time_us(m.step_time_us));
-  std::cout << fmt::format("throughput      {:.1f} samples/s\n", m.throughput_samples_per_s);
-  std::cout << fmt::format("bubble          {:.2f} % of the step (analytic (K-1)/(M+K-1): {:.2f} %)\n",
-                           100 * m.bubble_fraction, 100 * m.bubble_fraction_analytic);
-  std::cout << fmt::format(
-      "bubble / ideal  {:.2f} % (Megatron's convention; analytic (K-1)/M: {:.2f} %)\n\n",
-      100 * m.bubble_time_over_ideal, 100 * m.bubble_time_over_ideal_analytic);
+  std::cout << format_metrics_summary(m);
   if (p.stochastic) print_stochastic(*p.stochastic);
-  std::cout << fmt::format("{:>4}  {:>7}  {:>10}  {:>6}  {:>15}  {:>18}  {:>10}\n", "rank", "layers",
-                           "busy", "util", "peak activation",
-                           fmt::format("static ({}, {})", sim::to_string(sc.optimizer), profile.dtype),
-                           "total");
-  for (const auto& r : m.ranks) {
-    const int first = p.partition.first_layer(r.rank);
-    const int last = p.partition.end_layer(r.rank) - 1;
-    std::cout << fmt::format("{:>4}  {:>7}  {:>10}  {:>5.1f}%  {:>15}  {:>18}  {:>10}\n", r.rank,
-                             first == last ? std::to_string(first) : fmt::format("{}-{}", first, last),
-                             format_time_us(r.busy_us), 100 * r.utilization,
-                             format_bytes(r.peak_activation_bytes), format_bytes(r.static_bytes),
-                             format_bytes(r.peak_activation_bytes + r.static_bytes));
-  }
+  std::cout << format_rank_table(
+      m, p.partition, fmt::format("static ({}, {})", sim::to_string(sc.optimizer), profile.dtype));
 }
 
 struct RunFlags {

@@ -1,0 +1,37 @@
+#include "sim/tool/metrics_table.hpp"
+
+#include <fmt/format.h>
+
+#include "sim/tool/units.hpp"
+
+namespace gpipe::cli {
+
+std::string format_metrics_summary(const schedules::Metrics& m) {
+  std::string out;
+  out += fmt::format("step time       {}\n", format_time_us(m.step_time_us));
+  out += fmt::format("throughput      {:.1f} samples/s\n", m.throughput_samples_per_s);
+  out += fmt::format("bubble          {:.2f} % of the step (analytic (K-1)/(M+K-1): {:.2f} %)\n",
+                     100 * m.bubble_fraction, 100 * m.bubble_fraction_analytic);
+  out += fmt::format(
+      "bubble / ideal  {:.2f} % (Megatron's convention; analytic (K-1)/M: {:.2f} %)\n\n",
+      100 * m.bubble_time_over_ideal, 100 * m.bubble_time_over_ideal_analytic);
+  return out;
+}
+
+std::string format_rank_table(const schedules::Metrics& m, const models::Partition& partition,
+                              std::string_view static_label) {
+  std::string out = fmt::format("{:>4}  {:>7}  {:>10}  {:>6}  {:>15}  {:>18}  {:>10}\n", "rank",
+                                "layers", "busy", "util", "peak activation", static_label, "total");
+  for (const auto& r : m.ranks) {
+    const int first = partition.first_layer(r.rank);
+    const int last = partition.end_layer(r.rank) - 1;
+    out += fmt::format("{:>4}  {:>7}  {:>10}  {:>5.1f}%  {:>15}  {:>18}  {:>10}\n", r.rank,
+                       first == last ? std::to_string(first) : fmt::format("{}-{}", first, last),
+                       format_time_us(r.busy_us), 100 * r.utilization,
+                       format_bytes(r.peak_activation_bytes), format_bytes(r.static_bytes),
+                       format_bytes(r.peak_activation_bytes + r.static_bytes));
+  }
+  return out;
+}
+
+}  // namespace gpipe::cli

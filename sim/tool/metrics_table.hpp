@@ -1,0 +1,25 @@
+// How the command lines print a Timeline's metrics (schedules/metrics.hpp):
+// the summary (step time, throughput, both bubble conventions, each beside its
+// closed form) and the per-rank table (layers, busy, utilisation, peak
+// activation, static, total). `gpipe-sim run` prints a prediction with them and
+// `gpipe-run train` a measurement, so the two read alike line for line.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "models/partition.hpp"
+#include "schedules/metrics.hpp"
+
+namespace gpipe::cli {
+
+// "step time ...", "throughput ...", "bubble ...", "bubble / ideal ...", then a blank line.
+[[nodiscard]] std::string format_metrics_summary(const schedules::Metrics& metrics);
+
+// One row per rank; rank r holds the layers of stage r of `partition`.
+// `static_label` heads the static-memory column, e.g. "static (adamw, bf16)".
+[[nodiscard]] std::string format_rank_table(const schedules::Metrics& metrics,
+                                            const models::Partition& partition,
+                                            std::string_view static_label);
+
+}  // namespace gpipe::cli
