@@ -1,11 +1,18 @@
-// gpipe-run: the executor's command line. Its subcommands (train, profile,
-// validate) are added as they land.
-#include <CLI/CLI.hpp>
-
-#include "sim/tool/cli_main.hpp"
+// gpipe-run: the executor's command line. Train a model through a pipeline
+// schedule on CPU threads and measure it, profile its layers for the
+// simulator, and validate the simulator against real runs.
+#include "exec/tool/commands.hpp"
 
 int main(int argc, char** argv) {
-  CLI::App app{"gpipe-run: train a model through a pipeline schedule and measure it"};
+  CLI::App app{
+      "gpipe-run: train a model through a pipeline schedule (GPipe, 1F1B), one thread per rank,\n"
+      "and measure it; profile its layers for gpipe-sim; validate gpipe-sim against real runs.",
+      "gpipe-run"};
   app.require_subcommand(1);
-  return gpipe::cli::run_main(app, {}, argc, argv);
+  const std::vector<gpipe::cli::Subcommand> commands = {
+      gpipe::cli::add_train_command(app),
+      gpipe::cli::add_profile_run_command(app),
+      gpipe::cli::add_validate_command(app),
+  };
+  return gpipe::cli::run_main(app, commands, argc, argv);
 }

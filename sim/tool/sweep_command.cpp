@@ -17,6 +17,7 @@
 #include "sim/sweep.hpp"
 #include "sim/tool/commands.hpp"
 #include "sim/tool/int_list.hpp"
+#include "sim/tool/name_list.hpp"
 #include "sim/tool/scenario_flags.hpp"
 #include "sim/tool/units.hpp"
 
@@ -36,22 +37,6 @@ struct SweepFlags {
   std::string json_out;
   int threads = 0;
 };
-
-std::vector<std::string> split_names(const std::string& text, const char* flag,
-                                     std::initializer_list<std::string_view> known) {
-  std::vector<std::string> names;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    const auto end = std::min(text.find(',', start), text.size());
-    const std::string name = text.substr(start, end - start);
-    if (std::find(known.begin(), known.end(), name) == known.end()) {
-      throw InputError(fmt::format("{}: unknown value '{}' (known: {})", flag, name, fmt::join(known, ", ")));
-    }
-    names.push_back(name);
-    start = end + 1;
-  }
-  return names;
-}
 
 // A bar on stderr, only when stderr is a terminal: logs stay clean.
 void show_progress(std::size_t done, std::size_t total) {
@@ -89,9 +74,9 @@ int run(const SweepFlags& f) {
   sim::SweepGrid grid;
   grid.stages = parse_int_list(f.stages, "--stages");
   grid.microbatches = parse_int_list(f.microbatches, "--microbatches");
-  grid.schedules = split_names(f.schedules, "--schedule", {"gpipe", "1f1b"});
+  grid.schedules = parse_name_list(f.schedules, "--schedule", {"gpipe", "1f1b"});
   grid.recompute.clear();
-  for (const auto& name : split_names(f.recompute, "--recompute", {"never", "always", "except_last"})) {
+  for (const auto& name : parse_name_list(f.recompute, "--recompute", {"never", "always", "except_last"})) {
     grid.recompute.push_back(*schedules::parse_recompute_policy(name));
   }
   grid.base.batch = f.batch;

@@ -1,0 +1,60 @@
+// The CPU profiler behind `gpipe-run profile --backend cpu`: every layer of a
+// model run on its own, at each requested micro-batch size, timed and
+// measured, and written as a DESIGN.md profile (source "cpu") that the
+// simulator reads like any other.
+//
+// Per layer and size: the layer is built as the executor builds it
+// (cpu::make_layer), fed a seeded random input (and target, for a loss
+// layer) of the layer's shape, run `warmup` times forward and backward, then
+// `repeats` more times with each forward and each backward timed on its own;
+// fwd_us and bwd_us are the medians. The backward's time is its call alone,
+// which consumes the forward's stash (freeing it is part of the backward).
+// optimizer_us is the median of the layer's own optimizer step (AdamW by
+// default), independent of the size. Bytes are MEASURED, not taken from the
+// model description: input_bytes and output_bytes are the tensors' sizes and
+// activation_bytes what the stash's MemoryAccount holds after the forward, so a
+// layer that kept more or less than models::bytes_at() says shows up here.
+//
+// The link is the in-process hand-off between two rank threads: its latency
+// the median one-way time of a message passed between two threads, and its
+// bandwidth kInProcessBandwidthGBps, because an in-process message moves a
+// pointer to the tensor, never its bytes.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+
+#include "exec/optimizer.hpp"
+#include "models/model.hpp"
+#include "profiles/profile.hpp"
+
+namespace gpipe::exec {
+
+// A stand-in for "no per-byte cost": at 10^6 GB/s a 1 GB activation costs
+// 1 ms, against the copy-free hand-off of the in-process transport that costs
+// nothing per byte. Large and finite, because a profile's bandwidth must be.
+inline constexpr double kInProcessBandwidthGBps = 1e6;
+
+struct ProfilerOptions {
+  int warmup = 2;   // untimed forward+backward runs per layer and size
+  int repeats = 5;  // timed runs; the median is kept
+  std::uint64_t seed = 1;  // weights (as make_layer) and the random inputs
+  OptimizerConfig optimizer;  // whose step optimizer_us times (AdamW by default)
+  int link_round_trips = 200;  // messages timed for the link latency
+  // Called after each layer with its index, the layer count and its profile.
+  std::function<void(int layer, int layers, const profiles::LayerProfile&)> on_layer;
+};
+
+// InputError when the sizes are empty, hold a size < 1 or a duplicate, when
+// warmup < 0, repeats < 1 or link_round_trips < 1; a layer kind the CPU
+// backend lacks throws from make_layer.
+[[nodiscard]] profiles::Profile profile_cpu(const models::Model& model,
+                                            std::span<const int> micro_batch_sizes,
+                                            const ProfilerOptions& options = {});
+
+// The median one-way time, in microseconds, of handing a message from one
+// thread to another and back, halved, over `round_trips` round trips.
+[[nodiscard]] double measure_handoff_latency_us(int round_trips);
+
+}  // namespace gpipe::exec

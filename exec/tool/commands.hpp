@@ -1,0 +1,16 @@
+// The subcommands of gpipe-run, one file each; gpipe_run_main.cpp wires them up.
+#pragma once
+
+#include "profiles/profile.hpp"
+#include "sim/tool/cli_main.hpp"
+
+namespace gpipe::cli {
+
+[[nodiscard]] Subcommand add_train_command(CLI::App& app);
+[[nodiscard]] Subcommand add_profile_run_command(CLI::App& app);
+[[nodiscard]] Subcommand add_validate_command(CLI::App& app);
+
+// The profiler's progress line on stderr, one per layer (profile, validate).
+void report_profiled_layer(int index, int count, const profiles::LayerProfile& layer);
+
+}  // namespace gpipe::cli

@@ -1,0 +1,99 @@
+// gpipe-run profile --backend cpu --model SPEC --micro-batch-sizes LIST --out P.json:
+// measure every layer on this CPU (exec/profiler.hpp) and write the profile
+// that `gpipe-sim run --profile` reads; progress per layer on stderr, a
+// one-line summary on stdout.
+#include <iostream>
+#include <memory>
+#include <ranges>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "exec/profiler.hpp"
+#include "exec/tool/commands.hpp"
+#include "exec/tool/run_flags.hpp"
+#include "models/model_spec.hpp"
+#include "sim/static_memory.hpp"
+#include "sim/tool/int_list.hpp"
+#include "sim/tool/units.hpp"
+
+namespace gpipe::cli {
+namespace {
+
+struct ProfileFlags {
+  std::string backend = "cpu";
+  std::string model;
+  std::string micro_batch_sizes;
+  std::string out;
+  int warmup = 2;
+  int repeats = 5;
+  std::uint64_t seed = 1;
+  std::string optimizer = "adamw";
+};
+
+}  // namespace
+
+void report_profiled_layer(int index, int count, const profiles::LayerProfile& layer) {
+  std::string samples;
+  for (const auto& s : layer.samples) {
+    samples += fmt::format("  b={} fwd {} bwd {}", s.micro_batch_size, format_time_us(s.fwd_us),
+                           format_time_us(s.bwd_us));
+  }
+  std::cerr << fmt::format("[{}/{}] {} ({}):{}  step {}\n", index + 1, count, layer.name, layer.kind,
+                           samples, format_time_us(layer.optimizer_us));
+}
+
+namespace {
+
+int run_profile(const ProfileFlags& f) {
+  require_cpu_backend(f.backend);
+  const models::Model model = models::parse_model(f.model);
+  const std::vector<int> sizes = parse_int_list(f.micro_batch_sizes, "--micro-batch-sizes");
+  exec::ProfilerOptions options;
+  options.warmup = f.warmup;
+  options.repeats = f.repeats;
+  options.seed = f.seed;
+  options.optimizer.kind = *sim::parse_optimizer(f.optimizer);
+  options.on_layer = report_profiled_layer;
+  const profiles::Profile profile = exec::profile_cpu(model, sizes, options);
+  profiles::write_profile(profile, f.out);
+  std::cout << fmt::format(
+      "{}: cpu profile of {} on {} (fp32), {} layers, micro-batch sizes {}; link {:.2f} us "
+      "(in-process hand-off) at {:g} GB/s (a pointer moves, not the bytes)\n",
+      f.out, profile.model, profile.device, profile.layers.size(),
+      fmt::join(profile.layers.front().samples |
+                    std::views::transform([](const auto& s) { return s.micro_batch_size; }),
+                ","),
+      profile.link.latency_us, profile.link.bandwidth_GBps);
+  return 0;
+}
+
+}  // namespace
+
+Subcommand add_profile_run_command(CLI::App& app) {
+  auto f = std::make_shared<ProfileFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "profile", "Measure every layer of a model (median forward, backward and optimizer-step "
+                 "times; input, output and stash bytes) and write a profile for gpipe-sim");
+  add_backend_flag(*cmd, f->backend);
+  cmd->add_option("--model", f->model,
+                  "Model SPEC, e.g. transformer:layers=2,hidden=64,heads=4,seq=16")
+      ->required();
+  cmd->add_option("--micro-batch-sizes", f->micro_batch_sizes,
+                  "Micro-batch sizes to measure: 1,2,4,8 or 1..8")
+      ->required();
+  cmd->add_option("--out", f->out, "Profile file to write (JSON)")->required();
+  cmd->add_option("--warmup", f->warmup, "Untimed runs of each layer and size before timing")
+      ->check(CLI::Range(0, 100000))
+      ->capture_default_str();
+  cmd->add_option("--repeats", f->repeats, "Timed runs of each layer and size; the median is kept")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  add_seed_flag(*cmd, f->seed, "Seed of the weights and the random inputs");
+  cmd->add_option("--optimizer", f->optimizer, "Optimizer whose step optimizer_us times")
+      ->check(CLI::IsMember({"sgd", "momentum", "adamw"}))
+      ->capture_default_str();
+  return {cmd, [f] { return run_profile(*f); }};
+}
+
+}  // namespace gpipe::cli

@@ -1,0 +1,65 @@
+#include "exec/tool/run_flags.hpp"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "schedules/error.hpp"
+#include "sim/static_memory.hpp"
+
+namespace gpipe::cli {
+
+void add_backend_flag(CLI::App& cmd, std::string& backend) {
+  cmd.add_option("--backend", backend, "Where to run: cpu (threads, one per rank) or cuda")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
+}
+
+void require_cpu_backend(const std::string& backend) {
+  // Exit status 1, not 2: the request is well-formed, this build cannot run it.
+  if (backend == "cuda") throw RunError("--backend cuda: this build has no CUDA backend (issue 5)");
+}
+
+void add_seed_flag(CLI::App& cmd, std::uint64_t& seed, const std::string& help) {
+  cmd.add_option("--seed", seed, help)
+      ->check([](const std::string& text) -> std::string {
+        return text.find('-') == std::string::npos ? "" : "a seed is an integer of 0 or more, got " + text;
+      })
+      ->capture_default_str();
+}
+
+void RunFlags::add_to(CLI::App& cmd, const std::string& profile_help) {
+  add_backend_flag(cmd, backend);
+  cmd.add_option("--model", model,
+                 "Model SPEC: mlp:layers=L,hidden=H or transformer:layers=L,hidden=H,heads=A,seq=S[,vocab=V]")
+      ->required();
+  cmd.add_option("--backward-order", backward_order, "GPipe backward order")
+      ->check(CLI::IsMember({"reverse", "forward"}))
+      ->capture_default_str();
+  cmd.add_option("--partition", partition,
+                 "Layers per stage: balanced (GPipe's partitioner on --profile's costs, or on the "
+                 "model's analytic fp32 costs), uniform, or a list n1,n2,...")
+      ->capture_default_str();
+  cmd.add_option("--profile", profile, profile_help);
+  add_seed_flag(cmd, seed, "Seed of the weights and the synthetic data");
+  cmd.add_option("--optimizer", optimizer, "Optimizer applied at each stage's STEP")
+      ->check(CLI::IsMember({"sgd", "momentum", "adamw"}))
+      ->capture_default_str();
+  cmd.add_option("--lr", learning_rate, "Learning rate")->capture_default_str();
+  cmd.add_option("--watchdog-seconds", watchdog_seconds,
+                 "Stop a run in which no action finishes for this long (a stall)")
+      ->check(CLI::Range(1e-3, 1e6))
+      ->capture_default_str();
+}
+
+exec::OptimizerConfig RunFlags::optimizer_config() const {
+  if (!std::isfinite(learning_rate) || learning_rate <= 0) {
+    throw InputError(fmt::format("--lr must be a positive number, got {}", learning_rate));
+  }
+  exec::OptimizerConfig config;
+  config.kind = *sim::parse_optimizer(optimizer);
+  config.learning_rate = learning_rate;
+  return config;
+}
+
+}  // namespace gpipe::cli

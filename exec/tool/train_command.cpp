@@ -1,0 +1,167 @@
+// gpipe-run train: train a model through a pipeline schedule on CPU threads,
+// printing the loss of every step as it comes, then the last step's measured
+// metrics as gpipe-sim run prints a prediction (both bubble conventions,
+// per-rank busy time, utilisation, peak activation and static bytes);
+// --json prints {"losses": [...], "metrics": {...}} and nothing else on
+// stdout; --trace writes the last step's timeline as a Chrome trace.
+#include <unistd.h>
+
+#include <iostream>
+#include <memory>
+#include <optional>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "exec/fault.hpp"
+#include "exec/run_plan.hpp"
+#include "exec/tool/commands.hpp"
+#include "exec/tool/run_flags.hpp"
+#include "exec/trainer.hpp"
+#include "models/model_spec.hpp"
+#include "profiles/profile.hpp"
+#include "schedules/chrome_trace.hpp"
+#include "schedules/error.hpp"
+#include "sim/shipped_profiles.hpp"
+#include "sim/tool/metrics_table.hpp"
+
+namespace gpipe::cli {
+namespace {
+
+struct TrainFlags {
+  RunFlags run;
+  std::string schedule = "gpipe";
+  int stages = 0;
+  int microbatches = 0;
+  std::int64_t batch = 0;
+  int steps = 0;
+  std::string recompute = "never";
+  std::string trace;
+  bool json = false;
+  bool check_finite = false;
+  std::string inject_fault;
+};
+
+std::string sizes_text(const std::vector<int>& sizes) {
+  return sizes.front() == sizes.back() ? std::to_string(sizes.front())
+                                       : fmt::format("{}-{}", sizes.back(), sizes.front());
+}
+
+void print_header(const TrainFlags& f, const models::Model& model, const sim::Prediction& plan,
+                  const exec::TrainOptions& t, const std::string& balanced_on) {
+  const auto& s = plan.schedule;
+  std::cout << fmt::format("model       {} ({} layers, {} parameters)\n", model.spec,
+                           model.layers.size(), model.params());
+  std::cout << fmt::format("backend     cpu: one thread per rank on {}\n", exec::cpu_device_name());
+  std::cout << fmt::format(
+      "schedule    {}, {} stages on {} ranks, {} micro-batches of {} samples (batch {}), "
+      "recompute {}\n",
+      s.name, s.num_stages, s.num_ranks, s.num_microbatches, sizes_text(plan.microbatch_sizes),
+      plan.batch, schedules::to_string(s.recompute));
+  std::cout << fmt::format("partition   {} ({}{})\n", models::to_string(plan.partition), f.run.partition,
+                           f.run.partition == "balanced" ? " on " + balanced_on : "");
+  std::cout << fmt::format("optimizer   {}, lr {}, seed {}, {} steps\n\n",
+                           sim::to_string(t.optimizer.kind), t.optimizer.learning_rate, t.seed, t.steps);
+}
+
+int run_train(const TrainFlags& f) {
+  require_cpu_backend(f.run.backend);
+  const models::Model model = models::parse_model(f.run.model);
+  sim::Scenario sc;
+  sc.schedule = f.schedule;
+  sc.backward_order = *schedules::parse_backward_order(f.run.backward_order);
+  sc.recompute = *schedules::parse_recompute_policy(f.recompute);
+  sc.stages = f.stages;
+  sc.microbatches = f.microbatches;
+  sc.batch = f.batch;
+  sc.partition = models::parse_partition_spec(f.run.partition);
+  const std::vector<int> split = sim::split_batch(f.batch, f.microbatches);  // M > N: the flag's error
+
+  // The costs the partitioner balances: a measured profile when given, else
+  // the model's analytic costs at this run's micro-batch sizes.
+  profiles::Profile profile;
+  std::string balanced_on;
+  if (!f.run.profile.empty()) {
+    const auto path = sim::resolve_profile(f.run.profile);
+    profile = profiles::load_profile(path);
+    balanced_on = path.string();
+  } else {
+    const std::vector<int> sizes = exec::microbatch_sizes_needed(f.batch, std::vector<int>{f.microbatches});
+    profile = exec::balancing_profile(model, sizes);
+    balanced_on = "the model's analytic fp32 costs";
+  }
+  const sim::Prediction plan = exec::plan_run(model, profile, sc);
+
+  exec::TrainOptions t;
+  t.model = model;
+  t.schedule = plan.schedule;
+  t.partition = plan.partition;
+  t.batch = f.batch;
+  t.steps = f.steps;
+  t.seed = f.run.seed;
+  t.optimizer = f.run.optimizer_config();
+  t.check_finite = f.check_finite;
+  if (!f.inject_fault.empty()) t.fault = exec::parse_fault_injection(f.inject_fault);
+  t.watchdog_seconds = f.run.watchdog_seconds;
+  // Text: one line per step on stdout as it ends. JSON: stdout holds the JSON
+  // alone, so the steps go to stderr, and only on a terminal (logs stay clean).
+  const bool progress = !f.json || isatty(STDERR_FILENO) != 0;
+  std::ostream& log = f.json ? std::cerr : std::cout;
+  const int width = static_cast<int>(std::to_string(f.steps).size());
+  if (progress) {
+    t.on_step = [&log, width, steps = f.steps](int step, double loss) {
+      log << fmt::format("step {:>{}}/{}  loss {:.6f}", step + 1, width, steps, loss) << std::endl;
+    };
+  }
+  if (!f.json) print_header(f, model, plan, t, balanced_on);
+
+  const exec::TrainResult result = exec::train(t);
+  if (!f.trace.empty()) schedules::write_chrome_trace(result.timeline, f.trace);
+  if (f.json) {
+    const nlohmann::json out{{"losses", result.losses}, {"metrics", schedules::to_json(result.metrics)}};
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << fmt::format("\nlast step, measured ({} threads on {}):\n",
+                           plan.schedule.num_ranks, result.timeline.info.device);
+  std::cout << format_metrics_summary(result.metrics);
+  std::cout << format_rank_table(result.metrics, plan.partition,
+                                 fmt::format("static ({}, fp32)", sim::to_string(t.optimizer.kind)));
+  if (!f.trace.empty()) std::cout << "\ntrace written to " << f.trace << " (open it in Perfetto)\n";
+  return 0;
+}
+
+}  // namespace
+
+Subcommand add_train_command(CLI::App& app) {
+  auto f = std::make_shared<TrainFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "train", "Train a model through a pipeline schedule, one thread per rank, and measure it: "
+               "loss per step, then step time, bubble, utilisation and memory of the last step");
+  f->run.add_to(*cmd, "Profile of the model (gpipe-run profile) whose costs --partition balanced balances");
+  cmd->add_option("--stages,-K", f->stages, "Number of pipeline stages K (one per rank)")
+      ->required()
+      ->check(CLI::Range(1, 4096));
+  cmd->add_option("--microbatches,-M", f->microbatches, "Micro-batches per mini-batch M")
+      ->required()
+      ->check(CLI::Range(1, 1000000));
+  cmd->add_option("--batch,-N", f->batch, "Samples per mini-batch N, split over the M micro-batches")
+      ->required()
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30));
+  cmd->add_option("--steps", f->steps, "Training steps (one mini-batch and one optimizer step each)")
+      ->required()
+      ->check(CLI::Range(1, 100000000));
+  cmd->add_option("--schedule", f->schedule, "Schedule")->check(CLI::IsMember({"gpipe", "1f1b"}))->capture_default_str();
+  cmd->add_option("--recompute", f->recompute, "Re-materialisation policy")
+      ->check(CLI::IsMember({"never", "always", "except_last"}))
+      ->capture_default_str();
+  cmd->add_option("--trace", f->trace, "Write the last step's measured timeline as a Chrome trace");
+  cmd->add_flag("--json", f->json, "Print {\"losses\": [...], \"metrics\": {...}} only");
+  cmd->add_flag("--check-finite", f->check_finite, "Fail the run on a non-finite loss or gradient");
+  cmd->add_option("--inject-fault", f->inject_fault,
+                  "For testing: RANK:ACTION makes rank RANK fail at ACTION (e.g. 1:1F0); "
+                  "RANK:ACTION:stall makes it hang there until the watchdog ends the run");
+  return {cmd, [f] { return run_train(*f); }};
+}
+
+}  // namespace gpipe::cli

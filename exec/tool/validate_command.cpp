@@ -1,0 +1,212 @@
+// gpipe-run validate: the simulator against real runs over a grid. Profile the
+// model on this CPU at every micro-batch size the grid needs (or read
+// --profile), then for each configuration predict, train and diff
+// (exec/validation.hpp), printing a row of predicted vs measured step time,
+// bubble and peak activation as each finishes; --out writes the CSV that
+// plots/validation.py draws, --json prints every row with its full diff.
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+#include <memory>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include "exec/profiler.hpp"
+#include "exec/run_plan.hpp"
+#include "exec/tool/commands.hpp"
+#include "exec/tool/run_flags.hpp"
+#include "exec/validation.hpp"
+#include "models/model_spec.hpp"
+#include "schedules/error.hpp"
+#include "schedules/files.hpp"
+#include "sim/shipped_profiles.hpp"
+#include "sim/tool/int_list.hpp"
+#include "sim/tool/name_list.hpp"
+#include "sim/tool/units.hpp"
+
+namespace gpipe::cli {
+namespace {
+
+struct ValidateFlags {
+  RunFlags run;
+  std::string stages;
+  std::string microbatches;
+  std::int64_t batch = 0;
+  std::string schedules = "gpipe";
+  std::string recompute = "never";
+  int steps = 3;
+  std::string save_profile;
+  std::string out;
+  bool json = false;
+  int warmup = 2;
+  int repeats = 5;
+};
+
+constexpr const char* kRowFormat =
+    "{:<6} {:<11} {:>3} {:>4} {:>4}  {:>10} {:>10} {:>8}  {:>7} {:>7}  {:>11} {:>11}  {}\n";
+
+void print_table_header() {
+  std::cout << fmt::format(fmt::runtime(kRowFormat), "sched", "recompute", "K", "M", "b",
+                           "step pred", "measured", "error", "bubble", "meas", "peak act", "measured",
+                           "equal");
+}
+
+std::string percent(double fraction) { return fmt::format("{:.2f}%", 100 * fraction); }
+
+void print_row(const exec::ValidationRow& r) {
+  const sim::Scenario& sc = r.scenario;
+  const std::string recompute(schedules::to_string(sc.recompute));
+  if (!r.ok()) {
+    std::cout << fmt::format("{:<6} {:<11} {:>3} {:>4}  skipped: {}\n", sc.schedule, recompute,
+                             sc.stages, sc.microbatches, r.skipped);
+    return;
+  }
+  const double error = r.diff.step_time_error_pct;
+  std::cout << fmt::format(
+                   fmt::runtime(kRowFormat), sc.schedule, recompute, sc.stages, sc.microbatches,
+                   r.microbatch_sizes.front(), format_time_us(r.diff.predicted_step_us),
+                   format_time_us(r.diff.measured_step_us),
+                   std::isnan(error) ? std::string("n/a") : fmt::format("{:+.1f}%", error),
+                   percent(r.diff.predicted_bubble), percent(r.diff.measured_bubble),
+                   format_bytes(r.predicted_peak_activation_bytes),
+                   format_bytes(r.measured_peak_activation_bytes), r.peak_activation_equal() ? "yes" : "NO")
+            << std::flush;
+}
+
+void print_summary(const std::vector<exec::ValidationRow>& rows) {
+  int run = 0;
+  int equal = 0;
+  double sum_abs = 0;
+  double sum_bubble = 0;
+  const exec::ValidationRow* worst = nullptr;
+  for (const auto& r : rows) {
+    if (!r.ok()) continue;
+    ++run;
+    equal += r.peak_activation_equal();
+    const double e = std::abs(r.diff.step_time_error_pct);
+    sum_abs += std::isnan(e) ? 0.0 : e;
+    sum_bubble += std::abs(r.diff.bubble_error_points);
+    if (!std::isnan(e) && (worst == nullptr || e > std::abs(worst->diff.step_time_error_pct))) worst = &r;
+  }
+  std::cout << fmt::format("\n{} configurations: {} run, {} skipped (cannot exist)\n", rows.size(), run,
+                           rows.size() - static_cast<std::size_t>(run));
+  if (run == 0) return;
+  std::cout << fmt::format("step time error: mean |error| {:.1f} %", sum_abs / run);
+  if (worst != nullptr) {
+    std::cout << fmt::format(", largest {:+.1f} % ({} {} K={} M={})", worst->diff.step_time_error_pct,
+                             worst->scenario.schedule, schedules::to_string(worst->scenario.recompute),
+                             worst->scenario.stages, worst->scenario.microbatches);
+  }
+  std::cout << fmt::format("\nbubble error: mean |error| {:.1f} points\n", sum_bubble / run);
+  std::cout << fmt::format("peak activation equal to the prediction in {} of {} configurations\n",
+                           equal, run);
+}
+
+// The profile to predict with: --profile, else one measured now at every
+// micro-batch size the grid can use.
+profiles::Profile grid_profile(const ValidateFlags& f, const models::Model& model,
+                               const std::vector<int>& microbatches, const exec::OptimizerConfig& optimizer) {
+  if (!f.run.profile.empty()) {
+    const auto path = sim::resolve_profile(f.run.profile);
+    profiles::Profile profile = profiles::load_profile(path);
+    if (!f.json) {
+      std::cout << fmt::format("profile     {} ({}, {}, {})\n", path.string(), profile.source,
+                               profile.device, profile.dtype);
+    }
+    return profile;
+  }
+  std::vector<int> sizes = exec::microbatch_sizes_needed(f.batch, microbatches);
+  if (sizes.empty()) sizes = {1};  // every M exceeds N: all rows are skipped, any profile will do
+  exec::ProfilerOptions options;
+  options.warmup = f.warmup;
+  options.repeats = f.repeats;
+  options.seed = f.run.seed;
+  options.optimizer = optimizer;
+  options.on_layer = report_profiled_layer;
+  profiles::Profile profile = exec::profile_cpu(model, sizes, options);
+  if (!f.save_profile.empty()) profiles::write_profile(profile, f.save_profile);
+  if (!f.json) {
+    std::cout << fmt::format("profile     measured now at micro-batch sizes {} ({}, {}; link {:.2f} us){}\n",
+                             fmt::join(sizes, ","), profile.device, profile.dtype, profile.link.latency_us,
+                             f.save_profile.empty() ? "" : ", saved to " + f.save_profile);
+  }
+  return profile;
+}
+
+int run_validate(const ValidateFlags& f) {
+  require_cpu_backend(f.run.backend);
+  exec::ValidationOptions options;
+  options.model = models::parse_model(f.run.model);
+  exec::ValidationGrid& grid = options.grid;
+  grid.stages = parse_int_list(f.stages, "--stages");
+  grid.microbatches = parse_int_list(f.microbatches, "--microbatches");
+  grid.schedules = parse_name_list(f.schedules, "--schedule", {"gpipe", "1f1b"});
+  grid.recompute.clear();
+  for (const auto& name : parse_name_list(f.recompute, "--recompute", {"never", "always", "except_last"})) {
+    grid.recompute.push_back(*schedules::parse_recompute_policy(name));
+  }
+  grid.base.batch = f.batch;
+  grid.base.partition = models::parse_partition_spec(f.run.partition);
+  grid.base.backward_order = *schedules::parse_backward_order(f.run.backward_order);
+  options.steps = f.steps;
+  options.seed = f.run.seed;
+  options.optimizer = f.run.optimizer_config();
+  options.watchdog_seconds = f.run.watchdog_seconds;
+  if (!f.run.profile.empty() && !f.save_profile.empty()) {
+    throw InputError("--save-profile writes the profile measured when no --profile is given; drop one");
+  }
+
+  const profiles::Profile profile = grid_profile(f, options.model, grid.microbatches, options.optimizer);
+  exec::check_profile_matches(options.model, profile);
+  if (!f.json) {
+    std::cout << fmt::format("model       {}, batch {}, {} steps per configuration (the last compared)\n\n",
+                             options.model.spec, f.batch, f.steps);
+    print_table_header();
+    options.on_row = print_row;
+  }
+  const auto rows = exec::run_validation(profile, options);
+  if (!f.out.empty()) write_text_file(f.out, exec::validation_csv(rows));
+  if (f.json) {
+    std::cout << exec::validation_json(rows).dump(2) << "\n";
+    return 0;
+  }
+  print_summary(rows);
+  if (!f.out.empty()) std::cout << "every configuration: " << f.out << "\n";
+  return 0;
+}
+
+}  // namespace
+
+Subcommand add_validate_command(CLI::App& app) {
+  auto f = std::make_shared<ValidateFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "validate", "Check the simulator against real runs: for each configuration of a grid, "
+                  "predict, train, and compare step time, bubble and peak activation");
+  f->run.add_to(*cmd, "Profile of the model to predict with and balance on (default: measure one "
+                      "now at the micro-batch sizes the grid needs)");
+  cmd->add_option("--stages,-K", f->stages, "Stage counts: 1,2,4 or a range 1..4")->required();
+  cmd->add_option("--microbatches,-M", f->microbatches, "Micro-batch counts: 1,2,4 or 1..8")->required();
+  cmd->add_option("--batch,-N", f->batch, "Samples per mini-batch N")
+      ->required()
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30));
+  cmd->add_option("--schedule", f->schedules, "Schedules, comma-separated: gpipe,1f1b")->capture_default_str();
+  cmd->add_option("--recompute", f->recompute, "Recompute policies, comma-separated: never,always,except_last")
+      ->capture_default_str();
+  cmd->add_option("--steps", f->steps, "Training steps per configuration; the last one is compared")
+      ->check(CLI::Range(2, 1000000))
+      ->capture_default_str();
+  cmd->add_option("--save-profile", f->save_profile, "Write the profile measured for the grid");
+  cmd->add_option("--warmup", f->warmup, "Profiler: untimed runs per layer and size")
+      ->check(CLI::Range(0, 100000))
+      ->capture_default_str();
+  cmd->add_option("--repeats", f->repeats, "Profiler: timed runs per layer and size (median kept)")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  cmd->add_option("--out", f->out, "Write one CSV row per configuration (plots/validation.py)");
+  cmd->add_flag("--json", f->json, "Print every row, with its full diff, as JSON");
+  return {cmd, [f] { return run_validate(*f); }};
+}
+
+}  // namespace gpipe::cli
