@@ -8,6 +8,8 @@ data/trace_sim_gpipe_k2_m2.json: the simulator's GPipe K=2 M=2 step (F 100 us,
 B 200 us, transfers 20 us, STEP 30 us). data/trace_cpu_gpipe_k2_m2.json: a
 measured run of the same schedule, two steps from ts 15000 us, whose slow
 transfers overlap so that a second send and receive lane (tids 3, 4) appear.
+data/validation.csv: a `gpipe-run validate --out` file, 3 run configurations
+(one whose measured activation peak differs) and 2 skipped.
 Run: /usr/bin/python3 -m unittest discover -s tests/plots
 """
 
@@ -24,11 +26,13 @@ DATA = os.path.join(ROOT, "tests", "plots", "data")
 SWEEP = os.path.join(DATA, "sweep.csv")
 SIM_TRACE = os.path.join(DATA, "trace_sim_gpipe_k2_m2.json")
 CPU_TRACE = os.path.join(DATA, "trace_cpu_gpipe_k2_m2.json")
-SCRIPTS = ["bubble_vs_m.py", "sweep_heatmap.py", "gantt.py", "memory.py"]
+VALIDATION = os.path.join(DATA, "validation.csv")
+SCRIPTS = ["bubble_vs_m.py", "sweep_heatmap.py", "gantt.py", "memory.py", "validation.py"]
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 sys.path.insert(0, PLOTS)
 import common  # noqa: E402  (found through the path above)
+import validation  # noqa: E402
 
 
 def read(path):
@@ -210,6 +214,25 @@ class TraceLoaderTest(TempDirTest):
             common.load_trace(self.write("list.json", "[1, 2]"))
 
 
+class ValidationLoaderTest(TempDirTest):
+    def test_reads_ok_rows_and_counts_skipped(self):
+        rows, skipped = validation.load_validation(VALIDATION)
+        self.assertEqual((len(rows), skipped), (3, 2))
+        self.assertEqual(rows[1]["predicted_step_us"], 700.0)
+        self.assertEqual(rows[1]["measured_bubble"], 0.3)
+        self.assertEqual([r["peak_equal"] for r in rows], [True, True, False])
+        self.assertEqual((rows[2]["schedule"], rows[2]["recompute"]), ("1f1b", "always"))
+
+    def test_rejects_bad_rows_naming_line_and_column(self):
+        text = read(VALIDATION)
+        with self.assertRaisesRegex(common.InputError, ":2: column 'measured_step_us' is not a number"):
+            validation.load_validation(self.write("a.csv", text.replace(",1100.000,", ",slow,")))
+        with self.assertRaisesRegex(common.InputError, ":2: column 'predicted_step_us' is empty"):
+            validation.load_validation(self.write("b.csv", text.replace(",1000.000,", ",,")))
+        with self.assertRaisesRegex(common.InputError, ":3: column 'status' must be ok or skipped"):
+            validation.load_validation(self.write("c.csv", text.replace('"2,1",ok', '"2,1",done', 1)))
+
+
 class ScriptTest(TempDirTest):
     """Each script as a user runs it: exit status, the path it prints, the PNG it writes."""
 
@@ -292,6 +315,20 @@ class ScriptTest(TempDirTest):
             "traceEvents", [e for e in doc["traceEvents"] if e["ph"] != "C"]))
         self.assert_fails("memory.py", [no_memory, "--out", "x.png"],
                           "no 'activation memory' counter events")
+
+    def test_validation(self):
+        self.assert_png("validation.py", VALIDATION)
+
+    def test_bad_validation_inputs(self):
+        self.assert_fails("validation.py", [os.path.join(self.tmp, "none.csv"), "--out", "x.png"],
+                          "cannot read")
+        no_equal = self.write("noeq.csv", read(VALIDATION).replace(",peak_activation_equal\n", "\n", 1))
+        self.assert_fails("validation.py", [no_equal, "--out", "x.png"],
+                          "missing column\\(s\\): peak_activation_equal")
+        lines = read(VALIDATION).splitlines()
+        skipped_only = self.write("skipped.csv", "\n".join([lines[0], lines[3], lines[5]]) + "\n")
+        self.assert_fails("validation.py", [skipped_only, "--out", "x.png"],
+                          "every configuration was skipped")
 
     def test_unwritable_output(self):
         out = os.path.join(self.tmp, "no", "such", "dir", "m.png")

@@ -1,0 +1,175 @@
+// Validation of the simulator against real runs, on a tiny grid: rows in grid
+// order, configurations that cannot exist skipped with their reason, every
+// action of the prediction matched in the measurement, the run using the
+// predicted partition, and the measured activation peak equal to the
+// prediction byte for byte. Also the run plan (partition, profile checks) it
+// rests on. No assertion on times beyond "positive".
+#include "exec/validation.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "exec/profiler.hpp"
+#include "exec/run_plan.hpp"
+#include "models/model_spec.hpp"
+#include "tests/error_of.hpp"
+
+namespace gpipe::exec {
+namespace {
+
+using schedules::RecomputePolicy;
+using testing::error_of;
+
+// mlp:layers=2 has 3 layers (block0, block1, loss).
+const models::Model& tiny_model() {
+  static const models::Model model = models::parse_model("mlp:layers=2,hidden=8");
+  return model;
+}
+
+const profiles::Profile& tiny_profile() {
+  static const profiles::Profile profile = [] {
+    ProfilerOptions options;
+    options.warmup = 0;
+    options.repeats = 1;
+    options.link_round_trips = 10;
+    return profile_cpu(tiny_model(), std::vector<int>{1, 2}, options);
+  }();
+  return profile;
+}
+
+ValidationOptions tiny_grid() {
+  ValidationOptions options;
+  options.model = tiny_model();
+  options.grid.schedules = {"gpipe", "1f1b"};
+  options.grid.recompute = {RecomputePolicy::never, RecomputePolicy::except_last};
+  options.grid.stages = {2, 4};      // 4 > 3 layers: skipped
+  options.grid.microbatches = {2, 8};  // 8 > batch 4: skipped
+  options.grid.base.batch = 4;
+  options.steps = 2;
+  options.watchdog_seconds = 30;
+  return options;
+}
+
+TEST(Validation, TinyGridRunsWhatCanExistAndSkipsTheRest) {
+  ValidationOptions options = tiny_grid();
+  int reported = 0;
+  options.on_row = [&](const ValidationRow&) { ++reported; };
+  const std::vector<ValidationRow> rows = run_validation(tiny_profile(), options);
+  ASSERT_EQ(rows.size(), 16U);
+  EXPECT_EQ(reported, 16);
+  int ran = 0;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const ValidationRow& r = rows[i];
+    // Grid order: schedule, recompute, K, M (M fastest).
+    EXPECT_EQ(r.scenario.schedule, i < 8 ? "gpipe" : "1f1b");
+    EXPECT_EQ(r.scenario.recompute, (i / 4) % 2 == 0 ? RecomputePolicy::never : RecomputePolicy::except_last);
+    EXPECT_EQ(r.scenario.stages, (i / 2) % 2 == 0 ? 2 : 4);
+    EXPECT_EQ(r.scenario.microbatches, i % 2 == 0 ? 2 : 8);
+    SCOPED_TRACE(::testing::Message() << r.scenario.schedule << " K=" << r.scenario.stages
+                                      << " M=" << r.scenario.microbatches);
+    if (r.scenario.stages == 4) {
+      EXPECT_EQ(r.skipped, "--stages 4 exceeds the 3 layers of the model: every stage needs at least one layer");
+      continue;
+    }
+    if (r.scenario.microbatches == 8) {
+      EXPECT_EQ(r.skipped, "--microbatches 8 exceeds --batch 4: every micro-batch needs a sample");
+      continue;
+    }
+    ASSERT_TRUE(r.ok()) << r.skipped;
+    ++ran;
+    EXPECT_EQ(r.microbatch_sizes, (std::vector<int>{2, 2}));
+    ASSERT_EQ(r.partition.size(), 2U);
+    EXPECT_EQ(r.partition[0] + r.partition[1], 3);
+    // Every action of the prediction happened in the run, and nothing else.
+    EXPECT_GT(r.diff.matched, 0);
+    EXPECT_TRUE(r.diff.only_in_predicted.empty()) << r.diff.only_in_predicted.front();
+    EXPECT_TRUE(r.diff.only_in_measured.empty()) << r.diff.only_in_measured.front();
+    EXPECT_GT(r.diff.measured_step_us, 0.0);
+    EXPECT_GT(r.diff.predicted_step_us, 0.0);
+    EXPECT_EQ(r.measured.ranks.size(), 2U);
+    // The executor keeps exactly what the simulator's memory rules say.
+    EXPECT_GT(r.predicted_peak_activation_bytes, 0);
+    EXPECT_EQ(r.measured_peak_activation_bytes, r.predicted_peak_activation_bytes);
+    for (std::size_t rank = 0; rank < 2; ++rank) {
+      EXPECT_EQ(r.measured.ranks[rank].peak_activation_bytes, r.predicted.ranks[rank].peak_activation_bytes)
+          << "rank " << rank;
+    }
+  }
+  EXPECT_EQ(ran, 4);
+}
+
+TEST(Validation, CsvHasOneRowPerConfiguration) {
+  ValidationOptions options = tiny_grid();
+  options.grid.schedules = {"gpipe"};
+  options.grid.recompute = {RecomputePolicy::never};
+  const std::string csv = validation_csv(run_validation(tiny_profile(), options));
+  std::istringstream in(csv);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 5U);
+  EXPECT_EQ(lines[0],
+            "schedule,recompute,stages,microbatches,micro_batch_size,batch,partition,status,reason,"
+            "predicted_step_us,measured_step_us,step_time_error_pct,predicted_bubble,measured_bubble,"
+            "bubble_fraction_analytic,bubble_error_points,predicted_peak_activation_bytes,"
+            "measured_peak_activation_bytes,peak_activation_equal");
+  // The partition is quoted ("2,1" or "1,2": balanced on measured costs).
+  EXPECT_TRUE(lines[1].starts_with("gpipe,never,2,2,2,4,\"2,1\",ok,,") ||
+              lines[1].starts_with("gpipe,never,2,2,2,4,\"1,2\",ok,,"))
+      << lines[1];
+  EXPECT_EQ(lines[1].back(), '1');  // peak activation equal
+  // bubble_fraction_analytic of K=2, M=2: 1/3.
+  EXPECT_NE(lines[1].find(",0.333333,"), std::string::npos);
+  EXPECT_EQ(lines[2], "gpipe,never,2,8,,4,,skipped,--microbatches 8 exceeds --batch 4: every micro-batch "
+                      "needs a sample,,,,,,,,,,");
+  EXPECT_EQ(lines[3].substr(0, 28), "gpipe,never,4,2,,4,,skipped,");
+}
+
+TEST(Validation, RejectsWhatIsNoGrid) {
+  ValidationOptions options = tiny_grid();
+  options.steps = 1;
+  EXPECT_EQ(error_of([&] { (void)run_validation(tiny_profile(), options); }),
+            "--steps must be at least 2 so that the compared step runs warm, got 1");
+  options = tiny_grid();
+  options.grid.stages.clear();
+  EXPECT_NE(error_of([&] { (void)run_validation(tiny_profile(), options); }).find("--stages"),
+            std::string::npos);
+  options = tiny_grid();
+  options.model = models::parse_model("mlp:layers=3,hidden=8");
+  EXPECT_EQ(error_of([&] { (void)run_validation(tiny_profile(), options); }),
+            "--profile: it profiles 'mlp:layers=2,hidden=8', not --model 'mlp:layers=3,hidden=8'");
+}
+
+TEST(RunPlan, MicrobatchSizesNeededCoverEverySplit) {
+  // 10 into 1: 10; into 3: 4,3,3; into 4: 3,3,2,2; into 20: impossible, adds none.
+  EXPECT_EQ(microbatch_sizes_needed(10, std::vector<int>{1, 3, 4, 20}), (std::vector<int>{2, 3, 4, 10}));
+  EXPECT_TRUE(microbatch_sizes_needed(2, std::vector<int>{3}).empty());
+}
+
+TEST(RunPlan, BalancesLikeTheSimulatorAndChecksTheModel) {
+  // unbalanced:layers=4: block widths H, 3H, 5H, 8H, so costs ramp ~1:3:5:8 and
+  // the balanced 3-stage split is 2,1,2 (largest stage 8), not the uniform 2,2,1
+  // (largest 13). Hidden 256 keeps the analytic costs well above 1 ns.
+  const models::Model model = models::parse_model("unbalanced:layers=4,hidden=256");
+  const profiles::Profile profile = balancing_profile(model, std::vector<int>{2});
+  EXPECT_EQ(profile.model, model.spec);
+  EXPECT_EQ(profile.dtype, "fp32");
+  sim::Scenario sc;
+  sc.stages = 3;
+  sc.microbatches = 2;
+  sc.batch = 4;
+  const sim::Prediction plan = plan_run(model, profile, sc);
+  EXPECT_EQ(plan.partition, sim::predict(profile, sc).partition);
+  EXPECT_EQ(plan.partition.layers_per_stage, (std::vector<int>{2, 1, 2}));
+  sc.stages = 6;
+  EXPECT_EQ(error_of([&] { (void)plan_run(model, profile, sc); }),
+            "--stages 6 exceeds the 5 layers of the model: every stage needs at least one layer");
+  profiles::Profile renamed = profile;
+  renamed.layers[1].name = "other";
+  EXPECT_EQ(error_of([&] { check_profile_matches(model, renamed); }),
+            "--profile: layers[1] is other (mlp_block), the model's is block1 (mlp_block)");
+}
+
+}  // namespace
+}  // namespace gpipe::exec
