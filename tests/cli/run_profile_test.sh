@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# gpipe-run profile as a user runs it: a CPU profile of a tiny model, progress
+# per layer on stderr, accepted by `gpipe-sim run --profile` and by
+# `gpipe-run train --profile`; one error line with exit 2 for bad flags, exit 1
+# for --backend cuda. Usage: run_profile_test.sh GPIPE_SIM GPIPE_RUN
+set -u
+sim=$1
+run=$2
+source "$(dirname "$0")/lib.sh"
+mlp=mlp:layers=2,hidden=8
+
+expect_status 0 "$run" profile --help
+expect_out "--micro-batch-sizes"
+
+expect_status 0 "$run" profile --model $mlp --micro-batch-sizes 1,2 --out "$tmp/p.json" --warmup 0 --repeats 2
+expect_out "p.json: cpu profile of mlp:layers=2,hidden=8 on .* (fp32), 3 layers, micro-batch sizes 1,2"
+grep -qF "[3/3] loss (mse_loss):  b=1 fwd" "$tmp/err" || fail "no progress line for the last layer: $(cat "$tmp/err")"
+grep -qF '"source": "cpu"' "$tmp/p.json" || fail "profile source is not cpu: $(head -c 400 "$tmp/p.json")"
+
+# The simulator and the trainer accept it.
+expect_status 0 "$sim" run --profile "$tmp/p.json" -K 2 -M 2 -N 4
+expect_out "(cpu, .*, fp32)"
+expect_status 0 "$run" train --model $mlp -K 2 -M 2 -N 4 --steps 1 --profile "$tmp/p.json"
+expect_out "balanced on $tmp/p.json"
+# ... but not for another model.
+expect_status 2 "$run" train --model mlp:layers=3,hidden=8 -K 2 -M 2 -N 4 --steps 1 --profile "$tmp/p.json"
+expect_one_error_line "--profile: it profiles 'mlp:layers=2,hidden=8', not --model 'mlp:layers=3,hidden=8'"
+
+expect_status 1 "$run" profile --backend cuda --model $mlp --micro-batch-sizes 1 --out "$tmp/q.json"
+expect_one_error_line "--backend cuda: this build has no CUDA backend"
+expect_status 2 "$run" profile --model $mlp --micro-batch-sizes 0 --out "$tmp/q.json"
+expect_one_error_line "--micro-batch-sizes"
+expect_status 2 "$run" profile --model $mlp --micro-batch-sizes 1,1 --out "$tmp/q.json"
+expect_one_error_line "--micro-batch-sizes: 1 is given more than once"
+expect_status 2 "$run" profile --model $mlp --micro-batch-sizes 1 --out "$tmp/q.json" --repeats 0
+expect_one_error_line "--repeats"
+expect_status 2 "$run" profile --model cnn:layers=2 --micro-batch-sizes 1 --out "$tmp/q.json"
+expect_one_error_line "cnn"
+expect_status 2 "$run" profile --model $mlp --micro-batch-sizes 1 --out /nonexistent/dir/p.json --repeats 1
+expect_one_error_line "/nonexistent/dir/p.json"
+expect_status 2 "$run" profile --model $mlp --out "$tmp/q.json"
+expect_one_error_line "--micro-batch-sizes is required"
+
+finish "gpipe-run profile"

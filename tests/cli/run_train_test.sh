@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# gpipe-run train as a user runs it: a tiny real run (loss per step, the
+# metrics table, --json, --trace read back by gpipe-sim diff), one clear error
+# line with exit 2 for bad flags, exit 1 for --backend cuda (not built) and for
+# an injected fault, which names the rank and the action.
+# Usage: run_train_test.sh GPIPE_SIM GPIPE_RUN
+set -u
+sim=$1
+run=$2
+source "$(dirname "$0")/lib.sh"
+mlp=mlp:layers=2,hidden=8  # 3 layers: block0, block1, loss
+tiny=(--model $mlp -K 2 -M 2 -N 4)
+
+expect_status 0 "$run" --help
+expect_out "train"
+expect_status 0 "$run" train --help
+expect_out "--inject-fault"
+
+# A real run: one loss line per step, then the metrics as gpipe-sim run prints them.
+expect_status 0 "$run" train "${tiny[@]}" --steps 3 --trace "$tmp/meas.json"
+expect_out "^step 1/3  loss [0-9]"
+expect_out "^step 3/3  loss [0-9]"
+expect_out "schedule    gpipe, 2 stages on 2 ranks, 2 micro-batches of 2 samples (batch 4), recompute never"
+expect_out "balanced on the model's analytic fp32 costs"
+expect_out "analytic (K-1)/(M+K-1): 33.33 %"
+expect_out "Megatron's convention; analytic (K-1)/M: 50.00 %"
+expect_out "static (adamw, fp32)"
+[ "$(grep -c '^ *[01] ' "$tmp/out")" -eq 2 ] || fail "expected one table row per rank: $(cat "$tmp/out")"
+[ -s "$tmp/meas.json" ] || fail "--trace wrote nothing"
+
+# The measured trace is a trace gpipe-sim reads: against itself no error, and
+# against a prediction of the same schedule a report (exit 0 or 1 by tolerance, never 2).
+expect_status 0 "$sim" diff "$tmp/meas.json" "$tmp/meas.json"
+expect_status 0 "$sim" run --profile tests/data/profiles/valid_two_layers.json -K 2 -M 2 -N 4 \
+  --trace "$tmp/pred.json"
+"$sim" diff "$tmp/pred.json" "$tmp/meas.json" >"$tmp/out" 2>"$tmp/err"
+status=$?
+[ "$status" -le 1 ] || fail "gpipe-sim diff of a measured trace exited $status: $(cat "$tmp/err")"
+expect_out "step time"
+
+# --json: exactly {"losses": [...], "metrics": {...}}, one loss per step, nothing else on stdout.
+expect_status 0 "$run" train "${tiny[@]}" --steps 2 --schedule 1f1b --recompute always \
+  --optimizer momentum --lr 0.01 --seed 7 --check-finite --json
+/usr/bin/python3 - "$tmp/out" <<'PY' || fail "--json output: $(cat "$tmp/out")"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+assert sorted(doc) == ["losses", "metrics"], sorted(doc)
+assert len(doc["losses"]) == 2 and all(isinstance(x, float) for x in doc["losses"])
+assert len(doc["metrics"]["ranks"]) == 2 and doc["metrics"]["step_time_us"] > 0
+PY
+[ ! -s "$tmp/err" ] || fail "--json wrote to stderr: $(cat "$tmp/err")"
+# An explicit partition and the transformer.
+expect_status 0 "$run" train --model transformer:layers=1,hidden=8,heads=2,seq=4 -K 3 -M 2 -N 2 \
+  --steps 1 --partition 1,1,1 --backward-order forward
+expect_out "partition   1,1,1 (1,1,1)"
+
+# Failures while running: exit 1, one line.
+expect_status 1 "$run" train "${tiny[@]}" --steps 1 --backend cuda
+expect_one_error_line "gpipe-run train: failed: --backend cuda: this build has no CUDA backend"
+expect_status 1 "$run" train "${tiny[@]}" --steps 2 --inject-fault 1:1F0
+expect_one_error_line "1F0"
+grep -qF "rank 1" "$tmp/err" || fail "the fault line does not name rank 1: $(cat "$tmp/err")"
+expect_status 1 "$run" train "${tiny[@]}" --steps 2 --inject-fault 1:1F0:stall --watchdog-seconds 0.5
+expect_one_error_line "gpipe-run train: failed:"
+
+# Bad usage: exit 2, one line naming the flag.
+expect_status 2 "$run" train "${tiny[@]}"
+expect_one_error_line "--steps is required"
+expect_status 2 "$run" train --model $mlp -K 0 -M 2 -N 4 --steps 1
+expect_one_error_line "--stages"
+expect_status 2 "$run" train --model $mlp -K 4 -M 2 -N 4 --steps 1
+expect_one_error_line "--stages 4 exceeds the 3 layers of the model"
+expect_status 2 "$run" train --model $mlp -K 2 -M 8 -N 4 --steps 1
+expect_one_error_line "--microbatches 8 exceeds --batch 4"
+expect_status 2 "$run" train --model mlp:layers=2 -K 1 -M 1 -N 1 --steps 1
+expect_one_error_line "hidden"
+expect_status 2 "$run" train "${tiny[@]}" --steps 1 --schedule zb-h1
+expect_one_error_line "--schedule"
+expect_status 2 "$run" train "${tiny[@]}" --steps 1 --partition 1,1
+expect_one_error_line "--partition 1,1 sums to 2 layers"
+expect_status 2 "$run" train "${tiny[@]}" --steps 1 --lr 0
+expect_one_error_line "--lr must be a positive number, got 0"
+expect_status 2 "$run" train "${tiny[@]}" --steps 1 --inject-fault 1-1F0
+expect_one_error_line "--inject-fault 1-1F0"
+expect_status 2 "$run" train "${tiny[@]}" --steps 1 --profile "$tmp/none.json"
+expect_one_error_line "--profile $tmp/none.json: no such file"
+expect_status 2 "$run" train "${tiny[@]}" --steps 1 --trace /nonexistent/dir/t.json
+expect_one_error_line "/nonexistent/dir/t.json: cannot write"
+expect_status 2 "$run" fly
+expect_one_error_line "unknown command 'fly'"
+
+finish "gpipe-run train"

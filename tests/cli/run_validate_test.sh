@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# gpipe-run validate as a user runs it, on a tiny grid: the side-by-side table
+# with skipped configurations and their reasons, the CSV plots/validation.py
+# draws, --json, a saved profile reused with --profile; one error line with
+# exit 2 for bad flags, exit 1 for --backend cuda.
+# Usage: run_validate_test.sh GPIPE_SIM GPIPE_RUN
+set -u
+run=$2
+source "$(dirname "$0")/lib.sh"
+mlp=mlp:layers=2,hidden=8  # 3 layers
+quick=(--steps 2 --warmup 0 --repeats 1)
+
+expect_status 0 "$run" validate --help
+expect_out "--microbatches"
+
+# K = 4 exceeds the 3 layers and M = 8 the batch: 9 configurations, 4 run.
+expect_status 0 "$run" validate --model $mlp -K 1,2,4 -M 1,2,8 -N 4 "${quick[@]}" \
+  --out "$tmp/v.csv" --save-profile "$tmp/p.json"
+expect_out "profile     measured now at micro-batch sizes 2,4 (.*fp32; link .* us), saved to $tmp/p.json"
+expect_out "^sched  recompute  "
+expect_out "^gpipe  never         2    2    2 "
+expect_out "skipped: --stages 4 exceeds the 3 layers of the model"
+expect_out "skipped: --microbatches 8 exceeds --batch 4"
+expect_out "9 configurations: 4 run, 5 skipped (cannot exist)"
+expect_out "step time error: mean |error|"
+expect_out "peak activation equal to the prediction in 4 of 4 configurations"
+[ "$(wc -l <"$tmp/v.csv")" -eq 10 ] || fail "v.csv has $(wc -l <"$tmp/v.csv") lines, expected 10"
+grep -q '^gpipe,never,2,2,2,4,"[12],[12]",ok,,.*,1$' "$tmp/v.csv" || fail "no ok row for K=2 M=2: $(cat "$tmp/v.csv")"
+[ -s "$tmp/p.json" ] || fail "--save-profile wrote nothing"
+
+# The CSV plots (where the Debian Python has matplotlib).
+if /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
+  MPLCONFIGDIR="$tmp" /usr/bin/python3 plots/validation.py "$tmp/v.csv" --out "$tmp/v.png" >/dev/null \
+    || fail "plots/validation.py failed on the CSV"
+  [ -s "$tmp/v.png" ] || fail "plots/validation.py wrote no PNG"
+fi
+
+# The saved profile, reused; --json rows with the full diff.
+expect_status 0 "$run" validate --model $mlp -K 2 -M 2 -N 4 --steps 2 --profile "$tmp/p.json" \
+  --schedule 1f1b --recompute always,except_last --json
+/usr/bin/python3 - "$tmp/out" <<'PY' || fail "--json output: $(cat "$tmp/out")"
+import json, sys
+rows = json.load(open(sys.argv[1]))
+assert [r["recompute"] for r in rows] == ["always", "except_last"], rows
+for r in rows:
+    assert r["status"] == "ok" and r["schedule"] == "1f1b"
+    assert r["peak_activation_equal"] is True
+    assert r["diff"]["only_in_predicted"] == [] and r["diff"]["only_in_measured"] == []
+PY
+
+expect_status 1 "$run" validate --backend cuda --model $mlp -K 2 -M 2 -N 4
+expect_one_error_line "--backend cuda: this build has no CUDA backend"
+expect_status 2 "$run" validate --model $mlp -K 2 -M 2 -N 4 --steps 1
+expect_one_error_line "--steps"
+expect_status 2 "$run" validate --model $mlp -K 2 -M 2 -N 4 --schedule gpipe,zb
+expect_one_error_line "--schedule: unknown value 'zb' (known: gpipe, 1f1b)"
+expect_status 2 "$run" validate --model $mlp -K 2..1 -M 2 -N 4
+expect_one_error_line "--stages: range '2..1' is reversed"
+expect_status 2 "$run" validate --model $mlp -K 2 -M 2 -N 4 --profile "$tmp/p.json" --save-profile "$tmp/q.json"
+expect_one_error_line "--save-profile"
+expect_status 2 "$run" validate --model mlp:layers=3,hidden=8 -K 2 -M 2 -N 4 --profile "$tmp/p.json"
+expect_one_error_line "--profile: it profiles 'mlp:layers=2,hidden=8'"
+
+finish "gpipe-run validate"
