@@ -177,18 +177,23 @@ TrainResult train(const TrainOptions& o) {
         WorkerLinks{&transport, &control, &barrier, recorders[static_cast<std::size_t>(r)].get()}));
   }
 
+  // However this function leaves, no worker outlives it: an early exit (an
+  // exception on this thread) aborts the run and joins every started thread.
   std::vector<std::thread> threads;
+  struct JoinAll {
+    RunControl& control;
+    std::vector<std::thread>& threads;
+    ~JoinAll() {
+      if (threads.empty() || !threads.front().joinable()) return;
+      control.fail("the run was stopped: train() itself failed");
+      for (auto& t : threads) {
+        if (t.joinable()) t.join();
+      }
+    }
+  } join_all{control, threads};
   threads.reserve(workers.size());
-  std::exception_ptr callback_error;
-  try {
-    for (auto& worker : workers) threads.emplace_back([w = worker.get()] { w->run(); });
-  } catch (...) {
-    // Could not start every thread: stop the ones that run, then report.
-    control.fail("could not start a worker thread");
-    for (auto& t : threads) t.join();
-    throw;
-  }
-  callback_error = supervise(o, control, lowered);
+  for (auto& worker : workers) threads.emplace_back([w = worker.get()] { w->run(); });
+  const std::exception_ptr callback_error = supervise(o, control, lowered);
   for (auto& t : threads) t.join();
 
   if (callback_error) std::rethrow_exception(callback_error);
