@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <ostream>
 #include <set>
 #include <string>
 #include <vector>
@@ -48,6 +49,11 @@ struct MemoryCase {
   std::int64_t batch;
   RecomputePolicy recompute;
 };
+
+void PrintTo(const MemoryCase& m, std::ostream* os) {
+  *os << fmt::format("{} {} K={} M={} N={} recompute={}", m.model, m.schedule, m.stages,
+                     m.microbatches, m.batch, schedules::to_string(m.recompute));
+}
 
 class TrainerMemory : public ::testing::TestWithParam<MemoryCase> {};
 

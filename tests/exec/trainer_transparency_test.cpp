@@ -57,6 +57,28 @@ std::vector<float> compared(const models::Model& model, const OptimizerConfig& o
   return values;
 }
 
+// `run` against the reference: every step's loss and every compared weight.
+void expect_matches(const TrainResult& run, const TrainResult& ref, const models::Model& model,
+                    const OptimizerConfig& optimizer, const std::string& what) {
+  ASSERT_EQ(run.losses.size(), ref.losses.size()) << what;
+  for (std::size_t step = 0; step < ref.losses.size(); ++step) {
+    EXPECT_LE(std::abs(run.losses[step] - ref.losses[step]) / std::abs(ref.losses[step]), kTolerance)
+        << what << " step " << step << ": " << run.losses[step] << " vs " << ref.losses[step];
+  }
+  ASSERT_EQ(run.weights.size(), ref.weights.size()) << what;
+  double worst = 0;
+  for (std::size_t l = 0; l < ref.weights.size(); ++l) {
+    ASSERT_EQ(run.weights[l].size(), ref.weights[l].size()) << what << " layer " << l;
+    for (std::size_t p = 0; p < ref.weights[l].size(); ++p) {
+      const double error = trainer_test::relative_error(compared(model, optimizer, l, p, run.weights[l][p]),
+                                                        compared(model, optimizer, l, p, ref.weights[l][p]));
+      worst = std::max(worst, error);
+      EXPECT_LE(error, kTolerance) << what << " layer " << l << " parameter " << p;
+    }
+  }
+  ::testing::Test::RecordProperty(what, fmt::format("{:.3g}", worst));
+}
+
 void expect_transparent(const RunConfig& base, const std::vector<Shape>& shapes) {
   const models::Model model = models::parse_model(base.model);
   RunConfig ref_config = base;
@@ -81,26 +103,7 @@ void expect_transparent(const RunConfig& base, const std::vector<Shape>& shapes)
         const std::string what =
             fmt::format("{} {} K={} M={} N={} recompute={}", c.model, schedule, c.stages,
                         c.microbatches, c.batch, schedules::to_string(recompute));
-        const TrainResult run = train(trainer_test::options_for(c));
-        ASSERT_EQ(run.losses.size(), ref.losses.size()) << what;
-        for (std::size_t step = 0; step < ref.losses.size(); ++step) {
-          EXPECT_LE(std::abs(run.losses[step] - ref.losses[step]) / std::abs(ref.losses[step]),
-                    kTolerance)
-              << what << " step " << step << ": " << run.losses[step] << " vs " << ref.losses[step];
-        }
-        ASSERT_EQ(run.weights.size(), ref.weights.size()) << what;
-        double worst = 0;
-        for (std::size_t l = 0; l < ref.weights.size(); ++l) {
-          ASSERT_EQ(run.weights[l].size(), ref.weights[l].size()) << what << " layer " << l;
-          for (std::size_t p = 0; p < ref.weights[l].size(); ++p) {
-            const double error = trainer_test::relative_error(
-                compared(model, c.optimizer, l, p, run.weights[l][p]),
-                compared(model, c.optimizer, l, p, ref.weights[l][p]));
-            worst = std::max(worst, error);
-            EXPECT_LE(error, kTolerance) << what << " layer " << l << " parameter " << p;
-          }
-        }
-        ::testing::Test::RecordProperty(what, fmt::format("{:.3g}", worst));
+        expect_matches(train(trainer_test::options_for(c)), ref, model, c.optimizer, what);
       }
     }
   }
@@ -141,6 +144,42 @@ TEST(TrainerTransparency, TransformerAdamw) {
   c.batch = 5;
   c.optimizer = trainer_test::adamw(1e-3F);
   expect_transparent(c, kTransformerShapes);
+}
+
+// Two stages on each of two ranks: activations and gradients between stages
+// of one rank are handed over locally, not through the transport.
+TEST(TrainerTransparency, TwoStagesPerRank) {
+  RunConfig c;
+  c.model = "mlp:layers=4,hidden=16";
+  c.batch = 7;
+  c.optimizer = trainer_test::momentum(0.05F);
+  RunConfig ref_config = c;
+  const TrainResult ref = train(trainer_test::options_for(ref_config));
+
+  for (RecomputePolicy recompute : {RecomputePolicy::never, RecomputePolicy::always}) {
+    c.stages = 4;
+    c.microbatches = 3;
+    TrainOptions o = trainer_test::options_for(c);
+    schedules::Schedule& s = o.schedule;
+    s.name = "gpipe-two-stages-per-rank";
+    s.num_ranks = 2;
+    s.stage_to_rank = {schedules::Rank{0}, schedules::Rank{0}, schedules::Rank{1}, schedules::Rank{1}};
+    s.recompute = recompute;
+    s.ranks.assign(2, {});
+    for (int r = 0; r < 2; ++r) {
+      auto& list = s.ranks[static_cast<std::size_t>(r)];
+      for (int m = 0; m < 3; ++m) {
+        for (int st : {2 * r, 2 * r + 1}) list.push_back(schedules::make_action(st, schedules::ActionKind::F, m));
+      }
+      for (int m = 2; m >= 0; --m) {
+        for (int st : {2 * r + 1, 2 * r}) list.push_back(schedules::make_action(st, schedules::ActionKind::B, m));
+      }
+    }
+    const TrainResult run = train(o);
+    expect_matches(run, ref, o.model, c.optimizer,
+                   fmt::format("two stages per rank, recompute={}", schedules::to_string(recompute)));
+    EXPECT_EQ(run.metrics.ranks.size(), 2U);
+  }
 }
 
 }  // namespace
