@@ -37,7 +37,8 @@ void InProcessTransport::send(schedules::Rank from, schedules::Rank to, const Me
   box.arrived.notify_all();
 }
 
-Tensor InProcessTransport::receive(schedules::Rank to, schedules::Rank from, const MessageTag& tag) {
+Tensor InProcessTransport::receive(schedules::Rank to, schedules::Rank from,
+                                   const MessageTag& tag) {
   Mailbox& box = mailbox(to);
   std::unique_lock lock(box.mutex);
   const std::pair<int, MessageTag> key{from.value, tag};

@@ -15,8 +15,8 @@ bool all_finite(const Tensor& tensor) {
 }
 
 StageState::StageState(const models::Model& model, int first_layer, int end_layer,
-                       std::uint64_t seed, const OptimizerConfig& optimizer,
-                       int num_microbatches, MemoryAccount* account)
+                       std::uint64_t seed, const OptimizerConfig& optimizer, int num_microbatches,
+                       MemoryAccount* account)
     : is_last_(end_layer == static_cast<int>(model.layers.size())),
       stashes_(static_cast<std::size_t>(num_microbatches)),
       kept_(static_cast<std::size_t>(num_microbatches), Kept::nothing),
@@ -29,7 +29,8 @@ StageState::StageState(const models::Model& model, int first_layer, int end_laye
 
 std::vector<cpu::Stash>& StageState::stashes(int microbatch, Kept expected, const char* action) {
   const auto m = static_cast<std::size_t>(microbatch);
-  if (m >= kept_.size()) throw std::out_of_range(fmt::format("{}: no micro-batch {}", action, microbatch));
+  if (m >= kept_.size())
+    throw std::out_of_range(fmt::format("{}: no micro-batch {}", action, microbatch));
   if (kept_[m] != expected) {
     // A valid schedule never gets here; the message says which order broke.
     static constexpr const char* names[] = {"nothing", "the full stash", "the input only"};
@@ -102,7 +103,8 @@ std::optional<std::string> StageState::non_finite_gradient() const {
 std::int64_t StageState::static_bytes() const {
   std::int64_t bytes = 0;
   for (std::size_t l = 0; l < layers_.size(); ++l) {
-    for (const cpu::Parameter& p : layers_[l]->parameters()) bytes += p.value.bytes() + p.grad.bytes();
+    for (const cpu::Parameter& p : layers_[l]->parameters())
+      bytes += p.value.bytes() + p.grad.bytes();
     bytes += optimizers_[l].bytes();
   }
   return bytes;

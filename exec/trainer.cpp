@@ -31,7 +31,8 @@ void check_options(const TrainOptions& o) {
   const int num_layers = static_cast<int>(o.model.layers.size());
   if (o.steps < 1) throw InputError(fmt::format("--steps must be at least 1, got {}", o.steps));
   if (!(o.watchdog_seconds > 0)) {
-    throw InputError(fmt::format("the watchdog needs a positive time, got {} s", o.watchdog_seconds));
+    throw InputError(
+        fmt::format("the watchdog needs a positive time, got {} s", o.watchdog_seconds));
   }
   if (o.partition.num_stages() != o.schedule.num_stages) {
     throw InputError(fmt::format("--partition {} has {} stages but the schedule has {}",
@@ -52,9 +53,10 @@ void check_options(const TrainOptions& o) {
   for (const auto& list : o.schedule.ranks) {
     for (const Action& a : list) {
       if (a.kind == ActionKind::I || a.kind == ActionKind::W) {
-        throw InputError(fmt::format("schedule {}: the cpu executor runs F/B schedules; {} (a split "
-                                     "backward, I/W) is not supported",
-                                     o.schedule.name, to_string(a)));
+        throw InputError(
+            fmt::format("schedule {}: the cpu executor runs F/B schedules; {} (a split "
+                        "backward, I/W) is not supported",
+                        o.schedule.name, to_string(a)));
       }
     }
   }
@@ -85,8 +87,9 @@ RunPlan make_plan(const TrainOptions& o, const schedules::Schedule& lowered) {
     plan.microbatch_offsets.push_back(offset);
     offset += size;
   }
-  plan.recomputed.assign(static_cast<std::size_t>(lowered.num_stages),
-                         std::vector<bool>(static_cast<std::size_t>(lowered.num_microbatches), false));
+  plan.recomputed.assign(
+      static_cast<std::size_t>(lowered.num_stages),
+      std::vector<bool>(static_cast<std::size_t>(lowered.num_microbatches), false));
   for (const auto& list : lowered.ranks) {
     for (const Action& a : list) {
       if (a.kind == ActionKind::R) plan.recomputed[a.stage.at()][a.microbatch.at()] = true;
@@ -106,23 +109,27 @@ std::exception_ptr supervise(const TrainOptions& o, RunControl& control,
                              const schedules::Schedule& lowered) {
   using namespace std::chrono;
   const auto watchdog = duration<double>(o.watchdog_seconds);
-  const auto poll = duration_cast<RunControl::Clock::duration>(
-      std::min(duration<double>(0.05), watchdog / 5));
+  const auto poll =
+      duration_cast<RunControl::Clock::duration>(std::min(duration<double>(0.05), watchdog / 5));
   std::exception_ptr callback_error;
   std::size_t reported = 0;
   std::uint64_t seen = 0;
   while (true) {
     seen = control.wait_for_change(seen, poll);
+    // Read before the losses: a worker publishes its last loss before it
+    // exits, so once all have exited every loss is there to hand on.
+    const bool exited = control.all_exited();
     if (o.on_step && !callback_error) {
       const std::vector<double> losses = control.losses();
       try {
-        for (; reported < losses.size(); ++reported) o.on_step(static_cast<int>(reported), losses[reported]);
+        for (; reported < losses.size(); ++reported)
+          o.on_step(static_cast<int>(reported), losses[reported]);
       } catch (...) {
         callback_error = std::current_exception();
         control.fail("the on_step callback failed");
       }
     }
-    if (control.all_exited()) return callback_error;
+    if (exited) return callback_error;
     const double idle = control.idle_seconds();
     if (!control.aborted() && idle > o.watchdog_seconds) {
       control.fail(fmt::format("stalled: no action finished for {:.1f} s; {}", idle,
@@ -155,9 +162,9 @@ TrainResult train(const TrainOptions& o) {
   std::vector<std::unique_ptr<StageState>> stages;
   for (int s = 0; s < num_stages; ++s) {
     const Rank rank = lowered.rank_of(schedules::Stage{s});
-    stages.push_back(std::make_unique<StageState>(o.model, o.partition.first_layer(s),
-                                                  o.partition.end_layer(s), o.seed, o.optimizer,
-                                                  lowered.num_microbatches, accounts[rank.at()].get()));
+    stages.push_back(std::make_unique<StageState>(
+        o.model, o.partition.first_layer(s), o.partition.end_layer(s), o.seed, o.optimizer,
+        lowered.num_microbatches, accounts[rank.at()].get()));
   }
 
   InProcessTransport transport(num_ranks);
@@ -170,7 +177,8 @@ TrainResult train(const TrainOptions& o) {
   for (int r = 0; r < num_ranks; ++r) {
     std::vector<StageState*> own(static_cast<std::size_t>(num_stages), nullptr);
     for (int s = 0; s < num_stages; ++s) {
-      if (lowered.rank_of(schedules::Stage{s}) == Rank{r}) own[static_cast<std::size_t>(s)] = stages[static_cast<std::size_t>(s)].get();
+      if (lowered.rank_of(schedules::Stage{s}) == Rank{r})
+        own[static_cast<std::size_t>(s)] = stages[static_cast<std::size_t>(s)].get();
     }
     workers.push_back(std::make_unique<Worker>(
         Rank{r}, plan, std::move(own),
@@ -208,7 +216,8 @@ TrainResult train(const TrainOptions& o) {
   timeline.info.batch_size = o.batch;
   timeline.info.static_bytes.assign(static_cast<std::size_t>(num_ranks), 0);
   for (int s = 0; s < num_stages; ++s) {
-    timeline.info.static_bytes[lowered.rank_of(schedules::Stage{s}).at()] += stages[static_cast<std::size_t>(s)]->static_bytes();
+    timeline.info.static_bytes[lowered.rank_of(schedules::Stage{s}).at()] +=
+        stages[static_cast<std::size_t>(s)]->static_bytes();
   }
   for (int r = 0; r < num_ranks; ++r) {
     const auto& actions = workers[static_cast<std::size_t>(r)]->timeline();

@@ -93,8 +93,8 @@ void Worker::run_step(int step) {
   }
   current_ = -1;
   if (!slots_.empty()) {
-    throw std::logic_error(fmt::format("the {} was produced but never consumed",
-                                       to_string(slots_.begin()->first)));
+    throw std::logic_error(
+        fmt::format("the {} was produced but never consumed", to_string(slots_.begin()->first)));
   }
   if (stages_.back() != nullptr) {
     control.publish_loss(step, loss_sum_ / static_cast<double>(plan_.batch));
@@ -152,11 +152,13 @@ void Worker::execute(const Action& a, int step) {
 void Worker::forward(const Action& a, int step) {
   StageState& st = stage(a.stage);
   const auto m = a.microbatch.at();
-  Tensor input = a.stage.value == 0
-                     ? batch_.inputs.slice_rows(plan_.microbatch_offsets[m], plan_.microbatch_sizes[m])
-                     : take({step, MessageKind::activation, Stage{a.stage.value - 1}, a.microbatch}, a);
+  Tensor input =
+      a.stage.value == 0
+          ? batch_.inputs.slice_rows(plan_.microbatch_offsets[m], plan_.microbatch_sizes[m])
+          : take({step, MessageKind::activation, Stage{a.stage.value - 1}, a.microbatch}, a);
   const Tensor target = target_rows(a);
-  Tensor output = st.forward(a.microbatch.value, std::move(input), target.empty() ? nullptr : &target);
+  Tensor output =
+      st.forward(a.microbatch.value, std::move(input), target.empty() ? nullptr : &target);
   if (st.is_last()) {
     double sum = 0;
     for (float loss : output.f32()) sum += loss;
@@ -187,7 +189,8 @@ void Worker::backward(const Action& a, int step) {
     if (!grad_input.empty() && !all_finite(grad_input)) throw RunError("non-finite input gradient");
   }
   // Stage 0's input gradient has no consumer.
-  if (a.stage.value > 0) put({step, MessageKind::gradient, a.stage, a.microbatch}, std::move(grad_input));
+  if (a.stage.value > 0)
+    put({step, MessageKind::gradient, a.stage, a.microbatch}, std::move(grad_input));
 }
 
 Tensor Worker::target_rows(const Action& a) const {
@@ -213,7 +216,8 @@ void Worker::put(const MessageTag& tag, Tensor tensor) {
 Tensor Worker::take(const MessageTag& tag, const Action& a) {
   auto it = slots_.find(tag);
   if (it == slots_.end()) {
-    throw std::logic_error(fmt::format("{} needs the {}, which is not here", to_string(a), to_string(tag)));
+    throw std::logic_error(
+        fmt::format("{} needs the {}, which is not here", to_string(a), to_string(tag)));
   }
   Tensor tensor = std::move(it->second);
   slots_.erase(it);

@@ -22,7 +22,8 @@ using trainer_test::RunConfig;
 // Threads of this process, from /proc (Linux).
 int thread_count() {
   int n = 0;
-  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/task")) ++n;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/task"))
+    ++n;
   return n;
 }
 

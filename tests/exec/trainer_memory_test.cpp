@@ -99,18 +99,22 @@ TEST(TrainerMemoryPolicies, RecomputeLowersTheMeasuredPeak) {
   c.microbatches = 4;
   c.batch = 8;
   c.steps = 1;
-  const std::int64_t never = train(trainer_test::options_for(c)).metrics.ranks[0].peak_activation_bytes;
+  const std::int64_t never =
+      train(trainer_test::options_for(c)).metrics.ranks[0].peak_activation_bytes;
   c.recompute = RecomputePolicy::always;
-  const std::int64_t always = train(trainer_test::options_for(c)).metrics.ranks[0].peak_activation_bytes;
+  const std::int64_t always =
+      train(trainer_test::options_for(c)).metrics.ranks[0].peak_activation_bytes;
   EXPECT_LT(always, never);
 }
 
 std::string name_of(const ::testing::TestParamInfo<MemoryCase>& info) {
   const MemoryCase& m = info.param;
-  std::string name = fmt::format("{}_{}_K{}_M{}_N{}_{}", m.model.substr(0, m.model.find(':')),
-                                 m.schedule, m.stages, m.microbatches, m.batch,
-                                 schedules::to_string(m.recompute));
-  std::replace_if(name.begin(), name.end(), [](char ch) { return !std::isalnum(static_cast<unsigned char>(ch)); }, '_');
+  std::string name =
+      fmt::format("{}_{}_K{}_M{}_N{}_{}", m.model.substr(0, m.model.find(':')), m.schedule,
+                  m.stages, m.microbatches, m.batch, schedules::to_string(m.recompute));
+  std::replace_if(
+      name.begin(), name.end(),
+      [](char ch) { return !std::isalnum(static_cast<unsigned char>(ch)); }, '_');
   return name;
 }
 

@@ -25,12 +25,14 @@ TrainOptions base() {
 TEST(TrainerOptions, ThePartitionMustFitTheScheduleAndTheModel) {
   TrainOptions o = base();
   o.partition = models::Partition{{2, 2, 1}};
-  EXPECT_EQ(error_of([&] { (void)train(o); }), "--partition 2,2,1 has 3 stages but the schedule has 2");
+  EXPECT_EQ(error_of([&] { (void)train(o); }),
+            "--partition 2,2,1 has 3 stages but the schedule has 2");
   o.partition = models::Partition{{2, 2}};
   EXPECT_EQ(error_of([&] { (void)train(o); }),
             "--partition 2,2 covers 4 layers but model mlp:layers=4,hidden=16 has 5");
   o.partition = models::Partition{{5, 0}};
-  EXPECT_EQ(error_of([&] { (void)train(o); }), "--partition 5,0: every stage needs at least one layer");
+  EXPECT_EQ(error_of([&] { (void)train(o); }),
+            "--partition 5,0: every stage needs at least one layer");
 }
 
 TEST(TrainerOptions, MoreMicroBatchesThanSamplesIsRefused) {

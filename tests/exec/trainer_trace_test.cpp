@@ -104,7 +104,8 @@ TEST(TrainerTrace, TheTimelineIsTheLastStepsAndTheLossesAreEverySteps) {
   ASSERT_EQ(reported.size(), 4U);
   for (int s = 0; s < 4; ++s) {
     EXPECT_EQ(reported[static_cast<std::size_t>(s)].first, s);
-    EXPECT_EQ(reported[static_cast<std::size_t>(s)].second, run.losses[static_cast<std::size_t>(s)]);
+    EXPECT_EQ(reported[static_cast<std::size_t>(s)].second,
+              run.losses[static_cast<std::size_t>(s)]);
   }
   // One step's actions: every rank's program once.
   EXPECT_EQ(static_cast<int>(run.timeline.actions.size()),

@@ -62,7 +62,8 @@ void expect_matches(const TrainResult& run, const TrainResult& ref, const models
                     const OptimizerConfig& optimizer, const std::string& what) {
   ASSERT_EQ(run.losses.size(), ref.losses.size()) << what;
   for (std::size_t step = 0; step < ref.losses.size(); ++step) {
-    EXPECT_LE(std::abs(run.losses[step] - ref.losses[step]) / std::abs(ref.losses[step]), kTolerance)
+    EXPECT_LE(std::abs(run.losses[step] - ref.losses[step]) / std::abs(ref.losses[step]),
+              kTolerance)
         << what << " step " << step << ": " << run.losses[step] << " vs " << ref.losses[step];
   }
   ASSERT_EQ(run.weights.size(), ref.weights.size()) << what;
@@ -70,8 +71,9 @@ void expect_matches(const TrainResult& run, const TrainResult& ref, const models
   for (std::size_t l = 0; l < ref.weights.size(); ++l) {
     ASSERT_EQ(run.weights[l].size(), ref.weights[l].size()) << what << " layer " << l;
     for (std::size_t p = 0; p < ref.weights[l].size(); ++p) {
-      const double error = trainer_test::relative_error(compared(model, optimizer, l, p, run.weights[l][p]),
-                                                        compared(model, optimizer, l, p, ref.weights[l][p]));
+      const double error =
+          trainer_test::relative_error(compared(model, optimizer, l, p, run.weights[l][p]),
+                                       compared(model, optimizer, l, p, ref.weights[l][p]));
       worst = std::max(worst, error);
       EXPECT_LE(error, kTolerance) << what << " layer " << l << " parameter " << p;
     }
@@ -163,21 +165,25 @@ TEST(TrainerTransparency, TwoStagesPerRank) {
     schedules::Schedule& s = o.schedule;
     s.name = "gpipe-two-stages-per-rank";
     s.num_ranks = 2;
-    s.stage_to_rank = {schedules::Rank{0}, schedules::Rank{0}, schedules::Rank{1}, schedules::Rank{1}};
+    s.stage_to_rank = {schedules::Rank{0}, schedules::Rank{0}, schedules::Rank{1},
+                       schedules::Rank{1}};
     s.recompute = recompute;
     s.ranks.assign(2, {});
     for (int r = 0; r < 2; ++r) {
       auto& list = s.ranks[static_cast<std::size_t>(r)];
       for (int m = 0; m < 3; ++m) {
-        for (int st : {2 * r, 2 * r + 1}) list.push_back(schedules::make_action(st, schedules::ActionKind::F, m));
+        for (int st : {2 * r, 2 * r + 1})
+          list.push_back(schedules::make_action(st, schedules::ActionKind::F, m));
       }
       for (int m = 2; m >= 0; --m) {
-        for (int st : {2 * r + 1, 2 * r}) list.push_back(schedules::make_action(st, schedules::ActionKind::B, m));
+        for (int st : {2 * r + 1, 2 * r})
+          list.push_back(schedules::make_action(st, schedules::ActionKind::B, m));
       }
     }
     const TrainResult run = train(o);
-    expect_matches(run, ref, o.model, c.optimizer,
-                   fmt::format("two stages per rank, recompute={}", schedules::to_string(recompute)));
+    expect_matches(
+        run, ref, o.model, c.optimizer,
+        fmt::format("two stages per rank, recompute={}", schedules::to_string(recompute)));
     EXPECT_EQ(run.metrics.ranks.size(), 2U);
   }
 }

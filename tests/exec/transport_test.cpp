@@ -31,14 +31,17 @@ MessageTag activation(int microbatch, int step = 0) {
 
 TEST(InProcessTransport, ReceivesMatchByTagWhateverTheSendOrder) {
   InProcessTransport transport(2);
-  for (int m : {2, 0, 3, 1}) transport.send(Rank{0}, Rank{1}, activation(m), filled(static_cast<float>(m)));
+  for (int m : {2, 0, 3, 1})
+    transport.send(Rank{0}, Rank{1}, activation(m), filled(static_cast<float>(m)));
   transport.send(Rank{0}, Rank{1}, {0, MessageKind::gradient, Stage{0}, Microbatch{1}}, filled(-1));
   EXPECT_EQ(transport.pending(), 5U);
   for (int m : {1, 3, 0, 2}) {
     const Tensor t = transport.receive(Rank{1}, Rank{0}, activation(m));
     EXPECT_EQ(t.f32()[0], static_cast<float>(m));
   }
-  EXPECT_EQ(transport.receive(Rank{1}, Rank{0}, {0, MessageKind::gradient, Stage{0}, Microbatch{1}}).f32()[0], -1);
+  EXPECT_EQ(transport.receive(Rank{1}, Rank{0}, {0, MessageKind::gradient, Stage{0}, Microbatch{1}})
+                .f32()[0],
+            -1);
   EXPECT_EQ(transport.pending(), 0U);
 }
 
@@ -56,9 +59,11 @@ TEST(InProcessTransport, AReceiveWaitsForItsMessageFromAnotherThread) {
   InProcessTransport transport(2);
   std::vector<float> got;
   std::thread receiver([&] {
-    for (int m = 0; m < 4; ++m) got.push_back(transport.receive(Rank{1}, Rank{0}, activation(m)).f32()[0]);
+    for (int m = 0; m < 4; ++m)
+      got.push_back(transport.receive(Rank{1}, Rank{0}, activation(m)).f32()[0]);
   });
-  for (int m : {3, 1, 2, 0}) transport.send(Rank{0}, Rank{1}, activation(m), filled(static_cast<float>(10 + m)));
+  for (int m : {3, 1, 2, 0})
+    transport.send(Rank{0}, Rank{1}, activation(m), filled(static_cast<float>(10 + m)));
   receiver.join();
   EXPECT_EQ(got, (std::vector<float>{10, 11, 12, 13}));
 }
@@ -107,7 +112,8 @@ TEST(StepBarrier, EveryPartyLeavesWithTheSameStart) {
   std::vector<std::thread> threads;
   for (int p = 0; p < 3; ++p) {
     threads.emplace_back([&, p] {
-      for (int step = 0; step < 2; ++step) starts[static_cast<std::size_t>(2 * p + step)] = barrier.arrive_and_wait();
+      for (int step = 0; step < 2; ++step)
+        starts[static_cast<std::size_t>(2 * p + step)] = barrier.arrive_and_wait();
     });
   }
   for (auto& t : threads) t.join();
