@@ -28,8 +28,8 @@ class MemoryRecorder {
 
  private:
   schedules::Rank rank_;
-  mutable std::mutex
-      mutex_;  // the account calls record() under its own lock; this one nests inside
+  // The account calls record() under its own lock; this one nests inside it.
+  mutable std::mutex mutex_;
   bool recording_ = false;
   Clock::time_point step_start_;
   std::vector<schedules::MemorySample> samples_;
