@@ -63,6 +63,9 @@ class Layer {
 
  protected:
   explicit Layer(models::Layer spec) : spec_(std::move(spec)) {}
+  // Parameter i's values and gradient, for the kinds' math.
+  [[nodiscard]] float* value(std::size_t i) { return parameters_[i].value.data(); }
+  [[nodiscard]] float* grad(std::size_t i) { return parameters_[i].grad.data(); }
   models::Layer spec_;
   std::vector<Parameter> parameters_;
 };

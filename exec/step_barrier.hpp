@@ -1,0 +1,35 @@
+// The start of a training step: every rank's worker waits here until all have
+// arrived, so that a step's actions are timed from one common moment and no
+// rank starts step t+1 while another still runs step t. Abortable: abort()
+// wakes every waiter, which then throws Aborted.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+
+namespace gpipe::exec {
+
+class StepBarrier {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  explicit StepBarrier(int parties);
+
+  // Returns when all parties have arrived, with the moment the last one did:
+  // the step's start, the same for every party. Throws Aborted after abort().
+  [[nodiscard]] Clock::time_point arrive_and_wait();
+  void abort();
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable released_;
+  int parties_;
+  int waiting_ = 0;
+  std::int64_t generation_ = 0;
+  Clock::time_point start_;
+  bool aborted_ = false;
+};
+
+}  // namespace gpipe::exec
