@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
-#include <mutex>
 #include <random>
 #include <thread>
 #include <vector>
@@ -11,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "exec/cpu/layer.hpp"
+#include "exec/in_process_transport.hpp"
 #include "exec/trainer.hpp"
 #include "schedules/error.hpp"
 
@@ -158,38 +157,30 @@ std::vector<int> checked_sizes(std::span<const int> sizes) {
 
 double measure_handoff_latency_us(int round_trips) {
   if (round_trips < 1) throw InputError("link round trips must be at least 1");
-  // A one-slot mailbox each way, as a rank's channel: the sender fills it and
-  // notifies, the receiver waits on it.
-  struct Mailbox {
-    std::mutex mutex;
-    std::condition_variable ready;
-    bool full = false;
-    void put() {
-      { std::scoped_lock lock(mutex); full = true; }
-      ready.notify_one();
-    }
-    void take() {
-      std::unique_lock lock(mutex);
-      ready.wait(lock, [this] { return full; });
-      full = false;
-    }
-  };
-  Mailbox ping;
-  Mailbox pong;
+  // Rank 0 sends an activation to rank 1 through the executor's own
+  // transport, rank 1 answers with a gradient; half a round trip is one
+  // hand-off: a send, the receiver's wake-up and its receive.
+  InProcessTransport transport(2);
+  const schedules::Rank first{0};
+  const schedules::Rank second{1};
   const int warmup = std::max(10, round_trips / 10);
   const int total = warmup + round_trips;
+  const auto tag = [](int i, MessageKind kind) {
+    return MessageTag{.step = i, .kind = kind, .stage = schedules::Stage{0}, .microbatch = schedules::Microbatch{0}};
+  };
   std::jthread echo([&] {
     for (int i = 0; i < total; ++i) {
-      ping.take();
-      pong.put();
+      Tensor t = transport.receive(second, first, tag(i, MessageKind::activation));
+      transport.send(second, first, tag(i, MessageKind::gradient), std::move(t));
     }
   });
   std::vector<double> one_way;
   one_way.reserve(static_cast<std::size_t>(round_trips));
   for (int i = 0; i < total; ++i) {
+    Tensor message({1});  // the size is irrelevant: the tensor moves, its bytes do not
     const auto t0 = Clock::now();
-    ping.put();
-    pong.take();
+    transport.send(first, second, tag(i, MessageKind::activation), std::move(message));
+    const Tensor back = transport.receive(first, second, tag(i, MessageKind::gradient));
     const auto t1 = Clock::now();
     if (i >= warmup) one_way.push_back(elapsed_us(t0, t1) / 2);
   }

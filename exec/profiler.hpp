@@ -16,7 +16,8 @@
 // layer that kept more or less than models::bytes_at() says shows up here.
 //
 // The link is the in-process hand-off between two rank threads: its latency
-// the median one-way time of a message passed between two threads, and its
+// the median one-way time of a message passed between two threads through the
+// executor's InProcessTransport (half a round trip), and its
 // bandwidth kInProcessBandwidthGBps, because an in-process message moves a
 // pointer to the tensor, never its bytes.
 #pragma once
@@ -53,8 +54,8 @@ struct ProfilerOptions {
                                             std::span<const int> micro_batch_sizes,
                                             const ProfilerOptions& options = {});
 
-// The median one-way time, in microseconds, of handing a message from one
-// thread to another and back, halved, over `round_trips` round trips.
+// The median one-way time, in microseconds, of a message between two threads
+// through the in-process transport: half of each of `round_trips` round trips.
 [[nodiscard]] double measure_handoff_latency_us(int round_trips);
 
 }  // namespace gpipe::exec

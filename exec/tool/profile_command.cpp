@@ -49,6 +49,7 @@ int run_profile(const ProfileFlags& f) {
   require_cpu_backend(f.backend);
   const models::Model model = models::parse_model(f.model);
   const std::vector<int> sizes = parse_int_list(f.micro_batch_sizes, "--micro-batch-sizes");
+  check_writable(f.out, "--out");
   exec::ProfilerOptions options;
   options.warmup = f.warmup;
   options.repeats = f.repeats;

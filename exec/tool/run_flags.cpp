@@ -1,6 +1,10 @@
 #include "exec/tool/run_flags.hpp"
 
+#include <cerrno>
 #include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 
 #include <fmt/format.h>
 
@@ -13,6 +17,16 @@ void add_backend_flag(CLI::App& cmd, std::string& backend) {
   cmd.add_option("--backend", backend, "Where to run: cpu (threads, one per rank) or cuda")
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
+}
+
+void check_writable(const std::string& path, const char* flag) {
+  std::error_code ignored;
+  const bool existed = std::filesystem::exists(path, ignored);
+  {
+    std::ofstream probe(path, std::ios::app);  // appends nothing: an existing file is untouched
+    if (!probe) throw InputError(fmt::format("{} {}: cannot write: {}", flag, path, std::strerror(errno)));
+  }
+  if (!existed) std::filesystem::remove(path, ignored);
 }
 
 void require_cpu_backend(const std::string& backend) {

@@ -35,6 +35,11 @@ void add_backend_flag(CLI::App& cmd, std::string& backend);
 // Adds --seed to `cmd`, rejecting negative values (CLI11 would wrap -1 into 2^64 - 1).
 void add_seed_flag(CLI::App& cmd, std::uint64_t& seed, const std::string& help);
 
+// Throws InputError "FLAG PATH: cannot write: why" unless `path` can be
+// written, so that a typo in an output path fails before a long run, not after.
+// Leaves no file behind.
+void check_writable(const std::string& path, const char* flag);
+
 // Throws RunError for --backend cuda: the CUDA backend (issue 5) is not built yet.
 void require_cpu_backend(const std::string& backend);
 

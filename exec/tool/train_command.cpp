@@ -101,6 +101,7 @@ int run_train(const TrainFlags& f) {
   t.seed = f.run.seed;
   t.optimizer = f.run.optimizer_config();
   t.check_finite = f.check_finite;
+  if (!f.trace.empty()) check_writable(f.trace, "--trace");
   if (!f.inject_fault.empty()) t.fault = exec::parse_fault_injection(f.inject_fault);
   t.watchdog_seconds = f.run.watchdog_seconds;
   // Text: one line per step on stdout as it ends. JSON: stdout holds the JSON

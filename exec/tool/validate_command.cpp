@@ -158,6 +158,8 @@ int run_validate(const ValidateFlags& f) {
     throw InputError("--save-profile writes the profile measured when no --profile is given; drop one");
   }
 
+  if (!f.out.empty()) check_writable(f.out, "--out");
+  if (!f.save_profile.empty()) check_writable(f.save_profile, "--save-profile");
   const profiles::Profile profile = grid_profile(f, options.model, grid.microbatches, options.optimizer);
   exec::check_profile_matches(options.model, profile);
   if (!f.json) {

@@ -37,7 +37,7 @@ expect_one_error_line "--repeats"
 expect_status 2 "$run" profile --model cnn:layers=2 --micro-batch-sizes 1 --out "$tmp/q.json"
 expect_one_error_line "cnn"
 expect_status 2 "$run" profile --model $mlp --micro-batch-sizes 1 --out /nonexistent/dir/p.json --repeats 1
-expect_one_error_line "/nonexistent/dir/p.json"
+expect_one_error_line "--out /nonexistent/dir/p.json: cannot write: No such file or directory"
 expect_status 2 "$run" profile --model $mlp --out "$tmp/q.json"
 expect_one_error_line "--micro-batch-sizes is required"
 

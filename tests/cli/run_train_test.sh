@@ -61,7 +61,8 @@ expect_status 1 "$run" train "${tiny[@]}" --steps 2 --inject-fault 1:1F0
 expect_one_error_line "1F0"
 grep -qF "rank 1" "$tmp/err" || fail "the fault line does not name rank 1: $(cat "$tmp/err")"
 expect_status 1 "$run" train "${tiny[@]}" --steps 2 --inject-fault 1:1F0:stall --watchdog-seconds 0.5
-expect_one_error_line "gpipe-run train: failed:"
+expect_one_error_line "gpipe-run train: failed: stalled: no action finished for 0.5 s"
+grep -qF "rank 1 in 1F0" "$tmp/err" || fail "the stall line does not name rank 1 in 1F0: $(cat "$tmp/err")"
 
 # Bad usage: exit 2, one line naming the flag.
 expect_status 2 "$run" train "${tiny[@]}"
@@ -82,10 +83,12 @@ expect_status 2 "$run" train "${tiny[@]}" --steps 1 --lr 0
 expect_one_error_line "--lr must be a positive number, got 0"
 expect_status 2 "$run" train "${tiny[@]}" --steps 1 --inject-fault 1-1F0
 expect_one_error_line "--inject-fault 1-1F0"
+expect_status 2 "$run" train "${tiny[@]}" --steps 1 --inject-fault 3:1F0
+expect_one_error_line "--inject-fault 3:1F0: there is no rank 3"
 expect_status 2 "$run" train "${tiny[@]}" --steps 1 --profile "$tmp/none.json"
 expect_one_error_line "--profile $tmp/none.json: no such file"
 expect_status 2 "$run" train "${tiny[@]}" --steps 1 --trace /nonexistent/dir/t.json
-expect_one_error_line "/nonexistent/dir/t.json: cannot write"
+expect_one_error_line "--trace /nonexistent/dir/t.json: cannot write: No such file or directory"
 expect_status 2 "$run" fly
 expect_one_error_line "unknown command 'fly'"
 

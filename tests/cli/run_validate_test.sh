@@ -60,5 +60,11 @@ expect_status 2 "$run" validate --model $mlp -K 2 -M 2 -N 4 --profile "$tmp/p.js
 expect_one_error_line "--save-profile"
 expect_status 2 "$run" validate --model mlp:layers=3,hidden=8 -K 2 -M 2 -N 4 --profile "$tmp/p.json"
 expect_one_error_line "--profile: it profiles 'mlp:layers=2,hidden=8'"
+expect_status 2 "$run" validate --model $mlp -K 2 -M 2 -N 4 --out /nonexistent/dir/v.csv
+expect_one_error_line "--out /nonexistent/dir/v.csv: cannot write: No such file or directory"
+# An output path checked before the run leaves no file behind when the run then fails.
+expect_status 2 "$run" validate --model mlp:layers=3,hidden=8 -K 2 -M 2 -N 4 --profile "$tmp/p.json" \
+  --out "$tmp/left.csv"
+[ ! -e "$tmp/left.csv" ] || fail "the writability check left $tmp/left.csv behind"
 
 finish "gpipe-run validate"
