@@ -86,58 +86,79 @@ Tensor output_gradient(const Tensor& output, const models::Layer& layer, int b,
   return random_normal(output.shape(), 0.01F, rng);
 }
 
-profiles::ProfileSample profile_sample(cpu::Layer& layer, const models::Model& model, int b,
-                                       const ProfilerOptions& options, std::mt19937_64& rng) {
-  const models::Layer& spec = layer.spec();
-  const LayerInputs in = random_inputs(model, spec, b, rng);
-  const Tensor* target = in.target.empty() ? nullptr : &in.target;
-  profiles::ProfileSample sample;
-  sample.micro_batch_size = b;
-  sample.input_bytes = in.input.bytes();
-  std::vector<double> fwd;
-  std::vector<double> bwd;
-  Tensor grad_output;
-  for (int run = 0; run < options.warmup + options.repeats; ++run) {
-    MemoryAccount account;
-    cpu::Stash stash;
-    Tensor input = in.input.clone();
-    const auto t0 = Clock::now();
-    Tensor output = layer.forward(std::move(input), target, stash, &account);
-    const auto t1 = Clock::now();
-    if (run == 0) {
-      sample.output_bytes = output.bytes();
-      sample.activation_bytes = account.bytes();
-      grad_output = output_gradient(output, spec, b, rng);
-    } else if (account.bytes() != sample.activation_bytes) {
-      throw RunError(fmt::format("layer {}: the stash held {} bytes, then {} bytes at b={}",
-                                 spec.name, sample.activation_bytes, account.bytes(), b));
-    }
-    const auto t2 = Clock::now();
-    const Tensor grad_input = layer.backward(std::move(stash), grad_output);
-    const auto t3 = Clock::now();
-    if (run >= options.warmup) {
-      fwd.push_back(elapsed_us(t0, t1));
-      bwd.push_back(elapsed_us(t2, t3));
-    }
-  }
-  sample.fwd_us = median(fwd);
-  sample.bwd_us = median(bwd);
-  return sample;
-}
+// The layers of the model, as the executor builds them, with their optimizer
+// state, and every optimizer step timed.
+struct ProfiledModel {
+  std::vector<std::unique_ptr<cpu::Layer>> layers;
+  std::vector<OptimizerState> optimizers;
+  std::vector<std::vector<double>> step_us;  // per layer
+};
 
-// The median of the layer's optimizer steps; 0 for a layer without parameters,
-// whose step does nothing.
-double optimizer_step_us(cpu::Layer& layer, const ProfilerOptions& options) {
-  if (layer.parameters().empty()) return 0.0;
-  OptimizerState state(options.optimizer, layer.parameters());
-  std::vector<double> times;
+// One micro-batch size: warm-up and timed passes of the whole model, each
+// layer's forward in model order, then each backward in reverse, then each
+// layer's optimizer step, as a single-stage run executes a micro-batch. A layer
+// timed inside the pass finds the caches as the run leaves them (the other
+// layers' weights and stashes passed through since its last call); timed alone
+// and repeated, a layer keeps its weights in cache and runs faster than it
+// ever does in training.
+std::vector<profiles::ProfileSample> profile_size(ProfiledModel& pm, const models::Model& model, int b,
+                                                  const ProfilerOptions& options,
+                                                  std::mt19937_64& rng) {
+  const std::size_t n = pm.layers.size();
+  // The data: the first layer's input and every loss layer's target.
+  const Tensor input = random_inputs(model, pm.layers.front()->spec(), b, rng).input;
+  std::vector<Tensor> targets(n);
+  for (std::size_t i = 0; i < n; ++i) targets[i] = random_inputs(model, pm.layers[i]->spec(), b, rng).target;
+
+  std::vector<profiles::ProfileSample> samples(n);
+  std::vector<std::vector<double>> fwd(n);
+  std::vector<std::vector<double>> bwd(n);
   for (int run = 0; run < options.warmup + options.repeats; ++run) {
-    const auto t0 = Clock::now();
-    state.step(layer.parameters());
-    const auto t1 = Clock::now();
-    if (run >= options.warmup) times.push_back(elapsed_us(t0, t1));
+    const bool timed = run >= options.warmup;
+    std::vector<MemoryAccount> accounts(n);
+    std::vector<cpu::Stash> stashes(n);
+    Tensor x = input.clone();
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::int64_t in_bytes = x.bytes();
+      const Tensor* target = targets[i].empty() ? nullptr : &targets[i];
+      const auto t0 = Clock::now();
+      Tensor out = pm.layers[i]->forward(std::move(x), target, stashes[i], &accounts[i]);
+      const auto t1 = Clock::now();
+      if (timed) fwd[i].push_back(elapsed_us(t0, t1));
+      profiles::ProfileSample& sample = samples[i];
+      if (run == 0) {
+        sample.micro_batch_size = b;
+        sample.input_bytes = in_bytes;
+        sample.output_bytes = out.bytes();
+        sample.activation_bytes = accounts[i].bytes();
+      } else if (accounts[i].bytes() != sample.activation_bytes) {
+        throw RunError(fmt::format("layer {}: the stash held {} bytes, then {} bytes at b={}",
+                                   pm.layers[i]->spec().name, sample.activation_bytes,
+                                   accounts[i].bytes(), b));
+      }
+      x = std::move(out);
+    }
+    Tensor grad = output_gradient(x, pm.layers.back()->spec(), b, rng);
+    for (std::size_t i = n; i-- > 0;) {
+      const auto t0 = Clock::now();
+      Tensor grad_input = pm.layers[i]->backward(std::move(stashes[i]), grad);
+      const auto t1 = Clock::now();
+      if (timed) bwd[i].push_back(elapsed_us(t0, t1));
+      grad = std::move(grad_input);
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      if (pm.layers[i]->parameters().empty()) continue;  // nothing to step: optimizer_us stays 0
+      const auto t0 = Clock::now();
+      pm.optimizers[i].step(pm.layers[i]->parameters());
+      const auto t1 = Clock::now();
+      if (timed) pm.step_us[i].push_back(elapsed_us(t0, t1));
+    }
   }
-  return median(times);
+  for (std::size_t i = 0; i < n; ++i) {
+    samples[i].fwd_us = median(fwd[i]);
+    samples[i].bwd_us = median(bwd[i]);
+  }
+  return samples;
 }
 
 std::vector<int> checked_sizes(std::span<const int> sizes) {
@@ -202,14 +223,25 @@ profiles::Profile profile_cpu(const models::Model& model, std::span<const int> m
   // One generator for every random input, seeded apart from the weights.
   std::mt19937_64 rng(options.seed ^ 0x9e3779b97f4a7c15ULL);
   const int count = static_cast<int>(model.layers.size());
+  ProfiledModel pm;
   for (int index = 0; index < count; ++index) {
-    const std::unique_ptr<cpu::Layer> layer = cpu::make_layer(model, index, options.seed);
+    pm.layers.push_back(cpu::make_layer(model, index, options.seed));
+    pm.optimizers.emplace_back(options.optimizer, pm.layers.back()->parameters());
+  }
+  pm.step_us.resize(static_cast<std::size_t>(count));
+  std::vector<std::vector<profiles::ProfileSample>> by_size;
+  for (std::size_t s = 0; s < sizes.size(); ++s) {
+    by_size.push_back(profile_size(pm, model, sizes[s], options, rng));
+    if (options.on_size) options.on_size(static_cast<int>(s), static_cast<int>(sizes.size()), sizes[s]);
+  }
+  for (int index = 0; index < count; ++index) {
+    const auto i = static_cast<std::size_t>(index);
     profiles::LayerProfile lp;
-    lp.name = layer->spec().name;
-    lp.kind = layer->spec().kind;
-    for (const cpu::Parameter& p : layer->parameters()) lp.param_bytes += p.value.bytes();
-    for (const int b : sizes) lp.samples.push_back(profile_sample(*layer, model, b, options, rng));
-    lp.optimizer_us = optimizer_step_us(*layer, options);
+    lp.name = pm.layers[i]->spec().name;
+    lp.kind = pm.layers[i]->spec().kind;
+    for (const cpu::Parameter& p : pm.layers[i]->parameters()) lp.param_bytes += p.value.bytes();
+    for (auto& samples : by_size) lp.samples.push_back(samples[i]);
+    lp.optimizer_us = pm.step_us[i].empty() ? 0.0 : median(pm.step_us[i]);
     if (options.on_layer) options.on_layer(index, count, lp);
     profile.layers.push_back(std::move(lp));
   }

@@ -33,13 +33,17 @@ struct ProfileFlags {
 
 }  // namespace
 
+void report_profiled_size(int index, int count, int micro_batch_size) {
+  std::cerr << fmt::format("[{}/{}] micro-batch size {} measured\n", index + 1, count, micro_batch_size);
+}
+
 void report_profiled_layer(int index, int count, const profiles::LayerProfile& layer) {
   std::string samples;
   for (const auto& s : layer.samples) {
     samples += fmt::format("  b={} fwd {} bwd {}", s.micro_batch_size, format_time_us(s.fwd_us),
                            format_time_us(s.bwd_us));
   }
-  std::cerr << fmt::format("[{}/{}] {} ({}):{}  step {}\n", index + 1, count, layer.name, layer.kind,
+  std::cerr << fmt::format("layer {}/{} {} ({}):{}  step {}\n", index + 1, count, layer.name, layer.kind,
                            samples, format_time_us(layer.optimizer_us));
 }
 
@@ -55,6 +59,7 @@ int run_profile(const ProfileFlags& f) {
   options.repeats = f.repeats;
   options.seed = f.seed;
   options.optimizer.kind = *sim::parse_optimizer(f.optimizer);
+  options.on_size = report_profiled_size;
   options.on_layer = report_profiled_layer;
   const profiles::Profile profile = exec::profile_cpu(model, sizes, options);
   profiles::write_profile(profile, f.out);

@@ -124,6 +124,7 @@ profiles::Profile grid_profile(const ValidateFlags& f, const models::Model& mode
   options.repeats = f.repeats;
   options.seed = f.run.seed;
   options.optimizer = optimizer;
+  options.on_size = report_profiled_size;
   options.on_layer = report_profiled_layer;
   profiles::Profile profile = exec::profile_cpu(model, sizes, options);
   if (!f.save_profile.empty()) profiles::write_profile(profile, f.save_profile);

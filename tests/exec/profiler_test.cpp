@@ -119,16 +119,23 @@ TEST(Profiler, OptimizerUsTimesTheChosenOptimizer) {
   EXPECT_EQ(profile.layers[1].optimizer_us, 0.0);
 }
 
-TEST(Profiler, ReportsEachLayerAsItGoes) {
+TEST(Profiler, ReportsEachSizeAndLayer) {
   const models::Model model = models::parse_model("mlp:layers=2,hidden=8");
   ProfilerOptions options = quick();
+  std::vector<int> sizes_seen;
+  options.on_size = [&](int index, int count, int b) {
+    EXPECT_EQ(count, 2);
+    EXPECT_EQ(index, static_cast<int>(sizes_seen.size()));
+    sizes_seen.push_back(b);
+  };
   std::vector<std::string> seen;
   options.on_layer = [&](int index, int count, const profiles::LayerProfile& layer) {
     EXPECT_EQ(count, 3);
     EXPECT_EQ(index, static_cast<int>(seen.size()));
     seen.push_back(layer.name);
   };
-  (void)profile_cpu(model, std::vector<int>{1}, options);
+  (void)profile_cpu(model, std::vector<int>{4, 1}, options);
+  EXPECT_EQ(sizes_seen, (std::vector<int>{1, 4}));  // in sorted order
   EXPECT_EQ(seen, (std::vector<std::string>{"block0", "block1", "loss"}));
 }
 
