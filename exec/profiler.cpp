@@ -94,71 +94,73 @@ struct ProfiledModel {
   std::vector<std::vector<double>> step_us;  // per layer
 };
 
-// One micro-batch size: warm-up and timed passes of the whole model, each
-// layer's forward in model order, then each backward in reverse, then each
-// layer's optimizer step, as a single-stage run executes a micro-batch. A layer
-// timed inside the pass finds the caches as the run leaves them (the other
-// layers' weights and stashes passed through since its last call); timed alone
-// and repeated, a layer keeps its weights in cache and runs faster than it
-// ever does in training.
-std::vector<profiles::ProfileSample> profile_size(ProfiledModel& pm, const models::Model& model, int b,
-                                                  const ProfilerOptions& options,
-                                                  std::mt19937_64& rng) {
-  const std::size_t n = pm.layers.size();
-  // The data: the first layer's input and every loss layer's target.
-  const Tensor input = random_inputs(model, pm.layers.front()->spec(), b, rng).input;
-  std::vector<Tensor> targets(n);
-  for (std::size_t i = 0; i < n; ++i) targets[i] = random_inputs(model, pm.layers[i]->spec(), b, rng).target;
+// One micro-batch size: its data (the first layer's input, every loss layer's
+// target), what was measured at it, and every timed forward and backward.
+struct SizeRuns {
+  int b = 0;
+  Tensor input;
+  std::vector<Tensor> targets;  // per layer; empty but for a loss layer
+  std::vector<profiles::ProfileSample> samples;
+  std::vector<std::vector<double>> fwd_us, bwd_us;  // per layer
+};
 
-  std::vector<profiles::ProfileSample> samples(n);
-  std::vector<std::vector<double>> fwd(n);
-  std::vector<std::vector<double>> bwd(n);
-  for (int run = 0; run < options.warmup + options.repeats; ++run) {
-    const bool timed = run >= options.warmup;
-    std::vector<MemoryAccount> accounts(n);
-    std::vector<cpu::Stash> stashes(n);
-    Tensor x = input.clone();
-    for (std::size_t i = 0; i < n; ++i) {
-      const std::int64_t in_bytes = x.bytes();
-      const Tensor* target = targets[i].empty() ? nullptr : &targets[i];
-      const auto t0 = Clock::now();
-      Tensor out = pm.layers[i]->forward(std::move(x), target, stashes[i], &accounts[i]);
-      const auto t1 = Clock::now();
-      if (timed) fwd[i].push_back(elapsed_us(t0, t1));
-      profiles::ProfileSample& sample = samples[i];
-      if (run == 0) {
-        sample.micro_batch_size = b;
-        sample.input_bytes = in_bytes;
-        sample.output_bytes = out.bytes();
-        sample.activation_bytes = accounts[i].bytes();
-      } else if (accounts[i].bytes() != sample.activation_bytes) {
-        throw RunError(fmt::format("layer {}: the stash held {} bytes, then {} bytes at b={}",
-                                   pm.layers[i]->spec().name, sample.activation_bytes,
-                                   accounts[i].bytes(), b));
-      }
-      x = std::move(out);
+SizeRuns size_runs(const ProfiledModel& pm, const models::Model& model, int b, std::mt19937_64& rng) {
+  const std::size_t n = pm.layers.size();
+  SizeRuns s{.b = b, .input = random_inputs(model, pm.layers.front()->spec(), b, rng).input};
+  s.targets.resize(n);
+  for (std::size_t i = 0; i < n; ++i) s.targets[i] = random_inputs(model, pm.layers[i]->spec(), b, rng).target;
+  s.samples.resize(n);
+  s.fwd_us.resize(n);
+  s.bwd_us.resize(n);
+  return s;
+}
+
+// One pass of the whole model at one size, as a single-stage run executes a
+// micro-batch: each layer's forward in model order, each backward in reverse,
+// then each layer's optimizer step. A layer timed inside the pass finds the
+// caches as the run leaves them (the other layers' weights and stashes passed
+// through since its last call); timed alone and repeated, a layer keeps its
+// weights in cache and runs faster than it ever does in training.
+void run_pass(ProfiledModel& pm, SizeRuns& s, bool first, bool timed, std::mt19937_64& rng) {
+  const std::size_t n = pm.layers.size();
+  std::vector<MemoryAccount> accounts(n);  // one per layer: its stash alone
+  std::vector<cpu::Stash> stashes(n);
+  Tensor x = s.input.clone();
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::int64_t in_bytes = x.bytes();
+    const Tensor* target = s.targets[i].empty() ? nullptr : &s.targets[i];
+    const auto t0 = Clock::now();
+    Tensor out = pm.layers[i]->forward(std::move(x), target, stashes[i], &accounts[i]);
+    const auto t1 = Clock::now();
+    if (timed) s.fwd_us[i].push_back(elapsed_us(t0, t1));
+    profiles::ProfileSample& sample = s.samples[i];
+    if (first) {
+      sample.micro_batch_size = s.b;
+      sample.input_bytes = in_bytes;
+      sample.output_bytes = out.bytes();
+      sample.activation_bytes = accounts[i].bytes();
+    } else if (accounts[i].bytes() != sample.activation_bytes) {
+      throw RunError(fmt::format("layer {}: the stash held {} bytes, then {} bytes at b={}",
+                                 pm.layers[i]->spec().name, sample.activation_bytes, accounts[i].bytes(),
+                                 s.b));
     }
-    Tensor grad = output_gradient(x, pm.layers.back()->spec(), b, rng);
-    for (std::size_t i = n; i-- > 0;) {
-      const auto t0 = Clock::now();
-      Tensor grad_input = pm.layers[i]->backward(std::move(stashes[i]), grad);
-      const auto t1 = Clock::now();
-      if (timed) bwd[i].push_back(elapsed_us(t0, t1));
-      grad = std::move(grad_input);
-    }
-    for (std::size_t i = 0; i < n; ++i) {
-      if (pm.layers[i]->parameters().empty()) continue;  // nothing to step: optimizer_us stays 0
-      const auto t0 = Clock::now();
-      pm.optimizers[i].step(pm.layers[i]->parameters());
-      const auto t1 = Clock::now();
-      if (timed) pm.step_us[i].push_back(elapsed_us(t0, t1));
-    }
+    x = std::move(out);
+  }
+  Tensor grad = output_gradient(x, pm.layers.back()->spec(), s.b, rng);
+  for (std::size_t i = n; i-- > 0;) {
+    const auto t0 = Clock::now();
+    Tensor grad_input = pm.layers[i]->backward(std::move(stashes[i]), grad);
+    const auto t1 = Clock::now();
+    if (timed) s.bwd_us[i].push_back(elapsed_us(t0, t1));
+    grad = std::move(grad_input);
   }
   for (std::size_t i = 0; i < n; ++i) {
-    samples[i].fwd_us = median(fwd[i]);
-    samples[i].bwd_us = median(bwd[i]);
+    if (pm.layers[i]->parameters().empty()) continue;  // nothing to step: optimizer_us stays 0
+    const auto t0 = Clock::now();
+    pm.optimizers[i].step(pm.layers[i]->parameters());
+    const auto t1 = Clock::now();
+    if (timed) pm.step_us[i].push_back(elapsed_us(t0, t1));
   }
-  return samples;
 }
 
 std::vector<int> checked_sizes(std::span<const int> sizes) {
@@ -229,10 +231,21 @@ profiles::Profile profile_cpu(const models::Model& model, std::span<const int> m
     pm.optimizers.emplace_back(options.optimizer, pm.layers.back()->parameters());
   }
   pm.step_us.resize(static_cast<std::size_t>(count));
-  std::vector<std::vector<profiles::ProfileSample>> by_size;
-  for (std::size_t s = 0; s < sizes.size(); ++s) {
-    by_size.push_back(profile_size(pm, model, sizes[s], options, rng));
-    if (options.on_size) options.on_size(static_cast<int>(s), static_cast<int>(sizes.size()), sizes[s]);
+  std::vector<SizeRuns> runs;
+  for (const int b : sizes) runs.push_back(size_runs(pm, model, b, rng));
+  // Passes go round the sizes (b1, b2, ..., b1, b2, ...), not size after
+  // size: a stretch of load from elsewhere on the machine then slows every
+  // size a little instead of one size a lot, and the medians shrug it off.
+  const int passes = options.warmup + options.repeats;
+  for (int pass = 0; pass < passes; ++pass) {
+    for (SizeRuns& s : runs) run_pass(pm, s, /*first=*/pass == 0, /*timed=*/pass >= options.warmup, rng);
+    if (options.on_pass) options.on_pass(pass, passes);
+  }
+  for (SizeRuns& s : runs) {
+    for (std::size_t i = 0; i < s.samples.size(); ++i) {
+      s.samples[i].fwd_us = median(s.fwd_us[i]);
+      s.samples[i].bwd_us = median(s.bwd_us[i]);
+    }
   }
   for (int index = 0; index < count; ++index) {
     const auto i = static_cast<std::size_t>(index);
@@ -240,7 +253,7 @@ profiles::Profile profile_cpu(const models::Model& model, std::span<const int> m
     lp.name = pm.layers[i]->spec().name;
     lp.kind = pm.layers[i]->spec().kind;
     for (const cpu::Parameter& p : pm.layers[i]->parameters()) lp.param_bytes += p.value.bytes();
-    for (auto& samples : by_size) lp.samples.push_back(samples[i]);
+    for (const SizeRuns& s : runs) lp.samples.push_back(s.samples[i]);
     lp.optimizer_us = pm.step_us[i].empty() ? 0.0 : median(pm.step_us[i]);
     if (options.on_layer) options.on_layer(index, count, lp);
     profile.layers.push_back(std::move(lp));

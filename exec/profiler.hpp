@@ -1,29 +1,32 @@
-// The CPU profiler behind `gpipe-run profile --backend cpu`: every layer of a
-// model run on its own, at each requested micro-batch size, timed and
-// measured, and written as a DESIGN.md profile (source "cpu") that the
+// The CPU profiler behind `gpipe-run profile --backend cpu`: the cost of every
+// layer of a model at each requested micro-batch size, timed and measured on
+// this machine, written as a DESIGN.md profile (source "cpu") that the
 // simulator reads like any other.
 //
-// At each size the whole model runs as a one-stage pipeline runs a
-// micro-batch: the layers (built as the executor builds them, cpu::make_layer)
-// forward in order from a seeded random input (and target, for the loss
-// layer), backward in reverse, then each layer's optimizer step (AdamW by
-// default), `warmup` untimed passes and `repeats` timed ones; every forward,
-// backward and step is timed on its own and fwd_us, bwd_us and optimizer_us
-// are the medians. The backward's time is its call alone, which consumes the
-// forward's stash. Timing each layer inside the pass rather than alone is
-// deliberate: a layer run alone and repeated keeps its weights in cache and
-// ran 30-40 % faster than in training (mlp hidden 256 at b = 4, on this
-// project's 2-core machine); inside the pass it finds the caches as training
-// leaves them. Bytes are MEASURED, not taken from the model description:
-// input_bytes and output_bytes are the tensors' sizes and activation_bytes what
-// the layer's stash account holds after its forward, so a layer that kept more
-// or less than models::bytes_at() says shows up here.
+// The layers are built as the executor builds them (cpu::make_layer) and the
+// whole model runs as a one-stage pipeline runs a micro-batch: every forward in
+// model order from a seeded random input (and target, for the loss layer),
+// every backward in reverse, then each layer's optimizer step (AdamW by
+// default). `warmup` untimed passes, then `repeats` timed ones, each pass going
+// round all the sizes; each forward, backward and step is timed on its own and
+// fwd_us, bwd_us and optimizer_us are the medians. A backward's time is its
+// call alone, which consumes the forward's stash.
+//
+// Why inside whole-model passes and not one layer at a time: a layer run alone
+// and repeated keeps its weights in cache, and ran 30-40 % faster than in
+// training (mlp hidden 256 at b = 4 on this project's 2-core machine); inside
+// the pass it finds the caches as training leaves them.
+//
+// Bytes are MEASURED, not taken from the model description: input_bytes and
+// output_bytes are the tensors' sizes, activation_bytes what the layer's stash
+// account holds after its forward, so a layer that keeps more or less than
+// models::bytes_at() says shows up in the profile.
 //
 // The link is the in-process hand-off between two rank threads: its latency
-// the median one-way time of a message passed between two threads through the
-// executor's InProcessTransport (half a round trip), and its
-// bandwidth kInProcessBandwidthGBps, because an in-process message moves a
-// pointer to the tensor, never its bytes.
+// the median one-way time of a message between two threads through the
+// executor's InProcessTransport (half a round trip), its bandwidth
+// kInProcessBandwidthGBps, because an in-process message moves a pointer to
+// the tensor, never its bytes.
 #pragma once
 
 #include <cstdint>
@@ -47,9 +50,9 @@ struct ProfilerOptions {
   std::uint64_t seed = 1;  // weights (as make_layer) and the random inputs
   OptimizerConfig optimizer;  // whose step optimizer_us times (AdamW by default)
   int link_round_trips = 200;  // messages timed for the link latency
-  // Progress: after each micro-batch size (index among the sorted sizes, their
-  // count, the size), then once per layer with its finished profile.
-  std::function<void(int index, int count, int micro_batch_size)> on_size;
+  // Progress: after each pass over every size (warm-up passes included), then
+  // once per layer with its finished profile.
+  std::function<void(int pass, int passes)> on_pass;
   std::function<void(int layer, int layers, const profiles::LayerProfile&)> on_layer;
 };
 

@@ -10,9 +10,9 @@ namespace gpipe::cli {
 [[nodiscard]] Subcommand add_profile_run_command(CLI::App& app);
 [[nodiscard]] Subcommand add_validate_command(CLI::App& app);
 
-// The profiler's progress on stderr (profile, validate): a line per
-// micro-batch size as it is done, then one per layer with its times.
-void report_profiled_size(int index, int count, int micro_batch_size);
+// The profiler's progress on stderr (profile, validate): a bar over the
+// passes (on a terminal only), then one line per layer with its times.
+void report_profiler_pass(int pass, int passes);
 void report_profiled_layer(int index, int count, const profiles::LayerProfile& layer);
 
 }  // namespace gpipe::cli

@@ -2,6 +2,8 @@
 // measure every layer on this CPU (exec/profiler.hpp) and write the profile
 // that `gpipe-sim run --profile` reads; progress per layer on stderr, a
 // one-line summary on stdout.
+#include <unistd.h>
+
 #include <iostream>
 #include <memory>
 #include <ranges>
@@ -33,8 +35,14 @@ struct ProfileFlags {
 
 }  // namespace
 
-void report_profiled_size(int index, int count, int micro_batch_size) {
-  std::cerr << fmt::format("[{}/{}] micro-batch size {} measured\n", index + 1, count, micro_batch_size);
+void report_profiler_pass(int pass, int passes) {
+  // A bar that redraws itself, only on a terminal: logs keep the layer lines alone.
+  if (isatty(STDERR_FILENO) == 0) return;
+  constexpr int kWidth = 40;
+  const int filled = kWidth * (pass + 1) / passes;
+  std::cerr << fmt::format("\r[{}{}] pass {}/{} over every micro-batch size", std::string(filled, '#'),
+                           std::string(kWidth - filled, ' '), pass + 1, passes)
+            << (pass + 1 == passes ? "\n" : "") << std::flush;
 }
 
 void report_profiled_layer(int index, int count, const profiles::LayerProfile& layer) {
@@ -59,7 +67,7 @@ int run_profile(const ProfileFlags& f) {
   options.repeats = f.repeats;
   options.seed = f.seed;
   options.optimizer.kind = *sim::parse_optimizer(f.optimizer);
-  options.on_size = report_profiled_size;
+  options.on_pass = report_profiler_pass;
   options.on_layer = report_profiled_layer;
   const profiles::Profile profile = exec::profile_cpu(model, sizes, options);
   profiles::write_profile(profile, f.out);

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <iostream>
 #include <memory>
+#include <thread>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -75,33 +76,58 @@ void print_row(const exec::ValidationRow& r) {
             << std::flush;
 }
 
-void print_summary(const std::vector<exec::ValidationRow>& rows) {
-  int run = 0;
-  int equal = 0;
-  double sum_abs = 0;
-  double sum_bubble = 0;
+// Mean |step time error| over the rows run, and the row with the largest one.
+struct ErrorSummary {
+  int count = 0;
+  double mean_abs_pct = 0;
   const exec::ValidationRow* worst = nullptr;
+};
+
+template <typename Keep>
+ErrorSummary summarise(const std::vector<exec::ValidationRow>& rows, Keep keep) {
+  ErrorSummary s;
+  double sum = 0;
+  for (const auto& r : rows) {
+    const double e = std::abs(r.diff.step_time_error_pct);
+    if (!r.ok() || !keep(r) || std::isnan(e)) continue;
+    ++s.count;
+    sum += e;
+    if (s.worst == nullptr || e > std::abs(s.worst->diff.step_time_error_pct)) s.worst = &r;
+  }
+  s.mean_abs_pct = s.count > 0 ? sum / s.count : 0.0;
+  return s;
+}
+
+std::string error_line(const ErrorSummary& s) {
+  const auto& w = *s.worst;
+  return fmt::format("mean |error| {:.1f} % over {}, largest {:+.1f} % ({} {} K={} M={})", s.mean_abs_pct,
+                     s.count, w.diff.step_time_error_pct, w.scenario.schedule,
+                     schedules::to_string(w.scenario.recompute), w.scenario.stages, w.scenario.microbatches);
+}
+
+void print_summary(const std::vector<exec::ValidationRow>& rows) {
+  const auto run = static_cast<std::size_t>(std::count_if(rows.begin(), rows.end(), [](const auto& r) { return r.ok(); }));
+  std::cout << fmt::format("\n{} configurations: {} run, {} skipped (cannot exist)\n", rows.size(), run,
+                           rows.size() - run);
+  if (run == 0) return;
+  const ErrorSummary all = summarise(rows, [](const auto&) { return true; });
+  if (all.worst != nullptr) std::cout << "step time error: " << error_line(all) << "\n";
+  // Ranks are threads: with more of them than hardware threads they take
+  // turns on the cores, which the simulator (one processor per rank) does not model.
+  const int cores = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
+  const ErrorSummary fits = summarise(rows, [cores](const auto& r) { return r.scenario.stages <= cores; });
+  if (fits.count < all.count && fits.worst != nullptr) {
+    std::cout << fmt::format("  with K <= {} (this machine's hardware threads): {}\n", cores, error_line(fits));
+  }
+  double bubble = 0;
+  int equal = 0;
   for (const auto& r : rows) {
     if (!r.ok()) continue;
-    ++run;
+    bubble += std::abs(r.diff.bubble_error_points);
     equal += r.peak_activation_equal();
-    const double e = std::abs(r.diff.step_time_error_pct);
-    sum_abs += std::isnan(e) ? 0.0 : e;
-    sum_bubble += std::abs(r.diff.bubble_error_points);
-    if (!std::isnan(e) && (worst == nullptr || e > std::abs(worst->diff.step_time_error_pct))) worst = &r;
   }
-  std::cout << fmt::format("\n{} configurations: {} run, {} skipped (cannot exist)\n", rows.size(), run,
-                           rows.size() - static_cast<std::size_t>(run));
-  if (run == 0) return;
-  std::cout << fmt::format("step time error: mean |error| {:.1f} %", sum_abs / run);
-  if (worst != nullptr) {
-    std::cout << fmt::format(", largest {:+.1f} % ({} {} K={} M={})", worst->diff.step_time_error_pct,
-                             worst->scenario.schedule, schedules::to_string(worst->scenario.recompute),
-                             worst->scenario.stages, worst->scenario.microbatches);
-  }
-  std::cout << fmt::format("\nbubble error: mean |error| {:.1f} points\n", sum_bubble / run);
-  std::cout << fmt::format("peak activation equal to the prediction in {} of {} configurations\n",
-                           equal, run);
+  std::cout << fmt::format("bubble error: mean |error| {:.1f} points\n", bubble / static_cast<double>(run));
+  std::cout << fmt::format("peak activation equal to the prediction in {} of {} configurations\n", equal, run);
 }
 
 // The profile to predict with: --profile, else one measured now at every
@@ -124,7 +150,7 @@ profiles::Profile grid_profile(const ValidateFlags& f, const models::Model& mode
   options.repeats = f.repeats;
   options.seed = f.run.seed;
   options.optimizer = optimizer;
-  options.on_size = report_profiled_size;
+  options.on_pass = report_profiler_pass;
   options.on_layer = report_profiled_layer;
   profiles::Profile profile = exec::profile_cpu(model, sizes, options);
   if (!f.save_profile.empty()) profiles::write_profile(profile, f.save_profile);

@@ -119,14 +119,13 @@ TEST(Profiler, OptimizerUsTimesTheChosenOptimizer) {
   EXPECT_EQ(profile.layers[1].optimizer_us, 0.0);
 }
 
-TEST(Profiler, ReportsEachSizeAndLayer) {
+TEST(Profiler, ReportsEachPassAndLayer) {
   const models::Model model = models::parse_model("mlp:layers=2,hidden=8");
   ProfilerOptions options = quick();
-  std::vector<int> sizes_seen;
-  options.on_size = [&](int index, int count, int b) {
-    EXPECT_EQ(count, 2);
-    EXPECT_EQ(index, static_cast<int>(sizes_seen.size()));
-    sizes_seen.push_back(b);
+  std::vector<int> passes_seen;
+  options.on_pass = [&](int pass, int passes) {
+    EXPECT_EQ(passes, 4);  // 1 warm-up + 3 timed
+    passes_seen.push_back(pass);
   };
   std::vector<std::string> seen;
   options.on_layer = [&](int index, int count, const profiles::LayerProfile& layer) {
@@ -135,7 +134,7 @@ TEST(Profiler, ReportsEachSizeAndLayer) {
     seen.push_back(layer.name);
   };
   (void)profile_cpu(model, std::vector<int>{4, 1}, options);
-  EXPECT_EQ(sizes_seen, (std::vector<int>{1, 4}));  // in sorted order
+  EXPECT_EQ(passes_seen, (std::vector<int>{0, 1, 2, 3}));
   EXPECT_EQ(seen, (std::vector<std::string>{"block0", "block1", "loss"}));
 }
 
