@@ -189,7 +189,8 @@ double measure_handoff_latency_us(int round_trips) {
   const int warmup = std::max(10, round_trips / 10);
   const int total = warmup + round_trips;
   const auto tag = [](int i, MessageKind kind) {
-    return MessageTag{.step = i, .kind = kind, .stage = schedules::Stage{0}, .microbatch = schedules::Microbatch{0}};
+    return MessageTag{.step = i, .kind = kind, .stage = schedules::Stage{0},
+                      .microbatch = schedules::Microbatch{0}};
   };
   std::jthread echo([&] {
     for (int i = 0; i < total; ++i) {

@@ -8,7 +8,8 @@ diagonal are configurations the simulator thought slower than they were.
 Right: the bubble fraction the same way, with GPipe's closed form
 (K-1)/(M+K-1) as open markers at the measured value, so the gap between the
 paper's idealised bubble and the real one shows too. Marker shape and colour
-name the schedule and recompute policy; configurations whose measured
+name the schedule and recompute policy, and a small label the stage count K
+(a K above the machine's cores drifts below the diagonal: ranks share cores); configurations whose measured
 activation peak differs from the prediction are ringed in red. Skipped rows
 (configurations that cannot exist) are counted in the title.
 """
@@ -101,6 +102,9 @@ def draw(rows, skipped, out):
         right.plot([r["measured_bubble"] for r in chosen], [r["predicted_bubble"] for r in chosen], **style)
         right.plot([r["measured_bubble"] for r in chosen], [r["bubble_fraction_analytic"] for r in chosen],
                    marker=style["marker"], color=style["color"], mfc="none", ls="none", ms=7)
+    for r in rows:  # K beside each point: oversubscribed cores show up as one K drifting off
+        left.annotate(f"K{r['stages']}", (r["measured_step_us"] / scale, r["predicted_step_us"] / scale),
+                      xytext=(4, -3), textcoords="offset points", fontsize=6, color="0.35")
     unequal = [r for r in rows if not r["peak_equal"]]
     if unequal:
         left.plot([r["measured_step_us"] / scale for r in unequal],

@@ -152,7 +152,9 @@ Subcommand add_train_command(CLI::App& app) {
   cmd->add_option("--steps", f->steps, "Training steps (one mini-batch and one optimizer step each)")
       ->required()
       ->check(CLI::Range(1, 100000000));
-  cmd->add_option("--schedule", f->schedule, "Schedule")->check(CLI::IsMember({"gpipe", "1f1b"}))->capture_default_str();
+  cmd->add_option("--schedule", f->schedule, "Schedule")
+      ->check(CLI::IsMember({"gpipe", "1f1b"}))
+      ->capture_default_str();
   cmd->add_option("--recompute", f->recompute, "Re-materialisation policy")
       ->check(CLI::IsMember({"never", "always", "except_last"}))
       ->capture_default_str();

@@ -106,7 +106,8 @@ std::string error_line(const ErrorSummary& s) {
 }
 
 void print_summary(const std::vector<exec::ValidationRow>& rows) {
-  const auto run = static_cast<std::size_t>(std::count_if(rows.begin(), rows.end(), [](const auto& r) { return r.ok(); }));
+  const auto run = static_cast<std::size_t>(
+      std::count_if(rows.begin(), rows.end(), [](const auto& r) { return r.ok(); }));
   std::cout << fmt::format("\n{} configurations: {} run, {} skipped (cannot exist)\n", rows.size(), run,
                            rows.size() - run);
   if (run == 0) return;
