@@ -61,7 +61,7 @@ expect_status 1 "$run" train "${tiny[@]}" --steps 2 --inject-fault 1:1F0
 expect_one_error_line "1F0"
 grep -qF "rank 1" "$tmp/err" || fail "the fault line does not name rank 1: $(cat "$tmp/err")"
 expect_status 1 "$run" train "${tiny[@]}" --steps 2 --inject-fault 1:1F0:stall --watchdog-seconds 0.5
-expect_one_error_line "gpipe-run train: failed: stalled: no action finished for 0.5 s"
+expect_one_error_line "gpipe-run train: failed: stalled: no action finished for "  # the time it waited
 grep -qF "rank 1 in 1F0" "$tmp/err" || fail "the stall line does not name rank 1 in 1F0: $(cat "$tmp/err")"
 
 # Bad usage: exit 2, one line naming the flag.
