@@ -106,7 +106,9 @@ struct SizeRuns {
 
 SizeRuns size_runs(const ProfiledModel& pm, const models::Model& model, int b, std::mt19937_64& rng) {
   const std::size_t n = pm.layers.size();
-  SizeRuns s{.b = b, .input = random_inputs(model, pm.layers.front()->spec(), b, rng).input};
+  SizeRuns s;
+  s.b = b;
+  s.input = random_inputs(model, pm.layers.front()->spec(), b, rng).input;
   s.targets.resize(n);
   for (std::size_t i = 0; i < n; ++i) s.targets[i] = random_inputs(model, pm.layers[i]->spec(), b, rng).target;
   s.samples.resize(n);
