@@ -6,7 +6,7 @@ void MemoryRecorder::start(Clock::time_point step_start) {
   std::scoped_lock lock(mutex_);
   recording_ = true;
   step_start_ = step_start;
-  samples_.clear();
+  steps_.emplace_back();
 }
 
 void MemoryRecorder::record(std::int64_t bytes) {
@@ -15,12 +15,12 @@ void MemoryRecorder::record(std::int64_t bytes) {
   if (!recording_) return;
   const std::int64_t time_ns =
       std::chrono::duration_cast<std::chrono::nanoseconds>(now - step_start_).count();
-  samples_.push_back({rank_, time_ns, bytes});
+  steps_.back().push_back({rank_, time_ns, bytes});
 }
 
-std::vector<schedules::MemorySample> MemoryRecorder::samples() const {
+std::vector<schedules::MemorySample> MemoryRecorder::samples(std::size_t i) const {
   std::scoped_lock lock(mutex_);
-  return samples_;
+  return i < steps_.size() ? steps_[i] : std::vector<schedules::MemorySample>{};
 }
 
 }  // namespace gpipe::exec

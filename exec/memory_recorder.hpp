@@ -1,7 +1,7 @@
 // The observer of a rank's MemoryAccount: turns every change of the rank's
 // activation bytes into a MemorySample of the measured timeline, timed from
-// the step's common start. It records only the step it was started for (the
-// last one), so a long run keeps one step's samples.
+// the step's common start. It records only the steps it is started for (the
+// measured ones, at the end of a run), so a long run keeps few samples.
 #pragma once
 
 #include <chrono>
@@ -20,11 +20,12 @@ class MemoryRecorder {
 
   explicit MemoryRecorder(schedules::Rank rank) : rank_(rank) {}
 
-  // Drops what was recorded and records from now on, timed from `step_start`.
+  // Starts recording a new step, timed from `step_start`.
   void start(Clock::time_point step_start);
   // The account's observer: the rank now holds `bytes`.
   void record(std::int64_t bytes);
-  [[nodiscard]] std::vector<schedules::MemorySample> samples() const;
+  // The samples of the i-th recorded step (0: the first started).
+  [[nodiscard]] std::vector<schedules::MemorySample> samples(std::size_t i) const;
 
  private:
   schedules::Rank rank_;
@@ -32,7 +33,7 @@ class MemoryRecorder {
   mutable std::mutex mutex_;
   bool recording_ = false;
   Clock::time_point step_start_;
-  std::vector<schedules::MemorySample> samples_;
+  std::vector<std::vector<schedules::MemorySample>> steps_;
 };
 
 }  // namespace gpipe::exec

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <exception>
 #include <memory>
+#include <numeric>
 #include <thread>
 
 #include <fmt/format.h>
@@ -30,6 +31,10 @@ namespace {
 void check_options(const TrainOptions& o) {
   const int num_layers = static_cast<int>(o.model.layers.size());
   if (o.steps < 1) throw InputError(fmt::format("--steps must be at least 1, got {}", o.steps));
+  if (o.measured_steps < 1 || o.measured_steps > o.steps) {
+    throw InputError(fmt::format("measured steps must be in [1, steps = {}], got {}", o.steps,
+                                 o.measured_steps));
+  }
   if (!(o.watchdog_seconds > 0)) {
     throw InputError(
         fmt::format("the watchdog needs a positive time, got {} s", o.watchdog_seconds));
@@ -76,6 +81,16 @@ void check_fault(const FaultInjection& fault, const schedules::Schedule& lowered
   }
 }
 
+// The index of the timeline of median step time (the lower median).
+std::size_t median_step(const std::vector<schedules::Timeline>& steps) {
+  std::vector<std::size_t> order(steps.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return schedules::makespan_ns(steps[a]) < schedules::makespan_ns(steps[b]);
+  });
+  return order[(order.size() - 1) / 2];
+}
+
 RunPlan make_plan(const TrainOptions& o, const schedules::Schedule& lowered) {
   RunPlan plan;
   plan.model = &o.model;
@@ -96,6 +111,7 @@ RunPlan make_plan(const TrainOptions& o, const schedules::Schedule& lowered) {
     }
   }
   plan.steps = o.steps;
+  plan.measured_steps = o.measured_steps;
   plan.seed = o.seed;
   plan.check_finite = o.check_finite;
   plan.fault = o.fault;
@@ -209,23 +225,30 @@ TrainResult train(const TrainOptions& o) {
 
   TrainResult result;
   result.losses = control.losses();
-  schedules::Timeline& timeline = result.timeline;
-  timeline.info = schedules::info_of(lowered);
-  timeline.info.source = "cpu";
-  timeline.info.device = cpu_device_name();
-  timeline.info.batch_size = o.batch;
-  timeline.info.static_bytes.assign(static_cast<std::size_t>(num_ranks), 0);
+  schedules::TimelineInfo info = schedules::info_of(lowered);
+  info.source = "cpu";
+  info.device = cpu_device_name();
+  info.batch_size = o.batch;
+  info.static_bytes.assign(static_cast<std::size_t>(num_ranks), 0);
   for (int s = 0; s < num_stages; ++s) {
-    timeline.info.static_bytes[lowered.rank_of(schedules::Stage{s}).at()] +=
+    info.static_bytes[lowered.rank_of(schedules::Stage{s}).at()] +=
         stages[static_cast<std::size_t>(s)]->static_bytes();
   }
-  for (int r = 0; r < num_ranks; ++r) {
-    const auto& actions = workers[static_cast<std::size_t>(r)]->timeline();
-    timeline.actions.insert(timeline.actions.end(), actions.begin(), actions.end());
-    const auto samples = recorders[static_cast<std::size_t>(r)]->samples();
-    timeline.memory.insert(timeline.memory.end(), samples.begin(), samples.end());
+  std::vector<schedules::Timeline> measured(static_cast<std::size_t>(o.measured_steps));
+  for (std::size_t k = 0; k < measured.size(); ++k) {
+    schedules::Timeline& timeline = measured[k];
+    timeline.info = info;
+    for (int r = 0; r < num_ranks; ++r) {
+      const auto& actions = workers[static_cast<std::size_t>(r)]->timelines().at(k);
+      timeline.actions.insert(timeline.actions.end(), actions.begin(), actions.end());
+      const auto samples = recorders[static_cast<std::size_t>(r)]->samples(k);
+      timeline.memory.insert(timeline.memory.end(), samples.begin(), samples.end());
+    }
   }
-  result.metrics = schedules::compute_metrics(timeline);
+  const std::size_t median = median_step(measured);
+  result.timeline = std::move(measured[median]);
+  result.timeline_step = o.steps - o.measured_steps + static_cast<int>(median);
+  result.metrics = schedules::compute_metrics(result.timeline);
   for (const auto& stage : stages) {
     for (const auto& layer : stage->layers()) {
       auto& values = result.weights.emplace_back();

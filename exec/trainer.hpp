@@ -37,13 +37,20 @@ struct TrainOptions {
   std::optional<FaultInjection> fault;
   // A run in which no action finishes for this long is stopped as stalled.
   double watchdog_seconds = 60.0;
+  // How many of the last steps are measured into TrainResult::timeline (which
+  // keeps the one of median step time): 1 keeps the last step; more makes a
+  // measurement robust to a step that another process slowed down.
+  int measured_steps = 1;
   // Called after every step with its index and loss (progress on a terminal).
   std::function<void(int step, double loss)> on_step;
 };
 
 struct TrainResult {
   std::vector<double> losses;     // one per step: the mean per-sample loss over the mini-batch
-  schedules::Timeline timeline;   // the last step, measured; source "cpu", device = the CPU's name
+  // Of the last measured_steps steps, the one of median step time (the lower
+  // median for an even count); source "cpu", device = the CPU's name.
+  schedules::Timeline timeline;
+  int timeline_step = 0;          // which step (0-based) that is
   schedules::Metrics metrics;     // compute_metrics(timeline)
   // The weights after the last step: [layer][parameter] values, in model order.
   std::vector<std::vector<std::vector<float>>> weights;

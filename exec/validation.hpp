@@ -39,7 +39,7 @@ struct ValidationRow {
   std::vector<int> partition;
   std::vector<int> microbatch_sizes;  // largest first
   schedules::Metrics predicted;
-  schedules::Metrics measured;  // of the last step
+  schedules::Metrics measured;  // of the step of median time among all but the first
   sim::TimelineDiff diff;       // predicted vs measured, action by action
   // The largest peak over ranks of each; equal when the executor keeps exactly
   // what the simulator's memory rules say.
@@ -55,7 +55,7 @@ struct ValidationRow {
 struct ValidationOptions {
   models::Model model;
   ValidationGrid grid;
-  int steps = 2;  // at least 2: the last step, the one compared, runs warm
+  int steps = 2;  // at least 2: the first step runs cold and is not compared
   std::uint64_t seed = 1;
   OptimizerConfig optimizer;
   double watchdog_seconds = 60.0;

@@ -68,11 +68,10 @@ void Worker::run_step(int step) {
   control.enter_barrier(rank_, step);
   step_start_ = links_.barrier->arrive_and_wait();
   control.note_progress();
-  const bool record = step == plan_.steps - 1;
+  const bool record = step >= plan_.steps - plan_.measured_steps;
   if (record) {
     links_.memory->start(step_start_);
-    timeline_.clear();
-    timeline_.reserve(program_.size());
+    timelines_.emplace_back().reserve(program_.size());
   }
 
   std::int64_t previous_start = -1;
@@ -89,7 +88,7 @@ void Worker::run_step(int step) {
     const std::int64_t end = std::max(since_start(), start);
     previous_start = start;
     control.note_progress();
-    if (record) timeline_.push_back({action, rank_, schedules::stream_of(action.kind), start, end});
+    if (record) timelines_.back().push_back({action, rank_, schedules::stream_of(action.kind), start, end});
   }
   current_ = -1;
   if (!slots_.empty()) {

@@ -40,6 +40,7 @@ struct RunPlan {
   std::vector<std::int64_t> microbatch_offsets;   // first row of each micro-batch
   std::vector<std::vector<bool>> recomputed;      // [stage][m]: the schedule has R(s,m)
   int steps = 1;
+  int measured_steps = 1;  // the last this many steps are recorded
   std::uint64_t seed = 0;
   bool check_finite = false;
   std::optional<FaultInjection> fault;
@@ -65,7 +66,10 @@ class Worker {
   void run() noexcept;
 
   // The last step's actions as they ran, in program order; read after join.
-  [[nodiscard]] const std::vector<schedules::TimedAction>& timeline() const { return timeline_; }
+  // The recorded steps' actions, one list per recorded step, oldest first.
+  [[nodiscard]] const std::vector<std::vector<schedules::TimedAction>>& timelines() const {
+    return timelines_;
+  }
 
  private:
   void run_step(int step);
@@ -93,7 +97,7 @@ class Worker {
   Clock::time_point step_start_;
   int current_ = -1;  // index of the running action, -1 between actions
 
-  std::vector<schedules::TimedAction> timeline_;
+  std::vector<std::vector<schedules::TimedAction>> timelines_;
 };
 
 }  // namespace gpipe::exec

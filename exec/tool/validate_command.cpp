@@ -37,7 +37,7 @@ struct ValidateFlags {
   std::int64_t batch = 0;
   std::string schedules = "gpipe";
   std::string recompute = "never";
-  int steps = 3;
+  int steps = 5;
   std::string save_profile;
   std::string out;
   bool json = false;
@@ -191,7 +191,7 @@ int run_validate(const ValidateFlags& f) {
   const profiles::Profile profile = grid_profile(f, options.model, grid.microbatches, options.optimizer);
   exec::check_profile_matches(options.model, profile);
   if (!f.json) {
-    std::cout << fmt::format("model       {}, batch {}, {} steps per configuration (the last compared)\n\n",
+    std::cout << fmt::format("model       {}, batch {}, {} steps per configuration (the median of all but the first compared)\n\n",
                              options.model.spec, f.batch, f.steps);
     print_table_header();
     options.on_row = print_row;
@@ -224,7 +224,7 @@ Subcommand add_validate_command(CLI::App& app) {
   cmd->add_option("--schedule", f->schedules, "Schedules, comma-separated: gpipe,1f1b")->capture_default_str();
   cmd->add_option("--recompute", f->recompute, "Recompute policies, comma-separated: never,always,except_last")
       ->capture_default_str();
-  cmd->add_option("--steps", f->steps, "Training steps per configuration; the last one is compared")
+  cmd->add_option("--steps", f->steps, "Training steps per configuration; the step of median time among all but the first is compared")
       ->check(CLI::Range(2, 1000000))
       ->capture_default_str();
   cmd->add_option("--save-profile", f->save_profile, "Write the profile measured for the grid");

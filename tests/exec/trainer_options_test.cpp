@@ -73,6 +73,9 @@ TEST(TrainerOptions, StepsAndTheWatchdogMustBePositive) {
   o.steps = 0;
   EXPECT_EQ(error_of([&] { (void)train(o); }), "--steps must be at least 1, got 0");
   o = base();
+  o.measured_steps = 2;
+  EXPECT_EQ(error_of([&] { (void)train(o); }), "measured steps must be in [1, steps = 1], got 2");
+  o = base();
   o.watchdog_seconds = 0;
   EXPECT_NE(error_of([&] { (void)train(o); }), "no error");
 }

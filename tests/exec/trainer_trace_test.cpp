@@ -90,7 +90,7 @@ TEST(TrainerTrace, InfoNamesTheCpuRunAndItsStaticMemory) {
   EXPECT_GT(run.metrics.ranks[0].busy_ns, 0);
 }
 
-TEST(TrainerTrace, TheTimelineIsTheLastStepsAndTheLossesAreEverySteps) {
+TEST(TrainerTrace, ByDefaultTheTimelineIsTheLastStepAndTheLossesAreEverySteps) {
   RunConfig c;
   c.stages = 2;
   c.microbatches = 2;
@@ -110,6 +110,29 @@ TEST(TrainerTrace, TheTimelineIsTheLastStepsAndTheLossesAreEverySteps) {
   // One step's actions: every rank's program once.
   EXPECT_EQ(static_cast<int>(run.timeline.actions.size()),
             schedules::lower(options.schedule).total_actions());
+  EXPECT_EQ(run.timeline_step, 3);
+}
+
+TEST(TrainerTrace, WithSeveralMeasuredStepsTheTimelineIsOneOfThem) {
+  RunConfig c;
+  c.stages = 2;
+  c.microbatches = 2;
+  c.batch = 4;
+  c.steps = 5;
+  TrainOptions options = trainer_test::options_for(c);
+  options.measured_steps = 3;
+  const TrainResult run = train(options);
+  // The median is one of steps 2, 3, 4 (which, the clock decides), and it
+  // holds one step's actions and the memory of a whole step: every rank's
+  // activation bytes rise from 0 and come back to 0.
+  EXPECT_GE(run.timeline_step, 2);
+  EXPECT_LE(run.timeline_step, 4);
+  EXPECT_EQ(static_cast<int>(run.timeline.actions.size()),
+            schedules::lower(options.schedule).total_actions());
+  for (const schedules::RankMetrics& rank : run.metrics.ranks) EXPECT_GT(rank.peak_activation_bytes, 0);
+  std::vector<std::int64_t> last(2, -1);
+  for (const schedules::MemorySample& m : run.timeline.memory) last[m.rank.at()] = m.activation_bytes;
+  EXPECT_EQ(last, (std::vector<std::int64_t>{0, 0}));
 }
 
 }  // namespace
