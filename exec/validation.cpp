@@ -10,6 +10,7 @@
 #include "exec/run_plan.hpp"
 #include "exec/trainer.hpp"
 #include "schedules/error.hpp"
+#include "sim/csv_cell.hpp"
 
 namespace gpipe::exec {
 namespace {
@@ -55,16 +56,6 @@ ValidationRow validate_one(const profiles::Profile& profile, const ValidationOpt
   return row;
 }
 
-// A CSV cell: quoted when it holds a comma or a quote (reasons and partitions do).
-std::string cell(const std::string& text) {
-  if (text.find_first_of(",\"\n") == std::string::npos) return text;
-  std::string quoted = "\"";
-  for (const char c : text) {
-    if (c == '"') quoted += '"';
-    quoted += c;
-  }
-  return quoted + "\"";
-}
 
 // NaN (a measured step of 0) as an empty cell, never "nan".
 std::string number(double value, int decimals) {
@@ -119,12 +110,12 @@ std::string validation_csv(const std::vector<ValidationRow>& rows) {
     out += fmt::format("{},{},{},{},", sc.schedule, schedules::to_string(sc.recompute), sc.stages,
                        sc.microbatches);
     if (!r.ok()) {
-      out += fmt::format(",{},,skipped,{},,,,,,,,,,\n", sc.batch, cell(r.skipped));
+      out += fmt::format(",{},,skipped,{},,,,,,,,,,\n", sc.batch, sim::csv_cell(r.skipped));
       continue;
     }
     out += fmt::format("{},{},{},ok,,{:.3f},{:.3f},{},{:.6f},{:.6f},{:.6f},{},{},{},{}\n",
                        r.microbatch_sizes.front(), sc.batch,
-                       cell(fmt::format("{}", fmt::join(r.partition, ","))), r.diff.predicted_step_us,
+                       sim::csv_cell(fmt::format("{}", fmt::join(r.partition, ","))), r.diff.predicted_step_us,
                        r.diff.measured_step_us, number(r.diff.step_time_error_pct, 3),
                        r.diff.predicted_bubble, r.diff.measured_bubble,
                        r.predicted.bubble_fraction_analytic, number(r.diff.bubble_error_points, 3),

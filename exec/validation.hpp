@@ -20,18 +20,14 @@
 #include "schedules/metrics.hpp"
 #include "sim/diff.hpp"
 #include "sim/scenario.hpp"
+#include "sim/sweep.hpp"
 
 namespace gpipe::exec {
 
-struct ValidationGrid {
-  std::vector<std::string> schedules = {"gpipe"};
-  std::vector<schedules::RecomputePolicy> recompute = {schedules::RecomputePolicy::never};
-  std::vector<int> stages;
-  std::vector<int> microbatches;
-  // Batch, partition, backward order, link overrides: the same for every row.
-  // Its optimizer (static memory in the prediction) is set from `optimizer`.
-  sim::Scenario base;
-};
+// The grid of a sweep. Its base holds the batch, partition, backward order and
+// link overrides, the same for every row; its optimizer (static memory in the
+// prediction) is set from ValidationOptions::optimizer.
+using ValidationGrid = sim::SweepGrid;
 
 struct ValidationRow {
   sim::Scenario scenario;

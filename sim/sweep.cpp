@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "schedules/error.hpp"
+#include "sim/csv_cell.hpp"
 
 namespace gpipe::sim {
 namespace {
@@ -52,16 +53,6 @@ SweepRow simulate_row(const profiles::Profile& profile, const Scenario& sc) {
   return row;
 }
 
-// A CSV cell: quoted when it holds a comma or a quote.
-std::string cell(const std::string& text) {
-  if (text.find_first_of(",\"\n") == std::string::npos) return text;
-  std::string quoted = "\"";
-  for (const char c : text) {
-    if (c == '"') quoted += '"';
-    quoted += c;
-  }
-  return quoted + "\"";
-}
 
 std::string fits_cell(const SweepRow& row, std::optional<std::int64_t> limit) {
   if (!limit || !row.ok()) return "";
@@ -116,12 +107,12 @@ std::string sweep_csv(const std::vector<SweepRow>& rows, std::optional<std::int6
     out += fmt::format("{},{},{},{},", sc.schedule, schedules::to_string(sc.recompute), sc.stages,
                        sc.microbatches);
     if (!r.ok()) {
-      out += fmt::format(",{},,skipped,{},,,,,,,,,,\n", sc.batch, cell(r.skipped));
+      out += fmt::format(",{},,skipped,{},,,,,,,,,,\n", sc.batch, csv_cell(r.skipped));
       continue;
     }
     const auto& m = r.metrics;
     out += fmt::format("{},{},{},ok,,{:.3f},{:.6f},{:.6f},{:.6f},{:.3f},{:.6f},{},{},{},{}\n",
-                       r.micro_batch_size, sc.batch, cell(fmt::format("{}", fmt::join(r.partition, ","))),
+                       r.micro_batch_size, sc.batch, csv_cell(fmt::format("{}", fmt::join(r.partition, ","))),
                        m.step_time_us, m.bubble_fraction, m.bubble_fraction_analytic,
                        m.bubble_time_over_ideal, m.throughput_samples_per_s, min_utilization(m),
                        r.peak_activation_bytes, r.static_bytes, r.peak_memory_bytes,

@@ -23,8 +23,7 @@
 #include "schedules/error.hpp"
 #include "schedules/files.hpp"
 #include "sim/shipped_profiles.hpp"
-#include "sim/tool/int_list.hpp"
-#include "sim/tool/name_list.hpp"
+#include "sim/tool/scenario_flags.hpp"
 #include "sim/tool/units.hpp"
 
 namespace gpipe::cli {
@@ -32,11 +31,7 @@ namespace {
 
 struct ValidateFlags {
   RunFlags run;
-  std::string stages;
-  std::string microbatches;
-  std::int64_t batch = 0;
-  std::string schedules = "gpipe";
-  std::string recompute = "never";
+  GridFlags grid;
   int steps = 5;
   std::string save_profile;
   std::string out;
@@ -144,7 +139,7 @@ profiles::Profile grid_profile(const ValidateFlags& f, const models::Model& mode
     }
     return profile;
   }
-  std::vector<int> sizes = exec::microbatch_sizes_needed(f.batch, microbatches);
+  std::vector<int> sizes = exec::microbatch_sizes_needed(f.grid.batch, microbatches);
   if (sizes.empty()) sizes = {1};  // every M exceeds N: all rows are skipped, any profile will do
   exec::ProfilerOptions options;
   options.warmup = f.warmup;
@@ -168,14 +163,7 @@ int run_validate(const ValidateFlags& f) {
   exec::ValidationOptions options;
   options.model = models::parse_model(f.run.model);
   exec::ValidationGrid& grid = options.grid;
-  grid.stages = parse_int_list(f.stages, "--stages");
-  grid.microbatches = parse_int_list(f.microbatches, "--microbatches");
-  grid.schedules = parse_name_list(f.schedules, "--schedule", {"gpipe", "1f1b"});
-  grid.recompute.clear();
-  for (const auto& name : parse_name_list(f.recompute, "--recompute", {"never", "always", "except_last"})) {
-    grid.recompute.push_back(*schedules::parse_recompute_policy(name));
-  }
-  grid.base.batch = f.batch;
+  f.grid.apply_to(grid);
   grid.base.partition = models::parse_partition_spec(f.run.partition);
   grid.base.backward_order = *schedules::parse_backward_order(f.run.backward_order);
   options.steps = f.steps;
@@ -192,7 +180,7 @@ int run_validate(const ValidateFlags& f) {
   exec::check_profile_matches(options.model, profile);
   if (!f.json) {
     std::cout << fmt::format("model       {}, batch {}, {} steps per configuration (the median of all but the first compared)\n\n",
-                             options.model.spec, f.batch, f.steps);
+                             options.model.spec, f.grid.batch, f.steps);
     print_table_header();
     options.on_row = print_row;
   }
@@ -216,14 +204,7 @@ Subcommand add_validate_command(CLI::App& app) {
                   "predict, train, and compare step time, bubble and peak activation");
   f->run.add_to(*cmd, "Profile of the model to predict with and balance on (default: measure one "
                       "now at the micro-batch sizes the grid needs)");
-  cmd->add_option("--stages,-K", f->stages, "Stage counts: 1,2,4 or a range 1..4")->required();
-  cmd->add_option("--microbatches,-M", f->microbatches, "Micro-batch counts: 1,2,4 or 1..8")->required();
-  cmd->add_option("--batch,-N", f->batch, "Samples per mini-batch N")
-      ->required()
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30));
-  cmd->add_option("--schedule", f->schedules, "Schedules, comma-separated: gpipe,1f1b")->capture_default_str();
-  cmd->add_option("--recompute", f->recompute, "Recompute policies, comma-separated: never,always,except_last")
-      ->capture_default_str();
+  f->grid.add_to(*cmd, std::int64_t{1} << 30);
   cmd->add_option("--steps", f->steps, "Training steps per configuration; the step of median time among all but the first is compared")
       ->check(CLI::Range(2, 1000000))
       ->capture_default_str();

@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include "sim/scenario.hpp"
+#include "sim/sweep.hpp"
 #include "sim/shipped_profiles.hpp"
 
 namespace gpipe::cli {
@@ -26,6 +27,21 @@ struct FixedFlags {
   void add_to(CLI::App& cmd);
   // Sets those fields of `sc`; throws InputError for a value that is not one.
   void apply_to(sim::Scenario& sc) const;
+};
+
+// The grid `sweep` and `gpipe-run validate` share: K and M lists, the batch,
+// the schedules and the recompute policies.
+struct GridFlags {
+  std::string stages;
+  std::string microbatches;
+  std::int64_t batch = 0;
+  std::string schedules = "gpipe";
+  std::string recompute = "never";
+
+  void add_to(CLI::App& cmd, std::int64_t max_batch);
+  // Sets those fields of `grid` (grid.base.batch included); throws InputError
+  // naming the flag for a list that does not parse.
+  void apply_to(sim::SweepGrid& grid) const;
 };
 
 struct ScenarioFlags {

@@ -16,8 +16,6 @@
 #include "sim/shipped_profiles.hpp"
 #include "sim/sweep.hpp"
 #include "sim/tool/commands.hpp"
-#include "sim/tool/int_list.hpp"
-#include "sim/tool/name_list.hpp"
 #include "sim/tool/scenario_flags.hpp"
 #include "sim/tool/units.hpp"
 
@@ -26,11 +24,7 @@ namespace {
 
 struct SweepFlags {
   FixedFlags fixed;
-  std::string stages;
-  std::string microbatches;
-  std::int64_t batch = 0;
-  std::string schedules = "gpipe";
-  std::string recompute = "never";
+  GridFlags grid;
   std::string partition = "balanced";
   std::string memory_limit;
   std::string out;
@@ -72,14 +66,7 @@ void print_summary(const std::vector<sim::SweepRow>& rows, std::optional<std::in
 
 int run(const SweepFlags& f) {
   sim::SweepGrid grid;
-  grid.stages = parse_int_list(f.stages, "--stages");
-  grid.microbatches = parse_int_list(f.microbatches, "--microbatches");
-  grid.schedules = parse_name_list(f.schedules, "--schedule", {"gpipe", "1f1b"});
-  grid.recompute.clear();
-  for (const auto& name : parse_name_list(f.recompute, "--recompute", {"never", "always", "except_last"})) {
-    grid.recompute.push_back(*schedules::parse_recompute_policy(name));
-  }
-  grid.base.batch = f.batch;
+  f.grid.apply_to(grid);
   grid.base.partition = models::parse_partition_spec(f.partition);
   f.fixed.apply_to(grid.base);
   std::optional<std::int64_t> limit;
@@ -89,7 +76,7 @@ int run(const SweepFlags& f) {
   const profiles::Profile profile = profiles::load_profile(path);
   const int threads = f.threads > 0 ? f.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::cout << fmt::format("profile {} ({}, {}, {}), batch {}\n", path.string(), profile.source,
-                           profile.device, profile.dtype, f.batch);
+                           profile.device, profile.dtype, f.grid.batch);
   const auto rows = sim::run_sweep(profile, grid, threads,
                                    isatty(STDERR_FILENO) ? sim::SweepProgress(show_progress) : nullptr);
   if (!f.out.empty()) write_text_file(f.out, sim::sweep_csv(rows, limit));
@@ -106,14 +93,7 @@ Subcommand add_sweep_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "sweep", "Predict a grid of configurations (K x M x schedule x recompute) for one mini-batch");
   f->fixed.add_to(*cmd);
-  cmd->add_option("--stages,-K", f->stages, "Stage counts: 1,2,4 or a range 1..32")->required();
-  cmd->add_option("--microbatches,-M", f->microbatches, "Micro-batch counts: 1,2,4 or 1..256")->required();
-  cmd->add_option("--batch,-N", f->batch, "Samples per mini-batch N")
-      ->required()
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40));
-  cmd->add_option("--schedule", f->schedules, "Schedules, comma-separated: gpipe,1f1b")->capture_default_str();
-  cmd->add_option("--recompute", f->recompute, "Recompute policies, comma-separated: never,always,except_last")
-      ->capture_default_str();
+  f->grid.add_to(*cmd, std::int64_t{1} << 40);
   cmd->add_option("--partition", f->partition, "balanced or uniform")
       ->check(CLI::IsMember({"balanced", "uniform"}))
       ->capture_default_str();
