@@ -1,12 +1,19 @@
-# gpipe_library(NAME DEPENDS ...): one library per folder of DESIGN.md, made of
-# every .cpp in that folder and its subfolders except the command-line tools
-# (tool/) and CUDA sources (*.cu, built only when GPIPE_CUDA is on).
+# gpipe_library(NAME DEPENDS ... [EXCLUDE regex]): one library per folder of
+# DESIGN.md, made of every .cpp in that folder and its subfolders except the
+# command-line tools (tool/), what EXCLUDE matches, and CUDA sources (*.cu,
+# built only when GPIPE_CUDA is on).
 function(gpipe_library name)
-  cmake_parse_arguments(ARG "" "" "DEPENDS;PRIVATE" ${ARGN})
+  cmake_parse_arguments(ARG "" "EXCLUDE" "DEPENDS;PRIVATE" ${ARGN})
   file(GLOB_RECURSE sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cpp)
   list(FILTER sources EXCLUDE REGEX "/tool/")
+  if(ARG_EXCLUDE)
+    list(FILTER sources EXCLUDE REGEX "${ARG_EXCLUDE}")
+  endif()
   if(GPIPE_CUDA)
     file(GLOB_RECURSE cuda_sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cu)
+    if(ARG_EXCLUDE)
+      list(FILTER cuda_sources EXCLUDE REGEX "${ARG_EXCLUDE}")
+    endif()
     list(APPEND sources ${cuda_sources})
   endif()
   if(sources)
