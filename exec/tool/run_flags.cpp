@@ -9,6 +9,10 @@
 #include <fmt/format.h>
 
 #include "schedules/error.hpp"
+
+#ifdef GPIPE_HAVE_CUDA
+#include "exec/cuda/device.hpp"
+#endif
 #include "sim/static_memory.hpp"
 
 namespace gpipe::cli {
@@ -30,8 +34,14 @@ void check_writable(const std::string& path, const char* flag) {
 }
 
 void require_cpu_backend(const std::string& backend) {
-  // Exit status 1, not 2: the request is well-formed, this build cannot run it.
-  if (backend == "cuda") throw RunError("--backend cuda: this build has no CUDA backend (issue 5)");
+  // Exit status 1, not 2: the request is well-formed, this machine or build cannot run it.
+  if (backend != "cuda") return;
+#ifdef GPIPE_HAVE_CUDA
+  exec::cuda::require_device();  // "no CUDA device: ..." on a machine without one
+  throw RunError("--backend cuda: the CUDA executor is not wired into gpipe-run yet (issue 5)");
+#else
+  throw RunError("--backend cuda: this build has no CUDA backend (configure with the CUDA toolkit)");
+#endif
 }
 
 void add_seed_flag(CLI::App& cmd, std::uint64_t& seed, const std::string& help) {

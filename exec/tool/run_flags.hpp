@@ -40,7 +40,8 @@ void add_seed_flag(CLI::App& cmd, std::uint64_t& seed, const std::string& help);
 // Leaves no file behind.
 void check_writable(const std::string& path, const char* flag);
 
-// Throws RunError for --backend cuda: the CUDA backend (issue 5) is not built yet.
+// Throws RunError for --backend cuda: "no CUDA device: ..." without a GPU, and
+// until the CUDA executor is wired in (issue 5), or without the CUDA toolkit, says so.
 void require_cpu_backend(const std::string& backend);
 
 }  // namespace gpipe::cli

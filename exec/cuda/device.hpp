@@ -1,0 +1,19 @@
+// Finding the GPU: how many devices this process can use, and one clear
+// RunError when there is none ("no CUDA device: ..."), which gpipe-run turns
+// into exit status 1 and GPU tests into GTEST_SKIP.
+#pragma once
+
+#include <string>
+
+namespace gpipe::exec::cuda {
+
+// The number of CUDA devices; 0 when there is no driver or no device (never throws).
+[[nodiscard]] int device_count();
+// Why there is no device, in words ("no CUDA driver: ..."), or "" when there is one.
+[[nodiscard]] std::string no_device_reason();
+// Throws RunError "no CUDA device: <reason>" unless a device is present.
+void require_device();
+// The device's name, e.g. "NVIDIA H100 80GB HBM3". Requires a device.
+[[nodiscard]] std::string device_name(int device = 0);
+
+}  // namespace gpipe::exec::cuda
