@@ -37,7 +37,13 @@ void* CachingAllocator::allocate(std::int64_t bytes, MemoryAccount* account) {
       // The device call may be slow (it synchronises): other threads' cache hits need not wait for it.
       lock.unlock();
       pointer = device_.allocate(rounded);
-      const std::int64_t used = device_.usage().used_bytes;
+      std::int64_t used = 0;
+      try {
+        used = device_.usage().used_bytes;
+      } catch (...) {
+        device_.free(pointer);  // not yet counted anywhere: give it back rather than leak it
+        throw;
+      }
       lock.lock();
       ++stats_.device_allocations;
       stats_.reserved_bytes += rounded;
