@@ -69,6 +69,18 @@ TEST(GreenContextGpu, EventsOrderOneStageAfterAnother) {
   EXPECT_EQ(back.i32()[back.numel() - 1], 0x07070707);
 }
 
+TEST(GreenContextGpu, SmPerStageIsRoundedAsTheDriverRequires) {
+  if (device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  SmPartitions partitions = SmPartitions::create(0, 2, 10);
+  ASSERT_EQ(partitions.size(), 2);
+  if (!partitions.green()) GTEST_SKIP() << partitions.why();
+  // Hopper: 10 rounds up to 16 (multiples of 8); the driver reports what it made.
+  EXPECT_GE(partitions.split().sms_per_stage, 10);
+  EXPECT_EQ(partitions.split().requested_sms, 10);
+  EXPECT_EQ(partitions.split().unused_sms, partitions.total_sms() - 2 * partitions.split().sms_per_stage);
+  std::printf("%s\n", describe(partitions.split(), partitions.total_sms()).c_str());
+}
+
 TEST(GreenContextGpu, ASplitThatDoesNotFitIsAnInputError) {
   if (device_count() == 0) GTEST_SKIP() << "no CUDA device";
   // 100 stages never fit on a GPU of fewer than 800 SMs: an InputError with green contexts; without them any K is plain streams.
