@@ -10,6 +10,7 @@ const char* to_string(MemcpyKind kind) {
     case MemcpyKind::dtod: return "DtoD";
     case MemcpyKind::peer: return "PtoP";
     case MemcpyKind::other: return "other";
+    case MemcpyKind::memset: return "Memset";
     case MemcpyKind::unknown: break;
   }
   return "unknown";

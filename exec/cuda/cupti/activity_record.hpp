@@ -1,5 +1,6 @@
 // The GPU activity records the tracer works with: plain copies of what CUPTI
-// reports (kernels, memory copies, runtime API calls, external correlations),
+// reports (kernels, memory copies and sets, runtime and driver API calls,
+// external correlations),
 // free of CUPTI's versioned structs, so timeline building and its tests need
 // neither CUPTI nor a GPU. Times are CUPTI timestamps in nanoseconds.
 #pragma once
@@ -21,7 +22,9 @@ struct KernelRecord {
   bool operator==(const KernelRecord&) const = default;
 };
 
-enum class MemcpyKind : std::uint8_t { unknown, htod, dtoh, htoh, dtod, peer, other };
+// memset: a cudaMemset on the GPU (CUPTI reports it apart; it is GPU work of
+// its action all the same).
+enum class MemcpyKind : std::uint8_t { unknown, htod, dtoh, htoh, dtod, peer, other, memset };
 
 [[nodiscard]] const char* to_string(MemcpyKind kind);
 
@@ -37,8 +40,11 @@ struct MemcpyRecord {
   bool operator==(const MemcpyRecord&) const = default;
 };
 
-// One CUDA runtime API call on the host (cudaLaunchKernel, cudaMemcpyAsync...).
+// One CUDA API call on the host: runtime (cudaLaunchKernel, cudaMemcpyAsync...)
+// or driver (cuLaunchKernelEx, as libraries like NCCL call it). Both carry the
+// correlation id of the work they launch.
 struct RuntimeRecord {
+  bool driver = false;     // a driver API call (cbid is CUPTI_DRIVER_TRACE_CBID_*)
   std::uint32_t cbid = 0;  // CUPTI_RUNTIME_TRACE_CBID_*
   std::string name;        // filled in where CUPTI can name the cbid; may be empty
   std::int64_t start_ns = 0;

@@ -22,7 +22,9 @@ constexpr std::size_t kAlignment = 8;  // ACTIVITY_RECORD_ALIGNMENT
 constexpr CUpti_ActivityKind kKinds[] = {
     CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
     CUPTI_ACTIVITY_KIND_MEMCPY,
+    CUPTI_ACTIVITY_KIND_MEMSET,
     CUPTI_ACTIVITY_KIND_RUNTIME,
+    CUPTI_ACTIVITY_KIND_DRIVER,
     CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
 };
 
@@ -148,7 +150,8 @@ ActivityRecords CuptiActivitySource::stop() {
   if (!error.empty()) throw RunError("CUPTI tracer: " + error);
   for (RuntimeRecord& r : records.runtime) {
     const char* name = nullptr;
-    if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, r.cbid, &name) == CUPTI_SUCCESS &&
+    if (cuptiGetCallbackName(r.driver ? CUPTI_CB_DOMAIN_DRIVER_API : CUPTI_CB_DOMAIN_RUNTIME_API,
+                             r.cbid, &name) == CUPTI_SUCCESS &&
         name != nullptr) {
       r.name = name;
     }

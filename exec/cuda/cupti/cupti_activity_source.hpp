@@ -3,7 +3,10 @@
 // with cuptiActivityGetNextRecord when CUPTI completes a buffer, dropped
 // records counted per buffer (cuptiActivityGetNumDroppedRecords), and every
 // buffer flushed (cuptiActivityFlushAll, forced) at stop. Kinds: concurrent
-// kernels, memcpy, runtime API, external correlation (kind CUSTOM0).
+// kernels, memcpy, memset, runtime and driver API, external correlation (kind
+// CUSTOM0). The driver API is traced too because libraries such as NCCL
+// launch their kernels through it: without its records, their kernels would
+// have no external id.
 //
 // CUPTI's callbacks are process-wide, so at most one source collects at a
 // time; starting a second throws RunError.

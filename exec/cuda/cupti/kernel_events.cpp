@@ -76,8 +76,9 @@ json gpu_trace_events(const ActivityRecords& records, const ExternalIdMap& actio
   }
   for (const auto& m : records.memcpys) {
     json e = {{"ph", "X"},
-              {"cat", "gpu_memcpy"},
-              {"name", std::string("Memcpy ") + to_string(m.kind)},
+              {"cat", m.kind == MemcpyKind::memset ? "gpu_memset" : "gpu_memcpy"},
+              {"name", m.kind == MemcpyKind::memset ? std::string("Memset")
+                                                    : std::string("Memcpy ") + to_string(m.kind)},
               {"ts", to_us(m.start_ns - origin_ns)},
               {"dur", to_us(m.end_ns - m.start_ns)},
               {"args",

@@ -1,6 +1,6 @@
 // The Kineto-shaped GPU events of a measured trace (DESIGN.md, "Timeline and
-// Chrome trace"): one "X" event per kernel (cat "kernel") and per copy (cat
-// "gpu_memcpy") with args.stream and args.correlation, as the PyTorch
+// Chrome trace"): one "X" event per kernel (cat "kernel") and per copy or set
+// (cat "gpu_memcpy", "gpu_memset") with args.stream and args.correlation, as the PyTorch
 // profiler writes them. schedules' writer does not emit these: the caller
 // appends them to the trace's "traceEvents" (append_gpu_events), and the
 // reader ignores them, so the trace still reads back into the same Timeline.
@@ -31,7 +31,8 @@ inline constexpr int kUnattributedPidBase = 1000;
 
 // Appends gpu_trace_events(...) to trace["traceEvents"] (a trace made by
 // schedules::to_chrome_trace), and the record counts to
-// otherData.gpipe.gpu_records {kernels, memcpys, unmatched, dropped}.
+// otherData.gpipe.gpu_records {kernels, memcpys (copies and sets), unmatched,
+// dropped}.
 void append_gpu_events(nlohmann::json& trace, const ActivityRecords& records,
                        const ExternalIdMap& actions, std::int64_t origin_ns = 0);
 

@@ -46,9 +46,22 @@ void append_record(const CUpti_Activity& record, ActivityRecords& out) {
                                          .device = m.deviceId});
       return;
     }
-    case CUPTI_ACTIVITY_KIND_RUNTIME: {
+    case CUPTI_ACTIVITY_KIND_MEMSET: {
+      const auto& m = reinterpret_cast<const CUpti_ActivityMemset4&>(record);
+      out.memcpys.push_back(MemcpyRecord{.kind = MemcpyKind::memset,
+                                         .bytes = m.bytes,
+                                         .start_ns = ns(m.start),
+                                         .end_ns = ns(m.end),
+                                         .stream = m.streamId,
+                                         .correlation = m.correlationId,
+                                         .device = m.deviceId});
+      return;
+    }
+    case CUPTI_ACTIVITY_KIND_RUNTIME:
+    case CUPTI_ACTIVITY_KIND_DRIVER: {
       const auto& a = reinterpret_cast<const CUpti_ActivityAPI&>(record);
-      out.runtime.push_back(RuntimeRecord{.cbid = static_cast<std::uint32_t>(a.cbid),
+      out.runtime.push_back(RuntimeRecord{.driver = record.kind == CUPTI_ACTIVITY_KIND_DRIVER,
+                                          .cbid = static_cast<std::uint32_t>(a.cbid),
                                           .name = {},
                                           .start_ns = ns(a.start),
                                           .end_ns = ns(a.end),

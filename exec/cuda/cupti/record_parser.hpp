@@ -1,7 +1,7 @@
 // Reading CUPTI's activity records into our plain records. CUPTI's record
 // structs are versioned (CUDA 13's cupti.h declares CUpti_ActivityKernel10,
-// CUpti_ActivityMemcpy6, CUpti_ActivityAPI, CUpti_ActivityExternalCorrelation);
-// this is the one place that knows them. It touches no driver, so tests feed
+// CUpti_ActivityMemcpy6, CUpti_ActivityAPI, CUpti_ActivityExternalCorrelation,
+// CUpti_ActivityMemset4); this is the one place that knows them. It touches no driver, so tests feed
 // it hand-made CUPTI structs.
 #pragma once
 
@@ -11,8 +11,8 @@
 
 namespace gpipe::exec::cuda::cupti {
 
-// Appends the record to `out` by its kind (kernel, memcpy, runtime, external
-// correlation); counts any other kind in out.other_kinds.
+// Appends the record to `out` by its kind (kernel, memcpy, memset, runtime or
+// driver API, external correlation); counts any other kind in out.other_kinds.
 void append_record(const CUpti_Activity& record, ActivityRecords& out);
 
 [[nodiscard]] MemcpyKind memcpy_kind_of(std::uint8_t cupti_copy_kind);

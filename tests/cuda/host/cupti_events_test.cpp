@@ -22,6 +22,8 @@ ActivityRecords sample() {
                             .correlation = 42, .device = 1}};
   r.memcpys = {MemcpyRecord{.kind = MemcpyKind::htod, .bytes = 4096, .start_ns = 1'000,
                             .end_ns = 1'800, .stream = 13, .correlation = 10, .device = 0}};
+  r.memcpys.push_back(MemcpyRecord{.kind = MemcpyKind::memset, .bytes = 8, .start_ns = 3'600,
+                                   .end_ns = 3'700, .stream = 13, .correlation = 10, .device = 0});
   r.dropped = 2;
   return r;
 }
@@ -66,6 +68,8 @@ TEST(GpuTraceEvents, CopyEventAndThreadNames) {
   EXPECT_EQ(c["name"], "Memcpy HtoD");
   EXPECT_EQ(c["args"]["bytes"], 4096);
   EXPECT_EQ(c["args"]["correlation"], 10);
+  EXPECT_EQ(events.at(3)["cat"], "gpu_memset");
+  EXPECT_EQ(events.at(3)["name"], "Memset");
   int thread_names = 0;
   for (const auto& e : events) {
     if (e["ph"] == "M" && e["name"] == "thread_name") {
@@ -88,7 +92,7 @@ TEST(GpuTraceEvents, MergedTraceReadsBackIntoTheSameTimeline) {
   timeline.actions = gpu.actions;
   ASSERT_EQ(timeline.actions.size(), 1u);
   EXPECT_EQ(timeline.actions[0].start_ns, 1'000);
-  EXPECT_EQ(timeline.actions[0].end_ns, 3'500);
+  EXPECT_EQ(timeline.actions[0].end_ns, 3'700);  // the memset ends last
 
   json trace = schedules::to_chrome_trace(timeline);
   const std::size_t before = trace["traceEvents"].size();
@@ -96,7 +100,7 @@ TEST(GpuTraceEvents, MergedTraceReadsBackIntoTheSameTimeline) {
   EXPECT_EQ(trace["traceEvents"].size(), before + gpu_trace_events(sample(), kActions).size());
   const json& counts = trace["otherData"]["gpipe"]["gpu_records"];
   EXPECT_EQ(counts["kernels"], 2);
-  EXPECT_EQ(counts["memcpys"], 1);
+  EXPECT_EQ(counts["memcpys"], 2);  // copies and sets
   EXPECT_EQ(counts["unmatched"], 1);
   EXPECT_EQ(counts["dropped"], 2);
   EXPECT_EQ(schedules::timeline_from_chrome_trace(trace, "merged").actions, timeline.actions);

@@ -69,6 +69,7 @@ TEST(CuptiRecordParser, RuntimeAndExternalCorrelation) {
   append_record(as_activity(e), out);
   append_record(as_activity(foreign), out);
   ASSERT_EQ(out.runtime.size(), 1u);
+  EXPECT_FALSE(out.runtime[0].driver);
   EXPECT_EQ(out.runtime[0].cbid, static_cast<std::uint32_t>(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000));
   EXPECT_EQ(out.runtime[0].correlation, 77u);
   ASSERT_EQ(out.external.size(), 1u);
@@ -76,9 +77,32 @@ TEST(CuptiRecordParser, RuntimeAndExternalCorrelation) {
   EXPECT_EQ(out.other_kinds, 1u);
 }
 
+TEST(CuptiRecordParser, MemsetAndDriverApi) {
+  CUpti_ActivityMemset4 m{};
+  m.kind = CUPTI_ACTIVITY_KIND_MEMSET;
+  m.bytes = 256;
+  m.start = 40;
+  m.end = 45;
+  m.streamId = 2;
+  m.correlationId = 8;
+  CUpti_ActivityAPI d{};
+  d.kind = CUPTI_ACTIVITY_KIND_DRIVER;
+  d.cbid = CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx;
+  d.correlationId = 9;
+  ActivityRecords out;
+  append_record(as_activity(m), out);
+  append_record(as_activity(d), out);
+  ASSERT_EQ(out.memcpys.size(), 1u);
+  EXPECT_EQ(out.memcpys[0], (MemcpyRecord{.kind = MemcpyKind::memset, .bytes = 256, .start_ns = 40,
+                                          .end_ns = 45, .stream = 2, .correlation = 8, .device = 0}));
+  ASSERT_EQ(out.runtime.size(), 1u);
+  EXPECT_TRUE(out.runtime[0].driver);
+  EXPECT_EQ(out.runtime[0].correlation, 9u);
+}
+
 TEST(CuptiRecordParser, OtherKindsAreCountedNotParsed) {
   CUpti_Activity other{};
-  other.kind = CUPTI_ACTIVITY_KIND_MEMSET;
+  other.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
   ActivityRecords out;
   append_record(other, out);
   EXPECT_EQ(out.other_kinds, 1u);
