@@ -95,6 +95,12 @@ void disable_all() {
 
 }  // namespace
 
+std::int64_t cupti_timestamp_ns() {
+  std::uint64_t now = 0;
+  GPIPE_CUPTI_CHECK(cuptiGetTimestamp(&now));
+  return static_cast<std::int64_t>(now);
+}
+
 CuptiActivitySource::CuptiActivitySource(std::size_t buffer_bytes)
     : buffer_bytes_((buffer_bytes + kAlignment - 1) / kAlignment * kAlignment) {
   if (buffer_bytes_ == 0) throw InputError("CUPTI activity buffer size must be positive");

@@ -21,6 +21,11 @@ namespace gpipe::exec::cuda::cupti {
 
 inline constexpr std::size_t kDefaultBufferBytes = std::size_t{8} << 20;
 
+// CUPTI's clock now (cuptiGetTimestamp), the clock of every record's start and
+// end: take it when the run starts and pass it as origin_ns to
+// build_gpu_timeline and gpu_trace_events, so the trace starts near 0.
+[[nodiscard]] std::int64_t cupti_timestamp_ns();
+
 class CuptiActivitySource final : public ActivitySource {
  public:
   explicit CuptiActivitySource(std::size_t buffer_bytes = kDefaultBufferBytes);

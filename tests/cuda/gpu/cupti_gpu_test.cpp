@@ -36,6 +36,7 @@ TEST(CuptiGpu, ActionsGetTheirKernelsAndCopies) {
   const std::vector<float> host(kN, 1.0f);
   const float two = 2.0f;
 
+  const std::int64_t origin = cupti_timestamp_ns();
   CuptiActivitySource source;
   source.start();
   EXPECT_THROW(CuptiActivitySource().start(), RunError);  // one tracer at a time
@@ -65,10 +66,13 @@ TEST(CuptiGpu, ActionsGetTheirKernelsAndCopies) {
   EXPECT_EQ(records.dropped, 0u);
   const ExternalIdMap actions = {{1, ActionRef{Rank{0}, make_action(0, ActionKind::F, 0)}},
                                  {2, ActionRef{Rank{0}, make_action(0, ActionKind::SEND_F, 0)}}};
-  const GpuTimeline t = build_gpu_timeline(records, actions);
+  const GpuTimeline t = build_gpu_timeline(records, actions, origin);
   ASSERT_EQ(t.actions.size(), 2u) << "unmatched " << t.unmatched_records;
   EXPECT_TRUE(t.actions_without_gpu_work.empty());
-  for (const auto& a : t.actions) EXPECT_LT(a.start_ns, a.end_ns);
+  for (const auto& a : t.actions) {
+    EXPECT_LT(a.start_ns, a.end_ns);
+    EXPECT_GT(a.start_ns, 0);  // after the origin, on the same clock
+  }
   // One stream, in order: the scaled copy starts after the kernel ends.
   EXPECT_LE(t.actions[0].end_ns, t.actions[1].start_ns);
   bool named = false;
