@@ -54,7 +54,7 @@ __global__ void layernorm_backward_dx_kernel(std::int64_t rows, std::int64_t wid
   for (std::int64_t j = lane; j < width; j += 32) {
     const float g = dyr[j] * gamma[j];
     sum_g += g;
-    sum_g_xhat += g * (xr[j] - mean) * rstd;
+    sum_g_xhat += g * ((xr[j] - mean) * rstd);  // g * x_hat, as the CPU groups it
   }
   const float mean_g = warp_sum(sum_g) / static_cast<float>(width);
   const float mean_g_xhat = warp_sum(sum_g_xhat) / static_cast<float>(width);

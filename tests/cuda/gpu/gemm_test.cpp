@@ -35,16 +35,20 @@ struct Problem {
   [[nodiscard]] std::int64_t c_size() const { return m * ldc; }
 };
 
-std::vector<Problem> problems() {
+// Leading dimensions `pad` elements wider than the rows, rounded up to a
+// multiple of `align`: fp32 takes 3 and 1 (odd offsets, as a head inside qkv);
+// bf16 8 and 8, the 16-byte aligned rows its tensor-core kernels want (as
+// heads of d a multiple of 8 give).
+std::vector<Problem> problems(std::int64_t pad, std::int64_t align) {
+  const auto ld = [&](std::int64_t row) { return (row + pad + align - 1) / align * align; };
   std::vector<Problem> all;
   for (const Transpose ta : {Transpose::no, Transpose::yes}) {
     for (const Transpose tb : {Transpose::no, Transpose::yes}) {
       const std::int64_t m = 13;
       const std::int64_t n = 24;
       const std::int64_t k = 40;
-      // Leading dimensions 3 columns wider than the rows, as a head inside qkv.
-      all.push_back({ta, tb, m, n, k, (ta == Transpose::no ? k : m) + 3,
-                     (tb == Transpose::no ? n : k) + 3, n + 3});
+      all.push_back({ta, tb, m, n, k, ld(ta == Transpose::no ? k : m),
+                     ld(tb == Transpose::no ? n : k), ld(n)});
     }
   }
   return all;
@@ -54,7 +58,7 @@ TEST(CudaGemm, Fp32MatchesCpuForEveryTransposeWithBetaAccumulation) {
   if (gpipe::exec::cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
   BlasHandle blas;
   std::uint32_t seed = 1;
-  for (const Problem& p : problems()) {
+  for (const Problem& p : problems(3, 1)) {
     const auto a = random_floats(p.a_size(), seed++);
     const auto b = random_floats(p.b_size(), seed++);
     for (const float beta : {0.0F, 1.0F}) {
@@ -105,7 +109,7 @@ TEST(CudaGemm, Bf16OperandsAccumulateInFp32) {
   if (gpipe::exec::cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
   BlasHandle blas;
   std::uint32_t seed = 100;
-  for (const Problem& p : problems()) {
+  for (const Problem& p : problems(8, 8)) {
     const auto a = to_bf16(random_floats(p.a_size(), seed++));
     const auto b = to_bf16(random_floats(p.b_size(), seed++));
     // The reference: the CPU product of exactly the operands the GPU sees.
