@@ -64,9 +64,13 @@ Layout make_layout(cudaDataType type, const ColumnMajorOperand& op, std::int64_t
   return layout;
 }
 
+// The matmul descriptor for `compute`, or null where this cuBLASLt rejects
+// that compute type (so the caller can fall back to another).
 MatmulDesc make_desc(cublasComputeType_t compute, const ColumnMajorGemm& p) {
   cublasLtMatmulDesc_t raw_desc = nullptr;
-  GPIPE_CUBLAS_CHECK(cublasLtMatmulDescCreate(&raw_desc, compute, CUDA_R_32F));
+  const cublasStatus_t status = cublasLtMatmulDescCreate(&raw_desc, compute, CUDA_R_32F);
+  if (status == CUBLAS_STATUS_INVALID_VALUE || status == CUBLAS_STATUS_NOT_SUPPORTED) return {};
+  GPIPE_CUBLAS_CHECK(status);
   MatmulDesc desc(raw_desc);
   const cublasOperation_t op_first = p.first.transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t op_second = p.second.transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -136,6 +140,7 @@ void matmul(BlasHandle& blas, Stream stream, Transpose trans_a, Transpose trans_
   int found = 0;
   for (const cublasComputeType_t compute : {ops.compute, ops.fallback_compute}) {
     desc = make_desc(compute, p);
+    if (!desc) continue;
     const cublasStatus_t status =
         cublasLtMatmulAlgoGetHeuristic(blas.get(), desc.get(), first.get(), second.get(), out.get(),
                                        out.get(), raw_pref, 1, &heuristic, &found);
@@ -145,7 +150,7 @@ void matmul(BlasHandle& blas, Stream stream, Transpose trans_a, Transpose trans_
     }
     found = 0;
   }
-  if (found == 0) {
+  if (found == 0 || !desc) {
     throw_cuda_error("cublasLtMatmulAlgoGetHeuristic", __FILE__, __LINE__,
                      "no algorithm for this GEMM (" + std::to_string(m) + "x" + std::to_string(n) +
                          "x" + std::to_string(k) + ")");
