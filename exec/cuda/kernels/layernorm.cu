@@ -1,0 +1,107 @@
+// LayerNorm forward and backward (see layernorm.hpp). One warp per row for the
+// row statistics and dx, as llm.c's layernorm kernels; the parameter
+// gradients are a separate column reduction so no atomics are needed.
+#include "exec/cuda/check.hpp"
+#include "exec/cuda/kernels/column_sum.cuh"
+#include "exec/cuda/kernels/device_math.cuh"
+#include "exec/cuda/kernels/layernorm.hpp"
+
+namespace gpipe::exec::cuda::kernels {
+
+namespace {
+
+constexpr float kEps = 1e-5F;  // exec/cpu/layernorm.hpp's kLayerNormEps
+
+__global__ void layernorm_forward_kernel(std::int64_t rows, std::int64_t width, const float* x,
+                                         const float* gamma, const float* beta, float* y,
+                                         float* stats) {
+  const std::int64_t r = warp_row();
+  if (r >= rows) return;
+  const int lane = threadIdx.x % 32;
+  const float* xr = x + r * width;
+  float sum = 0.0F;
+  for (std::int64_t j = lane; j < width; j += 32) sum += xr[j];
+  const float mean = warp_sum(sum) / static_cast<float>(width);
+  // Centred second pass, as the CPU version, rather than E[x^2] - mean^2.
+  float squares = 0.0F;
+  for (std::int64_t j = lane; j < width; j += 32) {
+    const float c = xr[j] - mean;
+    squares += c * c;
+  }
+  const float rstd = rsqrtf(warp_sum(squares) / static_cast<float>(width) + kEps);
+  float* yr = y + r * width;
+  for (std::int64_t j = lane; j < width; j += 32)
+    yr[j] = (xr[j] - mean) * rstd * gamma[j] + beta[j];
+  if (lane == 0) {
+    stats[2 * r] = mean;
+    stats[2 * r + 1] = rstd;
+  }
+}
+
+__global__ void layernorm_backward_dx_kernel(std::int64_t rows, std::int64_t width, const float* x,
+                                             const float* stats, const float* gamma,
+                                             const float* dy, float* dx) {
+  const std::int64_t r = warp_row();
+  if (r >= rows) return;
+  const int lane = threadIdx.x % 32;
+  const float* xr = x + r * width;
+  const float* dyr = dy + r * width;
+  const float mean = stats[2 * r];
+  const float rstd = stats[2 * r + 1];
+  // dx = rstd * (g - mean(g) - x_hat * mean(g * x_hat)), g = dy * gamma.
+  float sum_g = 0.0F;
+  float sum_g_xhat = 0.0F;
+  for (std::int64_t j = lane; j < width; j += 32) {
+    const float g = dyr[j] * gamma[j];
+    sum_g += g;
+    sum_g_xhat += g * ((xr[j] - mean) * rstd);  // g * x_hat, as the CPU groups it
+  }
+  const float mean_g = warp_sum(sum_g) / static_cast<float>(width);
+  const float mean_g_xhat = warp_sum(sum_g_xhat) / static_cast<float>(width);
+  float* dxr = dx + r * width;
+  for (std::int64_t j = lane; j < width; j += 32) {
+    const float xhat = (xr[j] - mean) * rstd;
+    dxr[j] += rstd * (dyr[j] * gamma[j] - mean_g - xhat * mean_g_xhat);
+  }
+}
+
+// The terms of the two parameter gradients for element (r, j).
+struct ParamTerms {
+  const float* x;
+  const float* stats;
+  const float* dy;
+  std::int64_t width;
+  __device__ float2 operator()(std::int64_t r, std::int64_t j) const {
+    const float xhat = (x[r * width + j] - stats[2 * r]) * stats[2 * r + 1];
+    const float d = dy[r * width + j];
+    return make_float2(d * xhat, d);
+  }
+};
+
+}  // namespace
+
+void layernorm_forward(std::int64_t rows, std::int64_t width, const float* x, const float* gamma,
+                       const float* beta, float* y, float* stats, Stream stream) {
+  check_size("rows", rows);
+  check_size("width", width);
+  if (rows == 0 || width == 0) return;
+  layernorm_forward_kernel<<<warp_row_blocks(rows), kThreads, 0, stream>>>(rows, width, x, gamma,
+                                                                           beta, y, stats);
+  GPIPE_CUDA_CHECK(cudaGetLastError());
+}
+
+void layernorm_backward(std::int64_t rows, std::int64_t width, const float* x, const float* stats,
+                        const float* gamma, const float* dy, float* dx, float* dgamma, float* dbeta,
+                        Stream stream) {
+  check_size("rows", rows);
+  check_size("width", width);
+  if (rows == 0 || width == 0) return;
+  layernorm_backward_dx_kernel<<<warp_row_blocks(rows), kThreads, 0, stream>>>(
+      rows, width, x, stats, gamma, dy, dx);
+  GPIPE_CUDA_CHECK(cudaGetLastError());
+  column_sum2<<<column_blocks(width), dim3(kWarp, kReduceRows), 0, stream>>>(
+      rows, width, ParamTerms{x, stats, dy, width}, dgamma, dbeta);
+  GPIPE_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace gpipe::exec::cuda::kernels

@@ -1,0 +1,21 @@
+// LayerNorm on the device, the same contract as exec/cpu/layernorm.hpp: eps
+// 1e-5, biased variance, stats [rows, 2] = (mean, rstd) per row, backward
+// ADDING into dx, dgamma and dbeta. All pointers are device memory.
+#pragma once
+
+#include <cstdint>
+
+#include "exec/cuda/kernels/launch.hpp"
+
+namespace gpipe::exec::cuda::kernels {
+
+void layernorm_forward(std::int64_t rows, std::int64_t width, const float* x, const float* gamma,
+                       const float* beta, float* y, float* stats, Stream stream);
+
+// dx += d(loss)/dx, dgamma += sum_r dy * x_hat, dbeta += sum_r dy. The
+// parameter sums are column reductions in a fixed order (deterministic).
+void layernorm_backward(std::int64_t rows, std::int64_t width, const float* x, const float* stats,
+                        const float* gamma, const float* dy, float* dx, float* dgamma, float* dbeta,
+                        Stream stream);
+
+}  // namespace gpipe::exec::cuda::kernels
