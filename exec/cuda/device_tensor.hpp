@@ -94,9 +94,7 @@ class DeviceTensor {
   MemoryAccount* account_ = nullptr;
 };
 
-// The exec::Tensor bridges are inline on purpose: gpipe_cuda is linked after
-// gpipe_exec, so Tensor's symbols must be referenced from the caller's object
-// file, never from inside libgpipe_cuda.a.
+// The exec::Tensor bridges.
 inline void DeviceTensor::copy_from_host(const Tensor& host, const Stream& stream) {
   if (host.type() == ElementType::i32) {
     upload(host.i32(), stream);
