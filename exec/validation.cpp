@@ -128,16 +128,8 @@ std::string validation_csv(const std::vector<ValidationRow>& rows) {
 nlohmann::json validation_json(const std::vector<ValidationRow>& rows) {
   nlohmann::json out = nlohmann::json::array();
   for (const ValidationRow& r : rows) {
-    const sim::Scenario& sc = r.scenario;
-    nlohmann::json row = {{"schedule", sc.schedule},
-                          {"recompute", std::string(schedules::to_string(sc.recompute))},
-                          {"stages", sc.stages},
-                          {"microbatches", sc.microbatches},
-                          {"batch", sc.batch},
-                          {"status", r.ok() ? "ok" : "skipped"}};
-    if (!r.ok()) {
-      row["reason"] = r.skipped;
-    } else {
+    nlohmann::json row = sim::grid_row_json(r.scenario, r.skipped);
+    if (r.ok()) {
       row["micro_batch_size"] = r.microbatch_sizes.front();
       row["partition"] = r.partition;
       row["predicted"] = schedules::to_json(r.predicted);

@@ -121,19 +121,22 @@ std::string sweep_csv(const std::vector<SweepRow>& rows, std::optional<std::int6
   return out;
 }
 
+nlohmann::json grid_row_json(const Scenario& sc, const std::string& skipped) {
+  nlohmann::json row = {{"schedule", sc.schedule},
+                        {"recompute", std::string(schedules::to_string(sc.recompute))},
+                        {"stages", sc.stages},
+                        {"microbatches", sc.microbatches},
+                        {"batch", sc.batch},
+                        {"status", skipped.empty() ? "ok" : "skipped"}};
+  if (!skipped.empty()) row["reason"] = skipped;
+  return row;
+}
+
 nlohmann::json sweep_json(const std::vector<SweepRow>& rows, std::optional<std::int64_t> memory_limit) {
   nlohmann::json out = nlohmann::json::array();
   for (const SweepRow& r : rows) {
-    const Scenario& sc = r.scenario;
-    nlohmann::json row = {{"schedule", sc.schedule},
-                          {"recompute", std::string(schedules::to_string(sc.recompute))},
-                          {"stages", sc.stages},
-                          {"microbatches", sc.microbatches},
-                          {"batch", sc.batch},
-                          {"status", r.ok() ? "ok" : "skipped"}};
-    if (!r.ok()) {
-      row["reason"] = r.skipped;
-    } else {
+    nlohmann::json row = grid_row_json(r.scenario, r.skipped);
+    if (r.ok()) {
       row["micro_batch_size"] = r.micro_batch_size;
       row["partition"] = r.partition;
       row["metrics"] = schedules::to_json(r.metrics);

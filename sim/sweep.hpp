@@ -49,6 +49,10 @@ using SweepProgress = std::function<void(std::size_t done, std::size_t total)>;
 // `fits` is 1/0 against memory_limit, empty without one.
 [[nodiscard]] std::string sweep_csv(const std::vector<SweepRow>& rows,
                                     std::optional<std::int64_t> memory_limit);
+// The fields every JSON row of a grid starts with (sweeps here, validations in
+// exec/): schedule, recompute, stages, microbatches, batch, status ("ok" or
+// "skipped") and, when skipped, its reason.
+[[nodiscard]] nlohmann::json grid_row_json(const Scenario& scenario, const std::string& skipped);
 [[nodiscard]] nlohmann::json sweep_json(const std::vector<SweepRow>& rows,
                                         std::optional<std::int64_t> memory_limit);
 
