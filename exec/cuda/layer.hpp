@@ -16,12 +16,16 @@
 
 #include "exec/cuda/caching_allocator.hpp"
 #include "exec/cuda/device_tensor.hpp"
-#include "exec/cuda/gemm.hpp"
 #include "exec/cuda/stream.hpp"
 #include "exec/memory_account.hpp"
 #include "models/model.hpp"
 
 namespace gpipe::exec::cuda {
+
+// Declared in exec/cuda/gemm.hpp, which is not included here: its kernels
+// launch header names the raw cudaStream_t `Stream`, which clashes with
+// exec/cuda/stream.hpp's class Stream in one translation unit.
+class BlasHandle;
 
 // Where a layer's work goes: its stream (a stage's, in its SM partition), the
 // cuBLASLt handle of that stream, and the allocator of its temporaries.

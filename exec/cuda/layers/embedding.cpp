@@ -1,0 +1,65 @@
+// The embedding layer on the GPU: h[s] = tok[id[s]] + pos[s], the twin of
+// exec/cpu/embedding.cpp: a gather forward, a scatter-add backward (atomics:
+// repeated ids may sum in another order than the CPU's), the ids its whole
+// stash, no input gradient.
+//
+// The ids are not range-checked here: they live on the device, and checking
+// them would wait for the stream. Whoever makes them on the host checks them
+// there (as the CPU layer does); exec/cuda/kernels/embedding.hpp says the same.
+#include <cstddef>
+
+#include "exec/cuda/layers/checks.hpp"
+#include "exec/cuda/layers/kind_base.hpp"
+
+namespace gpipe::exec::cuda::layers {
+
+namespace {
+
+enum Param : std::size_t { kTok, kPos };
+enum Kept : std::size_t { kIds, kKeptCount };
+
+class Embedding final : public KindLayer {
+ public:
+  Embedding(const models::Model& model, const models::Layer& spec, Parameters parameters)
+      : KindLayer(spec, std::move(parameters), {"tok", "pos"}),
+        h_(model.hidden),
+        s_(model.seq) {}
+
+  DeviceTensor forward(const LayerContext& context, DeviceTensor input,
+                       const DeviceTensor* /*target*/, DeviceStash& stash,
+                       MemoryAccount* account) override {
+    expect_context(spec_, context);
+    const std::int64_t b = expect_tensor(spec_, "input", input, DeviceType::i32, {kAnyBatch, s_});
+    input.charge_to(account);
+    DeviceTensor out = scratch(context, {b, s_, h_});
+    embedding_forward(b, s_, h_, input.i32(), value(kTok), value(kPos), out.f32(), raw(context));
+    stash.tensors.clear();
+    stash.tensors.push_back(std::move(input));
+    return out;
+  }
+
+  DeviceTensor backward(const LayerContext& context, DeviceStash stash,
+                        const DeviceTensor& grad_output) override {
+    expect_context(spec_, context);
+    expect_stash(spec_, stash, kKeptCount);
+    const DeviceTensor& ids = stash.tensors[kIds];
+    const std::int64_t b = ids.dim(0);
+    expect_tensor(spec_, "grad_output", grad_output, DeviceType::f32, {b, s_, h_});
+    embedding_backward(b, s_, h_, ids.i32(), grad_output.f32(), grad(kTok), grad(kPos),
+                       raw(context));
+    return {};
+  }
+
+ private:
+  std::int64_t h_;
+  std::int64_t s_;
+};
+
+}  // namespace
+
+std::unique_ptr<DeviceLayer> make_embedding(const models::Model& model, const models::Layer& spec,
+                                            Parameters parameters) {
+  return std::make_unique<Embedding>(model, spec, std::move(parameters));
+}
+
+}  // namespace gpipe::exec::cuda::layers

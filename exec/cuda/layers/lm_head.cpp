@@ -1,0 +1,104 @@
+// The lm_head layer on the GPU (models/model.hpp): logits = LN(x) Wu^T, Wu
+// [V,H] with no bias; per-sample loss = the mean over the S positions of the
+// cross-entropy against the next-token targets. The twin of
+// exec/cpu/lm_head.cpp: same parameters, the same stash in the same order
+// (x, LN out, LN stats, probabilities, a copy of the targets), and the
+// backward overwrites the stashed probabilities with the logits' gradient.
+//
+// Target ids are not range-checked here (they live on the device; see
+// embedding.cpp): whoever makes them on the host checks them there.
+#include <cstddef>
+
+#include "exec/cuda/layers/checks.hpp"
+#include "exec/cuda/layers/kind_base.hpp"
+
+namespace gpipe::exec::cuda::layers {
+
+namespace {
+
+enum Param : std::size_t { kGamma, kBeta, kWu };
+enum Kept : std::size_t { kX, kNormed, kStats, kProbs, kTargets, kKeptCount };
+
+class LmHead final : public KindLayer {
+ public:
+  LmHead(const models::Model& model, const models::Layer& spec, Parameters parameters)
+      : KindLayer(spec, std::move(parameters), {"ln.gamma", "ln.beta", "wu"}),
+        h_(model.hidden),
+        s_(model.seq),
+        v_(model.vocab) {}
+
+  DeviceTensor forward(const LayerContext& context, DeviceTensor input, const DeviceTensor* target,
+                       DeviceStash& stash, MemoryAccount* account) override {
+    expect_context(spec_, context);
+    const std::int64_t b =
+        expect_tensor(spec_, "input", input, DeviceType::f32, {kAnyBatch, s_, h_});
+    const DeviceTensor& t = expect_target(spec_, target);
+    expect_tensor(spec_, "target", t, DeviceType::i32, {b, s_});
+    const std::int64_t rows = b * s_;
+    const RawStream stream = raw(context);
+    input.charge_to(account);
+    DeviceTensor normed = kept(context, {b, s_, h_}, account);
+    DeviceTensor stats = kept(context, {b, s_, 2}, account);
+    DeviceTensor probs = kept(context, {b, s_, v_}, account);
+    DeviceTensor targets = kept(context, {b, s_}, account, DeviceType::i32);
+    copy_device(targets.raw(), t.raw(), t.bytes(), stream);
+
+    layernorm_forward(rows, h_, input.f32(), value(kGamma), value(kBeta), normed.f32(), stats.f32(),
+                      stream);
+    linear_forward(*context.blas, rows, h_, v_, normed.f32(), value(kWu), nullptr, probs.f32(),
+                   stream);
+    DeviceTensor row_loss = scratch(context, {rows});
+    cross_entropy_forward(rows, v_, probs.f32(), targets.i32(), row_loss.f32(), stream);
+    DeviceTensor loss = scratch(context, {b});
+    position_mean(b, s_, row_loss.f32(), loss.f32(), stream);
+
+    stash.tensors.clear();
+    stash.tensors.push_back(std::move(input));
+    stash.tensors.push_back(std::move(normed));
+    stash.tensors.push_back(std::move(stats));
+    stash.tensors.push_back(std::move(probs));
+    stash.tensors.push_back(std::move(targets));
+    return loss;
+  }
+
+  DeviceTensor backward(const LayerContext& context, DeviceStash stash,
+                        const DeviceTensor& grad_output) override {
+    expect_context(spec_, context);
+    expect_stash(spec_, stash, kKeptCount);
+    auto& saved = stash.tensors;
+    const std::int64_t b = saved[kX].dim(0);
+    expect_tensor(spec_, "grad_output", grad_output, DeviceType::f32, {b});
+    const std::int64_t rows = b * s_;
+    const RawStream stream = raw(context);
+    // Each position's share of its sample's loss is 1/S of it.
+    DeviceTensor row_scale = scratch(context, {rows});
+    position_scale(b, s_, grad_output.f32(), row_scale.f32(), stream);
+    // The stash is ours now: the logits' gradient overwrites the probabilities.
+    float* dlogits = saved[kProbs].f32();
+    cross_entropy_backward(rows, v_, dlogits, saved[kTargets].i32(), row_scale.f32(), dlogits,
+                           stream);
+    DeviceTensor dnormed = scratch(context, {b, s_, h_});
+    linear_backward(*context.blas, rows, h_, v_, saved[kNormed].f32(), value(kWu), dlogits,
+                    dnormed.f32(), grad(kWu), nullptr, stream);
+    // layernorm_backward adds into dx: start from zero.
+    DeviceTensor dx = scratch(context, {b, s_, h_});
+    dx.zero(*context.stream);
+    layernorm_backward(rows, h_, saved[kX].f32(), saved[kStats].f32(), value(kGamma),
+                       dnormed.f32(), dx.f32(), grad(kGamma), grad(kBeta), stream);
+    return dx;
+  }
+
+ private:
+  std::int64_t h_;
+  std::int64_t s_;
+  std::int64_t v_;
+};
+
+}  // namespace
+
+std::unique_ptr<DeviceLayer> make_lm_head(const models::Model& model, const models::Layer& spec,
+                                          Parameters parameters) {
+  return std::make_unique<LmHead>(model, spec, std::move(parameters));
+}
+
+}  // namespace gpipe::exec::cuda::layers

@@ -1,0 +1,84 @@
+// make_device_layer(): the CPU layer made from the same model, index and seed,
+// its parameters uploaded in order and their gradients zeroed, handed to the
+// CUDA kind of the same name; and what every kind shares (DeviceStash::bytes,
+// KindLayer's parameter check).
+#include <fmt/format.h>
+
+#include <array>
+#include <stdexcept>
+#include <string_view>
+#include <utility>
+
+#include "exec/cpu/layer.hpp"
+#include "exec/cuda/layers/checks.hpp"
+#include "exec/cuda/layers/kind_base.hpp"
+#include "exec/cuda/layers/layer_kinds.hpp"
+#include "schedules/error.hpp"
+
+namespace gpipe::exec::cuda {
+
+std::int64_t DeviceStash::bytes() const {
+  std::int64_t total = 0;
+  for (const DeviceTensor& t : tensors) total += t.bytes();
+  return total;
+}
+
+namespace layers {
+
+KindLayer::KindLayer(const models::Layer& spec, Parameters parameters,
+                     std::initializer_list<std::string_view> names)
+    : DeviceLayer(spec) {
+  bool ok = parameters.size() == names.size();
+  std::size_t i = 0;
+  for (const std::string_view name : names) {
+    if (!ok) break;
+    const DeviceParameter& p = parameters[i++];
+    ok = p.name == name && p.value.type() == DeviceType::f32 &&
+         p.grad.type() == DeviceType::f32 && p.value.shape() == p.grad.shape() &&
+         !p.value.empty() && !p.grad.empty();
+  }
+  if (!ok) {
+    throw std::logic_error(fmt::format(
+        "layer {} ({}): the device parameters are not the CPU layer's {} f32 parameters in order",
+        spec.name, spec.kind, names.size()));
+  }
+  parameters_ = std::move(parameters);
+}
+
+}  // namespace layers
+
+std::unique_ptr<DeviceLayer> make_device_layer(const models::Model& model, int index,
+                                               std::uint64_t seed, const LayerContext& context) {
+  // The CPU layer checks the index and the kind, and draws the weights.
+  const std::unique_ptr<cpu::Layer> host = cpu::make_layer(model, index, seed);
+  const models::Layer& spec = host->spec();
+  layers::expect_context(spec, context);
+  using Maker = std::unique_ptr<DeviceLayer> (*)(const models::Model&, const models::Layer&,
+                                                 layers::Parameters);
+  static constexpr std::array<std::pair<std::string_view, Maker>, 5> kinds{{
+      {models::layer_kind::mlp_block, &layers::make_mlp_block},
+      {models::layer_kind::mse_loss, &layers::make_mse_loss},
+      {models::layer_kind::embedding, &layers::make_embedding},
+      {models::layer_kind::transformer_block, &layers::make_transformer_block},
+      {models::layer_kind::lm_head, &layers::make_lm_head},
+  }};
+  for (const auto& [kind, maker] : kinds) {
+    if (kind != spec.kind) continue;
+    layers::Parameters parameters;
+    parameters.reserve(host->parameters().size());
+    for (const cpu::Parameter& p : host->parameters()) {
+      DeviceParameter& d = parameters.emplace_back();
+      d.name = p.name;
+      d.value = DeviceTensor::from_host(*context.allocator, p.value, DeviceType::f32,
+                                        *context.stream);
+      d.grad = DeviceTensor(*context.allocator, p.value.shape(), DeviceType::f32);
+      d.grad.zero(*context.stream);
+    }
+    return maker(model, spec, std::move(parameters));
+  }
+  throw InputError(fmt::format(
+      "make_device_layer: layer {} has kind '{}', which the CUDA backend lacks", spec.name,
+      spec.kind));
+}
+
+}  // namespace gpipe::exec::cuda

@@ -1,0 +1,171 @@
+// The transformer_block layer on the GPU, GPT-2 pre-LN (models/model.hpp):
+//   a = x + Wo attn(LN1(x)) + bo,   y = a + W2 gelu(W1 LN2(a) + b1) + b2,
+// the twin of exec/cpu/transformer_block.cpp: same parameters, the same 11
+// stash tensors in the same order, the same steps. Attention runs as
+// strided-batched GEMMs over head-major copies (exec/cuda/kernels/attention.hpp)
+// whose scratch is a temporary, charged to no account.
+#include <fmt/format.h>
+
+#include <cstddef>
+
+#include "exec/cuda/layers/checks.hpp"
+#include "exec/cuda/layers/kind_base.hpp"
+#include "schedules/error.hpp"
+
+namespace gpipe::exec::cuda::layers {
+
+namespace {
+
+enum Param : std::size_t {
+  kGamma1,
+  kBeta1,
+  kWqkv,
+  kBqkv,
+  kWo,
+  kBo,
+  kGamma2,
+  kBeta2,
+  kW1,
+  kB1,
+  kW2,
+  kB2
+};
+enum Kept : std::size_t {
+  kX,
+  kNormed1,
+  kQkv,
+  kProbs,
+  kAttn,
+  kA,
+  kNormed2,
+  kPreGelu,
+  kGelu,
+  kStats1,
+  kStats2,
+  kKeptCount
+};
+
+class TransformerBlock final : public KindLayer {
+ public:
+  TransformerBlock(const models::Model& model, const models::Layer& spec, Parameters parameters)
+      : KindLayer(spec, std::move(parameters),
+                  {"ln1.gamma", "ln1.beta", "wqkv", "bqkv", "wo", "bo", "ln2.gamma", "ln2.beta",
+                   "w1", "b1", "w2", "b2"}),
+        h_(model.hidden),
+        s_(model.seq),
+        a_(model.heads),
+        f_(spec.ffn_width) {
+    if (a_ < 1 || h_ % a_ != 0 || f_ < 1) {
+      throw InputError(fmt::format(
+          "layer {} ({}): hidden {} is not split evenly by heads {} or ffn width {} < 1", spec.name,
+          spec.kind, h_, a_, f_));
+    }
+  }
+
+  DeviceTensor forward(const LayerContext& context, DeviceTensor input,
+                       const DeviceTensor* /*target*/, DeviceStash& stash,
+                       MemoryAccount* account) override {
+    expect_context(spec_, context);
+    const std::int64_t b =
+        expect_tensor(spec_, "input", input, DeviceType::f32, {kAnyBatch, s_, h_});
+    const std::int64_t rows = b * s_;
+    input.charge_to(account);
+    stash.tensors.clear();
+    stash.tensors.push_back(std::move(input));
+    for (const std::vector<std::int64_t>& shape : {std::vector<std::int64_t>{b, s_, h_},
+                                                   {b, s_, 3 * h_},
+                                                   {b, a_, s_, s_},
+                                                   {b, s_, h_},
+                                                   {b, s_, h_},
+                                                   {b, s_, h_},
+                                                   {b, s_, f_},
+                                                   {b, s_, f_},
+                                                   {b, s_, 2},
+                                                   {b, s_, 2}}) {
+      stash.tensors.push_back(kept(context, shape, account));
+    }
+    auto saved = [&](Kept k) { return stash.tensors[k].f32(); };
+    const RawStream stream = raw(context);
+    BlasHandle& blas = *context.blas;
+    const AttentionDims dims{b, s_, h_, a_};
+    DeviceTensor attention_scratch = scratch(context, {attention_forward_scratch_floats(dims)});
+    DeviceTensor y = scratch(context, {b, s_, h_});
+
+    layernorm_forward(rows, h_, saved(kX), value(kGamma1), value(kBeta1), saved(kNormed1),
+                      saved(kStats1), stream);
+    linear_forward(blas, rows, h_, 3 * h_, saved(kNormed1), value(kWqkv), value(kBqkv),
+                   saved(kQkv), stream);
+    attention_forward(blas, dims, saved(kQkv), saved(kProbs), saved(kAttn),
+                      attention_scratch.f32(), stream);
+    linear_forward(blas, rows, h_, h_, saved(kAttn), value(kWo), value(kBo), saved(kA), stream);
+    residual_add(rows * h_, saved(kA), saved(kX), saved(kA), stream);
+    layernorm_forward(rows, h_, saved(kA), value(kGamma2), value(kBeta2), saved(kNormed2),
+                      saved(kStats2), stream);
+    linear_forward(blas, rows, h_, f_, saved(kNormed2), value(kW1), value(kB1), saved(kPreGelu),
+                   stream);
+    gelu_forward(rows * f_, saved(kPreGelu), saved(kGelu), stream);
+    linear_forward(blas, rows, f_, h_, saved(kGelu), value(kW2), value(kB2), y.f32(), stream);
+    residual_add(rows * h_, y.f32(), saved(kA), y.f32(), stream);
+    return y;
+  }
+
+  DeviceTensor backward(const LayerContext& context, DeviceStash stash,
+                        const DeviceTensor& grad_output) override {
+    expect_context(spec_, context);
+    expect_stash(spec_, stash, kKeptCount);
+    const std::int64_t b = stash.tensors[kX].dim(0);
+    expect_tensor(spec_, "grad_output", grad_output, DeviceType::f32, {b, s_, h_});
+    const std::int64_t rows = b * s_;
+    auto saved = [&](Kept k) { return stash.tensors[k].f32(); };
+    const RawStream stream = raw(context);
+    BlasHandle& blas = *context.blas;
+    const float* dy = grad_output.f32();
+
+    // MLP branch, then LN2: da = dy + LN2'(W1'(gelu'(W2'(dy)))).
+    DeviceTensor dact = scratch(context, {b, s_, f_});
+    linear_backward(blas, rows, f_, h_, saved(kGelu), value(kW2), dy, dact.f32(), grad(kW2),
+                    grad(kB2), stream);
+    gelu_backward(rows * f_, saved(kPreGelu), dact.f32(), dact.f32(), stream);
+    DeviceTensor dh = scratch(context, {b, s_, h_});  // reused by each step below in turn
+    linear_backward(blas, rows, h_, f_, saved(kNormed2), value(kW1), dact.f32(), dh.f32(),
+                    grad(kW1), grad(kB1), stream);
+    DeviceTensor da = scratch(context, {b, s_, h_});
+    copy_device(da.raw(), grad_output.raw(), grad_output.bytes(), stream);
+    layernorm_backward(rows, h_, saved(kA), saved(kStats2), value(kGamma2), dh.f32(), da.f32(),
+                       grad(kGamma2), grad(kBeta2), stream);
+
+    // Attention branch, then LN1: dx = da + LN1'(Wqkv'(attn'(Wo'(da)))).
+    linear_backward(blas, rows, h_, h_, saved(kAttn), value(kWo), da.f32(), dh.f32(), grad(kWo),
+                    grad(kBo), stream);
+    const AttentionDims dims{b, s_, h_, a_};
+    DeviceTensor dqkv = scratch(context, {b, s_, 3 * h_});
+    {
+      DeviceTensor attention_scratch =
+          scratch(context, {attention_backward_scratch_floats(dims)});
+      attention_backward(blas, dims, saved(kQkv), saved(kProbs), dh.f32(), dqkv.f32(),
+                         attention_scratch.f32(), stream);
+    }
+    linear_backward(blas, rows, h_, 3 * h_, saved(kNormed1), value(kWqkv), dqkv.f32(), dh.f32(),
+                    grad(kWqkv), grad(kBqkv), stream);
+    DeviceTensor dx = std::move(da);  // the residual's share; LN1 adds its own
+    layernorm_backward(rows, h_, saved(kX), saved(kStats1), value(kGamma1), dh.f32(), dx.f32(),
+                       grad(kGamma1), grad(kBeta1), stream);
+    return dx;
+  }
+
+ private:
+  std::int64_t h_;
+  std::int64_t s_;
+  std::int64_t a_;
+  std::int64_t f_;
+};
+
+}  // namespace
+
+std::unique_ptr<DeviceLayer> make_transformer_block(const models::Model& model,
+                                                    const models::Layer& spec,
+                                                    Parameters parameters) {
+  return std::make_unique<TransformerBlock>(model, spec, std::move(parameters));
+}
+
+}  // namespace gpipe::exec::cuda::layers
