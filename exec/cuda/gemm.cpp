@@ -93,7 +93,7 @@ struct Operands {
   void* c;
 };
 
-void matmul(BlasHandle& blas, Stream stream, Transpose trans_a, Transpose trans_b, std::int64_t m,
+void matmul(BlasHandle& blas, StreamHandle stream, Transpose trans_a, Transpose trans_b, std::int64_t m,
             std::int64_t n, std::int64_t k, float alpha, std::int64_t lda, std::int64_t ldb,
             float beta, std::int64_t ldc, const GemmBatch& batch, const Operands& ops) {
   const ColumnMajorGemm p = column_major_gemm(trans_a, trans_b, m, n, k, lda, ldb, ldc);
@@ -213,7 +213,7 @@ BlasHandle::~BlasHandle() {
   cublasLtDestroy(handle_);
 }
 
-void gemm(BlasHandle& blas, Stream stream, Transpose trans_a, Transpose trans_b, std::int64_t m,
+void gemm(BlasHandle& blas, StreamHandle stream, Transpose trans_a, Transpose trans_b, std::int64_t m,
           std::int64_t n, std::int64_t k, float alpha, const float* a, std::int64_t lda,
           const float* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc,
           const GemmBatch& batch) {
@@ -222,7 +222,7 @@ void gemm(BlasHandle& blas, Stream stream, Transpose trans_a, Transpose trans_b,
                   sizeof(float), sizeof(float), a, b, c});
 }
 
-void gemm(BlasHandle& blas, Stream stream, Transpose trans_a, Transpose trans_b, std::int64_t m,
+void gemm(BlasHandle& blas, StreamHandle stream, Transpose trans_a, Transpose trans_b, std::int64_t m,
           std::int64_t n, std::int64_t k, float alpha, const Bf16* a, std::int64_t lda,
           const Bf16* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc,
           const GemmBatch& batch) {
@@ -231,7 +231,7 @@ void gemm(BlasHandle& blas, Stream stream, Transpose trans_a, Transpose trans_b,
                   sizeof(float), a, b, c});
 }
 
-void gemm(BlasHandle& blas, Stream stream, Transpose trans_a, Transpose trans_b, std::int64_t m,
+void gemm(BlasHandle& blas, StreamHandle stream, Transpose trans_a, Transpose trans_b, std::int64_t m,
           std::int64_t n, std::int64_t k, float alpha, const Bf16* a, std::int64_t lda,
           const Bf16* b, std::int64_t ldb, float beta, Bf16* c, std::int64_t ldc,
           const GemmBatch& batch) {

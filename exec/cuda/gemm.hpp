@@ -85,19 +85,19 @@ class BlasHandle {
 };
 
 // fp32, pedantic fp32 compute (bitwise comparable in spirit to the CPU's sgemm).
-void gemm(BlasHandle& blas, Stream stream, Transpose trans_a, Transpose trans_b, std::int64_t m,
+void gemm(BlasHandle& blas, StreamHandle stream, Transpose trans_a, Transpose trans_b, std::int64_t m,
           std::int64_t n, std::int64_t k, float alpha, const float* a, std::int64_t lda,
           const float* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc,
           const GemmBatch& batch = {});
 
 // bf16 operands, fp32 accumulation, fp32 output.
-void gemm(BlasHandle& blas, Stream stream, Transpose trans_a, Transpose trans_b, std::int64_t m,
+void gemm(BlasHandle& blas, StreamHandle stream, Transpose trans_a, Transpose trans_b, std::int64_t m,
           std::int64_t n, std::int64_t k, float alpha, const Bf16* a, std::int64_t lda,
           const Bf16* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc,
           const GemmBatch& batch = {});
 
 // bf16 operands, fp32 accumulation, bf16 output.
-void gemm(BlasHandle& blas, Stream stream, Transpose trans_a, Transpose trans_b, std::int64_t m,
+void gemm(BlasHandle& blas, StreamHandle stream, Transpose trans_a, Transpose trans_b, std::int64_t m,
           std::int64_t n, std::int64_t k, float alpha, const Bf16* a, std::int64_t lda,
           const Bf16* b, std::int64_t ldb, float beta, Bf16* c, std::int64_t ldc,
           const GemmBatch& batch = {});

@@ -22,10 +22,7 @@
 
 namespace gpipe::exec::cuda {
 
-// Declared in exec/cuda/gemm.hpp, which is not included here: its kernels
-// launch header names the raw cudaStream_t `Stream`, which clashes with
-// exec/cuda/stream.hpp's class Stream in one translation unit.
-class BlasHandle;
+class BlasHandle;  // exec/cuda/gemm.hpp: a pointer is all a context holds
 
 // Where a layer's work goes: its stream (a stage's, in its SM partition), the
 // cuBLASLt handle of that stream, and the allocator of its temporaries.

@@ -17,7 +17,7 @@ HeadLayout layout(const AttentionShape& shape, std::int64_t parts) {
 // is [rows, ld] contiguous per matrix, so its stride is rows * ld.
 struct Batched {
   BlasHandle& blas;
-  Stream stream;
+  StreamHandle stream;
   std::int64_t count;
   void operator()(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k,
                   float alpha, const float* a, std::int64_t lda, std::int64_t stride_a,
@@ -52,7 +52,7 @@ std::int64_t attention_backward_scratch_floats(const AttentionShape& shape) {
 }
 
 void attention_forward(BlasHandle& blas, const AttentionShape& shape, const float* qkv,
-                       float* probs, float* out, float* scratch, Stream stream) {
+                       float* probs, float* out, float* scratch, StreamHandle stream) {
   check_attention_shape(shape);
   const std::int64_t s = shape.seq;
   const std::int64_t d = shape.head_dim();
@@ -75,7 +75,7 @@ void attention_forward(BlasHandle& blas, const AttentionShape& shape, const floa
 
 void attention_backward(BlasHandle& blas, const AttentionShape& shape, const float* qkv,
                         const float* probs, const float* dout, float* dqkv, float* scratch,
-                        Stream stream) {
+                        StreamHandle stream) {
   check_attention_shape(shape);
   const std::int64_t s = shape.seq;
   const std::int64_t d = shape.head_dim();

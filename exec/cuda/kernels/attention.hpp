@@ -24,11 +24,11 @@ void check_attention_shape(const AttentionShape& shape);
 [[nodiscard]] std::int64_t attention_backward_scratch_floats(const AttentionShape& shape);
 
 void attention_forward(BlasHandle& blas, const AttentionShape& shape, const float* qkv,
-                       float* probs, float* out, float* scratch, Stream stream);
+                       float* probs, float* out, float* scratch, StreamHandle stream);
 
 // dqkv [b, S, 3H] is overwritten with the gradients of q, k and v.
 void attention_backward(BlasHandle& blas, const AttentionShape& shape, const float* qkv,
                         const float* probs, const float* dout, float* dqkv, float* scratch,
-                        Stream stream);
+                        StreamHandle stream);
 
 }  // namespace gpipe::exec::cuda::kernels

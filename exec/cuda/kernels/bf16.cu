@@ -21,7 +21,7 @@ __global__ void bf16_to_f32_kernel(std::int64_t count, const __nv_bfloat16* src,
 
 }  // namespace
 
-void f32_to_bf16(std::int64_t count, const float* src, Bf16* dst, Stream stream) {
+void f32_to_bf16(std::int64_t count, const float* src, Bf16* dst, StreamHandle stream) {
   check_size("count", count);
   if (count == 0) return;
   f32_to_bf16_kernel<<<elementwise_blocks(count), kThreads, 0, stream>>>(
@@ -29,7 +29,7 @@ void f32_to_bf16(std::int64_t count, const float* src, Bf16* dst, Stream stream)
   GPIPE_CUDA_CHECK(cudaGetLastError());
 }
 
-void bf16_to_f32(std::int64_t count, const Bf16* src, float* dst, Stream stream) {
+void bf16_to_f32(std::int64_t count, const Bf16* src, float* dst, StreamHandle stream) {
   check_size("count", count);
   if (count == 0) return;
   bf16_to_f32_kernel<<<elementwise_blocks(count), kThreads, 0, stream>>>(

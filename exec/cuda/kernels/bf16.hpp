@@ -27,9 +27,9 @@ namespace gpipe::exec::cuda {
 namespace kernels {
 
 // dst[i] = bf16(src[i]) (round to nearest even), on the device.
-void f32_to_bf16(std::int64_t count, const float* src, Bf16* dst, Stream stream);
+void f32_to_bf16(std::int64_t count, const float* src, Bf16* dst, StreamHandle stream);
 // dst[i] = float(src[i]) (exact), on the device.
-void bf16_to_f32(std::int64_t count, const Bf16* src, float* dst, Stream stream);
+void bf16_to_f32(std::int64_t count, const Bf16* src, float* dst, StreamHandle stream);
 
 }  // namespace kernels
 }  // namespace gpipe::exec::cuda

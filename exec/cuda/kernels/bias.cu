@@ -29,7 +29,7 @@ __global__ void residual_add_kernel(std::int64_t count, const float* a, const fl
 
 }  // namespace
 
-void bias_add(std::int64_t rows, std::int64_t width, const float* bias, float* y, Stream stream) {
+void bias_add(std::int64_t rows, std::int64_t width, const float* bias, float* y, StreamHandle stream) {
   check_size("rows", rows);
   check_size("width", width);
   if (rows == 0 || width == 0) return;
@@ -38,7 +38,7 @@ void bias_add(std::int64_t rows, std::int64_t width, const float* bias, float* y
 }
 
 void bias_backward(std::int64_t rows, std::int64_t width, const float* dy, float* dbias,
-                   Stream stream) {
+                   StreamHandle stream) {
   check_size("rows", rows);
   check_size("width", width);
   if (rows == 0 || width == 0) return;
@@ -47,7 +47,7 @@ void bias_backward(std::int64_t rows, std::int64_t width, const float* dy, float
   GPIPE_CUDA_CHECK(cudaGetLastError());
 }
 
-void residual_add(std::int64_t count, const float* a, const float* b, float* out, Stream stream) {
+void residual_add(std::int64_t count, const float* a, const float* b, float* out, StreamHandle stream) {
   check_size("count", count);
   if (count == 0) return;
   residual_add_kernel<<<elementwise_blocks(count), kThreads, 0, stream>>>(count, a, b, out);

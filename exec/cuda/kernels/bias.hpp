@@ -11,13 +11,13 @@
 namespace gpipe::exec::cuda::kernels {
 
 // y[r, j] += bias[j].
-void bias_add(std::int64_t rows, std::int64_t width, const float* bias, float* y, Stream stream);
+void bias_add(std::int64_t rows, std::int64_t width, const float* bias, float* y, StreamHandle stream);
 
 // dbias[j] += sum_r dy[r, j] (deterministic column reduction).
 void bias_backward(std::int64_t rows, std::int64_t width, const float* dy, float* dbias,
-                   Stream stream);
+                   StreamHandle stream);
 
 // out[i] = a[i] + b[i]; out may alias a or b (out == a is the in-place residual add).
-void residual_add(std::int64_t count, const float* a, const float* b, float* out, Stream stream);
+void residual_add(std::int64_t count, const float* a, const float* b, float* out, StreamHandle stream);
 
 }  // namespace gpipe::exec::cuda::kernels

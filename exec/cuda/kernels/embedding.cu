@@ -39,7 +39,7 @@ std::int64_t checked_count(const EmbeddingShape& shape) {
 }  // namespace
 
 void embedding_forward(const EmbeddingShape& shape, const std::int32_t* ids, const float* tok,
-                       const float* pos, float* out, Stream stream) {
+                       const float* pos, float* out, StreamHandle stream) {
   const std::int64_t count = checked_count(shape);
   if (count == 0) return;
   embedding_forward_kernel<<<elementwise_blocks(count), kThreads, 0, stream>>>(shape, ids, tok, pos,
@@ -48,7 +48,7 @@ void embedding_forward(const EmbeddingShape& shape, const std::int32_t* ids, con
 }
 
 void embedding_backward(const EmbeddingShape& shape, const std::int32_t* ids, const float* dout,
-                        float* dtok, float* dpos, Stream stream) {
+                        float* dtok, float* dpos, StreamHandle stream) {
   const std::int64_t count = checked_count(shape);
   if (count == 0) return;
   embedding_backward_kernel<<<elementwise_blocks(count), kThreads, 0, stream>>>(shape, ids, dout,

@@ -17,11 +17,11 @@ struct EmbeddingShape {
 };
 
 void embedding_forward(const EmbeddingShape& shape, const std::int32_t* ids, const float* tok,
-                       const float* pos, float* out, Stream stream);
+                       const float* pos, float* out, StreamHandle stream);
 
 // dtok[id] += dout, dpos[s] += dout (scatter-add with atomics, so the order of
 // the additions, and the last bits of repeated ids' sums, may vary run to run).
 void embedding_backward(const EmbeddingShape& shape, const std::int32_t* ids, const float* dout,
-                        float* dtok, float* dpos, Stream stream);
+                        float* dtok, float* dpos, StreamHandle stream);
 
 }  // namespace gpipe::exec::cuda::kernels

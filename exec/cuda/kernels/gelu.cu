@@ -30,14 +30,14 @@ __global__ void gelu_backward_kernel(std::int64_t count, const float* x, const f
 
 }  // namespace
 
-void gelu_forward(std::int64_t count, const float* x, float* y, Stream stream) {
+void gelu_forward(std::int64_t count, const float* x, float* y, StreamHandle stream) {
   check_size("count", count);
   if (count == 0) return;
   gelu_forward_kernel<<<elementwise_blocks(count), kThreads, 0, stream>>>(count, x, y);
   GPIPE_CUDA_CHECK(cudaGetLastError());
 }
 
-void gelu_backward(std::int64_t count, const float* x, const float* dy, float* dx, Stream stream) {
+void gelu_backward(std::int64_t count, const float* x, const float* dy, float* dx, StreamHandle stream) {
   check_size("count", count);
   if (count == 0) return;
   gelu_backward_kernel<<<elementwise_blocks(count), kThreads, 0, stream>>>(count, x, dy, dx);

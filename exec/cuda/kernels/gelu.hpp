@@ -9,7 +9,7 @@
 
 namespace gpipe::exec::cuda::kernels {
 
-void gelu_forward(std::int64_t count, const float* x, float* y, Stream stream);
-void gelu_backward(std::int64_t count, const float* x, const float* dy, float* dx, Stream stream);
+void gelu_forward(std::int64_t count, const float* x, float* y, StreamHandle stream);
+void gelu_backward(std::int64_t count, const float* x, const float* dy, float* dx, StreamHandle stream);
 
 }  // namespace gpipe::exec::cuda::kernels

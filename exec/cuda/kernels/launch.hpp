@@ -12,7 +12,7 @@ struct CUstream_st;  // the runtime's opaque stream; cudaStream_t is CUstream_st
 
 namespace gpipe::exec::cuda {
 
-using Stream = CUstream_st*;  // nullptr is the legacy default stream
+using StreamHandle = CUstream_st*;  // nullptr is the legacy default stream
 
 // A bfloat16 held as its bit pattern (the high half of an fp32); device code
 // reinterprets it as __nv_bfloat16, which has the same size and layout.

@@ -81,7 +81,7 @@ struct ParamTerms {
 }  // namespace
 
 void layernorm_forward(std::int64_t rows, std::int64_t width, const float* x, const float* gamma,
-                       const float* beta, float* y, float* stats, Stream stream) {
+                       const float* beta, float* y, float* stats, StreamHandle stream) {
   check_size("rows", rows);
   check_size("width", width);
   if (rows == 0 || width == 0) return;
@@ -92,7 +92,7 @@ void layernorm_forward(std::int64_t rows, std::int64_t width, const float* x, co
 
 void layernorm_backward(std::int64_t rows, std::int64_t width, const float* x, const float* stats,
                         const float* gamma, const float* dy, float* dx, float* dgamma, float* dbeta,
-                        Stream stream) {
+                        StreamHandle stream) {
   check_size("rows", rows);
   check_size("width", width);
   if (rows == 0 || width == 0) return;

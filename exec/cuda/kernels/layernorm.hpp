@@ -10,12 +10,12 @@
 namespace gpipe::exec::cuda::kernels {
 
 void layernorm_forward(std::int64_t rows, std::int64_t width, const float* x, const float* gamma,
-                       const float* beta, float* y, float* stats, Stream stream);
+                       const float* beta, float* y, float* stats, StreamHandle stream);
 
 // dx += d(loss)/dx, dgamma += sum_r dy * x_hat, dbeta += sum_r dy. The
 // parameter sums are column reductions in a fixed order (deterministic).
 void layernorm_backward(std::int64_t rows, std::int64_t width, const float* x, const float* stats,
                         const float* gamma, const float* dy, float* dx, float* dgamma, float* dbeta,
-                        Stream stream);
+                        StreamHandle stream);
 
 }  // namespace gpipe::exec::cuda::kernels

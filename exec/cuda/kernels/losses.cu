@@ -88,7 +88,7 @@ __global__ void mse_backward_kernel(std::int64_t batch, std::int64_t width, cons
 }  // namespace
 
 void cross_entropy_forward(std::int64_t rows, std::int64_t vocab, float* logits,
-                           const std::int32_t* targets, float* loss, Stream stream) {
+                           const std::int32_t* targets, float* loss, StreamHandle stream) {
   check_size("rows", rows);
   check_size("vocab", vocab);
   if (rows == 0 || vocab == 0) return;
@@ -99,7 +99,7 @@ void cross_entropy_forward(std::int64_t rows, std::int64_t vocab, float* logits,
 
 void cross_entropy_backward(std::int64_t rows, std::int64_t vocab, const float* probs,
                             const std::int32_t* targets, const float* scale, float* dlogits,
-                            Stream stream) {
+                            StreamHandle stream) {
   check_size("rows", rows);
   check_size("vocab", vocab);
   if (rows == 0 || vocab == 0) return;
@@ -109,7 +109,7 @@ void cross_entropy_backward(std::int64_t rows, std::int64_t vocab, const float* 
 }
 
 void mse_forward(std::int64_t batch, std::int64_t width, const float* x, const float* target,
-                 float* loss, Stream stream) {
+                 float* loss, StreamHandle stream) {
   check_size("batch", batch);
   check_size("width", width);
   if (batch == 0 || width == 0) return;
@@ -118,7 +118,7 @@ void mse_forward(std::int64_t batch, std::int64_t width, const float* x, const f
 }
 
 void mse_backward(std::int64_t batch, std::int64_t width, const float* x, const float* target,
-                  const float* grad_loss, float* dx, Stream stream) {
+                  const float* grad_loss, float* dx, StreamHandle stream) {
   check_size("batch", batch);
   check_size("width", width);
   if (batch == 0 || width == 0) return;

@@ -45,7 +45,7 @@ __global__ void adamw_kernel(std::int64_t count, AdamwScalars s, float* w, float
 
 }  // namespace
 
-void sgd_step(std::int64_t count, float learning_rate, float* w, float* g, Stream stream) {
+void sgd_step(std::int64_t count, float learning_rate, float* w, float* g, StreamHandle stream) {
   check_size("count", count);
   if (count == 0) return;
   sgd_kernel<<<elementwise_blocks(count), kThreads, 0, stream>>>(count, learning_rate, w, g);
@@ -53,7 +53,7 @@ void sgd_step(std::int64_t count, float learning_rate, float* w, float* g, Strea
 }
 
 void momentum_step(std::int64_t count, float learning_rate, float momentum, float* w, float* g,
-                   float* v, Stream stream) {
+                   float* v, StreamHandle stream) {
   check_size("count", count);
   if (count == 0) return;
   momentum_kernel<<<elementwise_blocks(count), kThreads, 0, stream>>>(count, learning_rate,
@@ -62,7 +62,7 @@ void momentum_step(std::int64_t count, float learning_rate, float momentum, floa
 }
 
 void adamw_step(std::int64_t count, const AdamwScalars& scalars, float* w, float* g, float* m,
-                float* v, Stream stream) {
+                float* v, StreamHandle stream) {
   check_size("count", count);
   if (count == 0) return;
   adamw_kernel<<<elementwise_blocks(count), kThreads, 0, stream>>>(count, scalars, w, g, m, v);

@@ -48,14 +48,14 @@ struct AdamwScalars {
   return s;
 }
 
-void sgd_step(std::int64_t count, float learning_rate, float* w, float* g, Stream stream);
+void sgd_step(std::int64_t count, float learning_rate, float* w, float* g, StreamHandle stream);
 
 // v starts at 0 (the caller zeroes it), so the first step is v = g.
 void momentum_step(std::int64_t count, float learning_rate, float momentum, float* w, float* g,
-                   float* v, Stream stream);
+                   float* v, StreamHandle stream);
 
 // m and v start at 0 (zeroed by the caller).
 void adamw_step(std::int64_t count, const AdamwScalars& scalars, float* w, float* g, float* m,
-                float* v, Stream stream);
+                float* v, StreamHandle stream);
 
 }  // namespace gpipe::exec::cuda::kernels

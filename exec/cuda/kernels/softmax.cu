@@ -61,7 +61,7 @@ __global__ void permute_heads_kernel(HeadLayout l, const float* src, float* dst,
   }
 }
 
-void permute(const HeadLayout& layout, const float* src, float* dst, bool to_heads, Stream stream) {
+void permute(const HeadLayout& layout, const float* src, float* dst, bool to_heads, StreamHandle stream) {
   check_size("batch", layout.batch);
   check_size("seq", layout.seq);
   check_size("heads", layout.heads);
@@ -77,7 +77,7 @@ void permute(const HeadLayout& layout, const float* src, float* dst, bool to_hea
 
 }  // namespace
 
-void causal_softmax_forward(std::int64_t matrices, std::int64_t seq, float* scores, Stream stream) {
+void causal_softmax_forward(std::int64_t matrices, std::int64_t seq, float* scores, StreamHandle stream) {
   check_size("matrices", matrices);
   check_size("seq", seq);
   if (matrices == 0 || seq == 0) return;
@@ -87,7 +87,7 @@ void causal_softmax_forward(std::int64_t matrices, std::int64_t seq, float* scor
 }
 
 void causal_softmax_backward(std::int64_t matrices, std::int64_t seq, const float* probs,
-                             float* dprobs, Stream stream) {
+                             float* dprobs, StreamHandle stream) {
   check_size("matrices", matrices);
   check_size("seq", seq);
   if (matrices == 0 || seq == 0) return;
@@ -97,11 +97,11 @@ void causal_softmax_backward(std::int64_t matrices, std::int64_t seq, const floa
   GPIPE_CUDA_CHECK(cudaGetLastError());
 }
 
-void split_heads(const HeadLayout& layout, const float* rows, float* heads, Stream stream) {
+void split_heads(const HeadLayout& layout, const float* rows, float* heads, StreamHandle stream) {
   permute(layout, rows, heads, true, stream);
 }
 
-void merge_heads(const HeadLayout& layout, const float* heads, float* rows, Stream stream) {
+void merge_heads(const HeadLayout& layout, const float* heads, float* rows, StreamHandle stream) {
   permute(layout, heads, rows, false, stream);
 }
 

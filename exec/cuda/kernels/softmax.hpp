@@ -14,12 +14,12 @@ namespace gpipe::exec::cuda::kernels {
 
 // Each of the `matrices` [S, S] score matrices, in place: row i becomes the
 // softmax of its first i+1 entries, the entries above the diagonal exactly 0.
-void causal_softmax_forward(std::int64_t matrices, std::int64_t seq, float* scores, Stream stream);
+void causal_softmax_forward(std::int64_t matrices, std::int64_t seq, float* scores, StreamHandle stream);
 
 // In place on dprobs: ds = p * (dp - sum_j p dp) per row (masked p are 0, so
 // the masked ds are 0 too).
 void causal_softmax_backward(std::int64_t matrices, std::int64_t seq, const float* probs,
-                             float* dprobs, Stream stream);
+                             float* dprobs, StreamHandle stream);
 
 struct HeadLayout {
   std::int64_t batch = 0;
@@ -30,8 +30,8 @@ struct HeadLayout {
 };
 
 // rows [b, S, parts*H] -> heads [parts][b, A, S, d] (overwritten).
-void split_heads(const HeadLayout& layout, const float* rows, float* heads, Stream stream);
+void split_heads(const HeadLayout& layout, const float* rows, float* heads, StreamHandle stream);
 // heads [parts][b, A, S, d] -> rows [b, S, parts*H] (overwritten).
-void merge_heads(const HeadLayout& layout, const float* heads, float* rows, Stream stream);
+void merge_heads(const HeadLayout& layout, const float* heads, float* rows, StreamHandle stream);
 
 }  // namespace gpipe::exec::cuda::kernels

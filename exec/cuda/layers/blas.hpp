@@ -1,7 +1,5 @@
-// A cuBLASLt handle for code that holds DeviceTensors and so cannot include
-// exec/cuda/gemm.hpp (its kernel launch header names the raw stream handle
-// `Stream`, as exec/cuda/stream.hpp names its class; see ops.hpp): the
-// executor and the tests make the LayerContext's BlasHandle through this.
+// A cuBLASLt handle behind a unique_ptr, for code that holds a LayerContext
+// (the executor, the tests) without including exec/cuda/gemm.hpp.
 #pragma once
 
 #include <memory>

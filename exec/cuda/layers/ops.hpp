@@ -4,11 +4,9 @@
 // positions, and a device-to-device copy. The same contracts as the CPU
 // functions the CPU layers call (exec/cpu/linear.hpp and friends).
 //
-// Why a facade: the kernel launchers (exec/cuda/kernels/launch.hpp) name the
-// raw cudaStream_t `gpipe::exec::cuda::Stream`, and exec/cuda/stream.hpp
-// names its RAII class the same, so no translation unit can see both. The
-// layers (which hold DeviceTensors, hence the class) call these; ops.cpp (which
-// sees the kernels) implements them.
+// The layers (which hold DeviceTensors) call these; ops.cpp maps them onto the
+// kernel launchers (exec/cuda/kernels/) and cuBLASLt (exec/cuda/gemm.hpp), so
+// the layer files read like their CPU twins.
 #pragma once
 
 #include <cstdint>
