@@ -1,5 +1,15 @@
 # The project's dependencies, all from Debian's packages (scripts/setup installs them).
 find_package(fmt REQUIRED)
+# GPIPE_PORTABLE: binaries that run on a machine without this one's Debian
+# packages (the lent GPU machine, which has the CUDA toolkit and little else):
+# fmt header-only, OpenBLAS and the GCC runtimes linked statically.
+option(GPIPE_PORTABLE "Link the non-CUDA dependencies statically" OFF)
+if(GPIPE_PORTABLE)
+  set(GPIPE_FMT fmt::fmt-header-only)
+  add_link_options(-static-libstdc++ -static-libgcc)
+else()
+  set(GPIPE_FMT fmt::fmt)
+endif()
 find_package(nlohmann_json 3.10 REQUIRED)
 find_package(CLI11 REQUIRED)
 # Boost.Graph is header-only for what we use; it stays inside schedules/*.cpp.
@@ -12,7 +22,17 @@ endif()
 # OpenBLAS for the CPU executor's GEMMs (libopenblas-dev). Its own cblas.h, which
 # also declares openblas_set_num_threads (each stage's worker runs GEMMs on its
 # own thread, so OpenBLAS must not spawn more).
-find_library(OPENBLAS_LIBRARY NAMES openblas REQUIRED)
+if(GPIPE_PORTABLE)
+  find_library(OPENBLAS_LIBRARY NAMES libopenblas.a REQUIRED)
+  # The static OpenBLAS needs its Fortran runtime, also static.
+  execute_process(COMMAND ${CMAKE_CXX_COMPILER} -print-file-name=libgfortran.a
+                  OUTPUT_VARIABLE GPIPE_GFORTRAN_A OUTPUT_STRIP_TRAILING_WHITESPACE)
+  execute_process(COMMAND ${CMAKE_CXX_COMPILER} -print-file-name=libquadmath.a
+                  OUTPUT_VARIABLE GPIPE_QUADMATH_A OUTPUT_STRIP_TRAILING_WHITESPACE)
+  list(APPEND OPENBLAS_LIBRARY ${GPIPE_GFORTRAN_A} ${GPIPE_QUADMATH_A})
+else()
+  find_library(OPENBLAS_LIBRARY NAMES openblas REQUIRED)
+endif()
 find_path(OPENBLAS_INCLUDE_DIR cblas.h
   PATH_SUFFIXES openblas-pthread openblas x86_64-linux-gnu/openblas-pthread REQUIRED)
 add_library(gpipe_openblas INTERFACE)
