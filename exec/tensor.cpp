@@ -10,6 +10,10 @@
 
 namespace gpipe::exec {
 
+const char* element_type_name(ElementType type) {
+  return type == ElementType::f32 ? "f32" : "i32";
+}
+
 std::int64_t element_count(const std::vector<std::int64_t>& shape) {
   std::int64_t count = 1;
   for (std::int64_t d : shape) {
@@ -110,7 +114,7 @@ void Tensor::reshape(std::vector<std::int64_t> shape) {
 
 std::string Tensor::describe() const {
   if (empty()) return "empty tensor";
-  return fmt::format("{}[{}]", type_ == ElementType::f32 ? "f32" : "i32", fmt::join(shape_, ","));
+  return fmt::format("{}[{}]", element_type_name(type_), fmt::join(shape_, ","));
 }
 
 }  // namespace gpipe::exec

@@ -16,6 +16,7 @@
 namespace gpipe::exec {
 
 enum class ElementType : std::uint8_t { f32, i32 };
+[[nodiscard]] const char* element_type_name(ElementType type);  // "f32", "i32"
 
 class Tensor {
  public:

@@ -5,7 +5,7 @@
 
 #include <cstddef>
 
-#include "exec/cpu/checks.hpp"
+#include "exec/layer_checks.hpp"
 #include "exec/cpu/layer_kinds.hpp"
 #include "schedules/error.hpp"
 

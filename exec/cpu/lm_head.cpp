@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "exec/cpu/checks.hpp"
+#include "exec/layer_checks.hpp"
 #include "exec/cpu/cross_entropy.hpp"
 #include "exec/cpu/layer_kinds.hpp"
 #include "exec/cpu/layernorm.hpp"

@@ -1,7 +1,7 @@
 // The mlp_block layer: y = x + W2 gelu(W1 LN(x) + c1) + c2 (models/model.hpp).
 #include <cstddef>
 
-#include "exec/cpu/checks.hpp"
+#include "exec/layer_checks.hpp"
 #include "exec/cpu/gelu.hpp"
 #include "exec/cpu/layer_kinds.hpp"
 #include "exec/cpu/layernorm.hpp"

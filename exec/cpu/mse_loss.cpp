@@ -1,7 +1,7 @@
 // The mse_loss layer: per-sample loss = mean_j (x_j - t_j)^2 (models/model.hpp).
 #include <cstddef>
 
-#include "exec/cpu/checks.hpp"
+#include "exec/layer_checks.hpp"
 #include "exec/cpu/layer_kinds.hpp"
 
 namespace gpipe::exec::cpu {

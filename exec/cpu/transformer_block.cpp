@@ -6,7 +6,7 @@
 #include <cstddef>
 
 #include "exec/cpu/attention.hpp"
-#include "exec/cpu/checks.hpp"
+#include "exec/layer_checks.hpp"
 #include "exec/cpu/gelu.hpp"
 #include "exec/cpu/layer_kinds.hpp"
 #include "exec/cpu/layernorm.hpp"

@@ -15,7 +15,7 @@ namespace gpipe::exec::cuda {
 
 std::int64_t element_bytes(DeviceType type) { return type == DeviceType::bf16 ? 2 : 4; }
 
-const char* type_name(DeviceType type) {
+const char* element_type_name(DeviceType type) {
   switch (type) {
     case DeviceType::f32: return "f32";
     case DeviceType::bf16: return "bf16";
@@ -124,7 +124,7 @@ void DeviceTensor::zero(const Stream& stream) {
 void DeviceTensor::check_copy(std::size_t count, DeviceType host, const char* direction) const {
   const bool same_type = host == DeviceType::i32 ? type_ == DeviceType::i32 : type_ != DeviceType::i32;
   if (empty() || !same_type || static_cast<std::int64_t>(count) != numel_) {
-    throw std::invalid_argument(fmt::format("cannot copy {} host {} values {} device {}", count, type_name(host),
+    throw std::invalid_argument(fmt::format("cannot copy {} host {} values {} device {}", count, element_type_name(host),
                                             direction, describe()));
   }
 }
@@ -171,7 +171,7 @@ void DeviceTensor::download(std::span<std::int32_t> values, const Stream& stream
 
 std::string DeviceTensor::describe() const {
   if (empty()) return "empty device tensor";
-  return fmt::format("{}[{}]", type_name(type_), fmt::join(shape_, ","));
+  return fmt::format("{}[{}]", element_type_name(type_), fmt::join(shape_, ","));
 }
 
 }  // namespace gpipe::exec::cuda

@@ -24,7 +24,7 @@ namespace gpipe::exec::cuda {
 enum class DeviceType : std::uint8_t { f32, bf16, i32 };
 
 [[nodiscard]] std::int64_t element_bytes(DeviceType type);
-[[nodiscard]] const char* type_name(DeviceType type);  // "f32", "bf16", "i32"
+[[nodiscard]] const char* element_type_name(DeviceType type);  // "f32", "bf16", "i32"
 
 // fp32 -> bf16 bits rounding to nearest, ties to even (NaN stays NaN), and back (exact).
 [[nodiscard]] std::uint16_t f32_to_bf16_bits(float value);

@@ -122,25 +122,25 @@ TEST(DeviceLayerHost, ArgumentChecksNameTheLayerAndTheTensor) {
   FakeDeviceMemory memory;
   CachingAllocator allocator(memory);
   const DeviceTensor good(allocator, {3, 8}, DeviceType::f32);
-  EXPECT_EQ(layers::expect_tensor(block, "input", good, DeviceType::f32, {layers::kAnyBatch, 8}),
+  EXPECT_EQ(exec::expect_tensor(block, "input", good, DeviceType::f32, {exec::kAnyBatch, 8}),
             3);
   const DeviceTensor wrong(allocator, {3, 5}, DeviceType::f32);
   EXPECT_EQ(error_of([&] {
-              layers::expect_tensor(block, "input", wrong, DeviceType::f32,
-                                    {layers::kAnyBatch, 8});
+              exec::expect_tensor(block, "input", wrong, DeviceType::f32,
+                                    {exec::kAnyBatch, 8});
             }),
             "layer block0 (mlp_block): input is " + wrong.describe() + ", expected f32[b,8]");
   EXPECT_EQ(error_of([&] {
-              layers::expect_tensor(block, "target", good, DeviceType::i32, {3, 8});
+              exec::expect_tensor(block, "target", good, DeviceType::i32, {3, 8});
             }),
             "layer block0 (mlp_block): target is " + good.describe() + ", expected i32[3,8]");
   EXPECT_EQ(error_of([&] {
-              layers::expect_tensor(block, "input", DeviceTensor{}, DeviceType::f32, {3, 8});
+              exec::expect_tensor(block, "input", DeviceTensor{}, DeviceType::f32, {3, 8});
             }),
             "layer block0 (mlp_block): input is empty, expected f32[3,8]");
-  EXPECT_EQ(error_of([&] { (void)layers::expect_target(mlp.layers[1], nullptr); }),
+  EXPECT_EQ(error_of([&] { (void)exec::expect_target<DeviceTensor>(mlp.layers[1], nullptr); }),
             "layer loss (mse_loss): forward needs a target");
-  EXPECT_EQ(logic_error_of([&] { layers::expect_stash(block, DeviceStash{}, 5); }),
+  EXPECT_EQ(logic_error_of([&] { exec::expect_stash(block, DeviceStash{}, 5); }),
             "layer block0 (mlp_block): backward got a stash of 0 tensors, not 5");
 }
 
