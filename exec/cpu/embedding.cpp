@@ -5,6 +5,7 @@
 
 #include <cstddef>
 
+#include "exec/layer_layout.hpp"
 #include "exec/layer_checks.hpp"
 #include "exec/cpu/layer_kinds.hpp"
 #include "schedules/error.hpp"
@@ -13,8 +14,7 @@ namespace gpipe::exec::cpu {
 
 namespace {
 
-enum Param : std::size_t { kTok, kPos };
-enum Kept : std::size_t { kIds, kKeptCount };
+using namespace layout::embedding;
 
 class Embedding final : public Layer {
  public:

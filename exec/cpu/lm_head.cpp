@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <vector>
 
+#include "exec/layer_layout.hpp"
 #include "exec/layer_checks.hpp"
 #include "exec/cpu/cross_entropy.hpp"
 #include "exec/cpu/layer_kinds.hpp"
@@ -17,9 +18,7 @@ namespace gpipe::exec::cpu {
 
 namespace {
 
-enum Param : std::size_t { kGamma, kBeta, kWu };
-// model.hpp's order: x, LN out, LN (mean, rstd), softmax probabilities, targets.
-enum Kept : std::size_t { kX, kNormed, kStats, kProbs, kTargets, kKeptCount };
+using namespace layout::lm_head;
 
 class LmHead final : public Layer {
  public:

@@ -1,6 +1,7 @@
 // The mlp_block layer: y = x + W2 gelu(W1 LN(x) + c1) + c2 (models/model.hpp).
 #include <cstddef>
 
+#include "exec/layer_layout.hpp"
 #include "exec/layer_checks.hpp"
 #include "exec/cpu/gelu.hpp"
 #include "exec/cpu/layer_kinds.hpp"
@@ -11,9 +12,7 @@ namespace gpipe::exec::cpu {
 
 namespace {
 
-// Parameter and stash positions.
-enum Param : std::size_t { kGamma, kBeta, kW1, kC1, kW2, kC2 };
-enum Kept : std::size_t { kX, kNormed, kStats, kPreGelu, kGelu, kKeptCount };
+using namespace layout::mlp_block;
 
 class MlpBlock final : public Layer {
  public:

@@ -1,6 +1,7 @@
 // The mse_loss layer: per-sample loss = mean_j (x_j - t_j)^2 (models/model.hpp).
 #include <cstddef>
 
+#include "exec/layer_layout.hpp"
 #include "exec/layer_checks.hpp"
 #include "exec/cpu/layer_kinds.hpp"
 
@@ -8,7 +9,7 @@ namespace gpipe::exec::cpu {
 
 namespace {
 
-enum Kept : std::size_t { kX, kTarget, kKeptCount };
+using namespace layout::mse_loss;
 
 class MseLoss final : public Layer {
  public:

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 
+#include "exec/layer_layout.hpp"
 #include "exec/cpu/attention.hpp"
 #include "exec/layer_checks.hpp"
 #include "exec/cpu/gelu.hpp"
@@ -17,36 +18,7 @@ namespace gpipe::exec::cpu {
 
 namespace {
 
-enum Param : std::size_t {
-  kGamma1,
-  kBeta1,
-  kWqkv,
-  kBqkv,
-  kWo,
-  kBo,
-  kGamma2,
-  kBeta2,
-  kW1,
-  kB1,
-  kW2,
-  kB2
-};
-// The stash in model.hpp's order: x, LN1 out, qkv, P, attention out, a, LN2
-// out, pre-GELU, GELU out, LN1 and LN2 (mean, rstd).
-enum Kept : std::size_t {
-  kX,
-  kNormed1,
-  kQkv,
-  kProbs,
-  kAttn,
-  kA,
-  kNormed2,
-  kPreGelu,
-  kGelu,
-  kStats1,
-  kStats2,
-  kKeptCount
-};
+using namespace layout::transformer_block;
 
 void add_into(std::int64_t count, const float* from, float* to) {
   for (std::int64_t i = 0; i < count; ++i) to[i] += from[i];

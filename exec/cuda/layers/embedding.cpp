@@ -8,6 +8,7 @@
 // there (as the CPU layer does); exec/cuda/kernels/embedding.hpp says the same.
 #include <cstddef>
 
+#include "exec/layer_layout.hpp"
 #include "exec/cuda/layers/checks.hpp"
 #include "exec/cuda/layers/kind_base.hpp"
 
@@ -15,8 +16,7 @@ namespace gpipe::exec::cuda::layers {
 
 namespace {
 
-enum Param : std::size_t { kTok, kPos };
-enum Kept : std::size_t { kIds, kKeptCount };
+using namespace layout::embedding;
 
 class Embedding final : public KindLayer {
  public:

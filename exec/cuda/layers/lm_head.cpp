@@ -9,6 +9,7 @@
 // embedding.cpp): whoever makes them on the host checks them there.
 #include <cstddef>
 
+#include "exec/layer_layout.hpp"
 #include "exec/cuda/layers/checks.hpp"
 #include "exec/cuda/layers/kind_base.hpp"
 
@@ -16,8 +17,7 @@ namespace gpipe::exec::cuda::layers {
 
 namespace {
 
-enum Param : std::size_t { kGamma, kBeta, kWu };
-enum Kept : std::size_t { kX, kNormed, kStats, kProbs, kTargets, kKeptCount };
+using namespace layout::lm_head;
 
 class LmHead final : public KindLayer {
  public:

@@ -2,6 +2,7 @@
 // twin of exec/cpu/mlp_block.cpp (same parameters, stash and order).
 #include <cstddef>
 
+#include "exec/layer_layout.hpp"
 #include "exec/cuda/layers/checks.hpp"
 #include "exec/cuda/layers/kind_base.hpp"
 
@@ -9,8 +10,7 @@ namespace gpipe::exec::cuda::layers {
 
 namespace {
 
-enum Param : std::size_t { kGamma, kBeta, kW1, kC1, kW2, kC2 };
-enum Kept : std::size_t { kX, kNormed, kStats, kPreGelu, kGelu, kKeptCount };
+using namespace layout::mlp_block;
 
 class MlpBlock final : public KindLayer {
  public:

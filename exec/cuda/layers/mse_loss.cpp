@@ -2,6 +2,7 @@
 // twin of exec/cpu/mse_loss.cpp (stash: x, a copy of the target).
 #include <cstddef>
 
+#include "exec/layer_layout.hpp"
 #include "exec/cuda/layers/checks.hpp"
 #include "exec/cuda/layers/kind_base.hpp"
 
@@ -9,7 +10,7 @@ namespace gpipe::exec::cuda::layers {
 
 namespace {
 
-enum Kept : std::size_t { kX, kTarget, kKeptCount };
+using namespace layout::mse_loss;
 
 class MseLoss final : public KindLayer {
  public:

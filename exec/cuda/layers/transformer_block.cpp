@@ -8,6 +8,7 @@
 
 #include <cstddef>
 
+#include "exec/layer_layout.hpp"
 #include "exec/cuda/layers/checks.hpp"
 #include "exec/cuda/layers/kind_base.hpp"
 #include "schedules/error.hpp"
@@ -16,34 +17,7 @@ namespace gpipe::exec::cuda::layers {
 
 namespace {
 
-enum Param : std::size_t {
-  kGamma1,
-  kBeta1,
-  kWqkv,
-  kBqkv,
-  kWo,
-  kBo,
-  kGamma2,
-  kBeta2,
-  kW1,
-  kB1,
-  kW2,
-  kB2
-};
-enum Kept : std::size_t {
-  kX,
-  kNormed1,
-  kQkv,
-  kProbs,
-  kAttn,
-  kA,
-  kNormed2,
-  kPreGelu,
-  kGelu,
-  kStats1,
-  kStats2,
-  kKeptCount
-};
+using namespace layout::transformer_block;
 
 class TransformerBlock final : public KindLayer {
  public:
