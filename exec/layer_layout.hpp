@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <vector>
 
 namespace gpipe::exec::layout {
 
@@ -33,6 +35,13 @@ enum Param : std::size_t {
 enum Kept : std::size_t {
   kX, kNormed1, kQkv, kProbs, kAttn, kA, kNormed2, kPreGelu, kGelu, kStats1, kStats2, kKeptCount
 };
+// The shapes of the stash after x (kNormed1 .. kStats2, in order) for b
+// samples of seq s, hidden h, a heads and MLP width f.
+[[nodiscard]] inline std::vector<std::vector<std::int64_t>> stash_shapes_after_input(
+    std::int64_t b, std::int64_t s, std::int64_t h, std::int64_t a, std::int64_t f) {
+  return {{b, s, h}, {b, s, 3 * h}, {b, a, s, s}, {b, s, h}, {b, s, h},
+          {b, s, h}, {b, s, f},     {b, s, f},    {b, s, 2}, {b, s, 2}};
+}
 }  // namespace transformer_block
 
 namespace lm_head {

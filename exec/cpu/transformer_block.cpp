@@ -55,16 +55,7 @@ class TransformerBlock final : public Layer {
     input.charge_to(account);
     stash.tensors.clear();
     stash.tensors.push_back(std::move(input));
-    for (const std::vector<std::int64_t>& shape : {std::vector<std::int64_t>{b, s_, h_},
-                                                   {b, s_, 3 * h_},
-                                                   {b, a_, s_, s_},
-                                                   {b, s_, h_},
-                                                   {b, s_, h_},
-                                                   {b, s_, h_},
-                                                   {b, s_, f_},
-                                                   {b, s_, f_},
-                                                   {b, s_, 2},
-                                                   {b, s_, 2}}) {
+    for (const std::vector<std::int64_t>& shape : stash_shapes_after_input(b, s_, h_, a_, f_)) {
       stash.tensors.emplace_back(shape, ElementType::f32, account);
     }
     auto kept = [&](Kept k) { return stash.tensors[k].data(); };

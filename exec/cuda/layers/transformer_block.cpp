@@ -46,16 +46,7 @@ class TransformerBlock final : public KindLayer {
     input.charge_to(account);
     stash.tensors.clear();
     stash.tensors.push_back(std::move(input));
-    for (const std::vector<std::int64_t>& shape : {std::vector<std::int64_t>{b, s_, h_},
-                                                   {b, s_, 3 * h_},
-                                                   {b, a_, s_, s_},
-                                                   {b, s_, h_},
-                                                   {b, s_, h_},
-                                                   {b, s_, h_},
-                                                   {b, s_, f_},
-                                                   {b, s_, f_},
-                                                   {b, s_, 2},
-                                                   {b, s_, 2}}) {
+    for (const std::vector<std::int64_t>& shape : stash_shapes_after_input(b, s_, h_, a_, f_)) {
       stash.tensors.push_back(kept(context, shape, account));
     }
     auto saved = [&](Kept k) { return stash.tensors[k].f32(); };
