@@ -25,6 +25,7 @@
 
 #include <fmt/format.h>
 
+#include "exec/layer_layout.hpp"
 #include "tests/exec/trainer_support.hpp"
 
 namespace gpipe::exec {
@@ -44,7 +45,7 @@ struct Shape {
 // The values of parameter `p` of layer `l` that transparency is checked on.
 std::vector<float> compared(const models::Model& model, const OptimizerConfig& optimizer,
                             std::size_t l, std::size_t p, std::vector<float> values) {
-  constexpr std::size_t kBqkv = 3;  // ln1.gamma, ln1.beta, wqkv, bqkv, ...
+  constexpr std::size_t kBqkv = layout::transformer_block::kBqkv;
   if (optimizer.kind != sim::Optimizer::adamw || model.layers[l].kind != "transformer_block" ||
       p != kBqkv) {
     return values;
