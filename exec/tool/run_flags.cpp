@@ -18,7 +18,7 @@
 namespace gpipe::cli {
 
 void add_backend_flag(CLI::App& cmd, std::string& backend) {
-  cmd.add_option("--backend", backend, "Where to run: cpu (threads, one per rank) or cuda")
+  cmd.add_option("--backend", backend, "Where to run: cpu (threads, one per rank) or cuda (not wired in yet: issue 5)")
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
 }
