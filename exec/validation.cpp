@@ -45,7 +45,7 @@ ValidationRow validate_one(const profiles::Profile& profile, const ValidationOpt
   t.seed = options.seed;
   t.optimizer = options.optimizer;
   t.watchdog_seconds = options.watchdog_seconds;
-  const TrainResult measured = train(t);
+  const TrainResult measured = options.train ? options.train(t) : train(t);
   row.partition = p.partition.layers_per_stage;
   row.microbatch_sizes = p.microbatch_sizes;
   row.predicted = p.metrics;

@@ -1,6 +1,6 @@
 // Validating the simulator against real runs (`gpipe-run validate`): for each
 // configuration of a grid (schedule x recompute x K x M, one mini-batch of N
-// samples) predict it from a profile, train it for a few steps on CPU threads
+// samples) predict it from a profile, train it for a few steps (CPU threads, or one GPU)
 // with the SAME partition and schedule, and diff the last (warm) step's
 // measured timeline with the prediction. Configurations that cannot exist
 // (K > layers, M > N) stay in the result as skipped rows with the reason, as
@@ -15,6 +15,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "exec/optimizer.hpp"
+#include "exec/trainer.hpp"
 #include "models/model.hpp"
 #include "profiles/profile.hpp"
 #include "schedules/metrics.hpp"
@@ -55,6 +56,9 @@ struct ValidationOptions {
   std::uint64_t seed = 1;
   OptimizerConfig optimizer;
   double watchdog_seconds = 60.0;
+  // Where each configuration trains: exec::train (CPU threads) when empty;
+  // gpipe-run sets the CUDA trainer for --backend cuda.
+  std::function<TrainResult(const TrainOptions&)> train;
   // Called with each row as soon as it is done (rows come in grid order).
   std::function<void(const ValidationRow&)> on_row;
 };

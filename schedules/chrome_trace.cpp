@@ -320,7 +320,10 @@ json to_chrome_trace(const Timeline& timeline) {
 }
 
 void write_chrome_trace(const Timeline& timeline, const std::filesystem::path& path) {
-  const json trace = to_chrome_trace(timeline);
+  write_chrome_trace(to_chrome_trace(timeline), path);
+}
+
+void write_chrome_trace(const json& trace, const std::filesystem::path& path) {
   // One event per line: still one JSON document, but readable and diffable.
   constexpr auto kReplace = json::error_handler_t::replace;
   std::string text = "{\"traceEvents\": [\n";

@@ -27,6 +27,8 @@ namespace gpipe::schedules {
 
 // Writes one event per line; throws InputError naming the file if it cannot write.
 void write_chrome_trace(const Timeline& timeline, const std::filesystem::path& path);
+// The same for a trace already made (to_chrome_trace, with events added to it).
+void write_chrome_trace(const nlohmann::json& trace, const std::filesystem::path& path);
 
 // Reads X events of cat compute/comm (in file order) into actions, C events
 // "activation memory" into memory samples, otherData.gpipe into info; other

@@ -1,9 +1,10 @@
-// gpipe-run train: train a model through a pipeline schedule on CPU threads,
-// printing the loss of every step as it comes, then the last step's measured
+// gpipe-run train: train a model through a pipeline schedule on CPU threads
+// or on one GPU (a stage per SM partition), printing the loss of every step as it comes, then the last step's measured
 // metrics as gpipe-sim run prints a prediction (both bubble conventions,
 // per-rank busy time, utilisation, peak activation and static bytes);
 // --json prints {"losses": [...], "metrics": {...}} and nothing else on
-// stdout; --trace writes the last step's timeline as a Chrome trace.
+// stdout; --trace writes the measured step's timeline as a Chrome trace (with
+// the GPU's kernels beside the actions, from CUPTI, on --backend cuda).
 #include <unistd.h>
 
 #include <iostream>
@@ -15,6 +16,7 @@
 
 #include "exec/fault.hpp"
 #include "exec/run_plan.hpp"
+#include "exec/tool/backend.hpp"
 #include "exec/tool/commands.hpp"
 #include "exec/tool/run_flags.hpp"
 #include "exec/trainer.hpp"
@@ -30,6 +32,7 @@ namespace {
 
 struct TrainFlags {
   RunFlags run;
+  CudaFlags cuda;
   std::string schedule = "gpipe";
   int stages = 0;
   int microbatches = 0;
@@ -49,10 +52,10 @@ std::string sizes_text(const std::vector<int>& sizes) {
 
 void print_header(const TrainFlags& f, const models::Model& model, const sim::Prediction& plan,
                   const exec::TrainOptions& t, const std::string& balanced_on) {
+  // The backend's own line (SM partitions, timing) comes with the result.
   const auto& s = plan.schedule;
   std::cout << fmt::format("model       {} ({} layers, {} parameters)\n", model.spec,
                            model.layers.size(), model.params());
-  std::cout << fmt::format("backend     cpu: one thread per rank on {}\n", exec::cpu_device_name());
   std::cout << fmt::format(
       "schedule    {}, {} stages on {} ranks, {} micro-batches of {} samples (batch {}), "
       "recompute {}\n",
@@ -65,7 +68,8 @@ void print_header(const TrainFlags& f, const models::Model& model, const sim::Pr
 }
 
 int run_train(const TrainFlags& f) {
-  require_cpu_backend(f.run.backend);
+  f.cuda.check_backend(f.run.backend);
+  require_backend(f.run.backend);
   const models::Model model = models::parse_model(f.run.model);
   sim::Scenario sc;
   sc.schedule = f.schedule;
@@ -106,7 +110,8 @@ int run_train(const TrainFlags& f) {
   t.watchdog_seconds = f.run.watchdog_seconds;
   // Text: one line per step on stdout as it ends. JSON: stdout holds the JSON
   // alone, so the steps go to stderr, and only on a terminal (logs stay clean).
-  const bool progress = !f.json || isatty(STDERR_FILENO) != 0;
+  const ProcessRole role = process_role(f.run.backend, plan.schedule);
+  const bool progress = role.reports && (!f.json || isatty(STDERR_FILENO) != 0);
   std::ostream& log = f.json ? std::cerr : std::cout;
   const int width = static_cast<int>(std::to_string(f.steps).size());
   if (progress) {
@@ -114,17 +119,24 @@ int run_train(const TrainFlags& f) {
       log << fmt::format("step {:>{}}/{}  loss {:.6f}", step + 1, width, steps, loss) << std::endl;
     };
   }
-  if (!f.json) print_header(f, model, plan, t, balanced_on);
+  if (!f.json && role.reports) print_header(f, model, plan, t, balanced_on);
 
-  const exec::TrainResult result = exec::train(t);
-  if (!f.trace.empty()) schedules::write_chrome_trace(result.timeline, f.trace);
+  const BackendRun run = run_training(f.run.backend, f.cuda, t, role);
+  if (!role.reports) return 0;  // the process of the loss stage reports for all
+  const exec::TrainResult& result = run.result;
+  if (!f.trace.empty()) {
+    nlohmann::json trace = schedules::to_chrome_trace(result.timeline);
+    if (run.add_kernel_events) run.add_kernel_events(trace);
+    schedules::write_chrome_trace(trace, f.trace);
+  }
+  if (!run.note.empty()) std::cerr << "note: " << run.note << "\n";
   if (f.json) {
     const nlohmann::json out{{"losses", result.losses}, {"metrics", schedules::to_json(result.metrics)}};
     std::cout << out.dump(2) << "\n";
     return 0;
   }
-  std::cout << fmt::format("\nlast step, measured ({} threads on {}):\n",
-                           plan.schedule.num_ranks, result.timeline.info.device);
+  std::cout << fmt::format("\nstep {} of {}, measured ({}):\n", result.timeline_step + 1, f.steps,
+                           run.where);
   std::cout << format_metrics_summary(result.metrics);
   std::cout << format_rank_table(result.metrics, plan.partition,
                                  fmt::format("static ({}, fp32)", sim::to_string(t.optimizer.kind)));
@@ -137,8 +149,9 @@ int run_train(const TrainFlags& f) {
 Subcommand add_train_command(CLI::App& app) {
   auto f = std::make_shared<TrainFlags>();
   CLI::App* cmd = app.add_subcommand(
-      "train", "Train a model through a pipeline schedule, one thread per rank, and measure it: "
-               "loss per step, then step time, bubble, utilisation and memory of the last step");
+      "train", "Train a model through a pipeline schedule (cpu: a thread per rank; cuda: a rank per "
+               "SM partition of one GPU) and measure it: loss per step, then step time, bubble, "
+               "utilisation and memory of the last step");
   f->run.add_to(*cmd, "Profile of the model (gpipe-run profile) whose costs --partition balanced balances");
   cmd->add_option("--stages,-K", f->stages, "Number of pipeline stages K (one per rank)")
       ->required()
@@ -158,7 +171,10 @@ Subcommand add_train_command(CLI::App& app) {
   cmd->add_option("--recompute", f->recompute, "Re-materialisation policy")
       ->check(CLI::IsMember({"never", "always", "except_last"}))
       ->capture_default_str();
-  cmd->add_option("--trace", f->trace, "Write the last step's measured timeline as a Chrome trace");
+  cmd->add_option("--trace", f->trace,
+                  "Write the last step's measured timeline as a Chrome trace (cuda with cupti: "
+                  "with the GPU's kernels)");
+  f->cuda.add_to(*cmd);
   cmd->add_flag("--json", f->json, "Print {\"losses\": [...], \"metrics\": {...}} only");
   cmd->add_flag("--check-finite", f->check_finite, "Fail the run on a non-finite loss or gradient");
   cmd->add_option("--inject-fault", f->inject_fault,

@@ -16,6 +16,7 @@
 
 #include "exec/profiler.hpp"
 #include "exec/run_plan.hpp"
+#include "exec/tool/backend.hpp"
 #include "exec/tool/commands.hpp"
 #include "exec/tool/run_flags.hpp"
 #include "exec/validation.hpp"
@@ -31,6 +32,7 @@ namespace {
 
 struct ValidateFlags {
   RunFlags run;
+  CudaFlags cuda;
   GridFlags grid;
   int steps = 5;
   std::string save_profile;
@@ -159,8 +161,16 @@ profiles::Profile grid_profile(const ValidateFlags& f, const models::Model& mode
 }
 
 int run_validate(const ValidateFlags& f) {
-  require_cpu_backend(f.run.backend);
+  f.cuda.check_backend(f.run.backend);
+  require_backend(f.run.backend);
   exec::ValidationOptions options;
+  if (f.run.backend == "cuda") {
+    if (exec::parse_launch_environment(exec::current_environment()).world_size > 1) {
+      throw InputError("validate runs every configuration in one process (one GPU, a rank per SM "
+                       "partition); start it without torchrun, mpirun or srun");
+    }
+    options.train = [&f](const exec::TrainOptions& t) { return run_training("cuda", f.cuda, t).result; };
+  }
   options.model = models::parse_model(f.run.model);
   exec::ValidationGrid& grid = options.grid;
   f.grid.apply_to(grid);
@@ -205,6 +215,7 @@ Subcommand add_validate_command(CLI::App& app) {
   f->run.add_to(*cmd, "Profile of the model to predict with and balance on (default: measure one "
                       "now at the micro-batch sizes the grid needs)");
   f->grid.add_to(*cmd, std::int64_t{1} << 30);
+  f->cuda.add_to(*cmd);
   cmd->add_option("--steps", f->steps, "Training steps per configuration; the step of median time among all but the first is compared")
       ->check(CLI::Range(2, 1000000))
       ->capture_default_str();

@@ -27,3 +27,16 @@ finish() {
   [ "$failures" -eq 0 ] && echo "$1: all checks passed"
   exit $((failures > 0))
 }
+
+# expect_cuda CMD...: a --backend cuda command either runs (exit 0, on a
+# machine with a GPU) or ends with exit 1 and one error line naming CUDA ("no
+# CUDA device: ...", or no CUDA backend in a build without the toolkit).
+expect_cuda() {
+  "$@" >"$tmp/out" 2>"$tmp/err"
+  local got=$?
+  if [ "$got" -eq 0 ]; then
+    return
+  fi
+  [ "$got" -eq 1 ] || fail "'$*' exited $got, expected 0 (a GPU) or 1 (none); stderr: $(cat "$tmp/err")"
+  expect_one_error_line "CUDA"
+}

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # gpipe-run train as a user runs it: a tiny real run (loss per step, the
 # metrics table, --json, --trace read back by gpipe-sim diff), one clear error
-# line with exit 2 for bad flags, exit 1 for --backend cuda (not built) and for
+# line with exit 2 for bad flags, exit 1 for --backend cuda without a GPU and for
 # an injected fault, which names the rank and the action.
 # Usage: run_train_test.sh GPIPE_SIM GPIPE_RUN
 set -u
@@ -55,10 +55,10 @@ expect_status 0 "$run" train --model transformer:layers=1,hidden=8,heads=2,seq=4
 expect_out "partition   1,1,1 (1,1,1)"
 
 # Failures while running: exit 1, one line.
-expect_status 1 "$run" train "${tiny[@]}" --steps 1 --backend cuda
-# No GPU here: "no CUDA device: ..."; a build without the toolkit: "no CUDA backend".
-expect_one_error_line "gpipe-run train: failed: "
-expect_one_error_line "CUDA"
+expect_cuda "$run" train "${tiny[@]}" --steps 1 --backend cuda
+# CUDA flags belong to --backend cuda.
+expect_status 2 "$run" train "${tiny[@]}" --steps 1 --sm-per-stage 16
+expect_one_error_line "--sm-per-stage applies to --backend cuda only"
 expect_status 1 "$run" train "${tiny[@]}" --steps 2 --inject-fault 1:1F0
 expect_one_error_line "1F0"
 grep -qF "rank 1" "$tmp/err" || fail "the fault line does not name rank 1: $(cat "$tmp/err")"

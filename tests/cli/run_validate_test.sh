@@ -2,7 +2,7 @@
 # gpipe-run validate as a user runs it, on a tiny grid: the side-by-side table
 # with skipped configurations and their reasons, the CSV plots/validation.py
 # draws, --json, a saved profile reused with --profile; one error line with
-# exit 2 for bad flags, exit 1 for --backend cuda.
+# exit 2 for bad flags, exit 1 for --backend cuda without a GPU.
 # Usage: run_validate_test.sh GPIPE_SIM GPIPE_RUN
 set -u
 run=$2
@@ -48,9 +48,7 @@ for r in rows:
     assert r["diff"]["only_in_predicted"] == [] and r["diff"]["only_in_measured"] == []
 PY
 
-expect_status 1 "$run" validate --backend cuda --model $mlp -K 2 -M 2 -N 4
-# No GPU here: "no CUDA device: ..."; a build without the toolkit: "no CUDA backend".
-expect_one_error_line "CUDA"
+expect_cuda "$run" validate --backend cuda --model $mlp -K 2 -M 2 -N 4 --profile "$tmp/p.json"
 expect_status 2 "$run" validate --model $mlp -K 2 -M 2 -N 4 --steps 1
 expect_one_error_line "--steps"
 expect_status 2 "$run" validate --model $mlp -K 2 -M 2 -N 4 --schedule gpipe,zb

@@ -1,0 +1,40 @@
+// What one rank of the CUDA executor works with on its GPU: its compute
+// stream (in the rank's SM partition, shared by every stage the rank holds),
+// one receive stream per incoming link (activations from the previous rank,
+// gradients from the next: each directed link is a FIFO of its own, as the
+// simulator models it), its own caching allocator and its own cuBLASLt handle
+// (so no lock is shared between ranks on the hot path).
+#pragma once
+
+#include <vector>
+
+#include "exec/cuda/caching_allocator.hpp"
+#include "exec/cuda/gemm.hpp"
+#include "exec/cuda/layer.hpp"
+#include "exec/cuda/stream.hpp"
+#include "exec/transport.hpp"
+
+namespace gpipe::exec::cuda {
+
+struct RankDevice {
+  RankDevice(int device_index, Stream& compute_stream, DeviceMemory& memory)
+      : device(device_index),
+        compute(compute_stream),
+        from_previous(device_index),
+        from_next(device_index),
+        allocator(memory) {}
+
+  int device = 0;
+  Stream& compute;
+  Stream from_previous;  // activations arrive here
+  Stream from_next;      // gradients arrive here
+  CachingAllocator allocator;
+  BlasHandle blas;
+
+  [[nodiscard]] LayerContext context() { return {&allocator, &blas, &compute}; }
+  [[nodiscard]] Stream& receive_stream(MessageKind kind) {
+    return kind == MessageKind::activation ? from_previous : from_next;
+  }
+};
+
+}  // namespace gpipe::exec::cuda
