@@ -161,7 +161,7 @@ void CachingAllocator::poll_pending() {
     }
     cached_[pending_[i].pool][pending_[i].rounded].push_back(pending_[i].pointer);
     --stats_.pending_blocks;
-    pending_[i] = std::move(pending_.back());
+    if (i + 1 != pending_.size()) pending_[i] = std::move(pending_.back());  // order does not matter
     pending_.pop_back();
   }
 }
