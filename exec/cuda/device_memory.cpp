@@ -37,6 +37,55 @@ DeviceUsage CudaDeviceMemory::usage() const {
   return {static_cast<std::int64_t>(total_bytes - free_bytes), static_cast<std::int64_t>(total_bytes)};
 }
 
+CudaDeviceMemory::~CudaDeviceMemory() {
+  // Errors are ignored: at process exit the runtime may already be gone, and a destructor must not throw.
+  (void)cudaSetDevice(device_);
+  for (auto& [token, event] : recorded_) (void)cudaEventDestroy(event);
+  for (EventHandle event : idle_events_) (void)cudaEventDestroy(event);
+}
+
+EventToken CudaDeviceMemory::record_event(StreamHandle stream) {
+  std::scoped_lock lock(mutex_);
+  // Current for the event's creation, and for a nullptr stream (that device's legacy default stream).
+  GPIPE_CUDA_CHECK(cudaSetDevice(device_));
+  cudaEvent_t event = nullptr;
+  if (idle_events_.empty()) {
+    GPIPE_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+  } else {
+    event = idle_events_.back();
+    idle_events_.pop_back();
+  }
+  if (const cudaError_t status = cudaEventRecord(event, stream); status != cudaSuccess) {
+    idle_events_.push_back(event);  // never recorded: still fit for a later record
+    GPIPE_CUDA_CHECK(status);
+  }
+  const EventToken token = next_token_++;
+  recorded_.emplace(token, event);
+  return token;
+}
+
+bool CudaDeviceMemory::event_done(EventToken event) {
+  std::scoped_lock lock(mutex_);
+  const cudaError_t status = cudaEventQuery(event_of(event));
+  if (status == cudaErrorNotReady) return false;
+  GPIPE_CUDA_CHECK(status);
+  return true;
+}
+
+void CudaDeviceMemory::release_event(EventToken event) {
+  std::scoped_lock lock(mutex_);
+  EventHandle handle = event_of(event);
+  recorded_.erase(event);
+  // Recording an event again replaces its previous record, so it needs no reset.
+  idle_events_.push_back(handle);
+}
+
+CudaDeviceMemory::EventHandle CudaDeviceMemory::event_of(EventToken event) const {
+  const auto it = recorded_.find(event);
+  if (it == recorded_.end()) throw std::logic_error(fmt::format("CUDA device memory: unknown event token {}", event));
+  return it->second;
+}
+
 FakeDeviceMemory::~FakeDeviceMemory() {
   for (auto& [pointer, bytes] : live_) std::free(pointer);
 }
@@ -70,6 +119,43 @@ void FakeDeviceMemory::free(void* pointer) {
 DeviceUsage FakeDeviceMemory::usage() const {
   std::scoped_lock lock(mutex_);
   return {used_bytes_, capacity_bytes_};
+}
+
+EventToken FakeDeviceMemory::record_event(StreamHandle /*stream*/) {
+  std::scoped_lock lock(mutex_);
+  held_.insert(++last_recorded_);
+  return last_recorded_;
+}
+
+bool FakeDeviceMemory::event_done(EventToken event) {
+  std::scoped_lock lock(mutex_);
+  if (!held_.contains(event)) throw std::logic_error(fmt::format("fake device: query of unknown event {}", event));
+  return event <= last_completed_;
+}
+
+void FakeDeviceMemory::release_event(EventToken event) {
+  std::scoped_lock lock(mutex_);
+  if (held_.erase(event) == 0) throw std::logic_error(fmt::format("fake device: release of unknown event {}", event));
+}
+
+void FakeDeviceMemory::complete_events() {
+  std::scoped_lock lock(mutex_);
+  last_completed_ = last_recorded_;
+}
+
+std::int64_t FakeDeviceMemory::pending_events() const {
+  std::scoped_lock lock(mutex_);
+  return static_cast<std::int64_t>(last_recorded_ - last_completed_);
+}
+
+std::int64_t FakeDeviceMemory::held_events() const {
+  std::scoped_lock lock(mutex_);
+  return static_cast<std::int64_t>(held_.size());
+}
+
+std::int64_t FakeDeviceMemory::record_calls() const {
+  std::scoped_lock lock(mutex_);
+  return static_cast<std::int64_t>(last_recorded_);
 }
 
 std::int64_t FakeDeviceMemory::allocate_calls() const {

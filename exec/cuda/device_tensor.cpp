@@ -10,6 +10,7 @@
 #include <fmt/ranges.h>
 
 #include "exec/cuda/check.hpp"
+#include "schedules/error.hpp"
 
 namespace gpipe::exec::cuda {
 
@@ -50,8 +51,12 @@ std::int64_t count_elements(const std::vector<std::int64_t>& shape) {
 
 DeviceTensor::DeviceTensor(CachingAllocator& allocator, std::vector<std::int64_t> shape, DeviceType type,
                            MemoryAccount* account)
+    : DeviceTensor(allocator, std::move(shape), type, account, nullptr) {}
+
+DeviceTensor::DeviceTensor(CachingAllocator& allocator, std::vector<std::int64_t> shape, DeviceType type,
+                           MemoryAccount* account, StreamHandle pool_stream)
     : allocator_(&allocator), shape_(std::move(shape)), type_(type), numel_(count_elements(shape_)) {
-  data_ = allocator.allocate(bytes(), account);
+  data_ = allocator.allocate(bytes(), account, pool_stream);
   account_ = account;
 }
 
@@ -79,9 +84,17 @@ DeviceTensor& DeviceTensor::operator=(DeviceTensor&& other) noexcept {
 }
 
 void DeviceTensor::release() noexcept {
-  // The allocator refunds the account. free() throws only for a pointer it never gave out,
-  // which a DeviceTensor cannot hold.
-  if (data_ != nullptr) allocator_->free(data_);
+  // The allocator refunds the account. free() throws std::logic_error only for a pointer it
+  // never gave out, which a DeviceTensor cannot hold, and RunError when it cannot record an
+  // event on a stream of record_use (a failed device, or a stream destroyed too early). A
+  // destructor cannot report that: the block then stays live, a leak still charged to its
+  // account, where the accounts show it.
+  if (data_ != nullptr) {
+    try {
+      allocator_->free(data_);
+    } catch (const RunError&) {
+    }
+  }
   data_ = nullptr;
   account_ = nullptr;
   numel_ = 0;
@@ -101,6 +114,10 @@ __nv_bfloat16* DeviceTensor::bf16() const {
 std::int32_t* DeviceTensor::i32() const {
   if (type_ != DeviceType::i32 || empty()) throw std::logic_error("device tensor is not i32: " + describe());
   return static_cast<std::int32_t*>(data_);
+}
+
+void DeviceTensor::record_use(const Stream& stream) {
+  if (!empty()) allocator_->record_use(data_, stream.get());
 }
 
 void DeviceTensor::charge_to(MemoryAccount* account) {

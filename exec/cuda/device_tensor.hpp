@@ -15,6 +15,7 @@
 #include <cuda_bf16.h>
 
 #include "exec/cuda/caching_allocator.hpp"
+#include "exec/cuda/kernels/launch.hpp"
 #include "exec/cuda/stream.hpp"
 #include "exec/memory_account.hpp"
 #include "exec/tensor.hpp"
@@ -33,11 +34,17 @@ enum class DeviceType : std::uint8_t { f32, bf16, i32 };
 class DeviceTensor {
  public:
   DeviceTensor() = default;
-  // Uninitialised storage of `shape` (zero() fills it), charged to `account` when not null.
+  // Uninitialised storage of `shape` (zero() fills it), charged to `account` when not null,
+  // from the allocator's nullptr pool (by convention the owner's compute stream).
   DeviceTensor(CachingAllocator& allocator, std::vector<std::int64_t> shape, DeviceType type,
                MemoryAccount* account = nullptr);
+  // The same from the pool of `pool_stream`: the stream that first writes the tensor.
+  DeviceTensor(CachingAllocator& allocator, std::vector<std::int64_t> shape, DeviceType type,
+               MemoryAccount* account, StreamHandle pool_stream);
   // A device copy of `host`: f32 host -> f32 or bf16; i32 host -> i32. Enqueued on `stream`;
   // the host tensor may be freed on return (pageable copies are staged before cudaMemcpyAsync returns).
+  // Storage from the nullptr pool, as with the first constructor: when `stream` is not the
+  // owner's compute stream, construct with pool_stream = stream and copy_from_host instead.
   [[nodiscard]] static DeviceTensor from_host(CachingAllocator& allocator, const Tensor& host, DeviceType type,
                                               const Stream& stream, MemoryAccount* account = nullptr);
   ~DeviceTensor();
@@ -58,6 +65,11 @@ class DeviceTensor {
   [[nodiscard]] float* f32() const;
   [[nodiscard]] __nv_bfloat16* bf16() const;
   [[nodiscard]] std::int32_t* i32() const;
+
+  // Work enqueued on `stream` uses this tensor (beside its pool's stream): its storage is not
+  // reused before that work is done (CachingAllocator::record_use). `stream` must outlive the
+  // tensor's storage (its free records an event there). No-op on an empty tensor.
+  void record_use(const Stream& stream);
 
   void charge_to(MemoryAccount* account);
   [[nodiscard]] MemoryAccount* account() const { return account_; }

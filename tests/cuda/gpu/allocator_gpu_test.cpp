@@ -1,13 +1,19 @@
 // The caching allocator and DeviceTensor on a real GPU: cudaMalloc'd blocks
 // reused and released, the device's own usage seen to grow, and host <->
 // device round trips of every element type (exact for f32 and i32; bf16 equal
-// to the host's own rounding). Skips without a device.
+// to the host's own rounding), and a block used on a second stream kept from
+// reuse until that stream's work is done. Skips without a device.
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <span>
+#include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
+
+#include <cuda_runtime.h>
 
 #include "exec/cuda/caching_allocator.hpp"
 #include "exec/cuda/device.hpp"
@@ -46,6 +52,90 @@ TEST(CachingAllocatorGpu, RealBlocksAreReusedAndReleased) {
   EXPECT_GE(allocator.device_peak_used_bytes(), before + kBytes);
   std::printf("device used: %lld bytes before, peak %lld\n", static_cast<long long>(before),
               static_cast<long long>(allocator.device_peak_used_bytes()));
+}
+
+// Holds a stream at a host function until opened: the work queued behind it waits,
+// deterministically, with no kernel timing involved. Opened on every way out of a
+// test (and the stream drained), so no stream stays blocked after a failure.
+class Gate {
+ public:
+  explicit Gate(const Stream& stream) : stream_(stream) {
+    if (cudaLaunchHostFunc(stream.get(), wait_until_open, &open_) != cudaSuccess) {
+      throw std::runtime_error("cudaLaunchHostFunc failed");
+    }
+  }
+  ~Gate() {
+    open();
+    (void)cudaStreamSynchronize(stream_.get());
+  }
+  Gate(const Gate&) = delete;
+  Gate& operator=(const Gate&) = delete;
+  void open() { open_ = true; }
+
+ private:
+  static void CUDART_CB wait_until_open(void* flag) {
+    while (!static_cast<std::atomic<bool>*>(flag)->load()) std::this_thread::yield();
+  }
+  const Stream& stream_;
+  std::atomic<bool> open_{false};
+};
+
+TEST(CachingAllocatorGpu, ABlockUsedOnAnotherStreamIsNotReusedBeforeItsWorkIsDone) {
+  if (device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  CudaDeviceMemory device(0);
+  CachingAllocator allocator(device);
+  Stream compute(0);
+  Stream side(0);
+  constexpr std::int64_t kBytes = 1 << 20;
+
+  DeviceTensor tensor(allocator, {kBytes / 4}, DeviceType::f32, nullptr, compute.get());
+  void* const block = tensor.raw();
+  tensor.zero(compute);
+  Event written(false);
+  written.record(compute);
+  side.wait(written);
+  Gate gate(side);
+  ASSERT_EQ(cudaMemsetAsync(block, 1, kBytes, side.get()), cudaSuccess);  // queued behind the gate
+  tensor.record_use(side);
+  tensor = DeviceTensor();  // freed while the side stream cannot have run
+  EXPECT_EQ(allocator.stats().pending_blocks, 1);
+
+  void* meanwhile = allocator.allocate(kBytes, nullptr, compute.get());
+  EXPECT_NE(meanwhile, block);
+  allocator.free(meanwhile);
+
+  gate.open();
+  side.synchronize();
+  void* first = allocator.allocate(kBytes, nullptr, compute.get());
+  void* second = allocator.allocate(kBytes, nullptr, compute.get());
+  // Both blocks are back in the compute pool; which comes first is the cache's business.
+  EXPECT_TRUE((first == block && second == meanwhile) || (first == meanwhile && second == block));
+  const AllocatorStats stats = allocator.stats();
+  EXPECT_EQ(stats.pending_blocks, 0);
+  EXPECT_EQ(stats.device_allocations, 2);
+  EXPECT_EQ(stats.cache_hits, 2);
+  allocator.free(first);
+  allocator.free(second);
+  compute.synchronize();
+}
+
+TEST(CudaDeviceMemoryGpu, EventsAreDoneOnlyAfterTheirStreamsWork) {
+  if (device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  CudaDeviceMemory device(0);
+  Stream stream(0);
+  Gate gate(stream);
+  const EventToken blocked = device.record_event(stream.get());
+  EXPECT_FALSE(device.event_done(blocked));
+  gate.open();
+  stream.synchronize();
+  EXPECT_TRUE(device.event_done(blocked));
+  device.release_event(blocked);
+  const EventToken again = device.record_event(stream.get());  // the pooled event, recorded anew
+  EXPECT_NE(again, blocked);
+  stream.synchronize();
+  EXPECT_TRUE(device.event_done(again));
+  device.release_event(again);
+  EXPECT_THROW((void)device.event_done(again), std::logic_error);
 }
 
 TEST(DeviceTensorGpu, F32RoundTripIsExact) {
