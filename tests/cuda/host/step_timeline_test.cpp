@@ -99,6 +99,14 @@ TEST(StepTimeline, AReceiveWithoutItsCopyIsARunError) {
     (void)complete_step_actions(s, measured);
     FAIL() << "no error";
   } catch (const RunError& e) {
+    EXPECT_STREQ(e.what(), "rank 0: 0SEND_F0 has no measured copy to take its time from");
+  }
+  // Over NCCL the send is measured itself; the receive is still required.
+  measured[{0, make_action(0, ActionKind::SEND_F, 0)}] = GpuInterval{10, 20};
+  try {
+    (void)complete_step_actions(s, measured);
+    FAIL() << "no error";
+  } catch (const RunError& e) {
     EXPECT_STREQ(e.what(), "rank 1: the copy of 1RECV_F0 was not measured");
   }
 }
