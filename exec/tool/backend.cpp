@@ -59,6 +59,27 @@ ProcessRole process_role(const std::string& backend, const schedules::Schedule& 
   return role;
 }
 
+std::string describe_backend(const std::string& backend, const CudaFlags& cuda,
+                             const schedules::Schedule& schedule, const ProcessRole& role) {
+  if (backend != "cuda") return fmt::format("cpu: one thread per rank on {}", exec::cpu_device_name());
+#ifdef GPIPE_HAVE_CUDA
+  if (role.distributed) {
+    return fmt::format("cuda: rank {} of {} ({}), GPU {} ({}), NCCL between ranks", role.launch.rank,
+                       role.launch.world_size, role.launch.launcher, role.launch.local_rank,
+                       exec::cuda::device_name(role.launch.local_rank));
+  }
+  return fmt::format("cuda: {} ranks on SM partitions of GPU {} ({}), {}", schedule.num_ranks,
+                     cuda.device, exec::cuda::device_name(cuda.device),
+                     cuda.sm_per_stage > 0 ? fmt::format("{} SMs each", cuda.sm_per_stage)
+                                           : std::string("an even split"));
+#else
+  (void)cuda;
+  (void)schedule;
+  (void)role;
+  return "cuda";
+#endif
+}
+
 BackendRun run_training(const std::string& backend, const CudaFlags& cuda,
                         const exec::TrainOptions& options, const ProcessRole& role) {
   BackendRun run;

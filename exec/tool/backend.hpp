@@ -48,6 +48,12 @@ struct ProcessRole {
 };
 [[nodiscard]] ProcessRole process_role(const std::string& backend, const schedules::Schedule& schedule);
 
+// The header line of a run, before it starts: "cpu: one thread per rank on
+// <cpu>", "cuda: 4 ranks on SM partitions of NVIDIA H100 ... (an even split)",
+// or for one rank of a multi-process run, its rank, GPU and launcher.
+[[nodiscard]] std::string describe_backend(const std::string& backend, const CudaFlags& cuda,
+                                           const schedules::Schedule& schedule, const ProcessRole& role);
+
 struct BackendRun {
   exec::TrainResult result;
   // "cuda: 4 partitions of 32 SMs (4 of 132 unused) on NVIDIA H100 80GB HBM3, timed with cupti"

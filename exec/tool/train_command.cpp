@@ -51,11 +51,11 @@ std::string sizes_text(const std::vector<int>& sizes) {
 }
 
 void print_header(const TrainFlags& f, const models::Model& model, const sim::Prediction& plan,
-                  const exec::TrainOptions& t, const std::string& balanced_on) {
-  // The backend's own line (SM partitions, timing) comes with the result.
+                  const exec::TrainOptions& t, const std::string& balanced_on, const ProcessRole& role) {
   const auto& s = plan.schedule;
   std::cout << fmt::format("model       {} ({} layers, {} parameters)\n", model.spec,
                            model.layers.size(), model.params());
+  std::cout << fmt::format("backend     {}\n", describe_backend(f.run.backend, f.cuda, plan.schedule, role));
   std::cout << fmt::format(
       "schedule    {}, {} stages on {} ranks, {} micro-batches of {} samples (batch {}), "
       "recompute {}\n",
@@ -119,7 +119,7 @@ int run_train(const TrainFlags& f) {
       log << fmt::format("step {:>{}}/{}  loss {:.6f}", step + 1, width, steps, loss) << std::endl;
     };
   }
-  if (!f.json && role.reports) print_header(f, model, plan, t, balanced_on);
+  if (!f.json && role.reports) print_header(f, model, plan, t, balanced_on, role);
 
   const BackendRun run = run_training(f.run.backend, f.cuda, t, role);
   if (!role.reports) return 0;  // the process of the loss stage reports for all
@@ -135,8 +135,7 @@ int run_train(const TrainFlags& f) {
     std::cout << out.dump(2) << "\n";
     return 0;
   }
-  std::cout << fmt::format("\nstep {} of {}, measured ({}):\n", result.timeline_step + 1, f.steps,
-                           run.where);
+  std::cout << fmt::format("\nlast step, measured ({}):\n", run.where);
   std::cout << format_metrics_summary(result.metrics);
   std::cout << format_rank_table(result.metrics, plan.partition,
                                  fmt::format("static ({}, fp32)", sim::to_string(t.optimizer.kind)));
