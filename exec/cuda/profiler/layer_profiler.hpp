@@ -13,7 +13,12 @@
 // Each forward, backward and step of a timed pass runs under its own CUPTI
 // external id; its time is the span of its kernels and copies on the GPU
 // (exec/cuda/profiler/layer_timings.hpp), so the host never waits between
-// calls, and fwd_us, bwd_us and optimizer_us are the medians.
+// calls, and fwd_us, bwd_us and optimizer_us are the medians. Where a layer's
+// kernels are shorter than their launches, the span includes the GPU's waits
+// for the host between them, as it does in a run.
+//
+// dtype is "fp32", the project's name (models::to_string): gpipe-sim derives
+// the static memory from it and knows no other spelling.
 //
 // Bytes are measured as on the CPU: input_bytes and output_bytes the device
 // tensors' sizes, activation_bytes what the layer's stash account holds after
