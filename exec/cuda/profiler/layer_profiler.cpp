@@ -17,6 +17,7 @@
 #include "exec/cuda/device_tensor.hpp"
 #include "exec/cuda/layer.hpp"
 #include "exec/cuda/layers/blas.hpp"
+#include "exec/cuda/profiler/call_tagger.hpp"
 #include "exec/cuda/profiler/layer_timings.hpp"
 #include "exec/cuda/profiler/profile_inputs.hpp"
 #include "exec/memory_account.hpp"
@@ -57,26 +58,6 @@ struct DeviceSize {
   std::vector<DeviceTensor> targets;  // per layer; empty but for a loss layer
   DeviceTensor grad_output;           // made at the first pass, from the output's shape
   std::vector<profiles::ProfileSample> samples;  // per layer
-};
-
-// Runs the calls of a timed pass each under its own external id and notes
-// what each id was for; in untimed passes the calls run untagged.
-struct CallTagger {
-  cupti::ActivitySource* source = nullptr;  // null: not timing
-  CallMap calls;
-  std::uint64_t next_id = 1;
-
-  template <typename Call>
-  void run(const CallRef& ref, Call&& call) {
-    if (source == nullptr) {
-      call();
-      return;
-    }
-    const std::uint64_t id = next_id++;
-    calls.emplace(id, ref);
-    const cupti::ExternalIdScope scope(*source, id);
-    call();
-  }
 };
 
 // One pass of the whole model at one size, as a single-stage run executes a
@@ -178,15 +159,15 @@ profiles::Profile profile_cuda(const models::Model& model, std::span<const int> 
     if (pass == options.warmup) {
       stream.synchronize();  // the warm-up's work stays out of the records
       source.start();
-      tagger.source = &source;
+      tagger.tag_with(&source);
     }
     for (DeviceSize& s : runs) run_pass(dm, model, s, tagger, pass - options.warmup, pass == 0, rng);
     stream.synchronize();  // bounds the launch queue; no timing depends on it
     if (options.on_pass) options.on_pass(pass, passes);
   }
   const cupti::ActivityRecords records = source.stop();
-  const LayerTimings timings = layer_timings(records, tagger.calls);
-  require_complete(timings, tagger.calls);
+  const LayerTimings timings = layer_timings(records, tagger.calls());
+  require_complete(timings, tagger.calls());
 
   profiles::Profile profile;
   profile.device = device_name(options.device);
