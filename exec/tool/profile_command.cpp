@@ -1,7 +1,9 @@
-// gpipe-run profile --backend cpu --model SPEC --micro-batch-sizes LIST --out P.json:
-// measure every layer on this CPU (exec/profiler.hpp) and write the profile
-// that `gpipe-sim run --profile` reads; progress per layer on stderr, a
-// one-line summary on stdout.
+// gpipe-run profile --backend cpu|cuda --model SPEC --micro-batch-sizes LIST --out P.json:
+// measure every layer on this CPU (exec/profiler.hpp) or on the GPU with
+// CUPTI, in the SM partition a --stages K run gives each stage
+// (exec/cuda/profiler/layer_profiler.hpp), and write the profile that
+// `gpipe-sim run --profile` reads; progress per layer on stderr, a one-line
+// summary on stdout.
 #include <unistd.h>
 
 #include <iostream>
@@ -12,9 +14,14 @@
 #include <fmt/ranges.h>
 
 #include "exec/profiler.hpp"
+#ifdef GPIPE_HAVE_CUDA
+#include "exec/cuda/green_context.hpp"
+#include "exec/cuda/profiler/layer_profiler.hpp"
+#endif
 #include "exec/tool/commands.hpp"
 #include "exec/tool/run_flags.hpp"
 #include "models/model_spec.hpp"
+#include "schedules/error.hpp"
 #include "sim/static_memory.hpp"
 #include "sim/tool/int_list.hpp"
 #include "sim/tool/units.hpp"
@@ -31,6 +38,9 @@ struct ProfileFlags {
   int repeats = 5;
   std::uint64_t seed = 1;
   std::string optimizer = "adamw";
+  int stages = 1;        // cuda: the partition of a K-stage run
+  int sm_per_stage = 0;  // cuda: its size, 0 for the even split
+  bool partition_given = false;  // --stages or --sm-per-stage on the command line
 };
 
 }  // namespace
@@ -57,11 +67,57 @@ void report_profiled_layer(int index, int count, const profiles::LayerProfile& l
 
 namespace {
 
+std::string size_list(const profiles::Profile& profile) {
+  return fmt::format("{}", fmt::join(profile.layers.front().samples |
+                                         std::views::transform([](const auto& s) { return s.micro_batch_size; }),
+                                     ","));
+}
+
+#ifdef GPIPE_HAVE_CUDA
+void report_partitions(const exec::cuda::SmPartitions& partitions) {
+  if (partitions.green()) {
+    std::cerr << fmt::format("SM partitions: {} in green contexts; the layers run in the first\n",
+                             exec::cuda::describe(partitions.split(), partitions.total_sms()));
+  } else {
+    std::cerr << fmt::format("SM partitions: none, {}\n", partitions.why());
+  }
+}
+
+int run_cuda_profile(const ProfileFlags& f, const models::Model& model, const std::vector<int>& sizes) {
+  exec::cuda::profiler::CudaProfilerOptions options;
+  options.warmup = f.warmup;
+  options.repeats = f.repeats;
+  options.seed = f.seed;
+  options.optimizer.kind = *sim::parse_optimizer(f.optimizer);
+  options.stages = f.stages;
+  options.sm_per_stage = f.sm_per_stage;
+  options.on_partitions = report_partitions;
+  options.on_pass = report_profiler_pass;
+  options.on_layer = report_profiled_layer;
+  const profiles::Profile profile = exec::cuda::profiler::profile_cuda(model, sizes, options);
+  profiles::write_profile(profile, f.out);
+  std::cout << fmt::format(
+      "{}: cupti profile of {} on {} ({}), {} layers, micro-batch sizes {}; link {:.2f} us at {:.1f} GB/s "
+      "(device-to-device copy between SM partitions)\n",
+      f.out, profile.model, profile.device, profile.dtype, profile.layers.size(), size_list(profile),
+      profile.link.latency_us, profile.link.bandwidth_GBps);
+  return 0;
+}
+#endif
+
 int run_profile(const ProfileFlags& f) {
-  require_cpu_backend(f.backend);
+  if (f.backend != "cuda" && f.partition_given) {
+    throw InputError("--stages/--sm-per-stage apply to --backend cuda only");
+  }
+#ifndef GPIPE_HAVE_CUDA
+  require_cpu_backend(f.backend);  // "this build has no CUDA backend"
+#endif
   const models::Model model = models::parse_model(f.model);
   const std::vector<int> sizes = parse_int_list(f.micro_batch_sizes, "--micro-batch-sizes");
   check_writable(f.out, "--out");
+#ifdef GPIPE_HAVE_CUDA
+  if (f.backend == "cuda") return run_cuda_profile(f, model, sizes);  // "no CUDA device: ..." without one
+#endif
   exec::ProfilerOptions options;
   options.warmup = f.warmup;
   options.repeats = f.repeats;
@@ -74,10 +130,7 @@ int run_profile(const ProfileFlags& f) {
   std::cout << fmt::format(
       "{}: cpu profile of {} on {} (fp32), {} layers, micro-batch sizes {}; link {:.2f} us "
       "(in-process hand-off) at {:g} GB/s (a pointer moves, not the bytes)\n",
-      f.out, profile.model, profile.device, profile.layers.size(),
-      fmt::join(profile.layers.front().samples |
-                    std::views::transform([](const auto& s) { return s.micro_batch_size; }),
-                ","),
+      f.out, profile.model, profile.device, profile.layers.size(), size_list(profile),
       profile.link.latency_us, profile.link.bandwidth_GBps);
   return 0;
 }
@@ -107,7 +160,18 @@ Subcommand add_profile_run_command(CLI::App& app) {
   cmd->add_option("--optimizer", f->optimizer, "Optimizer whose step optimizer_us times")
       ->check(CLI::IsMember({"sgd", "momentum", "adamw"}))
       ->capture_default_str();
-  return {cmd, [f] { return run_profile(*f); }};
+  CLI::Option* stages = cmd->add_option("--stages", f->stages,
+                                        "cuda: measure in the SM partition each stage of a K-stage run gets")
+                            ->check(CLI::Range(1, 1024))
+                            ->capture_default_str();
+  CLI::Option* sm_per_stage =
+      cmd->add_option("--sm-per-stage", f->sm_per_stage, "cuda: SMs of that partition (0: an even split)")
+          ->check(CLI::Range(0, 100000))
+          ->capture_default_str();
+  return {cmd, [f, stages, sm_per_stage] {
+            f->partition_given = stages->count() > 0 || sm_per_stage->count() > 0;
+            return run_profile(*f);
+          }};
 }
 
 }  // namespace gpipe::cli

@@ -1,0 +1,198 @@
+#include "exec/cuda/profiler/layer_profiler.hpp"
+
+#include <algorithm>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include <cuda_runtime.h>
+#include <fmt/format.h>
+
+#include "exec/cuda/caching_allocator.hpp"
+#include "exec/cuda/check.hpp"
+#include "exec/cuda/cupti/cupti_activity_source.hpp"
+#include "exec/cuda/device.hpp"
+#include "exec/cuda/device_memory.hpp"
+#include "exec/cuda/device_optimizer.hpp"
+#include "exec/cuda/device_tensor.hpp"
+#include "exec/cuda/layer.hpp"
+#include "exec/cuda/layers/blas.hpp"
+#include "exec/cuda/profiler/call_tagger.hpp"
+#include "exec/cuda/profiler/layer_timings.hpp"
+#include "exec/cuda/profiler/profile_inputs.hpp"
+#include "exec/memory_account.hpp"
+#include "schedules/error.hpp"
+
+namespace gpipe::exec::cuda::profiler {
+namespace {
+
+DeviceType device_type_of(const Tensor& t) {
+  return t.type() == ElementType::i32 ? DeviceType::i32 : DeviceType::f32;
+}
+
+DeviceTensor upload(const Tensor& host, CachingAllocator& allocator, const Stream& stream) {
+  if (host.empty()) return {};
+  return DeviceTensor::from_host(allocator, host, device_type_of(host), stream);
+}
+
+// A device-side copy, charged to none: every pass needs its own input, since
+// a forward moves its input into the stash.
+DeviceTensor device_copy(const DeviceTensor& t, CachingAllocator& allocator, const Stream& stream) {
+  DeviceTensor copy(allocator, t.shape(), t.type());
+  GPIPE_CUDA_CHECK(cudaMemcpyAsync(copy.raw(), t.raw(), static_cast<std::size_t>(t.bytes()),
+                                   cudaMemcpyDeviceToDevice, stream.get()));
+  return copy;
+}
+
+// The model's layers on the device, with their optimizer state.
+struct DeviceModel {
+  LayerContext context;
+  std::vector<std::unique_ptr<DeviceLayer>> layers;
+  std::vector<DeviceOptimizerState> optimizers;
+};
+
+// One micro-batch size: its data on the device and the bytes measured at it.
+struct DeviceSize {
+  int b = 0;
+  DeviceTensor input;                 // pristine; each pass runs on a copy
+  std::vector<DeviceTensor> targets;  // per layer; empty but for a loss layer
+  DeviceTensor grad_output;           // made at the first pass, from the output's shape
+  std::vector<profiles::ProfileSample> samples;  // per layer
+};
+
+// One pass of the whole model at one size, as a single-stage run executes a
+// micro-batch: forwards in model order, backwards in reverse, then the steps.
+// Nothing waits for the GPU inside the pass: CUPTI times each call on the device.
+void run_pass(DeviceModel& dm, const models::Model& model, DeviceSize& s, CallTagger& tagger, int repeat,
+              bool first, std::mt19937_64& rng) {
+  const std::size_t n = dm.layers.size();
+  const LayerContext& ctx = dm.context;
+  std::vector<MemoryAccount> accounts(n);  // one per layer: its stash alone
+  std::vector<DeviceStash> stashes(n);
+  DeviceTensor x = device_copy(s.input, *ctx.allocator, *ctx.stream);
+  for (std::size_t i = 0; i < n; ++i) {
+    const int layer = static_cast<int>(i);
+    const std::int64_t in_bytes = x.bytes();
+    const DeviceTensor* target = s.targets[i].empty() ? nullptr : &s.targets[i];
+    DeviceTensor out;
+    tagger.run({layer, s.b, Phase::forward, repeat},
+               [&] { out = dm.layers[i]->forward(ctx, std::move(x), target, stashes[i], &accounts[i]); });
+    profiles::ProfileSample& sample = s.samples[i];
+    if (first) {
+      sample.micro_batch_size = s.b;
+      sample.input_bytes = in_bytes;
+      sample.output_bytes = out.bytes();
+      sample.activation_bytes = accounts[i].bytes();
+    } else if (accounts[i].bytes() != sample.activation_bytes) {
+      throw RunError(fmt::format("layer {}: the stash held {} bytes, then {} bytes at b={}",
+                                 dm.layers[i]->spec().name, sample.activation_bytes, accounts[i].bytes(), s.b));
+    }
+    x = std::move(out);
+  }
+  if (s.grad_output.empty()) {
+    s.grad_output = upload(output_gradient(x.shape(), model.layers.back(), s.b, rng), *ctx.allocator, *ctx.stream);
+  }
+  DeviceTensor grad;
+  for (std::size_t i = n; i-- > 0;) {
+    const DeviceTensor& grad_output = i + 1 == n ? s.grad_output : grad;
+    DeviceTensor grad_input;
+    tagger.run({static_cast<int>(i), s.b, Phase::backward, repeat},
+               [&] { grad_input = dm.layers[i]->backward(ctx, std::move(stashes[i]), grad_output); });
+    grad = std::move(grad_input);  // the old gradient's block is reused in stream order
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    if (dm.layers[i]->parameters().empty()) continue;  // nothing to step: optimizer_us stays 0
+    tagger.run({static_cast<int>(i), s.b, Phase::step, repeat},
+               [&] { dm.optimizers[i].step(dm.layers[i]->parameters(), *ctx.stream); });
+  }
+}
+
+void check_options(const CudaProfilerOptions& options) {
+  if (options.warmup < 0) throw InputError(fmt::format("--warmup must be 0 or more, got {}", options.warmup));
+  if (options.repeats < 1) throw InputError(fmt::format("--repeats must be at least 1, got {}", options.repeats));
+  if (options.stages < 1) throw InputError(fmt::format("--stages {}: need at least one stage", options.stages));
+  if (options.sm_per_stage < 0) {
+    throw InputError(fmt::format("--sm-per-stage {}: must not be negative", options.sm_per_stage));
+  }
+}
+
+}  // namespace
+
+profiles::Profile profile_cuda(const models::Model& model, std::span<const int> micro_batch_sizes,
+                               const CudaProfilerOptions& options) {
+  const std::vector<int> sizes = checked_micro_batch_sizes(micro_batch_sizes);
+  check_options(options);
+  require_device();
+
+  SmPartitions partitions = SmPartitions::create(options.device, options.stages, options.sm_per_stage);
+  if (options.on_partitions) options.on_partitions(partitions);
+  Stream& stream = partitions.stream(0);
+  CudaDeviceMemory memory(options.device);
+  CachingAllocator allocator(memory);
+  const layers::OwnedBlasHandle blas = layers::make_blas_handle();
+
+  DeviceModel dm;
+  dm.context = LayerContext{&allocator, blas.get(), &stream};
+  const int count = static_cast<int>(model.layers.size());
+  for (int index = 0; index < count; ++index) {
+    dm.layers.push_back(make_device_layer(model, index, options.seed, dm.context));
+    dm.optimizers.emplace_back(options.optimizer, dm.layers.back()->parameters(), allocator, stream);
+  }
+  // One generator for every random input, seeded apart from the weights (as the CPU profiler).
+  std::mt19937_64 rng(options.seed ^ 0x9e3779b97f4a7c15ULL);
+  std::vector<DeviceSize> runs;
+  for (const int b : sizes) {
+    const SizeInputs host = random_size_inputs(model, b, rng);
+    DeviceSize& s = runs.emplace_back();
+    s.b = b;
+    s.input = upload(host.input, allocator, stream);
+    for (const Tensor& t : host.targets) s.targets.push_back(upload(t, allocator, stream));
+    s.samples.resize(static_cast<std::size_t>(count));
+  }
+
+  // Passes go round the sizes (b1, b2, ..., b1, b2, ...), as on the CPU: a
+  // stretch of interference slows every size a little, not one size a lot.
+  cupti::CuptiActivitySource source;
+  CallTagger tagger;
+  const int passes = options.warmup + options.repeats;
+  for (int pass = 0; pass < passes; ++pass) {
+    if (pass == options.warmup) {
+      stream.synchronize();  // the warm-up's work stays out of the records
+      source.start();
+      tagger.tag_with(&source);
+    }
+    for (DeviceSize& s : runs) run_pass(dm, model, s, tagger, pass - options.warmup, pass == 0, rng);
+    stream.synchronize();  // bounds the launch queue; no timing depends on it
+    if (options.on_pass) options.on_pass(pass, passes);
+  }
+  const cupti::ActivityRecords records = source.stop();
+  const LayerTimings timings = layer_timings(records, tagger.calls());
+  require_complete(timings, tagger.calls());
+
+  profiles::Profile profile;
+  profile.device = device_name(options.device);
+  profile.source = "cupti";
+  profile.dtype = std::string(models::to_string(models::DType::fp32));
+  profile.model = model.spec;
+  for (int index = 0; index < count; ++index) {
+    const auto i = static_cast<std::size_t>(index);
+    profiles::LayerProfile& lp = profile.layers.emplace_back();
+    lp.name = dm.layers[i]->spec().name;
+    lp.kind = dm.layers[i]->spec().kind;
+    for (const DeviceParameter& p : dm.layers[i]->parameters()) lp.param_bytes += p.value.bytes();
+    for (const DeviceSize& s : runs) lp.samples.push_back(s.samples[i]);
+  }
+  apply_timings(timings, profile.layers);
+  if (options.on_layer) {
+    for (int index = 0; index < count; ++index) {
+      options.on_layer(index, count, profile.layers[static_cast<std::size_t>(index)]);
+    }
+  }
+  // To the next stage's partition (the same one when K = 1: the copy runs on
+  // its own stream either way).
+  profile.link = probe_link(stream, partitions.stream(std::min(1, partitions.size() - 1)), allocator, source,
+                            options.link);
+  return profile;
+}
+
+}  // namespace gpipe::exec::cuda::profiler
