@@ -90,7 +90,9 @@ std::vector<ValidationRow> run_validation(const profiles::Profile& profile,
           sc.stages = k;
           sc.microbatches = m;
           sc.optimizer = options.optimizer.kind;
-          rows.push_back(validate_one(profile, options, sc));
+          const profiles::Profile& row_profile = options.profile_for ? options.profile_for(k) : profile;
+          if (&row_profile != &profile) check_profile_matches(options.model, row_profile);
+          rows.push_back(validate_one(row_profile, options, sc));
           if (options.on_row) options.on_row(rows.back());
         }
       }

@@ -59,6 +59,10 @@ struct ValidationOptions {
   // Where each configuration trains: exec::train (CPU threads) when empty;
   // gpipe-run sets the CUDA trainer for --backend cuda.
   std::function<TrainResult(const TrainOptions&)> train;
+  // When set, each row predicts with profile_for(K) instead of the profile
+  // given: the CUDA backend measures one per SM partition size, since a stage
+  // of a K-stage run has 1/K of the GPU.
+  std::function<const profiles::Profile&(int stages)> profile_for;
   // Called with each row as soon as it is done (rows come in grid order).
   std::function<void(const ValidationRow&)> on_row;
 };

@@ -43,3 +43,14 @@ std::string device_name(int device) {
 }
 
 }  // namespace gpipe::exec::cuda
+
+namespace gpipe::exec::cuda {
+
+void use_device(int device) {
+  int current = -1;
+  if (cudaGetDevice(&current) == cudaSuccess && current == device) return;
+  (void)cudaGetLastError();
+  GPIPE_CUDA_CHECK(cudaSetDevice(device));
+}
+
+}  // namespace gpipe::exec::cuda

@@ -13,6 +13,11 @@ namespace gpipe::exec::cuda {
 [[nodiscard]] std::string no_device_reason();
 // Throws RunError "no CUDA device: <reason>" unless a device is present.
 void require_device();
+// Makes `device` the calling thread's device unless it already is. Never
+// cudaSetDevice unconditionally in a rank's thread: it also makes the device's
+// primary context current, replacing the green context the thread is bound to
+// (SmPartitions::bind_thread).
+void use_device(int device);
 // The device's name, e.g. "NVIDIA H100 80GB HBM3". Requires a device.
 [[nodiscard]] std::string device_name(int device = 0);
 

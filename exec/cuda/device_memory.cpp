@@ -7,12 +7,13 @@
 #include <fmt/format.h>
 
 #include "exec/cuda/check.hpp"
+#include "exec/cuda/device.hpp"
 #include "schedules/error.hpp"
 
 namespace gpipe::exec::cuda {
 
 void* CudaDeviceMemory::allocate(std::int64_t bytes) {
-  GPIPE_CUDA_CHECK(cudaSetDevice(device_));
+  use_device(device_);
   void* pointer = nullptr;
   const cudaError_t status = cudaMalloc(&pointer, static_cast<std::size_t>(bytes));
   if (status != cudaSuccess) {
@@ -25,12 +26,12 @@ void* CudaDeviceMemory::allocate(std::int64_t bytes) {
 }
 
 void CudaDeviceMemory::free(void* pointer) {
-  GPIPE_CUDA_CHECK(cudaSetDevice(device_));
+  use_device(device_);
   GPIPE_CUDA_CHECK(cudaFree(pointer));
 }
 
 DeviceUsage CudaDeviceMemory::usage() const {
-  GPIPE_CUDA_CHECK(cudaSetDevice(device_));
+  use_device(device_);
   std::size_t free_bytes = 0;
   std::size_t total_bytes = 0;
   GPIPE_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
@@ -41,22 +42,18 @@ CudaDeviceMemory::~CudaDeviceMemory() {
   // Errors are ignored: at process exit the runtime may already be gone, and a destructor must not throw.
   (void)cudaSetDevice(device_);
   for (auto& [token, event] : recorded_) (void)cudaEventDestroy(event);
-  for (EventHandle event : idle_events_) (void)cudaEventDestroy(event);
 }
 
 EventToken CudaDeviceMemory::record_event(StreamHandle stream) {
   std::scoped_lock lock(mutex_);
-  // Current for the event's creation, and for a nullptr stream (that device's legacy default stream).
-  GPIPE_CUDA_CHECK(cudaSetDevice(device_));
+  use_device(device_);
+  // A fresh event each time, made in the calling thread's context: an event
+  // must be recorded on a stream of its own context, and the ranks' threads
+  // run in different (green) contexts, so events are not pooled across them.
   cudaEvent_t event = nullptr;
-  if (idle_events_.empty()) {
-    GPIPE_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
-  } else {
-    event = idle_events_.back();
-    idle_events_.pop_back();
-  }
+  GPIPE_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
   if (const cudaError_t status = cudaEventRecord(event, stream); status != cudaSuccess) {
-    idle_events_.push_back(event);  // never recorded: still fit for a later record
+    (void)cudaEventDestroy(event);
     GPIPE_CUDA_CHECK(status);
   }
   const EventToken token = next_token_++;
@@ -76,8 +73,7 @@ void CudaDeviceMemory::release_event(EventToken event) {
   std::scoped_lock lock(mutex_);
   EventHandle handle = event_of(event);
   recorded_.erase(event);
-  // Recording an event again replaces its previous record, so it needs no reset.
-  idle_events_.push_back(handle);
+  GPIPE_CUDA_CHECK(cudaEventDestroy(handle));
 }
 
 CudaDeviceMemory::EventHandle CudaDeviceMemory::event_of(EventToken event) const {

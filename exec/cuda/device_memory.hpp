@@ -46,14 +46,16 @@ class DeviceMemory {
   virtual void release_event(EventToken event) = 0;
 };
 
-// The real device: cudaMalloc on `device` (made current for each call, so a
-// worker thread of any rank may allocate). Events are created without timing
-// (cheaper, ordering only) and pooled: a released event is recorded again
-// rather than destroyed. Thread-safe.
+// The real device: cudaMalloc on `device` (made the thread's device when it is
+// not, never resetting a green context the thread is bound to). Events are
+// created without timing (cheaper, ordering only), one per record in the
+// calling thread's context (an event must be recorded on a stream of its own
+// context, and the ranks' threads run in different green contexts), and
+// destroyed on release. Thread-safe.
 class CudaDeviceMemory final : public DeviceMemory {
  public:
   explicit CudaDeviceMemory(int device = 0) : device_(device) {}
-  // Destroys the pooled events; tokens still held at this point are destroyed too.
+  // Destroys the events of tokens still held.
   ~CudaDeviceMemory() override;
   CudaDeviceMemory(const CudaDeviceMemory&) = delete;
   CudaDeviceMemory& operator=(const CudaDeviceMemory&) = delete;
@@ -75,7 +77,6 @@ class CudaDeviceMemory final : public DeviceMemory {
   mutable std::mutex mutex_;
   EventToken next_token_ = 1;
   std::unordered_map<EventToken, EventHandle> recorded_;
-  std::vector<EventHandle> idle_events_;
 };
 
 // Host memory posing as a device of `capacity_bytes`: allocations beyond it

@@ -69,7 +69,11 @@ struct SmPartitions::GreenContexts {
   PFN_cuGreenCtxCreate_v12040 create = nullptr;
   PFN_cuGreenCtxDestroy_v12040 destroy = nullptr;
   PFN_cuGreenCtxStreamCreate_v12050 stream_create = nullptr;
+  PFN_cuCtxFromGreenCtx_v12040 as_context = nullptr;
+  PFN_cuCtxGetCurrent_v4000 get_current = nullptr;
+  PFN_cuCtxSetCurrent_v4000 set_current = nullptr;
   std::vector<CUgreenCtx> contexts;
+  std::vector<CUcontext> as_contexts;  // each green context as a CUcontext, to make current
 
   ~GreenContexts() {
     if (destroy == nullptr) return;
@@ -122,6 +126,9 @@ SmPartitions SmPartitions::create(int device, int stages, int sm_per_stage) {
     load(driver->create, "cuGreenCtxCreate", 12040);
     load(driver->destroy, "cuGreenCtxDestroy", 12040);
     load(driver->stream_create, "cuGreenCtxStreamCreate", 12050);
+    load(driver->as_context, "cuCtxFromGreenCtx", 12040);
+    load(driver->get_current, "cuCtxGetCurrent", 4000);
+    load(driver->set_current, "cuCtxSetCurrent", 4000);
     const PFN_cuGetErrorName_v6000 name = driver->get_error_name;
 
     CUdevice handle = 0;
@@ -157,6 +164,9 @@ SmPartitions SmPartitions::create(int device, int stages, int sm_per_stage) {
       check(name, driver->create(&context, description, handle, CU_GREEN_CTX_DEFAULT_STREAM),
             "cuGreenCtxCreate");
       driver->contexts.push_back(context);
+      CUcontext as_context = nullptr;
+      check(name, driver->as_context(&as_context, context), "cuCtxFromGreenCtx");
+      driver->as_contexts.push_back(as_context);
       CUstream stream = nullptr;
       check(name, driver->stream_create(&stream, context, CU_STREAM_NON_BLOCKING, 0),
             "cuGreenCtxStreamCreate");
@@ -173,6 +183,30 @@ SmPartitions SmPartitions::create(int device, int stages, int sm_per_stage) {
     for (int stage = 0; stage < stages; ++stage) partitions.streams_.emplace_back(device);
   }
   return partitions;
+}
+
+void SmPartitions::bind_thread(int stage) const {
+  if (!green_) return;
+  const CUresult status = contexts_->set_current(contexts_->as_contexts.at(static_cast<std::size_t>(stage)));
+  if (status != CUDA_SUCCESS) {
+    throw RunError(fmt::format("cuCtxSetCurrent of the green context of stage {} failed ({})", stage,
+                               static_cast<int>(status)));
+  }
+}
+
+SmPartitions::ThreadBinding::ThreadBinding(const SmPartitions& partitions, int stage)
+    : partitions_(partitions.green_ ? &partitions : nullptr) {
+  if (partitions_ == nullptr) return;
+  CUcontext current = nullptr;
+  if (partitions_->contexts_->get_current(&current) != CUDA_SUCCESS) {
+    throw RunError("cuCtxGetCurrent failed");
+  }
+  previous_ = current;
+  partitions_->bind_thread(stage);
+}
+
+SmPartitions::ThreadBinding::~ThreadBinding() {
+  if (partitions_ != nullptr) (void)partitions_->contexts_->set_current(static_cast<CUcontext>(previous_));
 }
 
 SmPartitions::~SmPartitions() { destroy(); }

@@ -63,6 +63,25 @@ class SmPartitions {
   [[nodiscard]] Stream& stream(int stage) { return streams_.at(static_cast<std::size_t>(stage)); }
   // True when every stage runs in its own green context.
   [[nodiscard]] bool green() const { return green_; }
+  // Makes the green context of `stage` current on the calling thread, so that
+  // what the thread creates (events, streams) belongs to it and its runtime
+  // calls run in it: an event must be recorded on a stream of its own
+  // context. Does nothing with plain streams. Throws RunError.
+  void bind_thread(int stage) const;
+
+  // bind_thread for a scope of the calling thread, restoring its context after.
+  class ThreadBinding {
+   public:
+    ThreadBinding(const SmPartitions& partitions, int stage);
+    ~ThreadBinding();
+    ThreadBinding(const ThreadBinding&) = delete;
+    ThreadBinding& operator=(const ThreadBinding&) = delete;
+
+   private:
+    const SmPartitions* partitions_;
+    void* previous_ = nullptr;  // the CUcontext current before
+  };
+
   // Why there are no green contexts ("" when there are).
   [[nodiscard]] const std::string& why() const { return why_; }
   // The split in use (sms_per_stage 0 with plain streams) and the device's SM count.

@@ -4,11 +4,12 @@
 #include <utility>
 
 #include "exec/cuda/check.hpp"
+#include "exec/cuda/device.hpp"
 
 namespace gpipe::exec::cuda {
 
 Stream::Stream(int device) : device_(device) {
-  GPIPE_CUDA_CHECK(cudaSetDevice(device));
+  use_device(device);
   GPIPE_CUDA_CHECK(cudaStreamCreateWithFlags(&handle_, cudaStreamNonBlocking));
 }
 

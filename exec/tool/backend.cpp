@@ -1,5 +1,7 @@
 #include "exec/tool/backend.hpp"
 
+#include <iostream>
+
 #include <fmt/format.h>
 
 #include "schedules/error.hpp"
@@ -7,13 +9,15 @@
 #ifdef GPIPE_HAVE_CUDA
 #include "exec/cuda/cupti/kernel_events.hpp"
 #include "exec/cuda/device.hpp"
+#include "exec/cuda/green_context.hpp"
+#include "exec/cuda/profiler/layer_profiler.hpp"
 #include "exec/cuda/runtime/cuda_trainer.hpp"
 #include "exec/cuda/runtime/distributed_trainer.hpp"
 #endif
 
 namespace gpipe::cli {
 
-void CudaFlags::add_to(CLI::App& cmd) {
+void CudaFlags::add_to(CLI::App& cmd, bool with_timing) {
   device_option = cmd.add_option("--device", device, "cuda: the GPU to run on")
                       ->check(CLI::Range(0, 1023))
                       ->capture_default_str();
@@ -22,6 +26,7 @@ void CudaFlags::add_to(CLI::App& cmd) {
                              "evenly; rounded up to the GPU's granularity, 8 on Hopper)")
                   ->check(CLI::Range(0, 100000))
                   ->capture_default_str();
+  if (!with_timing) return;
   timing_option = cmd.add_option("--timing", timing,
                                  "cuda: how actions are timed: cupti (kernel timestamps, with "
                                  "kernel events in --trace) or events (CUDA events)")
@@ -80,6 +85,38 @@ std::string describe_backend(const std::string& backend, const CudaFlags& cuda,
 #endif
 }
 
+profiles::Profile measure_profile(const std::string& backend, const CudaFlags& cuda, int stages,
+                                  const models::Model& model, const std::vector<int>& sizes,
+                                  const exec::ProfilerOptions& options) {
+  if (backend != "cuda") return exec::profile_cpu(model, sizes, options);
+#ifdef GPIPE_HAVE_CUDA
+  exec::cuda::profiler::CudaProfilerOptions c;
+  c.warmup = options.warmup;
+  c.repeats = options.repeats;
+  c.seed = options.seed;
+  c.optimizer = options.optimizer;
+  c.stages = stages;
+  c.sm_per_stage = cuda.sm_per_stage;
+  c.device = cuda.device;
+  c.on_partitions = [](const exec::cuda::SmPartitions& partitions) {
+    if (partitions.green()) {
+      std::cerr << fmt::format("SM partitions: {} in green contexts; the layers run in the first\n",
+                               exec::cuda::describe(partitions.split(), partitions.total_sms()));
+    } else {
+      std::cerr << fmt::format("SM partitions: none, {}\n", partitions.why());
+    }
+  };
+  c.on_pass = options.on_pass;
+  c.on_layer = options.on_layer;
+  return exec::cuda::profiler::profile_cuda(model, sizes, c);
+#else
+  (void)cuda;
+  (void)stages;
+  require_backend(backend);
+  return {};
+#endif
+}
+
 BackendRun run_training(const std::string& backend, const CudaFlags& cuda,
                         const exec::TrainOptions& options, const ProcessRole& role) {
   BackendRun run;
@@ -95,6 +132,10 @@ BackendRun run_training(const std::string& backend, const CudaFlags& cuda,
   c.timing = cuda.timing == "events" ? exec::cuda::ActionTiming::events : exec::cuda::ActionTiming::cupti;
   auto cuda_result = std::make_shared<exec::cuda::CudaTrainResult>();
   if (role.distributed) {
+    if (cuda.device_option->count() > 0 || cuda.sm_option->count() > 0) {
+      throw InputError("--device and --sm-per-stage do not apply under a launcher: each process runs "
+                       "one rank on the whole of GPU LOCAL_RANK");
+    }
     *cuda_result = exec::cuda::train_cuda_rank(options, c, role.launch).result;
   } else {
     *cuda_result = exec::cuda::train_cuda(options, c);
@@ -102,14 +143,15 @@ BackendRun run_training(const std::string& backend, const CudaFlags& cuda,
   run.where = fmt::format("cuda: {} on {}, timed with {}", cuda_result->partitions,
                           cuda_result->train.timeline.info.device, cuda_result->timing);
   run.note = cuda_result->timing_note;
-  if (!cuda_result->green) {
+  if (!cuda_result->green && !cuda_result->distributed) {
     run.note += (run.note.empty() ? "" : "; ") + std::string("no green contexts: the ranks share every SM");
   }
   if (cuda_result->dropped_records > 0) {
     run.note += (run.note.empty() ? "" : "; ") +
                 fmt::format("CUPTI dropped {} records", cuda_result->dropped_records);
   }
-  if (cuda_result->timing == "cupti") {
+  // Over NCCL each process has its own kernels; the reporter has only its own.
+  if (cuda_result->timing == "cupti" && !cuda_result->distributed) {
     run.add_kernel_events = [cuda_result](nlohmann::json& trace) {
       exec::cuda::cupti::append_gpu_events(trace, cuda_result->step_records, cuda_result->step_ids,
                                            cuda_result->step_origin_ns);

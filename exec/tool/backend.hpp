@@ -9,12 +9,16 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include "exec/bootstrap.hpp"
+#include "exec/profiler.hpp"
 #include "exec/trainer.hpp"
+#include "models/model.hpp"
+#include "profiles/profile.hpp"
 #include "schedules/schedule.hpp"
 
 namespace gpipe::cli {
@@ -25,7 +29,8 @@ struct CudaFlags {
   int sm_per_stage = 0;
   std::string timing = "cupti";
 
-  void add_to(CLI::App& cmd);
+  // --device and --sm-per-stage, and --timing when `with_timing` (train, validate).
+  void add_to(CLI::App& cmd, bool with_timing = true);
   // Throws InputError when a CUDA flag was given with --backend cpu.
   void check_backend(const std::string& backend) const;
 
@@ -63,6 +68,14 @@ struct BackendRun {
   // does nothing for the CPU or without CUPTI.
   std::function<void(nlohmann::json& trace)> add_kernel_events;
 };
+
+// Measures a profile of `model` at `sizes`: on CPU threads (exec::profile_cpu,
+// source "cpu"), or on the GPU in the SM partition one stage of a
+// `stages`-stage run gets (source "cupti"), saying on stderr which partition.
+[[nodiscard]] profiles::Profile measure_profile(const std::string& backend, const CudaFlags& cuda,
+                                                int stages, const models::Model& model,
+                                                const std::vector<int>& sizes,
+                                                const exec::ProfilerOptions& options);
 
 // Trains `options` where `backend` and `role` say.
 [[nodiscard]] BackendRun run_training(const std::string& backend, const CudaFlags& cuda,

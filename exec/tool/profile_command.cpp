@@ -14,10 +14,7 @@
 #include <fmt/ranges.h>
 
 #include "exec/profiler.hpp"
-#ifdef GPIPE_HAVE_CUDA
-#include "exec/cuda/green_context.hpp"
-#include "exec/cuda/profiler/layer_profiler.hpp"
-#endif
+#include "exec/tool/backend.hpp"
 #include "exec/tool/commands.hpp"
 #include "exec/tool/run_flags.hpp"
 #include "models/model_spec.hpp"
@@ -38,9 +35,9 @@ struct ProfileFlags {
   int repeats = 5;
   std::uint64_t seed = 1;
   std::string optimizer = "adamw";
-  int stages = 1;        // cuda: the partition of a K-stage run
-  int sm_per_stage = 0;  // cuda: its size, 0 for the even split
-  bool partition_given = false;  // --stages or --sm-per-stage on the command line
+  CudaFlags cuda;
+  int stages = 1;  // cuda: measure in the partition of a K-stage run
+  bool stages_given = false;
 };
 
 }  // namespace
@@ -73,51 +70,13 @@ std::string size_list(const profiles::Profile& profile) {
                                      ","));
 }
 
-#ifdef GPIPE_HAVE_CUDA
-void report_partitions(const exec::cuda::SmPartitions& partitions) {
-  if (partitions.green()) {
-    std::cerr << fmt::format("SM partitions: {} in green contexts; the layers run in the first\n",
-                             exec::cuda::describe(partitions.split(), partitions.total_sms()));
-  } else {
-    std::cerr << fmt::format("SM partitions: none, {}\n", partitions.why());
-  }
-}
-
-int run_cuda_profile(const ProfileFlags& f, const models::Model& model, const std::vector<int>& sizes) {
-  exec::cuda::profiler::CudaProfilerOptions options;
-  options.warmup = f.warmup;
-  options.repeats = f.repeats;
-  options.seed = f.seed;
-  options.optimizer.kind = *sim::parse_optimizer(f.optimizer);
-  options.stages = f.stages;
-  options.sm_per_stage = f.sm_per_stage;
-  options.on_partitions = report_partitions;
-  options.on_pass = report_profiler_pass;
-  options.on_layer = report_profiled_layer;
-  const profiles::Profile profile = exec::cuda::profiler::profile_cuda(model, sizes, options);
-  profiles::write_profile(profile, f.out);
-  std::cout << fmt::format(
-      "{}: cupti profile of {} on {} ({}), {} layers, micro-batch sizes {}; link {:.2f} us at {:.1f} GB/s "
-      "(device-to-device copy between SM partitions)\n",
-      f.out, profile.model, profile.device, profile.dtype, profile.layers.size(), size_list(profile),
-      profile.link.latency_us, profile.link.bandwidth_GBps);
-  return 0;
-}
-#endif
-
 int run_profile(const ProfileFlags& f) {
-  if (f.backend != "cuda" && f.partition_given) {
-    throw InputError("--stages/--sm-per-stage apply to --backend cuda only");
-  }
-#ifndef GPIPE_HAVE_CUDA
-  require_cpu_backend(f.backend);  // "this build has no CUDA backend"
-#endif
+  f.cuda.check_backend(f.backend);
+  if (f.backend != "cuda" && f.stages_given) throw InputError("--stages applies to --backend cuda only");
   const models::Model model = models::parse_model(f.model);
   const std::vector<int> sizes = parse_int_list(f.micro_batch_sizes, "--micro-batch-sizes");
   check_writable(f.out, "--out");
-#ifdef GPIPE_HAVE_CUDA
-  if (f.backend == "cuda") return run_cuda_profile(f, model, sizes);  // "no CUDA device: ..." without one
-#endif
+  require_backend(f.backend);  // exit 1: "no CUDA device: ..." or no CUDA backend in this build
   exec::ProfilerOptions options;
   options.warmup = f.warmup;
   options.repeats = f.repeats;
@@ -125,13 +84,17 @@ int run_profile(const ProfileFlags& f) {
   options.optimizer.kind = *sim::parse_optimizer(f.optimizer);
   options.on_pass = report_profiler_pass;
   options.on_layer = report_profiled_layer;
-  const profiles::Profile profile = exec::profile_cpu(model, sizes, options);
+  const profiles::Profile profile = measure_profile(f.backend, f.cuda, f.stages, model, sizes, options);
   profiles::write_profile(profile, f.out);
-  std::cout << fmt::format(
-      "{}: cpu profile of {} on {} (fp32), {} layers, micro-batch sizes {}; link {:.2f} us "
-      "(in-process hand-off) at {:g} GB/s (a pointer moves, not the bytes)\n",
-      f.out, profile.model, profile.device, profile.layers.size(), size_list(profile),
-      profile.link.latency_us, profile.link.bandwidth_GBps);
+  const std::string link =
+      f.backend == "cuda"
+          ? fmt::format("link {:.2f} us at {:.1f} GB/s (device-to-device copy between SM partitions)",
+                        profile.link.latency_us, profile.link.bandwidth_GBps)
+          : fmt::format("link {:.2f} us (in-process hand-off) at {:g} GB/s (a pointer moves, not the bytes)",
+                        profile.link.latency_us, profile.link.bandwidth_GBps);
+  std::cout << fmt::format("{}: {} profile of {} on {} ({}), {} layers, micro-batch sizes {}; {}\n", f.out,
+                           profile.source, profile.model, profile.device, profile.dtype,
+                           profile.layers.size(), size_list(profile), link);
   return 0;
 }
 
@@ -164,12 +127,9 @@ Subcommand add_profile_run_command(CLI::App& app) {
                                         "cuda: measure in the SM partition each stage of a K-stage run gets")
                             ->check(CLI::Range(1, 1024))
                             ->capture_default_str();
-  CLI::Option* sm_per_stage =
-      cmd->add_option("--sm-per-stage", f->sm_per_stage, "cuda: SMs of that partition (0: an even split)")
-          ->check(CLI::Range(0, 100000))
-          ->capture_default_str();
-  return {cmd, [f, stages, sm_per_stage] {
-            f->partition_given = stages->count() > 0 || sm_per_stage->count() > 0;
+  f->cuda.add_to(*cmd, /*with_timing=*/false);
+  return {cmd, [f, stages] {
+            f->stages_given = stages->count() > 0;
             return run_profile(*f);
           }};
 }

@@ -10,15 +10,12 @@
 
 #include "schedules/error.hpp"
 
-#ifdef GPIPE_HAVE_CUDA
-#include "exec/cuda/device.hpp"
-#endif
 #include "sim/static_memory.hpp"
 
 namespace gpipe::cli {
 
 void add_backend_flag(CLI::App& cmd, std::string& backend) {
-  cmd.add_option("--backend", backend, "Where to run: cpu (threads, one per rank) or cuda (not wired in yet: issue 5)")
+  cmd.add_option("--backend", backend, "Where to run: cpu (a thread per rank) or cuda (one GPU, a rank per SM partition; one GPU per process under torchrun, mpirun or srun)")
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
 }
@@ -31,17 +28,6 @@ void check_writable(const std::string& path, const char* flag) {
     if (!probe) throw InputError(fmt::format("{} {}: cannot write: {}", flag, path, std::strerror(errno)));
   }
   if (!existed) std::filesystem::remove(path, ignored);
-}
-
-void require_cpu_backend(const std::string& backend) {
-  // Exit status 1, not 2: the request is well-formed, this machine or build cannot run it.
-  if (backend != "cuda") return;
-#ifdef GPIPE_HAVE_CUDA
-  exec::cuda::require_device();  // "no CUDA device: ..." on a machine without one
-  throw RunError("--backend cuda: the CUDA executor is not wired into gpipe-run yet (issue 5)");
-#else
-  throw RunError("--backend cuda: this build has no CUDA backend (configure with the CUDA toolkit)");
-#endif
 }
 
 void add_seed_flag(CLI::App& cmd, std::uint64_t& seed, const std::string& help) {

@@ -1,6 +1,6 @@
 // The flags `gpipe-run train` and `gpipe-run validate` share: the backend, the
-// model, how it is split and balanced, the optimizer, seeds and the watchdog;
-// and the one place that says this build has no CUDA backend.
+// model, how it is split and balanced, the optimizer, seeds and the watchdog
+// (exec/tool/backend.hpp has the CUDA flags and where a run goes).
 #pragma once
 
 #include <cstdint>
@@ -39,9 +39,5 @@ void add_seed_flag(CLI::App& cmd, std::uint64_t& seed, const std::string& help);
 // written, so that a typo in an output path fails before a long run, not after.
 // Leaves no file behind.
 void check_writable(const std::string& path, const char* flag);
-
-// Throws RunError for --backend cuda: "no CUDA device: ..." without a GPU, and
-// until the CUDA executor is wired in (issue 5), or without the CUDA toolkit, says so.
-void require_cpu_backend(const std::string& backend);
 
 }  // namespace gpipe::cli

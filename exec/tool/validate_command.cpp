@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <thread>
 
@@ -129,9 +130,11 @@ void print_summary(const std::vector<exec::ValidationRow>& rows) {
 }
 
 // The profile to predict with: --profile, else one measured now at every
-// micro-batch size the grid can use.
+// micro-batch size the grid can use (on the GPU: in the SM partition of a
+// `stages`-stage run).
 profiles::Profile grid_profile(const ValidateFlags& f, const models::Model& model,
-                               const std::vector<int>& microbatches, const exec::OptimizerConfig& optimizer) {
+                               const std::vector<int>& microbatches, const exec::OptimizerConfig& optimizer,
+                               int stages = 1) {
   if (!f.run.profile.empty()) {
     const auto path = sim::resolve_profile(f.run.profile);
     profiles::Profile profile = profiles::load_profile(path);
@@ -150,11 +153,13 @@ profiles::Profile grid_profile(const ValidateFlags& f, const models::Model& mode
   options.optimizer = optimizer;
   options.on_pass = report_profiler_pass;
   options.on_layer = report_profiled_layer;
-  profiles::Profile profile = exec::profile_cpu(model, sizes, options);
+  profiles::Profile profile = measure_profile(f.run.backend, f.cuda, stages, model, sizes, options);
   if (!f.save_profile.empty()) profiles::write_profile(profile, f.save_profile);
   if (!f.json) {
-    std::cout << fmt::format("profile     measured now at micro-batch sizes {} ({}, {}; link {:.2f} us){}\n",
-                             fmt::join(sizes, ","), profile.device, profile.dtype, profile.link.latency_us,
+    std::cout << fmt::format("profile     measured now at micro-batch sizes {}{} ({}, {}; link {:.2f} us){}\n",
+                             fmt::join(sizes, ","),
+                             f.run.backend == "cuda" ? fmt::format(" for K={}", stages) : std::string(),
+                             profile.device, profile.dtype, profile.link.latency_us,
                              f.save_profile.empty() ? "" : ", saved to " + f.save_profile);
   }
   return profile;
@@ -186,7 +191,26 @@ int run_validate(const ValidateFlags& f) {
 
   if (!f.out.empty()) check_writable(f.out, "--out");
   if (!f.save_profile.empty()) check_writable(f.save_profile, "--save-profile");
-  const profiles::Profile profile = grid_profile(f, options.model, grid.microbatches, options.optimizer);
+  // On the GPU a stage of a K-stage run has 1/K of the SMs: without --profile,
+  // each K is predicted from a profile measured in its own partition.
+  const bool per_stage_count = f.run.backend == "cuda" && f.run.profile.empty();
+  if (per_stage_count && !f.save_profile.empty() && grid.stages.size() > 1) {
+    throw InputError("--save-profile with --backend cuda measures one profile per K; give one --stages value");
+  }
+  auto measured = std::make_shared<std::map<int, profiles::Profile>>();
+  if (per_stage_count) {
+    options.profile_for = [&f, &options, measured](int k) -> const profiles::Profile& {
+      auto it = measured->find(k);
+      if (it == measured->end()) {
+        it = measured->emplace(k, grid_profile(f, options.model, options.grid.microbatches, options.optimizer, k))
+                 .first;
+      }
+      return it->second;
+    };
+  }
+  const profiles::Profile profile = per_stage_count
+                                        ? options.profile_for(grid.stages.front())
+                                        : grid_profile(f, options.model, grid.microbatches, options.optimizer);
   exec::check_profile_matches(options.model, profile);
   if (!f.json) {
     std::cout << fmt::format("model       {}, batch {}, {} steps per configuration (the median of all but the first compared)\n\n",

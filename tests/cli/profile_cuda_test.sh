@@ -13,9 +13,9 @@ mlp=mlp:layers=2,hidden=8
 expect_status 0 "$run" profile --help
 expect_out "--sm-per-stage"
 expect_status 2 "$run" profile --model $mlp --micro-batch-sizes 1 --out "$tmp/q.json" --stages 2
-expect_one_error_line "--stages/--sm-per-stage apply to --backend cuda only"
+expect_one_error_line "--stages applies to --backend cuda only"
 expect_status 2 "$run" profile --backend cpu --model $mlp --micro-batch-sizes 1 --out "$tmp/q.json" --sm-per-stage 8
-expect_one_error_line "--stages/--sm-per-stage apply to --backend cuda only"
+expect_one_error_line "--sm-per-stage applies to --backend cuda only"
 expect_status 2 "$run" profile --backend cuda --model $mlp --micro-batch-sizes 1 --out "$tmp/q.json" --stages 0
 expect_one_error_line "--stages"
 expect_status 2 "$run" profile --backend cuda --model $mlp --micro-batch-sizes 1,1 --out "$tmp/q.json"

@@ -26,9 +26,7 @@ expect_out "balanced on $tmp/p.json"
 expect_status 2 "$run" train --model mlp:layers=3,hidden=8 -K 2 -M 2 -N 4 --steps 1 --profile "$tmp/p.json"
 expect_one_error_line "--profile: it profiles 'mlp:layers=2,hidden=8', not --model 'mlp:layers=3,hidden=8'"
 
-expect_status 1 "$run" profile --backend cuda --model $mlp --micro-batch-sizes 1 --out "$tmp/q.json"
-# No GPU here: "no CUDA device: ..."; a build without the toolkit: "no CUDA backend".
-expect_one_error_line "CUDA"
+expect_cuda "$run" profile --backend cuda --model $mlp --micro-batch-sizes 1 --out "$tmp/q.json"
 expect_status 2 "$run" profile --model $mlp --micro-batch-sizes 0 --out "$tmp/q.json"
 expect_one_error_line "--micro-batch-sizes"
 expect_status 2 "$run" profile --model $mlp --micro-batch-sizes 1,1 --out "$tmp/q.json"

@@ -1,9 +1,11 @@
 #include "exec/cuda/nccl/nccl_transport.hpp"
 
 #include <cstring>
+#include <thread>
 
 #include "exec/aborted.hpp"
 #include "exec/cuda/check.hpp"
+#include "exec/cuda/device.hpp"
 #include "schedules/error.hpp"
 
 namespace gpipe::exec::cuda {
@@ -38,7 +40,8 @@ std::string make_nccl_ids() {
   return out;
 }
 
-NcclTransport::NcclTransport(int rank, int world_size, int device, const std::string& ids)
+NcclTransport::NcclTransport(int rank, int world_size, int device, const std::string& ids,
+                             std::chrono::milliseconds join_timeout)
     : rank_(rank), world_size_(world_size), device_(device) {
   if (world_size < 1 || rank < 0 || rank >= world_size) {
     throw InputError("NCCL transport: rank " + std::to_string(rank) + " is outside [0, " +
@@ -50,34 +53,55 @@ NcclTransport::NcclTransport(int rank, int world_size, int device, const std::st
   }
   ncclUniqueId unique[2];
   std::memcpy(unique, ids.data(), sizeof(unique));
-  GPIPE_CUDA_CHECK(cudaSetDevice(device_));
+  use_device(device_);
+  const auto deadline = std::chrono::steady_clock::now() + join_timeout;
   try {
     for (Channel* c : {&activations_, &gradients_}) {
       GPIPE_CUDA_CHECK(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
     }
-    GPIPE_NCCL_CHECK(ncclCommInitRank(&activations_.comm, world_size_, unique[0], rank_));
-    GPIPE_NCCL_CHECK(ncclCommInitRank(&gradients_.comm, world_size_, unique[1], rank_));
-  } catch (...) {
-    abort();
+    int index = 0;
     for (Channel* c : {&activations_, &gradients_}) {
+      ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+      config.blocking = 0;  // every call returns at once; complete() polls it
+      const ncclResult_t issued = ncclCommInitRankConfig(&c->comm, world_size_, unique[index++], rank_, &config);
+      complete(c->comm, issued, "ncclCommInitRankConfig (joining the other ranks)", deadline);
+    }
+  } catch (...) {
+    for (Channel* c : {&activations_, &gradients_}) {
+      if (c->comm != nullptr) (void)ncclCommAbort(c->comm);
+      c->comm = nullptr;
       if (c->stream != nullptr) (void)cudaStreamDestroy(c->stream);
+      c->stream = nullptr;
     }
     throw;
   }
 }
 
 NcclTransport::~NcclTransport() {
-  (void)cudaSetDevice(device_);
   for (Channel* c : {&activations_, &gradients_}) {
-    if (c->comm != nullptr && !aborted_) {
-      (void)cudaStreamSynchronize(c->stream);
-      (void)ncclCommDestroy(c->comm);
+    if (c->comm != nullptr) {
+      if (aborted_ || abort_requested_) {
+        (void)ncclCommAbort(c->comm);
+      } else {
+        (void)cudaStreamSynchronize(c->stream);
+        (void)ncclCommFinalize(c->comm);
+        // Non-blocking: finalize completes asynchronously; wait for it before destroying.
+        ncclResult_t state = ncclInProgress;
+        while (ncclCommGetAsyncError(c->comm, &state) == ncclSuccess && state == ncclInProgress) {
+          std::this_thread::yield();
+        }
+        (void)ncclCommDestroy(c->comm);
+      }
     }
     if (c->stream != nullptr) (void)cudaStreamDestroy(c->stream);
   }
 }
 
 NcclTransport::Channel& NcclTransport::channel(MessageKind kind) {
+  return kind == MessageKind::activation ? activations_ : gradients_;
+}
+
+const NcclTransport::Channel& NcclTransport::channel(MessageKind kind) const {
   return kind == MessageKind::activation ? activations_ : gradients_;
 }
 
@@ -89,41 +113,66 @@ void NcclTransport::check_peer(schedules::Rank peer, const MessageTag& tag, cons
   }
 }
 
-void NcclTransport::send(schedules::Rank to, const MessageTag& tag, const void* data,
-                         std::size_t bytes, cudaStream_t producer) {
-  if (aborted_) throw Aborted();
+void NcclTransport::complete(ncclComm_t comm, ncclResult_t issued, const std::string& what,
+                             std::chrono::steady_clock::time_point deadline) {
+  if (issued != ncclSuccess && issued != ncclInProgress) {
+    throw RunError("NCCL transport: rank " + std::to_string(rank_) + ": " + what + " failed: " +
+                   ncclGetErrorString(issued));
+  }
+  ncclResult_t state = issued;
+  while (state == ncclInProgress) {
+    if (abort_requested_.load(std::memory_order_acquire)) {
+      finish_abort();
+      throw Aborted();
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      throw RunError("NCCL transport: rank " + std::to_string(rank_) + ": " + what + " did not complete in time");
+    }
+    std::this_thread::yield();
+    GPIPE_NCCL_CHECK(ncclCommGetAsyncError(comm, &state));
+  }
+  if (state != ncclSuccess) {
+    throw RunError("NCCL transport: rank " + std::to_string(rank_) + ": " + what + " failed: " +
+                   ncclGetErrorString(state));
+  }
+}
+
+cudaStream_t NcclTransport::send(schedules::Rank to, const MessageTag& tag, const void* data,
+                                 std::size_t bytes, cudaStream_t producer) {
+  if (abort_requested_ || aborted_) throw Aborted();
   check_peer(to, tag, "send of");
-  GPIPE_CUDA_CHECK(cudaSetDevice(device_));
   Channel& c = channel(tag.kind);
   order_after(c.stream, producer);  // the data is ready
-  GPIPE_NCCL_CHECK(ncclSend(data, bytes, ncclUint8, to.value, c.comm, c.stream));
-  order_after(producer, c.stream);  // the buffer is free again
+  complete(c.comm, ncclSend(data, bytes, ncclUint8, to.value, c.comm, c.stream), "ncclSend of the " + describe(tag));
+  return c.stream;
 }
 
-void NcclTransport::receive(schedules::Rank from, const MessageTag& tag, void* data,
-                            std::size_t bytes, cudaStream_t consumer) {
-  if (aborted_) throw Aborted();
+void NcclTransport::receive(schedules::Rank from, const MessageTag& tag, void* data, std::size_t bytes) {
+  if (abort_requested_ || aborted_) throw Aborted();
   check_peer(from, tag, "receive of");
-  GPIPE_CUDA_CHECK(cudaSetDevice(device_));
   Channel& c = channel(tag.kind);
-  // The buffer may still be read by earlier work of the consumer.
-  order_after(c.stream, consumer);
-  GPIPE_NCCL_CHECK(ncclRecv(data, bytes, ncclUint8, from.value, c.comm, c.stream));
-  order_after(consumer, c.stream);
+  complete(c.comm, ncclRecv(data, bytes, ncclUint8, from.value, c.comm, c.stream),
+           "ncclRecv of the " + describe(tag));
 }
+
+cudaStream_t NcclTransport::receive_stream(MessageKind kind) const { return channel(kind).stream; }
 
 void NcclTransport::synchronize() {
-  if (aborted_) throw Aborted();
-  GPIPE_CUDA_CHECK(cudaSetDevice(device_));
+  if (abort_requested_ || aborted_) throw Aborted();
   for (Channel* c : {&activations_, &gradients_}) GPIPE_CUDA_CHECK(cudaStreamSynchronize(c->stream));
   check_async_error();
 }
 
-void NcclTransport::abort() {
-  if (aborted_.exchange(true)) return;
+void NcclTransport::abort() { abort_requested_.store(true, std::memory_order_release); }
+
+void NcclTransport::finish_abort() {
+  if (aborted_) return;
+  aborted_ = true;
+  abort_requested_ = true;
   // ncclCommAbort also ends operations still queued or blocked on the streams.
   for (Channel* c : {&activations_, &gradients_}) {
     if (c->comm != nullptr) (void)ncclCommAbort(c->comm);
+    c->comm = nullptr;
   }
 }
 
@@ -132,7 +181,7 @@ void NcclTransport::check_async_error() const {
     if (c->comm == nullptr) continue;
     ncclResult_t async = ncclSuccess;
     GPIPE_NCCL_CHECK(ncclCommGetAsyncError(c->comm, &async));
-    if (async != ncclSuccess) {
+    if (async != ncclSuccess && async != ncclInProgress) {
       throw RunError(std::string("NCCL transport: rank ") + std::to_string(rank_) +
                      " communication failed: " + ncclGetErrorString(async));
     }

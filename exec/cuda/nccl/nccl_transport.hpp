@@ -3,13 +3,22 @@
 // communication stream: on one stream, rank r's send of an activation could
 // wait behind its receive of a gradient that rank r+1 only sends after it
 // gets that activation. Within one kind, data flows one way along the
-// pipeline, so issue order is consistent and cannot deadlock.
+// pipeline, so issue order is consistent and cannot deadlock. Neither end's
+// compute stream ever waits for the other end: the sender's stream is only
+// read from (the send waits for it), the receiver's only signalled.
+//
+// The communicators are non-blocking (ncclConfig_t blocking = 0): every call
+// returns at once and is polled to completion, so a peer that never joins or
+// never sends cannot hang the host; abort() (from any thread, e.g. the
+// watchdog) is seen by that polling, and the issuing thread then aborts the
+// communicators itself, as NCCL requires one thread per communicator at a time.
 //
 // Bootstrap: rank 0 makes the ids (make_nccl_ids) and shares the string with
 // every rank (exec/tcp_store); every rank then constructs NcclTransport.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <string>
 
 #include <nccl.h>
@@ -24,20 +33,22 @@ namespace gpipe::exec::cuda {
 
 class NcclTransport final : public DeviceTransport {
  public:
-  // Binds `device` and joins both communicators (blocks until all
-  // `world_size` ranks join). Throws InputError for a malformed rank or ids,
-  // RunError when NCCL fails.
-  NcclTransport(int rank, int world_size, int device, const std::string& ids);
+  // Binds `device` and joins both communicators, waiting at most `join_timeout`
+  // for every rank to join. Throws InputError for a malformed rank or ids,
+  // RunError when NCCL fails or the ranks do not all join in time.
+  NcclTransport(int rank, int world_size, int device, const std::string& ids,
+                std::chrono::milliseconds join_timeout = std::chrono::minutes(5));
   ~NcclTransport() override;
   NcclTransport(const NcclTransport&) = delete;
   NcclTransport& operator=(const NcclTransport&) = delete;
 
-  void send(schedules::Rank to, const MessageTag& tag, const void* data, std::size_t bytes,
-            cudaStream_t producer) override;
-  void receive(schedules::Rank from, const MessageTag& tag, void* data, std::size_t bytes,
-               cudaStream_t consumer) override;
+  cudaStream_t send(schedules::Rank to, const MessageTag& tag, const void* data, std::size_t bytes,
+                    cudaStream_t producer) override;
+  void receive(schedules::Rank from, const MessageTag& tag, void* data, std::size_t bytes) override;
+  [[nodiscard]] cudaStream_t receive_stream(MessageKind kind) const override;
   void synchronize() override;
   void abort() override;
+  void finish_abort() override;
 
   // Throws RunError if NCCL reported an asynchronous error (a peer failed).
   void check_async_error() const;
@@ -51,14 +62,22 @@ class NcclTransport final : public DeviceTransport {
     cudaStream_t stream = nullptr;
   };
   [[nodiscard]] Channel& channel(MessageKind kind);
+  [[nodiscard]] const Channel& channel(MessageKind kind) const;
   void check_peer(schedules::Rank peer, const MessageTag& tag, const char* what) const;
+  // Polls `comm` until its last call has completed; throws Aborted (after
+  // aborting the communicators) when abort() was asked for meanwhile, and
+  // RunError naming `what` when NCCL fails or `deadline` passes.
+  void complete(ncclComm_t comm, ncclResult_t issued, const std::string& what,
+                std::chrono::steady_clock::time_point deadline =
+                    std::chrono::steady_clock::time_point::max());
 
   int rank_ = 0;
   int world_size_ = 1;
   int device_ = 0;
   Channel activations_;
   Channel gradients_;
-  std::atomic<bool> aborted_{false};
+  std::atomic<bool> abort_requested_{false};
+  bool aborted_ = false;  // the communicators are aborted (by the issuing thread)
 };
 
 }  // namespace gpipe::exec::cuda

@@ -32,7 +32,7 @@ CudaTrainResult train_cuda(const TrainOptions& o, const CudaTrainOptions& c) {
   const schedules::Schedule lowered = lower_checked(o);
   const RunPlan plan = make_plan(o, lowered);
   require_device();
-  GPIPE_CUDA_CHECK(cudaSetDevice(c.device));
+  use_device(c.device);
   const int num_ranks = lowered.num_ranks;
   const int num_stages = lowered.num_stages;
 
@@ -51,7 +51,9 @@ CudaTrainResult train_cuda(const TrainOptions& o, const CudaTrainOptions& c) {
   std::vector<std::unique_ptr<ActionMemoryLog>> logs;
   std::vector<std::unique_ptr<MemoryAccount>> accounts;
   for (int r = 0; r < num_ranks; ++r) {
+    const SmPartitions::ThreadBinding in_rank_context(partitions, r);
     devices.push_back(std::make_unique<RankDevice>(c.device, partitions.stream(r), memory));
+    devices.back()->bind_thread = [&partitions, r] { partitions.bind_thread(r); };
     logs.push_back(std::make_unique<ActionMemoryLog>(r));
     accounts.push_back(std::make_unique<MemoryAccount>());
     accounts.back()->set_observer([log = logs.back().get()](std::int64_t bytes) { log->record(bytes); });
@@ -60,6 +62,7 @@ CudaTrainResult train_cuda(const TrainOptions& o, const CudaTrainOptions& c) {
   for (int s = 0; s < num_stages; ++s) {
     const Rank rank = lowered.rank_of(Stage{s});
     RankDevice& device = *devices[rank.at()];
+    const SmPartitions::ThreadBinding in_rank_context(partitions, rank.value);
     stages.push_back(std::make_unique<DeviceStage>(
         o.model, o.partition.first_layer(s), o.partition.end_layer(s), o.seed, o.optimizer,
         lowered.num_microbatches, accounts[rank.at()].get(), device.context()));
@@ -93,7 +96,12 @@ CudaTrainResult train_cuda(const TrainOptions& o, const CudaTrainOptions& c) {
   try {
     run_supervised(o, control, lowered, std::move(bodies));
   } catch (...) {
-    if (timing.cupti) timing.cupti->finish();
+    // The run's error is the one to report: a failure to stop CUPTI after a
+    // failed run (a sticky device error) must not replace it.
+    try {
+      if (timing.cupti) timing.cupti->finish();
+    } catch (...) {
+    }
     throw;
   }
   GPIPE_CUDA_CHECK(cudaDeviceSynchronize());
@@ -123,8 +131,11 @@ CudaTrainResult train_cuda(const TrainOptions& o, const CudaTrainOptions& c) {
   train.timeline = std::move(measured[median]);
   train.timeline_step = o.steps - o.measured_steps + static_cast<int>(median);
   train.metrics = schedules::compute_metrics(train.timeline);
-  for (const auto& stage : stages) {
-    for (auto& layer : stage->download_weights()) train.weights.push_back(std::move(layer));
+  for (int s = 0; s < num_stages; ++s) {
+    const SmPartitions::ThreadBinding in_rank_context(partitions, lowered.rank_of(Stage{s}).value);
+    for (auto& layer : stages[static_cast<std::size_t>(s)]->download_weights()) {
+      train.weights.push_back(std::move(layer));
+    }
   }
 
   for (auto& device : devices) {

@@ -35,6 +35,7 @@ struct CudaTrainResult {
   // or plain streams with the reason green contexts could not be used.
   std::string partitions;
   bool green = false;
+  bool distributed = false;  // one process per rank (distributed_trainer.hpp): no SM partitions
   // "cupti" or "events"; when CUPTI was asked for and could not collect, why.
   std::string timing;
   std::string timing_note;

@@ -10,6 +10,7 @@
 
 #include "exec/aborted.hpp"
 #include "exec/cuda/check.hpp"
+#include "exec/cuda/device.hpp"
 #include "schedules/error.hpp"
 
 namespace gpipe::exec::cuda {
@@ -42,7 +43,8 @@ void CudaWorker::run() noexcept {
   bool completed = false;
   int step = 0;
   try {
-    GPIPE_CUDA_CHECK(cudaSetDevice(device_.device));
+    use_device(device_.device);
+    if (device_.bind_thread) device_.bind_thread();  // into the rank's green context
     for (; step < plan_.steps; ++step) run_step(step);
     completed = true;
   } catch (const Aborted&) {
@@ -57,8 +59,10 @@ void CudaWorker::run() noexcept {
   } catch (...) {
     control.fail(fmt::format("rank {} failed at step {}: unknown exception", rank_.value, step));
   }
-  // What the GPU may still read must not go back to the cache before it is done.
+  // What the GPU may still read must not go back to the cache before it is
+  // done; after an abort, the link first ends what the GPU may wait for.
   try {
+    if (!completed) links_.link->finish_abort();
     device_.compute.synchronize();
     device_.from_previous.synchronize();
     device_.from_next.synchronize();
@@ -135,19 +139,30 @@ void CudaWorker::run_step(int step) {
 void CudaWorker::finish_step(int step) {
   wait_for_gpu();
   if (!last_) return;
+  // Summed as the CPU worker sums: each micro-batch in double, then those.
   double sum = 0;
   for (const DeviceTensor& loss : losses_) {
     std::vector<float> values(static_cast<std::size_t>(loss.numel()));
     loss.download(values, device_.compute);
-    for (float v : values) sum += v;
+    double microbatch = 0;
+    for (float v : values) microbatch += v;
+    sum += microbatch;
   }
   losses_.clear();
   links_.control->publish_loss(step, sum / static_cast<double>(plan_.batch));
 }
 
 void CudaWorker::wait_for_gpu() {
-  // Polled rather than cudaStreamSynchronize: a rank whose peer failed would
-  // otherwise wait forever on work that never comes.
+  if (!links_.link->sends_on_gpu()) {
+    // In one process every GPU wait is on an event already recorded: the
+    // streams always drain, and a blocking wait adds no polling calls (each
+    // of which CUPTI would record).
+    for (const Stream* s : {&device_.compute, &device_.from_previous, &device_.from_next}) s->synchronize();
+    links_.control->note_progress();
+    return;
+  }
+  // Over NCCL, polled: a rank whose peer failed would otherwise wait forever
+  // on a receive that never comes; an abort ends the wait.
   std::vector<Event> done;
   for (const Stream* s : {&device_.compute, &device_.from_previous, &device_.from_next}) {
     done.emplace_back(false).record(*s);
@@ -155,7 +170,7 @@ void CudaWorker::wait_for_gpu() {
   for (const Event& e : done) {
     while (!e.done()) {
       links_.control->throw_if_aborted();
-      std::this_thread::sleep_for(std::chrono::microseconds(20));
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
   }
   links_.control->note_progress();
@@ -170,11 +185,7 @@ void CudaWorker::execute(const Action& a, std::size_t index, int step, int slot)
   const Stage next{a.stage.value + 1};
   const Stage prev{a.stage.value - 1};
   const auto receive = [&](const MessageTag& tag, Rank from) {
-    ReceiveTiming timing;
-    if (timer != nullptr) {
-      timing.begin = [&](const Stream& s) { timer->begin(rank_.value, slot, index, a, s.get()); };
-      timing.end = [&](const Stream& s) { timer->end(rank_.value, slot, index, a, s.get()); };
-    }
+    const TransferTiming timing = transfer_timing(timer, a, index, slot);
     const MessageSpec spec = boundary_spec(*plan_.model, plan_.microbatch_sizes[a.microbatch.at()]);
     put(tag, links_.link->receive(rank_, from, tag, spec, device_, timing));
   };
@@ -262,6 +273,13 @@ void CudaWorker::backward(const Action& a, std::size_t index, int step, int slot
   if (plan_.check_finite) {
     if (auto name = st.non_finite_gradient(); !name.empty())
       throw RunError("non-finite gradient of " + name);
+    if (!grad_input.empty() && grad_input.type() == DeviceType::f32) {
+      std::vector<float> values(static_cast<std::size_t>(grad_input.numel()));
+      grad_input.download(values, device_.compute);
+      for (float v : values) {
+        if (!std::isfinite(v)) throw RunError("non-finite input gradient");
+      }
+    }
   }
   // Stage 0's input gradient has no consumer.
   if (a.stage.value > 0)
@@ -273,8 +291,18 @@ void CudaWorker::send(const MessageTag& tag, Rank to, const Action& a, std::size
   // A send is timed only where it has GPU work of its own (NCCL's kernel);
   // in one process the receiver's copy is the message's time.
   ActionTimer* timer = slot >= 0 && links_.link->sends_on_gpu() ? links_.timer : nullptr;
-  TimedScope timed(timer, rank_.value, slot, index, a, device_.compute.get());
-  links_.link->send(rank_, to, tag, std::move(tensor), device_);
+  links_.link->send(rank_, to, tag, std::move(tensor), device_, transfer_timing(timer, a, index, slot));
+}
+
+TransferTiming CudaWorker::transfer_timing(ActionTimer* timer, const Action& a, std::size_t index,
+                                           int slot) const {
+  TransferTiming timing;
+  if (timer != nullptr) {
+    const int rank = rank_.value;
+    timing.begin = [=](StreamHandle s) { timer->begin(rank, slot, index, a, s); };
+    timing.end = [=](StreamHandle s) { timer->end(rank, slot, index, a, s); };
+  }
+  return timing;
 }
 
 const DeviceTensor* CudaWorker::target(const Action& a) const {

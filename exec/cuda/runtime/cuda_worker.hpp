@@ -62,6 +62,8 @@ class CudaWorker {
   void backward(const schedules::Action& action, std::size_t index, int step, int slot);
   void send(const MessageTag& tag, schedules::Rank to, const schedules::Action& action,
             std::size_t index, int slot);
+  [[nodiscard]] TransferTiming transfer_timing(ActionTimer* timer, const schedules::Action& action,
+                                               std::size_t index, int slot) const;
   void finish_step(int step);
   // Waits for this rank's streams without blocking an abort.
   void wait_for_gpu();

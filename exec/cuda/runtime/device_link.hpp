@@ -30,10 +30,10 @@ struct MessageSpec {
   DeviceType type = DeviceType::f32;
 };
 
-// Brackets the GPU work of a receive on the stream it runs on (for the timer).
-struct ReceiveTiming {
-  std::function<void(const Stream&)> begin;
-  std::function<void(const Stream&)> end;
+// Brackets the GPU work of a transfer on the stream it runs on (for the timer).
+struct TransferTiming {
+  std::function<void(StreamHandle)> begin;
+  std::function<void(StreamHandle)> end;
 };
 
 class DeviceLink {
@@ -41,22 +41,27 @@ class DeviceLink {
   virtual ~DeviceLink() = default;
 
   // SEND: `tensor`, produced by work queued on `from_device.compute`, goes to
-  // rank `to`. Returns without waiting for the GPU. Throws Aborted after abort().
+  // rank `to`. Returns without waiting for the GPU. Throws Aborted after
+  // abort(). `timing` brackets the send's GPU work where it has any
+  // (sends_on_gpu()).
   virtual void send(schedules::Rank from, schedules::Rank to, const MessageTag& tag,
-                    DeviceTensor tensor, RankDevice& from_device) = 0;
+                    DeviceTensor tensor, RankDevice& from_device, const TransferTiming& timing) = 0;
 
   // RECV: the message into `to_device`'s memory (may block the host until the
   // sender has sent it, never until the GPU has moved it). Throws Aborted
   // when the run is aborted.
   [[nodiscard]] virtual Arrival receive(schedules::Rank to, schedules::Rank from,
                                         const MessageTag& tag, const MessageSpec& spec,
-                                        RankDevice& to_device, const ReceiveTiming& timing) = 0;
+                                        RankDevice& to_device, const TransferTiming& timing) = 0;
 
   // Whether a send launches GPU work of its own (to be timed as the SEND).
   [[nodiscard]] virtual bool sends_on_gpu() const = 0;
 
-  // Wakes every blocked receive; idempotent.
+  // Wakes every blocked receive; idempotent, safe from any thread.
   virtual void abort() = 0;
+  // On the worker's thread, after an abort: ends what the GPU may still wait
+  // for (a receive from a failed peer), so that its streams can drain.
+  virtual void finish_abort() = 0;
 };
 
 }  // namespace gpipe::exec::cuda

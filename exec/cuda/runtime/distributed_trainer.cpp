@@ -1,5 +1,6 @@
 #include "exec/cuda/runtime/distributed_trainer.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -29,7 +30,13 @@ using schedules::Stage;
 
 namespace {
 
-constexpr auto kStoreTimeout = std::chrono::minutes(5);
+// How long a rank waits at the store (a step's barrier, the other ranks'
+// parts) and for NCCL to join: the watchdog's time, and at least 30 s for a
+// slow start. The store's waits cannot be woken by an abort, so a rank whose
+// peer failed leaves them after this long, with an error naming the wait.
+std::chrono::milliseconds store_timeout(double watchdog_seconds) {
+  return std::chrono::milliseconds(static_cast<std::int64_t>(std::max(30.0, watchdog_seconds) * 1000));
+}
 
 // This rank's measured part, for the reporter: per measured step, the
 // intervals and the memory samples; and its static bytes.
@@ -64,16 +71,18 @@ RankResult train_cuda_rank(const TrainOptions& o, const CudaTrainOptions& c, con
   const int me = launch.rank;
   const int device = launch.local_rank;
   require_device();
-  GPIPE_CUDA_CHECK(cudaSetDevice(device));
+  use_device(device);
 
-  TcpStore store(launch.master_addr, launch.master_port, me == 0, kStoreTimeout);
+  TcpStore store(launch.master_addr, launch.master_port, me == 0, store_timeout(o.watchdog_seconds));
   if (me == 0) store.set("gpipe/nccl_ids", make_nccl_ids());
-  NcclTransport transport(me, launch.world_size, device, store.get("gpipe/nccl_ids"));
+  NcclTransport transport(me, launch.world_size, device, store.get("gpipe/nccl_ids"),
+                          store_timeout(o.watchdog_seconds));
   NcclDeviceLink link(transport);
 
   RankResult out;
   CudaTrainResult& result = out.result;
   result.partitions = fmt::format("one GPU per rank ({} processes, {})", launch.world_size, launch.launcher);
+  result.distributed = true;
   Stream compute(device);
   CudaDeviceMemory memory(device);
   RankDevice rank_device(device, compute, memory);
@@ -113,7 +122,10 @@ RankResult train_cuda_rank(const TrainOptions& o, const CudaTrainOptions& c, con
   try {
     run_supervised(o, control, lowered, {[&worker] { worker.run(); }});
   } catch (...) {
-    if (timing.cupti) timing.cupti->finish();
+    try {  // the run's error is the one to report (see cuda_trainer.cpp)
+      if (timing.cupti) timing.cupti->finish();
+    } catch (...) {
+    }
     throw;
   }
   transport.synchronize();

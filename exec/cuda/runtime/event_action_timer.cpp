@@ -52,24 +52,18 @@ void EventActionTimer::end(int rank, int slot, std::size_t index, const schedule
 
 MeasuredIntervals EventActionTimer::intervals(int slot) {
   std::scoped_lock lock(mutex_);
-  // The origin: the earliest of the ranks' step-start events.
-  // Ranks of other processes never start here and have no marks.
-  const Event* origin = nullptr;
+  MeasuredIntervals out;
   for (int r = 0; r < num_ranks_; ++r) {
     const RankSlot& rs = at(r, slot);
     if (rs.origin == nullptr) {
+      // Ranks of other processes never start here and have no marks.
       if (!rs.actions.empty())
         throw std::logic_error(fmt::format("event timer: rank {} never started step {}", r, slot));
       continue;
     }
-    if (origin == nullptr || elapsed_ns(*origin, *rs.origin) < 0) origin = rs.origin.get();
-  }
-  MeasuredIntervals out;
-  if (origin == nullptr) return out;
-  for (int r = 0; r < num_ranks_; ++r) {
-    for (const auto& [index, marks] : at(r, slot).actions) {
-      out[{r, marks.action}] = GpuInterval{elapsed_ns(*origin, *marks.start),
-                                           elapsed_ns(*origin, *marks.end)};
+    for (const auto& [index, marks] : rs.actions) {
+      out[{r, marks.action}] = GpuInterval{elapsed_ns(*rs.origin, *marks.start),
+                                           elapsed_ns(*rs.origin, *marks.end)};
     }
   }
   return out;

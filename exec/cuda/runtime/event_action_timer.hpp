@@ -1,9 +1,11 @@
 // The event timer: a timing CUDA event recorded on the action's stream before
-// and after its work, and one on each rank's compute stream at the step's
-// start; the step's origin is the earliest of those. Event times are the
+// and after its work, and one on the rank's compute stream at the step's
+// start. Each rank's times are from its own start event: the ranks' events
+// live in their own (green) contexts, and the ranks leave one host barrier
+// together, so their starts are taken as one moment (within the few
+// microseconds between the barrier and each record). Event times are the
 // device's (about 0.5 us resolution). An event after a stream wait marks when
-// the wait was satisfied, so an action's start is when its stream could begin
-// it, which is what CUPTI's first-kernel start measures too, less launch gaps.
+// the wait was satisfied, so an action starts when its stream could begin it.
 #pragma once
 
 #include <map>

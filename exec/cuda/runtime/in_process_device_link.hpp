@@ -22,13 +22,15 @@ class InProcessDeviceLink final : public DeviceLink {
   explicit InProcessDeviceLink(int num_ranks) : mailboxes_(num_ranks) {}
 
   void send(schedules::Rank from, schedules::Rank to, const MessageTag& tag, DeviceTensor tensor,
-            RankDevice& from_device) override;
+            RankDevice& from_device, const TransferTiming& timing) override;
   [[nodiscard]] Arrival receive(schedules::Rank to, schedules::Rank from, const MessageTag& tag,
                                 const MessageSpec& spec, RankDevice& to_device,
-                                const ReceiveTiming& timing) override;
+                                const TransferTiming& timing) override;
   // The receiver copies; the send only records an event.
   [[nodiscard]] bool sends_on_gpu() const override { return false; }
   void abort() override { mailboxes_.abort(); }
+  // Every GPU wait here is on an event already recorded: nothing to end.
+  void finish_abort() override {}
 
   [[nodiscard]] std::size_t pending() const { return mailboxes_.pending(); }
 

@@ -3,9 +3,12 @@
 // one receive stream per incoming link (activations from the previous rank,
 // gradients from the next: each directed link is a FIFO of its own, as the
 // simulator models it), its own caching allocator and its own cuBLASLt handle
-// (so no lock is shared between ranks on the hot path).
+// (so no lock is shared between ranks on the hot path). Made while the
+// rank's green context is current (SmPartitions::ThreadBinding), so that its
+// streams belong to it.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "exec/cuda/caching_allocator.hpp"
@@ -30,6 +33,9 @@ struct RankDevice {
   Stream from_next;      // gradients arrive here
   CachingAllocator allocator;
   BlasHandle blas;
+  // Binds the calling thread to the rank's green context (every event and
+  // stream the rank's thread makes must belong to it); empty without one.
+  std::function<void()> bind_thread;
 
   [[nodiscard]] LayerContext context() { return {&allocator, &blas, &compute}; }
   [[nodiscard]] Stream& receive_stream(MessageKind kind) {

@@ -30,10 +30,12 @@ TEST(NcclGpu, WorldOfOneInitializesAndAborts) {
   EXPECT_EQ(transport.world_size(), 1);
   transport.synchronize();
   const MessageTag tag{0, MessageKind::activation, Stage{0}, Microbatch{0}};
-  EXPECT_THROW(transport.send(Rank{0}, tag, nullptr, 0, nullptr), InputError);  // no self-sends
+  EXPECT_THROW((void)transport.send(Rank{0}, tag, nullptr, 0, nullptr), InputError);  // no self-sends
   transport.abort();
   transport.abort();  // idempotent
-  EXPECT_THROW(transport.send(Rank{1}, tag, nullptr, 0, nullptr), Aborted);
+  EXPECT_THROW((void)transport.send(Rank{1}, tag, nullptr, 0, nullptr), Aborted);
+  transport.finish_abort();
+  transport.finish_abort();  // idempotent
 }
 
 TEST(NcclGpu, MalformedIds) {
@@ -67,11 +69,11 @@ TEST(NcclGpu, TwoRanksExchangeActivationAndGradient) {
       const MessageTag grad{0, MessageKind::gradient, Stage{1}, Microbatch{0}};
       const Rank peer{1 - rank};
       if (rank == 0) {
-        transport.send(peer, act, out, kN * sizeof(float), stream);
-        transport.receive(peer, grad, in, kN * sizeof(float), stream);
+        (void)transport.send(peer, act, out, kN * sizeof(float), stream);
+        transport.receive(peer, grad, in, kN * sizeof(float));
       } else {
-        transport.receive(peer, act, in, kN * sizeof(float), stream);
-        transport.send(peer, grad, out, kN * sizeof(float), stream);
+        transport.receive(peer, act, in, kN * sizeof(float));
+        (void)transport.send(peer, grad, out, kN * sizeof(float), stream);
       }
       transport.synchronize();
       GPIPE_CUDA_CHECK(cudaStreamSynchronize(stream));
