@@ -10,6 +10,7 @@
 
 #include "exec/cpu/layer.hpp"
 #include "exec/in_process_transport.hpp"
+#include "exec/profiler_inputs.hpp"
 #include "exec/trainer.hpp"
 #include "schedules/error.hpp"
 
@@ -20,70 +21,6 @@ using Clock = std::chrono::steady_clock;
 
 double elapsed_us(Clock::time_point start, Clock::time_point end) {
   return std::chrono::duration<double, std::micro>(end - start).count();
-}
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
-
-// The shape of a tensor of `elems` floating elements per sample: [b, S, elems/S]
-// for a sequence model (every floating tensor of a transformer is per token),
-// [b, elems] otherwise.
-std::vector<std::int64_t> float_shape(const models::Model& model, int b, std::int64_t elems) {
-  if (model.seq > 0 && elems % model.seq == 0) {
-    return {b, model.seq, elems / model.seq};
-  }
-  return {b, elems};
-}
-
-// Random values of the shapes a layer reads, drawn once per (layer, size).
-struct LayerInputs {
-  Tensor input;
-  Tensor target;  // empty unless a loss layer
-};
-
-Tensor random_tokens(std::int64_t b, std::int64_t per_sample, int vocab, std::mt19937_64& rng) {
-  Tensor t({b, per_sample}, ElementType::i32);
-  std::uniform_int_distribution<std::int32_t> token(0, std::max(vocab, 1) - 1);
-  for (auto& v : t.i32()) v = token(rng);
-  return t;
-}
-
-Tensor random_normal(std::vector<std::int64_t> shape, float scale, std::mt19937_64& rng) {
-  Tensor t(std::move(shape));
-  std::normal_distribution<float> normal(0.0F, scale);
-  for (auto& v : t.f32()) v = normal(rng);
-  return t;
-}
-
-LayerInputs random_inputs(const models::Model& model, const models::Layer& layer, int b,
-                          std::mt19937_64& rng) {
-  LayerInputs in;
-  if (layer.input_index_bytes > 0) {
-    in.input = random_tokens(b, layer.input_index_bytes / 4, model.vocab, rng);
-  } else {
-    in.input = random_normal(float_shape(model, b, layer.input_elems), 1.0F, rng);
-  }
-  if (layer.target_index_bytes > 0) {
-    in.target = random_tokens(b, layer.target_index_bytes / 4, model.vocab, rng);
-  } else if (layer.target_elems > 0) {
-    in.target = random_normal(float_shape(model, b, layer.target_elems), 1.0F, rng);
-  }
-  return in;
-}
-
-// The gradient a backward receives: for a loss layer (per-sample output) the
-// 1/b of a mean over the micro-batch, else small random values.
-Tensor output_gradient(const Tensor& output, const models::Layer& layer, int b,
-                       std::mt19937_64& rng) {
-  if (layer.output_elems == 1 && output.shape().size() == 1) {
-    Tensor g(output.shape());
-    std::fill(g.f32().begin(), g.f32().end(), 1.0F / static_cast<float>(b));
-    return g;
-  }
-  return random_normal(output.shape(), 0.01F, rng);
 }
 
 // The layers of the model, as the executor builds them, with their optimizer
@@ -97,20 +34,15 @@ struct ProfiledModel {
 // One micro-batch size: its data (the first layer's input, every loss layer's
 // target), what was measured at it, and every timed forward and backward.
 struct SizeRuns {
-  int b = 0;
-  Tensor input;
-  std::vector<Tensor> targets;  // per layer; empty but for a loss layer
+  SizeInputs data;
   std::vector<profiles::ProfileSample> samples;
   std::vector<std::vector<double>> fwd_us, bwd_us;  // per layer
 };
 
-SizeRuns size_runs(const ProfiledModel& pm, const models::Model& model, int b, std::mt19937_64& rng) {
-  const std::size_t n = pm.layers.size();
+SizeRuns size_runs(const models::Model& model, int b, std::mt19937_64& rng) {
+  const std::size_t n = model.layers.size();
   SizeRuns s;
-  s.b = b;
-  s.input = random_inputs(model, pm.layers.front()->spec(), b, rng).input;
-  s.targets.resize(n);
-  for (std::size_t i = 0; i < n; ++i) s.targets[i] = random_inputs(model, pm.layers[i]->spec(), b, rng).target;
+  s.data = random_size_inputs(model, b, rng);
   s.samples.resize(n);
   s.fwd_us.resize(n);
   s.bwd_us.resize(n);
@@ -127,28 +59,19 @@ void run_pass(ProfiledModel& pm, SizeRuns& s, bool first, bool timed, std::mt199
   const std::size_t n = pm.layers.size();
   std::vector<MemoryAccount> accounts(n);  // one per layer: its stash alone
   std::vector<cpu::Stash> stashes(n);
-  Tensor x = s.input.clone();
+  const int b = s.data.micro_batch_size;
+  Tensor x = s.data.input.clone();
   for (std::size_t i = 0; i < n; ++i) {
     const std::int64_t in_bytes = x.bytes();
-    const Tensor* target = s.targets[i].empty() ? nullptr : &s.targets[i];
+    const Tensor* target = s.data.targets[i].empty() ? nullptr : &s.data.targets[i];
     const auto t0 = Clock::now();
     Tensor out = pm.layers[i]->forward(std::move(x), target, stashes[i], &accounts[i]);
     const auto t1 = Clock::now();
     if (timed) s.fwd_us[i].push_back(elapsed_us(t0, t1));
-    profiles::ProfileSample& sample = s.samples[i];
-    if (first) {
-      sample.micro_batch_size = s.b;
-      sample.input_bytes = in_bytes;
-      sample.output_bytes = out.bytes();
-      sample.activation_bytes = accounts[i].bytes();
-    } else if (accounts[i].bytes() != sample.activation_bytes) {
-      throw RunError(fmt::format("layer {}: the stash held {} bytes, then {} bytes at b={}",
-                                 pm.layers[i]->spec().name, sample.activation_bytes, accounts[i].bytes(),
-                                 s.b));
-    }
+    record_sample_bytes(s.samples[i], first, pm.layers[i]->spec(), b, in_bytes, out.bytes(), accounts[i].bytes());
     x = std::move(out);
   }
-  Tensor grad = output_gradient(x, pm.layers.back()->spec(), s.b, rng);
+  Tensor grad = output_gradient(x.shape(), pm.layers.back()->spec(), b, rng);
   for (std::size_t i = n; i-- > 0;) {
     const auto t0 = Clock::now();
     Tensor grad_input = pm.layers[i]->backward(std::move(stashes[i]), grad);
@@ -163,19 +86,6 @@ void run_pass(ProfiledModel& pm, SizeRuns& s, bool first, bool timed, std::mt199
     const auto t1 = Clock::now();
     if (timed) pm.step_us[i].push_back(elapsed_us(t0, t1));
   }
-}
-
-std::vector<int> checked_sizes(std::span<const int> sizes) {
-  if (sizes.empty()) throw InputError("--micro-batch-sizes: no size given");
-  std::vector<int> sorted(sizes.begin(), sizes.end());
-  std::sort(sorted.begin(), sorted.end());
-  if (sorted.front() < 1) {
-    throw InputError(fmt::format("--micro-batch-sizes: sizes must be at least 1, got {}", sorted.front()));
-  }
-  if (const auto dup = std::adjacent_find(sorted.begin(), sorted.end()); dup != sorted.end()) {
-    throw InputError(fmt::format("--micro-batch-sizes: {} is given more than once", *dup));
-  }
-  return sorted;
 }
 
 }  // namespace
@@ -215,7 +125,7 @@ double measure_handoff_latency_us(int round_trips) {
 
 profiles::Profile profile_cpu(const models::Model& model, std::span<const int> micro_batch_sizes,
                               const ProfilerOptions& options) {
-  const std::vector<int> sizes = checked_sizes(micro_batch_sizes);
+  const std::vector<int> sizes = checked_micro_batch_sizes(micro_batch_sizes);
   if (options.warmup < 0) throw InputError(fmt::format("--warmup must be 0 or more, got {}", options.warmup));
   if (options.repeats < 1) throw InputError(fmt::format("--repeats must be at least 1, got {}", options.repeats));
   profiles::Profile profile;
@@ -235,7 +145,7 @@ profiles::Profile profile_cpu(const models::Model& model, std::span<const int> m
   }
   pm.step_us.resize(static_cast<std::size_t>(count));
   std::vector<SizeRuns> runs;
-  for (const int b : sizes) runs.push_back(size_runs(pm, model, b, rng));
+  for (const int b : sizes) runs.push_back(size_runs(model, b, rng));
   // Passes go round the sizes (b1, b2, ..., b1, b2, ...), not size after
   // size: a stretch of load from elsewhere on the machine then slows every
   // size a little instead of one size a lot, and the medians shrug it off.

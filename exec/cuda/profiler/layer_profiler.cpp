@@ -19,8 +19,8 @@
 #include "exec/cuda/layers/blas.hpp"
 #include "exec/cuda/profiler/call_tagger.hpp"
 #include "exec/cuda/profiler/layer_timings.hpp"
-#include "exec/cuda/profiler/profile_inputs.hpp"
 #include "exec/memory_account.hpp"
+#include "exec/profiler_inputs.hpp"
 #include "schedules/error.hpp"
 
 namespace gpipe::exec::cuda::profiler {
@@ -77,16 +77,7 @@ void run_pass(DeviceModel& dm, const models::Model& model, DeviceSize& s, CallTa
     DeviceTensor out;
     tagger.run({layer, s.b, Phase::forward, repeat},
                [&] { out = dm.layers[i]->forward(ctx, std::move(x), target, stashes[i], &accounts[i]); });
-    profiles::ProfileSample& sample = s.samples[i];
-    if (first) {
-      sample.micro_batch_size = s.b;
-      sample.input_bytes = in_bytes;
-      sample.output_bytes = out.bytes();
-      sample.activation_bytes = accounts[i].bytes();
-    } else if (accounts[i].bytes() != sample.activation_bytes) {
-      throw RunError(fmt::format("layer {}: the stash held {} bytes, then {} bytes at b={}",
-                                 dm.layers[i]->spec().name, sample.activation_bytes, accounts[i].bytes(), s.b));
-    }
+    record_sample_bytes(s.samples[i], first, dm.layers[i]->spec(), s.b, in_bytes, out.bytes(), accounts[i].bytes());
     x = std::move(out);
   }
   if (s.grad_output.empty()) {

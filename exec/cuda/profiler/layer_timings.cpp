@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <set>
-#include <stdexcept>
 
 #include <fmt/format.h>
 
 #include "exec/cuda/cupti/gpu_timeline.hpp"
+#include "exec/profiler_inputs.hpp"
 #include "schedules/error.hpp"
 
 namespace gpipe::exec::cuda::profiler {
@@ -51,13 +51,6 @@ std::map<std::uint64_t, Span> spans_of(const cupti::ActivityRecords& records,
 }
 
 }  // namespace
-
-double median(std::vector<double> values) {
-  if (values.empty()) throw std::invalid_argument("median of no values");
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
 
 std::map<std::uint64_t, std::int64_t> gpu_durations(const cupti::ActivityRecords& records,
                                                     const std::vector<std::uint64_t>& ids) {

@@ -78,7 +78,4 @@ void require_complete(const LayerTimings& timings, const CallMap& calls);
 // median (call require_complete first).
 void apply_timings(const LayerTimings& timings, std::vector<profiles::LayerProfile>& layers);
 
-// The median of `values` (not empty): the middle one, or the mean of the two.
-[[nodiscard]] double median(std::vector<double> values);
-
 }  // namespace gpipe::exec::cuda::profiler

@@ -8,6 +8,7 @@
 
 #include "exec/cuda/check.hpp"
 #include "exec/cuda/profiler/layer_timings.hpp"
+#include "exec/profiler_inputs.hpp"
 #include "schedules/error.hpp"
 
 namespace gpipe::exec::cuda::profiler {

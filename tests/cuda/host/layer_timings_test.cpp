@@ -1,7 +1,8 @@
 // The CUDA profiler's host side, without a GPU: from hand-made CUPTI records
 // to each layer's median times (exact ns), the checks that refuse incomplete
-// records, the link's line through two copy sizes, the random inputs' shapes
-// and bytes, and profile_cuda's argument checks (made before any device call).
+// records, the link's line through two copy sizes, and profile_cuda's argument
+// checks (made before any device call). The random inputs it shares with the
+// CPU profiler are tested in tests/exec/profiler_inputs_test.cpp.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -11,7 +12,6 @@
 #include "exec/cuda/profiler/layer_profiler.hpp"
 #include "exec/cuda/profiler/layer_timings.hpp"
 #include "exec/cuda/profiler/link_probe.hpp"
-#include "exec/cuda/profiler/profile_inputs.hpp"
 #include "models/model_spec.hpp"
 #include "schedules/error.hpp"
 
@@ -171,42 +171,6 @@ TEST(LinkProbe, RefusesSamplesWithNoSlope) {
   EXPECT_THROW((void)link_from_copies(512, {100}, 1 << 20, {100}), RunError);
   EXPECT_THROW((void)link_from_copies(512, {}, 1 << 20, {100}), InputError);
   EXPECT_THROW((void)link_from_copies(512, {10}, 512, {100}), InputError);
-}
-
-TEST(ProfileInputs, ShapesAndBytesFollowTheModel) {
-  for (const char* spec : {"mlp:layers=2,hidden=8", "transformer:layers=1,hidden=16,heads=2,seq=4,vocab=32"}) {
-    const models::Model model = models::parse_model(spec);
-    std::mt19937_64 rng(1);
-    const SizeInputs s = random_size_inputs(model, 3, rng);
-    EXPECT_EQ(s.micro_batch_size, 3);
-    EXPECT_EQ(s.input.bytes(), models::bytes_at(model.layers.front(), 3, models::DType::fp32).input_bytes) << spec;
-    ASSERT_EQ(s.targets.size(), model.layers.size());
-    for (std::size_t i = 0; i < model.layers.size(); ++i) {
-      const models::Layer& l = model.layers[i];
-      EXPECT_EQ(s.targets[i].bytes(), 3 * (l.target_elems * 4 + l.target_index_bytes)) << spec << " " << l.name;
-    }
-    EXPECT_FALSE(s.targets.back().empty()) << spec << ": the loss layer gets a target";
-  }
-}
-
-TEST(ProfileInputs, LossGradientIsTheMeanOverTheMicroBatch) {
-  const models::Model model = models::parse_model("mlp:layers=1,hidden=8");
-  std::mt19937_64 rng(1);
-  const Tensor g = output_gradient({4}, model.layers.back(), 4, rng);
-  ASSERT_EQ(g.shape(), std::vector<std::int64_t>{4});
-  for (const float v : g.f32()) EXPECT_EQ(v, 0.25F);
-  const Tensor h = output_gradient({2, 8}, model.layers.front(), 2, rng);
-  EXPECT_EQ(h.shape(), (std::vector<std::int64_t>{2, 8}));
-}
-
-TEST(ProfileInputs, SizesAreChecked) {
-  EXPECT_EQ(checked_micro_batch_sizes(std::vector<int>{4, 1, 2}), (std::vector<int>{1, 2, 4}));
-  EXPECT_EQ(message_of<InputError>([] { (void)checked_micro_batch_sizes(std::vector<int>{}); }),
-            "--micro-batch-sizes: no size given");
-  EXPECT_EQ(message_of<InputError>([] { (void)checked_micro_batch_sizes(std::vector<int>{2, 0}); }),
-            "--micro-batch-sizes: sizes must be at least 1, got 0");
-  EXPECT_EQ(message_of<InputError>([] { (void)checked_micro_batch_sizes(std::vector<int>{2, 2}); }),
-            "--micro-batch-sizes: 2 is given more than once");
 }
 
 TEST(ProfileCuda, BadArgumentsFailBeforeTheDevice) {

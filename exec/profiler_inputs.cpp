@@ -1,16 +1,16 @@
-#include "exec/cuda/profiler/profile_inputs.hpp"
+#include "exec/profiler_inputs.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
 #include "schedules/error.hpp"
 
-namespace gpipe::exec::cuda::profiler {
+namespace gpipe::exec {
 namespace {
 
 std::vector<std::int64_t> float_shape(const models::Model& model, int b, std::int64_t elems) {
-  // Every floating tensor of a sequence model is per token.
   if (model.seq > 0 && elems % model.seq == 0) return {b, model.seq, elems / model.seq};
   return {b, elems};
 }
@@ -44,20 +44,27 @@ std::vector<int> checked_micro_batch_sizes(std::span<const int> sizes) {
   return sorted;
 }
 
+LayerInputs random_layer_inputs(const models::Model& model, const models::Layer& layer, int b,
+                                std::mt19937_64& rng) {
+  LayerInputs in;
+  if (layer.input_index_bytes > 0) {
+    in.input = random_tokens(b, layer.input_index_bytes / 4, model.vocab, rng);
+  } else {
+    in.input = random_normal(float_shape(model, b, layer.input_elems), 1.0F, rng);
+  }
+  if (layer.target_index_bytes > 0) {
+    in.target = random_tokens(b, layer.target_index_bytes / 4, model.vocab, rng);
+  } else if (layer.target_elems > 0) {
+    in.target = random_normal(float_shape(model, b, layer.target_elems), 1.0F, rng);
+  }
+  return in;
+}
+
 SizeInputs random_size_inputs(const models::Model& model, int b, std::mt19937_64& rng) {
   SizeInputs s;
   s.micro_batch_size = b;
-  const models::Layer& first = model.layers.front();
-  s.input = first.input_index_bytes > 0 ? random_tokens(b, first.input_index_bytes / 4, model.vocab, rng)
-                                        : random_normal(float_shape(model, b, first.input_elems), 1.0F, rng);
-  for (const models::Layer& layer : model.layers) {
-    Tensor& target = s.targets.emplace_back();
-    if (layer.target_index_bytes > 0) {
-      target = random_tokens(b, layer.target_index_bytes / 4, model.vocab, rng);
-    } else if (layer.target_elems > 0) {
-      target = random_normal(float_shape(model, b, layer.target_elems), 1.0F, rng);
-    }
-  }
+  s.input = random_layer_inputs(model, model.layers.front(), b, rng).input;
+  for (const models::Layer& layer : model.layers) s.targets.push_back(random_layer_inputs(model, layer, b, rng).target);
   return s;
 }
 
@@ -71,4 +78,24 @@ Tensor output_gradient(const std::vector<std::int64_t>& output_shape, const mode
   return random_normal(output_shape, 0.01F, rng);
 }
 
-}  // namespace gpipe::exec::cuda::profiler
+void record_sample_bytes(profiles::ProfileSample& sample, bool first_pass, const models::Layer& layer, int b,
+                         std::int64_t input_bytes, std::int64_t output_bytes, std::int64_t activation_bytes) {
+  if (first_pass) {
+    sample.micro_batch_size = b;
+    sample.input_bytes = input_bytes;
+    sample.output_bytes = output_bytes;
+    sample.activation_bytes = activation_bytes;
+  } else if (activation_bytes != sample.activation_bytes) {
+    throw RunError(fmt::format("layer {}: the stash held {} bytes, then {} bytes at b={}", layer.name,
+                               sample.activation_bytes, activation_bytes, b));
+  }
+}
+
+double median(std::vector<double> values) {
+  if (values.empty()) throw std::invalid_argument("median of no values");
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+}  // namespace gpipe::exec

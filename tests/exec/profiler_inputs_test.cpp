@@ -1,0 +1,133 @@
+// The host-side helpers the CPU and CUDA profilers share: the random inputs'
+// shapes, bytes, ranges and the order they are drawn in (the seed's numbers
+// must not move), the loss gradient, the sizes check with its exact messages,
+// the per-layer bytes a pass records, and the median.
+#include "exec/profiler_inputs.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "models/model_spec.hpp"
+#include "schedules/error.hpp"
+#include "tests/error_of.hpp"
+
+namespace gpipe::exec {
+namespace {
+
+using testing::error_of;
+
+// Same type, shape and values (bit for bit: drawn from the same generator state).
+bool same(const Tensor& a, const Tensor& b) {
+  if (a.empty() || b.empty()) return a.empty() && b.empty();
+  if (a.type() != b.type() || a.shape() != b.shape()) return false;
+  if (a.type() == ElementType::i32) return std::ranges::equal(a.i32(), b.i32());
+  return std::ranges::equal(a.f32(), b.f32());
+}
+
+TEST(ProfileInputs, ShapesAndBytesFollowTheModel) {
+  for (const char* spec : {"mlp:layers=2,hidden=8", "transformer:layers=1,hidden=16,heads=2,seq=4,vocab=32"}) {
+    const models::Model model = models::parse_model(spec);
+    std::mt19937_64 rng(1);
+    const SizeInputs s = random_size_inputs(model, 3, rng);
+    EXPECT_EQ(s.micro_batch_size, 3);
+    EXPECT_EQ(s.input.bytes(), models::bytes_at(model.layers.front(), 3, models::DType::fp32).input_bytes) << spec;
+    ASSERT_EQ(s.targets.size(), model.layers.size());
+    for (std::size_t i = 0; i < model.layers.size(); ++i) {
+      const models::Layer& l = model.layers[i];
+      EXPECT_EQ(s.targets[i].bytes(), 3 * (l.target_elems * 4 + l.target_index_bytes)) << spec << " " << l.name;
+    }
+    EXPECT_FALSE(s.targets.back().empty()) << spec << ": the loss layer gets a target";
+  }
+}
+
+TEST(ProfileInputs, SequenceTensorsArePerTokenAndTokensAreInTheVocabulary) {
+  const models::Model model = models::parse_model("transformer:layers=1,hidden=16,heads=2,seq=4,vocab=32");
+  std::mt19937_64 rng(7);
+  const SizeInputs s = random_size_inputs(model, 2, rng);
+  ASSERT_EQ(s.input.type(), ElementType::i32);  // the embedding reads token ids
+  EXPECT_EQ(s.input.shape(), (std::vector<std::int64_t>{2, 4}));
+  for (const std::int32_t id : s.input.i32()) {
+    EXPECT_GE(id, 0);
+    EXPECT_LT(id, 32);
+  }
+  // A transformer block reads f32 [b, S, H].
+  const LayerInputs block = random_layer_inputs(model, model.layers[1], 2, rng);
+  ASSERT_EQ(block.input.type(), ElementType::f32);
+  EXPECT_EQ(block.input.shape(), (std::vector<std::int64_t>{2, 4, 16}));
+  EXPECT_TRUE(block.target.empty());
+}
+
+// The CPU profiler's numbers for a seed must not change: its generator gives
+// the first layer's input and target, then every layer's input and target in
+// model order, and random_size_inputs keeps the first input and each target.
+TEST(ProfileInputs, DrawOrderIsFirstLayerThenEveryLayer) {
+  for (const char* spec : {"mlp:layers=2,hidden=8", "transformer:layers=1,hidden=16,heads=2,seq=4,vocab=32"}) {
+    const models::Model model = models::parse_model(spec);
+    std::mt19937_64 rng(5);
+    const SizeInputs s = random_size_inputs(model, 2, rng);
+
+    std::mt19937_64 expected(5);
+    EXPECT_TRUE(same(s.input, random_layer_inputs(model, model.layers.front(), 2, expected).input)) << spec;
+    for (std::size_t i = 0; i < model.layers.size(); ++i) {
+      EXPECT_TRUE(same(s.targets[i], random_layer_inputs(model, model.layers[i], 2, expected).target))
+          << spec << " " << model.layers[i].name;
+    }
+    EXPECT_EQ(rng, expected) << spec << ": the generators end in the same state";
+  }
+}
+
+TEST(ProfileInputs, LossGradientIsTheMeanOverTheMicroBatch) {
+  const models::Model model = models::parse_model("mlp:layers=1,hidden=8");
+  std::mt19937_64 rng(1);
+  const Tensor g = output_gradient({4}, model.layers.back(), 4, rng);
+  ASSERT_EQ(g.shape(), std::vector<std::int64_t>{4});
+  for (const float v : g.f32()) EXPECT_EQ(v, 0.25F);
+  const Tensor h = output_gradient({2, 8}, model.layers.front(), 2, rng);
+  EXPECT_EQ(h.shape(), (std::vector<std::int64_t>{2, 8}));
+  // N(0, 0.01): 16 values within 10 standard deviations.
+  for (const float v : h.f32()) EXPECT_LT(std::abs(v), 0.1F);
+}
+
+TEST(ProfileInputs, SizesAreChecked) {
+  EXPECT_EQ(checked_micro_batch_sizes(std::vector<int>{4, 1, 2}), (std::vector<int>{1, 2, 4}));
+  EXPECT_EQ(error_of([] { (void)checked_micro_batch_sizes(std::vector<int>{}); }),
+            "--micro-batch-sizes: no size given");
+  EXPECT_EQ(error_of([] { (void)checked_micro_batch_sizes(std::vector<int>{2, 0}); }),
+            "--micro-batch-sizes: sizes must be at least 1, got 0");
+  EXPECT_EQ(error_of([] { (void)checked_micro_batch_sizes(std::vector<int>{2, 2}); }),
+            "--micro-batch-sizes: 2 is given more than once");
+}
+
+TEST(ProfileInputs, SampleBytesAreSetAtTheFirstPassAndCheckedAfter) {
+  const models::Model model = models::parse_model("mlp:layers=1,hidden=8");
+  const models::Layer& layer = model.layers.front();
+  profiles::ProfileSample sample;
+  record_sample_bytes(sample, /*first_pass=*/true, layer, 4, 128, 96, 256);
+  EXPECT_EQ(sample.micro_batch_size, 4);
+  EXPECT_EQ(sample.input_bytes, 128);
+  EXPECT_EQ(sample.output_bytes, 96);
+  EXPECT_EQ(sample.activation_bytes, 256);
+  EXPECT_NO_THROW(record_sample_bytes(sample, /*first_pass=*/false, layer, 4, 128, 96, 256));
+  try {
+    record_sample_bytes(sample, /*first_pass=*/false, layer, 4, 128, 96, 260);
+    ADD_FAILURE() << "no RunError";
+  } catch (const RunError& e) {
+    EXPECT_EQ(std::string(e.what()), "layer " + layer.name + ": the stash held 256 bytes, then 260 bytes at b=4");
+  }
+  EXPECT_EQ(sample.activation_bytes, 256);
+}
+
+TEST(ProfileInputs, MedianIsTheMiddleOrTheMeanOfTheTwo) {
+  EXPECT_EQ(median({5.0, 1.0, 3.0}), 3.0);
+  EXPECT_EQ(median({200.0, 301.0}), 250.5);
+  EXPECT_EQ(median({4.0}), 4.0);
+  EXPECT_THROW((void)median({}), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace gpipe::exec
