@@ -15,6 +15,7 @@
 #include "exec/cpu/layer.hpp"
 #include "exec/memory_account.hpp"
 #include "exec/optimizer.hpp"
+#include "exec/stash_book.hpp"
 #include "exec/tensor.hpp"
 #include "models/model.hpp"
 
@@ -53,15 +54,13 @@ class StageState {
   [[nodiscard]] const std::vector<std::unique_ptr<cpu::Layer>>& layers() const { return layers_; }
 
  private:
-  enum class Kept : std::uint8_t { nothing, everything, boundary };
-  [[nodiscard]] std::vector<cpu::Stash>& stashes(int microbatch, Kept expected, const char* action);
+  using Book = StashBook<cpu::Stash>;
   [[nodiscard]] Tensor run_layers(int microbatch, Tensor input, const Tensor* target);
 
   bool is_last_ = false;
   std::vector<std::unique_ptr<cpu::Layer>> layers_;
-  std::vector<OptimizerState> optimizers_;        // one per layer
-  std::vector<std::vector<cpu::Stash>> stashes_;  // [micro-batch][layer]
-  std::vector<Kept> kept_;                        // per micro-batch
+  std::vector<OptimizerState> optimizers_;  // one per layer
+  Book book_;
   MemoryAccount* account_;
 };
 

@@ -91,10 +91,7 @@ void Worker::run_step(int step) {
     if (record) timelines_.back().push_back({action, rank_, schedules::stream_of(action.kind), start, end});
   }
   current_ = -1;
-  if (!slots_.empty()) {
-    throw std::logic_error(
-        fmt::format("the {} was produced but never consumed", to_string(slots_.begin()->first)));
-  }
+  slots_.expect_empty();
   if (stages_.back() != nullptr) {
     control.publish_loss(step, loss_sum_ / static_cast<double>(plan_.batch));
   }
@@ -121,22 +118,22 @@ void Worker::execute(const Action& a, int step) {
     }
     case ActionKind::SEND_F: {
       const MessageTag tag{step, MessageKind::activation, a.stage, a.microbatch};
-      links_.transport->send(rank_, plan_.schedule->rank_of(next), tag, take(tag, a));
+      links_.transport->send(rank_, plan_.schedule->rank_of(next), tag, slots_.take(tag, a));
       break;
     }
     case ActionKind::RECV_F: {
       const MessageTag tag{step, MessageKind::activation, prev, a.microbatch};
-      put(tag, links_.transport->receive(rank_, plan_.schedule->rank_of(prev), tag));
+      slots_.put(tag, links_.transport->receive(rank_, plan_.schedule->rank_of(prev), tag));
       break;
     }
     case ActionKind::SEND_B: {
       const MessageTag tag{step, MessageKind::gradient, a.stage, a.microbatch};
-      links_.transport->send(rank_, plan_.schedule->rank_of(prev), tag, take(tag, a));
+      links_.transport->send(rank_, plan_.schedule->rank_of(prev), tag, slots_.take(tag, a));
       break;
     }
     case ActionKind::RECV_B: {
       const MessageTag tag{step, MessageKind::gradient, next, a.microbatch};
-      put(tag, links_.transport->receive(rank_, plan_.schedule->rank_of(next), tag));
+      slots_.put(tag, links_.transport->receive(rank_, plan_.schedule->rank_of(next), tag));
       break;
     }
     case ActionKind::STEP:
@@ -154,7 +151,8 @@ void Worker::forward(const Action& a, int step) {
   Tensor input =
       a.stage.value == 0
           ? batch_.inputs.slice_rows(plan_.microbatch_offsets[m], plan_.microbatch_sizes[m])
-          : take({step, MessageKind::activation, Stage{a.stage.value - 1}, a.microbatch}, a);
+          
+          : slots_.take({step, MessageKind::activation, Stage{a.stage.value - 1}, a.microbatch}, a);
   const Tensor target = target_rows(a);
   Tensor output =
       st.forward(a.microbatch.value, std::move(input), target.empty() ? nullptr : &target);
@@ -164,7 +162,7 @@ void Worker::forward(const Action& a, int step) {
     if (plan_.check_finite && !std::isfinite(sum)) throw RunError("non-finite loss");
     loss_sum_ += sum;
   } else {
-    put({step, MessageKind::activation, a.stage, a.microbatch}, std::move(output));
+    slots_.put({step, MessageKind::activation, a.stage, a.microbatch}, std::move(output));
   }
   const auto& recomputed = plan_.recomputed[a.stage.at()];
   if (recomputed[m]) st.drop_to_boundary(a.microbatch.value);
@@ -180,7 +178,7 @@ void Worker::backward(const Action& a, int step) {
     std::fill(grad_output.f32().begin(), grad_output.f32().end(),
               1.0F / static_cast<float>(plan_.batch));
   } else {
-    grad_output = take({step, MessageKind::gradient, Stage{a.stage.value + 1}, a.microbatch}, a);
+    grad_output = slots_.take({step, MessageKind::gradient, Stage{a.stage.value + 1}, a.microbatch}, a);
   }
   Tensor grad_input = st.backward(a.microbatch.value, grad_output);
   if (plan_.check_finite) {
@@ -189,7 +187,7 @@ void Worker::backward(const Action& a, int step) {
   }
   // Stage 0's input gradient has no consumer.
   if (a.stage.value > 0)
-    put({step, MessageKind::gradient, a.stage, a.microbatch}, std::move(grad_input));
+    slots_.put({step, MessageKind::gradient, a.stage, a.microbatch}, std::move(grad_input));
 }
 
 Tensor Worker::target_rows(const Action& a) const {
@@ -204,23 +202,6 @@ StageState& Worker::stage(Stage s) const {
     throw std::logic_error(fmt::format("stage {} does not live on rank {}", s.value, rank_.value));
   }
   return *st;
-}
-
-void Worker::put(const MessageTag& tag, Tensor tensor) {
-  if (!slots_.try_emplace(tag, std::move(tensor)).second) {
-    throw std::logic_error(fmt::format("the {} was produced twice", to_string(tag)));
-  }
-}
-
-Tensor Worker::take(const MessageTag& tag, const Action& a) {
-  auto it = slots_.find(tag);
-  if (it == slots_.end()) {
-    throw std::logic_error(
-        fmt::format("{} needs the {}, which is not here", to_string(a), to_string(tag)));
-  }
-  Tensor tensor = std::move(it->second);
-  slots_.erase(it);
-  return tensor;
 }
 
 }  // namespace gpipe::exec

@@ -21,6 +21,7 @@
 #include "exec/data.hpp"
 #include "exec/fault.hpp"
 #include "exec/memory_recorder.hpp"
+#include "exec/message_slots.hpp"
 #include "exec/run_control.hpp"
 #include "exec/stage_state.hpp"
 #include "exec/step_barrier.hpp"
@@ -78,8 +79,6 @@ class Worker {
   void backward(const schedules::Action& action, int step);
   [[nodiscard]] Tensor target_rows(const schedules::Action& action) const;
   [[nodiscard]] StageState& stage(schedules::Stage s) const;
-  void put(const MessageTag& tag, Tensor tensor);
-  [[nodiscard]] Tensor take(const MessageTag& tag, const schedules::Action& action);
   [[nodiscard]] std::int64_t since_start() const;
 
   schedules::Rank rank_;
@@ -92,7 +91,7 @@ class Worker {
 
   // Per step.
   Batch batch_;
-  std::map<MessageTag, Tensor> slots_;
+  MessageSlots<Tensor> slots_;
   double loss_sum_ = 0;
   Clock::time_point step_start_;
   int current_ = -1;  // index of the running action, -1 between actions

@@ -1,7 +1,6 @@
 #include "exec/cuda/device_stage.hpp"
 
 #include <cmath>
-#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -12,8 +11,7 @@ DeviceStage::DeviceStage(const models::Model& model, int first_layer, int end_la
                          int num_microbatches, MemoryAccount* account, const LayerContext& context)
     : is_last_(end_layer == static_cast<int>(model.layers.size())),
       context_(context),
-      stashes_(static_cast<std::size_t>(num_microbatches)),
-      kept_(static_cast<std::size_t>(num_microbatches), Kept::nothing),
+      book_(num_microbatches, static_cast<std::size_t>(end_layer - first_layer)),
       account_(account) {
   for (int l = first_layer; l < end_layer; ++l) {
     layers_.push_back(make_device_layer(model, l, seed, context_));
@@ -22,64 +20,38 @@ DeviceStage::DeviceStage(const models::Model& model, int first_layer, int end_la
   }
 }
 
-std::vector<DeviceStash>& DeviceStage::stashes(int microbatch, Kept expected, const char* action) {
-  const auto m = static_cast<std::size_t>(microbatch);
-  if (m >= kept_.size())
-    throw std::out_of_range(fmt::format("{}: no micro-batch {}", action, microbatch));
-  if (kept_[m] != expected) {
-    static constexpr const char* names[] = {"nothing", "the full stash", "the input only"};
-    throw std::logic_error(fmt::format("{} of micro-batch {} found {} kept", action, microbatch,
-                                       names[static_cast<int>(kept_[m])]));
-  }
-  return stashes_[m];
-}
-
 DeviceTensor DeviceStage::run_layers(int microbatch, DeviceTensor input, const DeviceTensor* target) {
-  auto& stash = stashes_[static_cast<std::size_t>(microbatch)];
-  stash.clear();
-  stash.resize(layers_.size());
+  auto& stash = book_.fill(microbatch);
   DeviceTensor x = std::move(input);
   for (std::size_t l = 0; l < layers_.size(); ++l) {
     const bool loss_layer = is_last_ && l + 1 == layers_.size();
     x = layers_[l]->forward(context_, std::move(x), loss_layer ? target : nullptr, stash[l],
                             account_);
   }
-  kept_[static_cast<std::size_t>(microbatch)] = Kept::everything;
   return x;
 }
 
 DeviceTensor DeviceStage::forward(int microbatch, DeviceTensor input, const DeviceTensor* target) {
-  (void)stashes(microbatch, Kept::nothing, "F");
+  (void)book_.expect(microbatch, Book::Kept::nothing, "F");
   return run_layers(microbatch, std::move(input), target);
 }
 
-void DeviceStage::drop_to_boundary(int microbatch) {
-  auto& stash = stashes(microbatch, Kept::everything, "dropping the stash");
-  // Every kind stashes its input first: the stage's boundary input In_s.
-  DeviceTensor input = std::move(stash.front().tensors.front());
-  stash.clear();
-  stash.resize(layers_.size());
-  stash.front().tensors.push_back(std::move(input));
-  kept_[static_cast<std::size_t>(microbatch)] = Kept::boundary;
-}
+void DeviceStage::drop_to_boundary(int microbatch) { book_.keep_boundary(microbatch); }
 
 void DeviceStage::recompute(int microbatch, const DeviceTensor* target) {
-  auto& stash = stashes(microbatch, Kept::boundary, "R");
-  DeviceTensor input = std::move(stash.front().tensors.front());
   // The output was handed on by F already; the recomputed one is dropped
   // here, on the stream, as any temporary.
-  (void)run_layers(microbatch, std::move(input), target);
+  (void)run_layers(microbatch, book_.take_boundary(microbatch), target);
 }
 
 DeviceTensor DeviceStage::backward(int microbatch, const DeviceTensor& grad_output) {
-  auto& stash = stashes(microbatch, Kept::everything, "B");
+  auto& stash = book_.expect(microbatch, Book::Kept::everything, "B");
   DeviceTensor grad;
   for (std::size_t l = layers_.size(); l-- > 0;) {
     grad = layers_[l]->backward(context_, std::move(stash[l]),
                                 l + 1 == layers_.size() ? grad_output : grad);
   }
-  stash.clear();
-  kept_[static_cast<std::size_t>(microbatch)] = Kept::nothing;
+  book_.consumed(microbatch);
   return grad;
 }
 

@@ -13,6 +13,7 @@
 #include "exec/cuda/layer.hpp"
 #include "exec/memory_account.hpp"
 #include "exec/optimizer.hpp"
+#include "exec/stash_book.hpp"
 #include "models/model.hpp"
 
 namespace gpipe::exec::cuda {
@@ -53,16 +54,14 @@ class DeviceStage {
   [[nodiscard]] std::string non_finite_gradient() const;
 
  private:
-  enum class Kept : std::uint8_t { nothing, everything, boundary };
-  [[nodiscard]] std::vector<DeviceStash>& stashes(int microbatch, Kept expected, const char* action);
+  using Book = StashBook<DeviceStash>;
   [[nodiscard]] DeviceTensor run_layers(int microbatch, DeviceTensor input, const DeviceTensor* target);
 
   bool is_last_ = false;
   LayerContext context_;
   std::vector<std::unique_ptr<DeviceLayer>> layers_;
   std::vector<DeviceOptimizerState> optimizers_;  // one per layer
-  std::vector<std::vector<DeviceStash>> stashes_;  // [micro-batch][layer]
-  std::vector<Kept> kept_;
+  Book book_;
   MemoryAccount* account_;
 };
 

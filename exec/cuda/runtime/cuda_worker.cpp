@@ -129,10 +129,7 @@ void CudaWorker::run_step(int step) {
   }
   current_ = -1;
   links_.memory->set_action(-1);
-  if (!slots_.empty()) {
-    throw std::logic_error(
-        fmt::format("the {} was produced but never consumed", to_string(slots_.begin()->first)));
-  }
+  slots_.expect_empty();
   finish_step(step);
 }
 
@@ -318,20 +315,10 @@ DeviceStage& CudaWorker::stage(Stage s) const {
   return *st;
 }
 
-void CudaWorker::put(const MessageTag& tag, Arrival arrival) {
-  if (!slots_.try_emplace(tag, std::move(arrival)).second) {
-    throw std::logic_error(fmt::format("the {} was produced twice", to_string(tag)));
-  }
-}
+void CudaWorker::put(const MessageTag& tag, Arrival arrival) { slots_.put(tag, std::move(arrival)); }
 
 DeviceTensor CudaWorker::take(const MessageTag& tag, const Action& a) {
-  auto it = slots_.find(tag);
-  if (it == slots_.end()) {
-    throw std::logic_error(
-        fmt::format("{} needs the {}, which is not here", to_string(a), to_string(tag)));
-  }
-  Arrival arrival = std::move(it->second);
-  slots_.erase(it);
+  Arrival arrival = slots_.take(tag, a);
   if (arrival.ready) {
     // Received on a link's stream: the compute stream reads it after the copy,
     // and its block goes back to the cache only after the compute stream's use.

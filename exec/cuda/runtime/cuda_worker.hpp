@@ -26,6 +26,7 @@
 #include "exec/cuda/runtime/device_link.hpp"
 #include "exec/cuda/runtime/rank_device.hpp"
 #include "exec/data.hpp"
+#include "exec/message_slots.hpp"
 #include "exec/run_control.hpp"
 #include "exec/worker.hpp"
 
@@ -88,7 +89,7 @@ class CudaWorker {
   std::vector<DeviceTensor> targets_;      // per micro-batch, last stage
   std::vector<DeviceTensor> loss_grads_;   // per micro-batch, last stage: 1/N each
   std::vector<DeviceTensor> losses_;       // per micro-batch, last stage: f32 [b]
-  std::map<MessageTag, Arrival> slots_;
+  MessageSlots<Arrival> slots_;
   int current_ = -1;
 };
 
