@@ -18,8 +18,6 @@
 
 namespace gpipe::exec {
 
-using schedules::Action;
-using schedules::ActionKind;
 using schedules::Rank;
 
 TrainResult train(const TrainOptions& o) {
