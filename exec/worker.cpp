@@ -2,13 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <exception>
 #include <stdexcept>
 #include <utility>
 
 #include <fmt/format.h>
 
-#include "exec/aborted.hpp"
+#include "exec/worker_steps.hpp"
 #include "schedules/error.hpp"
 
 namespace gpipe::exec {
@@ -31,23 +30,8 @@ Worker::Worker(Rank rank, const RunPlan& plan, std::vector<StageState*> stages, 
 
 void Worker::run() noexcept {
   RunControl& control = *links_.control;
-  bool completed = false;
-  int step = 0;
-  try {
-    for (; step < plan_.steps; ++step) run_step(step);
-    completed = true;
-  } catch (const Aborted&) {
-    // Another worker's error (or the watchdog) stopped the run; it has the message.
-  } catch (const std::exception& e) {
-    if (current_ >= 0) {
-      control.fail(fmt::format("rank {} failed in {}: {}", rank_.value,
-                               to_string(program_[static_cast<std::size_t>(current_)]), e.what()));
-    } else {
-      control.fail(fmt::format("rank {} failed at step {}: {}", rank_.value, step, e.what()));
-    }
-  } catch (...) {
-    control.fail(fmt::format("rank {} failed at step {}: unknown exception", rank_.value, step));
-  }
+  const bool completed = run_worker_steps(control, rank_, program_, current_, plan_.steps,
+                                          [this](int step) { run_step(step); });
   // Tensors this worker still holds go before the thread ends: nothing of a
   // run outlives its workers but what train() reads back.
   slots_.clear();

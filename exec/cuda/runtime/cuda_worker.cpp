@@ -2,13 +2,12 @@
 
 #include <chrono>
 #include <cmath>
-#include <exception>
 #include <stdexcept>
 #include <thread>
 
 #include <fmt/format.h>
 
-#include "exec/aborted.hpp"
+#include "exec/worker_steps.hpp"
 #include "exec/cuda/check.hpp"
 #include "exec/cuda/device.hpp"
 #include "schedules/error.hpp"
@@ -40,25 +39,13 @@ CudaWorker::CudaWorker(Rank rank, const RunPlan& plan, std::vector<DeviceStage*>
 
 void CudaWorker::run() noexcept {
   RunControl& control = *links_.control;
-  bool completed = false;
-  int step = 0;
-  try {
-    use_device(device_.device);
-    if (device_.bind_thread) device_.bind_thread();  // into the rank's green context
-    for (; step < plan_.steps; ++step) run_step(step);
-    completed = true;
-  } catch (const Aborted&) {
-    // Another worker's error (or the watchdog) stopped the run; it has the message.
-  } catch (const std::exception& e) {
-    if (current_ >= 0) {
-      control.fail(fmt::format("rank {} failed in {}: {}", rank_.value,
-                               to_string(program_[static_cast<std::size_t>(current_)]), e.what()));
-    } else {
-      control.fail(fmt::format("rank {} failed at step {}: {}", rank_.value, step, e.what()));
+  const bool completed = run_worker_steps(control, rank_, program_, current_, plan_.steps, [this](int step) {
+    if (step == 0) {
+      use_device(device_.device);
+      if (device_.bind_thread) device_.bind_thread();  // into the rank's green context
     }
-  } catch (...) {
-    control.fail(fmt::format("rank {} failed at step {}: unknown exception", rank_.value, step));
-  }
+    run_step(step);
+  });
   // What the GPU may still read must not go back to the cache before it is
   // done; after an abort, the link first ends what the GPU may wait for.
   try {
