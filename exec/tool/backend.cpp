@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "schedules/error.hpp"
+#include "sim/tool/units.hpp"
 
 #ifdef GPIPE_HAVE_CUDA
 #include "exec/cuda/cupti/kernel_events.hpp"
@@ -157,6 +158,14 @@ BackendRun run_training(const std::string& backend, const CudaFlags& cuda,
                                            cuda_result->step_origin_ns);
     };
   }
+  std::string per_rank;
+  for (std::int64_t bytes : cuda_result->allocator_peak_bytes) {
+    per_rank += (per_rank.empty() ? "" : ", ") + format_bytes(bytes);
+  }
+  run.device_memory = fmt::format(
+      "device memory: {} peak used on the GPU (cudaMemGetInfo: every process and library); "
+      "the allocator's peak per rank (activations, messages, temporaries, weights): {}",
+      format_bytes(cuda_result->device_peak_used_bytes), per_rank);
   run.result = std::move(cuda_result->train);
   return run;
 #else

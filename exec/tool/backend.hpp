@@ -64,6 +64,9 @@ struct BackendRun {
   // "cuda: 4 partitions of 32 SMs (4 of 132 unused) on NVIDIA H100 80GB HBM3, timed with cupti"
   std::string where;
   std::string note;  // a fallback worth saying (no green contexts, no CUPTI), else ""
+  // On the GPU: the device's own peak of used memory (cudaMemGetInfo) beside
+  // the allocator's exact peak per rank, one line; "" on the CPU.
+  std::string device_memory;
   // Adds the measured step's kernel events (Kineto-shaped) to a Chrome trace;
   // does nothing for the CPU or without CUPTI.
   std::function<void(nlohmann::json& trace)> add_kernel_events;

@@ -139,6 +139,7 @@ int run_train(const TrainFlags& f) {
   std::cout << format_metrics_summary(result.metrics);
   std::cout << format_rank_table(result.metrics, plan.partition,
                                  fmt::format("static ({}, fp32)", sim::to_string(t.optimizer.kind)));
+  if (!run.device_memory.empty()) std::cout << "\n" << run.device_memory << "\n";
   if (!f.trace.empty()) std::cout << "\ntrace written to " << f.trace << " (open it in Perfetto)\n";
   return 0;
 }

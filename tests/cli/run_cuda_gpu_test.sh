@@ -26,6 +26,7 @@ model=mlp:layers=8,hidden=256
 expect_status 0 "$run" train --backend cuda --model $model -K 4 -M 8 -N 32 --steps 3 \
   --trace "$tmp/cuda.json"
 expect_out "cuda: "
+expect_out "^device memory: .* peak used on the GPU"
 cat "$tmp/out"
 /usr/bin/python3 - "$tmp/cuda.json" <<'PY' || fail "the 4-stage trace: see above"
 import json, sys
