@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -18,6 +19,10 @@ std::uint64_t CuptiActionTimer::external_id(int rank, int slot, std::size_t inde
 }
 
 CuptiActionTimer::Slot& CuptiActionTimer::slot(int index) {
+  return const_cast<Slot&>(std::as_const(*this).slot(index));
+}
+
+const CuptiActionTimer::Slot& CuptiActionTimer::slot(int index) const {
   if (index < 0 || static_cast<std::size_t>(index) >= slots_.size()) {
     throw std::out_of_range(fmt::format("CUPTI timer: no measured step {}", index));
   }
@@ -57,11 +62,11 @@ void CuptiActionTimer::finish() {
 }
 
 const cupti::ExternalIdMap& CuptiActionTimer::ids(int index) const {
-  return const_cast<CuptiActionTimer*>(this)->slot(index).ids;
+  return slot(index).ids;
 }
 
 std::int64_t CuptiActionTimer::origin_ns(int index) const {
-  return const_cast<CuptiActionTimer*>(this)->slot(index).origin_ns;
+  return slot(index).origin_ns;
 }
 
 cupti::GpuTimeline CuptiActionTimer::gpu_timeline(int index) const {

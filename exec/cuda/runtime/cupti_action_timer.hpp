@@ -55,6 +55,7 @@ class CuptiActionTimer final : public ActionTimer {
     std::int64_t origin_ns = -1;
   };
   [[nodiscard]] Slot& slot(int index);
+  [[nodiscard]] const Slot& slot(int index) const;
 
   cupti::ActivitySource& source_;
   std::function<std::int64_t()> now_ns_;
