@@ -9,11 +9,11 @@
 
 #ifdef GPIPE_HAVE_CUDA
 #include "exec/cuda/cupti/kernel_events.hpp"
-#include "exec/cuda/device.hpp"
-#include "exec/cuda/green_context.hpp"
+#include "exec/cuda/base/device.hpp"
+#include "exec/cuda/base/green_context.hpp"
 #include "exec/cuda/profiler/layer_profiler.hpp"
-#include "exec/cuda/runtime/cuda_trainer.hpp"
-#include "exec/cuda/runtime/distributed_trainer.hpp"
+#include "exec/cuda/backend/cuda_trainer.hpp"
+#include "exec/cuda/backend/distributed_trainer.hpp"
 #endif
 
 namespace gpipe::cli {

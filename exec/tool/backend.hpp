@@ -14,9 +14,9 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "exec/bootstrap.hpp"
-#include "exec/profiler.hpp"
-#include "exec/trainer.hpp"
+#include "exec/dist/bootstrap.hpp"
+#include "exec/cpu/profiler.hpp"
+#include "exec/runtime/trainer.hpp"
 #include "models/model.hpp"
 #include "profiles/profile.hpp"
 #include "schedules/schedule.hpp"

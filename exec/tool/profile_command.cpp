@@ -1,5 +1,5 @@
 // gpipe-run profile --backend cpu|cuda --model SPEC --micro-batch-sizes LIST --out P.json:
-// measure every layer on this CPU (exec/profiler.hpp) or on the GPU with
+// measure every layer on this CPU (exec/cpu/profiler.hpp) or on the GPU with
 // CUPTI, in the SM partition a --stages K run gives each stage
 // (exec/cuda/profiler/layer_profiler.hpp), and write the profile that
 // `gpipe-sim run --profile` reads; progress per layer on stderr, a one-line
@@ -13,7 +13,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "exec/profiler.hpp"
+#include "exec/cpu/profiler.hpp"
 #include "exec/tool/backend.hpp"
 #include "exec/tool/commands.hpp"
 #include "exec/tool/run_flags.hpp"

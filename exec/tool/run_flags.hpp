@@ -8,7 +8,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "exec/optimizer.hpp"
+#include "exec/cpu/optimizer.hpp"
 
 namespace gpipe::cli {
 

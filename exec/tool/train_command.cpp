@@ -14,12 +14,12 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "exec/fault.hpp"
+#include "exec/runtime/fault.hpp"
 #include "exec/run_plan.hpp"
 #include "exec/tool/backend.hpp"
 #include "exec/tool/commands.hpp"
 #include "exec/tool/run_flags.hpp"
-#include "exec/trainer.hpp"
+#include "exec/runtime/trainer.hpp"
 #include "models/model_spec.hpp"
 #include "profiles/profile.hpp"
 #include "schedules/chrome_trace.hpp"

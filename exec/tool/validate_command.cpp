@@ -1,7 +1,7 @@
 // gpipe-run validate: the simulator against real runs over a grid. Profile the
 // model on this CPU at every micro-batch size the grid needs (or read
 // --profile), then for each configuration predict, train and diff
-// (exec/validation.hpp), printing a row of predicted vs measured step time,
+// (exec/calibration/calibration.hpp), printing a row of predicted vs measured step time,
 // bubble and peak activation as each finishes; --out writes the CSV that
 // plots/validation.py draws, --json prints every row with its full diff.
 #include <algorithm>
@@ -15,12 +15,12 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
-#include "exec/profiler.hpp"
+#include "exec/cpu/profiler.hpp"
 #include "exec/run_plan.hpp"
 #include "exec/tool/backend.hpp"
 #include "exec/tool/commands.hpp"
 #include "exec/tool/run_flags.hpp"
-#include "exec/validation.hpp"
+#include "exec/calibration/calibration.hpp"
 #include "models/model_spec.hpp"
 #include "schedules/error.hpp"
 #include "schedules/files.hpp"

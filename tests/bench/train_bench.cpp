@@ -4,7 +4,7 @@
 // it shows what the pipeline gains on this machine's cores.
 #include <benchmark/benchmark.h>
 
-#include "exec/trainer.hpp"
+#include "exec/runtime/trainer.hpp"
 #include "models/model_spec.hpp"
 #include "models/partition.hpp"
 #include "schedules/generate.hpp"

@@ -1,7 +1,7 @@
 // Reading a rank's place in a multi-process run from the launcher's environment.
 #include <gtest/gtest.h>
 
-#include "exec/bootstrap.hpp"
+#include "exec/dist/bootstrap.hpp"
 #include "schedules/error.hpp"
 #include "tests/error_of.hpp"
 

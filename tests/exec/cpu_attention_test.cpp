@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <random>
 
-#include "exec/cpu/layer.hpp"
+#include "exec/cpu/layers/layer.hpp"
 #include "tests/exec/cpu_layer_cases.hpp"
 
 namespace gpipe::exec::cpu {

@@ -16,7 +16,7 @@
 #include <random>
 #include <span>
 
-#include "exec/cpu/layer.hpp"
+#include "exec/cpu/layers/layer.hpp"
 #include "tests/exec/cpu_layer_cases.hpp"
 
 namespace gpipe::exec::cpu {

@@ -1,6 +1,6 @@
 // Shared by the CPU layer tests: one small case per layer kind (plus an
 // mlp_block of another inner width), and random inputs and targets of the
-// shapes exec/cpu/layer.hpp documents.
+// shapes exec/cpu/layers/layer.hpp documents.
 #pragma once
 
 #include <algorithm>
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "exec/tensor.hpp"
+#include "exec/cpu/tensor.hpp"
 #include "models/families.hpp"
 #include "models/model.hpp"
 

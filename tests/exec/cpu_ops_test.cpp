@@ -5,11 +5,11 @@
 #include <cmath>
 #include <vector>
 
-#include "exec/cpu/cross_entropy.hpp"
-#include "exec/cpu/gelu.hpp"
-#include "exec/cpu/gemm.hpp"
-#include "exec/cpu/layer.hpp"
-#include "exec/cpu/layernorm.hpp"
+#include "exec/cpu/ops/cross_entropy.hpp"
+#include "exec/cpu/ops/gelu.hpp"
+#include "exec/cpu/ops/gemm.hpp"
+#include "exec/cpu/layers/layer.hpp"
+#include "exec/cpu/ops/layernorm.hpp"
 #include "models/families.hpp"
 #include "tests/exec/cpu_layer_cases.hpp"
 

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "exec/cpu/layer.hpp"
+#include "exec/cpu/layers/layer.hpp"
 #include "tests/exec/cpu_layer_cases.hpp"
 
 namespace gpipe::exec::cpu {

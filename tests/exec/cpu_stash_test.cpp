@@ -6,8 +6,8 @@
 
 #include <random>
 
-#include "exec/cpu/layer.hpp"
-#include "exec/memory_account.hpp"
+#include "exec/cpu/layers/layer.hpp"
+#include "exec/runtime/memory_account.hpp"
 #include "tests/exec/cpu_layer_cases.hpp"
 
 namespace gpipe::exec::cpu {

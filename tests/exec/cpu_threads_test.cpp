@@ -7,7 +7,7 @@
 #include <thread>
 #include <vector>
 
-#include "exec/cpu/layer.hpp"
+#include "exec/cpu/layers/layer.hpp"
 #include "models/families.hpp"
 #include "tests/exec/cpu_layer_cases.hpp"
 

@@ -1,4 +1,4 @@
-#include "exec/data.hpp"
+#include "exec/runtime/synthetic_data.hpp"
 
 #include <gtest/gtest.h>
 

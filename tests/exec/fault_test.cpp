@@ -1,4 +1,4 @@
-#include "exec/fault.hpp"
+#include "exec/runtime/fault.hpp"
 
 #include <gtest/gtest.h>
 

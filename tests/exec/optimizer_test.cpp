@@ -1,6 +1,6 @@
 // The optimizers against hand-computed updates (exact where the arithmetic is
 // a few fp32 operations, so the tolerances are a few ulps).
-#include "exec/optimizer.hpp"
+#include "exec/cpu/optimizer.hpp"
 
 #include <cmath>
 #include <vector>

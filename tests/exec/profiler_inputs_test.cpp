@@ -2,7 +2,7 @@
 // shapes, bytes, ranges and the order they are drawn in (the seed's numbers
 // must not move), the loss gradient, the sizes check with its exact messages,
 // the per-layer bytes a pass records, and the median.
-#include "exec/profiler_inputs.hpp"
+#include "exec/profiling/profiler_inputs.hpp"
 
 #include <algorithm>
 #include <cmath>

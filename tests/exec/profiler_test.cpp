@@ -2,7 +2,7 @@
 // (models::bytes_at) exactly, every layer kind included; times are positive;
 // the profile is a valid DESIGN.md profile that round-trips and that the
 // simulator runs. Tiny models and few repeats: no test asserts a speed.
-#include "exec/profiler.hpp"
+#include "exec/cpu/profiler.hpp"
 
 #include <filesystem>
 #include <vector>
@@ -10,7 +10,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "exec/trainer.hpp"
+#include "exec/runtime/trainer.hpp"
 #include "models/model_spec.hpp"
 #include "sim/scenario.hpp"
 #include "tests/error_of.hpp"

@@ -7,7 +7,7 @@
 #include <thread>
 #include <vector>
 
-#include "exec/tcp_store.hpp"
+#include "exec/dist/tcp_store.hpp"
 #include "schedules/error.hpp"
 
 namespace gpipe::exec {

@@ -1,7 +1,7 @@
-// exec/tensor.hpp: charges follow the tensor (moves carry them, frees refund
+// exec/cpu/tensor.hpp: charges follow the tensor (moves carry them, frees refund
 // them, charge_to moves them between accounts), copies are explicit, and
 // misuse throws.
-#include "exec/tensor.hpp"
+#include "exec/cpu/tensor.hpp"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "exec/memory_account.hpp"
+#include "exec/runtime/memory_account.hpp"
 
 namespace gpipe::exec {
 namespace {

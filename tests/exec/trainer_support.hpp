@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "exec/trainer.hpp"
+#include "exec/runtime/trainer.hpp"
 #include "models/model_spec.hpp"
 #include "models/partition.hpp"
 #include "schedules/generate.hpp"

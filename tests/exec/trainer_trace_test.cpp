@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "exec/trainer.hpp"
+#include "exec/runtime/trainer.hpp"
 #include "schedules/lower.hpp"
 #include "sim/static_memory.hpp"
 #include "tests/exec/trainer_support.hpp"

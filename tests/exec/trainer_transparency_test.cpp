@@ -25,7 +25,7 @@
 
 #include <fmt/format.h>
 
-#include "exec/layer_layout.hpp"
+#include "exec/layers/layer_layout.hpp"
 #include "tests/exec/trainer_support.hpp"
 
 namespace gpipe::exec {

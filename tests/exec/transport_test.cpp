@@ -8,9 +8,9 @@
 #include <thread>
 #include <vector>
 
-#include "exec/aborted.hpp"
-#include "exec/in_process_transport.hpp"
-#include "exec/step_barrier.hpp"
+#include "exec/runtime/aborted.hpp"
+#include "exec/cpu/in_process_transport.hpp"
+#include "exec/runtime/step_barrier.hpp"
 
 namespace gpipe::exec {
 namespace {

@@ -4,14 +4,14 @@
 // predicted partition, and the measured activation peak equal to the
 // prediction byte for byte. Also the run plan (partition, profile checks) it
 // rests on. No assertion on times beyond "positive".
-#include "exec/validation.hpp"
+#include "exec/calibration/calibration.hpp"
 
 #include <algorithm>
 #include <sstream>
 
 #include <gtest/gtest.h>
 
-#include "exec/profiler.hpp"
+#include "exec/cpu/profiler.hpp"
 #include "exec/run_plan.hpp"
 #include "models/model_spec.hpp"
 #include "tests/error_of.hpp"

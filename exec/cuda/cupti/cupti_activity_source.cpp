@@ -8,9 +8,9 @@
 #include <cuda_runtime.h>
 #include <cupti.h>
 
-#include "exec/cuda/check.hpp"
+#include "exec/cuda/base/check.hpp"
 #include "exec/cuda/cupti/record_parser.hpp"
-#include "exec/cuda/device.hpp"
+#include "exec/cuda/base/device.hpp"
 #include "schedules/error.hpp"
 
 namespace gpipe::exec::cuda::cupti {

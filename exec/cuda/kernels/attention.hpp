@@ -1,5 +1,5 @@
 // Causal multi-head self-attention on the device, the contract of
-// exec/cpu/attention.hpp (same qkv [b, S, 3H], probs [b, A, S, S] with zeros
+// exec/cpu/ops/attention.hpp (same qkv [b, S, 3H], probs [b, A, S, S] with zeros
 // above the diagonal, out [b, S, H]): the q/k/v columns are permuted to
 // head-major (softmax.hpp) so each GEMM is one strided-batched fp32 call over
 // the b*A (sample, head) pairs, then permuted back. Scratch is device memory
@@ -8,8 +8,8 @@
 
 #include <cstdint>
 
-#include "exec/cpu/attention.hpp"
-#include "exec/cuda/gemm.hpp"
+#include "exec/cpu/ops/attention.hpp"
+#include "exec/cuda/kernels/gemm.hpp"
 
 namespace gpipe::exec::cuda::kernels {
 

@@ -1,7 +1,7 @@
 // fp32 <-> bf16 conversion kernels (declared in bf16.hpp).
 #include <cuda_bf16.h>
 
-#include "exec/cuda/check.hpp"
+#include "exec/cuda/base/check.hpp"
 #include "exec/cuda/kernels/bf16.hpp"
 #include "exec/cuda/kernels/device_math.cuh"
 

@@ -1,6 +1,6 @@
 // The additive pieces of the layers on the device: a Linear's bias (added
 // after the cuBLAS GEMM, whose output has no bias term here) and its gradient
-// (column sums of dy, accumulated like exec/cpu/linear.cpp's dbias), and the
+// (column sums of dy, accumulated like exec/cpu/ops/linear.cpp's dbias), and the
 // residual add of the blocks. Device pointers; rows are row-major [rows, width].
 #pragma once
 

@@ -1,5 +1,5 @@
 // Embedding gather and scatter-add (see embedding.hpp); one thread per element of out.
-#include "exec/cuda/check.hpp"
+#include "exec/cuda/base/check.hpp"
 #include "exec/cuda/kernels/device_math.cuh"
 #include "exec/cuda/kernels/embedding.hpp"
 

@@ -1,5 +1,5 @@
 // GELU forward and backward (see gelu.hpp), elementwise with a grid stride.
-#include "exec/cuda/check.hpp"
+#include "exec/cuda/base/check.hpp"
 #include "exec/cuda/kernels/device_math.cuh"
 #include "exec/cuda/kernels/gelu.hpp"
 
@@ -7,7 +7,7 @@ namespace gpipe::exec::cuda::kernels {
 
 namespace {
 
-constexpr float kSqrt2OverPi = 0.7978845608028654F;  // sqrt(2/pi), as exec/cpu/gelu.cpp
+constexpr float kSqrt2OverPi = 0.7978845608028654F;  // sqrt(2/pi), as exec/cpu/ops/gelu.cpp
 constexpr float kCubic = 0.044715F;
 
 __global__ void gelu_forward_kernel(std::int64_t count, const float* x, float* y) {

@@ -1,5 +1,5 @@
 // GELU (GPT-2's tanh approximation) on the device, the same contract as
-// exec/cpu/gelu.hpp: y = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))),
+// exec/cpu/ops/gelu.hpp: y = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))),
 // and dx = dy * gelu'(x) (overwritten). Device pointers.
 #pragma once
 

@@ -1,7 +1,7 @@
 // LayerNorm forward and backward (see layernorm.hpp). One warp per row for the
 // row statistics and dx, as llm.c's layernorm kernels; the parameter
 // gradients are a separate column reduction so no atomics are needed.
-#include "exec/cuda/check.hpp"
+#include "exec/cuda/base/check.hpp"
 #include "exec/cuda/kernels/column_sum.cuh"
 #include "exec/cuda/kernels/device_math.cuh"
 #include "exec/cuda/kernels/layernorm.hpp"
@@ -10,7 +10,7 @@ namespace gpipe::exec::cuda::kernels {
 
 namespace {
 
-constexpr float kEps = 1e-5F;  // exec/cpu/layernorm.hpp's kLayerNormEps
+constexpr float kEps = 1e-5F;  // exec/cpu/ops/layernorm.hpp's kLayerNormEps
 
 __global__ void layernorm_forward_kernel(std::int64_t rows, std::int64_t width, const float* x,
                                          const float* gamma, const float* beta, float* y,

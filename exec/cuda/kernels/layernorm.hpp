@@ -1,4 +1,4 @@
-// LayerNorm on the device, the same contract as exec/cpu/layernorm.hpp: eps
+// LayerNorm on the device, the same contract as exec/cpu/ops/layernorm.hpp: eps
 // 1e-5, biased variance, stats [rows, 2] = (mean, rstd) per row, backward
 // ADDING into dx, dgamma and dbeta. All pointers are device memory.
 #pragma once

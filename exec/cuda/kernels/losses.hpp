@@ -1,6 +1,6 @@
 // The two loss layers on the device, the same contracts as the CPU backend:
-// softmax cross-entropy (exec/cpu/cross_entropy.hpp: logits become the
-// probabilities in place, loss from log-sum-exp) and mse (exec/cpu/mse_loss.cpp:
+// softmax cross-entropy (exec/cpu/ops/cross_entropy.hpp: logits become the
+// probabilities in place, loss from log-sum-exp) and mse (exec/cpu/layers/mse_loss.cpp:
 // per-sample mean of squared errors, summed in double). Device pointers.
 #pragma once
 

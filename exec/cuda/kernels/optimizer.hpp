@@ -1,5 +1,5 @@
 // The optimizer steps on the device, bit-for-bit the arithmetic of
-// exec/optimizer.cpp: SGD (w -= lr g), momentum as PyTorch (v = mu v + g;
+// exec/cpu/optimizer.cpp: SGD (w -= lr g), momentum as PyTorch (v = mu v + g;
 // w -= lr v) and AdamW as torch.optim.AdamW (decoupled decay, bias
 // corrections computed on the host in double, as the CPU step does). Each
 // step zeroes the gradient, as OptimizerState::step does. Device pointers.
@@ -20,7 +20,7 @@ struct AdamwHyper {
   float weight_decay = 0.01F;
 };
 
-// The per-step scalars of one AdamW step, exactly as exec/optimizer.cpp forms them.
+// The per-step scalars of one AdamW step, exactly as exec/cpu/optimizer.cpp forms them.
 struct AdamwScalars {
   float beta1 = 0.0F;
   float beta2 = 0.0F;

@@ -1,6 +1,6 @@
 // Causal softmax forward/backward and the head permutes (see softmax.hpp).
 // One warp per score row, as llm.c's attention softmax.
-#include "exec/cuda/check.hpp"
+#include "exec/cuda/base/check.hpp"
 #include "exec/cuda/kernels/device_math.cuh"
 #include "exec/cuda/kernels/softmax.hpp"
 

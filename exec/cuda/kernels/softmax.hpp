@@ -1,6 +1,6 @@
 // The pieces of causal attention that are not GEMMs, on the device: the
 // causal softmax of the score matrices and its backward, and the permutes
-// between the token-major layout of exec/cpu/attention.hpp ([b, S, parts*H],
+// between the token-major layout of exec/cpu/ops/attention.hpp ([b, S, parts*H],
 // head a owning columns [a d, (a+1) d) of each part) and the head-major
 // layout [parts][b, A, S, d] in which every (sample, head) matrix is
 // contiguous, so the GEMMs become one strided-batched call each.

@@ -1,6 +1,6 @@
 #include "exec/cuda/layers/blas.hpp"
 
-#include "exec/cuda/gemm.hpp"
+#include "exec/cuda/kernels/gemm.hpp"
 
 namespace gpipe::exec::cuda::layers {
 

@@ -1,5 +1,5 @@
 // A cuBLASLt handle behind a unique_ptr, for code that holds a LayerContext
-// (the executor, the tests) without including exec/cuda/gemm.hpp.
+// (the executor, the tests) without including exec/cuda/kernels/gemm.hpp.
 #pragma once
 
 #include <memory>

@@ -1,11 +1,11 @@
-// Argument checks of the CUDA layer kinds: those of exec/layer_checks.hpp,
+// Argument checks of the CUDA layer kinds: those of exec/layers/layer_checks.hpp,
 // which the CPU layers share, and the one only a device layer needs, that its
 // context is complete.
 #pragma once
 
 
-#include "exec/cuda/layer.hpp"
-#include "exec/layer_checks.hpp"
+#include "exec/cuda/layers/layer.hpp"
+#include "exec/layers/layer_checks.hpp"
 
 namespace gpipe::exec::cuda::layers {
 

@@ -1,5 +1,5 @@
 // The embedding layer on the GPU: h[s] = tok[id[s]] + pos[s], the twin of
-// exec/cpu/embedding.cpp: a gather forward, a scatter-add backward (atomics:
+// exec/cpu/layers/embedding.cpp: a gather forward, a scatter-add backward (atomics:
 // repeated ids may sum in another order than the CPU's), the ids its whole
 // stash, no input gradient.
 //
@@ -8,7 +8,7 @@
 // there (as the CPU layer does); exec/cuda/kernels/embedding.hpp says the same.
 #include <cstddef>
 
-#include "exec/layer_layout.hpp"
+#include "exec/layers/layer_layout.hpp"
 #include "exec/cuda/layers/checks.hpp"
 #include "exec/cuda/layers/kind_base.hpp"
 

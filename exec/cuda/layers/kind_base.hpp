@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "exec/cuda/layer.hpp"
+#include "exec/cuda/layers/layer.hpp"
 #include "exec/cuda/layers/layer_kinds.hpp"
 #include "exec/cuda/layers/ops.hpp"
 

@@ -7,7 +7,7 @@
 #include <memory>
 #include <vector>
 
-#include "exec/cuda/layer.hpp"
+#include "exec/cuda/layers/layer.hpp"
 
 namespace gpipe::exec::cuda::layers {
 

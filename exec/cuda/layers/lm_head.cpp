@@ -1,7 +1,7 @@
 // The lm_head layer on the GPU (models/model.hpp): logits = LN(x) Wu^T, Wu
 // [V,H] with no bias; per-sample loss = the mean over the S positions of the
 // cross-entropy against the next-token targets. The twin of
-// exec/cpu/lm_head.cpp: same parameters, the same stash in the same order
+// exec/cpu/layers/lm_head.cpp: same parameters, the same stash in the same order
 // (x, LN out, LN stats, probabilities, a copy of the targets), and the
 // backward overwrites the stashed probabilities with the logits' gradient.
 //
@@ -9,7 +9,7 @@
 // embedding.cpp): whoever makes them on the host checks them there.
 #include <cstddef>
 
-#include "exec/layer_layout.hpp"
+#include "exec/layers/layer_layout.hpp"
 #include "exec/cuda/layers/checks.hpp"
 #include "exec/cuda/layers/kind_base.hpp"
 

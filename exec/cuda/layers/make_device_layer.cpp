@@ -9,7 +9,7 @@
 #include <string_view>
 #include <utility>
 
-#include "exec/cpu/layer.hpp"
+#include "exec/cpu/layers/layer.hpp"
 #include "exec/cuda/layers/checks.hpp"
 #include "exec/cuda/layers/kind_base.hpp"
 #include "exec/cuda/layers/layer_kinds.hpp"

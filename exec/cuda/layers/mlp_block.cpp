@@ -1,8 +1,8 @@
 // The mlp_block layer on the GPU: y = x + W2 gelu(W1 LN(x) + c1) + c2, the
-// twin of exec/cpu/mlp_block.cpp (same parameters, stash and order).
+// twin of exec/cpu/layers/mlp_block.cpp (same parameters, stash and order).
 #include <cstddef>
 
-#include "exec/layer_layout.hpp"
+#include "exec/layers/layer_layout.hpp"
 #include "exec/cuda/layers/checks.hpp"
 #include "exec/cuda/layers/kind_base.hpp"
 

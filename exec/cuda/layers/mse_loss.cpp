@@ -1,8 +1,8 @@
 // The mse_loss layer on the GPU: per-sample loss = mean_j (x_j - t_j)^2, the
-// twin of exec/cpu/mse_loss.cpp (stash: x, a copy of the target).
+// twin of exec/cpu/layers/mse_loss.cpp (stash: x, a copy of the target).
 #include <cstddef>
 
-#include "exec/layer_layout.hpp"
+#include "exec/layers/layer_layout.hpp"
 #include "exec/cuda/layers/checks.hpp"
 #include "exec/cuda/layers/kind_base.hpp"
 

@@ -1,11 +1,11 @@
 // The layer operations (ops.hpp) on the kernels of exec/cuda/kernels and the
-// cuBLASLt GEMM of exec/cuda/gemm.hpp, fp32 (pedantic: no TF32).
+// cuBLASLt GEMM of exec/cuda/kernels/gemm.hpp, fp32 (pedantic: no TF32).
 #include "exec/cuda/layers/ops.hpp"
 
 #include <cuda_runtime.h>
 
-#include "exec/cuda/check.hpp"
-#include "exec/cuda/gemm.hpp"
+#include "exec/cuda/base/check.hpp"
+#include "exec/cuda/kernels/gemm.hpp"
 #include "exec/cuda/kernels/attention.hpp"
 #include "exec/cuda/kernels/bias.hpp"
 #include "exec/cuda/kernels/embedding.hpp"

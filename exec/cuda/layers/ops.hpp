@@ -2,10 +2,10 @@
 // and the raw stream handle: a Linear (cuBLASLt GEMM + bias), LayerNorm, GELU,
 // residual add, attention, embedding, the losses, the per-sample mean over
 // positions, and a device-to-device copy. The same contracts as the CPU
-// functions the CPU layers call (exec/cpu/linear.hpp and friends).
+// functions the CPU layers call (exec/cpu/ops/linear.hpp and friends).
 //
 // The layers (which hold DeviceTensors) call these; ops.cpp maps them onto the
-// kernel launchers (exec/cuda/kernels/) and cuBLASLt (exec/cuda/gemm.hpp), so
+// kernel launchers (exec/cuda/kernels/) and cuBLASLt (exec/cuda/kernels/gemm.hpp), so
 // the layer files read like their CPU twins.
 #pragma once
 

@@ -1,11 +1,11 @@
 // lm_head's reductions over the positions of a sample (ops.hpp): the
 // per-sample loss as the mean of its S per-position losses, summed in double
-// in position order as exec/cpu/lm_head.cpp does, and the per-position share
+// in position order as exec/cpu/layers/lm_head.cpp does, and the per-position share
 // g[n] / S of the loss gradient. S is a sequence length (small), so one
 // thread per sample is enough.
 #include <cuda_runtime.h>
 
-#include "exec/cuda/check.hpp"
+#include "exec/cuda/base/check.hpp"
 #include "exec/cuda/kernels/device_math.cuh"
 #include "exec/cuda/kernels/launch.hpp"
 #include "exec/cuda/layers/ops.hpp"

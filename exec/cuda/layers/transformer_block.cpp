@@ -1,6 +1,6 @@
 // The transformer_block layer on the GPU, GPT-2 pre-LN (models/model.hpp):
 //   a = x + Wo attn(LN1(x)) + bo,   y = a + W2 gelu(W1 LN2(a) + b1) + b2,
-// the twin of exec/cpu/transformer_block.cpp: same parameters, the same 11
+// the twin of exec/cpu/layers/transformer_block.cpp: same parameters, the same 11
 // stash tensors in the same order, the same steps. Attention runs as
 // strided-batched GEMMs over head-major copies (exec/cuda/kernels/attention.hpp)
 // whose scratch is a temporary, charged to no account.
@@ -8,7 +8,7 @@
 
 #include <cstddef>
 
-#include "exec/layer_layout.hpp"
+#include "exec/layers/layer_layout.hpp"
 #include "exec/cuda/layers/checks.hpp"
 #include "exec/cuda/layers/kind_base.hpp"
 #include "schedules/error.hpp"

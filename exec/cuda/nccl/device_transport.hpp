@@ -16,7 +16,7 @@
 
 #include <cuda_runtime.h>
 
-#include "exec/transport.hpp"
+#include "exec/runtime/transport.hpp"
 
 namespace gpipe::exec::cuda {
 

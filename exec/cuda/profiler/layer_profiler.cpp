@@ -8,19 +8,19 @@
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 
-#include "exec/cuda/caching_allocator.hpp"
-#include "exec/cuda/check.hpp"
+#include "exec/cuda/base/caching_allocator.hpp"
+#include "exec/cuda/base/check.hpp"
 #include "exec/cuda/cupti/cupti_activity_source.hpp"
-#include "exec/cuda/device.hpp"
-#include "exec/cuda/device_memory.hpp"
-#include "exec/cuda/device_optimizer.hpp"
-#include "exec/cuda/device_tensor.hpp"
-#include "exec/cuda/layer.hpp"
+#include "exec/cuda/base/device.hpp"
+#include "exec/cuda/base/device_memory.hpp"
+#include "exec/cuda/layers/device_optimizer.hpp"
+#include "exec/cuda/base/device_tensor.hpp"
+#include "exec/cuda/layers/layer.hpp"
 #include "exec/cuda/layers/blas.hpp"
 #include "exec/cuda/profiler/call_tagger.hpp"
 #include "exec/cuda/profiler/layer_timings.hpp"
-#include "exec/memory_account.hpp"
-#include "exec/profiler_inputs.hpp"
+#include "exec/runtime/memory_account.hpp"
+#include "exec/profiling/profiler_inputs.hpp"
 #include "schedules/error.hpp"
 
 namespace gpipe::exec::cuda::profiler {

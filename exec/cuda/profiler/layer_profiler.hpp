@@ -4,7 +4,7 @@
 // DESIGN.md profile (source "cupti", dtype "fp32", the device's name) that the
 // simulator reads like any other.
 //
-// It mirrors the CPU profiler (exec/profiler.hpp): the layers are built as
+// It mirrors the CPU profiler (exec/cpu/profiler.hpp): the layers are built as
 // the executor builds them (make_device_layer on the partition's stream, fp32),
 // and the whole model runs as a one-stage pipeline runs a micro-batch: every
 // forward in model order from a seeded random input uploaded before timing,
@@ -30,9 +30,9 @@
 #include <functional>
 #include <span>
 
-#include "exec/cuda/green_context.hpp"
+#include "exec/cuda/base/green_context.hpp"
 #include "exec/cuda/profiler/link_probe.hpp"
-#include "exec/optimizer.hpp"
+#include "exec/cpu/optimizer.hpp"
 #include "models/model.hpp"
 #include "profiles/profile.hpp"
 

@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "exec/cuda/cupti/gpu_timeline.hpp"
-#include "exec/profiler_inputs.hpp"
+#include "exec/profiling/profiler_inputs.hpp"
 #include "schedules/error.hpp"
 
 namespace gpipe::exec::cuda::profiler {

@@ -6,9 +6,9 @@
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 
-#include "exec/cuda/check.hpp"
+#include "exec/cuda/base/check.hpp"
 #include "exec/cuda/profiler/layer_timings.hpp"
-#include "exec/profiler_inputs.hpp"
+#include "exec/profiling/profiler_inputs.hpp"
 #include "schedules/error.hpp"
 
 namespace gpipe::exec::cuda::profiler {

@@ -12,9 +12,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "exec/cuda/caching_allocator.hpp"
+#include "exec/cuda/base/caching_allocator.hpp"
 #include "exec/cuda/cupti/activity_source.hpp"
-#include "exec/cuda/stream.hpp"
+#include "exec/cuda/base/stream.hpp"
 #include "profiles/profile.hpp"
 
 namespace gpipe::exec::cuda::profiler {

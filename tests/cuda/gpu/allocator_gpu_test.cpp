@@ -15,13 +15,13 @@
 
 #include <cuda_runtime.h>
 
-#include "exec/cuda/caching_allocator.hpp"
-#include "exec/cuda/device.hpp"
-#include "exec/cuda/device_memory.hpp"
-#include "exec/cuda/device_tensor.hpp"
-#include "exec/cuda/stream.hpp"
-#include "exec/memory_account.hpp"
-#include "exec/tensor.hpp"
+#include "exec/cuda/base/caching_allocator.hpp"
+#include "exec/cuda/base/device.hpp"
+#include "exec/cuda/base/device_memory.hpp"
+#include "exec/cuda/base/device_tensor.hpp"
+#include "exec/cuda/base/stream.hpp"
+#include "exec/runtime/memory_account.hpp"
+#include "exec/cpu/tensor.hpp"
 
 namespace gpipe::exec::cuda {
 namespace {

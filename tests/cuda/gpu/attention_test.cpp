@@ -1,7 +1,7 @@
 // Causal attention on the device (head permutes, causal softmax and the
 // strided-batched fp32 GEMMs) against exec/cpu/attention, forward and
 // backward, on shapes with several samples and heads.
-#include "exec/cpu/attention.hpp"
+#include "exec/cpu/ops/attention.hpp"
 
 #include <algorithm>
 #include <cmath>

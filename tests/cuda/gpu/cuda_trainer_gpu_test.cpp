@@ -14,8 +14,8 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "exec/cuda/device.hpp"
-#include "exec/cuda/runtime/cuda_trainer.hpp"
+#include "exec/cuda/base/device.hpp"
+#include "exec/cuda/backend/cuda_trainer.hpp"
 #include "schedules/error.hpp"
 #include "schedules/lower.hpp"
 #include "tests/exec/trainer_support.hpp"

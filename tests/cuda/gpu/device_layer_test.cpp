@@ -1,4 +1,4 @@
-// The CUDA layers (exec/cuda/layer.hpp) against the CPU layers made from the
+// The CUDA layers (exec/cuda/layers/layer.hpp) against the CPU layers made from the
 // same model, index and seed, one small case per kind (tests/exec/
 // cpu_layer_cases.hpp): the uploaded weights equal the CPU's; the forward
 // output, every stash tensor, the input gradient and every parameter gradient
@@ -17,15 +17,15 @@
 #include <string>
 #include <vector>
 
-#include "exec/cpu/layer.hpp"
-#include "exec/cuda/caching_allocator.hpp"
-#include "exec/cuda/device.hpp"
-#include "exec/cuda/device_memory.hpp"
-#include "exec/cuda/device_tensor.hpp"
-#include "exec/cuda/layer.hpp"
+#include "exec/cpu/layers/layer.hpp"
+#include "exec/cuda/base/caching_allocator.hpp"
+#include "exec/cuda/base/device.hpp"
+#include "exec/cuda/base/device_memory.hpp"
+#include "exec/cuda/base/device_tensor.hpp"
+#include "exec/cuda/layers/layer.hpp"
 #include "exec/cuda/layers/blas.hpp"
-#include "exec/cuda/stream.hpp"
-#include "exec/memory_account.hpp"
+#include "exec/cuda/base/stream.hpp"
+#include "exec/runtime/memory_account.hpp"
 #include "models/model.hpp"
 #include "tests/cuda/gpu/kernel_check.hpp"
 #include "tests/exec/cpu_layer_cases.hpp"

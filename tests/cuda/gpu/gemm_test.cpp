@@ -3,12 +3,12 @@
 // inside a wider matrix), beta accumulation, the strided batch, and bf16
 // operands with fp32 accumulation (fp32 and bf16 output) against the CPU
 // product of the same bf16-rounded operands.
-#include "exec/cpu/gemm.hpp"
+#include "exec/cpu/ops/gemm.hpp"
 
 #include <cstdint>
 #include <vector>
 
-#include "exec/cuda/gemm.hpp"
+#include "exec/cuda/kernels/gemm.hpp"
 #include "exec/cuda/kernels/bf16.hpp"
 #include "tests/cuda/gpu/kernel_check.hpp"
 

@@ -9,13 +9,13 @@
 
 #include <gtest/gtest.h>
 
-#include "exec/cuda/caching_allocator.hpp"
-#include "exec/cuda/check.hpp"
-#include "exec/cuda/device.hpp"
-#include "exec/cuda/device_memory.hpp"
-#include "exec/cuda/device_tensor.hpp"
-#include "exec/cuda/green_context.hpp"
-#include "exec/cuda/stream.hpp"
+#include "exec/cuda/base/caching_allocator.hpp"
+#include "exec/cuda/base/check.hpp"
+#include "exec/cuda/base/device.hpp"
+#include "exec/cuda/base/device_memory.hpp"
+#include "exec/cuda/base/device_tensor.hpp"
+#include "exec/cuda/base/green_context.hpp"
+#include "exec/cuda/base/stream.hpp"
 #include "schedules/error.hpp"
 
 namespace gpipe::exec::cuda {

@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "exec/cuda/check.hpp"
-#include "exec/cuda/device.hpp"
+#include "exec/cuda/base/check.hpp"
+#include "exec/cuda/base/device.hpp"
 
 namespace gpipe::exec::cuda::test {
 

@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "exec/cpu/gelu.hpp"
-#include "exec/cpu/layernorm.hpp"
+#include "exec/cpu/ops/gelu.hpp"
+#include "exec/cpu/ops/layernorm.hpp"
 #include "exec/cuda/kernels/bf16.hpp"
 #include "exec/cuda/kernels/bias.hpp"
 #include "exec/cuda/kernels/embedding.hpp"
@@ -96,7 +96,7 @@ TEST(CudaKernels, BiasAddAndBiasGradientMatchCpuLoops) {
   DeviceBuffer<float> d_bias(bias), d_y(y), d_dy(dy), d_dbias(dbias);
   kernels::bias_add(rows, width, d_bias.get(), d_y.get(), nullptr);
   kernels::bias_backward(rows, width, d_dy.get(), d_dbias.get(), nullptr);
-  // The loops of exec/cpu/linear.cpp (bias seeded into y, dbias += column sums).
+  // The loops of exec/cpu/ops/linear.cpp (bias seeded into y, dbias += column sums).
   for (std::int64_t r = 0; r < rows; ++r) {
     for (std::int64_t j = 0; j < width; ++j) {
       y[r * width + j] += bias[j];
@@ -132,7 +132,7 @@ TEST(CudaKernels, EmbeddingGatherAndScatterAddMatchCpuLoops) {
   const auto dout = random_floats(tokens * shape.hidden, 22);
   std::vector<float> out(tokens * shape.hidden);
   std::vector<float> dtok(vocab * shape.hidden, 0.0F), dpos(shape.seq * shape.hidden, 0.0F);
-  // exec/cpu/embedding.cpp's loops.
+  // exec/cpu/layers/embedding.cpp's loops.
   for (std::int64_t i = 0; i < tokens; ++i) {
     for (std::int64_t j = 0; j < shape.hidden; ++j) {
       out[i * shape.hidden + j] =

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "exec/cuda/device.hpp"
+#include "exec/cuda/base/device.hpp"
 #include "exec/cuda/profiler/layer_profiler.hpp"
 #include "models/model_spec.hpp"
 

@@ -9,10 +9,10 @@
 #include <utility>
 #include <vector>
 
-#include "exec/cpu/cross_entropy.hpp"
+#include "exec/cpu/ops/cross_entropy.hpp"
 #include "exec/cuda/kernels/losses.hpp"
 #include "exec/cuda/kernels/optimizer.hpp"
-#include "exec/optimizer.hpp"
+#include "exec/cpu/optimizer.hpp"
 #include "tests/cuda/gpu/kernel_check.hpp"
 
 namespace gpipe::exec::cuda {
@@ -58,7 +58,7 @@ TEST(CudaLosses, MseForwardAndBackwardMatchCpuLoops) {
   const auto x = random_floats(batch * width, 4);
   const auto t = random_floats(batch * width, 5);
   const auto g = random_floats(batch, 6);
-  // exec/cpu/mse_loss.cpp's loops: the sum in double, the gradient in float.
+  // exec/cpu/layers/mse_loss.cpp's loops: the sum in double, the gradient in float.
   std::vector<float> loss(batch), dx(batch * width);
   for (std::int64_t n = 0; n < batch; ++n) {
     double sum = 0.0;

@@ -10,11 +10,11 @@
 
 #include <cuda_runtime.h>
 
-#include "exec/aborted.hpp"
-#include "exec/cuda/check.hpp"
-#include "exec/cuda/device.hpp"
+#include "exec/runtime/aborted.hpp"
+#include "exec/cuda/base/check.hpp"
+#include "exec/cuda/base/device.hpp"
 #include "exec/cuda/nccl/nccl_transport.hpp"
-#include "exec/tcp_store.hpp"
+#include "exec/dist/tcp_store.hpp"
 #include "schedules/error.hpp"
 
 namespace gpipe::exec::cuda {

@@ -14,10 +14,10 @@
 
 #include <gtest/gtest.h>
 
-#include "exec/cuda/caching_allocator.hpp"
-#include "exec/cuda/device_memory.hpp"
-#include "exec/cuda/device_tensor.hpp"
-#include "exec/memory_account.hpp"
+#include "exec/cuda/base/caching_allocator.hpp"
+#include "exec/cuda/base/device_memory.hpp"
+#include "exec/cuda/base/device_tensor.hpp"
+#include "exec/runtime/memory_account.hpp"
 #include "schedules/error.hpp"
 
 namespace gpipe::exec::cuda {

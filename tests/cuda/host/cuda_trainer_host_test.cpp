@@ -6,9 +6,9 @@
 
 #include <string>
 
-#include "exec/cuda/device.hpp"
-#include "exec/cuda/runtime/cuda_trainer.hpp"
-#include "exec/cuda/runtime/distributed_trainer.hpp"
+#include "exec/cuda/base/device.hpp"
+#include "exec/cuda/backend/cuda_trainer.hpp"
+#include "exec/cuda/backend/distributed_trainer.hpp"
 #include "schedules/error.hpp"
 #include "tests/exec/trainer_support.hpp"
 

@@ -11,10 +11,10 @@
 
 #include <gtest/gtest.h>
 
-#include "exec/cuda/caching_allocator.hpp"
-#include "exec/cuda/device_memory.hpp"
-#include "exec/cuda/device_tensor.hpp"
-#include "exec/cuda/layer.hpp"
+#include "exec/cuda/base/caching_allocator.hpp"
+#include "exec/cuda/base/device_memory.hpp"
+#include "exec/cuda/base/device_tensor.hpp"
+#include "exec/cuda/layers/layer.hpp"
 #include "exec/cuda/layers/checks.hpp"
 #include "exec/cuda/layers/layer_kinds.hpp"
 #include "models/families.hpp"

@@ -10,7 +10,7 @@
 #include <limits>
 #include <stdexcept>
 
-#include "exec/cuda/gemm.hpp"
+#include "exec/cuda/kernels/gemm.hpp"
 #include "exec/cuda/kernels/attention.hpp"
 #include "exec/cuda/kernels/bf16.hpp"
 #include "exec/cuda/kernels/launch.hpp"

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "exec/cuda/device.hpp"
+#include "exec/cuda/base/device.hpp"
 #include "exec/cuda/profiler/layer_profiler.hpp"
 #include "exec/cuda/profiler/layer_timings.hpp"
 #include "exec/cuda/profiler/link_probe.hpp"

@@ -4,7 +4,7 @@
 // of 8) is from the CUDA driver API's green-context documentation.
 #include <gtest/gtest.h>
 
-#include "exec/cuda/green_context.hpp"
+#include "exec/cuda/base/green_context.hpp"
 #include "tests/error_of.hpp"
 
 namespace gpipe::exec::cuda {

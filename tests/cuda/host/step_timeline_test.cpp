@@ -7,8 +7,8 @@
 #include <algorithm>
 
 #include "exec/cuda/cupti/mock_activity_source.hpp"
-#include "exec/cuda/runtime/cupti_action_timer.hpp"
-#include "exec/cuda/runtime/step_timeline.hpp"
+#include "exec/cuda/backend/cupti_action_timer.hpp"
+#include "exec/cuda/backend/step_timeline.hpp"
 #include "schedules/error.hpp"
 #include "schedules/generate.hpp"
 #include "schedules/lower.hpp"

@@ -1,0 +1,147 @@
+#include "exec/calibration/calibration.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include "exec/run_plan.hpp"
+#include "exec/runtime/trainer.hpp"
+#include "schedules/error.hpp"
+#include "sim/csv_cell.hpp"
+
+namespace gpipe::exec {
+namespace {
+
+std::int64_t max_peak(const schedules::Metrics& m) {
+  std::int64_t peak = 0;
+  for (const auto& r : m.ranks) peak = std::max(peak, r.peak_activation_bytes);
+  return peak;
+}
+
+ValidationRow validate_one(const profiles::Profile& profile, const ValidationOptions& options,
+                           const sim::Scenario& sc) {
+  ValidationRow row;
+  row.scenario = sc;
+  sim::Prediction p;
+  try {
+    p = plan_run(options.model, profile, sc, /*record_timeline=*/true);
+  } catch (const InputError& e) {
+    row.skipped = e.what();
+    return row;
+  }
+  TrainOptions t;
+  t.model = options.model;
+  t.schedule = p.schedule;
+  t.partition = p.partition;
+  t.batch = p.batch;
+  t.steps = options.steps;
+  // Every step but the first (cold caches, first-touch page faults) is measured
+  // and the one of median step time compared: one step slowed by another
+  // process on the machine does not decide the row.
+  t.measured_steps = options.steps - 1;
+  t.seed = options.seed;
+  t.optimizer = options.optimizer;
+  t.watchdog_seconds = options.watchdog_seconds;
+  const TrainResult measured = options.train ? options.train(t) : train(t);
+  row.partition = p.partition.layers_per_stage;
+  row.microbatch_sizes = p.microbatch_sizes;
+  row.predicted = p.metrics;
+  row.measured = measured.metrics;
+  row.diff = sim::diff_timelines(p.timeline, measured.timeline, /*worst=*/5);
+  row.predicted_peak_activation_bytes = max_peak(row.predicted);
+  row.measured_peak_activation_bytes = max_peak(row.measured);
+  return row;
+}
+
+
+// NaN (a measured step of 0) as an empty cell, never "nan".
+std::string number(double value, int decimals) {
+  return std::isnan(value) ? std::string() : fmt::format("{:.{}f}", value, decimals);
+}
+
+}  // namespace
+
+std::vector<ValidationRow> run_validation(const profiles::Profile& profile,
+                                          const ValidationOptions& options) {
+  const ValidationGrid& grid = options.grid;
+  if (grid.schedules.empty() || grid.recompute.empty() || grid.stages.empty() ||
+      grid.microbatches.empty()) {
+    throw InputError("validate: every list of the grid (--schedule, --recompute, --stages, "
+                     "--microbatches) needs a value");
+  }
+  if (options.steps < 2) {
+    throw InputError(fmt::format("--steps must be at least 2 so that the compared step runs warm, "
+                                 "got {}",
+                                 options.steps));
+  }
+  if (grid.base.batch < 1) throw InputError(fmt::format("--batch must be at least 1, got {}", grid.base.batch));
+  check_profile_matches(options.model, profile);  // one bad profile is no skipped row
+  std::vector<ValidationRow> rows;
+  for (const auto& name : grid.schedules) {
+    for (const auto policy : grid.recompute) {
+      for (const int k : grid.stages) {
+        for (const int m : grid.microbatches) {
+          sim::Scenario sc = grid.base;
+          sc.schedule = name;
+          sc.recompute = policy;
+          sc.stages = k;
+          sc.microbatches = m;
+          sc.optimizer = options.optimizer.kind;
+          const profiles::Profile& row_profile = options.profile_for ? options.profile_for(k) : profile;
+          if (&row_profile != &profile) check_profile_matches(options.model, row_profile);
+          rows.push_back(validate_one(row_profile, options, sc));
+          if (options.on_row) options.on_row(rows.back());
+        }
+      }
+    }
+  }
+  return rows;
+}
+
+std::string validation_csv(const std::vector<ValidationRow>& rows) {
+  std::string out =
+      "schedule,recompute,stages,microbatches,micro_batch_size,batch,partition,status,reason,"
+      "predicted_step_us,measured_step_us,step_time_error_pct,predicted_bubble,measured_bubble,"
+      "bubble_fraction_analytic,bubble_error_points,predicted_peak_activation_bytes,"
+      "measured_peak_activation_bytes,peak_activation_equal\n";
+  for (const ValidationRow& r : rows) {
+    const sim::Scenario& sc = r.scenario;
+    out += fmt::format("{},{},{},{},", sc.schedule, schedules::to_string(sc.recompute), sc.stages,
+                       sc.microbatches);
+    if (!r.ok()) {
+      out += fmt::format(",{},,skipped,{},,,,,,,,,,\n", sc.batch, sim::csv_cell(r.skipped));
+      continue;
+    }
+    out += fmt::format("{},{},{},ok,,{:.3f},{:.3f},{},{:.6f},{:.6f},{:.6f},{},{},{},{}\n",
+                       r.microbatch_sizes.front(), sc.batch,
+                       sim::csv_cell(fmt::format("{}", fmt::join(r.partition, ","))), r.diff.predicted_step_us,
+                       r.diff.measured_step_us, number(r.diff.step_time_error_pct, 3),
+                       r.diff.predicted_bubble, r.diff.measured_bubble,
+                       r.predicted.bubble_fraction_analytic, number(r.diff.bubble_error_points, 3),
+                       r.predicted_peak_activation_bytes, r.measured_peak_activation_bytes,
+                       r.peak_activation_equal() ? 1 : 0);
+  }
+  return out;
+}
+
+nlohmann::json validation_json(const std::vector<ValidationRow>& rows) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const ValidationRow& r : rows) {
+    nlohmann::json row = sim::grid_row_json(r.scenario, r.skipped);
+    if (r.ok()) {
+      row["micro_batch_size"] = r.microbatch_sizes.front();
+      row["partition"] = r.partition;
+      row["predicted"] = schedules::to_json(r.predicted);
+      row["measured"] = schedules::to_json(r.measured);
+      row["diff"] = sim::to_json(r.diff);
+      row["peak_activation_equal"] = r.peak_activation_equal();
+    }
+    out.push_back(std::move(row));
+  }
+  return out;
+}
+
+}  // namespace gpipe::exec

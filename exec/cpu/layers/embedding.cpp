@@ -1,0 +1,85 @@
+// The embedding layer: h[s] = tok[id[s]] + pos[s] (models/model.hpp). A
+// gather forward and a scatter-add backward; the ids are its whole stash and
+// it has no input gradient.
+#include <fmt/format.h>
+
+#include <cstddef>
+
+#include "exec/layers/layer_layout.hpp"
+#include "exec/layers/layer_checks.hpp"
+#include "exec/cpu/layers/layer_kinds.hpp"
+#include "schedules/error.hpp"
+
+namespace gpipe::exec::cpu {
+
+namespace {
+
+using namespace layout::embedding;
+
+class Embedding final : public Layer {
+ public:
+  Embedding(const models::Layer& spec, const models::Model& model, NormalInit& init)
+      : Layer(spec), h_(model.hidden), s_(model.seq), v_(model.vocab) {
+    parameters_.push_back(normal_parameter("tok", {v_, h_}, init));
+    parameters_.push_back(normal_parameter("pos", {s_, h_}, init));
+  }
+
+  Tensor forward(Tensor input, const Tensor* /*target*/, Stash& stash,
+                 MemoryAccount* account) override {
+    const std::int64_t b = expect_tensor(spec_, "input", input, ElementType::i32, {kAnyBatch, s_});
+    const std::int32_t* ids = input.i32().data();
+    for (std::int64_t i = 0; i < b * s_; ++i) {
+      if (ids[i] < 0 || ids[i] >= v_) {
+        throw InputError(fmt::format("layer {} ({}): token id {} at position {} is outside [0, {})",
+                                     spec_.name, spec_.kind, ids[i], i, v_));
+      }
+    }
+    input.charge_to(account);
+    Tensor out({b, s_, h_});
+    const float* tok = value(kTok);
+    const float* pos = value(kPos);
+    float* y = out.data();
+    for (std::int64_t i = 0; i < b * s_; ++i) {
+      const float* t = tok + static_cast<std::int64_t>(ids[i]) * h_;
+      const float* p = pos + (i % s_) * h_;
+      for (std::int64_t j = 0; j < h_; ++j) y[i * h_ + j] = t[j] + p[j];
+    }
+    stash.tensors.clear();
+    stash.tensors.push_back(std::move(input));
+    return out;
+  }
+
+  Tensor backward(Stash stash, const Tensor& grad_output) override {
+    expect_stash(spec_, stash, kKeptCount);
+    const Tensor& kept_ids = stash.tensors[kIds];
+    const std::int64_t b = kept_ids.dim(0);
+    expect_tensor(spec_, "grad_output", grad_output, ElementType::f32, {b, s_, h_});
+    const std::int32_t* ids = kept_ids.i32().data();
+    const float* dy = grad_output.data();
+    float* dtok = grad(kTok);
+    float* dpos = grad(kPos);
+    for (std::int64_t i = 0; i < b * s_; ++i) {
+      float* t = dtok + static_cast<std::int64_t>(ids[i]) * h_;
+      float* p = dpos + (i % s_) * h_;
+      for (std::int64_t j = 0; j < h_; ++j) {
+        t[j] += dy[i * h_ + j];
+        p[j] += dy[i * h_ + j];
+      }
+    }
+    return {};
+  }
+
+ private:
+  std::int64_t h_;
+  std::int64_t s_;
+  std::int64_t v_;
+};
+
+}  // namespace
+
+std::unique_ptr<Layer> make_embedding(const models::Model& model, const models::Layer& spec,
+                                      NormalInit& init) {
+  return std::make_unique<Embedding>(spec, model, init);
+}
+
+}  // namespace gpipe::exec::cpu

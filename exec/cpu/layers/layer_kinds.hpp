@@ -1,0 +1,26 @@
+// The constructors of the CPU layer kinds, one per file (mlp_block.cpp,
+// mse_loss.cpp, embedding.cpp, transformer_block.cpp, lm_head.cpp), behind
+// make_layer(). Each takes its shapes from the model and its layer spec and
+// draws its weights from `init`.
+#pragma once
+
+#include <memory>
+
+#include "exec/cpu/ops/init.hpp"
+#include "exec/cpu/layers/layer.hpp"
+
+namespace gpipe::exec::cpu {
+
+[[nodiscard]] std::unique_ptr<Layer> make_mlp_block(const models::Model& model,
+                                                    const models::Layer& spec, NormalInit& init);
+[[nodiscard]] std::unique_ptr<Layer> make_mse_loss(const models::Model& model,
+                                                   const models::Layer& spec, NormalInit& init);
+[[nodiscard]] std::unique_ptr<Layer> make_embedding(const models::Model& model,
+                                                    const models::Layer& spec, NormalInit& init);
+[[nodiscard]] std::unique_ptr<Layer> make_transformer_block(const models::Model& model,
+                                                            const models::Layer& spec,
+                                                            NormalInit& init);
+[[nodiscard]] std::unique_ptr<Layer> make_lm_head(const models::Model& model,
+                                                  const models::Layer& spec, NormalInit& init);
+
+}  // namespace gpipe::exec::cpu

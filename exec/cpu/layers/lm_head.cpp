@@ -1,0 +1,112 @@
+// The lm_head layer (models/model.hpp): logits = LN(x) Wu^T, Wu [V,H] with no
+// bias; per-sample loss = the mean over the S positions of the cross-entropy
+// of the logits against the next-token targets.
+#include <fmt/format.h>
+
+#include <cstddef>
+#include <vector>
+
+#include "exec/layers/layer_layout.hpp"
+#include "exec/layers/layer_checks.hpp"
+#include "exec/cpu/ops/cross_entropy.hpp"
+#include "exec/cpu/layers/layer_kinds.hpp"
+#include "exec/cpu/ops/layernorm.hpp"
+#include "exec/cpu/ops/linear.hpp"
+#include "schedules/error.hpp"
+
+namespace gpipe::exec::cpu {
+
+namespace {
+
+using namespace layout::lm_head;
+
+class LmHead final : public Layer {
+ public:
+  LmHead(const models::Layer& spec, const models::Model& model, NormalInit& init)
+      : Layer(spec), h_(model.hidden), s_(model.seq), v_(model.vocab) {
+    parameters_.push_back(constant_parameter("ln.gamma", {h_}, 1.0F));
+    parameters_.push_back(constant_parameter("ln.beta", {h_}, 0.0F));
+    parameters_.push_back(normal_parameter("wu", {v_, h_}, init));
+  }
+
+  Tensor forward(Tensor input, const Tensor* target, Stash& stash,
+                 MemoryAccount* account) override {
+    const std::int64_t b =
+        expect_tensor(spec_, "input", input, ElementType::f32, {kAnyBatch, s_, h_});
+    expect_tensor(spec_, "target", expect_target(spec_, target), ElementType::i32, {b, s_});
+    const std::int64_t rows = b * s_;
+    const std::int32_t* ids = target->i32().data();
+    for (std::int64_t i = 0; i < rows; ++i) {
+      if (ids[i] < 0 || ids[i] >= v_) {
+        throw InputError(
+            fmt::format("layer {} ({}): target id {} at position {} is outside [0, {})", spec_.name,
+                        spec_.kind, ids[i], i, v_));
+      }
+    }
+    input.charge_to(account);
+    Tensor normed({b, s_, h_}, ElementType::f32, account);
+    Tensor stats({b, s_, 2}, ElementType::f32, account);
+    Tensor probs({b, s_, v_}, ElementType::f32, account);
+    Tensor targets = target->clone(account);
+
+    layernorm_forward(rows, h_, input.data(), value(kGamma), value(kBeta), normed.data(),
+                      stats.data());
+    linear_forward({rows, h_, v_}, normed.data(), value(kWu), nullptr, probs.data());
+    std::vector<float> row_loss(static_cast<std::size_t>(rows));
+    cross_entropy_forward(rows, v_, probs.data(), targets.i32().data(), row_loss.data());
+    Tensor loss({b});
+    float* out = loss.data();
+    for (std::int64_t n = 0; n < b; ++n) {
+      double sum = 0.0;
+      for (std::int64_t s = 0; s < s_; ++s) sum += row_loss[static_cast<std::size_t>(n * s_ + s)];
+      out[n] = static_cast<float>(sum / static_cast<double>(s_));
+    }
+
+    stash.tensors.clear();
+    stash.tensors.push_back(std::move(input));
+    stash.tensors.push_back(std::move(normed));
+    stash.tensors.push_back(std::move(stats));
+    stash.tensors.push_back(std::move(probs));
+    stash.tensors.push_back(std::move(targets));
+    return loss;
+  }
+
+  Tensor backward(Stash stash, const Tensor& grad_output) override {
+    expect_stash(spec_, stash, kKeptCount);
+    auto& kept = stash.tensors;
+    const std::int64_t b = kept[kX].dim(0);
+    expect_tensor(spec_, "grad_output", grad_output, ElementType::f32, {b});
+    const std::int64_t rows = b * s_;
+    // Each position's share of its sample's loss is 1/S of it.
+    const float* g = grad_output.data();
+    std::vector<float> row_scale(static_cast<std::size_t>(rows));
+    for (std::int64_t r = 0; r < rows; ++r) {
+      row_scale[static_cast<std::size_t>(r)] = g[r / s_] / static_cast<float>(s_);
+    }
+    // The stash is ours now: the logits' gradient overwrites the probabilities.
+    float* dlogits = kept[kProbs].data();
+    cross_entropy_backward(rows, v_, dlogits, kept[kTargets].i32().data(), row_scale.data(),
+                           dlogits);
+    Tensor dnormed({b, s_, h_});
+    linear_backward({rows, h_, v_}, kept[kNormed].data(), value(kWu), dlogits, dnormed.data(),
+                    grad(kWu), nullptr);
+    Tensor dx({b, s_, h_});
+    layernorm_backward(rows, h_, kept[kX].data(), kept[kStats].data(), value(kGamma),
+                       dnormed.data(), dx.data(), grad(kGamma), grad(kBeta));
+    return dx;
+  }
+
+ private:
+  std::int64_t h_;
+  std::int64_t s_;
+  std::int64_t v_;
+};
+
+}  // namespace
+
+std::unique_ptr<Layer> make_lm_head(const models::Model& model, const models::Layer& spec,
+                                    NormalInit& init) {
+  return std::make_unique<LmHead>(spec, model, init);
+}
+
+}  // namespace gpipe::exec::cpu

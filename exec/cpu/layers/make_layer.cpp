@@ -1,0 +1,43 @@
+// make_layer(): the layer kind's constructor by name; and Stash::bytes().
+#include <fmt/format.h>
+
+#include <array>
+#include <utility>
+
+#include "exec/cpu/layers/layer.hpp"
+#include "exec/cpu/layers/layer_kinds.hpp"
+#include "schedules/error.hpp"
+
+namespace gpipe::exec::cpu {
+
+std::int64_t Stash::bytes() const {
+  std::int64_t total = 0;
+  for (const Tensor& t : tensors) total += t.bytes();
+  return total;
+}
+
+std::unique_ptr<Layer> make_layer(const models::Model& model, int index, std::uint64_t seed) {
+  if (index < 0 || static_cast<std::size_t>(index) >= model.layers.size()) {
+    throw InputError(fmt::format("make_layer: layer index {} is outside model {} ({} layers)",
+                                 index, model.spec, model.layers.size()));
+  }
+  using Maker = std::unique_ptr<Layer> (*)(const models::Model&, const models::Layer&, NormalInit&);
+  static constexpr std::array<std::pair<std::string_view, Maker>, 5> kinds{{
+      {models::layer_kind::mlp_block, &make_mlp_block},
+      {models::layer_kind::mse_loss, &make_mse_loss},
+      {models::layer_kind::embedding, &make_embedding},
+      {models::layer_kind::transformer_block, &make_transformer_block},
+      {models::layer_kind::lm_head, &make_lm_head},
+  }};
+  const models::Layer& spec = model.layers[static_cast<std::size_t>(index)];
+  for (const auto& [kind, maker] : kinds) {
+    if (kind == spec.kind) {
+      NormalInit init(seed, index);
+      return maker(model, spec, init);
+    }
+  }
+  throw InputError(fmt::format("make_layer: layer {} has kind '{}', which the CPU backend lacks",
+                               spec.name, spec.kind));
+}
+
+}  // namespace gpipe::exec::cpu

@@ -1,0 +1,39 @@
+// Parameter initialisation for the CPU layers, GPT-2 style: normal(0, 0.02)
+// weights, zero biases, LayerNorm gamma 1 and beta 0. The normal draws come
+// from std::mt19937_64 (whose output the standard fixes) through our own
+// Box-Muller transform, not std::normal_distribution (whose algorithm is the
+// library's choice), so that the same (seed, layer index) gives the same
+// weights with any standard library, whatever stage the layer lands on.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "exec/cpu/layers/layer.hpp"
+
+namespace gpipe::exec::cpu {
+
+inline constexpr float kInitStddev = 0.02F;
+
+class NormalInit {
+ public:
+  NormalInit(std::uint64_t seed, int layer_index);
+  // A standard normal draw.
+  [[nodiscard]] float next();
+
+ private:
+  std::mt19937_64 engine_;
+  bool has_spare_ = false;
+  double spare_ = 0.0;
+};
+
+// A parameter (and its zero gradient) of `shape`, drawn from normal(0, stddev).
+[[nodiscard]] Parameter normal_parameter(std::string name, std::vector<std::int64_t> shape,
+                                         NormalInit& init, float stddev = kInitStddev);
+// A parameter (and its zero gradient) of `shape`, every value `value`.
+[[nodiscard]] Parameter constant_parameter(std::string name, std::vector<std::int64_t> shape,
+                                           float value);
+
+}  // namespace gpipe::exec::cpu

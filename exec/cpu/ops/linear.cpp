@@ -1,0 +1,34 @@
+#include "exec/cpu/ops/linear.hpp"
+
+#include <algorithm>
+
+#include "exec/cpu/ops/gemm.hpp"
+
+namespace gpipe::exec::cpu {
+
+void linear_forward(const LinearShape& shape, const float* x, const float* w, const float* bias,
+                    float* y) {
+  const auto [rows, in, out] = shape;
+  // Seed y with the bias so the GEMM adds the product in the same pass.
+  if (bias != nullptr) {
+    for (std::int64_t r = 0; r < rows; ++r) std::copy(bias, bias + out, y + r * out);
+  }
+  gemm(Transpose::no, Transpose::yes, rows, out, in, 1.0F, x, in, w, in,
+       bias != nullptr ? 1.0F : 0.0F, y, out);
+}
+
+void linear_backward(const LinearShape& shape, const float* x, const float* w, const float* dy,
+                     float* dx, float* dw, float* dbias) {
+  const auto [rows, in, out] = shape;
+  if (dx != nullptr)
+    gemm(Transpose::no, Transpose::no, rows, in, out, 1.0F, dy, out, w, in, 0.0F, dx, in);
+  gemm(Transpose::yes, Transpose::no, out, in, rows, 1.0F, dy, out, x, in, 1.0F, dw, in);
+  if (dbias != nullptr) {
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const float* row = dy + r * out;
+      for (std::int64_t j = 0; j < out; ++j) dbias[j] += row[j];
+    }
+  }
+}
+
+}  // namespace gpipe::exec::cpu

@@ -1,0 +1,177 @@
+#include "exec/cpu/profiler.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "exec/cpu/layers/layer.hpp"
+#include "exec/cpu/in_process_transport.hpp"
+#include "exec/profiling/profiler_inputs.hpp"
+#include "exec/runtime/trainer.hpp"
+#include "schedules/error.hpp"
+
+namespace gpipe::exec {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double elapsed_us(Clock::time_point start, Clock::time_point end) {
+  return std::chrono::duration<double, std::micro>(end - start).count();
+}
+
+// The layers of the model, as the executor builds them, with their optimizer
+// state, and every optimizer step timed.
+struct ProfiledModel {
+  std::vector<std::unique_ptr<cpu::Layer>> layers;
+  std::vector<OptimizerState> optimizers;
+  std::vector<std::vector<double>> step_us;  // per layer
+};
+
+// One micro-batch size: its data (the first layer's input, every loss layer's
+// target), what was measured at it, and every timed forward and backward.
+struct SizeRuns {
+  SizeInputs data;
+  std::vector<profiles::ProfileSample> samples;
+  std::vector<std::vector<double>> fwd_us, bwd_us;  // per layer
+};
+
+SizeRuns size_runs(const models::Model& model, int b, std::mt19937_64& rng) {
+  const std::size_t n = model.layers.size();
+  SizeRuns s;
+  s.data = random_size_inputs(model, b, rng);
+  s.samples.resize(n);
+  s.fwd_us.resize(n);
+  s.bwd_us.resize(n);
+  return s;
+}
+
+// One pass of the whole model at one size, as a single-stage run executes a
+// micro-batch: each layer's forward in model order, each backward in reverse,
+// then each layer's optimizer step. A layer timed inside the pass finds the
+// caches as the run leaves them (the other layers' weights and stashes passed
+// through since its last call); timed alone and repeated, a layer keeps its
+// weights in cache and runs faster than it ever does in training.
+void run_pass(ProfiledModel& pm, SizeRuns& s, bool first, bool timed, std::mt19937_64& rng) {
+  const std::size_t n = pm.layers.size();
+  std::vector<MemoryAccount> accounts(n);  // one per layer: its stash alone
+  std::vector<cpu::Stash> stashes(n);
+  const int b = s.data.micro_batch_size;
+  Tensor x = s.data.input.clone();
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::int64_t in_bytes = x.bytes();
+    const Tensor* target = s.data.targets[i].empty() ? nullptr : &s.data.targets[i];
+    const auto t0 = Clock::now();
+    Tensor out = pm.layers[i]->forward(std::move(x), target, stashes[i], &accounts[i]);
+    const auto t1 = Clock::now();
+    if (timed) s.fwd_us[i].push_back(elapsed_us(t0, t1));
+    record_sample_bytes(s.samples[i], first, pm.layers[i]->spec(), b, in_bytes, out.bytes(), accounts[i].bytes());
+    x = std::move(out);
+  }
+  Tensor grad = output_gradient(x.shape(), pm.layers.back()->spec(), b, rng);
+  for (std::size_t i = n; i-- > 0;) {
+    const auto t0 = Clock::now();
+    Tensor grad_input = pm.layers[i]->backward(std::move(stashes[i]), grad);
+    const auto t1 = Clock::now();
+    if (timed) s.bwd_us[i].push_back(elapsed_us(t0, t1));
+    grad = std::move(grad_input);
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    if (pm.layers[i]->parameters().empty()) continue;  // nothing to step: optimizer_us stays 0
+    const auto t0 = Clock::now();
+    pm.optimizers[i].step(pm.layers[i]->parameters());
+    const auto t1 = Clock::now();
+    if (timed) pm.step_us[i].push_back(elapsed_us(t0, t1));
+  }
+}
+
+}  // namespace
+
+double measure_handoff_latency_us(int round_trips) {
+  if (round_trips < 1) throw InputError("link round trips must be at least 1");
+  // Rank 0 sends an activation to rank 1 through the executor's own
+  // transport, rank 1 answers with a gradient; half a round trip is one
+  // hand-off: a send, the receiver's wake-up and its receive.
+  InProcessTransport transport(2);
+  const schedules::Rank first{0};
+  const schedules::Rank second{1};
+  const int warmup = std::max(10, round_trips / 10);
+  const int total = warmup + round_trips;
+  const auto tag = [](int i, MessageKind kind) {
+    return MessageTag{.step = i, .kind = kind, .stage = schedules::Stage{0},
+                      .microbatch = schedules::Microbatch{0}};
+  };
+  std::jthread echo([&] {
+    for (int i = 0; i < total; ++i) {
+      Tensor t = transport.receive(second, first, tag(i, MessageKind::activation));
+      transport.send(second, first, tag(i, MessageKind::gradient), std::move(t));
+    }
+  });
+  std::vector<double> one_way;
+  one_way.reserve(static_cast<std::size_t>(round_trips));
+  for (int i = 0; i < total; ++i) {
+    Tensor message({1});  // the size is irrelevant: the tensor moves, its bytes do not
+    const auto t0 = Clock::now();
+    transport.send(first, second, tag(i, MessageKind::activation), std::move(message));
+    const Tensor back = transport.receive(first, second, tag(i, MessageKind::gradient));
+    const auto t1 = Clock::now();
+    if (i >= warmup) one_way.push_back(elapsed_us(t0, t1) / 2);
+  }
+  return median(std::move(one_way));
+}
+
+profiles::Profile profile_cpu(const models::Model& model, std::span<const int> micro_batch_sizes,
+                              const ProfilerOptions& options) {
+  const std::vector<int> sizes = checked_micro_batch_sizes(micro_batch_sizes);
+  if (options.warmup < 0) throw InputError(fmt::format("--warmup must be 0 or more, got {}", options.warmup));
+  if (options.repeats < 1) throw InputError(fmt::format("--repeats must be at least 1, got {}", options.repeats));
+  profiles::Profile profile;
+  profile.device = cpu_device_name();
+  profile.source = "cpu";
+  profile.dtype = "fp32";
+  profile.model = model.spec;
+  profile.link = {.latency_us = measure_handoff_latency_us(options.link_round_trips),
+                  .bandwidth_GBps = kInProcessBandwidthGBps};
+  // One generator for every random input, seeded apart from the weights.
+  std::mt19937_64 rng(options.seed ^ 0x9e3779b97f4a7c15ULL);
+  const int count = static_cast<int>(model.layers.size());
+  ProfiledModel pm;
+  for (int index = 0; index < count; ++index) {
+    pm.layers.push_back(cpu::make_layer(model, index, options.seed));
+    pm.optimizers.emplace_back(options.optimizer, pm.layers.back()->parameters());
+  }
+  pm.step_us.resize(static_cast<std::size_t>(count));
+  std::vector<SizeRuns> runs;
+  for (const int b : sizes) runs.push_back(size_runs(model, b, rng));
+  // Passes go round the sizes (b1, b2, ..., b1, b2, ...), not size after
+  // size: a stretch of load from elsewhere on the machine then slows every
+  // size a little instead of one size a lot, and the medians shrug it off.
+  const int passes = options.warmup + options.repeats;
+  for (int pass = 0; pass < passes; ++pass) {
+    for (SizeRuns& s : runs) run_pass(pm, s, /*first=*/pass == 0, /*timed=*/pass >= options.warmup, rng);
+    if (options.on_pass) options.on_pass(pass, passes);
+  }
+  for (SizeRuns& s : runs) {
+    for (std::size_t i = 0; i < s.samples.size(); ++i) {
+      s.samples[i].fwd_us = median(s.fwd_us[i]);
+      s.samples[i].bwd_us = median(s.bwd_us[i]);
+    }
+  }
+  for (int index = 0; index < count; ++index) {
+    const auto i = static_cast<std::size_t>(index);
+    profiles::LayerProfile lp;
+    lp.name = pm.layers[i]->spec().name;
+    lp.kind = pm.layers[i]->spec().kind;
+    for (const cpu::Parameter& p : pm.layers[i]->parameters()) lp.param_bytes += p.value.bytes();
+    for (const SizeRuns& s : runs) lp.samples.push_back(s.samples[i]);
+    lp.optimizer_us = pm.step_us[i].empty() ? 0.0 : median(pm.step_us[i]);
+    if (options.on_layer) options.on_layer(index, count, lp);
+    profile.layers.push_back(std::move(lp));
+  }
+  return profile;
+}
+
+}  // namespace gpipe::exec

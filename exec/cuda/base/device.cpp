@@ -1,0 +1,56 @@
+#include "exec/cuda/base/device.hpp"
+
+#include <cuda_runtime.h>
+
+#include "exec/cuda/base/check.hpp"
+#include "schedules/error.hpp"
+
+namespace gpipe::exec::cuda {
+
+int device_count() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    (void)cudaGetLastError();  // clear the sticky error of a missing driver
+    return 0;
+  }
+  return count;
+}
+
+std::string no_device_reason() {
+  int count = 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess) {
+    (void)cudaGetLastError();
+    // Without a driver the runtime says its version is "insufficient": say what it means.
+    if (status == cudaErrorInsufficientDriver) {
+      return "no usable CUDA driver on this machine (cudaGetDeviceCount: cudaErrorInsufficientDriver)";
+    }
+    return std::string("cudaGetDeviceCount: ") + cudaGetErrorName(status) + ": " + cudaGetErrorString(status);
+  }
+  return count > 0 ? "" : "the driver reports 0 devices";
+}
+
+void require_device() {
+  if (const std::string reason = no_device_reason(); !reason.empty()) {
+    throw RunError("no CUDA device: " + reason);
+  }
+}
+
+std::string device_name(int device) {
+  cudaDeviceProp properties{};
+  GPIPE_CUDA_CHECK(cudaGetDeviceProperties(&properties, device));
+  return properties.name;
+}
+
+}  // namespace gpipe::exec::cuda
+
+namespace gpipe::exec::cuda {
+
+void use_device(int device) {
+  int current = -1;
+  if (cudaGetDevice(&current) == cudaSuccess && current == device) return;
+  (void)cudaGetLastError();
+  GPIPE_CUDA_CHECK(cudaSetDevice(device));
+}
+
+}  // namespace gpipe::exec::cuda

@@ -1,0 +1,72 @@
+// What the CPU profiler (exec/cpu/profiler.cpp) and the CUDA profiler
+// (exec/cuda/profiler/layer_profiler.cpp) share on the host: the check of the
+// requested micro-batch sizes, the seeded random data a pass starts from (the
+// first layer's input and every loss layer's target, per size), the gradient
+// the backward pass starts from, the bytes a pass records per layer, and the
+// median kept of the timed passes. One copy, so both backends draw the same
+// numbers from the same seed and refuse the same arguments with the same words.
+// Plain exec::Tensors, no CUDA: all of it is tested in CI.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <span>
+#include <vector>
+
+#include "exec/cpu/tensor.hpp"
+#include "models/model.hpp"
+#include "profiles/profile.hpp"
+
+namespace gpipe::exec {
+
+// The sizes sorted; InputError naming --micro-batch-sizes when empty, when
+// one is below 1 or when one is given twice.
+[[nodiscard]] std::vector<int> checked_micro_batch_sizes(std::span<const int> sizes);
+
+// Random values of the shapes one layer reads at micro-batch size b: token ids
+// uniform in [0, vocab) for index tensors, N(0, 1) floats otherwise, shaped
+// [b, S, elems/S] for a sequence model (every floating tensor of a transformer
+// is per token), [b, elems] otherwise. The input is drawn first, then the
+// target (empty unless a loss layer).
+struct LayerInputs {
+  Tensor input;
+  Tensor target;
+};
+
+[[nodiscard]] LayerInputs random_layer_inputs(const models::Model& model, const models::Layer& layer,
+                                              int micro_batch_size, std::mt19937_64& rng);
+
+// The data of one micro-batch size: the first layer's input and a target for
+// every loss layer.
+struct SizeInputs {
+  int micro_batch_size = 0;
+  Tensor input;                 // the first layer's: token ids (i32) or f32
+  std::vector<Tensor> targets;  // per layer; empty but for a loss layer
+};
+
+// Draws random_layer_inputs for the first layer (keeping its input), then for
+// every layer in model order (keeping its target). The inputs and targets not
+// kept are drawn all the same: that is the order the CPU profiler has always
+// consumed its generator in, so a seed keeps giving the same data.
+[[nodiscard]] SizeInputs random_size_inputs(const models::Model& model, int micro_batch_size,
+                                            std::mt19937_64& rng);
+
+// The gradient of the last layer's output: 1/b per sample for a loss layer's
+// per-sample output [b] (the mean over the micro-batch), small N(0, 0.01)
+// values of `output_shape` otherwise.
+[[nodiscard]] Tensor output_gradient(const std::vector<std::int64_t>& output_shape, const models::Layer& last,
+                                     int micro_batch_size, std::mt19937_64& rng);
+
+// The bytes one layer's forward showed at micro-batch size b: at the first
+// pass they are written into `sample` (with b); at a later pass the stash must
+// hold what it held then, else RunError naming the layer, the two byte counts
+// and b (a layer whose stash changes size has no single profile figure).
+void record_sample_bytes(profiles::ProfileSample& sample, bool first_pass, const models::Layer& layer,
+                         int micro_batch_size, std::int64_t input_bytes, std::int64_t output_bytes,
+                         std::int64_t activation_bytes);
+
+// The median of `values` (not empty, else std::invalid_argument): the middle
+// one, or the mean of the two middle ones.
+[[nodiscard]] double median(std::vector<double> values);
+
+}  // namespace gpipe::exec

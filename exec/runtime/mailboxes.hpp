@@ -1,0 +1,104 @@
+// Messages between the ranks of one process, matched by (sender, tag): one
+// mailbox per receiving rank, guarded by a mutex and a condition variable.
+// Posting moves the message in and never blocks; taking blocks until that
+// exact message is there, and moves it out. abort() wakes every waiter, which
+// then throws Aborted. The CPU transport carries host tensors in it
+// (exec/cpu/in_process_transport.hpp); the CUDA runtime carries device tensors
+// with the event that marks them ready (exec/cuda/runtime/).
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "exec/runtime/aborted.hpp"
+#include "exec/runtime/transport.hpp"
+
+namespace gpipe::exec {
+
+template <class Message>
+class Mailboxes {
+ public:
+  explicit Mailboxes(int num_ranks) {
+    if (num_ranks < 1) throw std::invalid_argument("a transport needs at least one rank");
+    boxes_.reserve(static_cast<std::size_t>(num_ranks));
+    for (int r = 0; r < num_ranks; ++r) boxes_.push_back(std::make_unique<Box>());
+  }
+
+  // Throws Aborted after abort(), std::logic_error for a message posted twice.
+  void post(schedules::Rank from, schedules::Rank to, const MessageTag& tag, Message message) {
+    Box& box = mailbox(to);
+    {
+      std::scoped_lock lock(box.mutex);
+      if (box.aborted) throw Aborted();
+      const auto [it, inserted] = box.messages.try_emplace({from.value, tag}, std::move(message));
+      if (!inserted) {
+        throw std::logic_error(fmt::format("rank {} sent the {} to rank {} twice", from.value,
+                                           to_string(tag), to.value));
+      }
+    }
+    box.arrived.notify_all();
+  }
+
+  // Blocks until `tag` from `from` has reached `to`; throws Aborted when the run is aborted.
+  [[nodiscard]] Message take(schedules::Rank to, schedules::Rank from, const MessageTag& tag) {
+    Box& box = mailbox(to);
+    std::unique_lock lock(box.mutex);
+    const std::pair<int, MessageTag> key{from.value, tag};
+    auto it = box.messages.end();
+    box.arrived.wait(lock, [&] {
+      it = box.messages.find(key);
+      return box.aborted || it != box.messages.end();
+    });
+    if (box.aborted) throw Aborted();
+    Message message = std::move(it->second);
+    box.messages.erase(it);
+    return message;
+  }
+
+  // Wakes every blocked take (which then throws Aborted); idempotent.
+  void abort() {
+    for (auto& box : boxes_) {
+      {
+        std::scoped_lock lock(box->mutex);
+        box->aborted = true;
+      }
+      box->arrived.notify_all();
+    }
+  }
+
+  // Messages posted and not yet taken, over all mailboxes.
+  [[nodiscard]] std::size_t pending() const {
+    std::size_t count = 0;
+    for (const auto& box : boxes_) {
+      std::scoped_lock lock(box->mutex);
+      count += box->messages.size();
+    }
+    return count;
+  }
+
+ private:
+  struct Box {
+    mutable std::mutex mutex;
+    std::condition_variable arrived;
+    bool aborted = false;
+    std::map<std::pair<int, MessageTag>, Message> messages;  // keyed by (sender, tag)
+  };
+  [[nodiscard]] Box& mailbox(schedules::Rank rank) {
+    if (rank.value < 0 || rank.at() >= boxes_.size()) {
+      throw std::out_of_range(fmt::format("transport has no rank {}", rank.value));
+    }
+    return *boxes_[rank.at()];
+  }
+
+  std::vector<std::unique_ptr<Box>> boxes_;
+};
+
+}  // namespace gpipe::exec

@@ -1,0 +1,38 @@
+// The synthetic training data of DESIGN.md: seeded, and with a learnable
+// pattern so that the loss falls.
+//
+// mlp, unbalanced: input x ~ normal(0, 1) [H]; target t_j = 0.5 * x_{(j+1) mod H}
+//   (a fixed linear map the residual MLP can learn).
+// transformer: token sequences that follow t[s+1] = (5 t[s] + 3) mod V from a
+//   random first token, with 1 token in 8 replaced by a uniform random one; the
+//   target of position s is the token at s+1 (the sequence is drawn one token
+//   longer than S). Attention and the head can learn the recurrence.
+//
+// A mini-batch depends only on (seed, step), never on how it is split, so
+// every schedule and every K, M trains on the same samples.
+#pragma once
+
+#include <cstdint>
+
+#include "exec/cpu/tensor.hpp"
+#include "models/model.hpp"
+
+namespace gpipe::exec {
+
+struct Batch {
+  Tensor inputs;   // f32 [N, H] or i32 [N, S]
+  Tensor targets;  // f32 [N, H] or i32 [N, S]
+};
+
+class SyntheticTask {
+ public:
+  SyntheticTask(const models::Model& model, std::uint64_t seed);
+  // The mini-batch of `samples` samples for training step `step`.
+  [[nodiscard]] Batch batch(int step, std::int64_t samples) const;
+
+ private:
+  const models::Model* model_;
+  std::uint64_t seed_;
+};
+
+}  // namespace gpipe::exec
