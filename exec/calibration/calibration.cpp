@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "exec/run_plan.hpp"
-#include "exec/runtime/trainer.hpp"
+#include "exec/cpu/cpu_backend.hpp"
 #include "schedules/error.hpp"
 #include "sim/csv_cell.hpp"
 
@@ -45,7 +45,7 @@ ValidationRow validate_one(const profiles::Profile& profile, const ValidationOpt
   t.seed = options.seed;
   t.optimizer = options.optimizer;
   t.watchdog_seconds = options.watchdog_seconds;
-  const TrainResult measured = options.train ? options.train(t) : train(t);
+  const TrainResult measured = options.train ? options.train(t) : cpu::train(t);
   row.partition = p.partition.layers_per_stage;
   row.microbatch_sizes = p.microbatch_sizes;
   row.predicted = p.metrics;

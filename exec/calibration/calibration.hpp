@@ -14,8 +14,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "exec/cpu/optimizer.hpp"
-#include "exec/runtime/trainer.hpp"
+#include "exec/runtime/optimizer_config.hpp"
+#include "exec/runtime/train_options.hpp"
 #include "models/model.hpp"
 #include "profiles/profile.hpp"
 #include "schedules/metrics.hpp"
@@ -56,7 +56,7 @@ struct ValidationOptions {
   std::uint64_t seed = 1;
   OptimizerConfig optimizer;
   double watchdog_seconds = 60.0;
-  // Where each configuration trains: exec::train (CPU threads) when empty;
+  // Where each configuration trains: cpu::train (CPU threads) when empty;
   // gpipe-run sets the CUDA trainer for --backend cuda.
   std::function<TrainResult(const TrainOptions&)> train;
   // When set, each row predicts with profile_for(K) instead of the profile

@@ -4,20 +4,20 @@
 #include <cmath>
 #include <stdexcept>
 
-namespace gpipe::exec {
+namespace gpipe::exec::cpu {
 
 OptimizerState::OptimizerState(const OptimizerConfig& config,
-                               std::span<const cpu::Parameter> parameters)
+                               std::span<const Parameter> parameters)
     : config_(config) {
   const bool has_first = config.kind != sim::Optimizer::sgd;
   const bool has_second = config.kind == sim::Optimizer::adamw;
-  for (const cpu::Parameter& p : parameters) {
+  for (const Parameter& p : parameters) {
     if (has_first) first_.emplace_back(p.value.shape());
     if (has_second) second_.emplace_back(p.value.shape());
   }
 }
 
-void OptimizerState::step(std::span<cpu::Parameter> parameters) {
+void OptimizerState::step(std::span<Parameter> parameters) {
   if (config_.kind != sim::Optimizer::sgd && parameters.size() != first_.size()) {
     throw std::logic_error("optimizer step: not the parameters its state was made for");
   }
@@ -71,4 +71,4 @@ std::int64_t OptimizerState::bytes() const {
   return total;
 }
 
-}  // namespace gpipe::exec
+}  // namespace gpipe::exec::cpu

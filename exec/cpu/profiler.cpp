@@ -8,13 +8,14 @@
 
 #include <fmt/format.h>
 
+#include "exec/cpu/device_name.hpp"
+#include "exec/cpu/in_process_link.hpp"
 #include "exec/cpu/layers/layer.hpp"
-#include "exec/cpu/in_process_transport.hpp"
+#include "exec/cpu/optimizer.hpp"
 #include "exec/profiling/profiler_inputs.hpp"
-#include "exec/runtime/trainer.hpp"
 #include "schedules/error.hpp"
 
-namespace gpipe::exec {
+namespace gpipe::exec::cpu {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -26,7 +27,7 @@ double elapsed_us(Clock::time_point start, Clock::time_point end) {
 // The layers of the model, as the executor builds them, with their optimizer
 // state, and every optimizer step timed.
 struct ProfiledModel {
-  std::vector<std::unique_ptr<cpu::Layer>> layers;
+  std::vector<std::unique_ptr<Layer>> layers;
   std::vector<OptimizerState> optimizers;
   std::vector<std::vector<double>> step_us;  // per layer
 };
@@ -58,7 +59,7 @@ SizeRuns size_runs(const models::Model& model, int b, std::mt19937_64& rng) {
 void run_pass(ProfiledModel& pm, SizeRuns& s, bool first, bool timed, std::mt19937_64& rng) {
   const std::size_t n = pm.layers.size();
   std::vector<MemoryAccount> accounts(n);  // one per layer: its stash alone
-  std::vector<cpu::Stash> stashes(n);
+  std::vector<Stash> stashes(n);
   const int b = s.data.micro_batch_size;
   Tensor x = s.data.input.clone();
   for (std::size_t i = 0; i < n; ++i) {
@@ -93,9 +94,9 @@ void run_pass(ProfiledModel& pm, SizeRuns& s, bool first, bool timed, std::mt199
 double measure_handoff_latency_us(int round_trips) {
   if (round_trips < 1) throw InputError("link round trips must be at least 1");
   // Rank 0 sends an activation to rank 1 through the executor's own
-  // transport, rank 1 answers with a gradient; half a round trip is one
+  // link, rank 1 answers with a gradient; half a round trip is one
   // hand-off: a send, the receiver's wake-up and its receive.
-  InProcessTransport transport(2);
+  InProcessLink link(2);
   const schedules::Rank first{0};
   const schedules::Rank second{1};
   const int warmup = std::max(10, round_trips / 10);
@@ -106,8 +107,8 @@ double measure_handoff_latency_us(int round_trips) {
   };
   std::jthread echo([&] {
     for (int i = 0; i < total; ++i) {
-      Tensor t = transport.receive(second, first, tag(i, MessageKind::activation));
-      transport.send(second, first, tag(i, MessageKind::gradient), std::move(t));
+      Tensor t = link.receive(second, first, tag(i, MessageKind::activation), {});
+      link.send(second, first, tag(i, MessageKind::gradient), std::move(t), {});
     }
   });
   std::vector<double> one_way;
@@ -115,8 +116,8 @@ double measure_handoff_latency_us(int round_trips) {
   for (int i = 0; i < total; ++i) {
     Tensor message({1});  // the size is irrelevant: the tensor moves, its bytes do not
     const auto t0 = Clock::now();
-    transport.send(first, second, tag(i, MessageKind::activation), std::move(message));
-    const Tensor back = transport.receive(first, second, tag(i, MessageKind::gradient));
+    link.send(first, second, tag(i, MessageKind::activation), std::move(message), {});
+    const Tensor back = link.receive(first, second, tag(i, MessageKind::gradient), {});
     const auto t1 = Clock::now();
     if (i >= warmup) one_way.push_back(elapsed_us(t0, t1) / 2);
   }
@@ -129,7 +130,7 @@ profiles::Profile profile_cpu(const models::Model& model, std::span<const int> m
   if (options.warmup < 0) throw InputError(fmt::format("--warmup must be 0 or more, got {}", options.warmup));
   if (options.repeats < 1) throw InputError(fmt::format("--repeats must be at least 1, got {}", options.repeats));
   profiles::Profile profile;
-  profile.device = cpu_device_name();
+  profile.device = device_name();
   profile.source = "cpu";
   profile.dtype = "fp32";
   profile.model = model.spec;
@@ -140,7 +141,7 @@ profiles::Profile profile_cpu(const models::Model& model, std::span<const int> m
   const int count = static_cast<int>(model.layers.size());
   ProfiledModel pm;
   for (int index = 0; index < count; ++index) {
-    pm.layers.push_back(cpu::make_layer(model, index, options.seed));
+    pm.layers.push_back(make_layer(model, index, options.seed));
     pm.optimizers.emplace_back(options.optimizer, pm.layers.back()->parameters());
   }
   pm.step_us.resize(static_cast<std::size_t>(count));
@@ -165,7 +166,7 @@ profiles::Profile profile_cpu(const models::Model& model, std::span<const int> m
     profiles::LayerProfile lp;
     lp.name = pm.layers[i]->spec().name;
     lp.kind = pm.layers[i]->spec().kind;
-    for (const cpu::Parameter& p : pm.layers[i]->parameters()) lp.param_bytes += p.value.bytes();
+    for (const Parameter& p : pm.layers[i]->parameters()) lp.param_bytes += p.value.bytes();
     for (const SizeRuns& s : runs) lp.samples.push_back(s.samples[i]);
     lp.optimizer_us = pm.step_us[i].empty() ? 0.0 : median(pm.step_us[i]);
     if (options.on_layer) options.on_layer(index, count, lp);
@@ -174,4 +175,4 @@ profiles::Profile profile_cpu(const models::Model& model, std::span<const int> m
   return profile;
 }
 
-}  // namespace gpipe::exec
+}  // namespace gpipe::exec::cpu

@@ -24,37 +24,24 @@
 //
 // The link is the in-process hand-off between two rank threads: its latency
 // the median one-way time of a message between two threads through the
-// executor's InProcessTransport (half a round trip), its bandwidth
+// executor's InProcessLink (half a round trip), its bandwidth
 // kInProcessBandwidthGBps, because an in-process message moves a pointer to
 // the tensor, never its bytes.
 #pragma once
 
-#include <cstdint>
-#include <functional>
 #include <span>
 
-#include "exec/cpu/optimizer.hpp"
+#include "exec/profiling/profiler_options.hpp"
 #include "models/model.hpp"
 #include "profiles/profile.hpp"
 
-namespace gpipe::exec {
+namespace gpipe::exec::cpu {
 
 // A stand-in for "no per-byte cost": at 10^6 GB/s a 1 GB activation costs
-// 1 ms, against the copy-free hand-off of the in-process transport that costs
+// 1 ms, against the copy-free hand-off of the in-process link that costs
 // nothing per byte. Large and finite, because a profile's bandwidth must be.
 inline constexpr double kInProcessBandwidthGBps = 1e6;
 
-struct ProfilerOptions {
-  int warmup = 2;   // untimed forward+backward runs per layer and size
-  int repeats = 5;  // timed runs; the median is kept
-  std::uint64_t seed = 1;  // weights (as make_layer) and the random inputs
-  OptimizerConfig optimizer;  // whose step optimizer_us times (AdamW by default)
-  int link_round_trips = 200;  // messages timed for the link latency
-  // Progress: after each pass over every size (warm-up passes included), then
-  // once per layer with its finished profile.
-  std::function<void(int pass, int passes)> on_pass;
-  std::function<void(int layer, int layers, const profiles::LayerProfile&)> on_layer;
-};
 
 // InputError when the sizes are empty, hold a size < 1 or a duplicate, when
 // warmup < 0, repeats < 1 or link_round_trips < 1; a layer kind the CPU
@@ -64,7 +51,7 @@ struct ProfilerOptions {
                                             const ProfilerOptions& options = {});
 
 // The median one-way time, in microseconds, of a message between two threads
-// through the in-process transport: half of each of `round_trips` round trips.
+// through the in-process link: half of each of `round_trips` round trips.
 [[nodiscard]] double measure_handoff_latency_us(int round_trips);
 
-}  // namespace gpipe::exec
+}  // namespace gpipe::exec::cpu

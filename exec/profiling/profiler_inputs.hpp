@@ -13,7 +13,7 @@
 #include <span>
 #include <vector>
 
-#include "exec/cpu/tensor.hpp"
+#include "exec/runtime/tensor.hpp"
 #include "models/model.hpp"
 #include "profiles/profile.hpp"
 

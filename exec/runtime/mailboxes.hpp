@@ -2,9 +2,9 @@
 // mailbox per receiving rank, guarded by a mutex and a condition variable.
 // Posting moves the message in and never blocks; taking blocks until that
 // exact message is there, and moves it out. abort() wakes every waiter, which
-// then throws Aborted. The CPU transport carries host tensors in it
-// (exec/cpu/in_process_transport.hpp); the CUDA runtime carries device tensors
-// with the event that marks them ready (exec/cuda/runtime/).
+// then throws Aborted. The CPU's in-process link carries host tensors in it
+// (exec/cpu/in_process_link.hpp); the CUDA one on one GPU carries device
+// tensors with the event that marks them ready (exec/cuda/backend/).
 #pragma once
 
 #include <condition_variable>
@@ -19,7 +19,7 @@
 #include <fmt/format.h>
 
 #include "exec/runtime/aborted.hpp"
-#include "exec/runtime/transport.hpp"
+#include "exec/runtime/message.hpp"
 
 namespace gpipe::exec {
 

@@ -1,8 +1,9 @@
 // Where a worker keeps the data between the actions of its rank, keyed by
 // MessageTag: the output of F(s,m) until F(s+1,m) on the same rank or
 // SEND_F(s,m) takes it, a received message until its F or B takes it, and the
-// same for gradients. Shared by the CPU worker (Value = Tensor) and the CUDA
-// one (Value = a device tensor and its arrival event). A valid schedule
+// same for gradients. Value is the backend's Message (exec/runtime/link.hpp):
+// a host tensor on the CPU, a device tensor and its arrival event on a GPU.
+// A valid schedule
 // produces each value once and consumes it once; anything else is a logic
 // error naming the message (and the action that needed it).
 #pragma once
@@ -13,7 +14,7 @@
 
 #include <fmt/format.h>
 
-#include "exec/runtime/transport.hpp"
+#include "exec/runtime/message.hpp"
 #include "schedules/action.hpp"
 
 namespace gpipe::exec {

@@ -1,7 +1,6 @@
-// The per-micro-batch stashes of one pipeline stage and what each holds, for
-// the CPU stage (exec/runtime/stage_state.hpp) and its CUDA twin
-// (exec/cuda/backend/device_stage.hpp) alike: one stash per layer per micro-batch, and
-// a state that says whether it holds nothing, everything F kept, or only the
+// The per-micro-batch stashes of one pipeline stage (exec/runtime/stage.hpp)
+// and what each holds: one stash per layer per micro-batch, and a state that
+// says whether it holds nothing, everything F kept, or only the
 // stage's boundary input (after F when R follows). A valid schedule only ever
 // finds the state it expects; anything else is a logic error naming the
 // action and what it found. `Stash` has a `tensors` vector whose first entry

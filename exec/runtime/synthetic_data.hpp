@@ -14,7 +14,7 @@
 
 #include <cstdint>
 
-#include "exec/cpu/tensor.hpp"
+#include "exec/runtime/tensor.hpp"
 #include "models/model.hpp"
 
 namespace gpipe::exec {

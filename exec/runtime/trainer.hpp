@@ -1,70 +1,277 @@
-// Training a model through a pipeline schedule on CPU threads: one worker per
-// rank runs its lowered action list in order (exec/runtime/worker.hpp), stages hand
-// activations and gradients over a transport (exec/runtime/transport.hpp), gradients
-// accumulate over the micro-batches and each stage's STEP applies the
-// optimizer once per mini-batch. Every action's start and end is measured and
-// returned as a Timeline with source "cpu", scored by the same metrics as the
-// simulator's prediction.
+// Training a model through a pipeline schedule, for every backend. The ranks
+// this process runs each get a worker thread (exec/runtime/worker.hpp), the
+// trainer supervises them (the first error aborts all; a watchdog stops a run
+// in which nothing finishes), and assembles what they measured into a
+// Timeline: the intervals of every action (exec/runtime/step_timeline.hpp)
+// and each rank's memory, scored by the same metrics as the simulator's
+// prediction.
+//
+// Where the ranks live (Placement): all of them as threads of this process,
+// or one of them in this process and the others in their own processes,
+// which meet at a rendezvous store (exec/dist/): there each step starts at
+// the store's barrier, and the process of the loss stage gathers every rank's
+// part and alone reports.
+//
+// Besides what the worker and the stage need (worker.hpp, stage.hpp), the
+// backend `B` supplies:
+//   B::kName                   "cpu", "cuda": the timeline's source and error messages
+//   B::Options                 its own settings (the CUDA device, SM partitions, timing)
+//   B::Run                     its resources for one run in this process:
+//     Run(options, settings, placement, backend_options)
+//     device(rank), context(rank)     for each rank placed here
+//     in_context(rank, f)             calls f with the rank's device current
+//     link(), timer()                 the run's link and action timer
+//     memory_placement()              where memory changes land (step_timeline.hpp)
+//     weights_ready()                 once the stages are built
+//     finish()                        after the workers: the device drained, the timing collected
+//     abandon() noexcept              instead, after a failed run
+//     device_name()                   for the timeline
+//     report(median_slot) -> B::Report  what only this backend has to say
 #pragma once
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <functional>
-#include <optional>
+#include <memory>
 #include <string>
 #include <vector>
 
-#include "exec/runtime/fault.hpp"
-#include "exec/cpu/optimizer.hpp"
-#include "models/model.hpp"
-#include "models/partition.hpp"
-#include "schedules/metrics.hpp"
-#include "schedules/schedule.hpp"
-#include "schedules/timeline.hpp"
+#include <fmt/format.h>
+
+#include "exec/dist/bootstrap.hpp"
+#include "exec/dist/rank_part.hpp"
+#include "exec/dist/store_step_sync.hpp"
+#include "exec/dist/tcp_store.hpp"
+#include "exec/runtime/memory_account.hpp"
+#include "exec/runtime/memory_log.hpp"
+#include "exec/runtime/run_control.hpp"
+#include "exec/runtime/run_settings.hpp"
+#include "exec/runtime/supervise.hpp"
+#include "exec/runtime/stage.hpp"
+#include "exec/runtime/step_barrier.hpp"
+#include "exec/runtime/step_timeline.hpp"
+#include "exec/runtime/train_options.hpp"
+#include "exec/runtime/worker.hpp"
+#include "schedules/error.hpp"
 
 namespace gpipe::exec {
 
-struct TrainOptions {
-  models::Model model;
-  // Compute actions only, or already lowered; lowered here when it is not.
-  // Validated before any thread starts.
-  schedules::Schedule schedule;
-  models::Partition partition;  // one entry per stage of the schedule
-  std::int64_t batch = 0;       // N samples per mini-batch, split into M as torch.tensor_split
-  int steps = 1;
-  std::uint64_t seed = 0;  // weights and data
-  OptimizerConfig optimizer;
-  bool check_finite = false;  // a non-finite loss or gradient fails the run
-  std::optional<FaultInjection> fault;
-  // A run in which no action finishes for this long is stopped as stalled.
-  double watchdog_seconds = 60.0;
-  // How many of the last steps are measured into TrainResult::timeline (which
-  // keeps the one of median step time): 1 keeps the last step; more makes a
-  // measurement robust to a step that another process slowed down.
-  int measured_steps = 1;
-  // Called after every step with its index and loss (progress on a terminal).
-  std::function<void(int step, double loss)> on_step;
+// Which ranks this process runs.
+struct Placement {
+  std::vector<schedules::Rank> local;  // every rank when `store` is null
+  TcpStore* store = nullptr;           // where the processes of the other ranks meet
+  int world_size = 1;                  // processes, with a store
+
+  [[nodiscard]] bool here(schedules::Rank rank) const {
+    return std::find(local.begin(), local.end(), rank) != local.end();
+  }
 };
 
-struct TrainResult {
-  std::vector<double> losses;     // one per step: the mean per-sample loss over the mini-batch
-  // Of the last measured_steps steps, the one of median step time (the lower
-  // median for an even count); source "cpu", device = the CPU's name.
+template <class B>
+struct Trained {
+  TrainResult result;
+  typename B::Report report;
+};
+
+namespace trainer_detail {
+
+// Every measured step of the ranks placed here, as parts (one per rank).
+template <class B>
+std::vector<RankPart> local_parts(const Placement& where, typename B::Run& run,
+                                  const std::vector<std::unique_ptr<MemoryLog>>& logs,
+                                  const std::vector<std::int64_t>& static_bytes, int measured_steps) {
+  std::vector<RankPart> parts;
+  std::vector<MeasuredIntervals> intervals;
+  for (int k = 0; k < measured_steps; ++k) intervals.push_back(run.timer().intervals(k));
+  for (const schedules::Rank rank : where.local) {
+    RankPart& part = parts.emplace_back();
+    part.rank = rank.value;
+    part.static_bytes = static_bytes[rank.at()];
+    for (int k = 0; k < measured_steps; ++k) {
+      RankPart::Step& step = part.steps.emplace_back();
+      for (const auto& [key, interval] : intervals[static_cast<std::size_t>(k)]) {
+        if (key.first == rank.value) step.intervals.emplace_back(key.second, interval);
+      }
+      step.memory = logs[rank.at()]->changes(static_cast<std::size_t>(k));
+    }
+  }
+  return parts;
+}
+
+// Measured step `k` of every rank as a Timeline.
+inline schedules::Timeline measured_step(const std::vector<RankPart>& parts, std::size_t k,
+                                         const schedules::Schedule& lowered,
+                                         const schedules::TimelineInfo& info,
+                                         MemoryPlacement placement) {
   schedules::Timeline timeline;
-  int timeline_step = 0;          // which step (0-based) that is
-  schedules::Metrics metrics;     // compute_metrics(timeline)
-  // The weights after the last step: [layer][parameter] values, in model order.
-  std::vector<std::vector<std::vector<float>>> weights;
-};
+  timeline.info = info;
+  MeasuredIntervals intervals;
+  for (const RankPart& part : parts) {
+    for (const auto& [action, interval] : part.steps.at(k).intervals) intervals[{part.rank, action}] = interval;
+  }
+  timeline.actions = complete_step_actions(lowered, intervals);
+  for (const RankPart& part : parts) {
+    const auto samples = place_memory_changes(schedules::Rank{part.rank}, part.steps.at(k).memory,
+                                              placement, lowered, timeline.actions);
+    timeline.memory.insert(timeline.memory.end(), samples.begin(), samples.end());
+  }
+  return timeline;
+}
 
-// Throws InputError for a configuration that cannot run (the partition does
-// not match the schedule or the model, M > N, an invalid schedule, a fault on
-// a rank or action that does not exist) before any thread starts, and
+}  // namespace trainer_detail
+
+// Trains `options` on the ranks `where` places in this process. Throws
+// InputError for a configuration that cannot run (before any thread starts),
 // RunError naming the rank and action when a worker fails or the run stalls;
 // every worker thread has stopped when it returns or throws.
-[[nodiscard]] TrainResult train(const TrainOptions& options);
+template <class B>
+[[nodiscard]] Trained<B> train_placed(const TrainOptions& o, const typename B::Options& backend_options,
+                                      const Placement& where) {
+  using schedules::Rank;
+  using schedules::Stage;
+  check_train_options(o, B::kName);
+  const schedules::Schedule lowered = lower_checked(o);
+  const RunSettings settings = make_run_settings(o, lowered);
+  B::require_available();
+  const int num_ranks = lowered.num_ranks;
+  const int num_stages = lowered.num_stages;
+  typename B::Run run(o, settings, where, backend_options);
 
-// The name of this machine's CPU (/proc/cpuinfo "model name"), for the
-// timeline's and the profile's device field; "cpu" when unknown.
-[[nodiscard]] std::string cpu_device_name();
+  // Declared in this order so that the stages (whose stashes are charged to
+  // the accounts, which report to the logs) go first.
+  std::vector<std::unique_ptr<MemoryLog>> logs(static_cast<std::size_t>(num_ranks));
+  std::vector<std::unique_ptr<MemoryAccount>> accounts(static_cast<std::size_t>(num_ranks));
+  for (const Rank r : where.local) {
+    logs[r.at()] = std::make_unique<MemoryLog>(r);
+    accounts[r.at()] = std::make_unique<MemoryAccount>();
+    accounts[r.at()]->set_observer([log = logs[r.at()].get()](std::int64_t bytes) { log->record(bytes); });
+  }
+  std::vector<std::unique_ptr<exec::Stage<B>>> stages(static_cast<std::size_t>(num_stages));
+  std::vector<std::int64_t> static_bytes(static_cast<std::size_t>(num_ranks), 0);
+  for (int s = 0; s < num_stages; ++s) {
+    const Rank rank = lowered.rank_of(Stage{s});
+    if (!where.here(rank)) continue;
+    auto& stage = stages[static_cast<std::size_t>(s)];
+    run.in_context(rank, [&] {
+      stage = std::make_unique<exec::Stage<B>>(o.model, o.partition.first_layer(s), o.partition.end_layer(s),
+                                               o.seed, o.optimizer, lowered.num_microbatches,
+                                               accounts[rank.at()].get(), run.context(rank));
+    });
+    static_bytes[rank.at()] += stage->static_bytes();
+  }
+  run.weights_ready();
+
+  StepBarrier barrier(static_cast<int>(where.local.size()));
+  std::unique_ptr<StoreStepSync> store_sync;
+  if (where.store != nullptr) {
+    store_sync = std::make_unique<StoreStepSync>(*where.store, where.local.front().value, where.world_size);
+  }
+  StepSync& sync = store_sync ? static_cast<StepSync&>(*store_sync) : barrier;
+  RunControl control(num_ranks);
+  for (int r = 0; r < num_ranks; ++r) {
+    if (!where.here(Rank{r})) control.exit_worker(Rank{r}, true);  // they run in other processes
+  }
+  control.add_abort_hook([&] { run.link().abort(); });
+  control.add_abort_hook([&] { sync.abort(); });
+
+  std::vector<std::unique_ptr<Worker<B>>> workers;
+  for (const Rank r : where.local) {
+    std::vector<exec::Stage<B>*> own(static_cast<std::size_t>(num_stages), nullptr);
+    for (int s = 0; s < num_stages; ++s) {
+      if (lowered.rank_of(Stage{s}) == r) own[static_cast<std::size_t>(s)] = stages[static_cast<std::size_t>(s)].get();
+    }
+    workers.push_back(std::make_unique<Worker<B>>(
+        r, settings, std::move(own), run.device(r),
+        WorkerLinks<B>{&run.link(), &control, &sync, &run.timer(), logs[r.at()].get()}));
+  }
+  std::vector<std::function<void()>> bodies;
+  for (auto& worker : workers) bodies.emplace_back([w = worker.get()] { w->run(); });
+  try {
+    run_supervised(o, control, lowered, std::move(bodies));
+  } catch (...) {
+    run.abandon();  // the run's error is the one to report
+    throw;
+  }
+  run.finish();
+
+  Trained<B> out;
+  TrainResult& result = out.result;
+  std::vector<RankPart> parts =
+      trainer_detail::local_parts<B>(where, run, logs, static_bytes, o.measured_steps);
+  const Rank reporter = lowered.rank_of(Stage{num_stages - 1});
+  if (where.store != nullptr) {
+    parts = exchange_parts(*where.store, parts.front(), where.world_size, reporter.value);
+    result.reporter = where.here(reporter);
+  }
+  for (int s = 0; s < num_stages; ++s) {
+    const auto& stage = stages[static_cast<std::size_t>(s)];
+    if (!stage) continue;
+    run.in_context(lowered.rank_of(Stage{s}), [&] {
+      for (auto& layer : stage->weights()) result.weights.push_back(std::move(layer));
+    });
+  }
+  if (!result.reporter) {
+    out.report = run.report(0);
+    return out;
+  }
+  result.losses = control.losses();
+  schedules::TimelineInfo info = schedules::info_of(lowered);
+  info.source = std::string(B::kName);
+  info.device = run.device_name();
+  info.batch_size = o.batch;
+  info.static_bytes.assign(static_cast<std::size_t>(num_ranks), 0);
+  for (const RankPart& part : parts) info.static_bytes[static_cast<std::size_t>(part.rank)] = part.static_bytes;
+  std::vector<schedules::Timeline> measured;
+  for (std::size_t k = 0; k < static_cast<std::size_t>(o.measured_steps); ++k) {
+    measured.push_back(trainer_detail::measured_step(parts, k, lowered, info, run.memory_placement()));
+  }
+  const std::size_t median = median_step(measured);
+  result.timeline = std::move(measured[median]);
+  result.timeline_step = o.steps - o.measured_steps + static_cast<int>(median);
+  result.metrics = schedules::compute_metrics(result.timeline);
+  out.report = run.report(static_cast<int>(median));
+  return out;
+}
+
+// Every rank as a thread of this process.
+template <class B>
+[[nodiscard]] Trained<B> train_in_process(const TrainOptions& o,
+                                          const typename B::Options& backend_options = {}) {
+  Placement where;
+  for (int r = 0; r < o.schedule.num_ranks; ++r) where.local.push_back(schedules::Rank{r});
+  return train_placed<B>(o, backend_options, where);
+}
+
+// How long a process waits at the store (a step's barrier, the other ranks'
+// parts): the watchdog's time, and at least 30 s for a slow start. A store's
+// wait cannot be woken by an abort, so a process whose peer failed leaves it
+// after this long, with an error naming the wait.
+[[nodiscard]] inline std::chrono::milliseconds store_timeout(double watchdog_seconds) {
+  return std::chrono::milliseconds(static_cast<std::int64_t>(std::max(30.0, watchdog_seconds) * 1000));
+}
+
+// One rank per process, this one's from the launcher (`launch`): rank 0
+// serves the rendezvous store at MASTER_ADDR:MASTER_PORT. Throws InputError
+// when the launch does not fit the schedule.
+template <class B>
+[[nodiscard]] Trained<B> train_as_process(const TrainOptions& o, const typename B::Options& backend_options,
+                                          const LaunchInfo& launch) {
+  check_train_options(o, B::kName);
+  (void)lower_checked(o);
+  if (o.schedule.num_ranks != launch.world_size) {
+    throw InputError(fmt::format(
+        "the schedule has {} ranks but {} started {} processes: launch one process per rank",
+        o.schedule.num_ranks, launch.launcher, launch.world_size));
+  }
+  B::require_available();  // before waiting for the other processes
+  TcpStore store(launch.master_addr, launch.master_port, launch.rank == 0,
+                 store_timeout(o.watchdog_seconds));
+  Placement where;
+  where.local = {schedules::Rank{launch.rank}};
+  where.store = &store;
+  where.world_size = launch.world_size;
+  return train_placed<B>(o, backend_options, where);
+}
 
 }  // namespace gpipe::exec

@@ -1,101 +1,335 @@
-// The worker of one rank: a thread that runs the rank's lowered action list
-// in order, step after step, and measures when each action starts and ends.
+// The worker of one rank, for every backend: a thread that runs the rank's
+// lowered action list in order, step after step.
 //
-// Data between actions: the output of F(s,m) waits in a local slot until
-// F(s+1,m) takes it (stage s+1 on the same rank) or SEND_F(s,m) puts it on
-// the transport; RECV_F(s+1,m) takes it off into the same slot. Gradients go
-// the other way (B, SEND_B, RECV_B). Slots are keyed by MessageTag, so the
-// local and remote paths are one mechanism.
+// Data between actions: the output of F(s,m) waits in a slot until F(s+1,m)
+// takes it (stage s+1 on the same rank) or SEND_F(s,m) hands it to the link;
+// RECV_F(s+1,m) puts what the link brings into the same slot. Gradients go the
+// other way (B, SEND_B, RECV_B). Slots are keyed by MessageTag, so the local
+// and remote paths are one mechanism. A step's data (inputs, targets, the
+// loss gradient 1/N) is drawn and handed to the device before the step
+// starts, so it is not timed.
+//
+// What differs between backends is behind `B` (exec/cpu/cpu_backend.hpp,
+// exec/cuda/backend/cuda_backend.hpp):
+//   B::Tensor, B::Message      what stages compute with, what a receive yields
+//   B::Stage                   F, B, R, STEP of a stage (exec/runtime/stage.hpp)
+//   B::RankDevice              what the rank computes on:
+//     enter_thread()              on the worker's thread, before anything else
+//     upload(host tensor)         a step's data, before the step starts
+//     data_ready()                once the step's data is uploaded
+//     ready(message) -> Tensor    a received message, usable by the consumer
+//     local(tensor) -> Message    a tensor produced here, into a slot
+//     all_finite(tensor), sum(tensor)    read back (--check-finite, the loss)
+//     finish_step(control)        waits for the step's device work (an abort ends the wait)
+//     drain() noexcept            waits for what the device may still read, on the way out
+// On the CPU every call runs the work; on a GPU it enqueues it and the host
+// runs ahead, the order coming from streams and events.
 //
 // A worker never throws: an error is recorded in RunControl as "rank R failed
-// in ACTION: what", which aborts the run; an abort makes every wait throw
-// Aborted, upon which the worker just leaves.
+// in ACTION: what" (or "at step S" between actions), which aborts the run; an
+// abort makes every wait throw Aborted, upon which the worker just leaves.
 #pragma once
 
-#include <chrono>
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
-#include <optional>
+#include <exception>
+#include <stdexcept>
+#include <utility>
 #include <vector>
 
-#include "exec/runtime/synthetic_data.hpp"
-#include "exec/runtime/fault.hpp"
-#include "exec/runtime/memory_recorder.hpp"
+#include <fmt/format.h>
+
+#include "exec/runtime/aborted.hpp"
+#include "exec/runtime/action_mark.hpp"
+#include "exec/runtime/action_timer.hpp"
+#include "exec/runtime/link.hpp"
+#include "exec/runtime/memory_log.hpp"
 #include "exec/runtime/message_slots.hpp"
 #include "exec/runtime/run_control.hpp"
-#include "exec/runtime/stage_state.hpp"
-#include "exec/runtime/step_barrier.hpp"
-#include "exec/runtime/transport.hpp"
-#include "models/model.hpp"
+#include "exec/runtime/run_settings.hpp"
+#include "exec/runtime/step_sync.hpp"
+#include "exec/runtime/synthetic_data.hpp"
+#include "schedules/error.hpp"
 #include "schedules/schedule.hpp"
-#include "schedules/timeline.hpp"
 
 namespace gpipe::exec {
 
-// What every worker of a run reads; set up before the threads start, then constant.
-struct RunPlan {
-  const models::Model* model = nullptr;
-  const schedules::Schedule* schedule = nullptr;  // lowered
-  std::int64_t batch = 0;                         // N
-  std::vector<int> microbatch_sizes;              // split_batch(N, M)
-  std::vector<std::int64_t> microbatch_offsets;   // first row of each micro-batch
-  std::vector<std::vector<bool>> recomputed;      // [stage][m]: the schedule has R(s,m)
-  int steps = 1;
-  int measured_steps = 1;  // the last this many steps are recorded
-  std::uint64_t seed = 0;
-  bool check_finite = false;
-  std::optional<FaultInjection> fault;
-};
-
-// What a worker shares with the others and the main thread.
+// What a worker shares with the other workers and the trainer.
+template <class B>
 struct WorkerLinks {
-  Transport* transport = nullptr;
+  Link<typename B::Tensor, typename B::Message>* link = nullptr;
   RunControl* control = nullptr;
-  StepBarrier* barrier = nullptr;
-  MemoryRecorder* memory = nullptr;
+  StepSync* sync = nullptr;
+  ActionTimer* timer = nullptr;
+  MemoryLog* memory = nullptr;
 };
 
+template <class B>
 class Worker {
  public:
-  using Clock = std::chrono::steady_clock;
+  using Tensor = typename B::Tensor;
+  using Message = typename B::Message;
+  using Stage = typename B::Stage;
+  using Device = typename B::RankDevice;
 
   // `stages` is indexed by stage: the rank's own stages, nullptr elsewhere.
-  Worker(schedules::Rank rank, const RunPlan& plan, std::vector<StageState*> stages,
-         WorkerLinks links);
+  Worker(schedules::Rank rank, const RunSettings& settings, std::vector<Stage*> stages,
+         Device& device, WorkerLinks<B> links)
+      : rank_(rank),
+        settings_(settings),
+        stages_(std::move(stages)),
+        device_(device),
+        links_(links),
+        program_(settings.schedule->actions(rank)),
+        task_(*settings.model, settings.seed),
+        first_(stages_.front() != nullptr),
+        last_(stages_.back() != nullptr) {}
 
   // The thread's body: every step, then exit. Never throws.
-  void run() noexcept;
-
-  // The last step's actions as they ran, in program order; read after join.
-  // The recorded steps' actions, one list per recorded step, oldest first.
-  [[nodiscard]] const std::vector<std::vector<schedules::TimedAction>>& timelines() const {
-    return timelines_;
+  void run() noexcept {
+    const bool completed = run_steps();
+    // What the device may still read must not go back to its allocator first;
+    // after an abort the link first ends what the device may wait for.
+    if (!completed) {
+      try {
+        links_.link->finish_abort();
+      } catch (...) {  // the run has failed already; draining is all that is left
+      }
+    }
+    device_.drain();
+    // Tensors this worker still holds go before the thread ends: nothing of a
+    // run outlives its workers but what the trainer reads back.
+    slots_.clear();
+    clear_step_data();
+    links_.control->exit_worker(rank_, completed);
   }
 
  private:
-  void run_step(int step);
-  void execute(const schedules::Action& action, int step);
-  void forward(const schedules::Action& action, int step);
-  void backward(const schedules::Action& action, int step);
-  [[nodiscard]] Tensor target_rows(const schedules::Action& action) const;
-  [[nodiscard]] StageState& stage(schedules::Stage s) const;
-  [[nodiscard]] std::int64_t since_start() const;
+  // Every step in turn; whether all completed. An Aborted ends the loop
+  // quietly (another rank or the watchdog has the run's error); any other
+  // exception becomes the run's error, naming this rank and where it was.
+  [[nodiscard]] bool run_steps() noexcept {
+    RunControl& control = *links_.control;
+    int step = 0;
+    try {
+      device_.enter_thread();
+      for (; step < settings_.steps; ++step) run_step(step);
+      return true;
+    } catch (const Aborted&) {
+    } catch (const std::exception& e) {
+      if (current_ >= 0) {
+        control.fail(fmt::format("rank {} failed in {}: {}", rank_.value,
+                                 to_string(program_[static_cast<std::size_t>(current_)]), e.what()));
+      } else {
+        control.fail(fmt::format("rank {} failed at step {}: {}", rank_.value, step, e.what()));
+      }
+    } catch (...) {
+      control.fail(fmt::format("rank {} failed at step {}: unknown exception", rank_.value, step));
+    }
+    return false;
+  }
+
+  void run_step(int step) {
+    RunControl& control = *links_.control;
+    current_ = -1;
+    prepare_data(step);
+    control.enter_barrier(rank_, step);
+    const auto start = links_.sync->arrive(step);
+    control.note_progress();
+    const int slot = step >= settings_.first_measured_step() ? step - settings_.first_measured_step() : -1;
+    if (slot >= 0) {
+      links_.timer->start_step(rank_, slot, start);
+      links_.memory->start_step(start);
+    }
+    for (std::size_t i = 0; i < program_.size(); ++i) {
+      control.throw_if_aborted();
+      current_ = static_cast<int>(i);
+      control.enter_action(rank_, step, current_);
+      links_.memory->set_action(current_);
+      execute({rank_, slot, i, program_[i]}, step);
+      control.note_progress();
+    }
+    current_ = -1;
+    links_.memory->set_action(-1);
+    slots_.expect_empty();
+    device_.finish_step(control);
+    if (last_) publish_loss(step);
+  }
+
+  // The step's data for the stages here that read it: stage 0's inputs, the
+  // loss stage's targets and loss gradients (d(mini-batch loss)/d(per-sample
+  // loss) = 1/N: the loss is the mean over all N samples), per micro-batch.
+  void prepare_data(int step) {
+    clear_step_data();
+    if (!first_ && !last_) return;
+    const Batch batch = task_.batch(step, settings_.batch);
+    for (std::size_t m = 0; m < settings_.microbatch_sizes.size(); ++m) {
+      const std::int64_t offset = settings_.microbatch_offsets[m];
+      const int b = settings_.microbatch_sizes[m];
+      if (first_) inputs_.push_back(device_.upload(batch.inputs.slice_rows(offset, b)));
+      if (last_) {
+        targets_.push_back(device_.upload(batch.targets.slice_rows(offset, b)));
+        exec::Tensor scale({b});
+        std::fill(scale.f32().begin(), scale.f32().end(), 1.0F / static_cast<float>(settings_.batch));
+        loss_gradients_.push_back(device_.upload(std::move(scale)));
+      }
+    }
+    device_.data_ready();
+  }
+
+  void clear_step_data() {
+    inputs_.clear();
+    targets_.clear();
+    loss_gradients_.clear();
+    losses_.clear();
+  }
+
+  // Summed as the loss of a mini-batch: each micro-batch's per-sample losses
+  // in double, then those, over N.
+  void publish_loss(int step) {
+    double sum = 0;
+    for (const Tensor& loss : losses_) sum += device_.sum(loss);
+    losses_.clear();
+    links_.control->publish_loss(step, sum / static_cast<double>(settings_.batch));
+  }
+
+  void execute(const ActionMark& mark, int step) {
+    const schedules::Action& a = mark.action;
+    if (settings_.fault && settings_.fault->rank == rank_ && settings_.fault->action == a) {
+      if (settings_.fault->kind == FaultInjection::Kind::stall) links_.control->stall(rank_);
+      throw RunError("injected fault");
+    }
+    const schedules::Stage next{a.stage.value + 1};
+    const schedules::Stage prev{a.stage.value - 1};
+    const auto rank_of = [&](schedules::Stage s) { return settings_.schedule->rank_of(s); };
+    switch (a.kind) {
+      case schedules::ActionKind::F:
+        forward(mark, step);
+        break;
+      case schedules::ActionKind::B:
+        backward(mark, step);
+        break;
+      case schedules::ActionKind::R: {
+        const TimedScope timed(links_.timer, mark);
+        stage(a.stage).recompute(a.microbatch.value, target(a));
+        break;
+      }
+      case schedules::ActionKind::SEND_F: {
+        const MessageTag tag{step, MessageKind::activation, a.stage, a.microbatch};
+        links_.link->send(rank_, rank_of(next), tag, take(tag, a), mark);
+        break;
+      }
+      case schedules::ActionKind::RECV_F: {
+        const MessageTag tag{step, MessageKind::activation, prev, a.microbatch};
+        slots_.put(tag, links_.link->receive(rank_, rank_of(prev), tag, mark));
+        break;
+      }
+      case schedules::ActionKind::SEND_B: {
+        const MessageTag tag{step, MessageKind::gradient, a.stage, a.microbatch};
+        links_.link->send(rank_, rank_of(prev), tag, take(tag, a), mark);
+        break;
+      }
+      case schedules::ActionKind::RECV_B: {
+        const MessageTag tag{step, MessageKind::gradient, next, a.microbatch};
+        slots_.put(tag, links_.link->receive(rank_, rank_of(next), tag, mark));
+        break;
+      }
+      case schedules::ActionKind::STEP: {
+        const TimedScope timed(links_.timer, mark);
+        stage(a.stage).step();
+        break;
+      }
+      case schedules::ActionKind::I:
+      case schedules::ActionKind::W:
+        throw std::logic_error("the runtime runs no split backward");  // refused by check_train_options
+    }
+  }
+
+  void forward(const ActionMark& mark, int step) {
+    const schedules::Action& a = mark.action;
+    Stage& st = stage(a.stage);
+    const auto m = a.microbatch.at();
+    Tensor input = a.stage.value == 0
+                       ? std::move(inputs_.at(m))
+                       : take({step, MessageKind::activation, schedules::Stage{a.stage.value - 1},
+                               a.microbatch},
+                              a);
+    Tensor output;
+    {
+      const TimedScope timed(links_.timer, mark);
+      output = st.forward(a.microbatch.value, std::move(input), target(a));
+    }
+    if (st.is_last()) {
+      if (settings_.check_finite && !device_.all_finite(output)) throw RunError("non-finite loss");
+      losses_.push_back(std::move(output));
+    } else {
+      slots_.put({step, MessageKind::activation, a.stage, a.microbatch}, device_.local(std::move(output)));
+    }
+    if (settings_.recomputed[a.stage.at()][m]) st.drop_to_boundary(a.microbatch.value);
+  }
+
+  void backward(const ActionMark& mark, int step) {
+    const schedules::Action& a = mark.action;
+    Stage& st = stage(a.stage);
+    const auto m = a.microbatch.at();
+    Tensor received;
+    if (!st.is_last()) {
+      received = take({step, MessageKind::gradient, schedules::Stage{a.stage.value + 1}, a.microbatch}, a);
+    }
+    const Tensor& grad_output = st.is_last() ? loss_gradients_.at(m) : received;
+    Tensor grad_input;
+    {
+      const TimedScope timed(links_.timer, mark);
+      grad_input = st.backward(a.microbatch.value, grad_output);
+    }
+    if (settings_.check_finite) {
+      if (auto name = st.non_finite_gradient()) throw RunError("non-finite gradient of " + *name);
+      if (!grad_input.empty() && !device_.all_finite(grad_input)) {
+        throw RunError("non-finite input gradient");
+      }
+    }
+    // Stage 0's input gradient has no consumer.
+    if (a.stage.value > 0) {
+      slots_.put({step, MessageKind::gradient, a.stage, a.microbatch}, device_.local(std::move(grad_input)));
+    }
+  }
+
+  // The tensor of `tag`, usable by the compute that follows.
+  [[nodiscard]] Tensor take(const MessageTag& tag, const schedules::Action& action) {
+    return device_.ready(slots_.take(tag, action));
+  }
+
+  [[nodiscard]] const Tensor* target(const schedules::Action& a) {
+    if (!stage(a.stage).is_last()) return nullptr;
+    return &targets_.at(a.microbatch.at());
+  }
+
+  [[nodiscard]] Stage& stage(schedules::Stage s) const {
+    Stage* st = s.value >= 0 && s.at() < stages_.size() ? stages_[s.at()] : nullptr;
+    if (st == nullptr) {
+      throw std::logic_error(fmt::format("stage {} does not live on rank {}", s.value, rank_.value));
+    }
+    return *st;
+  }
 
   schedules::Rank rank_;
-  const RunPlan& plan_;
-  std::vector<StageState*> stages_;
-  WorkerLinks links_;
+  const RunSettings& settings_;
+  std::vector<Stage*> stages_;
+  Device& device_;
+  WorkerLinks<B> links_;
   const std::vector<schedules::Action>& program_;
   SyntheticTask task_;
-  bool needs_data_ = false;  // the rank holds the first or the last stage
+  bool first_ = false;  // holds stage 0, which reads the inputs
+  bool last_ = false;   // holds the loss stage, which reads the targets
 
   // Per step.
-  Batch batch_;
-  MessageSlots<Tensor> slots_;
-  double loss_sum_ = 0;
-  Clock::time_point step_start_;
+  std::vector<Tensor> inputs_;          // per micro-batch, stage 0
+  std::vector<Tensor> targets_;         // per micro-batch, the loss stage
+  std::vector<Tensor> loss_gradients_;  // per micro-batch, the loss stage: 1/N each
+  std::vector<Tensor> losses_;          // per micro-batch, the loss stage: f32 [b]
+  MessageSlots<Message> slots_;
   int current_ = -1;  // index of the running action, -1 between actions
-
-  std::vector<std::vector<schedules::TimedAction>> timelines_;
 };
 
 }  // namespace gpipe::exec

@@ -13,8 +13,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "exec/cpu/profiler.hpp"
-#include "exec/tool/backend.hpp"
+#include "exec/profiling/profiler_options.hpp"
+#include "exec/tool/backend_flags.hpp"
 #include "exec/tool/commands.hpp"
 #include "exec/tool/run_flags.hpp"
 #include "models/model_spec.hpp"

@@ -1,6 +1,6 @@
 // The flags `gpipe-run train` and `gpipe-run validate` share: the backend, the
 // model, how it is split and balanced, the optimizer, seeds and the watchdog
-// (exec/tool/backend.hpp has the CUDA flags and where a run goes).
+// (exec/tool/backend_flags.hpp has the CUDA flags and where a run goes).
 #pragma once
 
 #include <cstdint>
@@ -8,7 +8,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "exec/cpu/optimizer.hpp"
+#include "exec/runtime/optimizer_config.hpp"
 
 namespace gpipe::cli {
 

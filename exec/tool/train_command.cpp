@@ -16,16 +16,17 @@
 
 #include "exec/runtime/fault.hpp"
 #include "exec/run_plan.hpp"
-#include "exec/tool/backend.hpp"
+#include "exec/tool/backend_flags.hpp"
 #include "exec/tool/commands.hpp"
 #include "exec/tool/run_flags.hpp"
-#include "exec/runtime/trainer.hpp"
+#include "exec/runtime/train_options.hpp"
 #include "models/model_spec.hpp"
 #include "profiles/profile.hpp"
 #include "schedules/chrome_trace.hpp"
 #include "schedules/error.hpp"
 #include "sim/shipped_profiles.hpp"
 #include "sim/tool/metrics_table.hpp"
+#include "sim/tool/units.hpp"
 
 namespace gpipe::cli {
 namespace {
@@ -65,6 +66,18 @@ void print_header(const TrainFlags& f, const models::Model& model, const sim::Pr
                            f.run.partition == "balanced" ? " on " + balanced_on : "");
   std::cout << fmt::format("optimizer   {}, lr {}, seed {}, {} steps\n\n",
                            sim::to_string(t.optimizer.kind), t.optimizer.learning_rate, t.seed, t.steps);
+}
+
+// The device's own peak beside the allocator's exact peak per rank.
+std::string device_memory_line(const exec::BackendRun& run) {
+  std::string per_rank;
+  for (std::int64_t bytes : run.allocator_peak_bytes) {
+    per_rank += (per_rank.empty() ? "" : ", ") + format_bytes(bytes);
+  }
+  return fmt::format(
+      "device memory: {} peak used on the GPU (cudaMemGetInfo: every process and library); "
+      "the allocator's peak per rank (activations, messages, temporaries, weights): {}",
+      format_bytes(run.device_peak_used_bytes), per_rank);
 }
 
 int run_train(const TrainFlags& f) {
@@ -121,7 +134,7 @@ int run_train(const TrainFlags& f) {
   }
   if (!f.json && role.reports) print_header(f, model, plan, t, balanced_on, role);
 
-  const BackendRun run = run_training(f.run.backend, f.cuda, t, role);
+  const exec::BackendRun run = run_training(f.run.backend, f.cuda, t, role);
   if (!role.reports) return 0;  // the process of the loss stage reports for all
   const exec::TrainResult& result = run.result;
   if (!f.trace.empty()) {
@@ -139,7 +152,7 @@ int run_train(const TrainFlags& f) {
   std::cout << format_metrics_summary(result.metrics);
   std::cout << format_rank_table(result.metrics, plan.partition,
                                  fmt::format("static ({}, fp32)", sim::to_string(t.optimizer.kind)));
-  if (!run.device_memory.empty()) std::cout << "\n" << run.device_memory << "\n";
+  if (!run.allocator_peak_bytes.empty()) std::cout << "\n" << device_memory_line(run) << "\n";
   if (!f.trace.empty()) std::cout << "\ntrace written to " << f.trace << " (open it in Perfetto)\n";
   return 0;
 }

@@ -15,9 +15,9 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
-#include "exec/cpu/profiler.hpp"
+#include "exec/profiling/profiler_options.hpp"
 #include "exec/run_plan.hpp"
-#include "exec/tool/backend.hpp"
+#include "exec/tool/backend_flags.hpp"
 #include "exec/tool/commands.hpp"
 #include "exec/tool/run_flags.hpp"
 #include "exec/calibration/calibration.hpp"

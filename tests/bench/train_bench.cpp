@@ -4,7 +4,7 @@
 // it shows what the pipeline gains on this machine's cores.
 #include <benchmark/benchmark.h>
 
-#include "exec/runtime/trainer.hpp"
+#include "exec/cpu/cpu_backend.hpp"
 #include "models/model_spec.hpp"
 #include "models/partition.hpp"
 #include "schedules/generate.hpp"
@@ -25,7 +25,7 @@ void BM_TrainTransformer(benchmark::State& state) {
   options.steps = 2;
   std::int64_t samples = 0;
   for (auto _ : state) {
-    const exec::TrainResult result = exec::train(options);
+    const exec::TrainResult result = exec::cpu::train(options);
     benchmark::DoNotOptimize(result.losses.data());
     samples += options.batch * options.steps;
   }

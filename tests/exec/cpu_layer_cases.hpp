@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "exec/cpu/tensor.hpp"
+#include "exec/runtime/tensor.hpp"
 #include "models/families.hpp"
 #include "models/model.hpp"
 

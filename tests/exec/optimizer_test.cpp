@@ -21,7 +21,7 @@ std::vector<cpu::Parameter> one_parameter(float value, float grad) {
 TEST(Optimizer, SgdStepsAgainstTheGradientAndZeroesIt) {
   OptimizerConfig config{.kind = sim::Optimizer::sgd, .learning_rate = 0.5F};
   auto params = one_parameter(1.0F, 0.25F);
-  OptimizerState state(config, params);
+  cpu::OptimizerState state(config, params);
   state.step(params);
   EXPECT_FLOAT_EQ(params[0].value.f32()[0], 1.0F - 0.5F * 0.25F);
   EXPECT_EQ(params[0].grad.f32()[0], 0.0F);
@@ -31,7 +31,7 @@ TEST(Optimizer, SgdStepsAgainstTheGradientAndZeroesIt) {
 TEST(Optimizer, MomentumAccumulatesVelocityAsPyTorch) {
   OptimizerConfig config{.kind = sim::Optimizer::momentum, .learning_rate = 0.1F, .momentum = 0.9F};
   auto params = one_parameter(1.0F, 1.0F);
-  OptimizerState state(config, params);
+  cpu::OptimizerState state(config, params);
   state.step(params);  // v = 1, w = 1 - 0.1
   EXPECT_FLOAT_EQ(params[0].value.f32()[0], 0.9F);
   params[0].grad.f32()[0] = 1.0F;
@@ -45,7 +45,7 @@ TEST(Optimizer, AdamWFirstStepMovesByTheLearningRate) {
   // after the decoupled decay w *= 1 - lr * wd.
   OptimizerConfig config{.kind = sim::Optimizer::adamw, .learning_rate = 0.01F};
   auto params = one_parameter(2.0F, -3.0F);
-  OptimizerState state(config, params);
+  cpu::OptimizerState state(config, params);
   state.step(params);
   const float decayed = 2.0F * (1.0F - 0.01F * 0.01F);
   EXPECT_NEAR(params[0].value.f32()[0], decayed + 0.01F, 1e-6);
@@ -55,7 +55,7 @@ TEST(Optimizer, AdamWFirstStepMovesByTheLearningRate) {
 TEST(Optimizer, AdamWSecondStepMatchesTheFormula) {
   OptimizerConfig config{.kind = sim::Optimizer::adamw, .learning_rate = 0.01F, .weight_decay = 0.0F};
   auto params = one_parameter(0.0F, 1.0F);
-  OptimizerState state(config, params);
+  cpu::OptimizerState state(config, params);
   state.step(params);
   params[0].grad.f32()[0] = 0.5F;
   state.step(params);

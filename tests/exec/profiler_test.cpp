@@ -10,7 +10,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "exec/runtime/trainer.hpp"
+#include "exec/cpu/device_name.hpp"
 #include "models/model_spec.hpp"
 #include "sim/scenario.hpp"
 #include "tests/error_of.hpp"
@@ -63,7 +63,7 @@ void expect_measured_as_described(const models::Model& model, const profiles::Pr
 TEST(Profiler, MlpBytesAreTheModelsExactly) {
   const models::Model model = models::parse_model("mlp:layers=2,hidden=8");
   const std::vector<int> sizes = {1, 3};
-  const profiles::Profile profile = profile_cpu(model, std::vector<int>{3, 1}, quick());
+  const profiles::Profile profile = cpu::profile_cpu(model, std::vector<int>{3, 1}, quick());
   expect_measured_as_described(model, profile, sizes);  // sorted, whatever the order given
 }
 
@@ -71,23 +71,23 @@ TEST(Profiler, TransformerBytesAreTheModelsExactly) {
   // Every kind with a token input or target: embedding, block, lm_head.
   const models::Model model = models::parse_model("transformer:layers=1,hidden=8,heads=2,seq=4,vocab=16");
   const std::vector<int> sizes = {2};
-  expect_measured_as_described(model, profile_cpu(model, sizes, quick()), sizes);
+  expect_measured_as_described(model, cpu::profile_cpu(model, sizes, quick()), sizes);
 }
 
 TEST(Profiler, DescribesItselfAsACpuProfileOfTheModel) {
   const models::Model model = models::parse_model("mlp:hidden=8,layers=1");
-  const profiles::Profile profile = profile_cpu(model, std::vector<int>{2}, quick());
+  const profiles::Profile profile = cpu::profile_cpu(model, std::vector<int>{2}, quick());
   EXPECT_EQ(profile.source, "cpu");
   EXPECT_EQ(profile.dtype, "fp32");
   EXPECT_EQ(profile.model, "mlp:layers=1,hidden=8");  // canonical
-  EXPECT_EQ(profile.device, cpu_device_name());
+  EXPECT_EQ(profile.device, cpu::device_name());
   EXPECT_GT(profile.link.latency_us, 0.0);
-  EXPECT_EQ(profile.link.bandwidth_GBps, kInProcessBandwidthGBps);
+  EXPECT_EQ(profile.link.bandwidth_GBps, cpu::kInProcessBandwidthGBps);
 }
 
 TEST(Profiler, ProfileRoundTripsAndTheSimulatorRunsIt) {
   const models::Model model = models::parse_model("mlp:layers=3,hidden=8");
-  const profiles::Profile profile = profile_cpu(model, std::vector<int>{1, 2}, quick());
+  const profiles::Profile profile = cpu::profile_cpu(model, std::vector<int>{1, 2}, quick());
   EXPECT_EQ(profiles::profile_from_json(profiles::to_json(profile), "memory"), profile);
   const auto path = std::filesystem::path(::testing::TempDir()) / "gpipe_profiler_test.json";
   profiles::write_profile(profile, path);
@@ -114,7 +114,7 @@ TEST(Profiler, OptimizerUsTimesTheChosenOptimizer) {
   const models::Model model = models::parse_model("mlp:layers=1,hidden=8");
   ProfilerOptions options = quick();
   options.optimizer.kind = sim::Optimizer::sgd;
-  const profiles::Profile profile = profile_cpu(model, std::vector<int>{1}, options);
+  const profiles::Profile profile = cpu::profile_cpu(model, std::vector<int>{1}, options);
   EXPECT_GT(profile.layers[0].optimizer_us, 0.0);
   EXPECT_EQ(profile.layers[1].optimizer_us, 0.0);
 }
@@ -133,32 +133,32 @@ TEST(Profiler, ReportsEachPassAndLayer) {
     EXPECT_EQ(index, static_cast<int>(seen.size()));
     seen.push_back(layer.name);
   };
-  (void)profile_cpu(model, std::vector<int>{4, 1}, options);
+  (void)cpu::profile_cpu(model, std::vector<int>{4, 1}, options);
   EXPECT_EQ(passes_seen, (std::vector<int>{0, 1, 2, 3}));
   EXPECT_EQ(seen, (std::vector<std::string>{"block0", "block1", "loss"}));
 }
 
 TEST(Profiler, RejectsBadSizesAndCounts) {
   const models::Model model = models::parse_model("mlp:layers=1,hidden=8");
-  EXPECT_EQ(error_of([&] { (void)profile_cpu(model, std::vector<int>{}, quick()); }),
+  EXPECT_EQ(error_of([&] { (void)cpu::profile_cpu(model, std::vector<int>{}, quick()); }),
             "--micro-batch-sizes: no size given");
-  EXPECT_EQ(error_of([&] { (void)profile_cpu(model, std::vector<int>{2, 1, 2}, quick()); }),
+  EXPECT_EQ(error_of([&] { (void)cpu::profile_cpu(model, std::vector<int>{2, 1, 2}, quick()); }),
             "--micro-batch-sizes: 2 is given more than once");
-  EXPECT_EQ(error_of([&] { (void)profile_cpu(model, std::vector<int>{0}, quick()); }),
+  EXPECT_EQ(error_of([&] { (void)cpu::profile_cpu(model, std::vector<int>{0}, quick()); }),
             "--micro-batch-sizes: sizes must be at least 1, got 0");
   ProfilerOptions options = quick();
   options.repeats = 0;
-  EXPECT_EQ(error_of([&] { (void)profile_cpu(model, std::vector<int>{1}, options); }),
+  EXPECT_EQ(error_of([&] { (void)cpu::profile_cpu(model, std::vector<int>{1}, options); }),
             "--repeats must be at least 1, got 0");
   options = quick();
   options.warmup = -1;
-  EXPECT_EQ(error_of([&] { (void)profile_cpu(model, std::vector<int>{1}, options); }),
+  EXPECT_EQ(error_of([&] { (void)cpu::profile_cpu(model, std::vector<int>{1}, options); }),
             "--warmup must be 0 or more, got -1");
-  EXPECT_EQ(error_of([] { (void)measure_handoff_latency_us(0); }), "link round trips must be at least 1");
+  EXPECT_EQ(error_of([] { (void)cpu::measure_handoff_latency_us(0); }), "link round trips must be at least 1");
 }
 
 TEST(Profiler, HandoffLatencyIsPositive) {
-  EXPECT_GT(measure_handoff_latency_us(20), 0.0);
+  EXPECT_GT(cpu::measure_handoff_latency_us(20), 0.0);
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
-// exec/cpu/tensor.hpp: charges follow the tensor (moves carry them, frees refund
+// exec/runtime/tensor.hpp: charges follow the tensor (moves carry them, frees refund
 // them, charge_to moves them between accounts), copies are explicit, and
 // misuse throws.
-#include "exec/cpu/tensor.hpp"
+#include "exec/runtime/tensor.hpp"
 
 #include <gtest/gtest.h>
 

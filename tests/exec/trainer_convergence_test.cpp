@@ -20,7 +20,7 @@ TEST(TrainerConvergence, TransformerLossFallsOverFiftySteps) {
   c.batch = 16;
   c.steps = 50;
   c.optimizer = trainer_test::adamw(1e-2F);
-  const TrainResult run = train(trainer_test::options_for(c));
+  const TrainResult run = cpu::train(trainer_test::options_for(c));
   ASSERT_EQ(run.losses.size(), 50U);
   const double first = run.losses.front();
   const double last5 = std::accumulate(run.losses.end() - 5, run.losses.end(), 0.0) / 5;

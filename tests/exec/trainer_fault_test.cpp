@@ -29,7 +29,7 @@ int thread_count() {
 
 std::string run_error(const TrainOptions& options) {
   try {
-    (void)train(options);
+    (void)cpu::train(options);
   } catch (const RunError& e) {
     return e.what();
   }
@@ -47,7 +47,7 @@ TrainOptions four_stages(const std::string& schedule, int steps = 2) {
 }
 
 TEST(TrainerFault, AFailureOnRankTwoNamesTheRankAndTheAction) {
-  (void)train(four_stages("gpipe", 1));  // any thread pool the libraries keep exists from here on
+  (void)cpu::train(four_stages("gpipe", 1));  // any thread pool the libraries keep exists from here on
   const int threads_before = thread_count();
   for (const std::string schedule : {"gpipe", "1f1b"}) {
     TrainOptions o = four_stages(schedule);
@@ -58,7 +58,7 @@ TEST(TrainerFault, AFailureOnRankTwoNamesTheRankAndTheAction) {
     o.fault = FaultInjection{schedules::Rank{3}, parse_action("3STEP")};
     EXPECT_EQ(run_error(o), "rank 3 failed in 3STEP: injected fault") << schedule;
   }
-  EXPECT_EQ(thread_count(), threads_before) << "a worker thread outlived train()";
+  EXPECT_EQ(thread_count(), threads_before) << "a worker thread outlived cpu::train()";
 }
 
 TEST(TrainerFault, AStallIsStoppedByTheWatchdogNamingEachRank) {
@@ -87,7 +87,7 @@ TEST(TrainerFault, CheckFiniteStopsADivergingRun) {
   c.optimizer.learning_rate = 1e30F;
   TrainOptions o = trainer_test::options_for(c);
   // Without the check the run completes, with a loss that is not finite.
-  const TrainResult unchecked = train(o);
+  const TrainResult unchecked = cpu::train(o);
   EXPECT_FALSE(std::isfinite(unchecked.losses.back()));
   o.check_finite = true;
   const std::string message = run_error(o);
@@ -104,7 +104,7 @@ TEST(TrainerFault, AnOnStepExceptionStopsTheRunAndReachesTheCaller) {
   };
   std::string message = "no error";
   try {
-    (void)train(o);
+    (void)cpu::train(o);
   } catch (const std::runtime_error& e) {
     message = e.what();
   }

@@ -68,7 +68,7 @@ TEST_P(TrainerMemory, PeakPerRankEqualsTheSimulatorsPrediction) {
   c.recompute = m.recompute;
   c.steps = 2;
   const TrainOptions options = trainer_test::options_for(c);
-  const TrainResult run = train(options);
+  const TrainResult run = cpu::train(options);
   const sim::Prediction predicted = predict_for(c, options);
   ASSERT_EQ(predicted.partition, options.partition);
   ASSERT_EQ(predicted.schedule, options.schedule);
@@ -100,10 +100,10 @@ TEST(TrainerMemoryPolicies, RecomputeLowersTheMeasuredPeak) {
   c.batch = 8;
   c.steps = 1;
   const std::int64_t never =
-      train(trainer_test::options_for(c)).metrics.ranks[0].peak_activation_bytes;
+      cpu::train(trainer_test::options_for(c)).metrics.ranks[0].peak_activation_bytes;
   c.recompute = RecomputePolicy::always;
   const std::int64_t always =
-      train(trainer_test::options_for(c)).metrics.ranks[0].peak_activation_bytes;
+      cpu::train(trainer_test::options_for(c)).metrics.ranks[0].peak_activation_bytes;
   EXPECT_LT(always, never);
 }
 

@@ -25,59 +25,59 @@ TrainOptions base() {
 TEST(TrainerOptions, ThePartitionMustFitTheScheduleAndTheModel) {
   TrainOptions o = base();
   o.partition = models::Partition{{2, 2, 1}};
-  EXPECT_EQ(error_of([&] { (void)train(o); }),
+  EXPECT_EQ(error_of([&] { (void)cpu::train(o); }),
             "--partition 2,2,1 has 3 stages but the schedule has 2");
   o.partition = models::Partition{{2, 2}};
-  EXPECT_EQ(error_of([&] { (void)train(o); }),
+  EXPECT_EQ(error_of([&] { (void)cpu::train(o); }),
             "--partition 2,2 covers 4 layers but model mlp:layers=4,hidden=16 has 5");
   o.partition = models::Partition{{5, 0}};
-  EXPECT_EQ(error_of([&] { (void)train(o); }),
+  EXPECT_EQ(error_of([&] { (void)cpu::train(o); }),
             "--partition 5,0: every stage needs at least one layer");
 }
 
 TEST(TrainerOptions, MoreMicroBatchesThanSamplesIsRefused) {
   TrainOptions o = base();
   o.batch = 1;
-  EXPECT_EQ(error_of([&] { (void)train(o); }),
+  EXPECT_EQ(error_of([&] { (void)cpu::train(o); }),
             "--microbatches 2 exceeds --batch 1: every micro-batch needs a sample");
 }
 
 TEST(TrainerOptions, AnInvalidScheduleIsRefusedWithTheValidatorsMessage) {
   TrainOptions o = base();
   o.schedule.ranks[1].pop_back();  // drop rank 1's last backward
-  const std::string message = error_of([&] { (void)train(o); });
+  const std::string message = error_of([&] { (void)cpu::train(o); });
   EXPECT_NE(message.find("1B0"), std::string::npos) << message;
 }
 
 TEST(TrainerOptions, ASplitBackwardIsNotSupported) {
   TrainOptions o = base();
   o.schedule.ranks[1][2].kind = schedules::ActionKind::I;
-  const std::string message = error_of([&] { (void)train(o); });
+  const std::string message = error_of([&] { (void)cpu::train(o); });
   EXPECT_NE(message.find("the cpu executor runs F/B schedules"), std::string::npos) << message;
 }
 
 TEST(TrainerOptions, AFaultMustNameAnActionOfTheRun) {
   TrainOptions o = base();
   o.fault = FaultInjection{schedules::Rank{2}, parse_action("2F0")};
-  EXPECT_EQ(error_of([&] { (void)train(o); }),
+  EXPECT_EQ(error_of([&] { (void)cpu::train(o); }),
             "--inject-fault 2:2F0: there is no rank 2 (the schedule has 2)");
   o.fault = FaultInjection{schedules::Rank{1}, parse_action("0F0")};
-  EXPECT_EQ(error_of([&] { (void)train(o); }), "--inject-fault 1:0F0: rank 1 runs no action 0F0");
+  EXPECT_EQ(error_of([&] { (void)cpu::train(o); }), "--inject-fault 1:0F0: rank 1 runs no action 0F0");
   // Lowered actions count: rank 1 receives 1RECV_F0, so the run starts and fails there.
   o.fault = FaultInjection{schedules::Rank{1}, parse_action("1RECV_F0")};
-  EXPECT_THROW((void)train(o), RunError);
+  EXPECT_THROW((void)cpu::train(o), RunError);
 }
 
 TEST(TrainerOptions, StepsAndTheWatchdogMustBePositive) {
   TrainOptions o = base();
   o.steps = 0;
-  EXPECT_EQ(error_of([&] { (void)train(o); }), "--steps must be at least 1, got 0");
+  EXPECT_EQ(error_of([&] { (void)cpu::train(o); }), "--steps must be at least 1, got 0");
   o = base();
   o.measured_steps = 2;
-  EXPECT_EQ(error_of([&] { (void)train(o); }), "measured steps must be in [1, steps = 1], got 2");
+  EXPECT_EQ(error_of([&] { (void)cpu::train(o); }), "measured steps must be in [1, steps = 1], got 2");
   o = base();
   o.watchdog_seconds = 0;
-  EXPECT_NE(error_of([&] { (void)train(o); }), "no error");
+  EXPECT_NE(error_of([&] { (void)cpu::train(o); }), "no error");
 }
 
 }  // namespace

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "exec/runtime/trainer.hpp"
+#include "exec/cpu/cpu_backend.hpp"
 #include "models/model_spec.hpp"
 #include "models/partition.hpp"
 #include "schedules/generate.hpp"

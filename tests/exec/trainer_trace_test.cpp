@@ -7,7 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "exec/runtime/trainer.hpp"
+#include "exec/cpu/cpu_backend.hpp"
+#include "exec/cpu/device_name.hpp"
 #include "schedules/lower.hpp"
 #include "sim/static_memory.hpp"
 #include "tests/exec/trainer_support.hpp"
@@ -20,7 +21,7 @@ using trainer_test::RunConfig;
 
 void expect_program_order(const RunConfig& c) {
   const TrainOptions options = trainer_test::options_for(c);
-  const TrainResult run = train(options);
+  const TrainResult run = cpu::train(options);
   const schedules::Schedule lowered = schedules::lower(options.schedule);
   for (int r = 0; r < lowered.num_ranks; ++r) {
     std::vector<std::string> measured;
@@ -64,10 +65,10 @@ TEST(TrainerTrace, InfoNamesTheCpuRunAndItsStaticMemory) {
   c.steps = 1;
   c.optimizer = trainer_test::adamw(1e-3F);
   const TrainOptions options = trainer_test::options_for(c);
-  const TrainResult run = train(options);
+  const TrainResult run = cpu::train(options);
   const schedules::TimelineInfo& info = run.timeline.info;
   EXPECT_EQ(info.source, "cpu");
-  EXPECT_EQ(info.device, cpu_device_name());
+  EXPECT_EQ(info.device, cpu::device_name());
   EXPECT_FALSE(info.device.empty());
   EXPECT_EQ(info.schedule_name, "gpipe");
   EXPECT_EQ(info.num_ranks, 3);
@@ -99,7 +100,7 @@ TEST(TrainerTrace, ByDefaultTheTimelineIsTheLastStepAndTheLossesAreEverySteps) {
   TrainOptions options = trainer_test::options_for(c);
   std::vector<std::pair<int, double>> reported;
   options.on_step = [&](int step, double loss) { reported.emplace_back(step, loss); };
-  const TrainResult run = train(options);
+  const TrainResult run = cpu::train(options);
   ASSERT_EQ(run.losses.size(), 4U);
   ASSERT_EQ(reported.size(), 4U);
   for (int s = 0; s < 4; ++s) {
@@ -121,7 +122,7 @@ TEST(TrainerTrace, WithSeveralMeasuredStepsTheTimelineIsOneOfThem) {
   c.steps = 5;
   TrainOptions options = trainer_test::options_for(c);
   options.measured_steps = 3;
-  const TrainResult run = train(options);
+  const TrainResult run = cpu::train(options);
   // The median is one of steps 2, 3, 4 (which, the clock decides), and it
   // holds one step's actions and the memory of a whole step: every rank's
   // activation bytes rise from 0 and come back to 0.

@@ -89,7 +89,7 @@ void expect_transparent(const RunConfig& base, const std::vector<Shape>& shapes)
   ref_config.stages = 1;
   ref_config.microbatches = 1;
   ref_config.recompute = RecomputePolicy::never;
-  const TrainResult ref = train(trainer_test::options_for(ref_config));
+  const TrainResult ref = cpu::train(trainer_test::options_for(ref_config));
   ASSERT_EQ(ref.losses.size(), static_cast<std::size_t>(base.steps));
 
   for (const std::string schedule : {"gpipe", "1f1b"}) {
@@ -106,7 +106,7 @@ void expect_transparent(const RunConfig& base, const std::vector<Shape>& shapes)
         const std::string what =
             fmt::format("{} {} K={} M={} N={} recompute={}", c.model, schedule, c.stages,
                         c.microbatches, c.batch, schedules::to_string(recompute));
-        expect_matches(train(trainer_test::options_for(c)), ref, model, c.optimizer, what);
+        expect_matches(cpu::train(trainer_test::options_for(c)), ref, model, c.optimizer, what);
       }
     }
   }
@@ -157,7 +157,7 @@ TEST(TrainerTransparency, TwoStagesPerRank) {
   c.batch = 7;
   c.optimizer = trainer_test::momentum(0.05F);
   RunConfig ref_config = c;
-  const TrainResult ref = train(trainer_test::options_for(ref_config));
+  const TrainResult ref = cpu::train(trainer_test::options_for(ref_config));
 
   for (RecomputePolicy recompute : {RecomputePolicy::never, RecomputePolicy::always}) {
     c.stages = 4;
@@ -181,7 +181,7 @@ TEST(TrainerTransparency, TwoStagesPerRank) {
           list.push_back(schedules::make_action(st, schedules::ActionKind::B, m));
       }
     }
-    const TrainResult run = train(o);
+    const TrainResult run = cpu::train(o);
     expect_matches(
         run, ref, o.model, c.optimizer,
         fmt::format("two stages per rank, recompute={}", schedules::to_string(recompute)));

@@ -34,7 +34,7 @@ const profiles::Profile& tiny_profile() {
     options.warmup = 0;
     options.repeats = 1;
     options.link_round_trips = 10;
-    return profile_cpu(tiny_model(), std::vector<int>{1, 2}, options);
+    return cpu::profile_cpu(tiny_model(), std::vector<int>{1, 2}, options);
   }();
   return profile;
 }

@@ -16,10 +16,10 @@ namespace {
 
 using namespace layout::embedding;
 
-class Embedding final : public Layer {
+class Embedding final : public KindLayer {
  public:
   Embedding(const models::Layer& spec, const models::Model& model, NormalInit& init)
-      : Layer(spec), h_(model.hidden), s_(model.seq), v_(model.vocab) {
+      : KindLayer(spec), h_(model.hidden), s_(model.seq), v_(model.vocab) {
     parameters_.push_back(normal_parameter("tok", {v_, h_}, init));
     parameters_.push_back(normal_parameter("pos", {s_, h_}, init));
   }

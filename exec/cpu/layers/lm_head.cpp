@@ -20,10 +20,10 @@ namespace {
 
 using namespace layout::lm_head;
 
-class LmHead final : public Layer {
+class LmHead final : public KindLayer {
  public:
   LmHead(const models::Layer& spec, const models::Model& model, NormalInit& init)
-      : Layer(spec), h_(model.hidden), s_(model.seq), v_(model.vocab) {
+      : KindLayer(spec), h_(model.hidden), s_(model.seq), v_(model.vocab) {
     parameters_.push_back(constant_parameter("ln.gamma", {h_}, 1.0F));
     parameters_.push_back(constant_parameter("ln.beta", {h_}, 0.0F));
     parameters_.push_back(normal_parameter("wu", {v_, h_}, init));

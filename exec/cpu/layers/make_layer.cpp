@@ -1,4 +1,4 @@
-// make_layer(): the layer kind's constructor by name; and Stash::bytes().
+// make_layer(): the layer kind's constructor by name.
 #include <fmt/format.h>
 
 #include <array>
@@ -9,12 +9,6 @@
 #include "schedules/error.hpp"
 
 namespace gpipe::exec::cpu {
-
-std::int64_t Stash::bytes() const {
-  std::int64_t total = 0;
-  for (const Tensor& t : tensors) total += t.bytes();
-  return total;
-}
 
 std::unique_ptr<Layer> make_layer(const models::Model& model, int index, std::uint64_t seed) {
   if (index < 0 || static_cast<std::size_t>(index) >= model.layers.size()) {

@@ -14,10 +14,10 @@ namespace {
 
 using namespace layout::mlp_block;
 
-class MlpBlock final : public Layer {
+class MlpBlock final : public KindLayer {
  public:
   MlpBlock(const models::Layer& spec, std::int64_t hidden, NormalInit& init)
-      : Layer(spec), h_(hidden), f_(spec.ffn_width) {
+      : KindLayer(spec), h_(hidden), f_(spec.ffn_width) {
     parameters_.push_back(constant_parameter("ln.gamma", {h_}, 1.0F));
     parameters_.push_back(constant_parameter("ln.beta", {h_}, 0.0F));
     parameters_.push_back(normal_parameter("w1", {f_, h_}, init));

@@ -11,9 +11,9 @@ namespace {
 
 using namespace layout::mse_loss;
 
-class MseLoss final : public Layer {
+class MseLoss final : public KindLayer {
  public:
-  MseLoss(const models::Layer& spec, std::int64_t hidden) : Layer(spec), h_(hidden) {}
+  MseLoss(const models::Layer& spec, std::int64_t hidden) : KindLayer(spec), h_(hidden) {}
 
   Tensor forward(Tensor input, const Tensor* target, Stash& stash,
                  MemoryAccount* account) override {

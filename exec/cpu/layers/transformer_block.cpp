@@ -24,10 +24,10 @@ void add_into(std::int64_t count, const float* from, float* to) {
   for (std::int64_t i = 0; i < count; ++i) to[i] += from[i];
 }
 
-class TransformerBlock final : public Layer {
+class TransformerBlock final : public KindLayer {
  public:
   TransformerBlock(const models::Layer& spec, const models::Model& model, NormalInit& init)
-      : Layer(spec), h_(model.hidden), s_(model.seq), a_(model.heads), f_(spec.ffn_width) {
+      : KindLayer(spec), h_(model.hidden), s_(model.seq), a_(model.heads), f_(spec.ffn_width) {
     if (a_ < 1 || h_ % a_ != 0 || f_ < 1) {
       throw InputError(fmt::format(
           "layer {} ({}): hidden {} is not split evenly by heads {} or ffn width {} < 1", spec.name,

@@ -8,9 +8,10 @@
 
 namespace gpipe::exec::cuda {
 
-CuptiActionTimer::CuptiActionTimer(cupti::ActivitySource& source,
+CuptiActionTimer::CuptiActionTimer(int num_ranks, cupti::ActivitySource& source,
                                    std::function<std::int64_t()> now_ns, int measured_steps)
-    : source_(source), now_ns_(std::move(now_ns)),
+    : DeviceTimer(num_ranks),
+      source_(source), now_ns_(std::move(now_ns)),
       slots_(static_cast<std::size_t>(std::max(measured_steps, 0))) {}
 
 std::uint64_t CuptiActionTimer::external_id(int rank, int slot, std::size_t index) {
@@ -29,29 +30,27 @@ const CuptiActionTimer::Slot& CuptiActionTimer::slot(int index) const {
   return slots_[static_cast<std::size_t>(index)];
 }
 
-void CuptiActionTimer::start_step(int /*rank*/, int index, StreamHandle /*compute*/) {
+void CuptiActionTimer::start_step(schedules::Rank /*rank*/, int index, Clock::time_point /*start*/) {
   const std::int64_t now = now_ns_();
   std::scoped_lock lock(mutex_);
   Slot& s = slot(index);
   s.origin_ns = s.origin_ns < 0 ? now : std::min(s.origin_ns, now);
 }
 
-void CuptiActionTimer::begin(int rank, int index, std::size_t action_index,
-                             const schedules::Action& action, StreamHandle /*stream*/) {
-  const std::uint64_t id = external_id(rank, index, action_index);
+void CuptiActionTimer::begin_on(const ActionMark& mark, StreamHandle /*stream*/) {
+  const std::uint64_t id = external_id(mark.rank.value, mark.slot, mark.index);
   {
     std::scoped_lock lock(mutex_);
-    slot(index).ids[id] = cupti::ActionRef{schedules::Rank{rank}, action};
+    slot(mark.slot).ids[id] = cupti::ActionRef{mark.rank, mark.action};
   }
   source_.push_external_id(id);
 }
 
-void CuptiActionTimer::end(int rank, int index, std::size_t action_index,
-                           const schedules::Action& /*action*/, StreamHandle /*stream*/) {
+void CuptiActionTimer::end_on(const ActionMark& mark, StreamHandle /*stream*/) {
   const std::uint64_t popped = source_.pop_external_id();
-  if (popped != external_id(rank, index, action_index)) {
+  if (popped != external_id(mark.rank.value, mark.slot, mark.index)) {
     throw std::logic_error(fmt::format("CUPTI timer: popped external id {} for action {} of rank {}",
-                                       popped, action_index, rank));
+                                       popped, mark.index, mark.rank.value));
   }
 }
 
@@ -78,7 +77,7 @@ MeasuredIntervals CuptiActionTimer::intervals(int index) {
   finish();
   MeasuredIntervals out;
   for (const auto& t : gpu_timeline(index).actions) {
-    out[{t.rank.value, t.action}] = GpuInterval{t.start_ns, t.end_ns};
+    out[{t.rank.value, t.action}] = Interval{t.start_ns, t.end_ns};
   }
   return out;
 }

@@ -17,22 +17,20 @@
 
 #include "exec/cuda/cupti/activity_source.hpp"
 #include "exec/cuda/cupti/gpu_timeline.hpp"
-#include "exec/cuda/backend/action_timer.hpp"
+#include "exec/cuda/backend/device_timer.hpp"
 
 namespace gpipe::exec::cuda {
 
-class CuptiActionTimer final : public ActionTimer {
+class CuptiActionTimer final : public DeviceTimer {
  public:
   // `now_ns` reads the source's clock on the host (cupti_timestamp_ns for
   // CUPTI); `measured_steps` slots are kept.
-  CuptiActionTimer(cupti::ActivitySource& source, std::function<std::int64_t()> now_ns,
+  CuptiActionTimer(int num_ranks, cupti::ActivitySource& source, std::function<std::int64_t()> now_ns,
                    int measured_steps);
 
-  void start_step(int rank, int slot, StreamHandle compute) override;
-  void begin(int rank, int slot, std::size_t index, const schedules::Action& action,
-             StreamHandle stream) override;
-  void end(int rank, int slot, std::size_t index, const schedules::Action& action,
-           StreamHandle stream) override;
+  void start_step(schedules::Rank rank, int slot, Clock::time_point start) override;
+  void begin_on(const ActionMark& mark, StreamHandle stream) override;
+  void end_on(const ActionMark& mark, StreamHandle stream) override;
   [[nodiscard]] MeasuredIntervals intervals(int slot) override;
   [[nodiscard]] const char* name() const override { return "cupti"; }
 

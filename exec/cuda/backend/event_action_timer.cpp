@@ -17,43 +17,41 @@ void record(const Event& event, StreamHandle stream) {
 }  // namespace
 
 EventActionTimer::EventActionTimer(int num_ranks, int measured_steps)
-    : num_ranks_(num_ranks),
+    : DeviceTimer(num_ranks),
       slots_(static_cast<std::size_t>(num_ranks) * static_cast<std::size_t>(measured_steps)) {}
 
 EventActionTimer::RankSlot& EventActionTimer::at(int rank, int slot) {
-  const auto i = static_cast<std::size_t>(slot) * static_cast<std::size_t>(num_ranks_) +
+  const auto i = static_cast<std::size_t>(slot) * static_cast<std::size_t>(num_ranks()) +
                  static_cast<std::size_t>(rank);
-  if (rank < 0 || rank >= num_ranks_ || slot < 0 || i >= slots_.size()) {
+  if (rank < 0 || rank >= num_ranks() || slot < 0 || i >= slots_.size()) {
     throw std::out_of_range(fmt::format("event timer: no rank {} in measured step {}", rank, slot));
   }
   return slots_[i];
 }
 
-void EventActionTimer::start_step(int rank, int slot, StreamHandle compute) {
+void EventActionTimer::start_step(schedules::Rank rank, int slot, Clock::time_point /*start*/) {
   auto origin = std::make_unique<Event>(true);
-  record(*origin, compute);
+  record(*origin, compute_stream(rank));
   std::scoped_lock lock(mutex_);
-  at(rank, slot).origin = std::move(origin);
+  at(rank.value, slot).origin = std::move(origin);
 }
 
-void EventActionTimer::begin(int rank, int slot, std::size_t index, const schedules::Action& action,
-                             StreamHandle stream) {
-  Marks marks{action, std::make_unique<Event>(true), std::make_unique<Event>(true)};
+void EventActionTimer::begin_on(const ActionMark& mark, StreamHandle stream) {
+  Marks marks{mark.action, std::make_unique<Event>(true), std::make_unique<Event>(true)};
   record(*marks.start, stream);
   std::scoped_lock lock(mutex_);
-  at(rank, slot).actions[index] = std::move(marks);
+  at(mark.rank.value, mark.slot).actions[mark.index] = std::move(marks);
 }
 
-void EventActionTimer::end(int rank, int slot, std::size_t index, const schedules::Action& /*action*/,
-                           StreamHandle stream) {
+void EventActionTimer::end_on(const ActionMark& mark, StreamHandle stream) {
   std::scoped_lock lock(mutex_);
-  record(*at(rank, slot).actions.at(index).end, stream);
+  record(*at(mark.rank.value, mark.slot).actions.at(mark.index).end, stream);
 }
 
 MeasuredIntervals EventActionTimer::intervals(int slot) {
   std::scoped_lock lock(mutex_);
   MeasuredIntervals out;
-  for (int r = 0; r < num_ranks_; ++r) {
+  for (int r = 0; r < num_ranks(); ++r) {
     const RankSlot& rs = at(r, slot);
     if (rs.origin == nullptr) {
       // Ranks of other processes never start here and have no marks.
@@ -62,7 +60,7 @@ MeasuredIntervals EventActionTimer::intervals(int slot) {
       continue;
     }
     for (const auto& [index, marks] : rs.actions) {
-      out[{r, marks.action}] = GpuInterval{elapsed_ns(*rs.origin, *marks.start),
+      out[{r, marks.action}] = Interval{elapsed_ns(*rs.origin, *marks.start),
                                            elapsed_ns(*rs.origin, *marks.end)};
     }
   }

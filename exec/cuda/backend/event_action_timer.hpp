@@ -14,20 +14,19 @@
 #include <utility>
 #include <vector>
 
-#include "exec/cuda/backend/action_timer.hpp"
+#include "exec/cuda/backend/device_timer.hpp"
 #include "exec/cuda/base/stream.hpp"
 
 namespace gpipe::exec::cuda {
 
-class EventActionTimer final : public ActionTimer {
+class EventActionTimer final : public DeviceTimer {
  public:
   EventActionTimer(int num_ranks, int measured_steps);
 
-  void start_step(int rank, int slot, StreamHandle compute) override;
-  void begin(int rank, int slot, std::size_t index, const schedules::Action& action,
-             StreamHandle stream) override;
-  void end(int rank, int slot, std::size_t index, const schedules::Action& action,
-           StreamHandle stream) override;
+  // Records the step's origin on the rank's compute stream.
+  void start_step(schedules::Rank rank, int slot, Clock::time_point start) override;
+  void begin_on(const ActionMark& mark, StreamHandle stream) override;
+  void end_on(const ActionMark& mark, StreamHandle stream) override;
   [[nodiscard]] MeasuredIntervals intervals(int slot) override;
   [[nodiscard]] const char* name() const override { return "events"; }
 
@@ -43,7 +42,6 @@ class EventActionTimer final : public ActionTimer {
   };
   [[nodiscard]] RankSlot& at(int rank, int slot);
 
-  int num_ranks_;
   std::mutex mutex_;  // guards the map's shape; each rank's thread touches only its own slots
   std::vector<RankSlot> slots_;  // [slot * num_ranks + rank]
 };

@@ -12,7 +12,7 @@ RunTiming make_run_timing(ActionTiming wanted, int num_ranks, int measured_steps
     try {
       t.source = std::make_unique<cupti::CuptiActivitySource>();
       t.source->start();
-      t.cupti = std::make_unique<CuptiActionTimer>(*t.source, cupti::cupti_timestamp_ns,
+      t.cupti = std::make_unique<CuptiActionTimer>(num_ranks, *t.source, cupti::cupti_timestamp_ns,
                                                    measured_steps);
       return t;
     } catch (const RunError& e) {

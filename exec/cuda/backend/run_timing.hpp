@@ -7,7 +7,7 @@
 #include <string>
 
 #include "exec/cuda/cupti/cupti_activity_source.hpp"
-#include "exec/cuda/backend/action_timer.hpp"
+#include "exec/cuda/backend/device_timer.hpp"
 #include "exec/cuda/backend/cupti_action_timer.hpp"
 #include "exec/cuda/backend/event_action_timer.hpp"
 
@@ -21,8 +21,8 @@ struct RunTiming {
   std::unique_ptr<EventActionTimer> events;  // set otherwise
   std::string note;                         // why CUPTI was not used, when it was asked for
 
-  [[nodiscard]] ActionTimer& timer() {
-    return cupti ? static_cast<ActionTimer&>(*cupti) : static_cast<ActionTimer&>(*events);
+  [[nodiscard]] DeviceTimer& timer() {
+    return cupti ? static_cast<DeviceTimer&>(*cupti) : static_cast<DeviceTimer&>(*events);
   }
 };
 

@@ -9,7 +9,7 @@ namespace gpipe::exec::cuda {
 DeviceOptimizerState::DeviceOptimizerState(const OptimizerConfig& config,
                                            std::span<const DeviceParameter> parameters,
                                            CachingAllocator& allocator, const Stream& stream)
-    : config_(config) {
+    : config_(config), stream_(&stream) {
   const bool has_first = config.kind != sim::Optimizer::sgd;
   const bool has_second = config.kind == sim::Optimizer::adamw;
   for (const DeviceParameter& p : parameters) {
@@ -18,7 +18,8 @@ DeviceOptimizerState::DeviceOptimizerState(const OptimizerConfig& config,
   }
 }
 
-void DeviceOptimizerState::step(std::span<DeviceParameter> parameters, const Stream& stream) {
+void DeviceOptimizerState::step(std::span<DeviceParameter> parameters) {
+  const Stream& stream = *stream_;
   if (config_.kind != sim::Optimizer::sgd && parameters.size() != first_.size()) {
     throw std::logic_error("device optimizer step: not the parameters its state was made for");
   }

@@ -20,15 +20,15 @@ using namespace layout::embedding;
 
 class Embedding final : public KindLayer {
  public:
-  Embedding(const models::Model& model, const models::Layer& spec, Parameters parameters)
-      : KindLayer(spec, std::move(parameters), {"tok", "pos"}),
+  Embedding(const models::Model& model, const models::Layer& spec, Parameters parameters,
+            const LayerContext& context)
+      : KindLayer(spec, std::move(parameters), context, {"tok", "pos"}),
         h_(model.hidden),
         s_(model.seq) {}
 
-  DeviceTensor forward(const LayerContext& context, DeviceTensor input,
-                       const DeviceTensor* /*target*/, DeviceStash& stash,
+  DeviceTensor forward(DeviceTensor input, const DeviceTensor* /*target*/, DeviceStash& stash,
                        MemoryAccount* account) override {
-    expect_context(spec_, context);
+    const LayerContext& context = context_;
     const std::int64_t b = expect_tensor(spec_, "input", input, DeviceType::i32, {kAnyBatch, s_});
     input.charge_to(account);
     DeviceTensor out = scratch(context, {b, s_, h_});
@@ -38,9 +38,8 @@ class Embedding final : public KindLayer {
     return out;
   }
 
-  DeviceTensor backward(const LayerContext& context, DeviceStash stash,
-                        const DeviceTensor& grad_output) override {
-    expect_context(spec_, context);
+  DeviceTensor backward(DeviceStash stash, const DeviceTensor& grad_output) override {
+    const LayerContext& context = context_;
     expect_stash(spec_, stash, kKeptCount);
     const DeviceTensor& ids = stash.tensors[kIds];
     const std::int64_t b = ids.dim(0);
@@ -58,8 +57,8 @@ class Embedding final : public KindLayer {
 }  // namespace
 
 std::unique_ptr<DeviceLayer> make_embedding(const models::Model& model, const models::Layer& spec,
-                                            Parameters parameters) {
-  return std::make_unique<Embedding>(model, spec, std::move(parameters));
+                                            Parameters parameters, const LayerContext& context) {
+  return std::make_unique<Embedding>(model, spec, std::move(parameters), context);
 }
 
 }  // namespace gpipe::exec::cuda::layers

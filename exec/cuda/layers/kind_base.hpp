@@ -1,7 +1,8 @@
 // What the CUDA layer kinds share: the base that takes the uploaded
-// parameters (checked against the names the kind expects, in order), typed
-// access to their values and gradients, and the allocation of stash tensors
-// (charged to the stash account) and temporaries (charged to none).
+// parameters (checked against the names the kind expects, in order) and the
+// context the layer runs in, typed access to the parameters' values and
+// gradients, and the allocation of stash tensors (charged to the stash
+// account) and temporaries (charged to none).
 #pragma once
 
 #include <cstddef>
@@ -20,8 +21,9 @@ namespace gpipe::exec::cuda::layers {
 class KindLayer : public DeviceLayer {
  protected:
   // Throws std::logic_error unless `parameters` are `names`, in order (the
-  // CPU layer's), each with an f32 value and a gradient of its shape.
-  KindLayer(const models::Layer& spec, Parameters parameters,
+  // CPU layer's), each with an f32 value and a gradient of its shape, and
+  // unless `context` is complete.
+  KindLayer(const models::Layer& spec, Parameters parameters, const LayerContext& context,
             std::initializer_list<std::string_view> names);
 
   [[nodiscard]] float* value(std::size_t i) const { return parameters_[i].value.f32(); }
@@ -39,6 +41,8 @@ class KindLayer : public DeviceLayer {
     return DeviceTensor(*context.allocator, std::move(shape), DeviceType::f32);
   }
   [[nodiscard]] static RawStream raw(const LayerContext& context) { return context.stream->get(); }
+
+  LayerContext context_;
 };
 
 }  // namespace gpipe::exec::cuda::layers

@@ -21,15 +21,16 @@ using namespace layout::lm_head;
 
 class LmHead final : public KindLayer {
  public:
-  LmHead(const models::Model& model, const models::Layer& spec, Parameters parameters)
-      : KindLayer(spec, std::move(parameters), {"ln.gamma", "ln.beta", "wu"}),
+  LmHead(const models::Model& model, const models::Layer& spec, Parameters parameters,
+         const LayerContext& context)
+      : KindLayer(spec, std::move(parameters), context, {"ln.gamma", "ln.beta", "wu"}),
         h_(model.hidden),
         s_(model.seq),
         v_(model.vocab) {}
 
-  DeviceTensor forward(const LayerContext& context, DeviceTensor input, const DeviceTensor* target,
-                       DeviceStash& stash, MemoryAccount* account) override {
-    expect_context(spec_, context);
+  DeviceTensor forward(DeviceTensor input, const DeviceTensor* target, DeviceStash& stash,
+                       MemoryAccount* account) override {
+    const LayerContext& context = context_;
     const std::int64_t b =
         expect_tensor(spec_, "input", input, DeviceType::f32, {kAnyBatch, s_, h_});
     const DeviceTensor& t = expect_target(spec_, target);
@@ -61,9 +62,8 @@ class LmHead final : public KindLayer {
     return loss;
   }
 
-  DeviceTensor backward(const LayerContext& context, DeviceStash stash,
-                        const DeviceTensor& grad_output) override {
-    expect_context(spec_, context);
+  DeviceTensor backward(DeviceStash stash, const DeviceTensor& grad_output) override {
+    const LayerContext& context = context_;
     expect_stash(spec_, stash, kKeptCount);
     auto& saved = stash.tensors;
     const std::int64_t b = saved[kX].dim(0);
@@ -97,8 +97,8 @@ class LmHead final : public KindLayer {
 }  // namespace
 
 std::unique_ptr<DeviceLayer> make_lm_head(const models::Model& model, const models::Layer& spec,
-                                          Parameters parameters) {
-  return std::make_unique<LmHead>(model, spec, std::move(parameters));
+                                          Parameters parameters, const LayerContext& context) {
+  return std::make_unique<LmHead>(model, spec, std::move(parameters), context);
 }
 
 }  // namespace gpipe::exec::cuda::layers

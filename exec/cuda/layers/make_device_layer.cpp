@@ -1,7 +1,7 @@
 // make_device_layer(): the CPU layer made from the same model, index and seed,
 // its parameters uploaded in order and their gradients zeroed, handed to the
-// CUDA kind of the same name; and what every kind shares (DeviceStash::bytes,
-// KindLayer's parameter check).
+// CUDA kind of the same name; and what every kind shares (KindLayer's checks
+// of its parameters and context).
 #include <fmt/format.h>
 
 #include <array>
@@ -17,17 +17,12 @@
 
 namespace gpipe::exec::cuda {
 
-std::int64_t DeviceStash::bytes() const {
-  std::int64_t total = 0;
-  for (const DeviceTensor& t : tensors) total += t.bytes();
-  return total;
-}
-
 namespace layers {
 
-KindLayer::KindLayer(const models::Layer& spec, Parameters parameters,
+KindLayer::KindLayer(const models::Layer& spec, Parameters parameters, const LayerContext& context,
                      std::initializer_list<std::string_view> names)
-    : DeviceLayer(spec) {
+    : DeviceLayer(spec), context_(context) {
+  expect_context(spec, context);
   bool ok = parameters.size() == names.size();
   std::size_t i = 0;
   for (const std::string_view name : names) {
@@ -54,7 +49,7 @@ std::unique_ptr<DeviceLayer> make_device_layer(const models::Model& model, int i
   const models::Layer& spec = host->spec();
   layers::expect_context(spec, context);
   using Maker = std::unique_ptr<DeviceLayer> (*)(const models::Model&, const models::Layer&,
-                                                 layers::Parameters);
+                                                 layers::Parameters, const LayerContext&);
   static constexpr std::array<std::pair<std::string_view, Maker>, 5> kinds{{
       {models::layer_kind::mlp_block, &layers::make_mlp_block},
       {models::layer_kind::mse_loss, &layers::make_mse_loss},
@@ -74,7 +69,7 @@ std::unique_ptr<DeviceLayer> make_device_layer(const models::Model& model, int i
       d.grad = DeviceTensor(*context.allocator, p.value.shape(), DeviceType::f32);
       d.grad.zero(*context.stream);
     }
-    return maker(model, spec, std::move(parameters));
+    return maker(model, spec, std::move(parameters), context);
   }
   throw InputError(fmt::format(
       "make_device_layer: layer {} has kind '{}', which the CUDA backend lacks", spec.name,

@@ -14,15 +14,15 @@ using namespace layout::mlp_block;
 
 class MlpBlock final : public KindLayer {
  public:
-  MlpBlock(const models::Model& model, const models::Layer& spec, Parameters parameters)
-      : KindLayer(spec, std::move(parameters), {"ln.gamma", "ln.beta", "w1", "c1", "w2", "c2"}),
+  MlpBlock(const models::Model& model, const models::Layer& spec, Parameters parameters,
+           const LayerContext& context)
+      : KindLayer(spec, std::move(parameters), context, {"ln.gamma", "ln.beta", "w1", "c1", "w2", "c2"}),
         h_(model.hidden),
         f_(spec.ffn_width) {}
 
-  DeviceTensor forward(const LayerContext& context, DeviceTensor input,
-                       const DeviceTensor* /*target*/, DeviceStash& stash,
+  DeviceTensor forward(DeviceTensor input, const DeviceTensor* /*target*/, DeviceStash& stash,
                        MemoryAccount* account) override {
-    expect_context(spec_, context);
+    const LayerContext& context = context_;
     const std::int64_t b = expect_tensor(spec_, "input", input, DeviceType::f32, {kAnyBatch, h_});
     input.charge_to(account);
     DeviceTensor normed = kept(context, {b, h_}, account);
@@ -48,9 +48,8 @@ class MlpBlock final : public KindLayer {
     return y;
   }
 
-  DeviceTensor backward(const LayerContext& context, DeviceStash stash,
-                        const DeviceTensor& grad_output) override {
-    expect_context(spec_, context);
+  DeviceTensor backward(DeviceStash stash, const DeviceTensor& grad_output) override {
+    const LayerContext& context = context_;
     expect_stash(spec_, stash, kKeptCount);
     auto& saved = stash.tensors;
     const std::int64_t b = saved[kX].dim(0);
@@ -80,8 +79,8 @@ class MlpBlock final : public KindLayer {
 }  // namespace
 
 std::unique_ptr<DeviceLayer> make_mlp_block(const models::Model& model, const models::Layer& spec,
-                                            Parameters parameters) {
-  return std::make_unique<MlpBlock>(model, spec, std::move(parameters));
+                                            Parameters parameters, const LayerContext& context) {
+  return std::make_unique<MlpBlock>(model, spec, std::move(parameters), context);
 }
 
 }  // namespace gpipe::exec::cuda::layers

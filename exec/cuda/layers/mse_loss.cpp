@@ -14,12 +14,13 @@ using namespace layout::mse_loss;
 
 class MseLoss final : public KindLayer {
  public:
-  MseLoss(const models::Model& model, const models::Layer& spec, Parameters parameters)
-      : KindLayer(spec, std::move(parameters), {}), h_(model.hidden) {}
+  MseLoss(const models::Model& model, const models::Layer& spec, Parameters parameters,
+          const LayerContext& context)
+      : KindLayer(spec, std::move(parameters), context, {}), h_(model.hidden) {}
 
-  DeviceTensor forward(const LayerContext& context, DeviceTensor input, const DeviceTensor* target,
-                       DeviceStash& stash, MemoryAccount* account) override {
-    expect_context(spec_, context);
+  DeviceTensor forward(DeviceTensor input, const DeviceTensor* target, DeviceStash& stash,
+                       MemoryAccount* account) override {
+    const LayerContext& context = context_;
     const std::int64_t b = expect_tensor(spec_, "input", input, DeviceType::f32, {kAnyBatch, h_});
     const DeviceTensor& t = expect_target(spec_, target);
     expect_tensor(spec_, "target", t, DeviceType::f32, {b, h_});
@@ -35,9 +36,8 @@ class MseLoss final : public KindLayer {
     return loss;
   }
 
-  DeviceTensor backward(const LayerContext& context, DeviceStash stash,
-                        const DeviceTensor& grad_output) override {
-    expect_context(spec_, context);
+  DeviceTensor backward(DeviceStash stash, const DeviceTensor& grad_output) override {
+    const LayerContext& context = context_;
     expect_stash(spec_, stash, kKeptCount);
     const DeviceTensor& x = stash.tensors[kX];
     const std::int64_t b = x.dim(0);
@@ -55,8 +55,8 @@ class MseLoss final : public KindLayer {
 }  // namespace
 
 std::unique_ptr<DeviceLayer> make_mse_loss(const models::Model& model, const models::Layer& spec,
-                                           Parameters parameters) {
-  return std::make_unique<MseLoss>(model, spec, std::move(parameters));
+                                           Parameters parameters, const LayerContext& context) {
+  return std::make_unique<MseLoss>(model, spec, std::move(parameters), context);
 }
 
 }  // namespace gpipe::exec::cuda::layers

@@ -21,8 +21,9 @@ using namespace layout::transformer_block;
 
 class TransformerBlock final : public KindLayer {
  public:
-  TransformerBlock(const models::Model& model, const models::Layer& spec, Parameters parameters)
-      : KindLayer(spec, std::move(parameters),
+  TransformerBlock(const models::Model& model, const models::Layer& spec, Parameters parameters,
+                   const LayerContext& context)
+      : KindLayer(spec, std::move(parameters), context,
                   {"ln1.gamma", "ln1.beta", "wqkv", "bqkv", "wo", "bo", "ln2.gamma", "ln2.beta",
                    "w1", "b1", "w2", "b2"}),
         h_(model.hidden),
@@ -36,10 +37,9 @@ class TransformerBlock final : public KindLayer {
     }
   }
 
-  DeviceTensor forward(const LayerContext& context, DeviceTensor input,
-                       const DeviceTensor* /*target*/, DeviceStash& stash,
+  DeviceTensor forward(DeviceTensor input, const DeviceTensor* /*target*/, DeviceStash& stash,
                        MemoryAccount* account) override {
-    expect_context(spec_, context);
+    const LayerContext& context = context_;
     const std::int64_t b =
         expect_tensor(spec_, "input", input, DeviceType::f32, {kAnyBatch, s_, h_});
     const std::int64_t rows = b * s_;
@@ -74,9 +74,8 @@ class TransformerBlock final : public KindLayer {
     return y;
   }
 
-  DeviceTensor backward(const LayerContext& context, DeviceStash stash,
-                        const DeviceTensor& grad_output) override {
-    expect_context(spec_, context);
+  DeviceTensor backward(DeviceStash stash, const DeviceTensor& grad_output) override {
+    const LayerContext& context = context_;
     expect_stash(spec_, stash, kKeptCount);
     const std::int64_t b = stash.tensors[kX].dim(0);
     expect_tensor(spec_, "grad_output", grad_output, DeviceType::f32, {b, s_, h_});
@@ -129,8 +128,9 @@ class TransformerBlock final : public KindLayer {
 
 std::unique_ptr<DeviceLayer> make_transformer_block(const models::Model& model,
                                                     const models::Layer& spec,
-                                                    Parameters parameters) {
-  return std::make_unique<TransformerBlock>(model, spec, std::move(parameters));
+                                                    Parameters parameters,
+                                                    const LayerContext& context) {
+  return std::make_unique<TransformerBlock>(model, spec, std::move(parameters), context);
 }
 
 }  // namespace gpipe::exec::cuda::layers

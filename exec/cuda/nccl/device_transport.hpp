@@ -1,8 +1,7 @@
-// How ranks in separate processes exchange device buffers: the device-side
-// counterpart of exec::Transport. exec::Transport does not fit here: it moves
-// host Tensors (ownership passes through the call), names both ends because
-// one process hosts every rank, and matches messages by tag in any order.
-// Over NCCL, this process is one rank, the buffers are device memory the
+// How ranks in separate processes exchange device buffers, below the NCCL
+// link (exec/cuda/backend/nccl_device_link.hpp). Unlike the in-process
+// mailboxes, which move whole tensors, name both ends because one process
+// hosts every rank, and match messages by tag in any order: over NCCL, this process is one rank, the buffers are device memory the
 // caller owns and sizes (the receiver knows each message's shape from the
 // plan), the work is ordered on CUDA streams instead of blocking the host
 // (the transfers run on streams of their own, off the compute stream, as the
@@ -16,7 +15,7 @@
 
 #include <cuda_runtime.h>
 
-#include "exec/runtime/transport.hpp"
+#include "exec/runtime/message.hpp"
 
 namespace gpipe::exec::cuda {
 

@@ -76,7 +76,7 @@ void run_pass(DeviceModel& dm, const models::Model& model, DeviceSize& s, CallTa
     const DeviceTensor* target = s.targets[i].empty() ? nullptr : &s.targets[i];
     DeviceTensor out;
     tagger.run({layer, s.b, Phase::forward, repeat},
-               [&] { out = dm.layers[i]->forward(ctx, std::move(x), target, stashes[i], &accounts[i]); });
+               [&] { out = dm.layers[i]->forward(std::move(x), target, stashes[i], &accounts[i]); });
     record_sample_bytes(s.samples[i], first, dm.layers[i]->spec(), s.b, in_bytes, out.bytes(), accounts[i].bytes());
     x = std::move(out);
   }
@@ -88,13 +88,13 @@ void run_pass(DeviceModel& dm, const models::Model& model, DeviceSize& s, CallTa
     const DeviceTensor& grad_output = i + 1 == n ? s.grad_output : grad;
     DeviceTensor grad_input;
     tagger.run({static_cast<int>(i), s.b, Phase::backward, repeat},
-               [&] { grad_input = dm.layers[i]->backward(ctx, std::move(stashes[i]), grad_output); });
+               [&] { grad_input = dm.layers[i]->backward(std::move(stashes[i]), grad_output); });
     grad = std::move(grad_input);  // the old gradient's block is reused in stream order
   }
   for (std::size_t i = 0; i < n; ++i) {
     if (dm.layers[i]->parameters().empty()) continue;  // nothing to step: optimizer_us stays 0
     tagger.run({static_cast<int>(i), s.b, Phase::step, repeat},
-               [&] { dm.optimizers[i].step(dm.layers[i]->parameters(), *ctx.stream); });
+               [&] { dm.optimizers[i].step(dm.layers[i]->parameters()); });
   }
 }
 

@@ -32,7 +32,7 @@
 
 #include "exec/cuda/base/green_context.hpp"
 #include "exec/cuda/profiler/link_probe.hpp"
-#include "exec/cpu/optimizer.hpp"
+#include "exec/runtime/optimizer_config.hpp"
 #include "models/model.hpp"
 #include "profiles/profile.hpp"
 

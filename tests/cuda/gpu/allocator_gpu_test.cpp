@@ -21,7 +21,7 @@
 #include "exec/cuda/base/device_tensor.hpp"
 #include "exec/cuda/base/stream.hpp"
 #include "exec/runtime/memory_account.hpp"
-#include "exec/cpu/tensor.hpp"
+#include "exec/runtime/tensor.hpp"
 
 namespace gpipe::exec::cuda {
 namespace {

@@ -15,7 +15,8 @@
 #include <cstdio>
 
 #include "exec/cuda/base/device.hpp"
-#include "exec/cuda/backend/cuda_trainer.hpp"
+#include "exec/cpu/cpu_backend.hpp"
+#include "exec/cuda/backend/cuda_backend.hpp"
 #include "schedules/error.hpp"
 #include "schedules/lower.hpp"
 #include "tests/exec/trainer_support.hpp"
@@ -68,14 +69,14 @@ TEST_P(Transparency, FourStagesEightMicrobatchesMatchOneStageOneMicrobatch) {
     pipelined.schedule = schedule;
     pipelined.recompute = schedules::RecomputePolicy::except_last;
     const RunConfig single = config(model, 1, 1, 16);
-    const CudaTrainResult gpu = train_cuda(trainer_test::options_for(pipelined));
-    const CudaTrainResult gpu_ref = train_cuda(trainer_test::options_for(single));
-    const TrainResult cpu_ref = train(trainer_test::options_for(single));
+    const Trained<CudaBackend> gpu = train_in_process<CudaBackend>(trainer_test::options_for(pipelined));
+    const Trained<CudaBackend> gpu_ref = train_in_process<CudaBackend>(trainer_test::options_for(single));
+    const TrainResult cpu_ref = cpu::train(trainer_test::options_for(single));
 
-    const double loss_gpu = worst_loss_error(gpu.train, gpu_ref.train);
-    const double weight_gpu = worst_weight_error(gpu.train, gpu_ref.train);
-    const double loss_cpu = worst_loss_error(gpu.train, cpu_ref);
-    const double weight_cpu = worst_weight_error(gpu.train, cpu_ref);
+    const double loss_gpu = worst_loss_error(gpu.result, gpu_ref.result);
+    const double weight_gpu = worst_weight_error(gpu.result, gpu_ref.result);
+    const double loss_cpu = worst_loss_error(gpu.result, cpu_ref);
+    const double weight_cpu = worst_weight_error(gpu.result, cpu_ref);
     std::printf("%s %s K=4 M=8: vs GPU K=1 loss %.2e weights %.2e; vs CPU loss %.2e weights %.2e\n",
                 model.c_str(), schedule, loss_gpu, weight_gpu, loss_cpu, weight_cpu);
     EXPECT_LE(loss_gpu, 1e-5) << schedule;
@@ -95,10 +96,10 @@ TEST(CudaTrainer, StagesOverlapInTimeOnTheirPartitions) {
   c.steps = 3;
   TrainOptions o = trainer_test::options_for(c);
   o.measured_steps = 2;
-  const CudaTrainResult r = train_cuda(o);
-  std::printf("partitions: %s; timing %s %s\n", r.partitions.c_str(), r.timing.c_str(),
-              r.timing_note.c_str());
-  const auto& actions = r.train.timeline.actions;
+  const Trained<CudaBackend> r = train_in_process<CudaBackend>(o);
+  std::printf("partitions: %s; timing %s %s\n", r.report.partitions.c_str(), r.report.timing.c_str(),
+              r.report.timing_note.c_str());
+  const auto& actions = r.result.timeline.actions;
   std::size_t overlaps = 0;
   for (const auto& a : actions) {
     for (const auto& b : actions) {
@@ -109,13 +110,13 @@ TEST(CudaTrainer, StagesOverlapInTimeOnTheirPartitions) {
     }
   }
   std::printf("overlapping compute pairs across ranks: %zu; step %.1f us, bubble %.3f (analytic %.3f)\n",
-              overlaps, r.train.metrics.step_time_us, r.train.metrics.bubble_fraction,
-              r.train.metrics.bubble_fraction_analytic);
+              overlaps, r.result.metrics.step_time_us, r.result.metrics.bubble_fraction,
+              r.result.metrics.bubble_fraction_analytic);
   EXPECT_GT(overlaps, 0u);
   // Every action of the lowered schedule is in the timeline, on its stream.
-  EXPECT_EQ(r.train.timeline.info.source, "cuda");
-  EXPECT_FALSE(r.train.timeline.info.device.empty());
-  EXPECT_GT(r.train.metrics.step_time_us, 0);
+  EXPECT_EQ(r.result.timeline.info.source, "cuda");
+  EXPECT_FALSE(r.result.timeline.info.device.empty());
+  EXPECT_GT(r.result.metrics.step_time_us, 0);
 }
 
 TEST(CudaTrainer, ActivationPeakIsExactlyTheCpuExecutors) {
@@ -124,14 +125,14 @@ TEST(CudaTrainer, ActivationPeakIsExactlyTheCpuExecutors) {
     RunConfig c = config("transformer:layers=2,hidden=32,heads=4,seq=16", 2, 4, 6);
     c.recompute = recompute;
     c.steps = 1;
-    const CudaTrainResult gpu = train_cuda(trainer_test::options_for(c));
-    const TrainResult cpu = train(trainer_test::options_for(c));
-    ASSERT_EQ(gpu.train.metrics.ranks.size(), cpu.metrics.ranks.size());
+    const Trained<CudaBackend> gpu = train_in_process<CudaBackend>(trainer_test::options_for(c));
+    const TrainResult cpu = cpu::train(trainer_test::options_for(c));
+    ASSERT_EQ(gpu.result.metrics.ranks.size(), cpu.metrics.ranks.size());
     for (std::size_t r = 0; r < cpu.metrics.ranks.size(); ++r) {
-      EXPECT_EQ(gpu.train.metrics.ranks[r].peak_activation_bytes,
+      EXPECT_EQ(gpu.result.metrics.ranks[r].peak_activation_bytes,
                 cpu.metrics.ranks[r].peak_activation_bytes)
           << "rank " << r;
-      EXPECT_EQ(gpu.train.metrics.ranks[r].static_bytes, cpu.metrics.ranks[r].static_bytes);
+      EXPECT_EQ(gpu.result.metrics.ranks[r].static_bytes, cpu.metrics.ranks[r].static_bytes);
     }
   }
 }
@@ -139,17 +140,17 @@ TEST(CudaTrainer, ActivationPeakIsExactlyTheCpuExecutors) {
 TEST(CudaTrainer, EventTimingGivesACompleteTimeline) {
   SKIP_WITHOUT_GPU();
   RunConfig c = config("mlp:layers=4,hidden=64", 2, 4, 8);
-  CudaTrainOptions cuda;
+  CudaBackend::Options cuda;
   cuda.timing = ActionTiming::events;
   const TrainOptions o = trainer_test::options_for(c);
-  const CudaTrainResult r = train_cuda(o, cuda);
-  EXPECT_EQ(r.timing, "events");
+  const Trained<CudaBackend> r = train_in_process<CudaBackend>(o, cuda);
+  EXPECT_EQ(r.report.timing, "events");
   const schedules::Schedule lowered = schedules::lower(o.schedule);
   std::size_t expected = 0;
   for (const auto& program : lowered.ranks) expected += program.size();
-  EXPECT_EQ(r.train.timeline.actions.size(), expected);
-  for (const auto& a : r.train.timeline.actions) EXPECT_LE(a.start_ns, a.end_ns) << to_string(a.action);
-  EXPECT_GT(r.train.metrics.step_time_us, 0);
+  EXPECT_EQ(r.result.timeline.actions.size(), expected);
+  for (const auto& a : r.result.timeline.actions) EXPECT_LE(a.start_ns, a.end_ns) << to_string(a.action);
+  EXPECT_GT(r.result.metrics.step_time_us, 0);
 }
 
 TEST(CudaTrainer, AnInjectedFaultNamesTheRankAndAction) {
@@ -159,7 +160,7 @@ TEST(CudaTrainer, AnInjectedFaultNamesTheRankAndAction) {
   o.fault = FaultInjection{schedules::Rank{2}, schedules::make_action(2, schedules::ActionKind::F, 3),
                            FaultInjection::Kind::fail};
   try {
-    (void)train_cuda(o);
+    (void)train_in_process<CudaBackend>(o);
     FAIL() << "no error";
   } catch (const RunError& e) {
     EXPECT_STREQ(e.what(), "rank 2 failed in 2F3: injected fault");

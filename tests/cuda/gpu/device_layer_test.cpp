@@ -117,7 +117,7 @@ TEST_P(DeviceLayerTest, MatchesTheCpuLayer) {
           target.type() == ElementType::i32 ? DeviceType::i32 : DeviceType::f32, stream);
     }
     const DeviceTensor out =
-        device->forward(context, DeviceTensor::from_host(allocator, input, input_type, stream),
+        device->forward(DeviceTensor::from_host(allocator, input, input_type, stream),
                         target.empty() ? nullptr : &device_target, stash, &account);
     expect_matches(tag + "output", out, host_out, stream);
 
@@ -135,7 +135,7 @@ TEST_P(DeviceLayerTest, MatchesTheCpuLayer) {
     const Tensor host_dx = host->backward(std::move(host_stash), grad_output);
     const DeviceTensor device_grad_output =
         DeviceTensor::from_host(allocator, grad_output, DeviceType::f32, stream);
-    const DeviceTensor dx = device->backward(context, std::move(stash), device_grad_output);
+    const DeviceTensor dx = device->backward(std::move(stash), device_grad_output);
     EXPECT_EQ(account.bytes(), 0) << tag << "the backward refunds the stash";
     if (host_dx.empty()) {
       EXPECT_TRUE(dx.empty()) << tag << "no input gradient";

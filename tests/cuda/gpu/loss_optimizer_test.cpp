@@ -90,7 +90,7 @@ void expect_optimizer_matches(sim::Optimizer kind) {
   params[0].grad = Tensor({count});
   const auto w0 = random_floats(count, 7);
   std::copy(w0.begin(), w0.end(), params[0].value.data());
-  OptimizerState state(config, params);
+  cpu::OptimizerState state(config, params);
   DeviceBuffer<float> d_w(w0), d_g(count);
   DeviceBuffer<float> d_m(std::vector<float>(count, 0.0F)), d_v(std::vector<float>(count, 0.0F));
   const kernels::AdamwHyper hyper{config.learning_rate, config.beta1, config.beta2, config.epsilon,

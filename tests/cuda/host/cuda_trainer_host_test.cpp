@@ -7,8 +7,7 @@
 #include <string>
 
 #include "exec/cuda/base/device.hpp"
-#include "exec/cuda/backend/cuda_trainer.hpp"
-#include "exec/cuda/backend/distributed_trainer.hpp"
+#include "exec/cuda/backend/cuda_backend.hpp"
 #include "schedules/error.hpp"
 #include "tests/exec/trainer_support.hpp"
 
@@ -38,15 +37,15 @@ std::string input_error(const std::function<void()>& run) {
 TEST(CudaTrainerChecks, BadOptionsAreInputErrorsBeforeTheDevice) {
   TrainOptions o = two_stages();
   o.steps = 0;
-  EXPECT_EQ(input_error([&] { (void)train_cuda(o); }), "--steps must be at least 1, got 0");
+  EXPECT_EQ(input_error([&] { (void)train_in_process<CudaBackend>(o); }), "--steps must be at least 1, got 0");
   o = two_stages();
   o.partition = models::Partition{{1, 1}};
-  EXPECT_EQ(input_error([&] { (void)train_cuda(o); }),
+  EXPECT_EQ(input_error([&] { (void)train_in_process<CudaBackend>(o); }),
             "--partition 1,1 covers 2 layers but model mlp:layers=3,hidden=8 has 4");
   o = two_stages();
   o.fault = FaultInjection{schedules::Rank{5}, schedules::make_action(0, schedules::ActionKind::F, 0),
                            FaultInjection::Kind::fail};
-  EXPECT_EQ(input_error([&] { (void)train_cuda(o); }),
+  EXPECT_EQ(input_error([&] { (void)train_in_process<CudaBackend>(o); }),
             "--inject-fault 5:0F0: there is no rank 5 (the schedule has 2)");
 }
 
@@ -54,14 +53,14 @@ TEST(CudaTrainerChecks, ALaunchOfTheWrongSizeIsAnInputError) {
   LaunchInfo launch;
   launch.world_size = 3;
   launch.launcher = "torchrun";
-  EXPECT_EQ(input_error([&] { (void)train_cuda_rank(two_stages(), {}, launch); }),
+  EXPECT_EQ(input_error([&] { (void)train_as_process<CudaBackend>(two_stages(), {}, launch); }),
             "the schedule has 2 ranks but torchrun started 3 processes: launch one process per rank");
 }
 
 TEST(CudaTrainerChecks, WithoutAGpuAValidRunSaysSo) {
   if (device_count() > 0) GTEST_SKIP() << "this machine has a GPU";
   try {
-    (void)train_cuda(two_stages());
+    (void)train_in_process<CudaBackend>(two_stages());
     FAIL() << "no error";
   } catch (const RunError& e) {
     EXPECT_EQ(std::string(e.what()).rfind("no CUDA device: ", 0), 0u) << e.what();

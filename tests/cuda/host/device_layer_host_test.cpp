@@ -1,9 +1,10 @@
 // The host-side logic of the CUDA layers, without a GPU: make_device_layer's
 // input errors (bad index, a kind the backend lacks) and its refusal of an
 // incomplete LayerContext, all raised before anything touches a device; the
-// kinds' check of the parameters they are handed; the argument checks' exact
-// messages; and DeviceStash::bytes. Device tensors here live in
+// kinds' check of the parameters and the context they are handed; the
+// argument checks' exact messages; and DeviceStash::bytes. Device tensors here live in
 // FakeDeviceMemory and are never read or written (that would need a GPU).
+#include <cstddef>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -49,6 +50,16 @@ layers::Parameters mlp_parameters(CachingAllocator& allocator,
   return parameters;
 }
 
+// A complete context for the kinds' checks, which only look that its handles
+// are there: the layers made with it are never run (that would need a GPU).
+struct UnusedHandles {
+  alignas(std::max_align_t) std::byte blas[1];
+  alignas(std::max_align_t) std::byte stream[1];
+  LayerContext context(CachingAllocator& allocator) {
+    return {&allocator, reinterpret_cast<BlasHandle*>(blas), reinterpret_cast<const Stream*>(stream)};
+  }
+};
+
 TEST(DeviceLayerHost, MakeDeviceLayerRejectsABadIndexBeforeAnyDeviceWork) {
   const models::Model mlp = models::build_mlp(1, 8);
   EXPECT_EQ(error_of([&] { (void)make_device_layer(mlp, 5, 1, LayerContext{}); }),
@@ -79,39 +90,42 @@ TEST(DeviceLayerHost, KindsCheckTheParametersTheyAreHanded) {
   const models::Model mlp = models::build_mlp(1, 8);
   FakeDeviceMemory memory;
   CachingAllocator allocator(memory);
+  UnusedHandles handles;
+  const LayerContext context = handles.context(allocator);
   const std::vector<std::string> names{"ln.gamma", "ln.beta", "w1", "c1", "w2", "c2"};
-  EXPECT_NO_THROW((void)layers::make_mlp_block(mlp, mlp.layers[0], mlp_parameters(allocator, names)));
+  EXPECT_NO_THROW(
+      (void)layers::make_mlp_block(mlp, mlp.layers[0], mlp_parameters(allocator, names), context));
   std::vector<std::string> swapped = names;
   std::swap(swapped[2], swapped[4]);
   EXPECT_EQ(logic_error_of([&] {
-              (void)layers::make_mlp_block(mlp, mlp.layers[0], mlp_parameters(allocator, swapped));
+              (void)layers::make_mlp_block(mlp, mlp.layers[0], mlp_parameters(allocator, swapped),
+                                           context);
             }),
             "layer block0 (mlp_block): the device parameters are not the CPU layer's 6 f32 "
             "parameters in order");
   EXPECT_NE(logic_error_of([&] {
-              (void)layers::make_mse_loss(mlp, mlp.layers[1], mlp_parameters(allocator, {"w"}));
+              (void)layers::make_mse_loss(mlp, mlp.layers[1], mlp_parameters(allocator, {"w"}),
+                                          context);
             }),
             "no error");
   EXPECT_EQ(allocator.stats().live_allocations, 0) << "every parameter freed";
 }
 
-TEST(DeviceLayerHost, ForwardAndBackwardRefuseAnIncompleteContext) {
+// A layer runs in the context it is made for: a kind refuses an incomplete one
+// when it is made, before it could enqueue anything.
+TEST(DeviceLayerHost, KindsRefuseAnIncompleteContext) {
   const models::Model mlp = models::build_mlp(1, 8);
   FakeDeviceMemory memory;
   CachingAllocator allocator(memory);
-  auto layer = layers::make_mlp_block(
-      mlp, mlp.layers[0],
-      mlp_parameters(allocator, {"ln.gamma", "ln.beta", "w1", "c1", "w2", "c2"}));
-  DeviceStash stash;
+  const std::vector<std::string> names{"ln.gamma", "ln.beta", "w1", "c1", "w2", "c2"};
   EXPECT_EQ(logic_error_of([&] {
-              (void)layer->forward(LayerContext{&allocator, nullptr, nullptr},
-                                   DeviceTensor(allocator, {2, 8}, DeviceType::f32), nullptr,
-                                   stash, nullptr);
+              (void)layers::make_mlp_block(mlp, mlp.layers[0], mlp_parameters(allocator, names),
+                                           LayerContext{&allocator, nullptr, nullptr});
             }),
             "layer block0 (mlp_block): the layer context has no BLAS handle");
   EXPECT_EQ(logic_error_of([&] {
-              (void)layer->backward(LayerContext{}, DeviceStash{},
-                                    DeviceTensor(allocator, {2, 8}, DeviceType::f32));
+              (void)layers::make_mlp_block(mlp, mlp.layers[0], mlp_parameters(allocator, names),
+                                           LayerContext{});
             }),
             "layer block0 (mlp_block): the layer context has no allocator");
 }

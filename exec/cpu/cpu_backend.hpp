@@ -1,0 +1,104 @@
+// The CPU backend: fp32 on host threads, OpenBLAS for the GEMMs, the
+// numerical reference of every other backend. Each rank is a thread of this
+// process; stages hand activations and gradients over in-process mailboxes
+// (no bytes move), and every action is timed on the host's clock.
+//
+// CpuBackend is what the shared runtime (exec/runtime/: Stage, Worker,
+// train_placed) is instantiated with; cpu_backend() is its entry in the
+// registry of exec/backend.hpp.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "exec/backend.hpp"
+#include "exec/cpu/in_process_link.hpp"
+#include "exec/cpu/layers/layer.hpp"
+#include "exec/cpu/optimizer.hpp"
+#include "exec/runtime/host_timer.hpp"
+#include "exec/runtime/run_control.hpp"
+#include "exec/runtime/stage.hpp"
+#include "exec/runtime/step_timeline.hpp"
+#include "exec/runtime/tensor.hpp"
+#include "exec/runtime/trainer.hpp"
+
+namespace gpipe::exec::cpu {
+
+struct CpuBackend {
+  static constexpr std::string_view kName = "cpu";
+
+  using Tensor = exec::Tensor;
+  using Message = exec::Tensor;  // a received tensor is usable at once
+  struct Context {};              // a stage's work runs on its rank's thread
+  using Optimizer = OptimizerState;
+  using Stage = exec::Stage<CpuBackend>;
+  struct Options {};
+  struct Report {};
+
+  static std::unique_ptr<Layer> make_layer(const models::Model& model, int index, std::uint64_t seed,
+                                           const Context& /*context*/) {
+    return cpu::make_layer(model, index, seed);
+  }
+  static Optimizer make_optimizer(const OptimizerConfig& config, std::span<const Parameter> parameters,
+                                  const Context& /*context*/) {
+    return {config, parameters};
+  }
+  static bool all_finite(const Tensor& tensor, const Context& /*context*/);
+  static std::vector<float> to_host(const Tensor& tensor, const Context& /*context*/);
+  static void require_available() {}
+
+  // A rank computes on its own thread: every call runs the work.
+  class RankDevice {
+   public:
+    void enter_thread() {}
+    [[nodiscard]] Tensor upload(Tensor host) { return host; }
+    void data_ready() {}
+    [[nodiscard]] Tensor ready(Message message) { return message; }
+    [[nodiscard]] Message local(Tensor tensor) { return tensor; }
+    [[nodiscard]] bool all_finite(const Tensor& tensor) const;
+    [[nodiscard]] double sum(const Tensor& tensor) const;
+    void finish_step(RunControl& /*control*/) {}
+    void drain() noexcept {}
+  };
+
+  // A run's resources: a thread per rank, the host timer, in-process links.
+  class Run {
+   public:
+    // InputError when `where` puts ranks in other processes (not yet
+    // supported on the CPU).
+    Run(const TrainOptions& options, const RunSettings& settings, const Placement& where,
+        const Options& backend_options);
+
+    [[nodiscard]] RankDevice& device(schedules::Rank rank) { return devices_.at(rank.at()); }
+    [[nodiscard]] Context context(schedules::Rank /*rank*/) const { return {}; }
+    template <class F>
+    void in_context(schedules::Rank /*rank*/, F&& f) {
+      f();
+    }
+    [[nodiscard]] Link<Tensor>& link() { return link_; }
+    [[nodiscard]] ActionTimer& timer() { return timer_; }
+    [[nodiscard]] MemoryPlacement memory_placement() const { return MemoryPlacement::host_time; }
+    void weights_ready() {}
+    void finish() {}
+    void abandon() noexcept {}
+    [[nodiscard]] std::string device_name() const;
+    [[nodiscard]] Report report(int /*median_slot*/) const { return {}; }
+
+   private:
+    HostTimer timer_;
+    InProcessLink link_;
+    std::vector<RankDevice> devices_;
+  };
+};
+
+// Trains `options` on CPU threads, one per rank.
+[[nodiscard]] TrainResult train(const TrainOptions& options);
+
+// The CPU backend's entry in the registry (exec/backend.hpp).
+[[nodiscard]] const Backend& cpu_backend();
+
+}  // namespace gpipe::exec::cpu

@@ -1,0 +1,24 @@
+#include "exec/cpu/device_name.hpp"
+
+#include <fstream>
+#include <string>
+
+
+namespace gpipe::exec::cpu {
+
+std::string device_name() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("model name", 0) != 0) continue;
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    const auto first = line.find_first_not_of(" \t", colon + 1);
+    const auto last = line.find_last_not_of(" \t\r");
+    if (first == std::string::npos) continue;
+    return line.substr(first, last - first + 1);
+  }
+  return "cpu";
+}
+
+}  // namespace gpipe::exec::cpu

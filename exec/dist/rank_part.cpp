@@ -1,0 +1,64 @@
+#include "exec/dist/rank_part.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "schedules/error.hpp"
+
+namespace gpipe::exec {
+
+using nlohmann::json;
+
+std::string to_json(const RankPart& part) {
+  json steps = json::array();
+  for (const RankPart::Step& step : part.steps) {
+    json intervals = json::array();
+    for (const auto& [action, interval] : step.intervals) {
+      intervals.push_back({to_string(action), interval.start_ns, interval.end_ns});
+    }
+    json memory = json::array();
+    for (const MemoryChange& c : step.memory) memory.push_back({c.action_index, c.host_ns, c.bytes});
+    steps.push_back({{"intervals", intervals}, {"memory", memory}});
+  }
+  return json{{"rank", part.rank}, {"static_bytes", part.static_bytes}, {"steps", steps}}.dump();
+}
+
+RankPart parse_rank_part(const std::string& text) {
+  try {
+    const json j = json::parse(text);
+    RankPart part;
+    part.rank = j.at("rank").get<int>();
+    part.static_bytes = j.at("static_bytes").get<std::int64_t>();
+    for (const json& s : j.at("steps")) {
+      RankPart::Step& step = part.steps.emplace_back();
+      for (const json& i : s.at("intervals")) {
+        step.intervals.emplace_back(schedules::parse_action(i.at(0).get<std::string>()),
+                                    Interval{i.at(1).get<std::int64_t>(), i.at(2).get<std::int64_t>()});
+      }
+      for (const json& m : s.at("memory")) {
+        step.memory.push_back({m.at(0).get<int>(), m.at(1).get<std::int64_t>(), m.at(2).get<std::int64_t>()});
+      }
+    }
+    return part;
+  } catch (const json::exception& e) {
+    throw RunError(fmt::format("a rank's measured part does not parse: {}", e.what()));
+  } catch (const InputError& e) {
+    throw RunError(fmt::format("a rank's measured part does not parse: {}", e.what()));
+  }
+}
+
+std::vector<RankPart> exchange_parts(TcpStore& store, const RankPart& mine, int world_size,
+                                     int reporter) {
+  store.set(fmt::format("gpipe/part{}", mine.rank), to_json(mine));
+  std::vector<RankPart> parts;
+  if (mine.rank == reporter) {
+    for (int r = 0; r < world_size; ++r) {
+      parts.push_back(parse_rank_part(store.get(fmt::format("gpipe/part{}", r))));
+    }
+  }
+  // Rank 0 serves the store: it stays until the reporter has read every part.
+  store.barrier("gpipe/done", mine.rank, world_size);
+  return parts;
+}
+
+}  // namespace gpipe::exec

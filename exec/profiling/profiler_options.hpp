@@ -1,0 +1,31 @@
+// What `gpipe-run profile` asks of a backend's layer profiler, the same for
+// every backend (exec/cpu/profiler.hpp, exec/cuda/profiler/): how many passes
+// warm up and how many are timed, the seed of the weights and inputs, the
+// optimizer whose step is timed, and where progress and notes go.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "exec/runtime/optimizer_config.hpp"
+#include "profiles/profile.hpp"
+
+namespace gpipe::exec {
+
+struct ProfilerOptions {
+  int warmup = 2;   // untimed passes over every size
+  int repeats = 5;  // timed passes; the medians are kept
+  std::uint64_t seed = 1;  // weights (as the executor makes them) and the random inputs
+  OptimizerConfig optimizer;  // whose step optimizer_us times (AdamW by default)
+  int link_round_trips = 200;  // messages timed for the CPU's in-process link latency
+  // Progress: after each pass over every size (warm-up passes included), then
+  // once per layer with its finished profile.
+  std::function<void(int pass, int passes)> on_pass;
+  std::function<void(int layer, int layers, const profiles::LayerProfile&)> on_layer;
+  // A line worth saying before the timing starts (where on the device the
+  // layers run), for stderr.
+  std::function<void(const std::string& note)> on_note;
+};
+
+}  // namespace gpipe::exec

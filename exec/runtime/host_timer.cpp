@@ -1,0 +1,59 @@
+#include "exec/runtime/host_timer.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace gpipe::exec {
+
+namespace {
+
+std::int64_t ns_since(ActionTimer::Clock::time_point origin) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(ActionTimer::Clock::now() - origin)
+      .count();
+}
+
+}  // namespace
+
+HostTimer::HostTimer(int num_ranks, int measured_steps) : ranks_(static_cast<std::size_t>(num_ranks)) {
+  for (RankRecord& r : ranks_) r.steps.resize(static_cast<std::size_t>(measured_steps));
+}
+
+HostTimer::RankRecord& HostTimer::record(schedules::Rank rank) {
+  if (rank.value < 0 || rank.at() >= ranks_.size()) {
+    throw std::out_of_range(fmt::format("host timer: no rank {}", rank.value));
+  }
+  return ranks_[rank.at()];
+}
+
+void HostTimer::start_step(schedules::Rank rank, int slot, Clock::time_point start) {
+  RankRecord& r = record(rank);
+  r.origin = start;
+  r.previous_start = -1;
+  r.steps.at(static_cast<std::size_t>(slot)).clear();
+}
+
+void HostTimer::begin(const ActionMark& mark) {
+  RankRecord& r = record(mark.rank);
+  r.open_start = std::max(ns_since(r.origin), r.previous_start + 1);
+  r.previous_start = r.open_start;
+}
+
+void HostTimer::end(const ActionMark& mark) {
+  RankRecord& r = record(mark.rank);
+  const std::int64_t end = std::max(ns_since(r.origin), r.open_start);
+  r.steps.at(static_cast<std::size_t>(mark.slot)).push_back({mark.action, {r.open_start, end}});
+}
+
+MeasuredIntervals HostTimer::intervals(int slot) {
+  MeasuredIntervals out;
+  for (std::size_t rank = 0; rank < ranks_.size(); ++rank) {
+    for (const auto& [action, interval] : ranks_[rank].steps.at(static_cast<std::size_t>(slot))) {
+      out[{static_cast<int>(rank), action}] = interval;
+    }
+  }
+  return out;
+}
+
+}  // namespace gpipe::exec

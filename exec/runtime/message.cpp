@@ -1,0 +1,13 @@
+#include "exec/runtime/message.hpp"
+
+#include <fmt/format.h>
+
+namespace gpipe::exec {
+
+std::string to_string(const MessageTag& tag) {
+  return fmt::format("{} of stage {} micro-batch {} (step {})",
+                     tag.kind == MessageKind::activation ? "activation" : "gradient",
+                     tag.stage.value, tag.microbatch.value, tag.step);
+}
+
+}  // namespace gpipe::exec

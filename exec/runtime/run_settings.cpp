@@ -1,0 +1,118 @@
+#include "exec/runtime/run_settings.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+#include <fmt/format.h>
+
+#include "schedules/error.hpp"
+#include "schedules/lower.hpp"
+#include "schedules/validate.hpp"
+#include "sim/scenario.hpp"
+
+namespace gpipe::exec {
+
+using schedules::Action;
+using schedules::ActionKind;
+
+void check_train_options(const TrainOptions& o, std::string_view backend) {
+  const int num_layers = static_cast<int>(o.model.layers.size());
+  if (o.steps < 1) throw InputError(fmt::format("--steps must be at least 1, got {}", o.steps));
+  if (o.measured_steps < 1 || o.measured_steps > o.steps) {
+    throw InputError(fmt::format("measured steps must be in [1, steps = {}], got {}", o.steps,
+                                 o.measured_steps));
+  }
+  if (!(o.watchdog_seconds > 0)) {
+    throw InputError(
+        fmt::format("the watchdog needs a positive time, got {} s", o.watchdog_seconds));
+  }
+  if (o.partition.num_stages() != o.schedule.num_stages) {
+    throw InputError(fmt::format("--partition {} has {} stages but the schedule has {}",
+                                 models::to_string(o.partition), o.partition.num_stages(),
+                                 o.schedule.num_stages));
+  }
+  for (int n : o.partition.layers_per_stage) {
+    if (n < 1) {
+      throw InputError(fmt::format("--partition {}: every stage needs at least one layer",
+                                   models::to_string(o.partition)));
+    }
+  }
+  if (o.partition.num_layers() != num_layers) {
+    throw InputError(fmt::format("--partition {} covers {} layers but model {} has {}",
+                                 models::to_string(o.partition), o.partition.num_layers(),
+                                 o.model.spec, num_layers));
+  }
+  for (const auto& list : o.schedule.ranks) {
+    for (const Action& a : list) {
+      if (a.kind == ActionKind::I || a.kind == ActionKind::W) {
+        throw InputError(
+            fmt::format("schedule {}: the {} executor runs F/B schedules; {} (a split "
+                        "backward, I/W) is not supported",
+                        o.schedule.name, backend, to_string(a)));
+      }
+    }
+  }
+}
+
+namespace {
+
+// The fault must name an action the run will reach, or the test it serves would pass vacuously.
+void check_fault(const FaultInjection& fault, const schedules::Schedule& lowered) {
+  const std::string text = fmt::format("{}:{}", fault.rank.value, to_string(fault.action));
+  if (fault.rank.value < 0 || fault.rank.value >= lowered.num_ranks) {
+    throw InputError(fmt::format("--inject-fault {}: there is no rank {} (the schedule has {})",
+                                 text, fault.rank.value, lowered.num_ranks));
+  }
+  const auto& list = lowered.actions(fault.rank);
+  if (std::find(list.begin(), list.end(), fault.action) == list.end()) {
+    throw InputError(fmt::format("--inject-fault {}: rank {} runs no action {}", text,
+                                 fault.rank.value, to_string(fault.action)));
+  }
+}
+
+}  // namespace
+
+schedules::Schedule lower_checked(const TrainOptions& o) {
+  schedules::validate(o.schedule);
+  schedules::Schedule lowered = schedules::lower(o.schedule);
+  if (o.fault) check_fault(*o.fault, lowered);
+  return lowered;
+}
+
+std::size_t median_step(const std::vector<schedules::Timeline>& steps) {
+  std::vector<std::size_t> order(steps.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return schedules::makespan_ns(steps[a]) < schedules::makespan_ns(steps[b]);
+  });
+  return order[(order.size() - 1) / 2];
+}
+
+RunSettings make_run_settings(const TrainOptions& o, const schedules::Schedule& lowered) {
+  RunSettings settings;
+  settings.model = &o.model;
+  settings.schedule = &lowered;
+  settings.batch = o.batch;
+  settings.microbatch_sizes = sim::split_batch(o.batch, lowered.num_microbatches);
+  std::int64_t offset = 0;
+  for (int size : settings.microbatch_sizes) {
+    settings.microbatch_offsets.push_back(offset);
+    offset += size;
+  }
+  settings.recomputed.assign(
+      static_cast<std::size_t>(lowered.num_stages),
+      std::vector<bool>(static_cast<std::size_t>(lowered.num_microbatches), false));
+  for (const auto& list : lowered.ranks) {
+    for (const Action& a : list) {
+      if (a.kind == ActionKind::R) settings.recomputed[a.stage.at()][a.microbatch.at()] = true;
+    }
+  }
+  settings.steps = o.steps;
+  settings.measured_steps = o.measured_steps;
+  settings.seed = o.seed;
+  settings.check_finite = o.check_finite;
+  settings.fault = o.fault;
+  return settings;
+}
+
+}  // namespace gpipe::exec

@@ -1,0 +1,53 @@
+// What a run is, as every worker reads it: derived from TrainOptions and
+// checked once, before any thread starts (errors name the flag), then
+// constant for the whole run.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "exec/runtime/fault.hpp"
+#include "exec/runtime/train_options.hpp"
+#include "models/model.hpp"
+#include "schedules/schedule.hpp"
+#include "schedules/timeline.hpp"
+
+namespace gpipe::exec {
+
+struct RunSettings {
+  const models::Model* model = nullptr;
+  const schedules::Schedule* schedule = nullptr;  // lowered
+  std::int64_t batch = 0;                         // N
+  std::vector<int> microbatch_sizes;              // N split into M, as torch.tensor_split
+  std::vector<std::int64_t> microbatch_offsets;   // first row of each micro-batch
+  std::vector<std::vector<bool>> recomputed;      // [stage][m]: the schedule has R(s,m)
+  int steps = 1;
+  int measured_steps = 1;  // the last this many steps are measured
+  std::uint64_t seed = 0;
+  bool check_finite = false;
+  std::optional<FaultInjection> fault;
+
+  // The index of the first measured step.
+  [[nodiscard]] int first_measured_step() const { return steps - measured_steps; }
+};
+
+// Throws InputError for options no run can have: steps, measured steps, the
+// watchdog, a partition that does not match the schedule or the model, and a
+// split backward (I/W), which `backend` ("cpu", "cuda") names in the message.
+void check_train_options(const TrainOptions& options, std::string_view backend);
+
+// The schedule validated and lowered, and the fault (if any) checked against it.
+[[nodiscard]] schedules::Schedule lower_checked(const TrainOptions& options);
+
+// The settings of a run of `options` on `lowered`; they point into both,
+// which must outlive them.
+[[nodiscard]] RunSettings make_run_settings(const TrainOptions& options,
+                                            const schedules::Schedule& lowered);
+
+// The index of the timeline of median step time (the lower median).
+[[nodiscard]] std::size_t median_step(const std::vector<schedules::Timeline>& steps);
+
+}  // namespace gpipe::exec

@@ -1,0 +1,153 @@
+// One pipeline stage as a rank's worker holds it, for every backend: its
+// layers and their optimizer state, and per micro-batch the stashes its
+// forward kept for the backward. This is where re-materialisation really
+// happens: after F of a recomputed micro-batch every stash tensor but the
+// stage's input is freed, and R rebuilds them from that input, so the rank's
+// memory account follows DESIGN.md's rules: +A_s during F, down to In_s after
+// it, back to A_s in R, 0 after B.
+//
+// The backend `B` supplies the math (exec/cpu/cpu_backend.hpp,
+// exec/cuda/backend/cuda_backend.hpp):
+//   B::Tensor, B::Context (where a stage's work goes: nothing on the CPU; a
+//   GPU's stream, allocator and cuBLASLt handle), B::Optimizer (constructed by
+//   B::make_optimizer; step(parameters), bytes()), and
+//   B::make_layer(model, index, seed, context)   the layer, weights from the seed
+//   B::all_finite(tensor, context)                whether every value is finite
+//   B::to_host(tensor, context)                   its f32 values on the host
+// On a device every call enqueues on the context's stream and returns
+// without waiting, except the two that read values back.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "exec/layers/layer.hpp"
+#include "exec/runtime/memory_account.hpp"
+#include "exec/runtime/optimizer_config.hpp"
+#include "exec/runtime/stash_book.hpp"
+#include "models/model.hpp"
+
+namespace gpipe::exec {
+
+template <class B>
+class Stage {
+ public:
+  using Tensor = typename B::Tensor;
+  using Context = typename B::Context;
+
+  // Layers [first_layer, end_layer) of `model`, their weights from `seed`
+  // (the same whatever the partition), room for `num_microbatches` stashes
+  // charged to `account`.
+  Stage(const models::Model& model, int first_layer, int end_layer, std::uint64_t seed,
+        const OptimizerConfig& optimizer, int num_microbatches, MemoryAccount* account,
+        Context context)
+      : is_last_(end_layer == static_cast<int>(model.layers.size())),
+        context_(std::move(context)),
+        book_(num_microbatches, static_cast<std::size_t>(end_layer - first_layer)),
+        account_(account) {
+    for (int l = first_layer; l < end_layer; ++l) {
+      layers_.push_back(B::make_layer(model, l, seed, context_));
+      optimizers_.push_back(B::make_optimizer(optimizer, layers_.back()->parameters(), context_));
+    }
+  }
+
+  // Whether the stage ends with the model's loss layer (and so reads targets).
+  [[nodiscard]] bool is_last() const { return is_last_; }
+
+  // F(s,m): the layers in order, each keeping its stash. `target` goes to the
+  // model's loss layer; nullptr unless is_last(). Returns the stage's output
+  // (the per-sample loss f32 [b] on the last stage), charged to none.
+  [[nodiscard]] Tensor forward(int microbatch, Tensor input, const Tensor* target) {
+    (void)book_.expect(microbatch, Book::Kept::nothing, "F");
+    return run_layers(microbatch, std::move(input), target);
+  }
+
+  // After F(s,m) when R(s,m) follows: frees every stash tensor but the input.
+  void drop_to_boundary(int microbatch) { book_.keep_boundary(microbatch); }
+
+  // R(s,m): the forward again from the kept input, rebuilding the stashes.
+  // The output was handed on by F already; this one is dropped.
+  void recompute(int microbatch, const Tensor* target) {
+    (void)run_layers(microbatch, book_.take_boundary(microbatch), target);
+  }
+
+  // B(s,m): consumes the stashes, last layer first, accumulating the weight
+  // gradients; returns the gradient of the stage's input (empty for token ids).
+  [[nodiscard]] Tensor backward(int microbatch, const Tensor& grad_output) {
+    auto& stash = book_.expect(microbatch, Book::Kept::everything, "B");
+    Tensor grad;
+    for (std::size_t l = layers_.size(); l-- > 0;) {
+      grad = layers_[l]->backward(std::move(stash[l]), l + 1 == layers_.size() ? grad_output : grad);
+    }
+    book_.consumed(microbatch);
+    return grad;
+  }
+
+  // STEP(s): applies and zeroes every layer's accumulated gradients.
+  void step() {
+    for (std::size_t l = 0; l < layers_.size(); ++l) optimizers_[l].step(layers_[l]->parameters());
+  }
+
+  // "block2.w1" for the first parameter whose gradient holds a NaN or an
+  // infinity; nullopt when all are finite. On a device this waits for it.
+  [[nodiscard]] std::optional<std::string> non_finite_gradient() const {
+    for (const auto& layer : layers_) {
+      for (const auto& p : layer->parameters()) {
+        if (!B::all_finite(p.grad, context_)) return fmt::format("{}.{}", layer->spec().name, p.name);
+      }
+    }
+    return std::nullopt;
+  }
+
+  // Parameters, gradients and optimizer state held, in bytes.
+  [[nodiscard]] std::int64_t static_bytes() const {
+    std::int64_t bytes = 0;
+    for (std::size_t l = 0; l < layers_.size(); ++l) {
+      for (const auto& p : layers_[l]->parameters()) bytes += p.value.bytes() + p.grad.bytes();
+      bytes += optimizers_[l].bytes();
+    }
+    return bytes;
+  }
+
+  // The layers' parameter values on the host, [layer][parameter] (on a device
+  // this waits for it).
+  [[nodiscard]] std::vector<std::vector<std::vector<float>>> weights() const {
+    std::vector<std::vector<std::vector<float>>> out;
+    for (const auto& layer : layers_) {
+      auto& values = out.emplace_back();
+      for (const auto& p : layer->parameters()) values.push_back(B::to_host(p.value, context_));
+    }
+    return out;
+  }
+
+  [[nodiscard]] const std::vector<std::unique_ptr<Layer<Tensor>>>& layers() const { return layers_; }
+  [[nodiscard]] const Context& context() const { return context_; }
+
+ private:
+  using Book = StashBook<Stash<Tensor>>;
+
+  [[nodiscard]] Tensor run_layers(int microbatch, Tensor input, const Tensor* target) {
+    auto& stash = book_.fill(microbatch);
+    Tensor x = std::move(input);
+    for (std::size_t l = 0; l < layers_.size(); ++l) {
+      const bool loss_layer = is_last_ && l + 1 == layers_.size();
+      x = layers_[l]->forward(std::move(x), loss_layer ? target : nullptr, stash[l], account_);
+    }
+    return x;
+  }
+
+  bool is_last_ = false;
+  Context context_;
+  std::vector<std::unique_ptr<Layer<Tensor>>> layers_;
+  std::vector<typename B::Optimizer> optimizers_;  // one per layer
+  Book book_;
+  MemoryAccount* account_;
+};
+
+}  // namespace gpipe::exec

@@ -1,0 +1,60 @@
+// What a training run is asked (TrainOptions) and what it gives back
+// (TrainResult), the same for every backend: a model trained through a
+// pipeline schedule, every action's start and end measured into a Timeline
+// scored by the same metrics as the simulator's prediction.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "exec/runtime/fault.hpp"
+#include "exec/runtime/optimizer_config.hpp"
+#include "models/model.hpp"
+#include "models/partition.hpp"
+#include "schedules/metrics.hpp"
+#include "schedules/schedule.hpp"
+#include "schedules/timeline.hpp"
+
+namespace gpipe::exec {
+
+struct TrainOptions {
+  models::Model model;
+  // Compute actions only, or already lowered; lowered here when it is not.
+  // Validated before any thread starts.
+  schedules::Schedule schedule;
+  models::Partition partition;  // one entry per stage of the schedule
+  std::int64_t batch = 0;       // N samples per mini-batch, split into M as torch.tensor_split
+  int steps = 1;
+  std::uint64_t seed = 0;  // weights and data
+  OptimizerConfig optimizer;
+  bool check_finite = false;  // a non-finite loss or gradient fails the run
+  std::optional<FaultInjection> fault;
+  // A run in which no action finishes for this long is stopped as stalled.
+  double watchdog_seconds = 60.0;
+  // How many of the last steps are measured into TrainResult::timeline (which
+  // keeps the one of median step time): 1 keeps the last step; more makes a
+  // measurement robust to a step that another process slowed down.
+  int measured_steps = 1;
+  // Called after every step with its index and loss (progress on a terminal).
+  std::function<void(int step, double loss)> on_step;
+};
+
+struct TrainResult {
+  // Whether this process has the whole run: always with every rank in one
+  // process; with one rank per process, only in the process of the loss
+  // stage, which alone has the losses, the timeline and the metrics.
+  bool reporter = true;
+  std::vector<double> losses;  // one per step: the mean per-sample loss over the mini-batch
+  // Of the last measured_steps steps, the one of median step time (the lower
+  // median for an even count); source the backend's name, device its hardware.
+  schedules::Timeline timeline;
+  int timeline_step = 0;       // which step (0-based) that is
+  schedules::Metrics metrics;  // compute_metrics(timeline)
+  // The weights after the last step: [layer][parameter] values, in model
+  // order, of the stages this process holds.
+  std::vector<std::vector<std::vector<float>>> weights;
+};
+
+}  // namespace gpipe::exec

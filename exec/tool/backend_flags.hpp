@@ -1,0 +1,68 @@
+// Where a gpipe-run command sends its work: the backend flags (--backend, and
+// the CUDA ones: --device, --sm-per-stage, --timing) and the calls that reach
+// the backend registry (exec/backend.hpp) with them. The commands ask for a
+// training run or a profile and get the same results whatever the backend.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "exec/backend.hpp"
+#include "exec/runtime/train_options.hpp"
+#include "models/model.hpp"
+#include "profiles/profile.hpp"
+#include "schedules/schedule.hpp"
+
+namespace gpipe::cli {
+
+// The CUDA backend's flags (refused with another backend when given).
+struct CudaFlags {
+  int device = 0;
+  int sm_per_stage = 0;
+  std::string timing = "cupti";
+
+  // --device and --sm-per-stage, and --timing when `with_timing` (train, validate).
+  void add_to(CLI::App& cmd, bool with_timing = true);
+  // Throws InputError when a CUDA flag was given with another backend.
+  void check_backend(const std::string& backend) const;
+  [[nodiscard]] exec::BackendOptions options() const { return {device, sm_per_stage, timing}; }
+
+  CLI::Option* device_option = nullptr;
+  CLI::Option* sm_option = nullptr;
+  CLI::Option* timing_option = nullptr;
+};
+
+// Throws RunError (exit status 1) when `backend` cannot run here: "no CUDA
+// device: ..." for cuda without a GPU, or that this build has no CUDA backend.
+void require_backend(const std::string& backend);
+
+// Where this process sits. Under torchrun, mpirun or srun with more than one
+// process, a backend that runs ranks as processes runs one rank per process,
+// and only the process of the loss stage reports (losses, metrics, trace).
+struct ProcessRole {
+  exec::LaunchRole launch;
+  bool reports = true;
+};
+[[nodiscard]] ProcessRole process_role(const std::string& backend, const schedules::Schedule& schedule);
+
+// The header line of a run, before it starts: "cpu: one thread per rank on
+// <cpu>", "cuda: 4 ranks on SM partitions of GPU 0 (...), an even split", or
+// for one rank of a multi-process run, its rank, GPU and launcher.
+[[nodiscard]] std::string describe_backend(const std::string& backend, const CudaFlags& cuda,
+                                           const schedules::Schedule& schedule, const ProcessRole& role);
+
+// Measures a profile of `model` at `sizes` where `backend` says, on the part
+// of the device one stage of a `stages`-stage run gets; notes go to stderr.
+[[nodiscard]] profiles::Profile measure_profile(const std::string& backend, const CudaFlags& cuda,
+                                                int stages, const models::Model& model,
+                                                const std::vector<int>& sizes,
+                                                exec::ProfilerOptions options);
+
+// Trains `options` where `backend` and `role` say.
+[[nodiscard]] exec::BackendRun run_training(const std::string& backend, const CudaFlags& cuda,
+                                            const exec::TrainOptions& options,
+                                            const ProcessRole& role = {});
+
+}  // namespace gpipe::cli
