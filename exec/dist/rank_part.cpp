@@ -20,14 +20,14 @@ std::string to_json(const RankPart& part) {
     for (const MemoryChange& c : step.memory) memory.push_back({c.action_index, c.host_ns, c.bytes});
     steps.push_back({{"intervals", intervals}, {"memory", memory}});
   }
-  return json{{"rank", part.rank}, {"static_bytes", part.static_bytes}, {"steps", steps}}.dump();
+  return json{{"rank", part.rank.value}, {"static_bytes", part.static_bytes}, {"steps", steps}}.dump();
 }
 
 RankPart parse_rank_part(const std::string& text) {
   try {
     const json j = json::parse(text);
     RankPart part;
-    part.rank = j.at("rank").get<int>();
+    part.rank = schedules::Rank{j.at("rank").get<int>()};
     part.static_bytes = j.at("static_bytes").get<std::int64_t>();
     for (const json& s : j.at("steps")) {
       RankPart::Step& step = part.steps.emplace_back();
@@ -48,8 +48,8 @@ RankPart parse_rank_part(const std::string& text) {
 }
 
 std::vector<RankPart> exchange_parts(TcpStore& store, const RankPart& mine, int world_size,
-                                     int reporter) {
-  store.set(fmt::format("gpipe/part{}", mine.rank), to_json(mine));
+                                     schedules::Rank reporter) {
+  store.set(fmt::format("gpipe/part{}", mine.rank.value), to_json(mine));
   std::vector<RankPart> parts;
   if (mine.rank == reporter) {
     for (int r = 0; r < world_size; ++r) {
@@ -57,7 +57,7 @@ std::vector<RankPart> exchange_parts(TcpStore& store, const RankPart& mine, int 
     }
   }
   // Rank 0 serves the store: it stays until the reporter has read every part.
-  store.barrier("gpipe/done", mine.rank, world_size);
+  store.barrier("gpipe/done", mine.rank.value, world_size);
   return parts;
 }
 

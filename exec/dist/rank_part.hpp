@@ -1,32 +1,17 @@
-// What one process of a multi-process run (one rank per process) measured,
-// for the process of the loss stage, which alone reports: its rank's static
-// bytes and, per measured step, its actions' intervals and its memory
-// changes. Parts travel through the rendezvous store as JSON.
+// How the processes of a multi-process run (one rank per process) bring what
+// they measured (exec/runtime/measurement.hpp: a RankPart each) to the
+// process of the loss stage, which alone reports: through the rendezvous
+// store, as JSON.
 #pragma once
 
-#include <cstdint>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "exec/dist/tcp_store.hpp"
-#include "exec/runtime/action_timer.hpp"
-#include "exec/runtime/memory_log.hpp"
-#include "schedules/action.hpp"
+#include "exec/runtime/measurement.hpp"
+#include "schedules/ids.hpp"
 
 namespace gpipe::exec {
-
-struct RankPart {
-  int rank = 0;
-  std::int64_t static_bytes = 0;
-  struct Step {
-    std::vector<std::pair<schedules::Action, Interval>> intervals;
-    std::vector<MemoryChange> memory;
-    bool operator==(const Step&) const = default;
-  };
-  std::vector<Step> steps;  // per measured step
-  bool operator==(const RankPart&) const = default;
-};
 
 [[nodiscard]] std::string to_json(const RankPart& part);
 // Throws RunError naming the part when `text` is not one.
@@ -36,6 +21,6 @@ struct RankPart {
 // all, in rank order (the others get none). Then every process waits until
 // the reporter has read them, since rank 0 serves the store.
 [[nodiscard]] std::vector<RankPart> exchange_parts(TcpStore& store, const RankPart& mine,
-                                                   int world_size, int reporter);
+                                                   int world_size, schedules::Rank reporter);
 
 }  // namespace gpipe::exec

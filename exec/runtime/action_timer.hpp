@@ -29,7 +29,7 @@ struct Interval {
 };
 
 // (rank, action) -> measured interval, in ns from the step's origin.
-using MeasuredIntervals = std::map<std::pair<int, schedules::Action>, Interval>;
+using MeasuredIntervals = std::map<std::pair<schedules::Rank, schedules::Action>, Interval>;
 
 class ActionTimer {
  public:

@@ -50,7 +50,7 @@ MeasuredIntervals HostTimer::intervals(int slot) {
   MeasuredIntervals out;
   for (std::size_t rank = 0; rank < ranks_.size(); ++rank) {
     for (const auto& [action, interval] : ranks_[rank].steps.at(static_cast<std::size_t>(slot))) {
-      out[{static_cast<int>(rank), action}] = interval;
+      out[{schedules::Rank{static_cast<int>(rank)}, action}] = interval;
     }
   }
   return out;

@@ -1,7 +1,8 @@
-// The start of a training step for the ranks of one process (a StepSync):
-// every rank's worker waits here until all have arrived, so that a step's actions are timed from one common moment and no
-// rank starts step t+1 while another still runs step t. Abortable: abort()
-// wakes every waiter, which then throws Aborted.
+// The start of a training step for the ranks of one process (a StepSync): every
+// rank's worker waits here until all have arrived, so that a step's actions are
+// timed from one common moment and no rank starts step t+1 while another still
+// runs step t. Abortable: abort() wakes every waiter, which then throws
+// Aborted.
 #pragma once
 
 #include <chrono>

@@ -16,11 +16,11 @@ using schedules::Stage;
 namespace {
 
 // The RECV that receives what `send` sends, and the rank it runs on.
-std::pair<int, Action> matching_recv(const schedules::Schedule& lowered, const Action& send) {
+std::pair<schedules::Rank, Action> matching_recv(const schedules::Schedule& lowered, const Action& send) {
   const bool forward = send.kind == ActionKind::SEND_F;
   const Stage to{send.stage.value + (forward ? 1 : -1)};
   const Action recv{to, forward ? ActionKind::RECV_F : ActionKind::RECV_B, send.microbatch};
-  return {lowered.rank_of(to).value, recv};
+  return {lowered.rank_of(to), recv};
 }
 
 std::vector<schedules::MemorySample> at_action_bounds(
@@ -68,7 +68,7 @@ std::vector<schedules::TimedAction> complete_step_actions(const schedules::Sched
     std::int64_t stream_end[schedules::kNumStreams] = {0, 0, 0};
     for (const Action& a : lowered.actions(rank)) {
       const schedules::Stream stream = schedules::stream_of(a.kind);
-      auto found = measured.find({r, a});
+      auto found = measured.find({rank, a});
       if (found == measured.end() && (a.kind == ActionKind::SEND_F || a.kind == ActionKind::SEND_B)) {
         found = measured.find(matching_recv(lowered, a));
         if (found == measured.end()) {

@@ -46,11 +46,11 @@
 #include "exec/runtime/memory_account.hpp"
 #include "exec/runtime/memory_log.hpp"
 #include "exec/runtime/run_control.hpp"
+#include "exec/runtime/measurement.hpp"
 #include "exec/runtime/run_settings.hpp"
-#include "exec/runtime/supervise.hpp"
 #include "exec/runtime/stage.hpp"
 #include "exec/runtime/step_barrier.hpp"
-#include "exec/runtime/step_timeline.hpp"
+#include "exec/runtime/supervise.hpp"
 #include "exec/runtime/train_options.hpp"
 #include "exec/runtime/worker.hpp"
 #include "schedules/error.hpp"
@@ -76,47 +76,81 @@ struct Trained {
 
 namespace trainer_detail {
 
-// Every measured step of the ranks placed here, as parts (one per rank).
-template <class B>
-std::vector<RankPart> local_parts(const Placement& where, typename B::Run& run,
-                                  const std::vector<std::unique_ptr<MemoryLog>>& logs,
-                                  const std::vector<std::int64_t>& static_bytes, int measured_steps) {
-  std::vector<RankPart> parts;
-  std::vector<MeasuredIntervals> intervals;
-  for (int k = 0; k < measured_steps; ++k) intervals.push_back(run.timer().intervals(k));
-  for (const schedules::Rank rank : where.local) {
-    RankPart& part = parts.emplace_back();
-    part.rank = rank.value;
-    part.static_bytes = static_bytes[rank.at()];
-    for (int k = 0; k < measured_steps; ++k) {
-      RankPart::Step& step = part.steps.emplace_back();
-      for (const auto& [key, interval] : intervals[static_cast<std::size_t>(k)]) {
-        if (key.first == rank.value) step.intervals.emplace_back(key.second, interval);
-      }
-      step.memory = logs[rank.at()]->changes(static_cast<std::size_t>(k));
+// Each placed rank's activation memory: the account its stages' stashes are
+// charged to, and the log observing it; by rank, null for other processes'.
+struct RankMemory {
+  std::vector<std::unique_ptr<MemoryLog>> logs;
+  std::vector<std::unique_ptr<MemoryAccount>> accounts;
+
+  RankMemory(const Placement& where, int num_ranks)
+      : logs(static_cast<std::size_t>(num_ranks)), accounts(static_cast<std::size_t>(num_ranks)) {
+    for (const schedules::Rank r : where.local) {
+      logs[r.at()] = std::make_unique<MemoryLog>(r);
+      accounts[r.at()] = std::make_unique<MemoryAccount>();
+      accounts[r.at()]->set_observer([log = logs[r.at()].get()](std::int64_t bytes) { log->record(bytes); });
     }
   }
-  return parts;
+};
+
+// The stages of the placed ranks, made in their ranks' device contexts; by
+// stage, null for other processes'.
+template <class B>
+std::vector<std::unique_ptr<Stage<B>>> make_stages(const TrainOptions& o, const schedules::Schedule& lowered,
+                                                   const Placement& where, typename B::Run& run,
+                                                   RankMemory& memory) {
+  std::vector<std::unique_ptr<Stage<B>>> stages(static_cast<std::size_t>(lowered.num_stages));
+  for (int s = 0; s < lowered.num_stages; ++s) {
+    const schedules::Rank rank = lowered.rank_of(schedules::Stage{s});
+    if (!where.here(rank)) continue;
+    run.in_context(rank, [&] {
+      stages[static_cast<std::size_t>(s)] = std::make_unique<Stage<B>>(
+          o.model, o.partition.first_layer(s), o.partition.end_layer(s), o.seed, o.optimizer,
+          lowered.num_microbatches, memory.accounts[rank.at()].get(), run.context(rank));
+    });
+  }
+  return stages;
 }
 
-// Measured step `k` of every rank as a Timeline.
-inline schedules::Timeline measured_step(const std::vector<RankPart>& parts, std::size_t k,
-                                         const schedules::Schedule& lowered,
-                                         const schedules::TimelineInfo& info,
-                                         MemoryPlacement placement) {
-  schedules::Timeline timeline;
-  timeline.info = info;
-  MeasuredIntervals intervals;
-  for (const RankPart& part : parts) {
-    for (const auto& [action, interval] : part.steps.at(k).intervals) intervals[{part.rank, action}] = interval;
+// A worker thread per placed rank, supervised until every one has left;
+// returns the losses. On a failure the backend abandons the run and the
+// run's error is thrown.
+template <class B>
+std::vector<double> run_workers(const TrainOptions& o, const RunSettings& settings, const Placement& where,
+                                typename B::Run& run, const std::vector<std::unique_ptr<Stage<B>>>& stages,
+                                RankMemory& memory) {
+  const schedules::Schedule& lowered = *settings.schedule;
+  StepBarrier barrier(static_cast<int>(where.local.size()));
+  std::unique_ptr<StoreStepSync> store_sync;
+  if (where.store != nullptr) {
+    store_sync = std::make_unique<StoreStepSync>(*where.store, where.local.front().value, where.world_size);
   }
-  timeline.actions = complete_step_actions(lowered, intervals);
-  for (const RankPart& part : parts) {
-    const auto samples = place_memory_changes(schedules::Rank{part.rank}, part.steps.at(k).memory,
-                                              placement, lowered, timeline.actions);
-    timeline.memory.insert(timeline.memory.end(), samples.begin(), samples.end());
+  StepSync& sync = store_sync ? static_cast<StepSync&>(*store_sync) : barrier;
+  RunControl control(lowered.num_ranks);
+  for (int r = 0; r < lowered.num_ranks; ++r) {
+    if (!where.here(schedules::Rank{r})) control.exit_worker(schedules::Rank{r}, true);  // other processes'
   }
-  return timeline;
+  control.add_abort_hook([&] { run.link().abort(); });
+  control.add_abort_hook([&] { sync.abort(); });
+
+  std::vector<std::unique_ptr<Worker<B>>> workers;
+  for (const schedules::Rank r : where.local) {
+    std::vector<Stage<B>*> own(stages.size(), nullptr);
+    for (std::size_t s = 0; s < stages.size(); ++s) {
+      if (lowered.rank_of(schedules::Stage{static_cast<int>(s)}) == r) own[s] = stages[s].get();
+    }
+    workers.push_back(std::make_unique<Worker<B>>(
+        r, settings, std::move(own), run.device(r),
+        WorkerLinks<B>{&run.link(), &control, &sync, &run.timer(), memory.logs[r.at()].get()}));
+  }
+  std::vector<std::function<void()>> bodies;
+  for (auto& worker : workers) bodies.emplace_back([w = worker.get()] { w->run(); });
+  try {
+    run_supervised(o, control, lowered, std::move(bodies));
+  } catch (...) {
+    run.abandon();  // the run's error is the one to report
+    throw;
+  }
+  return control.losses();
 }
 
 }  // namespace trainer_detail
@@ -128,109 +162,49 @@ inline schedules::Timeline measured_step(const std::vector<RankPart>& parts, std
 template <class B>
 [[nodiscard]] Trained<B> train_placed(const TrainOptions& o, const typename B::Options& backend_options,
                                       const Placement& where) {
-  using schedules::Rank;
-  using schedules::Stage;
   check_train_options(o, B::kName);
   const schedules::Schedule lowered = lower_checked(o);
   const RunSettings settings = make_run_settings(o, lowered);
   B::require_available();
-  const int num_ranks = lowered.num_ranks;
-  const int num_stages = lowered.num_stages;
   typename B::Run run(o, settings, where, backend_options);
-
-  // Declared in this order so that the stages (whose stashes are charged to
-  // the accounts, which report to the logs) go first.
-  std::vector<std::unique_ptr<MemoryLog>> logs(static_cast<std::size_t>(num_ranks));
-  std::vector<std::unique_ptr<MemoryAccount>> accounts(static_cast<std::size_t>(num_ranks));
-  for (const Rank r : where.local) {
-    logs[r.at()] = std::make_unique<MemoryLog>(r);
-    accounts[r.at()] = std::make_unique<MemoryAccount>();
-    accounts[r.at()]->set_observer([log = logs[r.at()].get()](std::int64_t bytes) { log->record(bytes); });
-  }
-  std::vector<std::unique_ptr<exec::Stage<B>>> stages(static_cast<std::size_t>(num_stages));
-  std::vector<std::int64_t> static_bytes(static_cast<std::size_t>(num_ranks), 0);
-  for (int s = 0; s < num_stages; ++s) {
-    const Rank rank = lowered.rank_of(Stage{s});
-    if (!where.here(rank)) continue;
-    auto& stage = stages[static_cast<std::size_t>(s)];
-    run.in_context(rank, [&] {
-      stage = std::make_unique<exec::Stage<B>>(o.model, o.partition.first_layer(s), o.partition.end_layer(s),
-                                               o.seed, o.optimizer, lowered.num_microbatches,
-                                               accounts[rank.at()].get(), run.context(rank));
-    });
-    static_bytes[rank.at()] += stage->static_bytes();
+  // Declared before the stages, whose stashes are charged to it.
+  trainer_detail::RankMemory memory(where, lowered.num_ranks);
+  const auto stages = trainer_detail::make_stages<B>(o, lowered, where, run, memory);
+  std::vector<std::int64_t> static_bytes(static_cast<std::size_t>(lowered.num_ranks), 0);
+  for (std::size_t s = 0; s < stages.size(); ++s) {
+    if (!stages[s]) continue;
+    static_bytes[lowered.rank_of(schedules::Stage{static_cast<int>(s)}).at()] += stages[s]->static_bytes();
   }
   run.weights_ready();
-
-  StepBarrier barrier(static_cast<int>(where.local.size()));
-  std::unique_ptr<StoreStepSync> store_sync;
-  if (where.store != nullptr) {
-    store_sync = std::make_unique<StoreStepSync>(*where.store, where.local.front().value, where.world_size);
-  }
-  StepSync& sync = store_sync ? static_cast<StepSync&>(*store_sync) : barrier;
-  RunControl control(num_ranks);
-  for (int r = 0; r < num_ranks; ++r) {
-    if (!where.here(Rank{r})) control.exit_worker(Rank{r}, true);  // they run in other processes
-  }
-  control.add_abort_hook([&] { run.link().abort(); });
-  control.add_abort_hook([&] { sync.abort(); });
-
-  std::vector<std::unique_ptr<Worker<B>>> workers;
-  for (const Rank r : where.local) {
-    std::vector<exec::Stage<B>*> own(static_cast<std::size_t>(num_stages), nullptr);
-    for (int s = 0; s < num_stages; ++s) {
-      if (lowered.rank_of(Stage{s}) == r) own[static_cast<std::size_t>(s)] = stages[static_cast<std::size_t>(s)].get();
-    }
-    workers.push_back(std::make_unique<Worker<B>>(
-        r, settings, std::move(own), run.device(r),
-        WorkerLinks<B>{&run.link(), &control, &sync, &run.timer(), logs[r.at()].get()}));
-  }
-  std::vector<std::function<void()>> bodies;
-  for (auto& worker : workers) bodies.emplace_back([w = worker.get()] { w->run(); });
-  try {
-    run_supervised(o, control, lowered, std::move(bodies));
-  } catch (...) {
-    run.abandon();  // the run's error is the one to report
-    throw;
-  }
+  const std::vector<double> losses = trainer_detail::run_workers<B>(o, settings, where, run, stages, memory);
   run.finish();
 
   Trained<B> out;
   TrainResult& result = out.result;
   std::vector<RankPart> parts =
-      trainer_detail::local_parts<B>(where, run, logs, static_bytes, o.measured_steps);
-  const Rank reporter = lowered.rank_of(Stage{num_stages - 1});
+      local_parts(run.timer(), memory.logs, where.local, static_bytes, o.measured_steps);
+  const schedules::Rank reporter = lowered.rank_of(schedules::Stage{lowered.num_stages - 1});
   if (where.store != nullptr) {
-    parts = exchange_parts(*where.store, parts.front(), where.world_size, reporter.value);
+    parts = exchange_parts(*where.store, parts.front(), where.world_size, reporter);
     result.reporter = where.here(reporter);
   }
-  for (int s = 0; s < num_stages; ++s) {
-    const auto& stage = stages[static_cast<std::size_t>(s)];
-    if (!stage) continue;
-    run.in_context(lowered.rank_of(Stage{s}), [&] {
-      for (auto& layer : stage->weights()) result.weights.push_back(std::move(layer));
+  for (std::size_t s = 0; s < stages.size(); ++s) {
+    if (!stages[s]) continue;
+    run.in_context(lowered.rank_of(schedules::Stage{static_cast<int>(s)}), [&] {
+      for (auto& layer : stages[s]->weights()) result.weights.push_back(std::move(layer));
     });
   }
   if (!result.reporter) {
     out.report = run.report(0);
     return out;
   }
-  result.losses = control.losses();
+  result.losses = losses;
   schedules::TimelineInfo info = schedules::info_of(lowered);
   info.source = std::string(B::kName);
   info.device = run.device_name();
   info.batch_size = o.batch;
-  info.static_bytes.assign(static_cast<std::size_t>(num_ranks), 0);
-  for (const RankPart& part : parts) info.static_bytes[static_cast<std::size_t>(part.rank)] = part.static_bytes;
-  std::vector<schedules::Timeline> measured;
-  for (std::size_t k = 0; k < static_cast<std::size_t>(o.measured_steps); ++k) {
-    measured.push_back(trainer_detail::measured_step(parts, k, lowered, info, run.memory_placement()));
-  }
-  const std::size_t median = median_step(measured);
-  result.timeline = std::move(measured[median]);
-  result.timeline_step = o.steps - o.measured_steps + static_cast<int>(median);
-  result.metrics = schedules::compute_metrics(result.timeline);
-  out.report = run.report(static_cast<int>(median));
+  const int median = assemble_timeline(result, parts, lowered, info, run.memory_placement(), o.steps);
+  out.report = run.report(median);
   return out;
 }
 

@@ -215,26 +215,18 @@ class Worker {
         stage(a.stage).recompute(a.microbatch.value, target(a));
         break;
       }
-      case schedules::ActionKind::SEND_F: {
-        const MessageTag tag{step, MessageKind::activation, a.stage, a.microbatch};
-        links_.link->send(rank_, rank_of(next), tag, take(tag, a), mark);
+      case schedules::ActionKind::SEND_F:
+        send(mark, {step, MessageKind::activation, a.stage, a.microbatch}, rank_of(next));
         break;
-      }
-      case schedules::ActionKind::RECV_F: {
-        const MessageTag tag{step, MessageKind::activation, prev, a.microbatch};
-        slots_.put(tag, links_.link->receive(rank_, rank_of(prev), tag, mark));
+      case schedules::ActionKind::RECV_F:
+        receive(mark, {step, MessageKind::activation, prev, a.microbatch}, rank_of(prev));
         break;
-      }
-      case schedules::ActionKind::SEND_B: {
-        const MessageTag tag{step, MessageKind::gradient, a.stage, a.microbatch};
-        links_.link->send(rank_, rank_of(prev), tag, take(tag, a), mark);
+      case schedules::ActionKind::SEND_B:
+        send(mark, {step, MessageKind::gradient, a.stage, a.microbatch}, rank_of(prev));
         break;
-      }
-      case schedules::ActionKind::RECV_B: {
-        const MessageTag tag{step, MessageKind::gradient, next, a.microbatch};
-        slots_.put(tag, links_.link->receive(rank_, rank_of(next), tag, mark));
+      case schedules::ActionKind::RECV_B:
+        receive(mark, {step, MessageKind::gradient, next, a.microbatch}, rank_of(next));
         break;
-      }
       case schedules::ActionKind::STEP: {
         const TimedScope timed(links_.timer, mark);
         stage(a.stage).step();
@@ -293,6 +285,16 @@ class Worker {
     if (a.stage.value > 0) {
       slots_.put({step, MessageKind::gradient, a.stage, a.microbatch}, device_.local(std::move(grad_input)));
     }
+  }
+
+  // SEND: what this rank produced under `tag` goes to rank `to`.
+  void send(const ActionMark& mark, const MessageTag& tag, schedules::Rank to) {
+    links_.link->send(rank_, to, tag, take(tag, mark.action), mark);
+  }
+
+  // RECV: the message `tag` from rank `from`, into its slot until its consumer takes it.
+  void receive(const ActionMark& mark, const MessageTag& tag, schedules::Rank from) {
+    slots_.put(tag, links_.link->receive(rank_, from, tag, mark));
   }
 
   // The tensor of `tag`, usable by the compute that follows.

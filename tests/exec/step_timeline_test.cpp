@@ -34,7 +34,7 @@ MeasuredIntervals measure_all(const schedules::Schedule& s) {
       const ActionKind kind = program[i].kind;
       if (kind == ActionKind::SEND_F || kind == ActionKind::SEND_B) continue;
       const std::int64_t start = 1000 * r + 100 * static_cast<std::int64_t>(i);
-      out[{r, program[i]}] = Interval{start, start + 50};
+      out[{Rank{r}, program[i]}] = Interval{start, start + 50};
     }
   }
   return out;
@@ -60,8 +60,8 @@ TEST(StepTimeline, EveryActionInProgramOrderOnItsStream) {
 TEST(StepTimeline, SendTakesTheIntervalOfItsReceive) {
   const auto s = lowered_gpipe(2, 2);
   MeasuredIntervals measured = measure_all(s);
-  measured[{1, make_action(1, ActionKind::RECV_F, 1)}] = Interval{777, 901};
-  measured[{0, make_action(0, ActionKind::RECV_B, 0)}] = Interval{5'000, 5'020};
+  measured[{Rank{1}, make_action(1, ActionKind::RECV_F, 1)}] = Interval{777, 901};
+  measured[{Rank{0}, make_action(0, ActionKind::RECV_B, 0)}] = Interval{5'000, 5'020};
   const auto actions = complete_step_actions(s, measured);
   const auto find = [&](int rank, const Action& a) {
     return *std::ranges::find_if(actions, [&](const auto& t) { return t.rank.value == rank && t.action == a; });
@@ -79,7 +79,7 @@ TEST(StepTimeline, AnActionWithoutGpuWorkSitsEmptyWhereItsStreamLastEnded) {
   const auto s = lowered_gpipe(1, 2);  // F0 F1 B1 B0 STEP on one rank
   MeasuredIntervals measured = measure_all(s);
   const Action step = make_action(0, ActionKind::STEP, 0);
-  measured.erase({0, step});
+  measured.erase({Rank{0}, step});
   const auto actions = complete_step_actions(s, measured);
   const auto it = std::ranges::find_if(actions, [&](const auto& t) { return t.action == step; });
   ASSERT_NE(it, actions.end());
@@ -91,7 +91,7 @@ TEST(StepTimeline, AnActionWithoutGpuWorkSitsEmptyWhereItsStreamLastEnded) {
 TEST(StepTimeline, AReceiveWithoutItsCopyIsARunError) {
   const auto s = lowered_gpipe(2, 1);
   MeasuredIntervals measured = measure_all(s);
-  measured.erase({1, make_action(1, ActionKind::RECV_F, 0)});
+  measured.erase({Rank{1}, make_action(1, ActionKind::RECV_F, 0)});
   try {
     (void)complete_step_actions(s, measured);
     FAIL() << "no error";
@@ -99,7 +99,7 @@ TEST(StepTimeline, AReceiveWithoutItsCopyIsARunError) {
     EXPECT_STREQ(e.what(), "rank 0: 0SEND_F0 has no measured copy to take its time from");
   }
   // Over NCCL the send is measured itself; the receive is still required.
-  measured[{0, make_action(0, ActionKind::SEND_F, 0)}] = Interval{10, 20};
+  measured[{Rank{0}, make_action(0, ActionKind::SEND_F, 0)}] = Interval{10, 20};
   try {
     (void)complete_step_actions(s, measured);
     FAIL() << "no error";

@@ -77,7 +77,7 @@ MeasuredIntervals CuptiActionTimer::intervals(int index) {
   finish();
   MeasuredIntervals out;
   for (const auto& t : gpu_timeline(index).actions) {
-    out[{t.rank.value, t.action}] = Interval{t.start_ns, t.end_ns};
+    out[{t.rank, t.action}] = Interval{t.start_ns, t.end_ns};
   }
   return out;
 }

@@ -60,7 +60,7 @@ MeasuredIntervals EventActionTimer::intervals(int slot) {
       continue;
     }
     for (const auto& [index, marks] : rs.actions) {
-      out[{r, marks.action}] = Interval{elapsed_ns(*rs.origin, *marks.start),
+      out[{schedules::Rank{r}, marks.action}] = Interval{elapsed_ns(*rs.origin, *marks.start),
                                            elapsed_ns(*rs.origin, *marks.end)};
     }
   }

@@ -42,8 +42,8 @@ TEST(CuptiActionTimer, PushesOneIdPerActionAndBuildsIntervalsFromItsRecords) {
   timer.finish();
   const MeasuredIntervals intervals = timer.intervals(1);
   ASSERT_EQ(intervals.size(), 2u);
-  EXPECT_EQ(intervals.at({0, f}), (Interval{500, 900}));
-  EXPECT_EQ(intervals.at({0, b}), (Interval{1'000, 1'700}));
+  EXPECT_EQ(intervals.at({Rank{0}, f}), (Interval{500, 900}));
+  EXPECT_EQ(intervals.at({Rank{0}, b}), (Interval{1'000, 1'700}));
   EXPECT_EQ(timer.origin_ns(1), 9'000);
 
   // Only the step's own work is kept for the trace.

@@ -1,0 +1,71 @@
+#include "exec/runtime/measurement.hpp"
+
+#include "exec/runtime/run_settings.hpp"
+#include "schedules/metrics.hpp"
+
+namespace gpipe::exec {
+
+namespace {
+
+// Measured step `k` of every rank as a Timeline.
+schedules::Timeline measured_step(const std::vector<RankPart>& parts, std::size_t k,
+                                  const schedules::Schedule& lowered,
+                                  const schedules::TimelineInfo& info, MemoryPlacement placement) {
+  schedules::Timeline timeline;
+  timeline.info = info;
+  MeasuredIntervals intervals;
+  for (const RankPart& part : parts) {
+    for (const auto& [action, interval] : part.steps.at(k).intervals) {
+      intervals[{part.rank, action}] = interval;
+    }
+  }
+  timeline.actions = complete_step_actions(lowered, intervals);
+  for (const RankPart& part : parts) {
+    const auto samples =
+        place_memory_changes(part.rank, part.steps.at(k).memory, placement, lowered, timeline.actions);
+    timeline.memory.insert(timeline.memory.end(), samples.begin(), samples.end());
+  }
+  return timeline;
+}
+
+}  // namespace
+
+std::vector<RankPart> local_parts(ActionTimer& timer, const std::vector<std::unique_ptr<MemoryLog>>& logs,
+                                  const std::vector<schedules::Rank>& local,
+                                  const std::vector<std::int64_t>& static_bytes, int measured_steps) {
+  std::vector<MeasuredIntervals> intervals;
+  for (int k = 0; k < measured_steps; ++k) intervals.push_back(timer.intervals(k));
+  std::vector<RankPart> parts;
+  for (const schedules::Rank rank : local) {
+    RankPart& part = parts.emplace_back();
+    part.rank = rank;
+    part.static_bytes = static_bytes.at(rank.at());
+    for (std::size_t k = 0; k < intervals.size(); ++k) {
+      RankPart::Step& step = part.steps.emplace_back();
+      for (const auto& [key, interval] : intervals[k]) {
+        if (key.first == rank) step.intervals.emplace_back(key.second, interval);
+      }
+      step.memory = logs.at(rank.at())->changes(k);
+    }
+  }
+  return parts;
+}
+
+int assemble_timeline(TrainResult& result, const std::vector<RankPart>& parts,
+                      const schedules::Schedule& lowered, schedules::TimelineInfo info,
+                      MemoryPlacement placement, int steps) {
+  info.static_bytes.assign(static_cast<std::size_t>(lowered.num_ranks), 0);
+  for (const RankPart& part : parts) info.static_bytes[part.rank.at()] = part.static_bytes;
+  const std::size_t measured_steps = parts.empty() ? 0 : parts.front().steps.size();
+  std::vector<schedules::Timeline> measured;
+  for (std::size_t k = 0; k < measured_steps; ++k) {
+    measured.push_back(measured_step(parts, k, lowered, info, placement));
+  }
+  const std::size_t median = median_step(measured);
+  result.timeline = std::move(measured[median]);
+  result.timeline_step = steps - static_cast<int>(measured_steps) + static_cast<int>(median);
+  result.metrics = schedules::compute_metrics(result.timeline);
+  return static_cast<int>(median);
+}
+
+}  // namespace gpipe::exec
