@@ -112,6 +112,14 @@ bool RunControl::all_exited() const {
   return true;
 }
 
+std::optional<std::string> RunControl::stopped_rank() const {
+  std::scoped_lock lock(mutex_);
+  for (std::size_t r = 0; r < ranks_.size(); ++r) {
+    if (ranks_[r].phase == Phase::stopped) return fmt::format("rank {} (in step {})", r, ranks_[r].step);
+  }
+  return std::nullopt;
+}
+
 std::string RunControl::describe_ranks(
     const std::vector<std::vector<schedules::Action>>& programs) const {
   std::scoped_lock lock(mutex_);

@@ -59,6 +59,10 @@ class RunControl {
   [[nodiscard]] std::uint64_t wait_for_change(std::uint64_t seen, Clock::duration timeout);
   [[nodiscard]] std::vector<double> losses() const;
   [[nodiscard]] bool all_exited() const;
+  // The first rank that left before its last step, "rank 1 (in step 2)";
+  // nullopt when every worker completed. With no error, its wait was ended
+  // from outside this process: a link closed by a failed peer process.
+  [[nodiscard]] std::optional<std::string> stopped_rank() const;
 
   // "rank 0 waits in 0RECV_B3, rank 2 in 2F3 (injected stall), ..." from the
   // ranks' lowered programs.

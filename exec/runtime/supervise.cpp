@@ -74,6 +74,11 @@ void run_supervised(const TrainOptions& o, RunControl& control, const schedules:
 
   if (callback_error) std::rethrow_exception(callback_error);
   if (auto error = control.error()) throw RunError(*error);
+  if (auto stopped = control.stopped_rank()) {
+    throw RunError(fmt::format("{} stopped with no error of this process: its link was closed from "
+                               "outside (a peer process failed?)",
+                               *stopped));
+  }
 }
 
 }  // namespace gpipe::exec

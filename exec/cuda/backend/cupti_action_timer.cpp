@@ -14,9 +14,9 @@ CuptiActionTimer::CuptiActionTimer(int num_ranks, cupti::ActivitySource& source,
       source_(source), now_ns_(std::move(now_ns)),
       slots_(static_cast<std::size_t>(std::max(measured_steps, 0))) {}
 
-std::uint64_t CuptiActionTimer::external_id(int rank, int slot, std::size_t index) {
+std::uint64_t CuptiActionTimer::external_id(schedules::Rank rank, int slot, std::size_t index) {
   return static_cast<std::uint64_t>(slot) * 1'000'000'000ULL +
-         static_cast<std::uint64_t>(rank) * 1'000'000ULL + index + 1;
+         static_cast<std::uint64_t>(rank.value) * 1'000'000ULL + index + 1;
 }
 
 CuptiActionTimer::Slot& CuptiActionTimer::slot(int index) {
@@ -38,7 +38,7 @@ void CuptiActionTimer::start_step(schedules::Rank /*rank*/, int index, Clock::ti
 }
 
 void CuptiActionTimer::begin_on(const ActionMark& mark, StreamHandle /*stream*/) {
-  const std::uint64_t id = external_id(mark.rank.value, mark.slot, mark.index);
+  const std::uint64_t id = external_id(mark.rank, mark.slot, mark.index);
   {
     std::scoped_lock lock(mutex_);
     slot(mark.slot).ids[id] = cupti::ActionRef{mark.rank, mark.action};
@@ -48,7 +48,7 @@ void CuptiActionTimer::begin_on(const ActionMark& mark, StreamHandle /*stream*/)
 
 void CuptiActionTimer::end_on(const ActionMark& mark, StreamHandle /*stream*/) {
   const std::uint64_t popped = source_.pop_external_id();
-  if (popped != external_id(mark.rank.value, mark.slot, mark.index)) {
+  if (popped != external_id(mark.rank, mark.slot, mark.index)) {
     throw std::logic_error(fmt::format("CUPTI timer: popped external id {} for action {} of rank {}",
                                        popped, mark.index, mark.rank.value));
   }

@@ -45,7 +45,7 @@ class CuptiActionTimer final : public DeviceTimer {
 
   // The id of action `index` of `rank` in step `slot`: unique over the run,
   // and readable in a trace (slot * 10^9 + rank * 10^6 + index + 1).
-  [[nodiscard]] static std::uint64_t external_id(int rank, int slot, std::size_t index);
+  [[nodiscard]] static std::uint64_t external_id(schedules::Rank rank, int slot, std::size_t index);
 
  private:
   struct Slot {

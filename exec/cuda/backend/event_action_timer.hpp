@@ -40,7 +40,7 @@ class EventActionTimer final : public DeviceTimer {
     std::unique_ptr<Event> origin;
     std::map<std::size_t, Marks> actions;  // by program index
   };
-  [[nodiscard]] RankSlot& at(int rank, int slot);
+  [[nodiscard]] RankSlot& at(schedules::Rank rank, int slot);
 
   std::mutex mutex_;  // guards the map's shape; each rank's thread touches only its own slots
   std::vector<RankSlot> slots_;  // [slot * num_ranks + rank]

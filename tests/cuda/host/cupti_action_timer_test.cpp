@@ -31,8 +31,8 @@ TEST(CuptiActionTimer, PushesOneIdPerActionAndBuildsIntervalsFromItsRecords) {
   timer.begin({Rank{0}, 1, 1, b});
   timer.end({Rank{0}, 1, 1, b});
   EXPECT_EQ(source.depth(), 0u);
-  const std::uint64_t id_f = CuptiActionTimer::external_id(0, 1, 0);
-  const std::uint64_t id_b = CuptiActionTimer::external_id(0, 1, 1);
+  const std::uint64_t id_f = CuptiActionTimer::external_id(Rank{0}, 1, 0);
+  const std::uint64_t id_b = CuptiActionTimer::external_id(Rank{0}, 1, 1);
   EXPECT_EQ(id_f, 1'000'000'001u);
   EXPECT_EQ(source.pushed(), (std::vector<std::uint64_t>{id_f, id_b}));
 
