@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "models/model.hpp"
 #include "profiles/interpolate.hpp"
 #include "schedules/error.hpp"
 #include "sim/engine.hpp"
@@ -28,9 +29,9 @@ std::vector<std::int64_t> layer_costs_ns(const profiles::Profile& profile, int b
 std::vector<std::int64_t> static_bytes_per_rank(const profiles::Profile& profile,
                                                 const models::Partition& partition,
                                                 const schedules::Schedule& schedule,
-                                                Optimizer optimizer) {
-  const std::int64_t per_param = static_bytes_per_param(optimizer, profile.dtype);
-  const std::int64_t element = dtype_bytes(profile.dtype);
+                                                models::Optimizer optimizer) {
+  const std::int64_t per_param = models::static_bytes_per_param(optimizer, profile.dtype);
+  const std::int64_t element = models::bytes_per_element(profile.dtype);
   std::vector<std::int64_t> bytes(static_cast<std::size_t>(schedule.num_ranks), 0);
   for (int st = 0; st < partition.num_stages(); ++st) {
     std::int64_t params = 0;

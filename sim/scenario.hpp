@@ -14,7 +14,7 @@
 #include "schedules/metrics.hpp"
 #include "schedules/timeline.hpp"
 #include "sim/link_model.hpp"
-#include "sim/static_memory.hpp"
+#include "models/optimizer.hpp"
 #include "sim/stochastic.hpp"
 
 namespace gpipe::sim {
@@ -30,7 +30,7 @@ struct Scenario {
   models::PartitionSpec partition;
   std::optional<double> link_latency_us;      // override the profile's link
   std::optional<double> link_bandwidth_GBps;
-  Optimizer optimizer = Optimizer::adamw;
+  models::Optimizer optimizer = models::Optimizer::adamw;
   Jitter jitter;  // cv > 0: also run the stochastic mode
   LinkSharing link_sharing = LinkSharing::fifo;  // how messages on one link share it
 };

@@ -64,7 +64,7 @@ void print_header(const TrainFlags& f, const models::Model& model, const sim::Pr
   std::cout << fmt::format("partition   {} ({}{})\n", models::to_string(plan.partition), f.run.partition,
                            f.run.partition == "balanced" ? " on " + balanced_on : "");
   std::cout << fmt::format("optimizer   {}, lr {}, seed {}, {} steps\n\n",
-                           sim::to_string(t.optimizer.kind), t.optimizer.learning_rate, t.seed, t.steps);
+                           models::to_string(t.optimizer.kind), t.optimizer.learning_rate, t.seed, t.steps);
 }
 
 int run_train(const TrainFlags& f) {
@@ -138,7 +138,7 @@ int run_train(const TrainFlags& f) {
   std::cout << fmt::format("\nlast step, measured ({}):\n", run.where);
   std::cout << format_metrics_summary(result.metrics);
   std::cout << format_rank_table(result.metrics, plan.partition,
-                                 fmt::format("static ({}, fp32)", sim::to_string(t.optimizer.kind)));
+                                 fmt::format("static ({}, fp32)", models::to_string(t.optimizer.kind)));
   if (!run.device_memory.empty()) std::cout << "\n" << run.device_memory << "\n";
   if (!f.trace.empty()) std::cout << "\ntrace written to " << f.trace << " (open it in Perfetto)\n";
   return 0;

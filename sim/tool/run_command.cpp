@@ -38,7 +38,7 @@ json config_json(const sim::Prediction& p, const sim::Scenario& sc, const profil
            {{"latency_us", p.link_latency_us},
             {"bandwidth_GBps", p.link_bandwidth_GBps},
             {"sharing", std::string(sim::to_string(sc.link_sharing))}}},
-          {"optimizer", std::string(sim::to_string(sc.optimizer))}};
+          {"optimizer", std::string(models::to_string(sc.optimizer))}};
 }
 
 // Percentiles over the jittered runs, beside the deterministic numbers above.
@@ -82,7 +82,7 @@ void print_table(const sim::Prediction& p, const sim::Scenario& sc, const profil
   std::cout << format_metrics_summary(m);
   if (p.stochastic) print_stochastic(*p.stochastic);
   std::cout << format_rank_table(
-      m, p.partition, fmt::format("static ({}, {})", sim::to_string(sc.optimizer), profile.dtype));
+      m, p.partition, fmt::format("static ({}, {})", models::to_string(sc.optimizer), profile.dtype));
 }
 
 struct RunFlags {

@@ -1,5 +1,6 @@
 #include "sim/tool/scenario_flags.hpp"
 
+#include "models/optimizer.hpp"
 #include "schedules/error.hpp"
 #include "sim/tool/int_list.hpp"
 #include "sim/tool/name_list.hpp"
@@ -22,7 +23,7 @@ void FixedFlags::add_to(CLI::App& cmd) {
       ->check(CLI::IsMember({"fifo", "shared"}))
       ->capture_default_str();
   cmd.add_option("--optimizer", optimizer, "Optimizer, for static memory (weights, gradients, state)")
-      ->check(CLI::IsMember({"sgd", "momentum", "adamw"}))
+      ->check(CLI::IsMember(models::optimizer_names()))
       ->capture_default_str();
 }
 
@@ -33,7 +34,7 @@ void FixedFlags::apply_to(sim::Scenario& sc) const {
   const auto sharing = sim::parse_link_sharing(link_sharing);
   if (!sharing) throw InputError("--link-sharing must be fifo or shared, not '" + link_sharing + "'");
   sc.link_sharing = *sharing;
-  sc.optimizer = *sim::parse_optimizer(optimizer);
+  sc.optimizer = *models::parse_optimizer(optimizer);
 }
 
 void GridFlags::add_to(CLI::App& cmd, std::int64_t max_batch) {

@@ -113,7 +113,7 @@ TEST(Profiler, OptimizerUsTimesTheChosenOptimizer) {
   // SGD keeps no state, AdamW two buffers: both step, both take time.
   const models::Model model = models::parse_model("mlp:layers=1,hidden=8");
   ProfilerOptions options = quick();
-  options.optimizer.kind = sim::Optimizer::sgd;
+  options.optimizer.kind = models::Optimizer::sgd;
   const profiles::Profile profile = profile_cpu(model, std::vector<int>{1}, options);
   EXPECT_GT(profile.layers[0].optimizer_us, 0.0);
   EXPECT_EQ(profile.layers[1].optimizer_us, 0.0);

@@ -63,11 +63,11 @@ TEST(Predict, StaticMemoryFromOptimizerAndDtype) {
   sc.micro_batch_size = 1;
   sc.partition = models::parse_partition_spec("4,2");
   EXPECT_EQ(predict(profile, sc).static_bytes, (std::vector<std::int64_t>{6400, 3200}));
-  sc.optimizer = Optimizer::sgd;
+  sc.optimizer = models::Optimizer::sgd;
   EXPECT_EQ(predict(profile, sc).static_bytes, (std::vector<std::int64_t>{3200, 1600}));
-  EXPECT_EQ(static_bytes_per_param(Optimizer::adamw, "bf16"), 16);
-  EXPECT_EQ(static_bytes_per_param(Optimizer::momentum, "bf16"), 12);
-  EXPECT_EQ(static_bytes_per_param(Optimizer::momentum, "fp32"), 12);
+  EXPECT_EQ(models::static_bytes_per_param(models::Optimizer::adamw, "bf16"), 16);
+  EXPECT_EQ(models::static_bytes_per_param(models::Optimizer::momentum, "bf16"), 12);
+  EXPECT_EQ(models::static_bytes_per_param(models::Optimizer::momentum, "fp32"), 12);
 }
 
 TEST(Predict, ActivationPeakFromTheProfile) {
