@@ -14,17 +14,17 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "exec/runtime/fault.hpp"
 #include "exec/run_plan.hpp"
+#include "exec/runtime/fault.hpp"
+#include "exec/runtime/trainer.hpp"
 #include "exec/tool/backend.hpp"
 #include "exec/tool/commands.hpp"
 #include "exec/tool/run_flags.hpp"
-#include "exec/runtime/trainer.hpp"
 #include "models/model_spec.hpp"
 #include "profiles/profile.hpp"
+#include "profiles/shipped.hpp"
 #include "schedules/chrome_trace.hpp"
 #include "schedules/error.hpp"
-#include "sim/shipped_profiles.hpp"
 #include "sim/tool/metrics_table.hpp"
 
 namespace gpipe::cli {
@@ -86,7 +86,7 @@ int run_train(const TrainFlags& f) {
   profiles::Profile profile;
   std::string balanced_on;
   if (!f.run.profile.empty()) {
-    const auto path = sim::resolve_profile(f.run.profile);
+    const auto path = profiles::resolve_profile(f.run.profile);
     profile = profiles::load_profile(path);
     balanced_on = path.string();
   } else {

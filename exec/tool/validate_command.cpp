@@ -15,16 +15,16 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "exec/calibration/calibration.hpp"
 #include "exec/cpu/profiler.hpp"
 #include "exec/run_plan.hpp"
 #include "exec/tool/backend.hpp"
 #include "exec/tool/commands.hpp"
 #include "exec/tool/run_flags.hpp"
-#include "exec/calibration/calibration.hpp"
 #include "models/model_spec.hpp"
+#include "profiles/shipped.hpp"
 #include "schedules/error.hpp"
 #include "schedules/files.hpp"
-#include "sim/shipped_profiles.hpp"
 #include "sim/tool/scenario_flags.hpp"
 #include "sim/tool/units.hpp"
 
@@ -136,7 +136,7 @@ profiles::Profile grid_profile(const ValidateFlags& f, const models::Model& mode
                                const std::vector<int>& microbatches, const exec::OptimizerConfig& optimizer,
                                int stages = 1) {
   if (!f.run.profile.empty()) {
-    const auto path = sim::resolve_profile(f.run.profile);
+    const auto path = profiles::resolve_profile(f.run.profile);
     profiles::Profile profile = profiles::load_profile(path);
     if (!f.json) {
       std::cout << fmt::format("profile     {} ({}, {}, {})\n", path.string(), profile.source,

@@ -7,10 +7,10 @@
 #include <nlohmann/json.hpp>
 
 #include "profiles/profile.hpp"
+#include "profiles/shipped.hpp"
 #include "schedules/chrome_trace.hpp"
 #include "schedules/error.hpp"
 #include "sim/scenario.hpp"
-#include "sim/shipped_profiles.hpp"
 #include "sim/tool/commands.hpp"
 #include "sim/tool/metrics_table.hpp"
 #include "sim/tool/scenario_flags.hpp"
@@ -92,7 +92,7 @@ struct RunFlags {
 };
 
 int run(const RunFlags& f) {
-  const std::string path = sim::resolve_profile(f.scenario.fixed.profile).string();
+  const std::string path = profiles::resolve_profile(f.scenario.fixed.profile).string();
   const profiles::Profile profile = profiles::load_profile(path);
   const sim::Scenario sc = f.scenario.scenario();
   const sim::Prediction p = sim::predict(profile, sc, !f.trace.empty());

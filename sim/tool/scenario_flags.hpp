@@ -8,16 +8,16 @@
 
 #include <CLI/CLI.hpp>
 
+#include "profiles/shipped.hpp"
 #include "sim/scenario.hpp"
 #include "sim/sweep.hpp"
-#include "sim/shipped_profiles.hpp"
 
 namespace gpipe::cli {
 
 // The flags `run` and `sweep` share: the profile, and what a sweep holds fixed
 // across its grid (backward order, optimizer, the link).
 struct FixedFlags {
-  std::string profile{sim::kDefaultProfile};
+  std::string profile{profiles::kDefaultProfile};
   std::string backward_order = "reverse";
   std::optional<double> link_latency_us;
   std::optional<double> link_bandwidth_GBps;

@@ -11,9 +11,9 @@
 #include <nlohmann/json.hpp>
 
 #include "profiles/profile.hpp"
+#include "profiles/shipped.hpp"
 #include "schedules/error.hpp"
 #include "schedules/files.hpp"
-#include "sim/shipped_profiles.hpp"
 #include "sim/sweep.hpp"
 #include "sim/tool/commands.hpp"
 #include "sim/tool/scenario_flags.hpp"
@@ -72,7 +72,7 @@ int run(const SweepFlags& f) {
   std::optional<std::int64_t> limit;
   if (!f.memory_limit.empty()) limit = parse_bytes(f.memory_limit, "--memory-limit");
 
-  const auto path = sim::resolve_profile(f.fixed.profile);
+  const auto path = profiles::resolve_profile(f.fixed.profile);
   const profiles::Profile profile = profiles::load_profile(path);
   const int threads = f.threads > 0 ? f.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::cout << fmt::format("profile {} ({}, {}, {}), batch {}\n", path.string(), profile.source,

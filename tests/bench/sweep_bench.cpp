@@ -6,7 +6,7 @@
 #include <thread>
 
 #include "profiles/profile.hpp"
-#include "sim/shipped_profiles.hpp"
+#include "profiles/shipped.hpp"
 #include "sim/sweep.hpp"
 
 namespace {
@@ -14,7 +14,7 @@ namespace {
 using namespace gpipe;
 
 void BM_Sweep_K32_M256(benchmark::State& state) {
-  const profiles::Profile profile = profiles::load_profile(sim::resolve_profile(sim::kDefaultProfile));
+  const profiles::Profile profile = profiles::load_profile(profiles::resolve_profile(profiles::kDefaultProfile));
   sim::SweepGrid grid;
   for (int k = 1; k <= 32; ++k) grid.stages.push_back(k);
   for (int m = 1; m <= 256; ++m) grid.microbatches.push_back(m);
