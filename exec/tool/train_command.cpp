@@ -25,6 +25,7 @@
 #include "profiles/shipped.hpp"
 #include "schedules/chrome_trace.hpp"
 #include "schedules/error.hpp"
+#include "schedules/generate.hpp"
 #include "sim/tool/metrics_table.hpp"
 
 namespace gpipe::cli {
@@ -166,10 +167,10 @@ Subcommand add_train_command(CLI::App& app) {
       ->required()
       ->check(CLI::Range(1, 100000000));
   cmd->add_option("--schedule", f->schedule, "Schedule")
-      ->check(CLI::IsMember({"gpipe", "1f1b"}))
+      ->check(CLI::IsMember(schedules::schedule_names()))
       ->capture_default_str();
   cmd->add_option("--recompute", f->recompute, "Re-materialisation policy")
-      ->check(CLI::IsMember({"never", "always", "except_last"}))
+      ->check(CLI::IsMember(schedules::recompute_policy_names()))
       ->capture_default_str();
   cmd->add_option("--trace", f->trace,
                   "Write the last step's measured timeline as a Chrome trace (cuda with cupti: "

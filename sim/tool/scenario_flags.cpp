@@ -2,6 +2,7 @@
 
 #include "models/optimizer.hpp"
 #include "schedules/error.hpp"
+#include "schedules/generate.hpp"
 #include "sim/tool/int_list.hpp"
 #include "sim/tool/name_list.hpp"
 
@@ -51,9 +52,9 @@ void GridFlags::add_to(CLI::App& cmd, std::int64_t max_batch) {
 void GridFlags::apply_to(sim::SweepGrid& grid) const {
   grid.stages = parse_int_list(stages, "--stages");
   grid.microbatches = parse_int_list(microbatches, "--microbatches");
-  grid.schedules = parse_name_list(schedules, "--schedule", {"gpipe", "1f1b"});
+  grid.schedules = parse_name_list(schedules, "--schedule", schedules::schedule_names());
   grid.recompute.clear();
-  for (const auto& name : parse_name_list(recompute, "--recompute", {"never", "always", "except_last"})) {
+  for (const auto& name : parse_name_list(recompute, "--recompute", schedules::recompute_policy_names())) {
     grid.recompute.push_back(*schedules::parse_recompute_policy(name));
   }
   grid.base.batch = batch;
@@ -71,9 +72,9 @@ void ScenarioFlags::add_to(CLI::App& cmd) {
                            "Samples per micro-batch b (instead of --batch)")
                 ->check(CLI::Range(1, 1 << 24));
   n->excludes(b);
-  cmd.add_option("--schedule", schedule, "Schedule")->check(CLI::IsMember({"gpipe", "1f1b"}))->capture_default_str();
+  cmd.add_option("--schedule", schedule, "Schedule")->check(CLI::IsMember(schedules::schedule_names()))->capture_default_str();
   cmd.add_option("--recompute", recompute, "Re-materialisation policy")
-      ->check(CLI::IsMember({"never", "always", "except_last"}))
+      ->check(CLI::IsMember(schedules::recompute_policy_names()))
       ->capture_default_str();
   cmd.add_option("--partition", partition,
                  "Layers per stage: balanced (GPipe's partitioner), uniform, or a list n1,n2,...")
