@@ -8,7 +8,7 @@
 #include "schedules/error.hpp"
 #include "schedules/lower.hpp"
 #include "schedules/validate.hpp"
-#include "sim/scenario.hpp"
+#include "plan/microbatches.hpp"
 
 namespace gpipe::exec {
 
@@ -93,7 +93,7 @@ RunPlan make_plan(const TrainOptions& o, const schedules::Schedule& lowered) {
   plan.model = &o.model;
   plan.schedule = &lowered;
   plan.batch = o.batch;
-  plan.microbatch_sizes = sim::split_batch(o.batch, lowered.num_microbatches);
+  plan.microbatch_sizes = plan::split_batch(o.batch, lowered.num_microbatches);
   std::int64_t offset = 0;
   for (int size : plan.microbatch_sizes) {
     plan.microbatch_offsets.push_back(offset);

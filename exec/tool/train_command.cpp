@@ -14,13 +14,15 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "exec/run_plan.hpp"
 #include "exec/runtime/fault.hpp"
 #include "exec/runtime/trainer.hpp"
 #include "exec/tool/backend.hpp"
 #include "exec/tool/commands.hpp"
 #include "exec/tool/run_flags.hpp"
 #include "models/model_spec.hpp"
+#include "plan/microbatches.hpp"
+#include "plan/model_profile.hpp"
+#include "plan/plan.hpp"
 #include "profiles/profile.hpp"
 #include "profiles/shipped.hpp"
 #include "schedules/chrome_trace.hpp"
@@ -51,7 +53,7 @@ std::string sizes_text(const std::vector<int>& sizes) {
                                        : fmt::format("{}-{}", sizes.back(), sizes.front());
 }
 
-void print_header(const TrainFlags& f, const models::Model& model, const sim::Prediction& plan,
+void print_header(const TrainFlags& f, const models::Model& model, const plan::Plan& plan,
                   const exec::TrainOptions& t, const std::string& balanced_on, const ProcessRole& role) {
   const auto& s = plan.schedule;
   std::cout << fmt::format("model       {} ({} layers, {} parameters)\n", model.spec,
@@ -72,15 +74,17 @@ int run_train(const TrainFlags& f) {
   f.cuda.check_backend(f.run.backend);
   require_backend(f.run.backend);
   const models::Model model = models::parse_model(f.run.model);
-  sim::Scenario sc;
-  sc.schedule = f.schedule;
-  sc.backward_order = *schedules::parse_backward_order(f.run.backward_order);
-  sc.recompute = *schedules::parse_recompute_policy(f.recompute);
-  sc.stages = f.stages;
-  sc.microbatches = f.microbatches;
-  sc.batch = f.batch;
-  sc.partition = models::parse_partition_spec(f.run.partition);
-  (void)sim::split_batch(f.batch, f.microbatches);  // M > N: the flag's error, before any profile
+  plan::PlanRequest request;
+  request.schedule = f.schedule;
+  request.backward_order = *schedules::parse_backward_order(f.run.backward_order);
+  request.recompute = *schedules::parse_recompute_policy(f.recompute);
+  request.stages = f.stages;
+  request.microbatches = f.microbatches;
+  request.batch = f.batch;
+  request.partition = models::parse_partition_spec(f.run.partition);
+  // The run's one split of N into M: its error (M > N) comes before any
+  // profile is read, and the analytic profile is built at its sizes.
+  std::vector<int> sizes = plan::split_batch(f.batch, f.microbatches);
 
   // The costs the partitioner balances: a measured profile when given, else
   // the model's analytic costs at this run's micro-batch sizes.
@@ -91,11 +95,11 @@ int run_train(const TrainFlags& f) {
     profile = profiles::load_profile(path);
     balanced_on = path.string();
   } else {
-    const std::vector<int> sizes = exec::microbatch_sizes_needed(f.batch, std::vector<int>{f.microbatches});
-    profile = exec::balancing_profile(model, sizes);
+    profile = plan::balancing_profile(model, plan::distinct_sizes(sizes));
     balanced_on = "the model's analytic fp32 costs";
   }
-  const sim::Prediction plan = exec::plan_run(model, profile, sc);
+  plan::check_request_for_model(model, profile, request);
+  const plan::Plan plan = plan::make_plan(profile, request, std::move(sizes));
 
   exec::TrainOptions t;
   t.model = model;

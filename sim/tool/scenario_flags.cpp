@@ -28,14 +28,14 @@ void FixedFlags::add_to(CLI::App& cmd) {
       ->capture_default_str();
 }
 
-void FixedFlags::apply_to(sim::Scenario& sc) const {
-  sc.backward_order = *schedules::parse_backward_order(backward_order);
-  sc.link_latency_us = link_latency_us;
-  sc.link_bandwidth_GBps = link_bandwidth_GBps;
+void FixedFlags::apply_to(plan::PlanRequest& request, sim::Conditions& conditions) const {
+  request.backward_order = *schedules::parse_backward_order(backward_order);
+  conditions.link_latency_us = link_latency_us;
+  conditions.link_bandwidth_GBps = link_bandwidth_GBps;
   const auto sharing = sim::parse_link_sharing(link_sharing);
   if (!sharing) throw InputError("--link-sharing must be fifo or shared, not '" + link_sharing + "'");
-  sc.link_sharing = *sharing;
-  sc.optimizer = *models::parse_optimizer(optimizer);
+  conditions.link_sharing = *sharing;
+  request.optimizer = *models::parse_optimizer(optimizer);
 }
 
 void GridFlags::add_to(CLI::App& cmd, std::int64_t max_batch) {
@@ -49,7 +49,7 @@ void GridFlags::add_to(CLI::App& cmd, std::int64_t max_batch) {
       ->capture_default_str();
 }
 
-void GridFlags::apply_to(sim::SweepGrid& grid) const {
+void GridFlags::apply_to(plan::Grid& grid) const {
   grid.stages = parse_int_list(stages, "--stages");
   grid.microbatches = parse_int_list(microbatches, "--microbatches");
   grid.schedules = parse_name_list(schedules, "--schedule", schedules::schedule_names());
@@ -97,16 +97,17 @@ void ScenarioFlags::add_to(CLI::App& cmd) {
 sim::Scenario ScenarioFlags::scenario() const {
   if (batch == 0 && micro_batch_size == 0) throw InputError("give --batch N or --micro-batch-size b");
   sim::Scenario sc;
-  sc.schedule = schedule;
-  sc.stages = stages;
-  sc.microbatches = microbatches;
-  sc.batch = batch;
-  sc.micro_batch_size = micro_batch_size;
-  sc.recompute = *schedules::parse_recompute_policy(recompute);
-  sc.partition = models::parse_partition_spec(partition);
-  fixed.apply_to(sc);
+  plan::PlanRequest& r = sc.request;
+  r.schedule = schedule;
+  r.stages = stages;
+  r.microbatches = microbatches;
+  r.batch = batch;
+  r.micro_batch_size = micro_batch_size;
+  r.recompute = *schedules::parse_recompute_policy(recompute);
+  r.partition = models::parse_partition_spec(partition);
+  fixed.apply_to(r, sc.conditions);
   sim::validate_jitter(jitter_cv, runs);
-  sc.jitter = {jitter_cv, runs, seed};
+  sc.conditions.jitter = {jitter_cv, runs, seed};
   return sc;
 }
 

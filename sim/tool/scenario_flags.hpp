@@ -25,8 +25,9 @@ struct FixedFlags {
   std::string optimizer = "adamw";
 
   void add_to(CLI::App& cmd);
-  // Sets those fields of `sc`; throws InputError for a value that is not one.
-  void apply_to(sim::Scenario& sc) const;
+  // Sets those fields of the request and the conditions; throws InputError
+  // for a value that is not one.
+  void apply_to(plan::PlanRequest& request, sim::Conditions& conditions) const;
 };
 
 // The grid `sweep` and `gpipe-run validate` share: K and M lists, the batch,
@@ -41,7 +42,7 @@ struct GridFlags {
   void add_to(CLI::App& cmd, std::int64_t max_batch);
   // Sets those fields of `grid` (grid.base.batch included); throws InputError
   // naming the flag for a list that does not parse.
-  void apply_to(sim::SweepGrid& grid) const;
+  void apply_to(plan::Grid& grid) const;
 };
 
 struct ScenarioFlags {

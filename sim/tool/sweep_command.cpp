@@ -56,8 +56,8 @@ void print_summary(const std::vector<sim::SweepRow>& rows, std::optional<std::in
                            "sched", "recompute", "step", "samples/s", "bubble", "peak memory");
   for (const sim::SweepRow* r : sim::best_per_stage_count(rows, limit)) {
     std::cout << fmt::format("{:>4}  {:>5}  {:>4}  {:<6}  {:<11}  {:>10}  {:>14.1f}  {:>6.2f}%  {:>11}\n",
-                             r->scenario.stages, r->scenario.microbatches, r->micro_batch_size,
-                             r->scenario.schedule, schedules::to_string(r->scenario.recompute),
+                             r->request.stages, r->request.microbatches, r->micro_batch_size,
+                             r->request.schedule, schedules::to_string(r->request.recompute),
                              format_time_us(r->metrics.step_time_us),
                              r->metrics.throughput_samples_per_s, 100 * r->metrics.bubble_fraction,
                              format_bytes(r->peak_memory_bytes));
@@ -65,10 +65,10 @@ void print_summary(const std::vector<sim::SweepRow>& rows, std::optional<std::in
 }
 
 int run(const SweepFlags& f) {
-  sim::SweepGrid grid;
-  f.grid.apply_to(grid);
-  grid.base.partition = models::parse_partition_spec(f.partition);
-  f.fixed.apply_to(grid.base);
+  sim::SweepGrid sweep;
+  f.grid.apply_to(sweep.grid);
+  sweep.grid.base.partition = models::parse_partition_spec(f.partition);
+  f.fixed.apply_to(sweep.grid.base, sweep.conditions);
   std::optional<std::int64_t> limit;
   if (!f.memory_limit.empty()) limit = parse_bytes(f.memory_limit, "--memory-limit");
 
@@ -77,7 +77,7 @@ int run(const SweepFlags& f) {
   const int threads = f.threads > 0 ? f.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::cout << fmt::format("profile {} ({}, {}, {}), batch {}\n", path.string(), profile.source,
                            profile.device, profile.dtype, f.grid.batch);
-  const auto rows = sim::run_sweep(profile, grid, threads,
+  const auto rows = sim::run_sweep(profile, sweep, threads,
                                    isatty(STDERR_FILENO) ? sim::SweepProgress(show_progress) : nullptr);
   if (!f.out.empty()) write_text_file(f.out, sim::sweep_csv(rows, limit));
   if (!f.json_out.empty()) write_text_file(f.json_out, sim::sweep_json(rows, limit).dump(1) + "\n");
