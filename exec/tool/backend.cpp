@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include "schedules/error.hpp"
-#include "sim/tool/units.hpp"
+#include "cli/units.hpp"
 
 #ifdef GPIPE_HAVE_CUDA
 #include "exec/cuda/cupti/kernel_events.hpp"

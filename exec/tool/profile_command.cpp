@@ -13,6 +13,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "cli/int_list.hpp"
+#include "cli/units.hpp"
 #include "exec/cpu/profiler.hpp"
 #include "exec/tool/backend.hpp"
 #include "exec/tool/commands.hpp"
@@ -20,8 +22,6 @@
 #include "models/model_spec.hpp"
 #include "models/optimizer.hpp"
 #include "schedules/error.hpp"
-#include "sim/tool/int_list.hpp"
-#include "sim/tool/units.hpp"
 
 namespace gpipe::cli {
 namespace {

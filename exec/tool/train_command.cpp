@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "cli/metrics_table.hpp"
 #include "exec/runtime/fault.hpp"
 #include "exec/runtime/trainer.hpp"
 #include "exec/tool/backend.hpp"
@@ -28,7 +29,6 @@
 #include "schedules/chrome_trace.hpp"
 #include "schedules/error.hpp"
 #include "schedules/generate.hpp"
-#include "sim/tool/metrics_table.hpp"
 
 namespace gpipe::cli {
 namespace {

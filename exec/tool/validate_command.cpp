@@ -15,6 +15,8 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "cli/grid_flags.hpp"
+#include "cli/units.hpp"
 #include "exec/calibration/calibration.hpp"
 #include "exec/cpu/profiler.hpp"
 #include "exec/tool/backend.hpp"
@@ -26,8 +28,6 @@
 #include "profiles/shipped.hpp"
 #include "schedules/error.hpp"
 #include "schedules/files.hpp"
-#include "sim/tool/scenario_flags.hpp"
-#include "sim/tool/units.hpp"
 
 namespace gpipe::cli {
 namespace {

@@ -6,15 +6,15 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "cli/metrics_table.hpp"
+#include "cli/units.hpp"
 #include "profiles/profile.hpp"
 #include "profiles/shipped.hpp"
 #include "schedules/chrome_trace.hpp"
 #include "schedules/error.hpp"
 #include "sim/scenario.hpp"
 #include "sim/tool/commands.hpp"
-#include "sim/tool/metrics_table.hpp"
 #include "sim/tool/scenario_flags.hpp"
-#include "sim/tool/units.hpp"
 
 namespace gpipe::cli {
 namespace {

@@ -3,8 +3,6 @@
 #include "models/optimizer.hpp"
 #include "schedules/error.hpp"
 #include "schedules/generate.hpp"
-#include "sim/tool/int_list.hpp"
-#include "sim/tool/name_list.hpp"
 
 namespace gpipe::cli {
 
@@ -36,28 +34,6 @@ void FixedFlags::apply_to(plan::PlanRequest& request, sim::Conditions& condition
   if (!sharing) throw InputError("--link-sharing must be fifo or shared, not '" + link_sharing + "'");
   conditions.link_sharing = *sharing;
   request.optimizer = *models::parse_optimizer(optimizer);
-}
-
-void GridFlags::add_to(CLI::App& cmd, std::int64_t max_batch) {
-  cmd.add_option("--stages,-K", stages, "Stage counts: 1,2,4 or a range 1..8")->required();
-  cmd.add_option("--microbatches,-M", microbatches, "Micro-batch counts: 1,2,4 or a range 1..64")->required();
-  cmd.add_option("--batch,-N", batch, "Samples per mini-batch N")
-      ->required()
-      ->check(CLI::Range(std::int64_t{1}, max_batch));
-  cmd.add_option("--schedule", schedules, "Schedules, comma-separated: gpipe,1f1b")->capture_default_str();
-  cmd.add_option("--recompute", recompute, "Recompute policies, comma-separated: never,always,except_last")
-      ->capture_default_str();
-}
-
-void GridFlags::apply_to(plan::Grid& grid) const {
-  grid.stages = parse_int_list(stages, "--stages");
-  grid.microbatches = parse_int_list(microbatches, "--microbatches");
-  grid.schedules = parse_name_list(schedules, "--schedule", schedules::schedule_names());
-  grid.recompute.clear();
-  for (const auto& name : parse_name_list(recompute, "--recompute", schedules::recompute_policy_names())) {
-    grid.recompute.push_back(*schedules::parse_recompute_policy(name));
-  }
-  grid.base.batch = batch;
 }
 
 void ScenarioFlags::add_to(CLI::App& cmd) {

@@ -1,5 +1,7 @@
-// The flags that describe one configuration (`gpipe-sim run`): profile, K, M,
-// batch, schedule, recompute, partition, link (and its sharing), optimizer and jitter.
+// gpipe-sim's own flags: those that describe one configuration (`run`):
+// profile, K, M, batch, schedule, recompute, partition, link (and its
+// sharing), optimizer and jitter; and those a sweep holds fixed across its
+// grid (the grid itself is cli/grid_flags.hpp, shared with gpipe-run validate).
 #pragma once
 
 #include <cstdint>
@@ -8,9 +10,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include "plan/plan.hpp"
 #include "profiles/shipped.hpp"
 #include "sim/scenario.hpp"
-#include "sim/sweep.hpp"
 
 namespace gpipe::cli {
 
@@ -28,21 +30,6 @@ struct FixedFlags {
   // Sets those fields of the request and the conditions; throws InputError
   // for a value that is not one.
   void apply_to(plan::PlanRequest& request, sim::Conditions& conditions) const;
-};
-
-// The grid `sweep` and `gpipe-run validate` share: K and M lists, the batch,
-// the schedules and the recompute policies.
-struct GridFlags {
-  std::string stages;
-  std::string microbatches;
-  std::int64_t batch = 0;
-  std::string schedules = "gpipe";
-  std::string recompute = "never";
-
-  void add_to(CLI::App& cmd, std::int64_t max_batch);
-  // Sets those fields of `grid` (grid.base.batch included); throws InputError
-  // naming the flag for a list that does not parse.
-  void apply_to(plan::Grid& grid) const;
 };
 
 struct ScenarioFlags {

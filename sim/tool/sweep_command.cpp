@@ -10,6 +10,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "cli/grid_flags.hpp"
+#include "cli/units.hpp"
 #include "profiles/profile.hpp"
 #include "profiles/shipped.hpp"
 #include "schedules/error.hpp"
@@ -17,7 +19,6 @@
 #include "sim/sweep.hpp"
 #include "sim/tool/commands.hpp"
 #include "sim/tool/scenario_flags.hpp"
-#include "sim/tool/units.hpp"
 
 namespace gpipe::cli {
 namespace {

@@ -1,4 +1,4 @@
-#include "sim/tool/name_list.hpp"
+#include "cli/name_list.hpp"
 
 #include <algorithm>
 
