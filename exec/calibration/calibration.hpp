@@ -17,9 +17,9 @@
 #include "exec/cpu/optimizer.hpp"
 #include "exec/runtime/trainer.hpp"
 #include "models/model.hpp"
+#include "plan/grid.hpp"
 #include "profiles/profile.hpp"
 #include "schedules/metrics.hpp"
-#include "plan/grid.hpp"
 #include "sim/diff.hpp"
 
 namespace gpipe::exec {

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "exec/runtime/trainer.hpp"
-#include "schedules/lower.hpp"
 #include "models/optimizer.hpp"
+#include "schedules/lower.hpp"
 #include "tests/exec/trainer_support.hpp"
 
 namespace gpipe::exec {

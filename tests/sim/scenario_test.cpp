@@ -2,9 +2,9 @@
 // static memory) and the simulated metrics, with bad configurations rejected.
 #include <gtest/gtest.h>
 
-#include "tests/error_of.hpp"
 #include "schedules/error.hpp"
 #include "sim/scenario.hpp"
+#include "tests/error_of.hpp"
 #include "tests/test_profiles.hpp"
 
 namespace gpipe::sim {

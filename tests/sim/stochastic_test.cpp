@@ -9,13 +9,13 @@
 #include <map>
 #include <vector>
 
-#include "tests/error_of.hpp"
 #include "schedules/error.hpp"
 #include "schedules/generate.hpp"
 #include "sim/jitter.hpp"
 #include "sim/link_model.hpp"
 #include "sim/scenario.hpp"
 #include "sim/stochastic.hpp"
+#include "tests/error_of.hpp"
 #include "tests/test_profiles.hpp"
 
 namespace gpipe::sim {
