@@ -47,11 +47,11 @@ double min_utilization(const schedules::Metrics& m) {
 
 }  // namespace
 
-std::vector<SweepRow> run_sweep(const profiles::Profile& profile, const SweepGrid& grid, int threads,
+std::vector<SweepRow> run_sweep(const profiles::Profile& profile, const SweepGrid& sweep, int threads,
                                 const SweepProgress& progress) {
   std::vector<Scenario> scenarios;
-  for (plan::PlanRequest& request : grid.grid.requests()) {
-    scenarios.push_back(Scenario{std::move(request), grid.conditions});
+  for (plan::PlanRequest& request : sweep.grid.requests()) {
+    scenarios.push_back(Scenario{std::move(request), sweep.conditions});
   }
   std::vector<SweepRow> rows(scenarios.size());
   std::atomic<std::size_t> next{0};

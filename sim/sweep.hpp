@@ -41,7 +41,7 @@ struct SweepRow {
 using SweepProgress = std::function<void(std::size_t done, std::size_t total)>;
 
 // Rows in grid order: schedule, recompute, K, M (M fastest).
-[[nodiscard]] std::vector<SweepRow> run_sweep(const profiles::Profile& profile, const SweepGrid& grid,
+[[nodiscard]] std::vector<SweepRow> run_sweep(const profiles::Profile& profile, const SweepGrid& sweep,
                                               int threads, const SweepProgress& progress = {});
 
 // One row per configuration with every metric (the columns plots/ reads);
