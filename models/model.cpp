@@ -6,7 +6,13 @@
 
 namespace gpipe::models {
 
-int bytes_per_element(DType dtype) { return dtype == DType::fp32 ? 4 : 2; }
+int bytes_per_element(std::string_view dtype) {
+  if (dtype == "fp32") return 4;
+  if (dtype == "bf16" || dtype == "fp16") return 2;
+  throw InputError(fmt::format("dtype '{}': unknown (fp32, bf16, fp16)", dtype));
+}
+
+int bytes_per_element(DType dtype) { return bytes_per_element(to_string(dtype)); }
 
 std::string_view to_string(DType dtype) { return dtype == DType::fp32 ? "fp32" : "bf16"; }
 

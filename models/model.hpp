@@ -81,7 +81,11 @@ namespace gpipe::models {
 
 enum class DType { fp32, bf16 };
 
-[[nodiscard]] int bytes_per_element(DType dtype);  // 4 or 2
+// Bytes of one element of a dtype named as a profile's "dtype" field names it:
+// fp32 4, bf16 2, and fp16 2 (a measured profile may carry it, though no run
+// here makes one); throws InputError naming the dtype otherwise.
+[[nodiscard]] int bytes_per_element(std::string_view dtype);
+[[nodiscard]] int bytes_per_element(DType dtype);  // bytes_per_element(to_string(dtype)): 4 or 2
 [[nodiscard]] std::string_view to_string(DType dtype);
 [[nodiscard]] std::optional<DType> parse_dtype(std::string_view text);
 // The names parse_dtype() accepts ("fp32, bf16"), for help texts and errors.

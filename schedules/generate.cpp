@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "schedules/error.hpp"
 
@@ -68,12 +69,30 @@ Schedule generate_1f1b(const ScheduleOptions& o) {
   return s;
 }
 
-std::string_view schedule_names() { return "gpipe, 1f1b"; }
+namespace {
+
+// Every generator by name, in the order help texts list them: the one list
+// that generate() dispatches on and schedule_names() reports.
+struct NamedGenerator {
+  std::string_view name;
+  Schedule (*generate)(const ScheduleOptions&);
+};
+constexpr NamedGenerator kGenerators[] = {{"gpipe", generate_gpipe}, {"1f1b", generate_1f1b}};
+
+}  // namespace
+
+std::vector<std::string> schedule_names() {
+  std::vector<std::string> names;
+  for (const NamedGenerator& g : kGenerators) names.emplace_back(g.name);
+  return names;
+}
 
 Schedule generate(std::string_view name, const ScheduleOptions& options) {
-  if (name == "gpipe") return generate_gpipe(options);
-  if (name == "1f1b") return generate_1f1b(options);
-  throw InputError(fmt::format("unknown schedule '{}' (known: {})", name, schedule_names()));
+  for (const NamedGenerator& g : kGenerators) {
+    if (g.name == name) return g.generate(options);
+  }
+  throw InputError(fmt::format("unknown schedule '{}' (known: {})", name,
+                               fmt::join(schedule_names(), ", ")));
 }
 
 }  // namespace gpipe::schedules

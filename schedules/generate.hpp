@@ -17,7 +17,9 @@
 #pragma once
 
 #include <optional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "schedules/schedule.hpp"
 
@@ -44,7 +46,8 @@ struct ScheduleOptions {
 // unknown name or a configuration that cannot exist (K < 1, M < 1).
 [[nodiscard]] Schedule generate(std::string_view name, const ScheduleOptions& options);
 
-// The names generate() accepts, for help texts and error messages.
-[[nodiscard]] std::string_view schedule_names();
+// The names generate() accepts ("gpipe", "1f1b"), for flag checks, help texts
+// and error messages: every command line takes its list from here.
+[[nodiscard]] std::vector<std::string> schedule_names();
 
 }  // namespace gpipe::schedules

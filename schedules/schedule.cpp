@@ -19,6 +19,10 @@ std::optional<RecomputePolicy> parse_recompute_policy(std::string_view text) {
   return std::nullopt;
 }
 
+std::vector<std::string> recompute_policy_names() {
+  return {kPolicyNames.begin(), kPolicyNames.end()};
+}
+
 bool Schedule::is_lowered() const {
   for (const auto& list : ranks) {
     for (const auto& a : list) {

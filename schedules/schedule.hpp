@@ -16,6 +16,8 @@ enum class RecomputePolicy { never, always, except_last };
 
 [[nodiscard]] std::string_view to_string(RecomputePolicy policy);
 [[nodiscard]] std::optional<RecomputePolicy> parse_recompute_policy(std::string_view text);
+// The names parse_recompute_policy() accepts, in enum order, for flag checks.
+[[nodiscard]] std::vector<std::string> recompute_policy_names();
 
 struct Schedule {
   std::string name;

@@ -11,6 +11,9 @@
 //   - activation memory follows activation_memory.hpp.
 // The schedule is validated and lowered first (R, STEP), so any valid IR runs,
 // compute-only or lowered, generated or read from a file.
+// simulate() picks the replay for the link sharing: fifo_replay.hpp (a
+// dataflow pass, no clock) or shared_replay.hpp (events in time order); both
+// keep their books in a Replay (replay.hpp).
 #pragma once
 
 #include <cstdint>

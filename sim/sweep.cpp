@@ -10,37 +10,17 @@
 #include <nlohmann/json.hpp>
 
 #include "schedules/error.hpp"
-#include "sim/csv_cell.hpp"
 
 namespace gpipe::sim {
 namespace {
 
-std::vector<Scenario> expand(const SweepGrid& grid) {
-  std::vector<Scenario> all;
-  for (const auto& name : grid.schedules) {
-    for (const auto policy : grid.recompute) {
-      for (const int k : grid.stages) {
-        for (const int m : grid.microbatches) {
-          Scenario sc = grid.base;
-          sc.schedule = name;
-          sc.recompute = policy;
-          sc.stages = k;
-          sc.microbatches = m;
-          all.push_back(std::move(sc));
-        }
-      }
-    }
-  }
-  return all;
-}
-
 SweepRow simulate_row(const profiles::Profile& profile, const Scenario& sc) {
   SweepRow row;
-  row.scenario = sc;
+  row.request = sc.request;
   try {
     Prediction p = predict(profile, sc, /*record_timeline=*/false);
-    row.partition = p.partition.layers_per_stage;
-    row.micro_batch_size = p.microbatch_sizes.front();
+    row.partition = p.plan.partition.layers_per_stage;
+    row.micro_batch_size = p.plan.microbatch_sizes.front();
     for (const auto& r : p.metrics.ranks) {
       row.peak_activation_bytes = std::max(row.peak_activation_bytes, r.peak_activation_bytes);
       row.static_bytes = std::max(row.static_bytes, r.static_bytes);
@@ -67,9 +47,12 @@ double min_utilization(const schedules::Metrics& m) {
 
 }  // namespace
 
-std::vector<SweepRow> run_sweep(const profiles::Profile& profile, const SweepGrid& grid, int threads,
+std::vector<SweepRow> run_sweep(const profiles::Profile& profile, const SweepGrid& sweep, int threads,
                                 const SweepProgress& progress) {
-  const std::vector<Scenario> scenarios = expand(grid);
+  std::vector<Scenario> scenarios;
+  for (plan::PlanRequest& request : sweep.grid.requests()) {
+    scenarios.push_back(Scenario{std::move(request), sweep.conditions});
+  }
   std::vector<SweepRow> rows(scenarios.size());
   std::atomic<std::size_t> next{0};
   std::atomic<std::size_t> done{0};
@@ -103,16 +86,16 @@ std::string sweep_csv(const std::vector<SweepRow>& rows, std::optional<std::int6
       "throughput_samples_per_s,utilization_min,peak_activation_bytes,static_bytes,"
       "peak_memory_bytes,fits\n";
   for (const SweepRow& r : rows) {
-    const Scenario& sc = r.scenario;
-    out += fmt::format("{},{},{},{},", sc.schedule, schedules::to_string(sc.recompute), sc.stages,
-                       sc.microbatches);
+    const plan::PlanRequest& req = r.request;
+    out += fmt::format("{},{},{},{},", req.schedule, schedules::to_string(req.recompute), req.stages,
+                       req.microbatches);
     if (!r.ok()) {
-      out += fmt::format(",{},,skipped,{},,,,,,,,,,\n", sc.batch, csv_cell(r.skipped));
+      out += fmt::format(",{},,skipped,{},,,,,,,,,,\n", req.batch, plan::csv_cell(r.skipped));
       continue;
     }
     const auto& m = r.metrics;
     out += fmt::format("{},{},{},ok,,{:.3f},{:.6f},{:.6f},{:.6f},{:.3f},{:.6f},{},{},{},{}\n",
-                       r.micro_batch_size, sc.batch, csv_cell(fmt::format("{}", fmt::join(r.partition, ","))),
+                       r.micro_batch_size, req.batch, plan::csv_cell(fmt::format("{}", fmt::join(r.partition, ","))),
                        m.step_time_us, m.bubble_fraction, m.bubble_fraction_analytic,
                        m.bubble_time_over_ideal, m.throughput_samples_per_s, min_utilization(m),
                        r.peak_activation_bytes, r.static_bytes, r.peak_memory_bytes,
@@ -121,21 +104,10 @@ std::string sweep_csv(const std::vector<SweepRow>& rows, std::optional<std::int6
   return out;
 }
 
-nlohmann::json grid_row_json(const Scenario& sc, const std::string& skipped) {
-  nlohmann::json row = {{"schedule", sc.schedule},
-                        {"recompute", std::string(schedules::to_string(sc.recompute))},
-                        {"stages", sc.stages},
-                        {"microbatches", sc.microbatches},
-                        {"batch", sc.batch},
-                        {"status", skipped.empty() ? "ok" : "skipped"}};
-  if (!skipped.empty()) row["reason"] = skipped;
-  return row;
-}
-
 nlohmann::json sweep_json(const std::vector<SweepRow>& rows, std::optional<std::int64_t> memory_limit) {
   nlohmann::json out = nlohmann::json::array();
   for (const SweepRow& r : rows) {
-    nlohmann::json row = grid_row_json(r.scenario, r.skipped);
+    nlohmann::json row = plan::grid_row_json(r.request, r.skipped);
     if (r.ok()) {
       row["micro_batch_size"] = r.micro_batch_size;
       row["partition"] = r.partition;
@@ -153,7 +125,7 @@ std::vector<const SweepRow*> best_per_stage_count(const std::vector<SweepRow>& r
   std::map<int, const SweepRow*> best;
   for (const SweepRow& r : rows) {
     if (!r.ok() || (memory_limit && r.peak_memory_bytes > *memory_limit)) continue;
-    const SweepRow*& b = best[r.scenario.stages];
+    const SweepRow*& b = best[r.request.stages];
     if (b == nullptr || r.metrics.throughput_samples_per_s > b->metrics.throughput_samples_per_s) b = &r;
   }
   std::vector<const SweepRow*> out;

@@ -1,7 +1,8 @@
-// What-if sweeps: the grid of configurations over stages K, micro-batches M,
-// schedules and recompute policies for one mini-batch of N samples, simulated
-// in parallel. A configuration that cannot exist (M > N, K > layers) is kept
-// as a skipped row with the reason, so the grid stays whole.
+// What-if sweeps: a grid of plan requests (plan/grid.hpp: stages K,
+// micro-batches M, schedules and recompute policies for one mini-batch of N
+// samples) predicted in parallel under the same conditions. A configuration
+// that cannot exist (M > N, K > layers) is kept as a skipped row with the
+// reason, so the grid stays whole.
 #pragma once
 
 #include <cstdint>
@@ -12,21 +13,19 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "plan/grid.hpp"
 #include "profiles/profile.hpp"
 #include "sim/scenario.hpp"
 
 namespace gpipe::sim {
 
 struct SweepGrid {
-  std::vector<int> stages;
-  std::vector<int> microbatches;
-  std::vector<std::string> schedules = {"gpipe"};
-  std::vector<schedules::RecomputePolicy> recompute = {schedules::RecomputePolicy::never};
-  Scenario base;  // batch, partition, link, optimizer, backward order: the same for every row
+  plan::Grid grid;
+  Conditions conditions;  // the link and how it is shared: the same for every row
 };
 
 struct SweepRow {
-  Scenario scenario;
+  plan::PlanRequest request;
   std::string skipped;  // why the configuration cannot exist; empty when simulated
   std::vector<int> partition;
   int micro_batch_size = 0;  // the largest micro-batch
@@ -42,17 +41,13 @@ struct SweepRow {
 using SweepProgress = std::function<void(std::size_t done, std::size_t total)>;
 
 // Rows in grid order: schedule, recompute, K, M (M fastest).
-[[nodiscard]] std::vector<SweepRow> run_sweep(const profiles::Profile& profile, const SweepGrid& grid,
+[[nodiscard]] std::vector<SweepRow> run_sweep(const profiles::Profile& profile, const SweepGrid& sweep,
                                               int threads, const SweepProgress& progress = {});
 
 // One row per configuration with every metric (the columns plots/ reads);
 // `fits` is 1/0 against memory_limit, empty without one.
 [[nodiscard]] std::string sweep_csv(const std::vector<SweepRow>& rows,
                                     std::optional<std::int64_t> memory_limit);
-// The fields every JSON row of a grid starts with (sweeps here, validations in
-// exec/): schedule, recompute, stages, microbatches, batch, status ("ok" or
-// "skipped") and, when skipped, its reason.
-[[nodiscard]] nlohmann::json grid_row_json(const Scenario& scenario, const std::string& skipped);
 [[nodiscard]] nlohmann::json sweep_json(const std::vector<SweepRow>& rows,
                                         std::optional<std::int64_t> memory_limit);
 

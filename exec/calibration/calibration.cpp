@@ -7,10 +7,10 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
-#include "exec/run_plan.hpp"
 #include "exec/cpu/cpu_backend.hpp"
+#include "plan/model_profile.hpp"
 #include "schedules/error.hpp"
-#include "sim/csv_cell.hpp"
+#include "sim/scenario.hpp"
 
 namespace gpipe::exec {
 namespace {
@@ -22,21 +22,22 @@ std::int64_t max_peak(const schedules::Metrics& m) {
 }
 
 ValidationRow validate_one(const profiles::Profile& profile, const ValidationOptions& options,
-                           const sim::Scenario& sc) {
+                           const plan::PlanRequest& request) {
   ValidationRow row;
-  row.scenario = sc;
+  row.request = request;
   sim::Prediction p;
   try {
-    p = plan_run(options.model, profile, sc, /*record_timeline=*/true);
+    plan::check_request_for_model(options.model, profile, request);
+    p = sim::predict(profile, sim::Scenario{.request = request, .conditions = {}}, /*record_timeline=*/true);
   } catch (const InputError& e) {
     row.skipped = e.what();
     return row;
   }
   TrainOptions t;
   t.model = options.model;
-  t.schedule = p.schedule;
-  t.partition = p.partition;
-  t.batch = p.batch;
+  t.schedule = p.plan.schedule;
+  t.partition = p.plan.partition;
+  t.batch = p.plan.batch;
   t.steps = options.steps;
   // Every step but the first (cold caches, first-touch page faults) is measured
   // and the one of median step time compared: one step slowed by another
@@ -46,8 +47,8 @@ ValidationRow validate_one(const profiles::Profile& profile, const ValidationOpt
   t.optimizer = options.optimizer;
   t.watchdog_seconds = options.watchdog_seconds;
   const TrainResult measured = options.train ? options.train(t) : cpu::train(t);
-  row.partition = p.partition.layers_per_stage;
-  row.microbatch_sizes = p.microbatch_sizes;
+  row.partition = p.plan.partition.layers_per_stage;
+  row.microbatch_sizes = p.plan.microbatch_sizes;
   row.predicted = p.metrics;
   row.measured = measured.metrics;
   row.diff = sim::diff_timelines(p.timeline, measured.timeline, /*worst=*/5);
@@ -78,25 +79,14 @@ std::vector<ValidationRow> run_validation(const profiles::Profile& profile,
                                  options.steps));
   }
   if (grid.base.batch < 1) throw InputError(fmt::format("--batch must be at least 1, got {}", grid.base.batch));
-  check_profile_matches(options.model, profile);  // one bad profile is no skipped row
+  plan::check_profile_matches(options.model, profile);  // one bad profile is no skipped row
   std::vector<ValidationRow> rows;
-  for (const auto& name : grid.schedules) {
-    for (const auto policy : grid.recompute) {
-      for (const int k : grid.stages) {
-        for (const int m : grid.microbatches) {
-          sim::Scenario sc = grid.base;
-          sc.schedule = name;
-          sc.recompute = policy;
-          sc.stages = k;
-          sc.microbatches = m;
-          sc.optimizer = options.optimizer.kind;
-          const profiles::Profile& row_profile = options.profile_for ? options.profile_for(k) : profile;
-          if (&row_profile != &profile) check_profile_matches(options.model, row_profile);
-          rows.push_back(validate_one(row_profile, options, sc));
-          if (options.on_row) options.on_row(rows.back());
-        }
-      }
-    }
+  for (plan::PlanRequest& request : grid.requests()) {
+    request.optimizer = options.optimizer.kind;
+    const profiles::Profile& row_profile = options.profile_for ? options.profile_for(request.stages) : profile;
+    if (&row_profile != &profile) plan::check_profile_matches(options.model, row_profile);
+    rows.push_back(validate_one(row_profile, options, request));
+    if (options.on_row) options.on_row(rows.back());
   }
   return rows;
 }
@@ -108,16 +98,16 @@ std::string validation_csv(const std::vector<ValidationRow>& rows) {
       "bubble_fraction_analytic,bubble_error_points,predicted_peak_activation_bytes,"
       "measured_peak_activation_bytes,peak_activation_equal\n";
   for (const ValidationRow& r : rows) {
-    const sim::Scenario& sc = r.scenario;
-    out += fmt::format("{},{},{},{},", sc.schedule, schedules::to_string(sc.recompute), sc.stages,
-                       sc.microbatches);
+    const plan::PlanRequest& req = r.request;
+    out += fmt::format("{},{},{},{},", req.schedule, schedules::to_string(req.recompute), req.stages,
+                       req.microbatches);
     if (!r.ok()) {
-      out += fmt::format(",{},,skipped,{},,,,,,,,,,\n", sc.batch, sim::csv_cell(r.skipped));
+      out += fmt::format(",{},,skipped,{},,,,,,,,,,\n", req.batch, plan::csv_cell(r.skipped));
       continue;
     }
     out += fmt::format("{},{},{},ok,,{:.3f},{:.3f},{},{:.6f},{:.6f},{:.6f},{},{},{},{}\n",
-                       r.microbatch_sizes.front(), sc.batch,
-                       sim::csv_cell(fmt::format("{}", fmt::join(r.partition, ","))), r.diff.predicted_step_us,
+                       r.microbatch_sizes.front(), req.batch,
+                       plan::csv_cell(fmt::format("{}", fmt::join(r.partition, ","))), r.diff.predicted_step_us,
                        r.diff.measured_step_us, number(r.diff.step_time_error_pct, 3),
                        r.diff.predicted_bubble, r.diff.measured_bubble,
                        r.predicted.bubble_fraction_analytic, number(r.diff.bubble_error_points, 3),
@@ -130,7 +120,7 @@ std::string validation_csv(const std::vector<ValidationRow>& rows) {
 nlohmann::json validation_json(const std::vector<ValidationRow>& rows) {
   nlohmann::json out = nlohmann::json::array();
   for (const ValidationRow& r : rows) {
-    nlohmann::json row = sim::grid_row_json(r.scenario, r.skipped);
+    nlohmann::json row = plan::grid_row_json(r.request, r.skipped);
     if (r.ok()) {
       row["micro_batch_size"] = r.microbatch_sizes.front();
       row["partition"] = r.partition;

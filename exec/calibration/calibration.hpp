@@ -17,21 +17,21 @@
 #include "exec/runtime/optimizer_config.hpp"
 #include "exec/runtime/train_options.hpp"
 #include "models/model.hpp"
+#include "plan/grid.hpp"
 #include "profiles/profile.hpp"
 #include "schedules/metrics.hpp"
 #include "sim/diff.hpp"
-#include "sim/scenario.hpp"
-#include "sim/sweep.hpp"
 
 namespace gpipe::exec {
 
-// The grid of a sweep. Its base holds the batch, partition, backward order and
-// link overrides, the same for every row; its optimizer (static memory in the
-// prediction) is set from ValidationOptions::optimizer.
-using ValidationGrid = sim::SweepGrid;
+// The grid of plan requests. Its base holds the batch, partition and backward
+// order, the same for every row; its optimizer (static memory in the
+// prediction) is set from ValidationOptions::optimizer. Each row is predicted
+// with the profile's own link.
+using ValidationGrid = plan::Grid;
 
 struct ValidationRow {
-  sim::Scenario scenario;
+  plan::PlanRequest request;
   std::string skipped;  // why the configuration cannot exist; empty when run
   std::vector<int> partition;
   std::vector<int> microbatch_sizes;  // largest first

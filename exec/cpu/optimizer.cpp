@@ -9,8 +9,8 @@ namespace gpipe::exec::cpu {
 OptimizerState::OptimizerState(const OptimizerConfig& config,
                                std::span<const Parameter> parameters)
     : config_(config) {
-  const bool has_first = config.kind != sim::Optimizer::sgd;
-  const bool has_second = config.kind == sim::Optimizer::adamw;
+  const bool has_first = config.kind != models::Optimizer::sgd;
+  const bool has_second = config.kind == models::Optimizer::adamw;
   for (const Parameter& p : parameters) {
     if (has_first) first_.emplace_back(p.value.shape());
     if (has_second) second_.emplace_back(p.value.shape());
@@ -18,7 +18,7 @@ OptimizerState::OptimizerState(const OptimizerConfig& config,
 }
 
 void OptimizerState::step(std::span<Parameter> parameters) {
-  if (config_.kind != sim::Optimizer::sgd && parameters.size() != first_.size()) {
+  if (config_.kind != models::Optimizer::sgd && parameters.size() != first_.size()) {
     throw std::logic_error("optimizer step: not the parameters its state was made for");
   }
   ++steps_;
@@ -33,10 +33,10 @@ void OptimizerState::step(std::span<Parameter> parameters) {
     std::span<float> w = parameters[i].value.f32();
     std::span<float> g = parameters[i].grad.f32();
     switch (config_.kind) {
-      case sim::Optimizer::sgd:
+      case models::Optimizer::sgd:
         for (std::size_t j = 0; j < w.size(); ++j) w[j] -= lr * g[j];
         break;
-      case sim::Optimizer::momentum: {
+      case models::Optimizer::momentum: {
         std::span<float> v = first_[i].f32();
         const float mu = config_.momentum;
         for (std::size_t j = 0; j < w.size(); ++j) {
@@ -45,7 +45,7 @@ void OptimizerState::step(std::span<Parameter> parameters) {
         }
         break;
       }
-      case sim::Optimizer::adamw: {
+      case models::Optimizer::adamw: {
         std::span<float> m = first_[i].f32();
         std::span<float> v = second_[i].f32();
         const float b1 = config_.beta1;

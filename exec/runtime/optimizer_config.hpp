@@ -4,12 +4,12 @@
 // (exec/cpu/optimizer.hpp) is the reference the CUDA kernels match bit for bit.
 #pragma once
 
-#include "sim/static_memory.hpp"
+#include "models/optimizer.hpp"
 
 namespace gpipe::exec {
 
 struct OptimizerConfig {
-  sim::Optimizer kind = sim::Optimizer::adamw;
+  models::Optimizer kind = models::Optimizer::adamw;
   float learning_rate = 1e-3F;
   float momentum = 0.9F;  // momentum only
   float beta1 = 0.9F;     // adamw only

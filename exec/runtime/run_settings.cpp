@@ -8,7 +8,7 @@
 #include "schedules/error.hpp"
 #include "schedules/lower.hpp"
 #include "schedules/validate.hpp"
-#include "sim/scenario.hpp"
+#include "plan/microbatches.hpp"
 
 namespace gpipe::exec {
 
@@ -93,7 +93,7 @@ RunSettings make_run_settings(const TrainOptions& o, const schedules::Schedule& 
   settings.model = &o.model;
   settings.schedule = &lowered;
   settings.batch = o.batch;
-  settings.microbatch_sizes = sim::split_batch(o.batch, lowered.num_microbatches);
+  settings.microbatch_sizes = plan::split_batch(o.batch, lowered.num_microbatches);
   std::int64_t offset = 0;
   for (int size : settings.microbatch_sizes) {
     settings.microbatch_offsets.push_back(offset);

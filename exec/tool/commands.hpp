@@ -1,8 +1,8 @@
 // The subcommands of gpipe-run, one file each; gpipe_run_main.cpp wires them up.
 #pragma once
 
+#include "cli/cli_main.hpp"
 #include "profiles/profile.hpp"
-#include "sim/tool/cli_main.hpp"
 
 namespace gpipe::cli {
 

@@ -13,15 +13,15 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "cli/int_list.hpp"
+#include "cli/units.hpp"
 #include "exec/profiling/profiler_options.hpp"
 #include "exec/tool/backend_flags.hpp"
 #include "exec/tool/commands.hpp"
 #include "exec/tool/run_flags.hpp"
 #include "models/model_spec.hpp"
+#include "models/optimizer.hpp"
 #include "schedules/error.hpp"
-#include "sim/static_memory.hpp"
-#include "sim/tool/int_list.hpp"
-#include "sim/tool/units.hpp"
 
 namespace gpipe::cli {
 namespace {
@@ -81,7 +81,7 @@ int run_profile(const ProfileFlags& f) {
   options.warmup = f.warmup;
   options.repeats = f.repeats;
   options.seed = f.seed;
-  options.optimizer.kind = *sim::parse_optimizer(f.optimizer);
+  options.optimizer.kind = *models::parse_optimizer(f.optimizer);
   options.on_pass = report_profiler_pass;
   options.on_layer = report_profiled_layer;
   const profiles::Profile profile = measure_profile(f.backend, f.cuda, f.stages, model, sizes, options);
@@ -121,7 +121,7 @@ Subcommand add_profile_run_command(CLI::App& app) {
       ->capture_default_str();
   add_seed_flag(*cmd, f->seed, "Seed of the weights and the random inputs");
   cmd->add_option("--optimizer", f->optimizer, "Optimizer whose step optimizer_us times")
-      ->check(CLI::IsMember({"sgd", "momentum", "adamw"}))
+      ->check(CLI::IsMember(models::optimizer_names()))
       ->capture_default_str();
   CLI::Option* stages = cmd->add_option("--stages", f->stages,
                                         "cuda: measure in the SM partition each stage of a K-stage run gets")

@@ -8,9 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "models/optimizer.hpp"
 #include "schedules/error.hpp"
-
-#include "sim/static_memory.hpp"
 
 namespace gpipe::cli {
 
@@ -53,7 +52,7 @@ void RunFlags::add_to(CLI::App& cmd, const std::string& profile_help) {
   cmd.add_option("--profile", profile, profile_help);
   add_seed_flag(cmd, seed, "Seed of the weights and the synthetic data");
   cmd.add_option("--optimizer", optimizer, "Optimizer applied at each stage's STEP")
-      ->check(CLI::IsMember({"sgd", "momentum", "adamw"}))
+      ->check(CLI::IsMember(models::optimizer_names()))
       ->capture_default_str();
   cmd.add_option("--lr", learning_rate, "Learning rate")->capture_default_str();
   cmd.add_option("--watchdog-seconds", watchdog_seconds,
@@ -67,7 +66,7 @@ exec::OptimizerConfig RunFlags::optimizer_config() const {
     throw InputError(fmt::format("--lr must be a positive number, got {}", learning_rate));
   }
   exec::OptimizerConfig config;
-  config.kind = *sim::parse_optimizer(optimizer);
+  config.kind = *models::parse_optimizer(optimizer);
   config.learning_rate = learning_rate;
   return config;
 }

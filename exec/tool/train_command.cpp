@@ -14,19 +14,22 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "cli/metrics_table.hpp"
+#include "cli/units.hpp"
 #include "exec/runtime/fault.hpp"
-#include "exec/run_plan.hpp"
+#include "exec/runtime/train_options.hpp"
 #include "exec/tool/backend_flags.hpp"
 #include "exec/tool/commands.hpp"
 #include "exec/tool/run_flags.hpp"
-#include "exec/runtime/train_options.hpp"
 #include "models/model_spec.hpp"
+#include "plan/microbatches.hpp"
+#include "plan/model_profile.hpp"
+#include "plan/plan.hpp"
 #include "profiles/profile.hpp"
+#include "profiles/shipped.hpp"
 #include "schedules/chrome_trace.hpp"
 #include "schedules/error.hpp"
-#include "sim/shipped_profiles.hpp"
-#include "sim/tool/metrics_table.hpp"
-#include "sim/tool/units.hpp"
+#include "schedules/generate.hpp"
 
 namespace gpipe::cli {
 namespace {
@@ -51,7 +54,7 @@ std::string sizes_text(const std::vector<int>& sizes) {
                                        : fmt::format("{}-{}", sizes.back(), sizes.front());
 }
 
-void print_header(const TrainFlags& f, const models::Model& model, const sim::Prediction& plan,
+void print_header(const TrainFlags& f, const models::Model& model, const plan::Plan& plan,
                   const exec::TrainOptions& t, const std::string& balanced_on, const ProcessRole& role) {
   const auto& s = plan.schedule;
   std::cout << fmt::format("model       {} ({} layers, {} parameters)\n", model.spec,
@@ -65,7 +68,7 @@ void print_header(const TrainFlags& f, const models::Model& model, const sim::Pr
   std::cout << fmt::format("partition   {} ({}{})\n", models::to_string(plan.partition), f.run.partition,
                            f.run.partition == "balanced" ? " on " + balanced_on : "");
   std::cout << fmt::format("optimizer   {}, lr {}, seed {}, {} steps\n\n",
-                           sim::to_string(t.optimizer.kind), t.optimizer.learning_rate, t.seed, t.steps);
+                           models::to_string(t.optimizer.kind), t.optimizer.learning_rate, t.seed, t.steps);
 }
 
 // The device's own peak beside the allocator's exact peak per rank.
@@ -84,30 +87,32 @@ int run_train(const TrainFlags& f) {
   f.cuda.check_backend(f.run.backend);
   require_backend(f.run.backend);
   const models::Model model = models::parse_model(f.run.model);
-  sim::Scenario sc;
-  sc.schedule = f.schedule;
-  sc.backward_order = *schedules::parse_backward_order(f.run.backward_order);
-  sc.recompute = *schedules::parse_recompute_policy(f.recompute);
-  sc.stages = f.stages;
-  sc.microbatches = f.microbatches;
-  sc.batch = f.batch;
-  sc.partition = models::parse_partition_spec(f.run.partition);
-  (void)sim::split_batch(f.batch, f.microbatches);  // M > N: the flag's error, before any profile
+  plan::PlanRequest request;
+  request.schedule = f.schedule;
+  request.backward_order = *schedules::parse_backward_order(f.run.backward_order);
+  request.recompute = *schedules::parse_recompute_policy(f.recompute);
+  request.stages = f.stages;
+  request.microbatches = f.microbatches;
+  request.batch = f.batch;
+  request.partition = models::parse_partition_spec(f.run.partition);
+  // The run's one split of N into M: its error (M > N) comes before any
+  // profile is read, and the analytic profile is built at its sizes.
+  std::vector<int> sizes = plan::split_batch(f.batch, f.microbatches);
 
   // The costs the partitioner balances: a measured profile when given, else
   // the model's analytic costs at this run's micro-batch sizes.
   profiles::Profile profile;
   std::string balanced_on;
   if (!f.run.profile.empty()) {
-    const auto path = sim::resolve_profile(f.run.profile);
+    const auto path = profiles::resolve_profile(f.run.profile);
     profile = profiles::load_profile(path);
     balanced_on = path.string();
   } else {
-    const std::vector<int> sizes = exec::microbatch_sizes_needed(f.batch, std::vector<int>{f.microbatches});
-    profile = exec::balancing_profile(model, sizes);
+    profile = plan::balancing_profile(model, plan::distinct_sizes(sizes));
     balanced_on = "the model's analytic fp32 costs";
   }
-  const sim::Prediction plan = exec::plan_run(model, profile, sc);
+  plan::check_request_for_model(model, profile, request);
+  const plan::Plan plan = plan::make_plan(profile, request, std::move(sizes));
 
   exec::TrainOptions t;
   t.model = model;
@@ -151,7 +156,7 @@ int run_train(const TrainFlags& f) {
   std::cout << fmt::format("\nlast step, measured ({}):\n", run.where);
   std::cout << format_metrics_summary(result.metrics);
   std::cout << format_rank_table(result.metrics, plan.partition,
-                                 fmt::format("static ({}, fp32)", sim::to_string(t.optimizer.kind)));
+                                 fmt::format("static ({}, fp32)", models::to_string(t.optimizer.kind)));
   if (!run.allocator_peak_bytes.empty()) std::cout << "\n" << device_memory_line(run) << "\n";
   if (!f.trace.empty()) std::cout << "\ntrace written to " << f.trace << " (open it in Perfetto)\n";
   return 0;
@@ -179,10 +184,10 @@ Subcommand add_train_command(CLI::App& app) {
       ->required()
       ->check(CLI::Range(1, 100000000));
   cmd->add_option("--schedule", f->schedule, "Schedule")
-      ->check(CLI::IsMember({"gpipe", "1f1b"}))
+      ->check(CLI::IsMember(schedules::schedule_names()))
       ->capture_default_str();
   cmd->add_option("--recompute", f->recompute, "Re-materialisation policy")
-      ->check(CLI::IsMember({"never", "always", "except_last"}))
+      ->check(CLI::IsMember(schedules::recompute_policy_names()))
       ->capture_default_str();
   cmd->add_option("--trace", f->trace,
                   "Write the last step's measured timeline as a Chrome trace (cuda with cupti: "

@@ -15,18 +15,19 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "cli/grid_flags.hpp"
+#include "cli/units.hpp"
+#include "exec/calibration/calibration.hpp"
 #include "exec/profiling/profiler_options.hpp"
-#include "exec/run_plan.hpp"
 #include "exec/tool/backend_flags.hpp"
 #include "exec/tool/commands.hpp"
 #include "exec/tool/run_flags.hpp"
-#include "exec/calibration/calibration.hpp"
 #include "models/model_spec.hpp"
+#include "plan/microbatches.hpp"
+#include "plan/model_profile.hpp"
+#include "profiles/shipped.hpp"
 #include "schedules/error.hpp"
 #include "schedules/files.hpp"
-#include "sim/shipped_profiles.hpp"
-#include "sim/tool/scenario_flags.hpp"
-#include "sim/tool/units.hpp"
 
 namespace gpipe::cli {
 namespace {
@@ -55,16 +56,16 @@ void print_table_header() {
 std::string percent(double fraction) { return fmt::format("{:.2f}%", 100 * fraction); }
 
 void print_row(const exec::ValidationRow& r) {
-  const sim::Scenario& sc = r.scenario;
-  const std::string recompute(schedules::to_string(sc.recompute));
+  const plan::PlanRequest& req = r.request;
+  const std::string recompute(schedules::to_string(req.recompute));
   if (!r.ok()) {
-    std::cout << fmt::format("{:<6} {:<11} {:>3} {:>4}  skipped: {}\n", sc.schedule, recompute,
-                             sc.stages, sc.microbatches, r.skipped);
+    std::cout << fmt::format("{:<6} {:<11} {:>3} {:>4}  skipped: {}\n", req.schedule, recompute,
+                             req.stages, req.microbatches, r.skipped);
     return;
   }
   const double error = r.diff.step_time_error_pct;
   std::cout << fmt::format(
-                   fmt::runtime(kRowFormat), sc.schedule, recompute, sc.stages, sc.microbatches,
+                   fmt::runtime(kRowFormat), req.schedule, recompute, req.stages, req.microbatches,
                    r.microbatch_sizes.front(), format_time_us(r.diff.predicted_step_us),
                    format_time_us(r.diff.measured_step_us),
                    std::isnan(error) ? std::string("n/a") : fmt::format("{:+.1f}%", error),
@@ -99,8 +100,8 @@ ErrorSummary summarise(const std::vector<exec::ValidationRow>& rows, Keep keep) 
 std::string error_line(const ErrorSummary& s) {
   const auto& w = *s.worst;
   return fmt::format("mean |error| {:.1f} % over {}, largest {:+.1f} % ({} {} K={} M={})", s.mean_abs_pct,
-                     s.count, w.diff.step_time_error_pct, w.scenario.schedule,
-                     schedules::to_string(w.scenario.recompute), w.scenario.stages, w.scenario.microbatches);
+                     s.count, w.diff.step_time_error_pct, w.request.schedule,
+                     schedules::to_string(w.request.recompute), w.request.stages, w.request.microbatches);
 }
 
 void print_summary(const std::vector<exec::ValidationRow>& rows) {
@@ -114,7 +115,7 @@ void print_summary(const std::vector<exec::ValidationRow>& rows) {
   // Ranks are threads: with more of them than hardware threads they take
   // turns on the cores, which the simulator (one processor per rank) does not model.
   const int cores = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
-  const ErrorSummary fits = summarise(rows, [cores](const auto& r) { return r.scenario.stages <= cores; });
+  const ErrorSummary fits = summarise(rows, [cores](const auto& r) { return r.request.stages <= cores; });
   if (fits.count < all.count && fits.worst != nullptr) {
     std::cout << fmt::format("  with K <= {} (this machine's hardware threads): {}\n", cores, error_line(fits));
   }
@@ -136,7 +137,7 @@ profiles::Profile grid_profile(const ValidateFlags& f, const models::Model& mode
                                const std::vector<int>& microbatches, const exec::OptimizerConfig& optimizer,
                                int stages = 1) {
   if (!f.run.profile.empty()) {
-    const auto path = sim::resolve_profile(f.run.profile);
+    const auto path = profiles::resolve_profile(f.run.profile);
     profiles::Profile profile = profiles::load_profile(path);
     if (!f.json) {
       std::cout << fmt::format("profile     {} ({}, {}, {})\n", path.string(), profile.source,
@@ -144,7 +145,7 @@ profiles::Profile grid_profile(const ValidateFlags& f, const models::Model& mode
     }
     return profile;
   }
-  std::vector<int> sizes = exec::microbatch_sizes_needed(f.grid.batch, microbatches);
+  std::vector<int> sizes = plan::microbatch_sizes_needed(f.grid.batch, microbatches);
   if (sizes.empty()) sizes = {1};  // every M exceeds N: all rows are skipped, any profile will do
   exec::ProfilerOptions options;
   options.warmup = f.warmup;
@@ -211,7 +212,7 @@ int run_validate(const ValidateFlags& f) {
   const profiles::Profile profile = per_stage_count
                                         ? options.profile_for(grid.stages.front())
                                         : grid_profile(f, options.model, grid.microbatches, options.optimizer);
-  exec::check_profile_matches(options.model, profile);
+  plan::check_profile_matches(options.model, profile);
   if (!f.json) {
     std::cout << fmt::format("model       {}, batch {}, {} steps per configuration (the median of all but the first compared)\n\n",
                              options.model.spec, f.grid.batch, f.steps);

@@ -1,7 +1,7 @@
 // The subcommands of gpipe-sim, one file each; gpipe_sim_main.cpp wires them up.
 #pragma once
 
-#include "sim/tool/cli_main.hpp"
+#include "cli/cli_main.hpp"
 
 namespace gpipe::cli {
 

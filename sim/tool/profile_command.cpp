@@ -11,11 +11,11 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "cli/int_list.hpp"
 #include "models/model_spec.hpp"
 #include "profiles/analytic.hpp"
 #include "profiles/device.hpp"
 #include "schedules/error.hpp"
-#include "sim/tool/int_list.hpp"
 
 namespace gpipe::cli {
 namespace {

@@ -6,15 +6,15 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "cli/metrics_table.hpp"
+#include "cli/units.hpp"
 #include "profiles/profile.hpp"
+#include "profiles/shipped.hpp"
 #include "schedules/chrome_trace.hpp"
 #include "schedules/error.hpp"
 #include "sim/scenario.hpp"
-#include "sim/shipped_profiles.hpp"
 #include "sim/tool/commands.hpp"
-#include "sim/tool/metrics_table.hpp"
 #include "sim/tool/scenario_flags.hpp"
-#include "sim/tool/units.hpp"
 
 namespace gpipe::cli {
 namespace {
@@ -27,18 +27,18 @@ json config_json(const sim::Prediction& p, const sim::Scenario& sc, const profil
           {"device", profile.device},
           {"source", profile.source},
           {"dtype", profile.dtype},
-          {"schedule", p.schedule.name},
-          {"stages", p.schedule.num_stages},
-          {"microbatches", p.schedule.num_microbatches},
-          {"batch", p.batch},
-          {"microbatch_sizes", p.microbatch_sizes},
-          {"recompute", std::string(schedules::to_string(p.schedule.recompute))},
-          {"partition", p.partition.layers_per_stage},
+          {"schedule", p.plan.schedule.name},
+          {"stages", p.plan.schedule.num_stages},
+          {"microbatches", p.plan.schedule.num_microbatches},
+          {"batch", p.plan.batch},
+          {"microbatch_sizes", p.plan.microbatch_sizes},
+          {"recompute", std::string(schedules::to_string(p.plan.schedule.recompute))},
+          {"partition", p.plan.partition.layers_per_stage},
           {"link",
            {{"latency_us", p.link_latency_us},
             {"bandwidth_GBps", p.link_bandwidth_GBps},
-            {"sharing", std::string(sim::to_string(sc.link_sharing))}}},
-          {"optimizer", std::string(sim::to_string(sc.optimizer))}};
+            {"sharing", std::string(sim::to_string(sc.conditions.link_sharing))}}},
+          {"optimizer", std::string(models::to_string(sc.request.optimizer))}};
 }
 
 // Percentiles over the jittered runs, beside the deterministic numbers above.
@@ -61,28 +61,28 @@ void print_stochastic(const sim::StochasticResult& r) {
 void print_table(const sim::Prediction& p, const sim::Scenario& sc, const profiles::Profile& profile,
                  const std::string& profile_path) {
   const auto& m = p.metrics;
-  const auto& s = p.schedule;
-  const bool even = p.microbatch_sizes.front() == p.microbatch_sizes.back();
+  const auto& s = p.plan.schedule;
+  const bool even = p.plan.microbatch_sizes.front() == p.plan.microbatch_sizes.back();
   std::cout << fmt::format("profile     {} ({}, {}, {})\n", profile_path, profile.source,
                            profile.device, profile.dtype);
   std::cout << fmt::format(
       "schedule    {}, {} stages on {} ranks, {} micro-batches of {} samples (batch {}), "
       "recompute {}\n",
       s.name, s.num_stages, s.num_ranks, s.num_microbatches,
-      even ? std::to_string(p.microbatch_sizes.front())
-           : fmt::format("{}-{}", p.microbatch_sizes.back(), p.microbatch_sizes.front()),
-      p.batch, schedules::to_string(s.recompute));
-  std::cout << fmt::format("partition   {} ({})\n", models::to_string(p.partition),
-                           models::to_string(sc.partition));
+      even ? std::to_string(p.plan.microbatch_sizes.front())
+           : fmt::format("{}-{}", p.plan.microbatch_sizes.back(), p.plan.microbatch_sizes.front()),
+      p.plan.batch, schedules::to_string(s.recompute));
+  std::cout << fmt::format("partition   {} ({})\n", models::to_string(p.plan.partition),
+                           models::to_string(sc.request.partition));
   std::cout << fmt::format("link        {} us + bytes at {} GB/s, {}\n\n", p.link_latency_us,
                            p.link_bandwidth_GBps,
-                           sc.link_sharing == sim::LinkSharing::fifo
+                           sc.conditions.link_sharing == sim::LinkSharing::fifo
                                ? "one message at a time (fifo)"
                                : "concurrent messages share the bandwidth (shared)");
   std::cout << format_metrics_summary(m);
   if (p.stochastic) print_stochastic(*p.stochastic);
   std::cout << format_rank_table(
-      m, p.partition, fmt::format("static ({}, {})", sim::to_string(sc.optimizer), profile.dtype));
+      m, p.plan.partition, fmt::format("static ({}, {})", models::to_string(sc.request.optimizer), profile.dtype));
 }
 
 struct RunFlags {
@@ -92,7 +92,7 @@ struct RunFlags {
 };
 
 int run(const RunFlags& f) {
-  const std::string path = sim::resolve_profile(f.scenario.fixed.profile).string();
+  const std::string path = profiles::resolve_profile(f.scenario.fixed.profile).string();
   const profiles::Profile profile = profiles::load_profile(path);
   const sim::Scenario sc = f.scenario.scenario();
   const sim::Prediction p = sim::predict(profile, sc, !f.trace.empty());

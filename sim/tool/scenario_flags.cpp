@@ -1,8 +1,8 @@
 #include "sim/tool/scenario_flags.hpp"
 
+#include "models/optimizer.hpp"
 #include "schedules/error.hpp"
-#include "sim/tool/int_list.hpp"
-#include "sim/tool/name_list.hpp"
+#include "schedules/generate.hpp"
 
 namespace gpipe::cli {
 
@@ -22,40 +22,18 @@ void FixedFlags::add_to(CLI::App& cmd) {
       ->check(CLI::IsMember({"fifo", "shared"}))
       ->capture_default_str();
   cmd.add_option("--optimizer", optimizer, "Optimizer, for static memory (weights, gradients, state)")
-      ->check(CLI::IsMember({"sgd", "momentum", "adamw"}))
+      ->check(CLI::IsMember(models::optimizer_names()))
       ->capture_default_str();
 }
 
-void FixedFlags::apply_to(sim::Scenario& sc) const {
-  sc.backward_order = *schedules::parse_backward_order(backward_order);
-  sc.link_latency_us = link_latency_us;
-  sc.link_bandwidth_GBps = link_bandwidth_GBps;
+void FixedFlags::apply_to(plan::PlanRequest& request, sim::Conditions& conditions) const {
+  request.backward_order = *schedules::parse_backward_order(backward_order);
+  conditions.link_latency_us = link_latency_us;
+  conditions.link_bandwidth_GBps = link_bandwidth_GBps;
   const auto sharing = sim::parse_link_sharing(link_sharing);
   if (!sharing) throw InputError("--link-sharing must be fifo or shared, not '" + link_sharing + "'");
-  sc.link_sharing = *sharing;
-  sc.optimizer = *sim::parse_optimizer(optimizer);
-}
-
-void GridFlags::add_to(CLI::App& cmd, std::int64_t max_batch) {
-  cmd.add_option("--stages,-K", stages, "Stage counts: 1,2,4 or a range 1..8")->required();
-  cmd.add_option("--microbatches,-M", microbatches, "Micro-batch counts: 1,2,4 or a range 1..64")->required();
-  cmd.add_option("--batch,-N", batch, "Samples per mini-batch N")
-      ->required()
-      ->check(CLI::Range(std::int64_t{1}, max_batch));
-  cmd.add_option("--schedule", schedules, "Schedules, comma-separated: gpipe,1f1b")->capture_default_str();
-  cmd.add_option("--recompute", recompute, "Recompute policies, comma-separated: never,always,except_last")
-      ->capture_default_str();
-}
-
-void GridFlags::apply_to(sim::SweepGrid& grid) const {
-  grid.stages = parse_int_list(stages, "--stages");
-  grid.microbatches = parse_int_list(microbatches, "--microbatches");
-  grid.schedules = parse_name_list(schedules, "--schedule", {"gpipe", "1f1b"});
-  grid.recompute.clear();
-  for (const auto& name : parse_name_list(recompute, "--recompute", {"never", "always", "except_last"})) {
-    grid.recompute.push_back(*schedules::parse_recompute_policy(name));
-  }
-  grid.base.batch = batch;
+  conditions.link_sharing = *sharing;
+  request.optimizer = *models::parse_optimizer(optimizer);
 }
 
 void ScenarioFlags::add_to(CLI::App& cmd) {
@@ -70,9 +48,9 @@ void ScenarioFlags::add_to(CLI::App& cmd) {
                            "Samples per micro-batch b (instead of --batch)")
                 ->check(CLI::Range(1, 1 << 24));
   n->excludes(b);
-  cmd.add_option("--schedule", schedule, "Schedule")->check(CLI::IsMember({"gpipe", "1f1b"}))->capture_default_str();
+  cmd.add_option("--schedule", schedule, "Schedule")->check(CLI::IsMember(schedules::schedule_names()))->capture_default_str();
   cmd.add_option("--recompute", recompute, "Re-materialisation policy")
-      ->check(CLI::IsMember({"never", "always", "except_last"}))
+      ->check(CLI::IsMember(schedules::recompute_policy_names()))
       ->capture_default_str();
   cmd.add_option("--partition", partition,
                  "Layers per stage: balanced (GPipe's partitioner), uniform, or a list n1,n2,...")
@@ -95,16 +73,17 @@ void ScenarioFlags::add_to(CLI::App& cmd) {
 sim::Scenario ScenarioFlags::scenario() const {
   if (batch == 0 && micro_batch_size == 0) throw InputError("give --batch N or --micro-batch-size b");
   sim::Scenario sc;
-  sc.schedule = schedule;
-  sc.stages = stages;
-  sc.microbatches = microbatches;
-  sc.batch = batch;
-  sc.micro_batch_size = micro_batch_size;
-  sc.recompute = *schedules::parse_recompute_policy(recompute);
-  sc.partition = models::parse_partition_spec(partition);
-  fixed.apply_to(sc);
+  plan::PlanRequest& r = sc.request;
+  r.schedule = schedule;
+  r.stages = stages;
+  r.microbatches = microbatches;
+  r.batch = batch;
+  r.micro_batch_size = micro_batch_size;
+  r.recompute = *schedules::parse_recompute_policy(recompute);
+  r.partition = models::parse_partition_spec(partition);
+  fixed.apply_to(r, sc.conditions);
   sim::validate_jitter(jitter_cv, runs);
-  sc.jitter = {jitter_cv, runs, seed};
+  sc.conditions.jitter = {jitter_cv, runs, seed};
   return sc;
 }
 

@@ -1,5 +1,7 @@
-// The flags that describe one configuration (`gpipe-sim run`): profile, K, M,
-// batch, schedule, recompute, partition, link (and its sharing), optimizer and jitter.
+// gpipe-sim's own flags: those that describe one configuration (`run`):
+// profile, K, M, batch, schedule, recompute, partition, link (and its
+// sharing), optimizer and jitter; and those a sweep holds fixed across its
+// grid (the grid itself is cli/grid_flags.hpp, shared with gpipe-run validate).
 #pragma once
 
 #include <cstdint>
@@ -8,16 +10,16 @@
 
 #include <CLI/CLI.hpp>
 
+#include "plan/plan.hpp"
+#include "profiles/shipped.hpp"
 #include "sim/scenario.hpp"
-#include "sim/sweep.hpp"
-#include "sim/shipped_profiles.hpp"
 
 namespace gpipe::cli {
 
 // The flags `run` and `sweep` share: the profile, and what a sweep holds fixed
 // across its grid (backward order, optimizer, the link).
 struct FixedFlags {
-  std::string profile{sim::kDefaultProfile};
+  std::string profile{profiles::kDefaultProfile};
   std::string backward_order = "reverse";
   std::optional<double> link_latency_us;
   std::optional<double> link_bandwidth_GBps;
@@ -25,23 +27,9 @@ struct FixedFlags {
   std::string optimizer = "adamw";
 
   void add_to(CLI::App& cmd);
-  // Sets those fields of `sc`; throws InputError for a value that is not one.
-  void apply_to(sim::Scenario& sc) const;
-};
-
-// The grid `sweep` and `gpipe-run validate` share: K and M lists, the batch,
-// the schedules and the recompute policies.
-struct GridFlags {
-  std::string stages;
-  std::string microbatches;
-  std::int64_t batch = 0;
-  std::string schedules = "gpipe";
-  std::string recompute = "never";
-
-  void add_to(CLI::App& cmd, std::int64_t max_batch);
-  // Sets those fields of `grid` (grid.base.batch included); throws InputError
-  // naming the flag for a list that does not parse.
-  void apply_to(sim::SweepGrid& grid) const;
+  // Sets those fields of the request and the conditions; throws InputError
+  // for a value that is not one.
+  void apply_to(plan::PlanRequest& request, sim::Conditions& conditions) const;
 };
 
 struct ScenarioFlags {

@@ -56,7 +56,7 @@ Subcommand add_schedule_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "schedule", "Generate a schedule and print it (text grid, IR JSON or torch-style CSV)");
   cmd->add_option("--schedule", flags->schedule, "Schedule generator")
-      ->check(CLI::IsMember({"gpipe", "1f1b"}))
+      ->check(CLI::IsMember(schedules::schedule_names()))
       ->capture_default_str();
   cmd->add_option("--stages,-K", flags->stages, "Number of pipeline stages K (one per rank)")
       ->required()
@@ -70,7 +70,7 @@ Subcommand add_schedule_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--recompute", flags->recompute,
                   "Re-materialisation policy, applied by lowering (R before the backward)")
-      ->check(CLI::IsMember({"never", "always", "except_last"}))
+      ->check(CLI::IsMember(schedules::recompute_policy_names()))
       ->capture_default_str();
   cmd->add_flag("--lowered", flags->lowered,
                 "Print the lowered program: with R, SEND/RECV and STEP actions");

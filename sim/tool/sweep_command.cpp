@@ -10,14 +10,15 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "cli/grid_flags.hpp"
+#include "cli/units.hpp"
 #include "profiles/profile.hpp"
+#include "profiles/shipped.hpp"
 #include "schedules/error.hpp"
 #include "schedules/files.hpp"
-#include "sim/shipped_profiles.hpp"
 #include "sim/sweep.hpp"
 #include "sim/tool/commands.hpp"
 #include "sim/tool/scenario_flags.hpp"
-#include "sim/tool/units.hpp"
 
 namespace gpipe::cli {
 namespace {
@@ -56,8 +57,8 @@ void print_summary(const std::vector<sim::SweepRow>& rows, std::optional<std::in
                            "sched", "recompute", "step", "samples/s", "bubble", "peak memory");
   for (const sim::SweepRow* r : sim::best_per_stage_count(rows, limit)) {
     std::cout << fmt::format("{:>4}  {:>5}  {:>4}  {:<6}  {:<11}  {:>10}  {:>14.1f}  {:>6.2f}%  {:>11}\n",
-                             r->scenario.stages, r->scenario.microbatches, r->micro_batch_size,
-                             r->scenario.schedule, schedules::to_string(r->scenario.recompute),
+                             r->request.stages, r->request.microbatches, r->micro_batch_size,
+                             r->request.schedule, schedules::to_string(r->request.recompute),
                              format_time_us(r->metrics.step_time_us),
                              r->metrics.throughput_samples_per_s, 100 * r->metrics.bubble_fraction,
                              format_bytes(r->peak_memory_bytes));
@@ -65,19 +66,19 @@ void print_summary(const std::vector<sim::SweepRow>& rows, std::optional<std::in
 }
 
 int run(const SweepFlags& f) {
-  sim::SweepGrid grid;
-  f.grid.apply_to(grid);
-  grid.base.partition = models::parse_partition_spec(f.partition);
-  f.fixed.apply_to(grid.base);
+  sim::SweepGrid sweep;
+  f.grid.apply_to(sweep.grid);
+  sweep.grid.base.partition = models::parse_partition_spec(f.partition);
+  f.fixed.apply_to(sweep.grid.base, sweep.conditions);
   std::optional<std::int64_t> limit;
   if (!f.memory_limit.empty()) limit = parse_bytes(f.memory_limit, "--memory-limit");
 
-  const auto path = sim::resolve_profile(f.fixed.profile);
+  const auto path = profiles::resolve_profile(f.fixed.profile);
   const profiles::Profile profile = profiles::load_profile(path);
   const int threads = f.threads > 0 ? f.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::cout << fmt::format("profile {} ({}, {}, {}), batch {}\n", path.string(), profile.source,
                            profile.device, profile.dtype, f.grid.batch);
-  const auto rows = sim::run_sweep(profile, grid, threads,
+  const auto rows = sim::run_sweep(profile, sweep, threads,
                                    isatty(STDERR_FILENO) ? sim::SweepProgress(show_progress) : nullptr);
   if (!f.out.empty()) write_text_file(f.out, sim::sweep_csv(rows, limit));
   if (!f.json_out.empty()) write_text_file(f.json_out, sim::sweep_json(rows, limit).dump(1) + "\n");

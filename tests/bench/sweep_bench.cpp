@@ -6,7 +6,7 @@
 #include <thread>
 
 #include "profiles/profile.hpp"
-#include "sim/shipped_profiles.hpp"
+#include "profiles/shipped.hpp"
 #include "sim/sweep.hpp"
 
 namespace {
@@ -14,15 +14,15 @@ namespace {
 using namespace gpipe;
 
 void BM_Sweep_K32_M256(benchmark::State& state) {
-  const profiles::Profile profile = profiles::load_profile(sim::resolve_profile(sim::kDefaultProfile));
-  sim::SweepGrid grid;
-  for (int k = 1; k <= 32; ++k) grid.stages.push_back(k);
-  for (int m = 1; m <= 256; ++m) grid.microbatches.push_back(m);
-  grid.base.batch = 256;
+  const profiles::Profile profile = profiles::load_profile(profiles::resolve_profile(profiles::kDefaultProfile));
+  sim::SweepGrid sweep;
+  for (int k = 1; k <= 32; ++k) sweep.grid.stages.push_back(k);
+  for (int m = 1; m <= 256; ++m) sweep.grid.microbatches.push_back(m);
+  sweep.grid.base.batch = 256;
   const int threads = static_cast<int>(state.range(0));
   std::int64_t configurations = 0;
   for (auto _ : state) {
-    const auto rows = sim::run_sweep(profile, grid, threads);
+    const auto rows = sim::run_sweep(profile, sweep, threads);
     benchmark::DoNotOptimize(rows.data());
     configurations += static_cast<std::int64_t>(rows.size());
   }

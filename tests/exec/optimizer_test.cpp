@@ -19,7 +19,7 @@ std::vector<cpu::Parameter> one_parameter(float value, float grad) {
 }
 
 TEST(Optimizer, SgdStepsAgainstTheGradientAndZeroesIt) {
-  OptimizerConfig config{.kind = sim::Optimizer::sgd, .learning_rate = 0.5F};
+  OptimizerConfig config{.kind = models::Optimizer::sgd, .learning_rate = 0.5F};
   auto params = one_parameter(1.0F, 0.25F);
   cpu::OptimizerState state(config, params);
   state.step(params);
@@ -29,7 +29,7 @@ TEST(Optimizer, SgdStepsAgainstTheGradientAndZeroesIt) {
 }
 
 TEST(Optimizer, MomentumAccumulatesVelocityAsPyTorch) {
-  OptimizerConfig config{.kind = sim::Optimizer::momentum, .learning_rate = 0.1F, .momentum = 0.9F};
+  OptimizerConfig config{.kind = models::Optimizer::momentum, .learning_rate = 0.1F, .momentum = 0.9F};
   auto params = one_parameter(1.0F, 1.0F);
   cpu::OptimizerState state(config, params);
   state.step(params);  // v = 1, w = 1 - 0.1
@@ -43,7 +43,7 @@ TEST(Optimizer, MomentumAccumulatesVelocityAsPyTorch) {
 TEST(Optimizer, AdamWFirstStepMovesByTheLearningRate) {
   // Step 1: m_hat = g, v_hat = g^2, so the update is lr * g / (|g| + eps) ~ lr * sign(g),
   // after the decoupled decay w *= 1 - lr * wd.
-  OptimizerConfig config{.kind = sim::Optimizer::adamw, .learning_rate = 0.01F};
+  OptimizerConfig config{.kind = models::Optimizer::adamw, .learning_rate = 0.01F};
   auto params = one_parameter(2.0F, -3.0F);
   cpu::OptimizerState state(config, params);
   state.step(params);
@@ -53,7 +53,7 @@ TEST(Optimizer, AdamWFirstStepMovesByTheLearningRate) {
 }
 
 TEST(Optimizer, AdamWSecondStepMatchesTheFormula) {
-  OptimizerConfig config{.kind = sim::Optimizer::adamw, .learning_rate = 0.01F, .weight_decay = 0.0F};
+  OptimizerConfig config{.kind = models::Optimizer::adamw, .learning_rate = 0.01F, .weight_decay = 0.0F};
   auto params = one_parameter(0.0F, 1.0F);
   cpu::OptimizerState state(config, params);
   state.step(params);

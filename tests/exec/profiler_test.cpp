@@ -95,14 +95,14 @@ TEST(Profiler, ProfileRoundTripsAndTheSimulatorRunsIt) {
   std::filesystem::remove(path);
 
   sim::Scenario sc;
-  sc.stages = 2;
-  sc.microbatches = 2;
-  sc.batch = 4;
+  sc.request.stages = 2;
+  sc.request.microbatches = 2;
+  sc.request.batch = 4;
   const sim::Prediction p = sim::predict(profile, sc);
   EXPECT_GT(p.metrics.step_time_us, 0.0);
   // The simulator's stash of stage 0 at b=2 is the profile's, which is the model's.
   std::int64_t stage0 = 0;
-  for (int l = 0; l < p.partition.end_layer(0); ++l) {
+  for (int l = 0; l < p.plan.partition.end_layer(0); ++l) {
     stage0 += models::bytes_at(model.layers[static_cast<std::size_t>(l)], 2, models::DType::fp32)
                   .activation_bytes;
   }
@@ -113,7 +113,7 @@ TEST(Profiler, OptimizerUsTimesTheChosenOptimizer) {
   // SGD keeps no state, AdamW two buffers: both step, both take time.
   const models::Model model = models::parse_model("mlp:layers=1,hidden=8");
   ProfilerOptions options = quick();
-  options.optimizer.kind = sim::Optimizer::sgd;
+  options.optimizer.kind = models::Optimizer::sgd;
   const profiles::Profile profile = cpu::profile_cpu(model, std::vector<int>{1}, options);
   EXPECT_GT(profile.layers[0].optimizer_us, 0.0);
   EXPECT_EQ(profile.layers[1].optimizer_us, 0.0);

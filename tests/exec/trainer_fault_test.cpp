@@ -83,7 +83,7 @@ TEST(TrainerFault, CheckFiniteStopsADivergingRun) {
   c.microbatches = 2;
   c.batch = 4;
   c.steps = 6;
-  c.optimizer.kind = sim::Optimizer::sgd;
+  c.optimizer.kind = models::Optimizer::sgd;
   c.optimizer.learning_rate = 1e30F;
   TrainOptions o = trainer_test::options_for(c);
   // Without the check the run completes, with a loss that is not finite.

@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "plan/microbatches.hpp"
 #include "profiles/analytic.hpp"
 #include "profiles/device.hpp"
 #include "sim/scenario.hpp"
@@ -25,19 +26,19 @@ using schedules::RecomputePolicy;
 using trainer_test::RunConfig;
 
 sim::Prediction predict_for(const RunConfig& c, const TrainOptions& options) {
-  const std::vector<int> split = sim::split_batch(c.batch, c.microbatches);
+  const std::vector<int> split = plan::split_batch(c.batch, c.microbatches);
   const std::set<int> distinct(split.begin(), split.end());
   const std::vector<int> sizes(distinct.begin(), distinct.end());
   const profiles::Profile profile = profiles::analytic_profile(
       options.model, profiles::device_named("h100"), models::DType::fp32, sizes);
   sim::Scenario scenario;
-  scenario.schedule = c.schedule;
-  scenario.backward_order = c.backward_order;
-  scenario.recompute = c.recompute;
-  scenario.stages = c.stages;
-  scenario.microbatches = c.microbatches;
-  scenario.batch = c.batch;
-  scenario.partition = {models::PartitionMethod::counts, options.partition.layers_per_stage};
+  scenario.request.schedule = c.schedule;
+  scenario.request.backward_order = c.backward_order;
+  scenario.request.recompute = c.recompute;
+  scenario.request.stages = c.stages;
+  scenario.request.microbatches = c.microbatches;
+  scenario.request.batch = c.batch;
+  scenario.request.partition = {models::PartitionMethod::counts, options.partition.layers_per_stage};
   return sim::predict(profile, scenario);
 }
 
@@ -70,8 +71,8 @@ TEST_P(TrainerMemory, PeakPerRankEqualsTheSimulatorsPrediction) {
   const TrainOptions options = trainer_test::options_for(c);
   const TrainResult run = cpu::train(options);
   const sim::Prediction predicted = predict_for(c, options);
-  ASSERT_EQ(predicted.partition, options.partition);
-  ASSERT_EQ(predicted.schedule, options.schedule);
+  ASSERT_EQ(predicted.plan.partition, options.partition);
+  ASSERT_EQ(predicted.plan.schedule, options.schedule);
 
   ASSERT_EQ(run.metrics.ranks.size(), predicted.metrics.ranks.size());
   for (std::size_t r = 0; r < run.metrics.ranks.size(); ++r) {

@@ -48,14 +48,14 @@ inline TrainOptions options_for(const RunConfig& c) {
 
 inline OptimizerConfig momentum(float learning_rate) {
   OptimizerConfig c;
-  c.kind = sim::Optimizer::momentum;
+  c.kind = models::Optimizer::momentum;
   c.learning_rate = learning_rate;
   return c;
 }
 
 inline OptimizerConfig adamw(float learning_rate) {
   OptimizerConfig c;
-  c.kind = sim::Optimizer::adamw;
+  c.kind = models::Optimizer::adamw;
   c.learning_rate = learning_rate;
   return c;
 }

@@ -9,8 +9,8 @@
 
 #include "exec/cpu/cpu_backend.hpp"
 #include "exec/cpu/device_name.hpp"
+#include "models/optimizer.hpp"
 #include "schedules/lower.hpp"
-#include "sim/static_memory.hpp"
 #include "tests/exec/trainer_support.hpp"
 
 namespace gpipe::exec {
@@ -82,7 +82,7 @@ TEST(TrainerTrace, InfoNamesTheCpuRunAndItsStaticMemory) {
       params += options.model.layers[static_cast<std::size_t>(l)].params;
     }
     EXPECT_EQ(info.static_bytes[static_cast<std::size_t>(s)],
-              params * sim::static_bytes_per_param(sim::Optimizer::adamw, "fp32"))
+              params * models::static_bytes_per_param(models::Optimizer::adamw, "fp32"))
         << "rank " << s;
     EXPECT_EQ(run.metrics.ranks[static_cast<std::size_t>(s)].static_bytes,
               info.static_bytes[static_cast<std::size_t>(s)]);

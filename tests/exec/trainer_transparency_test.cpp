@@ -46,7 +46,7 @@ struct Shape {
 std::vector<float> compared(const models::Model& model, const OptimizerConfig& optimizer,
                             std::size_t l, std::size_t p, std::vector<float> values) {
   constexpr std::size_t kBqkv = layout::transformer_block::kBqkv;
-  if (optimizer.kind != sim::Optimizer::adamw || model.layers[l].kind != "transformer_block" ||
+  if (optimizer.kind != models::Optimizer::adamw || model.layers[l].kind != "transformer_block" ||
       p != kBqkv) {
     return values;
   }

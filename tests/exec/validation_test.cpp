@@ -2,8 +2,8 @@
 // order, configurations that cannot exist skipped with their reason, every
 // action of the prediction matched in the measurement, the run using the
 // predicted partition, and the measured activation peak equal to the
-// prediction byte for byte. Also the run plan (partition, profile checks) it
-// rests on. No assertion on times beyond "positive".
+// prediction byte for byte. Also the plan of a model (partition, profile
+// checks) it rests on. No assertion on times beyond "positive".
 #include "exec/calibration/calibration.hpp"
 
 #include <algorithm>
@@ -12,8 +12,10 @@
 #include <gtest/gtest.h>
 
 #include "exec/cpu/profiler.hpp"
-#include "exec/run_plan.hpp"
 #include "models/model_spec.hpp"
+#include "plan/model_profile.hpp"
+#include "plan/plan.hpp"
+#include "sim/scenario.hpp"
 #include "tests/error_of.hpp"
 
 namespace gpipe::exec {
@@ -63,17 +65,17 @@ TEST(Validation, TinyGridRunsWhatCanExistAndSkipsTheRest) {
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const ValidationRow& r = rows[i];
     // Grid order: schedule, recompute, K, M (M fastest).
-    EXPECT_EQ(r.scenario.schedule, i < 8 ? "gpipe" : "1f1b");
-    EXPECT_EQ(r.scenario.recompute, (i / 4) % 2 == 0 ? RecomputePolicy::never : RecomputePolicy::except_last);
-    EXPECT_EQ(r.scenario.stages, (i / 2) % 2 == 0 ? 2 : 4);
-    EXPECT_EQ(r.scenario.microbatches, i % 2 == 0 ? 2 : 8);
-    SCOPED_TRACE(::testing::Message() << r.scenario.schedule << " K=" << r.scenario.stages
-                                      << " M=" << r.scenario.microbatches);
-    if (r.scenario.stages == 4) {
+    EXPECT_EQ(r.request.schedule, i < 8 ? "gpipe" : "1f1b");
+    EXPECT_EQ(r.request.recompute, (i / 4) % 2 == 0 ? RecomputePolicy::never : RecomputePolicy::except_last);
+    EXPECT_EQ(r.request.stages, (i / 2) % 2 == 0 ? 2 : 4);
+    EXPECT_EQ(r.request.microbatches, i % 2 == 0 ? 2 : 8);
+    SCOPED_TRACE(::testing::Message() << r.request.schedule << " K=" << r.request.stages
+                                      << " M=" << r.request.microbatches);
+    if (r.request.stages == 4) {
       EXPECT_EQ(r.skipped, "--stages 4 exceeds the 3 layers of the model: every stage needs at least one layer");
       continue;
     }
-    if (r.scenario.microbatches == 8) {
+    if (r.request.microbatches == 8) {
       EXPECT_EQ(r.skipped, "--microbatches 8 exceeds --batch 4: every micro-batch needs a sample");
       continue;
     }
@@ -141,33 +143,32 @@ TEST(Validation, RejectsWhatIsNoGrid) {
             "--profile: it profiles 'mlp:layers=2,hidden=8', not --model 'mlp:layers=3,hidden=8'");
 }
 
-TEST(RunPlan, MicrobatchSizesNeededCoverEverySplit) {
-  // 10 into 1: 10; into 3: 4,3,3; into 4: 3,3,2,2; into 20: impossible, adds none.
-  EXPECT_EQ(microbatch_sizes_needed(10, std::vector<int>{1, 3, 4, 20}), (std::vector<int>{2, 3, 4, 10}));
-  EXPECT_TRUE(microbatch_sizes_needed(2, std::vector<int>{3}).empty());
-}
-
-TEST(RunPlan, BalancesLikeTheSimulatorAndChecksTheModel) {
+TEST(PlanForModel, BalancesLikeTheSimulatorAndChecksTheModel) {
   // unbalanced:layers=4: block widths H, 3H, 5H, 8H, so costs ramp ~1:3:5:8 and
   // the balanced 3-stage split is 2,1,2 (largest stage 8), not the uniform 2,2,1
   // (largest 13). Hidden 256 keeps the analytic costs well above 1 ns.
   const models::Model model = models::parse_model("unbalanced:layers=4,hidden=256");
-  const profiles::Profile profile = balancing_profile(model, std::vector<int>{2});
+  const profiles::Profile profile = plan::balancing_profile(model, std::vector<int>{2});
   EXPECT_EQ(profile.model, model.spec);
   EXPECT_EQ(profile.dtype, "fp32");
   sim::Scenario sc;
-  sc.stages = 3;
-  sc.microbatches = 2;
-  sc.batch = 4;
-  const sim::Prediction plan = plan_run(model, profile, sc);
-  EXPECT_EQ(plan.partition, sim::predict(profile, sc).partition);
+  sc.request.stages = 3;
+  sc.request.microbatches = 2;
+  sc.request.batch = 4;
+  // What gpipe-run train does: the model's checks, then the plan.
+  const auto plan_for_model = [&] {
+    plan::check_request_for_model(model, profile, sc.request);
+    return plan::make_plan(profile, sc.request);
+  };
+  const plan::Plan plan = plan_for_model();
+  EXPECT_EQ(plan.partition, sim::predict(profile, sc).plan.partition);
   EXPECT_EQ(plan.partition.layers_per_stage, (std::vector<int>{2, 1, 2}));
-  sc.stages = 6;
-  EXPECT_EQ(error_of([&] { (void)plan_run(model, profile, sc); }),
+  sc.request.stages = 6;
+  EXPECT_EQ(error_of([&] { (void)plan_for_model(); }),
             "--stages 6 exceeds the 5 layers of the model: every stage needs at least one layer");
   profiles::Profile renamed = profile;
   renamed.layers[1].name = "other";
-  EXPECT_EQ(error_of([&] { check_profile_matches(model, renamed); }),
+  EXPECT_EQ(error_of([&] { plan::check_profile_matches(model, renamed); }),
             "--profile: layers[1] is other (mlp_block), the model's is block1 (mlp_block)");
 }
 

@@ -9,6 +9,7 @@
 #include "models/families.hpp"
 #include "models/model.hpp"
 #include "schedules/error.hpp"
+#include "tests/error_of.hpp"
 
 namespace gpipe::models {
 namespace {
@@ -29,6 +30,15 @@ TEST(DType, NamesAndSizes) {
   EXPECT_EQ(parse_dtype("fp16"), std::nullopt);
   EXPECT_EQ(parse_dtype("FP32"), std::nullopt);
   EXPECT_EQ(dtype_names(), "fp32, bf16");
+}
+
+TEST(DType, SizesByProfileName) {
+  // A profile names its dtype as text; fp16 is a size only, not a DType.
+  EXPECT_EQ(bytes_per_element("fp32"), 4);
+  EXPECT_EQ(bytes_per_element("bf16"), 2);
+  EXPECT_EQ(bytes_per_element("fp16"), 2);
+  EXPECT_EQ(gpipe::testing::error_of([] { (void)bytes_per_element("int8"); }),
+            "dtype 'int8': unknown (fp32, bf16, fp16)");
 }
 
 TEST(MlpBlock, CountsByHandAtHidden4) {

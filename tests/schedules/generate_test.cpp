@@ -89,5 +89,15 @@ TEST(Generate, RejectsUnknownNamesAndEmptyPipelines) {
   }
 }
 
+TEST(Generate, EveryListedNameGenerates) {
+  // The command lines check --schedule against this list: each name on it must generate.
+  EXPECT_EQ(schedule_names(), (std::vector<std::string>{"gpipe", "1f1b"}));
+  for (const std::string& name : schedule_names()) EXPECT_EQ(generate(name, options(2, 2)).name, name);
+  EXPECT_EQ(recompute_policy_names(), (std::vector<std::string>{"never", "always", "except_last"}));
+  for (const std::string& name : recompute_policy_names()) {
+    EXPECT_EQ(to_string(parse_recompute_policy(name).value()), name);
+  }
+}
+
 }  // namespace
 }  // namespace gpipe::schedules

@@ -1,11 +1,11 @@
-// One configuration end to end: batch split, partition, schedule, static
-// memory and the simulated metrics, with bad configurations rejected.
+// One configuration end to end: the plan (batch split, partition, schedule,
+// static memory) and the simulated metrics, with bad configurations rejected.
 #include <gtest/gtest.h>
 
-#include "tests/error_of.hpp"
 #include "schedules/error.hpp"
 #include "sim/scenario.hpp"
-#include "tests/sim/test_profiles.hpp"
+#include "tests/error_of.hpp"
+#include "tests/test_profiles.hpp"
 
 namespace gpipe::sim {
 namespace {
@@ -14,27 +14,18 @@ using testing::uniform_profile;
 
 using gpipe::testing::error_of;
 
-TEST(SplitBatch, AsTorchTensorSplit) {
-  EXPECT_EQ(split_batch(8, 4), (std::vector<int>{2, 2, 2, 2}));
-  EXPECT_EQ(split_batch(10, 4), (std::vector<int>{3, 3, 2, 2}));
-  EXPECT_EQ(split_batch(7, 7), (std::vector<int>(7, 1)));
-  EXPECT_EQ(split_batch(5, 1), (std::vector<int>{5}));
-  EXPECT_EQ(error_of([] { (void)split_batch(3, 4); }),
-            "--microbatches 4 exceeds --batch 3: every micro-batch needs a sample");
-}
-
 TEST(Predict, UniformProfileGivesTheClosedForm) {
   // 8 layers, 4 stages of 2: per micro-batch of 2 samples F = 2 * 2 * 10 us.
   const auto profile = uniform_profile(8, 10.0, 20.0);
   for (const char* schedule : {"gpipe", "1f1b"}) {
     Scenario sc;
-    sc.schedule = schedule;
-    sc.stages = 4;
-    sc.microbatches = 8;
-    sc.batch = 16;
+    sc.request.schedule = schedule;
+    sc.request.stages = 4;
+    sc.request.microbatches = 8;
+    sc.request.batch = 16;
     const Prediction p = predict(profile, sc);
-    EXPECT_EQ(p.partition.layers_per_stage, (std::vector<int>{2, 2, 2, 2}));
-    EXPECT_EQ(p.microbatch_sizes, std::vector<int>(8, 2));
+    EXPECT_EQ(p.plan.partition.layers_per_stage, (std::vector<int>{2, 2, 2, 2}));
+    EXPECT_EQ(p.plan.microbatch_sizes, std::vector<int>(8, 2));
     const std::int64_t tf = 40'000, tb = 80'000;
     EXPECT_EQ(p.metrics.step_time_ns, (8 + 4 - 1) * (tf + tb));
     EXPECT_DOUBLE_EQ(p.metrics.bubble_fraction, 3.0 / 11.0);
@@ -46,11 +37,11 @@ TEST(Predict, UnevenMicrobatchesCostByTheirSize) {
   // N = 5 over M = 2: sizes 3 and 2. One stage: F0 3*10, F1 2*10, B1 2*20, B0 3*20 us.
   const auto profile = uniform_profile(1, 10.0, 20.0);
   Scenario sc;
-  sc.stages = 1;
-  sc.microbatches = 2;
-  sc.batch = 5;
+  sc.request.stages = 1;
+  sc.request.microbatches = 2;
+  sc.request.batch = 5;
   const Prediction p = predict(profile, sc);
-  EXPECT_EQ(p.microbatch_sizes, (std::vector<int>{3, 2}));
+  EXPECT_EQ(p.plan.microbatch_sizes, (std::vector<int>{3, 2}));
   EXPECT_EQ(p.metrics.step_time_ns, 150'000);
 }
 
@@ -58,28 +49,28 @@ TEST(Predict, StaticMemoryFromOptimizerAndDtype) {
   // fp32, 400 param bytes per layer = 100 parameters; adamw 16 B, sgd 8 B each.
   const auto profile = uniform_profile(6, 1.0, 1.0);
   Scenario sc;
-  sc.stages = 2;
-  sc.microbatches = 2;
-  sc.micro_batch_size = 1;
-  sc.partition = models::parse_partition_spec("4,2");
-  EXPECT_EQ(predict(profile, sc).static_bytes, (std::vector<std::int64_t>{6400, 3200}));
-  sc.optimizer = Optimizer::sgd;
-  EXPECT_EQ(predict(profile, sc).static_bytes, (std::vector<std::int64_t>{3200, 1600}));
-  EXPECT_EQ(static_bytes_per_param(Optimizer::adamw, "bf16"), 16);
-  EXPECT_EQ(static_bytes_per_param(Optimizer::momentum, "bf16"), 12);
-  EXPECT_EQ(static_bytes_per_param(Optimizer::momentum, "fp32"), 12);
+  sc.request.stages = 2;
+  sc.request.microbatches = 2;
+  sc.request.micro_batch_size = 1;
+  sc.request.partition = models::parse_partition_spec("4,2");
+  EXPECT_EQ(predict(profile, sc).plan.static_bytes, (std::vector<std::int64_t>{6400, 3200}));
+  sc.request.optimizer = models::Optimizer::sgd;
+  EXPECT_EQ(predict(profile, sc).plan.static_bytes, (std::vector<std::int64_t>{3200, 1600}));
+  EXPECT_EQ(models::static_bytes_per_param(models::Optimizer::adamw, "bf16"), 16);
+  EXPECT_EQ(models::static_bytes_per_param(models::Optimizer::momentum, "bf16"), 12);
+  EXPECT_EQ(models::static_bytes_per_param(models::Optimizer::momentum, "fp32"), 12);
 }
 
 TEST(Predict, ActivationPeakFromTheProfile) {
   // GPipe keeps all M micro-batches: M * (layers per stage) * bytes * b.
   const auto profile = uniform_profile(4, 1.0, 2.0, /*activation=*/1000, /*input=*/100);
   Scenario sc;
-  sc.stages = 2;
-  sc.microbatches = 4;
-  sc.micro_batch_size = 3;
+  sc.request.stages = 2;
+  sc.request.microbatches = 4;
+  sc.request.micro_batch_size = 3;
   const Prediction p = predict(profile, sc);
   EXPECT_EQ(p.metrics.ranks[0].peak_activation_bytes, 4 * 2 * 1000 * 3);
-  sc.recompute = schedules::RecomputePolicy::always;
+  sc.request.recompute = schedules::RecomputePolicy::always;
   const Prediction r = predict(profile, sc);
   EXPECT_EQ(r.metrics.ranks[0].peak_activation_bytes, 3 * 100 * 3 + 2 * 1000 * 3);
 }
@@ -87,19 +78,19 @@ TEST(Predict, ActivationPeakFromTheProfile) {
 TEST(Predict, RejectsConfigurationsThatCannotExist) {
   const auto profile = uniform_profile(4, 1.0, 1.0);
   Scenario sc;
-  sc.stages = 5;
-  sc.microbatches = 2;
-  sc.batch = 8;
+  sc.request.stages = 5;
+  sc.request.microbatches = 2;
+  sc.request.batch = 8;
   EXPECT_EQ(error_of([&] { (void)predict(profile, sc); }),
             "--stages 5 exceeds the 4 layers of the profile: every stage needs at least one layer");
-  sc.stages = 2;
-  sc.partition = models::parse_partition_spec("1,2");
+  sc.request.stages = 2;
+  sc.request.partition = models::parse_partition_spec("1,2");
   EXPECT_EQ(error_of([&] { (void)predict(profile, sc); }), "--partition 1,2 sums to 3 layers, the model has 4");
-  sc.partition = {};
-  sc.batch = 0;
+  sc.request.partition = {};
+  sc.request.batch = 0;
   EXPECT_EQ(error_of([&] { (void)predict(profile, sc); }), "give --batch N or --micro-batch-size b");
-  sc.batch = 8;
-  sc.link_bandwidth_GBps = 0.0;
+  sc.request.batch = 8;
+  sc.conditions.link_bandwidth_GBps = 0.0;
   EXPECT_EQ(error_of([&] { (void)predict(profile, sc); }), "--link-bandwidth-gbps must be positive");
 }
 

@@ -9,14 +9,14 @@
 #include <map>
 #include <vector>
 
-#include "tests/error_of.hpp"
 #include "schedules/error.hpp"
 #include "schedules/generate.hpp"
 #include "sim/jitter.hpp"
 #include "sim/link_model.hpp"
 #include "sim/scenario.hpp"
 #include "sim/stochastic.hpp"
-#include "tests/sim/test_profiles.hpp"
+#include "tests/error_of.hpp"
+#include "tests/test_profiles.hpp"
 
 namespace gpipe::sim {
 namespace {
@@ -256,18 +256,18 @@ TEST(RunStochastic, RejectsBadRunsAndCvNamingTheFlag) {
 TEST(PredictStochastic, JitterAddsPercentilesBesideTheDeterministicRun) {
   const auto profile = testing::uniform_profile(8, 10.0, 20.0);
   Scenario sc;
-  sc.stages = 4;
-  sc.microbatches = 8;
-  sc.batch = 16;
+  sc.request.stages = 4;
+  sc.request.microbatches = 8;
+  sc.request.batch = 16;
   EXPECT_FALSE(predict(profile, sc).stochastic.has_value());
-  sc.jitter = {0.05, 10, 3};
+  sc.conditions.jitter = {0.05, 10, 3};
   const Prediction p = predict(profile, sc);
   ASSERT_TRUE(p.stochastic.has_value());
   EXPECT_EQ(p.stochastic->runs, 10);
   EXPECT_EQ(p.stochastic->per_run.size(), 10u);
   EXPECT_EQ(p.stochastic->deterministic, p.metrics);
   EXPECT_EQ(p.metrics.step_time_ns, (8 + 4 - 1) * 120'000);  // the closed form, untouched
-  sc.jitter.runs = 0;
+  sc.conditions.jitter.runs = 0;
   EXPECT_EQ(error_of([&] { (void)predict(profile, sc); }), "--runs must be at least 1, got 0");
 }
 

@@ -5,17 +5,17 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/sweep.hpp"
-#include "tests/sim/test_profiles.hpp"
+#include "tests/test_profiles.hpp"
 
 namespace gpipe::sim {
 namespace {
 
 SweepGrid small_grid() {
   SweepGrid g;
-  g.stages = {1, 2, 4, 8};
-  g.microbatches = {1, 2, 4, 16};
-  g.schedules = {"gpipe", "1f1b"};
-  g.base.batch = 8;
+  g.grid.stages = {1, 2, 4, 8};
+  g.grid.microbatches = {1, 2, 4, 16};
+  g.grid.schedules = {"gpipe", "1f1b"};
+  g.grid.base.batch = 8;
   return g;
 }
 
@@ -23,21 +23,21 @@ TEST(Sweep, GridOrderAndSkippedRows) {
   const auto profile = testing::uniform_profile(4, 10.0, 20.0, 100, 10);
   const auto rows = run_sweep(profile, small_grid(), 1);
   ASSERT_EQ(rows.size(), 2u * 4u * 4u);
-  EXPECT_EQ(rows[0].scenario.schedule, "gpipe");
-  EXPECT_EQ(rows[0].scenario.stages, 1);
-  EXPECT_EQ(rows[1].scenario.microbatches, 2);
-  EXPECT_EQ(rows[16].scenario.schedule, "1f1b");
+  EXPECT_EQ(rows[0].request.schedule, "gpipe");
+  EXPECT_EQ(rows[0].request.stages, 1);
+  EXPECT_EQ(rows[1].request.microbatches, 2);
+  EXPECT_EQ(rows[16].request.schedule, "1f1b");
   int skipped = 0;
   for (const auto& r : rows) {
-    if (r.scenario.stages == 8) {
+    if (r.request.stages == 8) {
       EXPECT_EQ(r.skipped,
                 "--stages 8 exceeds the 4 layers of the profile: every stage needs at least one layer");
-    } else if (r.scenario.microbatches == 16) {
+    } else if (r.request.microbatches == 16) {
       EXPECT_EQ(r.skipped, "--microbatches 16 exceeds --batch 8: every micro-batch needs a sample");
     } else {
       EXPECT_TRUE(r.ok()) << r.skipped;
-      const int k = r.scenario.stages;
-      const int m = r.scenario.microbatches;
+      const int k = r.request.stages;
+      const int m = r.request.microbatches;
       EXPECT_DOUBLE_EQ(r.metrics.bubble_fraction, double(k - 1) / double(m + k - 1));
       EXPECT_EQ(r.micro_batch_size, 8 / m);
     }
@@ -49,7 +49,7 @@ TEST(Sweep, GridOrderAndSkippedRows) {
 TEST(Sweep, SameRowsWhateverTheThreads) {
   const auto profile = testing::uniform_profile(8, 10.0, 20.0, 100, 10);
   SweepGrid g = small_grid();
-  g.recompute = {schedules::RecomputePolicy::never, schedules::RecomputePolicy::always};
+  g.grid.recompute = {schedules::RecomputePolicy::never, schedules::RecomputePolicy::always};
   std::size_t last_done = 0;
   const auto one = run_sweep(profile, g, 1);
   const auto four = run_sweep(profile, g, 4, [&](std::size_t done, std::size_t total) {
@@ -63,9 +63,9 @@ TEST(Sweep, SameRowsWhateverTheThreads) {
 TEST(Sweep, CsvHasTheColumnsThePlotsRead) {
   const auto profile = testing::uniform_profile(2, 10.0, 20.0, 1000, 10);
   SweepGrid g;
-  g.stages = {2};
-  g.microbatches = {2, 4};
-  g.base.batch = 2;
+  g.grid.stages = {2};
+  g.grid.microbatches = {2, 4};
+  g.grid.base.batch = 2;
   const auto csv = sweep_csv(run_sweep(profile, g, 1), std::int64_t{5000});
   EXPECT_EQ(csv,
             "schedule,recompute,stages,microbatches,micro_batch_size,batch,partition,status,reason,"
@@ -81,20 +81,20 @@ TEST(Sweep, CsvHasTheColumnsThePlotsRead) {
 TEST(Sweep, BestPerStageCountWithinTheMemoryLimit) {
   const auto profile = testing::uniform_profile(4, 10.0, 20.0, 1000, 10, 0);
   SweepGrid g;
-  g.stages = {1, 2};
-  g.microbatches = {1, 2, 4, 8};
-  g.base.batch = 8;
+  g.grid.stages = {1, 2};
+  g.grid.microbatches = {1, 2, 4, 8};
+  g.grid.base.batch = 8;
   const auto rows = run_sweep(profile, g, 2);
   const auto best = best_per_stage_count(rows, std::nullopt);
   ASSERT_EQ(best.size(), 2u);
-  EXPECT_EQ(best[1]->scenario.stages, 2);
-  EXPECT_EQ(best[1]->scenario.microbatches, 8);  // the smallest bubble
+  EXPECT_EQ(best[1]->request.stages, 2);
+  EXPECT_EQ(best[1]->request.microbatches, 8);  // the smallest bubble
   // GPipe K=2 keeps M micro-batches of 2 layers x 1000 B x b = 16000 B for any M:
   // a limit below that leaves K=2 out, and K=1 (32000 B) too.
   EXPECT_TRUE(best_per_stage_count(rows, std::int64_t{15999}).empty());
   const auto fits = best_per_stage_count(rows, std::int64_t{16000});
   ASSERT_EQ(fits.size(), 1u);
-  EXPECT_EQ(fits[0]->scenario.stages, 2);
+  EXPECT_EQ(fits[0]->request.stages, 2);
   const auto json = sweep_json(rows, std::int64_t{16000});
   EXPECT_EQ(json.size(), rows.size());
   EXPECT_EQ(json[0]["status"], "ok");

@@ -10,8 +10,8 @@ DeviceOptimizerState::DeviceOptimizerState(const OptimizerConfig& config,
                                            std::span<const DeviceParameter> parameters,
                                            CachingAllocator& allocator, const Stream& stream)
     : config_(config), stream_(&stream) {
-  const bool has_first = config.kind != sim::Optimizer::sgd;
-  const bool has_second = config.kind == sim::Optimizer::adamw;
+  const bool has_first = config.kind != models::Optimizer::sgd;
+  const bool has_second = config.kind == models::Optimizer::adamw;
   for (const DeviceParameter& p : parameters) {
     if (has_first) first_.emplace_back(allocator, p.value.shape(), DeviceType::f32).zero(stream);
     if (has_second) second_.emplace_back(allocator, p.value.shape(), DeviceType::f32).zero(stream);
@@ -20,7 +20,7 @@ DeviceOptimizerState::DeviceOptimizerState(const OptimizerConfig& config,
 
 void DeviceOptimizerState::step(std::span<DeviceParameter> parameters) {
   const Stream& stream = *stream_;
-  if (config_.kind != sim::Optimizer::sgd && parameters.size() != first_.size()) {
+  if (config_.kind != models::Optimizer::sgd && parameters.size() != first_.size()) {
     throw std::logic_error("device optimizer step: not the parameters its state was made for");
   }
   ++steps_;
@@ -31,14 +31,14 @@ void DeviceOptimizerState::step(std::span<DeviceParameter> parameters) {
     DeviceParameter& p = parameters[i];
     const std::int64_t count = p.value.numel();
     switch (config_.kind) {
-      case sim::Optimizer::sgd:
+      case models::Optimizer::sgd:
         kernels::sgd_step(count, config_.learning_rate, p.value.f32(), p.grad.f32(), stream.get());
         break;
-      case sim::Optimizer::momentum:
+      case models::Optimizer::momentum:
         kernels::momentum_step(count, config_.learning_rate, config_.momentum, p.value.f32(),
                                p.grad.f32(), first_[i].f32(), stream.get());
         break;
-      case sim::Optimizer::adamw:
+      case models::Optimizer::adamw:
         kernels::adamw_step(count, scalars, p.value.f32(), p.grad.f32(), first_[i].f32(),
                             second_[i].f32(), stream.get());
         break;

@@ -80,7 +80,7 @@ TEST(CudaLosses, MseForwardAndBackwardMatchCpuLoops) {
 
 // Three steps of exec::OptimizerState and of the device step on the same
 // weights and gradients: the weights, and the zeroed gradients, agree exactly.
-void expect_optimizer_matches(sim::Optimizer kind) {
+void expect_optimizer_matches(models::Optimizer kind) {
   OptimizerConfig config;
   config.kind = kind;
   config.learning_rate = 0.05F;
@@ -101,20 +101,20 @@ void expect_optimizer_matches(sim::Optimizer kind) {
     d_g.upload(g);
     state.step(params);
     switch (kind) {
-      case sim::Optimizer::sgd:
+      case models::Optimizer::sgd:
         kernels::sgd_step(count, config.learning_rate, d_w.get(), d_g.get(), nullptr);
         break;
-      case sim::Optimizer::momentum:
+      case models::Optimizer::momentum:
         kernels::momentum_step(count, config.learning_rate, config.momentum, d_w.get(), d_g.get(),
                                d_m.get(), nullptr);
         break;
-      case sim::Optimizer::adamw:
+      case models::Optimizer::adamw:
         kernels::adamw_step(count, kernels::adamw_scalars(hyper, step), d_w.get(), d_g.get(),
                             d_m.get(), d_v.get(), nullptr);
         break;
     }
     const std::span<const float> w = std::as_const(params[0].value).f32();
-    const std::string name = std::string(sim::to_string(kind)) + " step " + std::to_string(step);
+    const std::string name = std::string(models::to_string(kind)) + " step " + std::to_string(step);
     expect_close(name + " w", d_w.download(), std::vector<float>(w.begin(), w.end()), test::kExact);
     expect_close(name + " g zeroed", d_g.download(), std::vector<float>(count, 0.0F), test::kExact);
   }
@@ -122,17 +122,17 @@ void expect_optimizer_matches(sim::Optimizer kind) {
 
 TEST(CudaOptimizers, SgdMatchesTheCpuStepExactly) {
   if (gpipe::exec::cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
-  expect_optimizer_matches(sim::Optimizer::sgd);
+  expect_optimizer_matches(models::Optimizer::sgd);
 }
 
 TEST(CudaOptimizers, MomentumMatchesTheCpuStepExactly) {
   if (gpipe::exec::cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
-  expect_optimizer_matches(sim::Optimizer::momentum);
+  expect_optimizer_matches(models::Optimizer::momentum);
 }
 
 TEST(CudaOptimizers, AdamwMatchesTheCpuStepExactly) {
   if (gpipe::exec::cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
-  expect_optimizer_matches(sim::Optimizer::adamw);
+  expect_optimizer_matches(models::Optimizer::adamw);
 }
 
 }  // namespace

@@ -1,12 +1,12 @@
-// Profiles built in code for simulator tests: every layer alike, so the closed
-// forms of the paper hold and expectations can be written by hand.
+// Profiles built in code for planner and simulator tests: every layer alike,
+// so the closed forms of the paper hold and expectations can be written by hand.
 #pragma once
 
 #include <string>
 
 #include "profiles/profile.hpp"
 
-namespace gpipe::sim::testing {
+namespace gpipe::testing {
 
 // `layers` identical layers: at micro-batch size 1, fwd_us / bwd_us, and
 // activation / input bytes per sample; a free link (zero latency, no bytes).
@@ -38,4 +38,4 @@ inline profiles::Profile uniform_profile(int layers, double fwd_us, double bwd_u
   return p;
 }
 
-}  // namespace gpipe::sim::testing
+}  // namespace gpipe::testing

@@ -1,4 +1,4 @@
-#include "sim/tool/int_list.hpp"
+#include "cli/int_list.hpp"
 
 #include <algorithm>
 #include <charconv>

@@ -1,8 +1,8 @@
-#include "sim/tool/metrics_table.hpp"
+#include "cli/metrics_table.hpp"
 
 #include <fmt/format.h>
 
-#include "sim/tool/units.hpp"
+#include "cli/units.hpp"
 
 namespace gpipe::cli {
 

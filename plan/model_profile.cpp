@@ -1,6 +1,4 @@
-#include "exec/run_plan.hpp"
-
-#include <algorithm>
+#include "plan/model_profile.hpp"
 
 #include <fmt/format.h>
 
@@ -8,7 +6,7 @@
 #include "profiles/device.hpp"
 #include "schedules/error.hpp"
 
-namespace gpipe::exec {
+namespace gpipe::plan {
 
 void check_profile_matches(const models::Model& model, const profiles::Profile& profile) {
   if (profile.model != model.spec) {
@@ -28,16 +26,15 @@ void check_profile_matches(const models::Model& model, const profiles::Profile& 
   }
 }
 
-sim::Prediction plan_run(const models::Model& model, const profiles::Profile& profile,
-                         const sim::Scenario& scenario, bool record_timeline) {
+void check_request_for_model(const models::Model& model, const profiles::Profile& profile,
+                             const PlanRequest& request) {
   check_profile_matches(model, profile);
   const int layers = static_cast<int>(model.layers.size());
-  if (scenario.stages > layers) {
+  if (request.stages > layers) {
     throw InputError(fmt::format("--stages {} exceeds the {} layers of the model: every stage "
                                  "needs at least one layer",
-                                 scenario.stages, layers));
+                                 request.stages, layers));
   }
-  return sim::predict(profile, scenario, record_timeline);
 }
 
 profiles::Profile balancing_profile(const models::Model& model, std::span<const int> micro_batch_sizes) {
@@ -47,17 +44,4 @@ profiles::Profile balancing_profile(const models::Model& model, std::span<const 
                                     micro_batch_sizes, options);
 }
 
-std::vector<int> microbatch_sizes_needed(std::int64_t batch, std::span<const int> microbatches) {
-  std::vector<int> sizes;
-  for (const int m : microbatches) {
-    if (m < 1 || m > batch) continue;
-    const std::vector<int> split = sim::split_batch(batch, m);
-    sizes.push_back(split.front());
-    sizes.push_back(split.back());
-  }
-  std::sort(sizes.begin(), sizes.end());
-  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
-  return sizes;
-}
-
-}  // namespace gpipe::exec
+}  // namespace gpipe::plan

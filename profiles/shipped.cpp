@@ -1,4 +1,4 @@
-#include "sim/shipped_profiles.hpp"
+#include "profiles/shipped.hpp"
 
 #include <algorithm>
 #include <cstdlib>
@@ -8,7 +8,7 @@
 
 #include "schedules/error.hpp"
 
-namespace gpipe::sim {
+namespace gpipe::profiles {
 
 std::filesystem::path shipped_profile_dir() {
   if (const char* dir = std::getenv("GPIPE_PROFILE_DIR"); dir != nullptr && *dir != '\0') return dir;
@@ -36,4 +36,4 @@ std::filesystem::path resolve_profile(std::string_view name_or_path) {
                                name_or_path, fmt::join(shipped_profile_names(), ", ")));
 }
 
-}  // namespace gpipe::sim
+}  // namespace gpipe::profiles

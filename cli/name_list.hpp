@@ -2,9 +2,7 @@
 // `--recompute never,always`): each name must be one of the known values.
 #pragma once
 
-#include <initializer_list>
 #include <string>
-#include <string_view>
 #include <vector>
 
 namespace gpipe::cli {
@@ -12,6 +10,6 @@ namespace gpipe::cli {
 // The names of `text` in the order given; throws InputError
 // "FLAG: unknown value 'x' (known: a, b)" for a name not in `known`.
 [[nodiscard]] std::vector<std::string> parse_name_list(const std::string& text, const char* flag,
-                                                       std::initializer_list<std::string_view> known);
+                                                       const std::vector<std::string>& known);
 
 }  // namespace gpipe::cli

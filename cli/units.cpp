@@ -1,4 +1,4 @@
-#include "sim/tool/units.hpp"
+#include "cli/units.hpp"
 
 #include <array>
 #include <cmath>

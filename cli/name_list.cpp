@@ -1,4 +1,4 @@
-#include "sim/tool/name_list.hpp"
+#include "cli/name_list.hpp"
 
 #include <algorithm>
 
@@ -10,7 +10,7 @@
 namespace gpipe::cli {
 
 std::vector<std::string> parse_name_list(const std::string& text, const char* flag,
-                                         std::initializer_list<std::string_view> known) {
+                                         const std::vector<std::string>& known) {
   std::vector<std::string> names;
   std::size_t start = 0;
   while (start <= text.size()) {

@@ -1,4 +1,4 @@
-#include "sim/tool/cli_main.hpp"
+#include "cli/cli_main.hpp"
 
 #include <exception>
 #include <iostream>

@@ -1,0 +1,39 @@
+#include "cli/grid_flags.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "cli/int_list.hpp"
+#include "cli/name_list.hpp"
+#include "schedules/generate.hpp"
+#include "schedules/schedule.hpp"
+
+namespace gpipe::cli {
+
+void GridFlags::add_to(CLI::App& cmd, std::int64_t max_batch) {
+  cmd.add_option("--stages,-K", stages, "Stage counts: 1,2,4 or a range 1..8")->required();
+  cmd.add_option("--microbatches,-M", microbatches, "Micro-batch counts: 1,2,4 or a range 1..64")->required();
+  cmd.add_option("--batch,-N", batch, "Samples per mini-batch N")
+      ->required()
+      ->check(CLI::Range(std::int64_t{1}, max_batch));
+  cmd.add_option("--schedule", schedules,
+                 fmt::format("Schedules, comma-separated: {}", fmt::join(schedules::schedule_names(), ",")))
+      ->capture_default_str();
+  cmd.add_option("--recompute", recompute,
+                 fmt::format("Recompute policies, comma-separated: {}",
+                             fmt::join(schedules::recompute_policy_names(), ",")))
+      ->capture_default_str();
+}
+
+void GridFlags::apply_to(plan::Grid& grid) const {
+  grid.stages = parse_int_list(stages, "--stages");
+  grid.microbatches = parse_int_list(microbatches, "--microbatches");
+  grid.schedules = parse_name_list(schedules, "--schedule", schedules::schedule_names());
+  grid.recompute.clear();
+  for (const auto& name : parse_name_list(recompute, "--recompute", schedules::recompute_policy_names())) {
+    grid.recompute.push_back(*schedules::parse_recompute_policy(name));
+  }
+  grid.base.batch = batch;
+}
+
+}  // namespace gpipe::cli

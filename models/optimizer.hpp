@@ -1,0 +1,32 @@
+// The optimizer a model trains with, and the static memory it implies: the
+// parameters, gradients and optimizer state, which stay for the whole step
+// whatever the schedule. Bytes per parameter:
+//   weights and gradients in the run's dtype; with a 16-bit dtype, an fp32
+//   master copy of the weights (mixed precision); then the optimizer's fp32
+//   state: none for sgd, one buffer for momentum, two (m, v) for adamw.
+//   fp32:  sgd 8, momentum 12, adamw 16.   bf16/fp16: sgd 8, momentum 12, adamw 16
+//   (2 + 2 + 4 master, + 4 per state buffer).
+// The simulator prices static memory with it and the executor steps with it,
+// so it lives here, below both, next to models::param_bytes.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gpipe::models {
+
+enum class Optimizer { sgd, momentum, adamw };
+
+[[nodiscard]] std::string_view to_string(Optimizer optimizer);
+[[nodiscard]] std::optional<Optimizer> parse_optimizer(std::string_view text);
+// The names parse_optimizer() accepts, in enum order ("sgd", "momentum", "adamw"), for flag checks.
+[[nodiscard]] std::vector<std::string> optimizer_names();
+
+// Static bytes per parameter for `optimizer` in `dtype` (a profile's dtype
+// name, bytes_per_element(std::string_view)); InputError for an unknown dtype.
+[[nodiscard]] std::int64_t static_bytes_per_param(Optimizer optimizer, std::string_view dtype);
+
+}  // namespace gpipe::models

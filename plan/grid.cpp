@@ -1,0 +1,47 @@
+#include "plan/grid.hpp"
+
+#include <nlohmann/json.hpp>
+
+namespace gpipe::plan {
+
+std::vector<PlanRequest> Grid::requests() const {
+  std::vector<PlanRequest> all;
+  for (const auto& name : schedules) {
+    for (const auto policy : recompute) {
+      for (const int k : stages) {
+        for (const int m : microbatches) {
+          PlanRequest r = base;
+          r.schedule = name;
+          r.recompute = policy;
+          r.stages = k;
+          r.microbatches = m;
+          all.push_back(std::move(r));
+        }
+      }
+    }
+  }
+  return all;
+}
+
+nlohmann::json grid_row_json(const PlanRequest& r, const std::string& skipped) {
+  nlohmann::json row = {{"schedule", r.schedule},
+                        {"recompute", std::string(schedules::to_string(r.recompute))},
+                        {"stages", r.stages},
+                        {"microbatches", r.microbatches},
+                        {"batch", r.batch},
+                        {"status", skipped.empty() ? "ok" : "skipped"}};
+  if (!skipped.empty()) row["reason"] = skipped;
+  return row;
+}
+
+std::string csv_cell(const std::string& text) {
+  if (text.find_first_of(",\"\n") == std::string::npos) return text;
+  std::string quoted = "\"";
+  for (const char c : text) {
+    if (c == '"') quoted += '"';
+    quoted += c;
+  }
+  return quoted + "\"";
+}
+
+}  // namespace gpipe::plan

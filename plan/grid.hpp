@@ -1,0 +1,40 @@
+// A grid of plan requests: every schedule x recompute policy x K x M for one
+// mini-batch, everything else held fixed. `gpipe-sim sweep` predicts each
+// request of a grid; `gpipe-run validate` predicts, runs and compares each.
+// A request of the grid that cannot exist (M > N, K > layers) stays in the
+// output as a skipped row with the reason, so the grid stays whole; every row,
+// run or skipped, starts with the same fields.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "plan/plan.hpp"
+
+namespace gpipe::plan {
+
+struct Grid {
+  std::vector<int> stages;
+  std::vector<int> microbatches;
+  std::vector<std::string> schedules = {"gpipe"};
+  std::vector<schedules::RecomputePolicy> recompute = {schedules::RecomputePolicy::never};
+  // The batch, partition, backward order and optimizer: the same for every request.
+  PlanRequest base;
+
+  // The requests in grid order: schedule, recompute, K, M (M fastest).
+  [[nodiscard]] std::vector<PlanRequest> requests() const;
+};
+
+// The fields every JSON row of a grid starts with: schedule, recompute,
+// stages, microbatches, batch, status ("ok" or "skipped") and, when skipped,
+// its reason.
+[[nodiscard]] nlohmann::json grid_row_json(const PlanRequest& request, const std::string& skipped);
+
+// One cell of a grid's CSV row: quoted when it holds a comma, a quote or a
+// newline, as RFC 4180 and Python's csv module read it. Partitions ("3,3,2")
+// and skip reasons need it.
+[[nodiscard]] std::string csv_cell(const std::string& text);
+
+}  // namespace gpipe::plan

@@ -1,0 +1,88 @@
+#include "plan/plan.hpp"
+
+#include <cassert>
+#include <cmath>
+#include <numeric>
+
+#include <fmt/format.h>
+
+#include "models/model.hpp"
+#include "plan/microbatches.hpp"
+#include "profiles/interpolate.hpp"
+#include "schedules/error.hpp"
+
+namespace gpipe::plan {
+namespace {
+
+void check_stages(const profiles::Profile& profile, const PlanRequest& r) {
+  const int num_layers = static_cast<int>(profile.layers.size());
+  if (r.stages < 1) throw InputError(fmt::format("--stages must be at least 1, got {}", r.stages));
+  if (r.stages > num_layers) {
+    throw InputError(fmt::format("--stages {} exceeds the {} layers of the profile: every stage "
+                                 "needs at least one layer",
+                                 r.stages, num_layers));
+  }
+}
+
+// Per-layer cost (forward + backward, ns) at micro-batch size b: what the
+// balanced partitioner weighs.
+std::vector<std::int64_t> layer_costs_ns(const profiles::Profile& profile, int b) {
+  std::vector<std::int64_t> costs;
+  costs.reserve(profile.layers.size());
+  for (const auto& layer : profile.layers) {
+    const profiles::LayerCost c = profiles::cost_at(layer, b);
+    costs.push_back(std::llround((c.fwd_us + c.bwd_us) * 1e3));
+  }
+  return costs;
+}
+
+std::vector<std::int64_t> static_bytes_per_rank(const profiles::Profile& profile,
+                                                const models::Partition& partition,
+                                                const schedules::Schedule& schedule,
+                                                models::Optimizer optimizer) {
+  const std::int64_t per_param = models::static_bytes_per_param(optimizer, profile.dtype);
+  const std::int64_t element = models::bytes_per_element(profile.dtype);
+  std::vector<std::int64_t> bytes(static_cast<std::size_t>(schedule.num_ranks), 0);
+  for (int st = 0; st < partition.num_stages(); ++st) {
+    std::int64_t params = 0;
+    for (int l = partition.first_layer(st); l < partition.end_layer(st); ++l) {
+      params += profile.layers[static_cast<std::size_t>(l)].param_bytes / element;
+    }
+    bytes[schedule.rank_of(schedules::Stage{st}).at()] += params * per_param;
+  }
+  return bytes;
+}
+
+// Everything after the micro-batches, which the callers make in their own order.
+Plan plan_with(const profiles::Profile& profile, const PlanRequest& r, std::vector<int> sizes) {
+  assert(static_cast<int>(sizes.size()) == r.microbatches && "the sizes of another request");
+  Plan p;
+  p.batch = std::accumulate(sizes.begin(), sizes.end(), std::int64_t{0});
+  p.microbatch_sizes = std::move(sizes);
+  p.partition = models::make_partition(r.partition, layer_costs_ns(profile, p.microbatch_sizes.front()),
+                                       r.stages);
+  schedules::ScheduleOptions options;
+  options.num_stages = r.stages;
+  options.num_microbatches = r.microbatches;
+  options.backward_order = r.backward_order;
+  options.recompute = r.recompute;
+  p.schedule = schedules::generate(r.schedule, options);
+  p.static_bytes = static_bytes_per_rank(profile, p.partition, p.schedule, r.optimizer);
+  return p;
+}
+
+}  // namespace
+
+Plan make_plan(const profiles::Profile& profile, const PlanRequest& request) {
+  check_stages(profile, request);
+  return plan_with(profile, request,
+                   microbatch_sizes(request.microbatches, request.batch, request.micro_batch_size));
+}
+
+Plan make_plan(const profiles::Profile& profile, const PlanRequest& request,
+               std::vector<int> microbatch_sizes) {
+  check_stages(profile, request);
+  return plan_with(profile, request, std::move(microbatch_sizes));
+}
+
+}  // namespace gpipe::plan

@@ -1,0 +1,56 @@
+// Planning a pipeline run without simulating it. From a request (which
+// schedule, K stages, M micro-batches of a batch, how to partition) and a
+// profile of the model: the layers of each stage (balanced on the profile's
+// per-layer costs), the generated schedule, the micro-batch sizes and the
+// static memory of each rank. `gpipe-run train` runs a plan; the simulator
+// predicts one (sim::predict is make_plan, then simulate), so a run and its
+// prediction describe the same pipeline.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/optimizer.hpp"
+#include "models/partition.hpp"
+#include "profiles/profile.hpp"
+#include "schedules/generate.hpp"
+#include "schedules/schedule.hpp"
+
+namespace gpipe::plan {
+
+struct PlanRequest {
+  std::string schedule = "gpipe";
+  schedules::BackwardOrder backward_order = schedules::BackwardOrder::reverse;
+  schedules::RecomputePolicy recompute = schedules::RecomputePolicy::never;
+  int stages = 1;
+  int microbatches = 1;
+  std::int64_t batch = 0;    // N samples, split over the micro-batches; or
+  int micro_batch_size = 0;  // b samples in every micro-batch (when batch is 0)
+  models::PartitionSpec partition;
+  models::Optimizer optimizer = models::Optimizer::adamw;  // what static_bytes counts
+};
+
+struct Plan {
+  schedules::Schedule schedule;        // generated: compute actions only, not lowered
+  models::Partition partition;
+  std::vector<int> microbatch_sizes;  // samples per micro-batch, largest first
+  std::int64_t batch = 0;             // their sum
+  // Per rank: parameters, gradients and optimizer state (models/optimizer.hpp)
+  // in the profile's dtype.
+  std::vector<std::int64_t> static_bytes;
+};
+
+// Throws InputError, naming the flag, for a request that cannot exist: K < 1,
+// more stages than the profile has layers, M < 1 or M > N, neither N nor b
+// given, a partition that does not fit, an unknown schedule; and for a profile
+// whose dtype has no known size.
+[[nodiscard]] Plan make_plan(const profiles::Profile& profile, const PlanRequest& request);
+
+// The same with the request's micro-batch sizes made already (plan/microbatches.hpp,
+// from the request's M and N or b), for a caller that needed them before it
+// had a profile, to build one at those sizes: the batch is split once.
+[[nodiscard]] Plan make_plan(const profiles::Profile& profile, const PlanRequest& request,
+                             std::vector<int> microbatch_sizes);
+
+}  // namespace gpipe::plan

@@ -1,0 +1,69 @@
+#include "sim/replay.hpp"
+
+#include <string>
+
+#include "schedules/error.hpp"
+
+namespace gpipe::sim {
+
+using schedules::Action;
+using schedules::ActionKind;
+using schedules::Rank;
+
+Replay::Replay(const schedules::Schedule& schedule, const CostModel& costs, bool record)
+    : costs_(costs), num_ranks_(schedule.num_ranks), record_(record), graph_(schedule, costs),
+      pending_(graph_.take_inputs()), ready_(graph_.size(), 0) {
+  const auto num_ranks = static_cast<std::size_t>(num_ranks_);
+  next_.resize(num_ranks);
+  for (int r = 0; r < num_ranks_; ++r) next_[static_cast<std::size_t>(r)] = graph_.rank_begin(r);
+  rank_free_.assign(num_ranks, 0);
+  memory_.assign(num_ranks, 0);
+  peak_memory_.assign(num_ranks, 0);
+  busy_.assign(num_ranks, 0);
+  if (record_) {
+    start_ns_.assign(graph_.size(), 0);
+    // Exactly: a send and a receive per message, one per compute action; at
+    // most two memory changes per action. Pages never written cost nothing.
+    timeline_.actions.reserve(graph_.size() + 2 * graph_.num_messages());
+    timeline_.memory.reserve(2 * graph_.size());
+  }
+}
+
+void Replay::record_transfer(int producer, int consumer, std::int64_t start, std::int64_t end) {
+  using schedules::Stream;
+  const Action& p = graph_.action(static_cast<std::size_t>(producer));
+  const Action& c = graph_.action(static_cast<std::size_t>(consumer));
+  const bool forward = p.kind == ActionKind::F;
+  const Action send{p.stage, forward ? ActionKind::SEND_F : ActionKind::SEND_B, p.microbatch};
+  const Action recv{c.stage, forward ? ActionKind::RECV_F : ActionKind::RECV_B, c.microbatch};
+  timeline_.actions.push_back({send, Rank{graph_.rank(static_cast<std::size_t>(producer))}, Stream::send, start, end});
+  timeline_.actions.push_back({recv, Rank{graph_.rank(static_cast<std::size_t>(consumer))}, Stream::recv, start, end});
+}
+
+SimResult Replay::finish(const schedules::Schedule& schedule, const SimOptions& options) {
+  for (int r = 0; r < num_ranks_; ++r) {
+    const int at = next(r);
+    if (at < graph_.rank_end(r)) {
+      throw RunError("simulation stalled: rank " + std::to_string(r) + " waits at " +
+                     schedules::to_string(graph_.action(static_cast<std::size_t>(at))));
+    }
+  }
+  if (record_) {
+    // Compute actions rank after rank, each in program order.
+    for (std::size_t i = 0; i < graph_.size(); ++i) {
+      timeline_.actions.push_back({graph_.action(i), Rank{graph_.rank(i)}, schedules::Stream::compute,
+                                   start_ns_[i], start_ns_[i] + graph_.duration_ns(i)});
+    }
+  }
+  SimResult result;
+  result.timeline = std::move(timeline_);
+  schedules::TimelineInfo& info = result.timeline.info;
+  info = schedules::info_of(schedule);
+  info.source = "sim";
+  info.batch_size = options.batch_size;
+  info.static_bytes = options.static_bytes;
+  result.metrics = schedules::metrics_from_totals(info, makespan_, busy_, peak_memory_);
+  return result;
+}
+
+}  // namespace gpipe::sim

@@ -1,0 +1,54 @@
+// The directed rank-to-rank links a schedule's messages travel on, and the
+// price of each message. Data crosses ranks only between neighbouring stages:
+// an activation from stage s to s+1, a gradient back from s+1 to s, carrying
+// the boundary bytes of stage s (CostModel::boundary_bytes). Each stage
+// boundary whose two stages sit on different ranks gets a link each way; two
+// boundaries between the same pair of ranks share it. Stages on one rank
+// exchange for free, on no link.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "schedules/schedule.hpp"
+#include "sim/action_graph.hpp"
+#include "sim/cost_model.hpp"
+#include "sim/link_model.hpp"
+
+namespace gpipe::sim {
+
+class StageLinks {
+ public:
+  // `graph`, `costs` and `links` must outlive it.
+  StageLinks(const schedules::Schedule& schedule, const ActionGraph& graph, const CostModel& costs,
+             const LinkModel& links);
+
+  [[nodiscard]] std::size_t size() const { return ends_.size(); }
+  // What the link takes for a message of no bytes: its latency.
+  [[nodiscard]] std::int64_t latency_ns(int link) const;
+
+  struct Message {
+    int link;
+    std::int64_t transfer_ns;  // alone on the link
+  };
+  // The message from node `producer` to node `consumer`, on different ranks.
+  [[nodiscard]] Message message(int producer, int consumer) const {
+    const schedules::Action& dep = graph_.action(static_cast<std::size_t>(producer));
+    const bool forward = dep.kind == schedules::ActionKind::F;
+    const schedules::Stage boundary = forward ? dep.stage : graph_.action(static_cast<std::size_t>(consumer)).stage;
+    const int link = (forward ? forward_ : backward_)[boundary.at()];
+    const schedules::Rank from{graph_.rank(static_cast<std::size_t>(producer))};
+    const schedules::Rank to{graph_.rank(static_cast<std::size_t>(consumer))};
+    return {link, links_.transfer_ns(from, to, costs_.boundary_bytes(boundary, dep.microbatch))};
+  }
+
+ private:
+  const ActionGraph& graph_;
+  const CostModel& costs_;
+  const LinkModel& links_;
+  std::vector<int> forward_, backward_;  // per stage boundary: its link, or -1
+  std::vector<std::pair<int, int>> ends_;  // per link: (from rank, to rank)
+};
+
+}  // namespace gpipe::sim

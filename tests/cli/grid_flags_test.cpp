@@ -1,0 +1,56 @@
+// The shared command-line pieces without a tool around them: the grid flags
+// parsed by CLI11 into a grid of plan requests, and the LIST syntax.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "cli/grid_flags.hpp"
+#include "cli/int_list.hpp"
+#include "tests/error_of.hpp"
+
+namespace gpipe::cli {
+namespace {
+
+using gpipe::testing::error_of;
+
+plan::Grid parse_grid(std::vector<std::string> args) {
+  CLI::App app{"test"};
+  GridFlags flags;
+  flags.add_to(app, 1 << 20);
+  args.insert(args.begin(), "test");
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  app.parse(static_cast<int>(argv.size()), argv.data());
+  plan::Grid grid;
+  flags.apply_to(grid);
+  return grid;
+}
+
+TEST(GridFlags, MakeAGridOfPlanRequests) {
+  const plan::Grid g = parse_grid({"-K", "1..3", "-M", "2,8", "-N", "16", "--schedule", "1f1b,gpipe",
+                                   "--recompute", "always"});
+  EXPECT_EQ(g.stages, (std::vector<int>{1, 2, 3}));
+  EXPECT_EQ(g.microbatches, (std::vector<int>{2, 8}));
+  EXPECT_EQ(g.schedules, (std::vector<std::string>{"1f1b", "gpipe"}));
+  EXPECT_EQ(g.recompute, (std::vector<schedules::RecomputePolicy>{schedules::RecomputePolicy::always}));
+  EXPECT_EQ(g.base.batch, 16);
+  EXPECT_EQ(g.requests().size(), 2u * 3u * 2u);
+}
+
+TEST(GridFlags, DefaultsAndUnknownNames) {
+  const plan::Grid g = parse_grid({"-K", "2", "-M", "4", "-N", "8"});
+  EXPECT_EQ(g.schedules, (std::vector<std::string>{"gpipe"}));
+  EXPECT_EQ(g.recompute, (std::vector<schedules::RecomputePolicy>{schedules::RecomputePolicy::never}));
+  EXPECT_EQ(error_of([] { (void)parse_grid({"-K", "2", "-M", "4", "-N", "8", "--schedule", "gpipe,zb"}); }),
+            "--schedule: unknown value 'zb' (known: gpipe, 1f1b)");
+  EXPECT_EQ(error_of([] { (void)parse_grid({"-K", "2", "-M", "4", "-N", "8", "--recompute", "sometimes"}); }),
+            "--recompute: unknown value 'sometimes' (known: never, always, except_last)");
+}
+
+TEST(IntList, ValuesAndRanges) {
+  EXPECT_EQ(parse_int_list("1..4,8, 16", "--stages"), (std::vector<int>{1, 2, 3, 4, 8, 16}));
+  EXPECT_EQ(error_of([] { (void)parse_int_list("8..1", "--stages"); }).rfind("--stages: ", 0), 0u);
+}
+
+}  // namespace
+}  // namespace gpipe::cli

@@ -1,0 +1,113 @@
+// Planning without simulating: the partition balanced on the profile's costs,
+// the generated schedule, the micro-batch sizes and static memory per rank,
+// exactly; configurations that cannot exist refused with the flag's message.
+#include <gtest/gtest.h>
+
+#include "plan/plan.hpp"
+#include "schedules/validate.hpp"
+#include "tests/error_of.hpp"
+#include "tests/test_profiles.hpp"
+
+namespace gpipe::plan {
+namespace {
+
+using gpipe::testing::error_of;
+using gpipe::testing::uniform_profile;
+
+TEST(MakePlan, ScheduleSizesAndUniformPartition) {
+  PlanRequest r;
+  r.schedule = "1f1b";
+  r.stages = 4;
+  r.microbatches = 8;
+  r.batch = 20;
+  r.recompute = schedules::RecomputePolicy::always;
+  const Plan p = make_plan(uniform_profile(8, 10.0, 20.0), r);
+  EXPECT_EQ(p.partition.layers_per_stage, (std::vector<int>{2, 2, 2, 2}));
+  EXPECT_EQ(p.microbatch_sizes, (std::vector<int>{3, 3, 3, 3, 2, 2, 2, 2}));
+  EXPECT_EQ(p.batch, 20);
+  EXPECT_EQ(p.schedule.name, "1f1b");
+  EXPECT_EQ(p.schedule.num_stages, 4);
+  EXPECT_EQ(p.schedule.num_microbatches, 8);
+  EXPECT_EQ(p.schedule.recompute, schedules::RecomputePolicy::always);
+  EXPECT_FALSE(p.schedule.is_lowered());
+  schedules::validate(p.schedule);
+}
+
+TEST(MakePlan, BalancesOnForwardPlusBackward) {
+  // Layer costs fwd + bwd = 30, 30, 30, 90 us: two stages balance as 3,1 (90 | 90).
+  profiles::Profile profile = uniform_profile(4, 10.0, 20.0);
+  profile.layers[3].samples[0].fwd_us = 30.0;
+  profile.layers[3].samples[0].bwd_us = 60.0;
+  PlanRequest r;
+  r.stages = 2;
+  r.microbatches = 2;
+  r.micro_batch_size = 4;
+  const Plan p = make_plan(profile, r);
+  EXPECT_EQ(p.partition.layers_per_stage, (std::vector<int>{3, 1}));
+  EXPECT_EQ(p.microbatch_sizes, (std::vector<int>{4, 4}));
+  EXPECT_EQ(p.batch, 8);
+  r.partition = models::parse_partition_spec("uniform");
+  EXPECT_EQ(make_plan(profile, r).partition.layers_per_stage, (std::vector<int>{2, 2}));
+}
+
+TEST(MakePlan, StaticBytesPerRankFromOptimizerAndDtype) {
+  // fp32, 400 param bytes per layer = 100 parameters; adamw 16 B, momentum 12 B each.
+  PlanRequest r;
+  r.stages = 2;
+  r.microbatches = 2;
+  r.batch = 2;
+  r.partition = models::parse_partition_spec("4,2");
+  profiles::Profile profile = uniform_profile(6, 1.0, 1.0);
+  EXPECT_EQ(make_plan(profile, r).static_bytes, (std::vector<std::int64_t>{6400, 3200}));
+  r.optimizer = models::Optimizer::momentum;
+  EXPECT_EQ(make_plan(profile, r).static_bytes, (std::vector<std::int64_t>{4800, 2400}));
+  // bf16: 200 parameters of 2 bytes per layer, still 12 B each for momentum.
+  profile.dtype = "bf16";
+  EXPECT_EQ(make_plan(profile, r).static_bytes, (std::vector<std::int64_t>{9600, 4800}));
+  profile.dtype = "int4";
+  EXPECT_EQ(error_of([&] { (void)make_plan(profile, r); }), "dtype 'int4': unknown (fp32, bf16, fp16)");
+}
+
+TEST(MakePlan, WithTheSizesSplitAlready) {
+  PlanRequest r;
+  r.stages = 2;
+  r.microbatches = 3;
+  r.batch = 7;
+  const profiles::Profile profile = uniform_profile(4, 1.0, 1.0);
+  const Plan once = make_plan(profile, r, std::vector<int>{3, 2, 2});
+  const Plan twice = make_plan(profile, r);
+  EXPECT_EQ(once.microbatch_sizes, twice.microbatch_sizes);
+  EXPECT_EQ(once.batch, 7);
+  EXPECT_EQ(once.partition, twice.partition);
+  EXPECT_EQ(once.schedule, twice.schedule);
+}
+
+TEST(MakePlan, RejectsConfigurationsThatCannotExist) {
+  const profiles::Profile profile = uniform_profile(4, 1.0, 1.0);
+  PlanRequest r;
+  r.stages = 5;
+  r.microbatches = 2;
+  r.batch = 8;
+  EXPECT_EQ(error_of([&] { (void)make_plan(profile, r); }),
+            "--stages 5 exceeds the 4 layers of the profile: every stage needs at least one layer");
+  r.stages = 0;
+  EXPECT_EQ(error_of([&] { (void)make_plan(profile, r); }), "--stages must be at least 1, got 0");
+  // The stage count is checked before the batch: K names the first flag at fault.
+  r.microbatches = 9;
+  EXPECT_EQ(error_of([&] { (void)make_plan(profile, r); }), "--stages must be at least 1, got 0");
+  r.stages = 2;
+  EXPECT_EQ(error_of([&] { (void)make_plan(profile, r); }),
+            "--microbatches 9 exceeds --batch 8: every micro-batch needs a sample");
+  r.microbatches = 2;
+  r.partition = models::parse_partition_spec("1,2");
+  EXPECT_EQ(error_of([&] { (void)make_plan(profile, r); }), "--partition 1,2 sums to 3 layers, the model has 4");
+  r.partition = {};
+  r.batch = 0;
+  EXPECT_EQ(error_of([&] { (void)make_plan(profile, r); }), "give --batch N or --micro-batch-size b");
+  r.batch = 8;
+  r.schedule = "zb-h1";
+  EXPECT_EQ(error_of([&] { (void)make_plan(profile, r); }), "unknown schedule 'zb-h1' (known: gpipe, 1f1b)");
+}
+
+}  // namespace
+}  // namespace gpipe::plan
