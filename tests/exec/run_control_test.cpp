@@ -141,7 +141,6 @@ TEST(RunControl, IdleSecondsCountFromTheLastProgress) {
   const Clock::time_point read = Clock::now();
   EXPECT_GE(after, 0.0);
   EXPECT_LE(after, seconds_between(before_progress, read) + 1e-9);
-  EXPECT_LT(after, idle + 1e-9);
 }
 
 TEST(RunControl, DescribeRanksNamesWhereEachRankIs) {
