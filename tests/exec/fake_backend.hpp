@@ -338,7 +338,8 @@ class FakeDevice {
     }
     const float scale = 1.0F / static_cast<float>(settings_.batch);
     const auto values = host.f32();
-    if (host.shape().size() == 1 && std::all_of(values.begin(), values.end(), [&](float v) { return v == scale; })) {
+    const bool all_scale = std::all_of(values.begin(), values.end(), [&](float v) { return v == scale; });
+    if (host.shape().size() == 1 && all_scale) {
       return fmt::format("dl[{}]@{}", host.numel(), t);
     }
     return fmt::format("unknown upload {}@{}", k, t);
@@ -532,13 +533,15 @@ class WorkerHarness {
   // Starts every rank's worker; scripts must be set before.
   void start() {
     for (int r = 0; r < lowered_.num_ranks; ++r) {
+      const auto ri = static_cast<std::size_t>(r);
       std::vector<ScriptedStage*> own(static_cast<std::size_t>(lowered_.num_stages), nullptr);
       for (int s = 0; s < lowered_.num_stages; ++s) {
-        if (lowered_.rank_of(schedules::Stage{s}).value == r) own[static_cast<std::size_t>(s)] = stages_[static_cast<std::size_t>(s)].get();
+        const auto si = static_cast<std::size_t>(s);
+        if (lowered_.rank_of(schedules::Stage{s}).value == r) own[si] = stages_[si].get();
       }
       workers_.push_back(std::make_unique<Worker<FakeBackend>>(
-          Rank{r}, settings_, std::move(own), *devices_[static_cast<std::size_t>(r)],
-          WorkerLinks<FakeBackend>{&link_, &control_, &barrier_, &timer_, memory_[static_cast<std::size_t>(r)].get()}));
+          Rank{r}, settings_, std::move(own), *devices_[ri],
+          WorkerLinks<FakeBackend>{&link_, &control_, &barrier_, &timer_, memory_[ri].get()}));
     }
     for (auto& worker : workers_) threads_.emplace_back([w = worker.get()] { w->run(); });
     guard_ = std::thread([this] {
@@ -580,7 +583,9 @@ class WorkerHarness {
 
   [[nodiscard]] const schedules::Schedule& lowered() const { return lowered_; }
   [[nodiscard]] const RunSettings& settings() const { return settings_; }
-  [[nodiscard]] const std::vector<schedules::Action>& program(int rank) const { return lowered_.actions(Rank{rank}); }
+  [[nodiscard]] const std::vector<schedules::Action>& program(int rank) const {
+    return lowered_.actions(Rank{rank});
+  }
   [[nodiscard]] ScriptedStage& stage(int s) { return *stages_.at(static_cast<std::size_t>(s)); }
   [[nodiscard]] FakeDevice& device(int r) { return *devices_.at(static_cast<std::size_t>(r)); }
   [[nodiscard]] MemoryLog& memory(int r) { return *memory_.at(static_cast<std::size_t>(r)); }

@@ -165,8 +165,9 @@ void expect_program_order_and_data_flow(WorkerHarness& h, const std::string& wha
           EXPECT_EQ(call.target, target);
           break;
         case ActionKind::B:
-          EXPECT_EQ(call.input, s_ == last ? fmt::format("dl[{}]@{}", settings.microbatch_sizes.at(a.microbatch.at()), t)
-                                           : fmt::format("{}B{}@{}", s_ + 1, m, t));
+          EXPECT_EQ(call.input, s_ == last
+                                    ? fmt::format("dl[{}]@{}", settings.microbatch_sizes.at(a.microbatch.at()), t)
+                                    : fmt::format("{}B{}@{}", s_ + 1, m, t));
           break;
         case ActionKind::SEND_F:
         case ActionKind::SEND_B: {
@@ -482,7 +483,9 @@ TEST(Worker, CheckFiniteReadsBackTheLossesAndGradientsAndOnlyThen) {
   unchecked.run();
   EXPECT_EQ(unchecked.error(), "no error");
   for (int r = 0; r < 2; ++r) {
-    for (const std::string& e : unchecked.device(r).events()) EXPECT_EQ(e.find("all_finite"), std::string::npos) << e;
+    for (const std::string& e : unchecked.device(r).events()) {
+      EXPECT_EQ(e.find("all_finite"), std::string::npos) << e;
+    }
   }
 }
 
