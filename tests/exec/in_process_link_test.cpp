@@ -10,7 +10,6 @@
 
 #include "exec/runtime/aborted.hpp"
 #include "exec/cpu/in_process_link.hpp"
-#include "exec/runtime/step_barrier.hpp"
 
 namespace gpipe::exec {
 namespace {
@@ -104,41 +103,6 @@ TEST(InProcessLink, ASecondSendOfOneMessageIsAnError) {
   link.send(Rank{0}, Rank{1}, activation(0), filled(0), {});
   EXPECT_THROW(link.send(Rank{0}, Rank{1}, activation(0), filled(0), {}), std::logic_error);
   EXPECT_THROW(link.send(Rank{0}, Rank{5}, activation(1), filled(0), {}), std::out_of_range);
-}
-
-TEST(StepBarrier, EveryPartyLeavesWithTheSameStart) {
-  StepBarrier barrier(3);
-  std::vector<StepBarrier::Clock::time_point> starts(6);
-  std::vector<std::thread> threads;
-  for (int p = 0; p < 3; ++p) {
-    threads.emplace_back([&, p] {
-      for (int step = 0; step < 2; ++step)
-        starts[static_cast<std::size_t>(2 * p + step)] = barrier.arrive_and_wait();
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (int p = 1; p < 3; ++p) {
-    EXPECT_EQ(starts[static_cast<std::size_t>(2 * p)], starts[0]);
-    EXPECT_EQ(starts[static_cast<std::size_t>(2 * p + 1)], starts[1]);
-  }
-  EXPECT_LE(starts[0], starts[1]);
-}
-
-TEST(StepBarrier, AbortWakesAWaiter) {
-  StepBarrier barrier(2);
-  bool aborted = false;
-  std::thread waiter([&] {
-    try {
-      (void)barrier.arrive_and_wait();
-    } catch (const Aborted&) {
-      aborted = true;
-    }
-  });
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  barrier.abort();
-  waiter.join();
-  EXPECT_TRUE(aborted);
-  EXPECT_THROW((void)barrier.arrive_and_wait(), Aborted);
 }
 
 }  // namespace
