@@ -35,6 +35,7 @@
 #include <cstdint>
 #include <exception>
 #include <stdexcept>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -118,16 +119,21 @@ class Worker {
       return true;
     } catch (const Aborted&) {
     } catch (const std::exception& e) {
-      if (current_ >= 0) {
-        control.fail(fmt::format("rank {} failed in {}: {}", rank_.value,
-                                 to_string(program_[static_cast<std::size_t>(current_)]), e.what()));
-      } else {
-        control.fail(fmt::format("rank {} failed at step {}: {}", rank_.value, step, e.what()));
-      }
+      control.fail(failure(step, e.what()));
     } catch (...) {
-      control.fail(fmt::format("rank {} failed at step {}: unknown exception", rank_.value, step));
+      control.fail(failure(step, "unknown exception"));
     }
     return false;
+  }
+
+  // "rank R failed in ACTION: what" while an action ran, "rank R failed at
+  // step S: what" between actions.
+  [[nodiscard]] std::string failure(int step, const char* what) const {
+    if (current_ >= 0) {
+      return fmt::format("rank {} failed in {}: {}", rank_.value,
+                         to_string(program_[static_cast<std::size_t>(current_)]), what);
+    }
+    return fmt::format("rank {} failed at step {}: {}", rank_.value, step, what);
   }
 
   void run_step(int step) {

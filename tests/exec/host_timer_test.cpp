@@ -47,7 +47,7 @@ TEST(HostTimer, AnIntervalIsInNanosecondsFromItsRanksStepOrigin) {
   const Clock::time_point after = Clock::now();
   const MeasuredIntervals intervals = timer.intervals(0);
   ASSERT_EQ(intervals.size(), 1U);
-  const Interval i = intervals.at({0, parse_action("0F0")});
+  const Interval i = intervals.at({Rank{0}, parse_action("0F0")});
   EXPECT_GE(i.start_ns, ns(before - origin));
   EXPECT_LE(i.start_ns, ns(between - origin));
   EXPECT_GE(i.end_ns, ns(between - origin));
@@ -64,10 +64,10 @@ TEST(HostTimer, StartsStrictlyIncreaseOnAClockTieAndAnEndIsNeverBeforeItsStart) 
   time(timer, mark(0, 0, 3, "0B1"));
   time(timer, mark(0, 0, 4, "0STEP"));
   const MeasuredIntervals expected = {
-      {{0, parse_action("0F0")}, {0, 0}},
-      {{0, parse_action("0F1")}, {1, 1}},
-      {{0, parse_action("0B1")}, {2, 2}},
-      {{0, parse_action("0STEP")}, {3, 3}},
+      {{Rank{0}, parse_action("0F0")}, {0, 0}},
+      {{Rank{0}, parse_action("0F1")}, {1, 1}},
+      {{Rank{0}, parse_action("0B1")}, {2, 2}},
+      {{Rank{0}, parse_action("0STEP")}, {3, 3}},
   };
   EXPECT_EQ(timer.intervals(0), expected);
 }
@@ -79,9 +79,9 @@ TEST(HostTimer, ANewStepStartsItsCountFromTheNewOrigin) {
   time(timer, mark(0, 0, 1, "0B0"));
   timer.start_step(Rank{0}, 1, Clock::now() + std::chrono::hours(1));
   time(timer, mark(0, 1, 0, "0F0"));
-  EXPECT_EQ(timer.intervals(0), (MeasuredIntervals{{{0, parse_action("0F0")}, {0, 0}},
-                                                   {{0, parse_action("0B0")}, {1, 1}}}));
-  EXPECT_EQ(timer.intervals(1), (MeasuredIntervals{{{0, parse_action("0F0")}, {0, 0}}}));
+  EXPECT_EQ(timer.intervals(0), (MeasuredIntervals{{{Rank{0}, parse_action("0F0")}, {0, 0}},
+                                                   {{Rank{0}, parse_action("0B0")}, {1, 1}}}));
+  EXPECT_EQ(timer.intervals(1), (MeasuredIntervals{{{Rank{0}, parse_action("0F0")}, {0, 0}}}));
 }
 
 TEST(HostTimer, SlotsAndRanksAreKeptApartWithExactKeys) {
@@ -96,10 +96,10 @@ TEST(HostTimer, SlotsAndRanksAreKeptApartWithExactKeys) {
   timer.start_step(Rank{0}, 1, future);
   time(timer, mark(0, 1, 0, "0F0"));
   std::vector<std::pair<int, std::string>> keys;
-  for (const auto& [key, interval] : timer.intervals(0)) keys.emplace_back(key.first, to_string(key.second));
+  for (const auto& [key, interval] : timer.intervals(0)) keys.emplace_back(key.first.value, to_string(key.second));
   EXPECT_EQ(keys, (std::vector<std::pair<int, std::string>>{{0, "0F0"}, {0, "0SEND_F0"}, {2, "2F0"}, {2, "2B0"}}));
-  EXPECT_EQ(timer.intervals(0).at({2, parse_action("2B0")}), (Interval{1, 1}));
-  EXPECT_EQ(timer.intervals(1), (MeasuredIntervals{{{0, parse_action("0F0")}, {0, 0}}}));
+  EXPECT_EQ(timer.intervals(0).at({Rank{2}, parse_action("2B0")}), (Interval{1, 1}));
+  EXPECT_EQ(timer.intervals(1), (MeasuredIntervals{{{Rank{0}, parse_action("0F0")}, {0, 0}}}));
 }
 
 TEST(HostTimer, ASecondStartOfASlotReplacesWhatItHeld) {
@@ -110,7 +110,7 @@ TEST(HostTimer, ASecondStartOfASlotReplacesWhatItHeld) {
   time(timer, mark(0, 0, 1, "0F1"));
   timer.start_step(Rank{0}, 0, future);
   time(timer, mark(0, 0, 1, "0F1"));
-  EXPECT_EQ(timer.intervals(0), (MeasuredIntervals{{{0, parse_action("0F1")}, {0, 0}}}));
+  EXPECT_EQ(timer.intervals(0), (MeasuredIntervals{{{Rank{0}, parse_action("0F1")}, {0, 0}}}));
 }
 
 TEST(HostTimer, EachRanksThreadRecordsOnItsOwn) {
@@ -132,7 +132,7 @@ TEST(HostTimer, EachRanksThreadRecordsOnItsOwn) {
   EXPECT_EQ(intervals.size(), static_cast<std::size_t>(kRanks * kActions));
   for (int r = 0; r < kRanks; ++r) {
     for (int m = 0; m < kActions; ++m) {
-      EXPECT_EQ(intervals.at({r, schedules::make_action(r, schedules::ActionKind::F, m)}), (Interval{m, m}));
+      EXPECT_EQ(intervals.at({Rank{r}, schedules::make_action(r, schedules::ActionKind::F, m)}), (Interval{m, m}));
     }
   }
 }

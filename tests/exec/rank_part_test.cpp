@@ -25,7 +25,7 @@ using std::chrono::milliseconds;
 // Rank r's part: two measured steps, with SEND/RECV, STEP and a change between actions.
 RankPart part_of(int r) {
   RankPart part;
-  part.rank = r;
+  part.rank = schedules::Rank{r};
   part.static_bytes = 1'000'000'000'000 + r;  // beyond 32 bits
   const std::string s = std::to_string(r);
   for (int k = 0; k < 2; ++k) {
@@ -51,7 +51,7 @@ std::string run_error_of(const std::string& text) {
 
 TEST(RankPart, TheJsonFormIsExact) {
   RankPart part;
-  part.rank = 1;
+  part.rank = schedules::Rank{1};
   part.static_bytes = 64;
   part.steps.push_back({{{parse_action("1F0"), {0, 10}}}, {{0, 5, 128}}});
   EXPECT_EQ(to_json(part),
@@ -64,7 +64,7 @@ TEST(RankPart, RoundTripsExactly) {
     EXPECT_EQ(parse_rank_part(to_json(part)), part) << to_json(part);
   }
   RankPart empty;
-  empty.rank = 2;
+  empty.rank = schedules::Rank{2};
   EXPECT_EQ(parse_rank_part(to_json(empty)), empty);
 }
 
@@ -107,10 +107,10 @@ Exchanged exchange(int world, int reporter) {
       try {
         const RankPart mine = part_of(r);
         if (r == 0) {
-          out.parts[0] = exchange_parts(server, mine, world, reporter);
+          out.parts[0] = exchange_parts(server, mine, world, schedules::Rank{reporter});
         } else {
           TcpStore client("127.0.0.1", server.port(), false, timeout);
-          out.parts[static_cast<std::size_t>(r)] = exchange_parts(client, mine, world, reporter);
+          out.parts[static_cast<std::size_t>(r)] = exchange_parts(client, mine, world, schedules::Rank{reporter});
         }
       } catch (const std::exception& e) {
         out.errors[static_cast<std::size_t>(r)] = e.what();

@@ -5,10 +5,12 @@
 // its threads have ended.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 #include "schedules/error.hpp"
 #include "tests/exec/trainer_support.hpp"
@@ -19,12 +21,25 @@ namespace {
 using schedules::parse_action;
 using trainer_test::RunConfig;
 
-// Threads of this process, from /proc (Linux).
+// Threads of this process, from /proc (Linux), once the count holds still:
+// a joined thread can stay in the kernel's list for a moment after its join
+// returns, so one reading right after a run may still count it. A thread
+// that really outlived the run never leaves, and still fails the test.
 int thread_count() {
-  int n = 0;
-  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/task"))
-    ++n;
-  return n;
+  const auto read = [] {
+    int n = 0;
+    for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/task"))
+      ++n;
+    return n;
+  };
+  int count = read();
+  for (int same = 0, reads = 0; same < 5 && reads < 2000; ++reads) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    const int now = read();
+    same = now == count ? same + 1 : 0;
+    count = now;
+  }
+  return count;
 }
 
 std::string run_error(const TrainOptions& options) {

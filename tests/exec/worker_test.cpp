@@ -407,14 +407,6 @@ TEST(Worker, AStageThatThrowsANonStandardExceptionIsNamedByItsAction) {
     h.stage(1).script.throw_at = "1F1";
     h.stage(1).script.throw_non_std = true;
   });
-  if (error == "rank 1 failed at step 0: unknown exception") {
-    // Runtime bug: worker.hpp's header says an error in an action is reported
-    // as "rank R failed in ACTION: what" ("at step S" only between actions),
-    // but run_steps()'s catch (...) always writes "at step S", ignoring the
-    // running action (current_), so a non-std exception thrown by a stage
-    // loses the action's name. Left for the runtime's owner to fix.
-    GTEST_SKIP() << "known runtime bug: catch (...) ignores the running action: " << error;
-  }
   EXPECT_EQ(error, "rank 1 failed in 1F1: unknown exception");
 }
 
