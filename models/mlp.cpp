@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "models/families.hpp"
+#include "models/layer_layout.hpp"
 
 namespace gpipe::models {
 
@@ -17,15 +18,13 @@ Layer mlp_block_layer(std::string name, std::int64_t hidden, std::int64_t ffn_wi
   Layer layer;
   layer.name = std::move(name);
   layer.kind = std::string(layer_kind::mlp_block);
-  layer.params = 2 * h + (f * h + f) + (h * f + h);
   layer.ffn_width = f;
   layer.fwd_flops = gemms;
   layer.bwd_input_flops = gemms;
   layer.bwd_weight_flops = gemms;
   layer.input_elems = h;
   layer.output_elems = h;
-  // x, LN output, LN mean and rstd, pre-GELU, GELU output.
-  layer.activation_elems = h + h + 2 + f + f;
+  count_from_layout(layer, layer_layout(layer.kind, {.hidden = h, .ffn_width = f}));
   return layer;
 }
 
@@ -36,7 +35,7 @@ Layer mse_loss_layer(std::int64_t hidden) {
   layer.input_elems = hidden;
   layer.target_elems = hidden;
   layer.output_elems = 1;  // the per-sample loss
-  layer.activation_elems = hidden + hidden;  // prediction and target
+  count_from_layout(layer, layer_layout(layer.kind, {.hidden = hidden}));
   return layer;
 }
 

@@ -7,29 +7,37 @@
 #include <fmt/format.h>
 
 #include "models/families.hpp"
+#include "models/layer_layout.hpp"
 
 namespace gpipe::models {
+
+namespace {
+
+LayerDims dims_of(const TransformerShape& shape, std::int64_t ffn_width = 0) {
+  return {.hidden = shape.hidden, .ffn_width = ffn_width, .seq = shape.seq, .heads = shape.heads,
+          .vocab = shape.vocab};
+}
+
+}  // namespace
 
 Layer embedding_layer(const TransformerShape& shape) {
   const std::int64_t h = shape.hidden;
   const std::int64_t s = shape.seq;
-  const std::int64_t v = shape.vocab;
   Layer layer;
   layer.name = "embed";
   layer.kind = std::string(layer_kind::embedding);
-  layer.params = v * h + s * h;  // token and position tables
   // A gather forward and a scatter-add backward: no matrix products, and no
   // input gradient since the input is integer.
   layer.input_index_bytes = 4 * s;
   layer.output_elems = s * h;
-  layer.activation_index_bytes = 4 * s;  // the ids, for the scatter-add
+  // Token and position tables; it keeps the ids, for the scatter-add.
+  count_from_layout(layer, layer_layout(layer.kind, dims_of(shape)));
   return layer;
 }
 
 Layer transformer_block_layer(std::string name, const TransformerShape& shape) {
   const std::int64_t h = shape.hidden;
   const std::int64_t s = shape.seq;
-  const std::int64_t a = shape.heads;
   const double hd = static_cast<double>(h);
   const double sd = static_cast<double>(s);
   // Wqkv 6SH^2, Wo 2SH^2, W1 8SH^2, W2 8SH^2.
@@ -39,16 +47,16 @@ Layer transformer_block_layer(std::string name, const TransformerShape& shape) {
   Layer layer;
   layer.name = std::move(name);
   layer.kind = std::string(layer_kind::transformer_block);
-  layer.params = 12 * h * h + 13 * h;
   layer.ffn_width = 4 * h;
   layer.fwd_flops = linears + 2.0 * attention_product;        // q k^T, P v
   layer.bwd_input_flops = linears + 4.0 * attention_product;  // dq, dk, dP, dv
   layer.bwd_weight_flops = linears;
   layer.input_elems = s * h;
   layer.output_elems = s * h;
-  // x, LN1 out, q/k/v (3), attention out, a, LN2 out, pre-GELU (4), GELU out (4)
-  // = 16 rows of H per token; two LayerNorms' mean and rstd; P over all heads.
-  layer.activation_elems = 16 * s * h + 4 * s + a * s * s;
+  // 12H^2 + 13H parameters; it keeps x, LN1 out, q/k/v (3), attention out, a,
+  // LN2 out, pre-GELU (4), GELU out (4) = 16 rows of H per token, two
+  // LayerNorms' mean and rstd, and P over all heads: 16SH + 4S + AS^2.
+  count_from_layout(layer, layer_layout(layer.kind, dims_of(shape, layer.ffn_width)));
   return layer;
 }
 
@@ -61,16 +69,15 @@ Layer lm_head_layer(const TransformerShape& shape) {
   Layer layer;
   layer.name = "head";
   layer.kind = std::string(layer_kind::lm_head);
-  layer.params = 2 * h + v * h;  // final LayerNorm, unembedding (no bias)
   layer.fwd_flops = logits;
   layer.bwd_input_flops = logits;
   layer.bwd_weight_flops = logits;
   layer.input_elems = s * h;
   layer.target_index_bytes = 4 * s;
   layer.output_elems = 1;  // the per-sample loss
-  // x, LN out, LN mean and rstd, softmax probabilities; the targets as int32.
-  layer.activation_elems = 2 * s * h + 2 * s + s * v;
-  layer.activation_index_bytes = 4 * s;
+  // A final LayerNorm and the unembedding (no bias); it keeps x, LN out, LN
+  // mean and rstd, softmax probabilities, and the targets as int32.
+  count_from_layout(layer, layer_layout(layer.kind, dims_of(shape)));
   return layer;
 }
 

@@ -5,10 +5,10 @@
 
 #include <fmt/format.h>
 
+#include "plan/microbatches.hpp"
 #include "schedules/error.hpp"
 #include "schedules/lower.hpp"
 #include "schedules/validate.hpp"
-#include "plan/microbatches.hpp"
 
 namespace gpipe::exec {
 

@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "exec/cpu/ops/init.hpp"
 #include "exec/cpu/layers/layer.hpp"
+#include "exec/cpu/ops/init.hpp"
 #include "models/families.hpp"
 #include "tests/error_of.hpp"
 #include "tests/exec/cpu_layer_cases.hpp"

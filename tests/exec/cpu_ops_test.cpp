@@ -5,10 +5,10 @@
 #include <cmath>
 #include <vector>
 
+#include "exec/cpu/layers/layer.hpp"
 #include "exec/cpu/ops/cross_entropy.hpp"
 #include "exec/cpu/ops/gelu.hpp"
 #include "exec/cpu/ops/gemm.hpp"
-#include "exec/cpu/layers/layer.hpp"
 #include "exec/cpu/ops/layernorm.hpp"
 #include "models/families.hpp"
 #include "tests/exec/cpu_layer_cases.hpp"

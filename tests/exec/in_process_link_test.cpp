@@ -8,8 +8,8 @@
 #include <thread>
 #include <vector>
 
-#include "exec/runtime/aborted.hpp"
 #include "exec/cpu/in_process_link.hpp"
+#include "exec/runtime/aborted.hpp"
 
 namespace gpipe::exec {
 namespace {

@@ -25,7 +25,7 @@
 
 #include <fmt/format.h>
 
-#include "exec/layers/layer_layout.hpp"
+#include "models/layer_layout.hpp"
 #include "tests/exec/trainer_support.hpp"
 
 namespace gpipe::exec {
@@ -45,7 +45,7 @@ struct Shape {
 // The values of parameter `p` of layer `l` that transparency is checked on.
 std::vector<float> compared(const models::Model& model, const OptimizerConfig& optimizer,
                             std::size_t l, std::size_t p, std::vector<float> values) {
-  constexpr std::size_t kBqkv = layout::transformer_block::kBqkv;
+  constexpr std::size_t kBqkv = models::layout::transformer_block::kBqkv;
   if (optimizer.kind != models::Optimizer::adamw || model.layers[l].kind != "transformer_block" ||
       p != kBqkv) {
     return values;

@@ -5,24 +5,22 @@
 
 #include <cstddef>
 
-#include "exec/layers/layer_layout.hpp"
-#include "exec/layers/layer_checks.hpp"
+#include "exec/cpu/layers/kind_base.hpp"
 #include "exec/cpu/layers/layer_kinds.hpp"
+#include "exec/layers/layer_checks.hpp"
+#include "models/layer_layout.hpp"
 #include "schedules/error.hpp"
 
 namespace gpipe::exec::cpu {
 
 namespace {
 
-using namespace layout::embedding;
+using namespace models::layout::embedding;
 
 class Embedding final : public KindLayer {
  public:
   Embedding(const models::Layer& spec, const models::Model& model, NormalInit& init)
-      : KindLayer(spec), h_(model.hidden), s_(model.seq), v_(model.vocab) {
-    parameters_.push_back(normal_parameter("tok", {v_, h_}, init));
-    parameters_.push_back(normal_parameter("pos", {s_, h_}, init));
-  }
+      : KindLayer(model, spec, init), h_(model.hidden), s_(model.seq), v_(model.vocab) {}
 
   Tensor forward(Tensor input, const Tensor* /*target*/, Stash& stash,
                  MemoryAccount* account) override {

@@ -1,6 +1,7 @@
 // The CPU layers: the layer contract of exec/layers/layer.hpp over host
 // tensors, in fp32, the numerical reference of every backend. One file per
-// kind (layer_kinds.hpp); the math they are made of is in exec/cpu/ops/.
+// kind (layer_kinds.hpp), on the base of kind_base.hpp; the math they are
+// made of is in exec/cpu/ops/.
 #pragma once
 
 #include <cstddef>
@@ -16,15 +17,6 @@ namespace gpipe::exec::cpu {
 using Stash = exec::Stash<Tensor>;
 using Parameter = exec::Parameter<Tensor>;
 using Layer = exec::Layer<Tensor>;
-
-// The base of the CPU layer kinds: typed access to the parameters' values
-// and gradients, for their math.
-class KindLayer : public Layer {
- protected:
-  using Layer::Layer;
-  [[nodiscard]] float* value(std::size_t i) { return parameters_[i].value.data(); }
-  [[nodiscard]] float* grad(std::size_t i) { return parameters_[i].grad.data(); }
-};
 
 // The layer `index` of `model`, its parameters initialised from `seed` and the
 // index alone (GPT-2 style: normal(0, 0.02) weights, zero biases, LayerNorm

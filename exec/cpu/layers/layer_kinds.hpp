@@ -6,8 +6,8 @@
 
 #include <memory>
 
-#include "exec/cpu/ops/init.hpp"
 #include "exec/cpu/layers/layer.hpp"
+#include "exec/cpu/ops/init.hpp"
 
 namespace gpipe::exec::cpu {
 

@@ -6,28 +6,25 @@
 #include <cstddef>
 #include <vector>
 
-#include "exec/layers/layer_layout.hpp"
-#include "exec/layers/layer_checks.hpp"
-#include "exec/cpu/ops/cross_entropy.hpp"
+#include "exec/cpu/layers/kind_base.hpp"
 #include "exec/cpu/layers/layer_kinds.hpp"
+#include "exec/cpu/ops/cross_entropy.hpp"
 #include "exec/cpu/ops/layernorm.hpp"
 #include "exec/cpu/ops/linear.hpp"
+#include "exec/layers/layer_checks.hpp"
+#include "models/layer_layout.hpp"
 #include "schedules/error.hpp"
 
 namespace gpipe::exec::cpu {
 
 namespace {
 
-using namespace layout::lm_head;
+using namespace models::layout::lm_head;
 
 class LmHead final : public KindLayer {
  public:
   LmHead(const models::Layer& spec, const models::Model& model, NormalInit& init)
-      : KindLayer(spec), h_(model.hidden), s_(model.seq), v_(model.vocab) {
-    parameters_.push_back(constant_parameter("ln.gamma", {h_}, 1.0F));
-    parameters_.push_back(constant_parameter("ln.beta", {h_}, 0.0F));
-    parameters_.push_back(normal_parameter("wu", {v_, h_}, init));
-  }
+      : KindLayer(model, spec, init), h_(model.hidden), s_(model.seq), v_(model.vocab) {}
 
   Tensor forward(Tensor input, const Tensor* target, Stash& stash,
                  MemoryAccount* account) override {
@@ -44,9 +41,9 @@ class LmHead final : public KindLayer {
       }
     }
     input.charge_to(account);
-    Tensor normed({b, s_, h_}, ElementType::f32, account);
-    Tensor stats({b, s_, 2}, ElementType::f32, account);
-    Tensor probs({b, s_, v_}, ElementType::f32, account);
+    Tensor normed = kept(kNormed, b, account);
+    Tensor stats = kept(kStats, b, account);
+    Tensor probs = kept(kProbs, b, account);
     Tensor targets = target->clone(account);
 
     layernorm_forward(rows, h_, input.data(), value(kGamma), value(kBeta), normed.data(),

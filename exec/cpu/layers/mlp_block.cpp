@@ -1,39 +1,33 @@
 // The mlp_block layer: y = x + W2 gelu(W1 LN(x) + c1) + c2 (models/model.hpp).
 #include <cstddef>
 
-#include "exec/layers/layer_layout.hpp"
-#include "exec/layers/layer_checks.hpp"
-#include "exec/cpu/ops/gelu.hpp"
+#include "exec/cpu/layers/kind_base.hpp"
 #include "exec/cpu/layers/layer_kinds.hpp"
+#include "exec/cpu/ops/gelu.hpp"
 #include "exec/cpu/ops/layernorm.hpp"
 #include "exec/cpu/ops/linear.hpp"
+#include "exec/layers/layer_checks.hpp"
+#include "models/layer_layout.hpp"
 
 namespace gpipe::exec::cpu {
 
 namespace {
 
-using namespace layout::mlp_block;
+using namespace models::layout::mlp_block;
 
 class MlpBlock final : public KindLayer {
  public:
-  MlpBlock(const models::Layer& spec, std::int64_t hidden, NormalInit& init)
-      : KindLayer(spec), h_(hidden), f_(spec.ffn_width) {
-    parameters_.push_back(constant_parameter("ln.gamma", {h_}, 1.0F));
-    parameters_.push_back(constant_parameter("ln.beta", {h_}, 0.0F));
-    parameters_.push_back(normal_parameter("w1", {f_, h_}, init));
-    parameters_.push_back(constant_parameter("c1", {f_}, 0.0F));
-    parameters_.push_back(normal_parameter("w2", {h_, f_}, init));
-    parameters_.push_back(constant_parameter("c2", {h_}, 0.0F));
-  }
+  MlpBlock(const models::Layer& spec, const models::Model& model, NormalInit& init)
+      : KindLayer(model, spec, init), h_(model.hidden), f_(spec.ffn_width) {}
 
   Tensor forward(Tensor input, const Tensor* /*target*/, Stash& stash,
                  MemoryAccount* account) override {
     const std::int64_t b = expect_tensor(spec_, "input", input, ElementType::f32, {kAnyBatch, h_});
     input.charge_to(account);
-    Tensor normed({b, h_}, ElementType::f32, account);
-    Tensor stats({b, 2}, ElementType::f32, account);
-    Tensor pre({b, f_}, ElementType::f32, account);
-    Tensor act({b, f_}, ElementType::f32, account);
+    Tensor normed = kept(kNormed, b, account);
+    Tensor stats = kept(kStats, b, account);
+    Tensor pre = kept(kPreGelu, b, account);
+    Tensor act = kept(kGelu, b, account);
     Tensor y({b, h_});
     layernorm_forward(b, h_, input.data(), value(kGamma), value(kBeta), normed.data(),
                       stats.data());
@@ -80,7 +74,7 @@ class MlpBlock final : public KindLayer {
 
 std::unique_ptr<Layer> make_mlp_block(const models::Model& model, const models::Layer& spec,
                                       NormalInit& init) {
-  return std::make_unique<MlpBlock>(spec, model.hidden, init);
+  return std::make_unique<MlpBlock>(spec, model, init);
 }
 
 }  // namespace gpipe::exec::cpu

@@ -1,19 +1,21 @@
 // The mse_loss layer: per-sample loss = mean_j (x_j - t_j)^2 (models/model.hpp).
 #include <cstddef>
 
-#include "exec/layers/layer_layout.hpp"
-#include "exec/layers/layer_checks.hpp"
+#include "exec/cpu/layers/kind_base.hpp"
 #include "exec/cpu/layers/layer_kinds.hpp"
+#include "exec/layers/layer_checks.hpp"
+#include "models/layer_layout.hpp"
 
 namespace gpipe::exec::cpu {
 
 namespace {
 
-using namespace layout::mse_loss;
+using namespace models::layout::mse_loss;
 
 class MseLoss final : public KindLayer {
  public:
-  MseLoss(const models::Layer& spec, std::int64_t hidden) : KindLayer(spec), h_(hidden) {}
+  MseLoss(const models::Layer& spec, const models::Model& model, NormalInit& init)
+      : KindLayer(model, spec, init), h_(model.hidden) {}
 
   Tensor forward(Tensor input, const Tensor* target, Stash& stash,
                  MemoryAccount* account) override {
@@ -64,8 +66,8 @@ class MseLoss final : public KindLayer {
 }  // namespace
 
 std::unique_ptr<Layer> make_mse_loss(const models::Model& model, const models::Layer& spec,
-                                     NormalInit& /*init*/) {
-  return std::make_unique<MseLoss>(spec, model.hidden);
+                                     NormalInit& init) {
+  return std::make_unique<MseLoss>(spec, model, init);
 }
 
 }  // namespace gpipe::exec::cpu

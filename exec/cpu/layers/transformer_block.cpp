@@ -5,20 +5,21 @@
 
 #include <cstddef>
 
-#include "exec/layers/layer_layout.hpp"
-#include "exec/cpu/ops/attention.hpp"
-#include "exec/layers/layer_checks.hpp"
-#include "exec/cpu/ops/gelu.hpp"
+#include "exec/cpu/layers/kind_base.hpp"
 #include "exec/cpu/layers/layer_kinds.hpp"
+#include "exec/cpu/ops/attention.hpp"
+#include "exec/cpu/ops/gelu.hpp"
 #include "exec/cpu/ops/layernorm.hpp"
 #include "exec/cpu/ops/linear.hpp"
+#include "exec/layers/layer_checks.hpp"
+#include "models/layer_layout.hpp"
 #include "schedules/error.hpp"
 
 namespace gpipe::exec::cpu {
 
 namespace {
 
-using namespace layout::transformer_block;
+using namespace models::layout::transformer_block;
 
 void add_into(std::int64_t count, const float* from, float* to) {
   for (std::int64_t i = 0; i < count; ++i) to[i] += from[i];
@@ -27,24 +28,16 @@ void add_into(std::int64_t count, const float* from, float* to) {
 class TransformerBlock final : public KindLayer {
  public:
   TransformerBlock(const models::Layer& spec, const models::Model& model, NormalInit& init)
-      : KindLayer(spec), h_(model.hidden), s_(model.seq), a_(model.heads), f_(spec.ffn_width) {
+      : KindLayer(model, spec, init),
+        h_(model.hidden),
+        s_(model.seq),
+        a_(model.heads),
+        f_(spec.ffn_width) {
     if (a_ < 1 || h_ % a_ != 0 || f_ < 1) {
       throw InputError(fmt::format(
           "layer {} ({}): hidden {} is not split evenly by heads {} or ffn width {} < 1", spec.name,
           spec.kind, h_, a_, f_));
     }
-    parameters_.push_back(constant_parameter("ln1.gamma", {h_}, 1.0F));
-    parameters_.push_back(constant_parameter("ln1.beta", {h_}, 0.0F));
-    parameters_.push_back(normal_parameter("wqkv", {3 * h_, h_}, init));
-    parameters_.push_back(constant_parameter("bqkv", {3 * h_}, 0.0F));
-    parameters_.push_back(normal_parameter("wo", {h_, h_}, init));
-    parameters_.push_back(constant_parameter("bo", {h_}, 0.0F));
-    parameters_.push_back(constant_parameter("ln2.gamma", {h_}, 1.0F));
-    parameters_.push_back(constant_parameter("ln2.beta", {h_}, 0.0F));
-    parameters_.push_back(normal_parameter("w1", {f_, h_}, init));
-    parameters_.push_back(constant_parameter("b1", {f_}, 0.0F));
-    parameters_.push_back(normal_parameter("w2", {h_, f_}, init));
-    parameters_.push_back(constant_parameter("b2", {h_}, 0.0F));
   }
 
   Tensor forward(Tensor input, const Tensor* /*target*/, Stash& stash,
@@ -55,24 +48,24 @@ class TransformerBlock final : public KindLayer {
     input.charge_to(account);
     stash.tensors.clear();
     stash.tensors.push_back(std::move(input));
-    for (const std::vector<std::int64_t>& shape : stash_shapes_after_input(b, s_, h_, a_, f_)) {
-      stash.tensors.emplace_back(shape, ElementType::f32, account);
+    for (std::size_t k = kNormed1; k < kKeptCount; ++k) {
+      stash.tensors.push_back(kept(k, b, account));
     }
-    auto kept = [&](Kept k) { return stash.tensors[k].data(); };
+    auto at = [&](Kept k) { return stash.tensors[k].data(); };
     Tensor y({b, s_, h_});
 
-    layernorm_forward(rows, h_, kept(kX), value(kGamma1), value(kBeta1), kept(kNormed1),
-                      kept(kStats1));
-    linear_forward({rows, h_, 3 * h_}, kept(kNormed1), value(kWqkv), value(kBqkv), kept(kQkv));
-    attention_forward({b, s_, h_, a_}, kept(kQkv), kept(kProbs), kept(kAttn));
-    linear_forward({rows, h_, h_}, kept(kAttn), value(kWo), value(kBo), kept(kA));
-    add_into(rows * h_, kept(kX), kept(kA));
-    layernorm_forward(rows, h_, kept(kA), value(kGamma2), value(kBeta2), kept(kNormed2),
-                      kept(kStats2));
-    linear_forward({rows, h_, f_}, kept(kNormed2), value(kW1), value(kB1), kept(kPreGelu));
-    gelu_forward(rows * f_, kept(kPreGelu), kept(kGelu));
-    linear_forward({rows, f_, h_}, kept(kGelu), value(kW2), value(kB2), y.data());
-    add_into(rows * h_, kept(kA), y.data());
+    layernorm_forward(rows, h_, at(kX), value(kGamma1), value(kBeta1), at(kNormed1),
+                      at(kStats1));
+    linear_forward({rows, h_, 3 * h_}, at(kNormed1), value(kWqkv), value(kBqkv), at(kQkv));
+    attention_forward({b, s_, h_, a_}, at(kQkv), at(kProbs), at(kAttn));
+    linear_forward({rows, h_, h_}, at(kAttn), value(kWo), value(kBo), at(kA));
+    add_into(rows * h_, at(kX), at(kA));
+    layernorm_forward(rows, h_, at(kA), value(kGamma2), value(kBeta2), at(kNormed2),
+                      at(kStats2));
+    linear_forward({rows, h_, f_}, at(kNormed2), value(kW1), value(kB1), at(kPreGelu));
+    gelu_forward(rows * f_, at(kPreGelu), at(kGelu));
+    linear_forward({rows, f_, h_}, at(kGelu), value(kW2), value(kB2), y.data());
+    add_into(rows * h_, at(kA), y.data());
     return y;
   }
 
@@ -81,29 +74,29 @@ class TransformerBlock final : public KindLayer {
     const std::int64_t b = stash.tensors[kX].dim(0);
     expect_tensor(spec_, "grad_output", grad_output, ElementType::f32, {b, s_, h_});
     const std::int64_t rows = b * s_;
-    auto kept = [&](Kept k) { return stash.tensors[k].data(); };
+    auto at = [&](Kept k) { return stash.tensors[k].data(); };
     const float* dy = grad_output.data();
 
     // MLP branch, then LN2: da = dy + LN2'(W1'(gelu'(W2'(dy)))).
     Tensor dact({b, s_, f_});
-    linear_backward({rows, f_, h_}, kept(kGelu), value(kW2), dy, dact.data(), grad(kW2), grad(kB2));
-    gelu_backward(rows * f_, kept(kPreGelu), dact.data(), dact.data());
+    linear_backward({rows, f_, h_}, at(kGelu), value(kW2), dy, dact.data(), grad(kW2), grad(kB2));
+    gelu_backward(rows * f_, at(kPreGelu), dact.data(), dact.data());
     Tensor dh({b, s_, h_});  // one [rows, H] scratch, reused by each step below in turn
-    linear_backward({rows, h_, f_}, kept(kNormed2), value(kW1), dact.data(), dh.data(), grad(kW1),
+    linear_backward({rows, h_, f_}, at(kNormed2), value(kW1), dact.data(), dh.data(), grad(kW1),
                     grad(kB1));
     Tensor da = grad_output.clone();
-    layernorm_backward(rows, h_, kept(kA), kept(kStats2), value(kGamma2), dh.data(), da.data(),
+    layernorm_backward(rows, h_, at(kA), at(kStats2), value(kGamma2), dh.data(), da.data(),
                        grad(kGamma2), grad(kBeta2));
 
     // Attention branch, then LN1: dx = da + LN1'(Wqkv'(attn'(Wo'(da)))).
-    linear_backward({rows, h_, h_}, kept(kAttn), value(kWo), da.data(), dh.data(), grad(kWo),
+    linear_backward({rows, h_, h_}, at(kAttn), value(kWo), da.data(), dh.data(), grad(kWo),
                     grad(kBo));
     Tensor dqkv({b, s_, 3 * h_});
-    attention_backward({b, s_, h_, a_}, kept(kQkv), kept(kProbs), dh.data(), dqkv.data());
-    linear_backward({rows, h_, 3 * h_}, kept(kNormed1), value(kWqkv), dqkv.data(), dh.data(),
+    attention_backward({b, s_, h_, a_}, at(kQkv), at(kProbs), dh.data(), dqkv.data());
+    linear_backward({rows, h_, 3 * h_}, at(kNormed1), value(kWqkv), dqkv.data(), dh.data(),
                     grad(kWqkv), grad(kBqkv));
     Tensor dx = std::move(da);  // the residual's share; LN1 adds its own
-    layernorm_backward(rows, h_, kept(kX), kept(kStats1), value(kGamma1), dh.data(), dx.data(),
+    layernorm_backward(rows, h_, at(kX), at(kStats1), value(kGamma1), dh.data(), dx.data(),
                        grad(kGamma1), grad(kBeta1));
     return dx;
   }

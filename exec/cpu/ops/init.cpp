@@ -51,4 +51,22 @@ Parameter constant_parameter(std::string name, std::vector<std::int64_t> shape, 
   return p;
 }
 
+std::vector<Parameter> parameters_of(const models::LayerLayout& layout, NormalInit& init) {
+  std::vector<Parameter> parameters;
+  for (const models::ParameterLayout& p : layout.parameters) {
+    switch (p.init) {
+      case models::Init::normal:
+        parameters.push_back(normal_parameter(p.name, p.shape, init));
+        break;
+      case models::Init::zeros:
+        parameters.push_back(constant_parameter(p.name, p.shape, 0.0F));
+        break;
+      case models::Init::ones:
+        parameters.push_back(constant_parameter(p.name, p.shape, 1.0F));
+        break;
+    }
+  }
+  return parameters;
+}
+
 }  // namespace gpipe::exec::cpu

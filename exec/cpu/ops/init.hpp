@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "exec/cpu/layers/layer.hpp"
+#include "models/layer_layout.hpp"
 
 namespace gpipe::exec::cpu {
 
@@ -35,5 +36,10 @@ class NormalInit {
 // A parameter (and its zero gradient) of `shape`, every value `value`.
 [[nodiscard]] Parameter constant_parameter(std::string name, std::vector<std::int64_t> shape,
                                            float value);
+
+// Every parameter of `layout` in its order, each made as its Init says
+// (normal weights drawn from `init` in that order).
+[[nodiscard]] std::vector<Parameter> parameters_of(const models::LayerLayout& layout,
+                                                   NormalInit& init);
 
 }  // namespace gpipe::exec::cpu

@@ -15,9 +15,9 @@
 #include <mutex>
 #include <vector>
 
+#include "exec/cuda/backend/device_timer.hpp"
 #include "exec/cuda/cupti/activity_source.hpp"
 #include "exec/cuda/cupti/gpu_timeline.hpp"
-#include "exec/cuda/backend/device_timer.hpp"
 
 namespace gpipe::exec::cuda {
 

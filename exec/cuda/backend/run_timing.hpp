@@ -6,10 +6,10 @@
 #include <memory>
 #include <string>
 
-#include "exec/cuda/cupti/cupti_activity_source.hpp"
-#include "exec/cuda/backend/device_timer.hpp"
 #include "exec/cuda/backend/cupti_action_timer.hpp"
+#include "exec/cuda/backend/device_timer.hpp"
 #include "exec/cuda/backend/event_action_timer.hpp"
+#include "exec/cuda/cupti/cupti_activity_source.hpp"
 
 namespace gpipe::exec::cuda {
 

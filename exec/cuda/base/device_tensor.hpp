@@ -15,8 +15,8 @@
 #include <cuda_bf16.h>
 
 #include "exec/cuda/base/caching_allocator.hpp"
-#include "exec/cuda/kernels/launch.hpp"
 #include "exec/cuda/base/stream.hpp"
+#include "exec/cuda/kernels/launch.hpp"
 #include "exec/runtime/memory_account.hpp"
 #include "exec/runtime/tensor.hpp"
 

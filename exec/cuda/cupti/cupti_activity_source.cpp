@@ -9,8 +9,8 @@
 #include <cupti.h>
 
 #include "exec/cuda/base/check.hpp"
-#include "exec/cuda/cupti/record_parser.hpp"
 #include "exec/cuda/base/device.hpp"
+#include "exec/cuda/cupti/record_parser.hpp"
 #include "schedules/error.hpp"
 
 namespace gpipe::exec::cuda::cupti {

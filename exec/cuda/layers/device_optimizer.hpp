@@ -10,8 +10,8 @@
 
 #include "exec/cuda/base/caching_allocator.hpp"
 #include "exec/cuda/base/device_tensor.hpp"
-#include "exec/cuda/layers/layer.hpp"
 #include "exec/cuda/base/stream.hpp"
+#include "exec/cuda/layers/layer.hpp"
 #include "exec/runtime/optimizer_config.hpp"
 
 namespace gpipe::exec::cuda {

@@ -8,21 +8,21 @@
 // there (as the CPU layer does); exec/cuda/kernels/embedding.hpp says the same.
 #include <cstddef>
 
-#include "exec/layers/layer_layout.hpp"
 #include "exec/cuda/layers/checks.hpp"
 #include "exec/cuda/layers/kind_base.hpp"
+#include "models/layer_layout.hpp"
 
 namespace gpipe::exec::cuda::layers {
 
 namespace {
 
-using namespace layout::embedding;
+using namespace models::layout::embedding;
 
 class Embedding final : public KindLayer {
  public:
   Embedding(const models::Model& model, const models::Layer& spec, Parameters parameters,
             const LayerContext& context)
-      : KindLayer(spec, std::move(parameters), context, {"tok", "pos"}),
+      : KindLayer(model, spec, std::move(parameters), context),
         h_(model.hidden),
         s_(model.seq) {}
 

@@ -9,21 +9,21 @@
 // embedding.cpp): whoever makes them on the host checks them there.
 #include <cstddef>
 
-#include "exec/layers/layer_layout.hpp"
 #include "exec/cuda/layers/checks.hpp"
 #include "exec/cuda/layers/kind_base.hpp"
+#include "models/layer_layout.hpp"
 
 namespace gpipe::exec::cuda::layers {
 
 namespace {
 
-using namespace layout::lm_head;
+using namespace models::layout::lm_head;
 
 class LmHead final : public KindLayer {
  public:
   LmHead(const models::Model& model, const models::Layer& spec, Parameters parameters,
          const LayerContext& context)
-      : KindLayer(spec, std::move(parameters), context, {"ln.gamma", "ln.beta", "wu"}),
+      : KindLayer(model, spec, std::move(parameters), context),
         h_(model.hidden),
         s_(model.seq),
         v_(model.vocab) {}
@@ -38,10 +38,10 @@ class LmHead final : public KindLayer {
     const std::int64_t rows = b * s_;
     const RawStream stream = raw(context);
     input.charge_to(account);
-    DeviceTensor normed = kept(context, {b, s_, h_}, account);
-    DeviceTensor stats = kept(context, {b, s_, 2}, account);
-    DeviceTensor probs = kept(context, {b, s_, v_}, account);
-    DeviceTensor targets = kept(context, {b, s_}, account, DeviceType::i32);
+    DeviceTensor normed = kept(kNormed, b, account);
+    DeviceTensor stats = kept(kStats, b, account);
+    DeviceTensor probs = kept(kProbs, b, account);
+    DeviceTensor targets = kept(kTargets, b, account);
     copy_device(targets.raw(), t.raw(), t.bytes(), stream);
 
     layernorm_forward(rows, h_, input.f32(), value(kGamma), value(kBeta), normed.f32(), stats.f32(),

@@ -19,23 +19,22 @@ namespace gpipe::exec::cuda {
 
 namespace layers {
 
-KindLayer::KindLayer(const models::Layer& spec, Parameters parameters, const LayerContext& context,
-                     std::initializer_list<std::string_view> names)
-    : DeviceLayer(spec), context_(context) {
+KindLayer::KindLayer(const models::Model& model, const models::Layer& spec, Parameters parameters,
+                     const LayerContext& context)
+    : DeviceLayer(spec), layout_(models::layer_layout(model, spec)), context_(context) {
   expect_context(spec, context);
-  bool ok = parameters.size() == names.size();
-  std::size_t i = 0;
-  for (const std::string_view name : names) {
-    if (!ok) break;
-    const DeviceParameter& p = parameters[i++];
-    ok = p.name == name && p.value.type() == DeviceType::f32 &&
-         p.grad.type() == DeviceType::f32 && p.value.shape() == p.grad.shape() &&
-         !p.value.empty() && !p.grad.empty();
+  const auto& expected = layout_.parameters;
+  bool ok = parameters.size() == expected.size();
+  for (std::size_t i = 0; ok && i < expected.size(); ++i) {
+    const DeviceParameter& p = parameters[i];
+    ok = p.name == expected[i].name && p.value.type() == DeviceType::f32 &&
+         p.grad.type() == DeviceType::f32 && p.value.shape() == expected[i].shape &&
+         p.grad.shape() == expected[i].shape;
   }
   if (!ok) {
     throw std::logic_error(fmt::format(
         "layer {} ({}): the device parameters are not the CPU layer's {} f32 parameters in order",
-        spec.name, spec.kind, names.size()));
+        spec.name, spec.kind, expected.size()));
   }
   parameters_ = std::move(parameters);
 }

@@ -2,21 +2,21 @@
 // twin of exec/cpu/layers/mlp_block.cpp (same parameters, stash and order).
 #include <cstddef>
 
-#include "exec/layers/layer_layout.hpp"
 #include "exec/cuda/layers/checks.hpp"
 #include "exec/cuda/layers/kind_base.hpp"
+#include "models/layer_layout.hpp"
 
 namespace gpipe::exec::cuda::layers {
 
 namespace {
 
-using namespace layout::mlp_block;
+using namespace models::layout::mlp_block;
 
 class MlpBlock final : public KindLayer {
  public:
   MlpBlock(const models::Model& model, const models::Layer& spec, Parameters parameters,
            const LayerContext& context)
-      : KindLayer(spec, std::move(parameters), context, {"ln.gamma", "ln.beta", "w1", "c1", "w2", "c2"}),
+      : KindLayer(model, spec, std::move(parameters), context),
         h_(model.hidden),
         f_(spec.ffn_width) {}
 
@@ -25,10 +25,10 @@ class MlpBlock final : public KindLayer {
     const LayerContext& context = context_;
     const std::int64_t b = expect_tensor(spec_, "input", input, DeviceType::f32, {kAnyBatch, h_});
     input.charge_to(account);
-    DeviceTensor normed = kept(context, {b, h_}, account);
-    DeviceTensor stats = kept(context, {b, 2}, account);
-    DeviceTensor pre = kept(context, {b, f_}, account);
-    DeviceTensor act = kept(context, {b, f_}, account);
+    DeviceTensor normed = kept(kNormed, b, account);
+    DeviceTensor stats = kept(kStats, b, account);
+    DeviceTensor pre = kept(kPreGelu, b, account);
+    DeviceTensor act = kept(kGelu, b, account);
     DeviceTensor y = scratch(context, {b, h_});
     const RawStream stream = raw(context);
     BlasHandle& blas = *context.blas;

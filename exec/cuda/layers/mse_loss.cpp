@@ -2,21 +2,21 @@
 // twin of exec/cpu/layers/mse_loss.cpp (stash: x, a copy of the target).
 #include <cstddef>
 
-#include "exec/layers/layer_layout.hpp"
 #include "exec/cuda/layers/checks.hpp"
 #include "exec/cuda/layers/kind_base.hpp"
+#include "models/layer_layout.hpp"
 
 namespace gpipe::exec::cuda::layers {
 
 namespace {
 
-using namespace layout::mse_loss;
+using namespace models::layout::mse_loss;
 
 class MseLoss final : public KindLayer {
  public:
   MseLoss(const models::Model& model, const models::Layer& spec, Parameters parameters,
           const LayerContext& context)
-      : KindLayer(spec, std::move(parameters), context, {}), h_(model.hidden) {}
+      : KindLayer(model, spec, std::move(parameters), context), h_(model.hidden) {}
 
   DeviceTensor forward(DeviceTensor input, const DeviceTensor* target, DeviceStash& stash,
                        MemoryAccount* account) override {
@@ -26,7 +26,7 @@ class MseLoss final : public KindLayer {
     expect_tensor(spec_, "target", t, DeviceType::f32, {b, h_});
     const RawStream stream = raw(context);
     input.charge_to(account);
-    DeviceTensor kept_target = kept(context, {b, h_}, account);
+    DeviceTensor kept_target = kept(kTarget, b, account);
     copy_device(kept_target.raw(), t.raw(), t.bytes(), stream);
     DeviceTensor loss = scratch(context, {b});
     mse_forward(b, h_, input.f32(), kept_target.f32(), loss.f32(), stream);

@@ -5,11 +5,11 @@
 #include <cuda_runtime.h>
 
 #include "exec/cuda/base/check.hpp"
-#include "exec/cuda/kernels/gemm.hpp"
 #include "exec/cuda/kernels/attention.hpp"
 #include "exec/cuda/kernels/bias.hpp"
 #include "exec/cuda/kernels/embedding.hpp"
 #include "exec/cuda/kernels/gelu.hpp"
+#include "exec/cuda/kernels/gemm.hpp"
 #include "exec/cuda/kernels/layernorm.hpp"
 #include "exec/cuda/kernels/losses.hpp"
 

@@ -8,24 +8,22 @@
 
 #include <cstddef>
 
-#include "exec/layers/layer_layout.hpp"
 #include "exec/cuda/layers/checks.hpp"
 #include "exec/cuda/layers/kind_base.hpp"
+#include "models/layer_layout.hpp"
 #include "schedules/error.hpp"
 
 namespace gpipe::exec::cuda::layers {
 
 namespace {
 
-using namespace layout::transformer_block;
+using namespace models::layout::transformer_block;
 
 class TransformerBlock final : public KindLayer {
  public:
   TransformerBlock(const models::Model& model, const models::Layer& spec, Parameters parameters,
                    const LayerContext& context)
-      : KindLayer(spec, std::move(parameters), context,
-                  {"ln1.gamma", "ln1.beta", "wqkv", "bqkv", "wo", "bo", "ln2.gamma", "ln2.beta",
-                   "w1", "b1", "w2", "b2"}),
+      : KindLayer(model, spec, std::move(parameters), context),
         h_(model.hidden),
         s_(model.seq),
         a_(model.heads),
@@ -46,9 +44,7 @@ class TransformerBlock final : public KindLayer {
     input.charge_to(account);
     stash.tensors.clear();
     stash.tensors.push_back(std::move(input));
-    for (const std::vector<std::int64_t>& shape : stash_shapes_after_input(b, s_, h_, a_, f_)) {
-      stash.tensors.push_back(kept(context, shape, account));
-    }
+    for (std::size_t k = kNormed1; k < kKeptCount; ++k) stash.tensors.push_back(kept(k, b, account));
     auto saved = [&](Kept k) { return stash.tensors[k].f32(); };
     const RawStream stream = raw(context);
     BlasHandle& blas = *context.blas;

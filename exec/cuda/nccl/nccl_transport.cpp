@@ -3,9 +3,9 @@
 #include <cstring>
 #include <thread>
 
-#include "exec/runtime/aborted.hpp"
 #include "exec/cuda/base/check.hpp"
 #include "exec/cuda/base/device.hpp"
+#include "exec/runtime/aborted.hpp"
 #include "schedules/error.hpp"
 
 namespace gpipe::exec::cuda {

@@ -10,17 +10,17 @@
 
 #include "exec/cuda/base/caching_allocator.hpp"
 #include "exec/cuda/base/check.hpp"
-#include "exec/cuda/cupti/cupti_activity_source.hpp"
 #include "exec/cuda/base/device.hpp"
 #include "exec/cuda/base/device_memory.hpp"
-#include "exec/cuda/layers/device_optimizer.hpp"
 #include "exec/cuda/base/device_tensor.hpp"
-#include "exec/cuda/layers/layer.hpp"
+#include "exec/cuda/cupti/cupti_activity_source.hpp"
 #include "exec/cuda/layers/blas.hpp"
+#include "exec/cuda/layers/device_optimizer.hpp"
+#include "exec/cuda/layers/layer.hpp"
 #include "exec/cuda/profiler/call_tagger.hpp"
 #include "exec/cuda/profiler/layer_timings.hpp"
-#include "exec/runtime/memory_account.hpp"
 #include "exec/profiling/profiler_inputs.hpp"
+#include "exec/runtime/memory_account.hpp"
 #include "schedules/error.hpp"
 
 namespace gpipe::exec::cuda::profiler {

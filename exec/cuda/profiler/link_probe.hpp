@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "exec/cuda/base/caching_allocator.hpp"
-#include "exec/cuda/cupti/activity_source.hpp"
 #include "exec/cuda/base/stream.hpp"
+#include "exec/cuda/cupti/activity_source.hpp"
 #include "profiles/profile.hpp"
 
 namespace gpipe::exec::cuda::profiler {

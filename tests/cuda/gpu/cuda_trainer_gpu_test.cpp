@@ -14,9 +14,9 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "exec/cuda/base/device.hpp"
 #include "exec/cpu/cpu_backend.hpp"
 #include "exec/cuda/backend/cuda_backend.hpp"
+#include "exec/cuda/base/device.hpp"
 #include "schedules/error.hpp"
 #include "schedules/lower.hpp"
 #include "tests/exec/trainer_support.hpp"

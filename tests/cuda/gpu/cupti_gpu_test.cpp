@@ -8,10 +8,10 @@
 #include <cuda_runtime.h>
 
 #include "exec/cuda/base/check.hpp"
+#include "exec/cuda/base/device.hpp"
 #include "exec/cuda/cupti/cupti_activity_source.hpp"
 #include "exec/cuda/cupti/gpu_timeline.hpp"
 #include "exec/cuda/cupti/kernel_events.hpp"
-#include "exec/cuda/base/device.hpp"
 #include "schedules/error.hpp"
 
 namespace gpipe::exec::cuda::cupti {

@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "exec/cuda/kernels/gemm.hpp"
 #include "exec/cuda/kernels/bf16.hpp"
+#include "exec/cuda/kernels/gemm.hpp"
 #include "tests/cuda/gpu/kernel_check.hpp"
 
 namespace gpipe::exec::cuda {

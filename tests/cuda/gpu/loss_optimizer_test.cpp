@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "exec/cpu/ops/cross_entropy.hpp"
+#include "exec/cpu/optimizer.hpp"
 #include "exec/cuda/kernels/losses.hpp"
 #include "exec/cuda/kernels/optimizer.hpp"
-#include "exec/cpu/optimizer.hpp"
 #include "tests/cuda/gpu/kernel_check.hpp"
 
 namespace gpipe::exec::cuda {

@@ -6,8 +6,8 @@
 
 #include <string>
 
-#include "exec/cuda/base/device.hpp"
 #include "exec/cuda/backend/cuda_backend.hpp"
+#include "exec/cuda/base/device.hpp"
 #include "schedules/error.hpp"
 #include "tests/exec/trainer_support.hpp"
 

@@ -10,9 +10,9 @@
 #include <limits>
 #include <stdexcept>
 
-#include "exec/cuda/kernels/gemm.hpp"
 #include "exec/cuda/kernels/attention.hpp"
 #include "exec/cuda/kernels/bf16.hpp"
+#include "exec/cuda/kernels/gemm.hpp"
 #include "exec/cuda/kernels/launch.hpp"
 #include "exec/cuda/kernels/optimizer.hpp"
 

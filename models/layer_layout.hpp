@@ -1,0 +1,105 @@
+// What each layer kind holds, written down once: its parameters (name,
+// shape, initial value) and what its forward keeps for the backward (shape
+// at micro-batch size b, floating or integer), in the order the layers of
+// every backend hold them (the enums below). The model's parameter and
+// activation counts (model.hpp) are sums over it, and the CPU and CUDA
+// layers make and check their tensors from it, so a layer keeps exactly what
+// the simulator counts. model.hpp says what each kind computes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gpipe::models {
+
+struct Layer;
+struct Model;
+
+// GPT-2's initialisation: normal(0, 0.02) weights, zero biases, LayerNorm gamma 1 and beta 0.
+enum class Init : std::uint8_t { normal, zeros, ones };
+// A tensor of the run's dtype, or of int32 (token ids, next-token targets).
+enum class Element : std::uint8_t { floating, index };
+
+struct ParameterLayout {
+  std::string name;  // "w1", "ln1.gamma", ...: the same in every backend
+  std::vector<std::int64_t> shape;
+  Init init = Init::normal;
+};
+
+struct KeptLayout {
+  std::string name;
+  std::vector<std::int64_t> shape;  // per sample: the micro-batch dimension comes first, at b
+  Element element = Element::floating;
+};
+
+struct LayerLayout {
+  std::vector<ParameterLayout> parameters;
+  std::vector<KeptLayout> kept;  // the stash; the layer's input is always first
+
+  [[nodiscard]] std::int64_t parameter_count() const;
+  // Elements of `element` kind the stash holds per sample.
+  [[nodiscard]] std::int64_t kept_elements(Element element) const;
+  // The shape of kept tensor `i` at micro-batch size b: {b, ...}.
+  [[nodiscard]] std::vector<std::int64_t> kept_shape(std::size_t i, std::int64_t b) const;
+};
+
+// What a kind's layout depends on (0 where a kind has no such dimension).
+struct LayerDims {
+  std::int64_t hidden = 0;     // H
+  std::int64_t ffn_width = 0;  // F of an mlp_block or transformer_block
+  std::int64_t seq = 0;        // S
+  std::int64_t heads = 0;      // A
+  std::int64_t vocab = 0;      // V
+};
+
+// The layout of a kind (one of models::layer_kind); InputError for another name.
+[[nodiscard]] LayerLayout layer_layout(std::string_view kind, const LayerDims& dims);
+// The layout of `layer`, a layer of `model`.
+[[nodiscard]] LayerLayout layer_layout(const Model& model, const Layer& layer);
+
+// Sets `layer`'s parameter count and what its stash holds per sample
+// (activation_elems, activation_index_bytes) from `layout`.
+void count_from_layout(Layer& layer, const LayerLayout& layout);
+
+// Positions in LayerLayout::parameters (and a layer's parameters()) and in
+// LayerLayout::kept (and a layer's stash), per kind.
+namespace layout {
+
+namespace mlp_block {
+enum Param : std::size_t { kGamma, kBeta, kW1, kC1, kW2, kC2, kParamCount };
+// x, LN output, LN (mean, rstd), pre-GELU, GELU output.
+enum Kept : std::size_t { kX, kNormed, kStats, kPreGelu, kGelu, kKeptCount };
+}  // namespace mlp_block
+
+namespace mse_loss {
+enum Kept : std::size_t { kX, kTarget, kKeptCount };
+}  // namespace mse_loss
+
+namespace embedding {
+enum Param : std::size_t { kTok, kPos, kParamCount };
+enum Kept : std::size_t { kIds, kKeptCount };
+}  // namespace embedding
+
+namespace transformer_block {
+enum Param : std::size_t {
+  kGamma1, kBeta1, kWqkv, kBqkv, kWo, kBo, kGamma2, kBeta2, kW1, kB1, kW2, kB2, kParamCount
+};
+// x, LN1 out, qkv, P, attention out, a, LN2 out, pre-GELU, GELU out, LN1 and
+// LN2 (mean, rstd).
+enum Kept : std::size_t {
+  kX, kNormed1, kQkv, kProbs, kAttn, kA, kNormed2, kPreGelu, kGelu, kStats1, kStats2, kKeptCount
+};
+}  // namespace transformer_block
+
+namespace lm_head {
+enum Param : std::size_t { kGamma, kBeta, kWu, kParamCount };
+// x, LN output, LN (mean, rstd), softmax probabilities, targets.
+enum Kept : std::size_t { kX, kNormed, kStats, kProbs, kTargets, kKeptCount };
+}  // namespace lm_head
+
+}  // namespace layout
+
+}  // namespace gpipe::models
