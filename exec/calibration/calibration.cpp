@@ -21,9 +21,9 @@ std::int64_t max_peak(const schedules::Metrics& m) {
   return peak;
 }
 
-ValidationRow validate_one(const profiles::Profile& profile, const ValidationOptions& options,
+CalibrationRow validate_one(const profiles::Profile& profile, const CalibrationOptions& options,
                            const plan::PlanRequest& request) {
-  ValidationRow row;
+  CalibrationRow row;
   row.request = request;
   sim::Prediction p;
   try {
@@ -65,9 +65,9 @@ std::string number(double value, int decimals) {
 
 }  // namespace
 
-std::vector<ValidationRow> run_validation(const profiles::Profile& profile,
-                                          const ValidationOptions& options) {
-  const ValidationGrid& grid = options.grid;
+std::vector<CalibrationRow> run_calibration(const profiles::Profile& profile,
+                                          const CalibrationOptions& options) {
+  const plan::Grid& grid = options.grid;
   if (grid.schedules.empty() || grid.recompute.empty() || grid.stages.empty() ||
       grid.microbatches.empty()) {
     throw InputError("validate: every list of the grid (--schedule, --recompute, --stages, "
@@ -80,7 +80,7 @@ std::vector<ValidationRow> run_validation(const profiles::Profile& profile,
   }
   if (grid.base.batch < 1) throw InputError(fmt::format("--batch must be at least 1, got {}", grid.base.batch));
   plan::check_profile_matches(options.model, profile);  // one bad profile is no skipped row
-  std::vector<ValidationRow> rows;
+  std::vector<CalibrationRow> rows;
   for (plan::PlanRequest& request : grid.requests()) {
     request.optimizer = options.optimizer.kind;
     const profiles::Profile& row_profile = options.profile_for ? options.profile_for(request.stages) : profile;
@@ -91,13 +91,13 @@ std::vector<ValidationRow> run_validation(const profiles::Profile& profile,
   return rows;
 }
 
-std::string validation_csv(const std::vector<ValidationRow>& rows) {
+std::string calibration_csv(const std::vector<CalibrationRow>& rows) {
   std::string out =
       "schedule,recompute,stages,microbatches,micro_batch_size,batch,partition,status,reason,"
       "predicted_step_us,measured_step_us,step_time_error_pct,predicted_bubble,measured_bubble,"
       "bubble_fraction_analytic,bubble_error_points,predicted_peak_activation_bytes,"
       "measured_peak_activation_bytes,peak_activation_equal\n";
-  for (const ValidationRow& r : rows) {
+  for (const CalibrationRow& r : rows) {
     const plan::PlanRequest& req = r.request;
     out += fmt::format("{},{},{},{},", req.schedule, schedules::to_string(req.recompute), req.stages,
                        req.microbatches);
@@ -117,9 +117,9 @@ std::string validation_csv(const std::vector<ValidationRow>& rows) {
   return out;
 }
 
-nlohmann::json validation_json(const std::vector<ValidationRow>& rows) {
+nlohmann::json calibration_json(const std::vector<CalibrationRow>& rows) {
   nlohmann::json out = nlohmann::json::array();
-  for (const ValidationRow& r : rows) {
+  for (const CalibrationRow& r : rows) {
     nlohmann::json row = plan::grid_row_json(r.request, r.skipped);
     if (r.ok()) {
       row["micro_batch_size"] = r.microbatch_sizes.front();

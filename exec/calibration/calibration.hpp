@@ -1,7 +1,7 @@
-// Validating the simulator against real runs (`gpipe-run validate`): for each
-// configuration of a grid (schedule x recompute x K x M, one mini-batch of N
-// samples) predict it from a profile, train it for a few steps (CPU threads, or one GPU)
-// with the SAME partition and schedule, and diff the last (warm) step's
+// Calibration, the simulator against real runs (`gpipe-run validate`): for
+// each configuration of a grid (schedule x recompute x K x M, one mini-batch
+// of N samples) predict it from a profile, train it for a few steps (CPU
+// threads, or one GPU) with the SAME partition and schedule, and diff the last (warm) step's
 // measured timeline with the prediction. Configurations that cannot exist
 // (K > layers, M > N) stay in the result as skipped rows with the reason, as
 // in a sweep, so the grid stays whole.
@@ -24,13 +24,7 @@
 
 namespace gpipe::exec {
 
-// The grid of plan requests. Its base holds the batch, partition and backward
-// order, the same for every row; its optimizer (static memory in the
-// prediction) is set from ValidationOptions::optimizer. Each row is predicted
-// with the profile's own link.
-using ValidationGrid = plan::Grid;
-
-struct ValidationRow {
+struct CalibrationRow {
   plan::PlanRequest request;
   std::string skipped;  // why the configuration cannot exist; empty when run
   std::vector<int> partition;
@@ -49,9 +43,13 @@ struct ValidationRow {
   }
 };
 
-struct ValidationOptions {
+struct CalibrationOptions {
   models::Model model;
-  ValidationGrid grid;
+  // The grid of plan requests. Its base holds the batch, partition and
+  // backward order, the same for every row; its optimizer (static memory in
+  // the prediction) is set from `optimizer`. Each row is predicted with the
+  // profile's own link.
+  plan::Grid grid;
   int steps = 2;  // at least 2: the first step runs cold and is not compared
   std::uint64_t seed = 1;
   OptimizerConfig optimizer;
@@ -64,14 +62,14 @@ struct ValidationOptions {
   // of a K-stage run has 1/K of the GPU.
   std::function<const profiles::Profile&(int stages)> profile_for;
   // Called with each row as soon as it is done (rows come in grid order).
-  std::function<void(const ValidationRow&)> on_row;
+  std::function<void(const CalibrationRow&)> on_row;
 };
 
 // Rows in grid order: schedule, recompute, K, M (M fastest). InputError for a
 // bad grid (empty lists, steps < 2) or a profile of another model; RunError
 // from a run that fails (a worker fault, a stall).
-[[nodiscard]] std::vector<ValidationRow> run_validation(const profiles::Profile& profile,
-                                                        const ValidationOptions& options);
+[[nodiscard]] std::vector<CalibrationRow> run_calibration(const profiles::Profile& profile,
+                                                        const CalibrationOptions& options);
 
 // The CSV plots/validation.py reads, one row per configuration:
 //   schedule,recompute,stages,microbatches,micro_batch_size,batch,partition,
@@ -79,7 +77,7 @@ struct ValidationOptions {
 //   predicted_bubble,measured_bubble,bubble_fraction_analytic,bubble_error_points,
 //   predicted_peak_activation_bytes,measured_peak_activation_bytes,peak_activation_equal
 // (a skipped row leaves the metric cells empty; the error is (pred - meas) / meas).
-[[nodiscard]] std::string validation_csv(const std::vector<ValidationRow>& rows);
-[[nodiscard]] nlohmann::json validation_json(const std::vector<ValidationRow>& rows);
+[[nodiscard]] std::string calibration_csv(const std::vector<CalibrationRow>& rows);
+[[nodiscard]] nlohmann::json calibration_json(const std::vector<CalibrationRow>& rows);
 
 }  // namespace gpipe::exec

@@ -27,7 +27,7 @@ template <class Message>
 class Mailboxes {
  public:
   explicit Mailboxes(int num_ranks) {
-    if (num_ranks < 1) throw std::invalid_argument("a transport needs at least one rank");
+    if (num_ranks < 1) throw std::invalid_argument("mailboxes need at least one rank");
     boxes_.reserve(static_cast<std::size_t>(num_ranks));
     for (int r = 0; r < num_ranks; ++r) boxes_.push_back(std::make_unique<Box>());
   }
@@ -93,7 +93,7 @@ class Mailboxes {
   };
   [[nodiscard]] Box& mailbox(schedules::Rank rank) {
     if (rank.value < 0 || rank.at() >= boxes_.size()) {
-      throw std::out_of_range(fmt::format("transport has no rank {}", rank.value));
+      throw std::out_of_range(fmt::format("no mailbox for rank {}", rank.value));
     }
     return *boxes_[rank.at()];
   }

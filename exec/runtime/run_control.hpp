@@ -28,7 +28,7 @@ class RunControl {
   explicit RunControl(int num_ranks);
 
   // Called by fail() once, outside the lock, to wake what waits elsewhere
-  // (the transport's receives, the step barrier). Register before the
+  // (the link's receives, the step barrier). Register before the
   // workers start.
   void add_abort_hook(std::function<void()> hook);
 

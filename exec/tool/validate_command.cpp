@@ -55,7 +55,7 @@ void print_table_header() {
 
 std::string percent(double fraction) { return fmt::format("{:.2f}%", 100 * fraction); }
 
-void print_row(const exec::ValidationRow& r) {
+void print_row(const exec::CalibrationRow& r) {
   const plan::PlanRequest& req = r.request;
   const std::string recompute(schedules::to_string(req.recompute));
   if (!r.ok()) {
@@ -79,11 +79,11 @@ void print_row(const exec::ValidationRow& r) {
 struct ErrorSummary {
   int count = 0;
   double mean_abs_pct = 0;
-  const exec::ValidationRow* worst = nullptr;
+  const exec::CalibrationRow* worst = nullptr;
 };
 
 template <typename Keep>
-ErrorSummary summarise(const std::vector<exec::ValidationRow>& rows, Keep keep) {
+ErrorSummary summarise(const std::vector<exec::CalibrationRow>& rows, Keep keep) {
   ErrorSummary s;
   double sum = 0;
   for (const auto& r : rows) {
@@ -104,7 +104,7 @@ std::string error_line(const ErrorSummary& s) {
                      schedules::to_string(w.request.recompute), w.request.stages, w.request.microbatches);
 }
 
-void print_summary(const std::vector<exec::ValidationRow>& rows) {
+void print_summary(const std::vector<exec::CalibrationRow>& rows) {
   const auto run = static_cast<std::size_t>(
       std::count_if(rows.begin(), rows.end(), [](const auto& r) { return r.ok(); }));
   std::cout << fmt::format("\n{} configurations: {} run, {} skipped (cannot exist)\n", rows.size(), run,
@@ -169,7 +169,7 @@ profiles::Profile grid_profile(const ValidateFlags& f, const models::Model& mode
 int run_validate(const ValidateFlags& f) {
   f.cuda.check_backend(f.run.backend);
   require_backend(f.run.backend);
-  exec::ValidationOptions options;
+  exec::CalibrationOptions options;
   if (f.run.backend == "cuda") {
     if (exec::parse_launch_environment(exec::current_environment()).world_size > 1) {
       throw InputError("validate runs every configuration in one process (one GPU, a rank per SM "
@@ -178,7 +178,7 @@ int run_validate(const ValidateFlags& f) {
     options.train = [&f](const exec::TrainOptions& t) { return run_training("cuda", f.cuda, t).result; };
   }
   options.model = models::parse_model(f.run.model);
-  exec::ValidationGrid& grid = options.grid;
+  plan::Grid& grid = options.grid;
   f.grid.apply_to(grid);
   grid.base.partition = models::parse_partition_spec(f.run.partition);
   grid.base.backward_order = *schedules::parse_backward_order(f.run.backward_order);
@@ -219,10 +219,10 @@ int run_validate(const ValidateFlags& f) {
     print_table_header();
     options.on_row = print_row;
   }
-  const auto rows = exec::run_validation(profile, options);
-  if (!f.out.empty()) write_text_file(f.out, exec::validation_csv(rows));
+  const auto rows = exec::run_calibration(profile, options);
+  if (!f.out.empty()) write_text_file(f.out, exec::calibration_csv(rows));
   if (f.json) {
-    std::cout << exec::validation_json(rows).dump(2) << "\n";
+    std::cout << exec::calibration_json(rows).dump(2) << "\n";
     return 0;
   }
   print_summary(rows);

@@ -150,7 +150,7 @@ TEST(TrainerTransparency, TransformerAdamw) {
 }
 
 // Two stages on each of two ranks: activations and gradients between stages
-// of one rank are handed over locally, not through the transport.
+// of one rank are handed over locally, not through the link.
 TEST(TrainerTransparency, TwoStagesPerRank) {
   RunConfig c;
   c.model = "mlp:layers=4,hidden=16";

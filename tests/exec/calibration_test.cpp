@@ -1,4 +1,4 @@
-// Validation of the simulator against real runs, on a tiny grid: rows in grid
+// Calibration, the simulator against real runs, on a tiny grid: rows in grid
 // order, configurations that cannot exist skipped with their reason, every
 // action of the prediction matched in the measurement, the run using the
 // predicted partition, and the measured activation peak equal to the
@@ -41,8 +41,8 @@ const profiles::Profile& tiny_profile() {
   return profile;
 }
 
-ValidationOptions tiny_grid() {
-  ValidationOptions options;
+CalibrationOptions tiny_grid() {
+  CalibrationOptions options;
   options.model = tiny_model();
   options.grid.schedules = {"gpipe", "1f1b"};
   options.grid.recompute = {RecomputePolicy::never, RecomputePolicy::except_last};
@@ -54,16 +54,16 @@ ValidationOptions tiny_grid() {
   return options;
 }
 
-TEST(Validation, TinyGridRunsWhatCanExistAndSkipsTheRest) {
-  ValidationOptions options = tiny_grid();
+TEST(Calibration, TinyGridRunsWhatCanExistAndSkipsTheRest) {
+  CalibrationOptions options = tiny_grid();
   int reported = 0;
-  options.on_row = [&](const ValidationRow&) { ++reported; };
-  const std::vector<ValidationRow> rows = run_validation(tiny_profile(), options);
+  options.on_row = [&](const CalibrationRow&) { ++reported; };
+  const std::vector<CalibrationRow> rows = run_calibration(tiny_profile(), options);
   ASSERT_EQ(rows.size(), 16U);
   EXPECT_EQ(reported, 16);
   int ran = 0;
   for (std::size_t i = 0; i < rows.size(); ++i) {
-    const ValidationRow& r = rows[i];
+    const CalibrationRow& r = rows[i];
     // Grid order: schedule, recompute, K, M (M fastest).
     EXPECT_EQ(r.request.schedule, i < 8 ? "gpipe" : "1f1b");
     EXPECT_EQ(r.request.recompute, (i / 4) % 2 == 0 ? RecomputePolicy::never : RecomputePolicy::except_last);
@@ -102,11 +102,11 @@ TEST(Validation, TinyGridRunsWhatCanExistAndSkipsTheRest) {
   EXPECT_EQ(ran, 4);
 }
 
-TEST(Validation, CsvHasOneRowPerConfiguration) {
-  ValidationOptions options = tiny_grid();
+TEST(Calibration, CsvHasOneRowPerConfiguration) {
+  CalibrationOptions options = tiny_grid();
   options.grid.schedules = {"gpipe"};
   options.grid.recompute = {RecomputePolicy::never};
-  const std::string csv = validation_csv(run_validation(tiny_profile(), options));
+  const std::string csv = calibration_csv(run_calibration(tiny_profile(), options));
   std::istringstream in(csv);
   std::vector<std::string> lines;
   for (std::string line; std::getline(in, line);) lines.push_back(line);
@@ -128,18 +128,18 @@ TEST(Validation, CsvHasOneRowPerConfiguration) {
   EXPECT_EQ(lines[3].substr(0, 28), "gpipe,never,4,2,,4,,skipped,");
 }
 
-TEST(Validation, RejectsWhatIsNoGrid) {
-  ValidationOptions options = tiny_grid();
+TEST(Calibration, RejectsWhatIsNoGrid) {
+  CalibrationOptions options = tiny_grid();
   options.steps = 1;
-  EXPECT_EQ(error_of([&] { (void)run_validation(tiny_profile(), options); }),
+  EXPECT_EQ(error_of([&] { (void)run_calibration(tiny_profile(), options); }),
             "--steps must be at least 2 so that the compared step runs warm, got 1");
   options = tiny_grid();
   options.grid.stages.clear();
-  EXPECT_NE(error_of([&] { (void)run_validation(tiny_profile(), options); }).find("--stages"),
+  EXPECT_NE(error_of([&] { (void)run_calibration(tiny_profile(), options); }).find("--stages"),
             std::string::npos);
   options = tiny_grid();
   options.model = models::parse_model("mlp:layers=3,hidden=8");
-  EXPECT_EQ(error_of([&] { (void)run_validation(tiny_profile(), options); }),
+  EXPECT_EQ(error_of([&] { (void)run_calibration(tiny_profile(), options); }),
             "--profile: it profiles 'mlp:layers=2,hidden=8', not --model 'mlp:layers=3,hidden=8'");
 }
 
