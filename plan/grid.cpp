@@ -1,5 +1,6 @@
 #include "plan/grid.hpp"
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 namespace gpipe::plan {
@@ -32,6 +33,14 @@ nlohmann::json grid_row_json(const PlanRequest& r, const std::string& skipped) {
                         {"status", skipped.empty() ? "ok" : "skipped"}};
   if (!skipped.empty()) row["reason"] = skipped;
   return row;
+}
+
+std::string grid_row_csv(const PlanRequest& r, const std::string& skipped, int metric_cells) {
+  std::string row = fmt::format("{},{},{},{},", r.schedule, schedules::to_string(r.recompute),
+                                r.stages, r.microbatches);
+  if (skipped.empty()) return row;
+  return row + fmt::format(",{},,skipped,{}{}\n", r.batch, csv_cell(skipped),
+                           std::string(static_cast<std::size_t>(metric_cells), ','));
 }
 
 std::string csv_cell(const std::string& text) {

@@ -31,6 +31,12 @@ struct Grid {
 // stages, microbatches, batch, status ("ok" or "skipped") and, when skipped,
 // its reason.
 [[nodiscard]] nlohmann::json grid_row_json(const PlanRequest& request, const std::string& skipped);
+// The same for a CSV row whose columns begin schedule,recompute,stages,
+// microbatches,micro_batch_size,batch,partition,status,reason: the first four
+// cells and their commas; for a skipped row (`skipped` non-empty) the whole
+// line, `metric_cells` empty cells after the reason and the newline included.
+[[nodiscard]] std::string grid_row_csv(const PlanRequest& request, const std::string& skipped,
+                                       int metric_cells);
 
 // One cell of a grid's CSV row: quoted when it holds a comma, a quote or a
 // newline, as RFC 4180 and Python's csv module read it. Partitions ("3,3,2")

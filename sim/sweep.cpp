@@ -87,12 +87,8 @@ std::string sweep_csv(const std::vector<SweepRow>& rows, std::optional<std::int6
       "peak_memory_bytes,fits\n";
   for (const SweepRow& r : rows) {
     const plan::PlanRequest& req = r.request;
-    out += fmt::format("{},{},{},{},", req.schedule, schedules::to_string(req.recompute), req.stages,
-                       req.microbatches);
-    if (!r.ok()) {
-      out += fmt::format(",{},,skipped,{},,,,,,,,,,\n", req.batch, plan::csv_cell(r.skipped));
-      continue;
-    }
+    out += plan::grid_row_csv(req, r.skipped, 10);
+    if (!r.ok()) continue;
     const auto& m = r.metrics;
     out += fmt::format("{},{},{},ok,,{:.3f},{:.6f},{:.6f},{:.6f},{:.3f},{:.6f},{},{},{},{}\n",
                        r.micro_batch_size, req.batch, plan::csv_cell(fmt::format("{}", fmt::join(r.partition, ","))),

@@ -99,12 +99,8 @@ std::string calibration_csv(const std::vector<CalibrationRow>& rows) {
       "measured_peak_activation_bytes,peak_activation_equal\n";
   for (const CalibrationRow& r : rows) {
     const plan::PlanRequest& req = r.request;
-    out += fmt::format("{},{},{},{},", req.schedule, schedules::to_string(req.recompute), req.stages,
-                       req.microbatches);
-    if (!r.ok()) {
-      out += fmt::format(",{},,skipped,{},,,,,,,,,,\n", req.batch, plan::csv_cell(r.skipped));
-      continue;
-    }
+    out += plan::grid_row_csv(req, r.skipped, 10);
+    if (!r.ok()) continue;
     out += fmt::format("{},{},{},ok,,{:.3f},{:.3f},{},{:.6f},{:.6f},{:.6f},{},{},{},{}\n",
                        r.microbatch_sizes.front(), req.batch,
                        plan::csv_cell(fmt::format("{}", fmt::join(r.partition, ","))), r.diff.predicted_step_us,
