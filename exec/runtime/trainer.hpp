@@ -16,6 +16,8 @@
 // backend `B` supplies:
 //   B::kName                   "cpu", "cuda": the timeline's source and error messages
 //   B::Options                 its own settings (the CUDA device, SM partitions, timing)
+//   B::require_available()     RunError when this machine cannot run it ("no CUDA device")
+//   B::Report                  what only this backend has to say of a run
 //   B::Run                     its resources for one run in this process:
 //     Run(options, settings, placement, backend_options)
 //     device(rank), context(rank)     for each rank placed here
@@ -26,7 +28,7 @@
 //     finish()                        after the workers: the device drained, the timing collected
 //     abandon() noexcept              instead, after a failed run
 //     device_name()                   for the timeline
-//     report(median_slot) -> B::Report  what only this backend has to say
+//     report(median_slot)            the B::Report, for the measured step of median time
 #pragma once
 
 #include <algorithm>
