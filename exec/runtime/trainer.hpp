@@ -157,17 +157,15 @@ std::vector<double> run_workers(const TrainOptions& o, const RunSettings& settin
 
 }  // namespace trainer_detail
 
-// Trains `options` on the ranks `where` places in this process. Throws
-// InputError for a configuration that cannot run (before any thread starts),
-// RunError naming the rank and action when a worker fails or the run stalls;
-// every worker thread has stopped when it returns or throws.
+namespace trainer_detail {
+
+// The run of checked options (`settings`, and the lowered schedule it points
+// to) on the ranks `where` places in this process.
 template <class B>
-[[nodiscard]] Trained<B> train_placed(const TrainOptions& o, const typename B::Options& backend_options,
-                                      const Placement& where) {
-  check_train_options(o, B::kName);
-  const schedules::Schedule lowered = lower_checked(o);
-  const RunSettings settings = make_run_settings(o, lowered);
-  B::require_available();
+[[nodiscard]] Trained<B> run_placed(const TrainOptions& o, const RunSettings& settings,
+                                    const typename B::Options& backend_options,
+                                    const Placement& where) {
+  const schedules::Schedule& lowered = *settings.schedule;
   typename B::Run run(o, settings, where, backend_options);
   // Declared before the stages, whose stashes are charged to it.
   trainer_detail::RankMemory memory(where, lowered.num_ranks);
@@ -210,6 +208,22 @@ template <class B>
   return out;
 }
 
+}  // namespace trainer_detail
+
+// Trains `options` on the ranks `where` places in this process. Throws
+// InputError for a configuration that cannot run (before any thread starts),
+// RunError naming the rank and action when a worker fails or the run stalls;
+// every worker thread has stopped when it returns or throws.
+template <class B>
+[[nodiscard]] Trained<B> train_placed(const TrainOptions& o, const typename B::Options& backend_options,
+                                      const Placement& where) {
+  check_train_options(o, B::kName);
+  const schedules::Schedule lowered = lower_checked(o);
+  const RunSettings settings = make_run_settings(o, lowered);
+  B::require_available();
+  return trainer_detail::run_placed<B>(o, settings, backend_options, where);
+}
+
 // Every rank as a thread of this process.
 template <class B>
 [[nodiscard]] Trained<B> train_in_process(const TrainOptions& o,
@@ -234,7 +248,8 @@ template <class B>
 [[nodiscard]] Trained<B> train_as_process(const TrainOptions& o, const typename B::Options& backend_options,
                                           const LaunchInfo& launch) {
   check_train_options(o, B::kName);
-  (void)lower_checked(o);
+  const schedules::Schedule lowered = lower_checked(o);
+  const RunSettings settings = make_run_settings(o, lowered);
   if (o.schedule.num_ranks != launch.world_size) {
     throw InputError(fmt::format(
         "the schedule has {} ranks but {} started {} processes: launch one process per rank",
@@ -247,7 +262,7 @@ template <class B>
   where.local = {schedules::Rank{launch.rank}};
   where.store = &store;
   where.world_size = launch.world_size;
-  return train_placed<B>(o, backend_options, where);
+  return trainer_detail::run_placed<B>(o, settings, backend_options, where);
 }
 
 }  // namespace gpipe::exec

@@ -10,6 +10,7 @@
 
 #include "exec/runtime/message_slots.hpp"
 #include "schedules/action.hpp"
+#include "tests/error_of.hpp"
 
 namespace gpipe::exec {
 namespace {
@@ -22,14 +23,7 @@ MessageTag tag(int step, MessageKind kind, int stage, int microbatch) {
   return {step, kind, Stage{stage}, Microbatch{microbatch}};
 }
 
-std::string logic_error_of(const std::function<void()>& call) {
-  try {
-    call();
-  } catch (const std::logic_error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using gpipe::testing::logic_error_of;
 
 TEST(MessageSlots, EachValueIsTakenByItsOwnTag) {
   MessageSlots<std::string> slots;

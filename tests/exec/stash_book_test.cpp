@@ -15,6 +15,7 @@
 #include "exec/runtime/memory_account.hpp"
 #include "exec/runtime/stash_book.hpp"
 #include "exec/runtime/tensor.hpp"
+#include "tests/error_of.hpp"
 
 namespace gpipe::exec {
 namespace {
@@ -38,14 +39,7 @@ void forward(Book& book, int microbatch, Tensor input, MemoryAccount& account) {
   stash.at(1).tensors.push_back(filled(2, -2, &account));
 }
 
-std::string logic_error_of(const std::function<void()>& call) {
-  try {
-    call();
-  } catch (const std::logic_error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using gpipe::testing::logic_error_of;
 
 TEST(StashBook, FollowsFAndDropAndRAndBWithExactBytes) {
   MemoryAccount account;

@@ -126,8 +126,7 @@ void CudaBackend::require_available() { require_device(); }
 
 CudaBackend::Run::Run(const TrainOptions& options, const RunSettings& settings,
                       const Placement& where, const Options& backend_options)
-    : options_(options),
-      settings_(settings),
+    : settings_(settings),
       where_(where),
       backend_options_(backend_options),
       device_index_(current_device(backend_options.device)),

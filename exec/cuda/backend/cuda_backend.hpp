@@ -120,7 +120,6 @@ struct CudaBackend {
     [[nodiscard]] Report report(int median_slot);
 
    private:
-    const TrainOptions& options_;
     const RunSettings& settings_;
     Placement where_;
     Options backend_options_;

@@ -27,14 +27,7 @@ namespace {
 
 using gpipe::testing::error_of;
 
-std::string logic_error_of(const std::function<void()>& call) {
-  try {
-    call();
-  } catch (const std::logic_error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using gpipe::testing::logic_error_of;
 
 // The mlp_block's parameters in `names` order, shaped as the CPU layer's (H 8, F 32).
 layers::Parameters mlp_parameters(CachingAllocator& allocator,
