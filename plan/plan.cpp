@@ -62,7 +62,7 @@ Plan plan_with(const profiles::Profile& profile, const PlanRequest& r, std::vect
   p.partition = models::make_partition(r.partition, layer_costs_ns(profile, p.microbatch_sizes.front()),
                                        r.stages);
   schedules::ScheduleOptions options;
-  options.num_stages = r.stages;
+  options.num_ranks = r.stages;
   options.num_microbatches = r.microbatches;
   options.backward_order = r.backward_order;
   options.recompute = r.recompute;

@@ -12,18 +12,18 @@ namespace {
 
 // The skeleton every generator fills: K ranks, one stage each.
 Schedule empty_schedule(std::string_view name, const ScheduleOptions& o) {
-  if (o.num_stages < 1) throw InputError(fmt::format("--stages must be at least 1, got {}", o.num_stages));
+  if (o.num_ranks < 1) throw InputError(fmt::format("--stages must be at least 1, got {}", o.num_ranks));
   if (o.num_microbatches < 1) {
     throw InputError(fmt::format("--microbatches must be at least 1, got {}", o.num_microbatches));
   }
   Schedule s;
   s.name = std::string(name);
-  s.num_ranks = o.num_stages;
-  s.num_stages = o.num_stages;
+  s.num_ranks = o.num_ranks;
+  s.num_stages = o.num_ranks;
   s.num_microbatches = o.num_microbatches;
-  s.stage_to_rank = one_stage_per_rank(o.num_stages);
+  s.stage_to_rank = one_stage_per_rank(o.num_ranks);
   s.recompute = o.recompute;
-  s.ranks.resize(static_cast<std::size_t>(o.num_stages));
+  s.ranks.resize(static_cast<std::size_t>(o.num_ranks));
   return s;
 }
 
@@ -55,7 +55,7 @@ Schedule generate_gpipe(const ScheduleOptions& o) {
 
 Schedule generate_1f1b(const ScheduleOptions& o) {
   Schedule s = empty_schedule("1f1b", o);
-  const int K = o.num_stages;
+  const int K = o.num_ranks;
   const int M = o.num_microbatches;
   for (int r = 0; r < K; ++r) {
     auto& list = s.ranks[static_cast<std::size_t>(r)];

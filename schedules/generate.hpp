@@ -33,7 +33,8 @@ enum class BackwardOrder { reverse, forward };
 [[nodiscard]] std::optional<BackwardOrder> parse_backward_order(std::string_view text);
 
 struct ScheduleOptions {
-  int num_stages = 1;
+  int num_ranks = 1;        // K: the pipeline's ranks
+  int stages_per_rank = 1;  // V: the model is cut into K x V stages (interleaved, V-shaped families)
   int num_microbatches = 1;
   BackwardOrder backward_order = BackwardOrder::reverse;  // gpipe only
   RecomputePolicy recompute = RecomputePolicy::never;

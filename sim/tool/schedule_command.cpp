@@ -32,7 +32,7 @@ int run_schedule(const ScheduleFlags& f, const CLI::App& cmd) {
     throw InputError("--backward-order applies to --schedule gpipe only");
   }
   ScheduleOptions options;
-  options.num_stages = f.stages;
+  options.num_ranks = f.stages;
   options.num_microbatches = f.microbatches;
   options.backward_order = *parse_backward_order(f.backward_order);
   options.recompute = *parse_recompute_policy(f.recompute);

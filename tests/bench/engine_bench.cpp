@@ -26,7 +26,7 @@ class BenchCosts final : public sim::CostModel {
 void simulate_large(benchmark::State& state, const char* name, bool record, bool validate = false,
                     sim::LinkSharing sharing = sim::LinkSharing::fifo) {
   schedules::ScheduleOptions o;
-  o.num_stages = 64;
+  o.num_ranks = 64;
   o.num_microbatches = 4096;
   const schedules::Schedule schedule = schedules::generate(name, o);
   const BenchCosts costs;

@@ -19,7 +19,7 @@ void BM_TrainTransformer(benchmark::State& state) {
   options.model = models::parse_model("transformer:layers=4,hidden=64,heads=4,seq=32");
   const int num_layers = static_cast<int>(options.model.layers.size());
   options.schedule = schedules::generate(
-      "gpipe", {.num_stages = stages, .num_microbatches = 4});
+      "gpipe", {.num_ranks = stages, .num_microbatches = 4});
   options.partition = models::partition_uniform(num_layers, stages);
   options.batch = 16;
   options.steps = 2;

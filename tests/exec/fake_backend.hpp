@@ -482,7 +482,7 @@ inline TrainOptions options(const std::string& schedule, int stages, int microba
   TrainOptions o;
   o.model = models::parse_model("mlp:layers=3,hidden=4");
   schedules::ScheduleOptions s;
-  s.num_stages = stages;
+  s.num_ranks = stages;
   s.num_microbatches = microbatches;
   s.recompute = recompute;
   o.schedule = schedules::generate(schedule, s);

@@ -21,7 +21,7 @@ using schedules::Rank;
 using schedules::Stream;
 
 schedules::Schedule lowered_gpipe(int k, int m) {
-  return schedules::lower(schedules::generate_gpipe({.num_stages = k, .num_microbatches = m}));
+  return schedules::lower(schedules::generate_gpipe({.num_ranks = k, .num_microbatches = m}));
 }
 
 // Every compute action and RECV of `s` measured: action i of rank r at

@@ -32,7 +32,7 @@ inline TrainOptions options_for(const RunConfig& c) {
   TrainOptions o;
   o.model = models::parse_model(c.model);
   schedules::ScheduleOptions s;
-  s.num_stages = c.stages;
+  s.num_ranks = c.stages;
   s.num_microbatches = c.microbatches;
   s.recompute = c.recompute;
   s.backward_order = c.backward_order;

@@ -13,7 +13,7 @@ using testing::program;
 
 ScheduleOptions options(int k, int m, BackwardOrder order = BackwardOrder::reverse) {
   ScheduleOptions o;
-  o.num_stages = k;
+  o.num_ranks = k;
   o.num_microbatches = m;
   o.backward_order = order;
   return o;

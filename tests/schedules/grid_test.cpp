@@ -30,7 +30,7 @@ Schedule make(int stages, int microbatches, const std::vector<std::vector<std::s
   return s;
 }
 
-Schedule gpipe(int k, int m) { return generate("gpipe", {k, m, BackwardOrder::reverse, RecomputePolicy::never}); }
+Schedule gpipe(int k, int m) { return generate("gpipe", {.num_ranks = k, .num_microbatches = m, .backward_order = BackwardOrder::reverse, .recompute = RecomputePolicy::never}); }
 
 TEST(Grid, GpipeFillAndDrain) {
   EXPECT_EQ(format_grid(gpipe(2, 2)),
@@ -44,7 +44,7 @@ TEST(Grid, GpipeFillAndDrain) {
 }
 
 TEST(Grid, OneFOneB) {
-  EXPECT_EQ(format_grid(generate("1f1b", {3, 4, BackwardOrder::reverse, RecomputePolicy::never})),
+  EXPECT_EQ(format_grid(generate("1f1b", {.num_ranks = 3, .num_microbatches = 4, .backward_order = BackwardOrder::reverse, .recompute = RecomputePolicy::never})),
             "step  rank 0  rank 1  rank 2\n"
             "   0  0F0     .       .\n"
             "   1  0F1     1F0     .\n"
@@ -78,7 +78,7 @@ TEST(Grid, LoweredMatchesComputeOnlyPlusStep) {
 }
 
 TEST(Grid, RecomputeTakesAStep) {
-  const Schedule s = lower(generate("gpipe", {1, 2, BackwardOrder::forward, RecomputePolicy::always}));
+  const Schedule s = lower(generate("gpipe", {.num_ranks = 1, .num_microbatches = 2, .backward_order = BackwardOrder::forward, .recompute = RecomputePolicy::always}));
   EXPECT_EQ(format_grid(s), "step  rank 0\n   0  0F0\n   1  0F1\n   2  0R0\n   3  0B0\n"
                             "   4  0R1\n   5  0B1\n   6  0STEP\n");
 }
@@ -152,7 +152,7 @@ TEST(Grid, MalformedActionDoesNotCrash) {
 }
 
 TEST(Grid, IsDeterministic) {
-  const Schedule s = lower(generate("1f1b", {4, 6, BackwardOrder::reverse, RecomputePolicy::except_last}));
+  const Schedule s = lower(generate("1f1b", {.num_ranks = 4, .num_microbatches = 6, .backward_order = BackwardOrder::reverse, .recompute = RecomputePolicy::except_last}));
   EXPECT_EQ(format_grid(s), format_grid(s));
   // Every row is the header or a step; the pipeline never stalls.
   EXPECT_EQ(format_grid(s).find("stuck"), std::string::npos);

@@ -27,7 +27,7 @@ std::vector<Schedule> sample_schedules() {
       for (int k : {1, 2, 4}) {
         for (int m : {1, 3, 8}) {
           ScheduleOptions o;
-          o.num_stages = k;
+          o.num_ranks = k;
           o.num_microbatches = m;
           o.recompute = policy;
           all.push_back(generate(name, o));
@@ -43,7 +43,7 @@ using gpipe::testing::error_of;
 
 TEST(IrJson, MatchesTheDesignDocument) {
   ScheduleOptions o;
-  o.num_stages = 2;
+  o.num_ranks = 2;
   o.num_microbatches = 2;
   const json doc = to_json(generate_gpipe(o));
   EXPECT_EQ(doc, json::parse(R"({"format": "gpipe-schedule", "version": 1, "name": "gpipe",
@@ -90,7 +90,7 @@ TEST(IrCsv, RoundTripsAndAgreesWithJson) {
 
 TEST(IrCsv, TorchLayoutOneLinePerRank) {
   ScheduleOptions o;
-  o.num_stages = 2;
+  o.num_ranks = 2;
   o.num_microbatches = 2;
   EXPECT_EQ(to_csv(generate_1f1b(o)), "0F0,0F1,0B0,0B1\n1F0,1B0,1F1,1B1\n");
   // Empty cells (torch's idle slots), spaces and CRLF are accepted.
@@ -143,7 +143,7 @@ TEST(ScheduleFiles, ReadsEitherFormByContent) {
   const auto dir = std::filesystem::temp_directory_path() / "gpipe_ir_files_test";
   std::filesystem::create_directories(dir);
   ScheduleOptions o;
-  o.num_stages = 3;
+  o.num_ranks = 3;
   o.num_microbatches = 5;
   const Schedule s = lower(generate_1f1b(o));
   write_text_file(dir / "s.json", to_json_text(s));

@@ -14,7 +14,7 @@ using testing::program;
 Schedule gpipe(int k, int m, RecomputePolicy recompute,
                BackwardOrder order = BackwardOrder::reverse) {
   ScheduleOptions o;
-  o.num_stages = k;
+  o.num_ranks = k;
   o.num_microbatches = m;
   o.recompute = recompute;
   o.backward_order = order;
@@ -47,7 +47,7 @@ TEST(Lower, ExceptLastWithForwardOrderRecomputesAll) {
 
 TEST(Lower, OneFOneBLastRankNeverRecomputesUnderExceptLast) {
   ScheduleOptions o;
-  o.num_stages = 2;
+  o.num_ranks = 2;
   o.num_microbatches = 3;
   o.recompute = RecomputePolicy::except_last;
   const Schedule s = lower(generate_1f1b(o));

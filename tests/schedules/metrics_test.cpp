@@ -23,7 +23,7 @@ TimedAction timed(int rank, Action a, std::int64_t start, std::int64_t end) {
 // its j-th backward (B of M-1-j) at T + (K-1-r+j)tb, the mirror image.
 Timeline uniform_gpipe(int k, int m, std::int64_t tf, std::int64_t tb) {
   Timeline tl;
-  tl.info = info_of(generate_gpipe({.num_stages = k, .num_microbatches = m}));
+  tl.info = info_of(generate_gpipe({.num_ranks = k, .num_microbatches = m}));
   const std::int64_t drain = (m + k - 1) * tf;
   for (int r = 0; r < k; ++r) {
     for (int j = 0; j < m; ++j) {

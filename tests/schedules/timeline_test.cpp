@@ -45,7 +45,7 @@ TEST(Timeline, StreamOfEachKind) {
 
 TEST(Timeline, InfoOfASchedule) {
   const Schedule s = lower(generate_gpipe(
-      {.num_stages = 4, .num_microbatches = 8, .recompute = RecomputePolicy::always}));
+      {.num_ranks = 4, .num_microbatches = 8, .recompute = RecomputePolicy::always}));
   const TimelineInfo info = info_of(s);
   EXPECT_EQ(info.schedule_name, s.name);
   EXPECT_EQ(info.num_ranks, 4);

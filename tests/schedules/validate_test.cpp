@@ -34,7 +34,7 @@ Schedule make(int stages, int microbatches, const std::vector<std::vector<std::s
 }
 
 Schedule gpipe(int k, int m, RecomputePolicy recompute = RecomputePolicy::never) {
-  return generate("gpipe", {k, m, BackwardOrder::reverse, recompute});
+  return generate("gpipe", {.num_ranks = k, .num_microbatches = m, .backward_order = BackwardOrder::reverse, .recompute = recompute});
 }
 
 // The single error of `kind` in `s` (fails when there is not exactly one).
@@ -64,7 +64,7 @@ TEST(Validate, EveryGeneratedScheduleIsValid) {
       for (int m = 1; m <= 9; ++m) {
         for (auto order : {BackwardOrder::reverse, BackwardOrder::forward}) {
           for (auto policy : {RecomputePolicy::never, RecomputePolicy::always, RecomputePolicy::except_last}) {
-            const Schedule compute = generate(name, {k, m, order, policy});
+            const Schedule compute = generate(name, {.num_ranks = k, .num_microbatches = m, .backward_order = order, .recompute = policy});
             for (const Schedule& s : {compute, lower(compute)}) {
               const auto errors = find_errors(s);
               EXPECT_TRUE(errors.empty()) << name << " K=" << k << " M=" << m << " lowered="

@@ -34,7 +34,7 @@ std::vector<Schedule> schedules_to_check() {
     for (auto policy : {RecomputePolicy::never, RecomputePolicy::always, RecomputePolicy::except_last}) {
       for (int k : {1, 2, 4}) {
         schedules::ScheduleOptions o;
-        o.num_stages = k;
+        o.num_ranks = k;
         o.num_microbatches = 5;
         o.recompute = policy;
         out.push_back(schedules::generate(name, o));
@@ -104,7 +104,7 @@ TEST(ActionGraph, ConsumersFollowTheDependencyRulesInlineOrOverflowing) {
 
 TEST(ActionGraph, RecomputedAsksForR) {
   schedules::ScheduleOptions o;
-  o.num_stages = 2;
+  o.num_ranks = 2;
   o.num_microbatches = 2;
   o.recompute = RecomputePolicy::except_last;
   const ActionGraph graph(schedules::generate("1f1b", o), TaggedCosts());

@@ -30,7 +30,7 @@ TimedAction timed(int rank, std::string_view text, std::int64_t start_us, std::i
 }
 
 TimelineInfo gpipe_info(int k, int m) {
-  return info_of(generate_gpipe({.num_stages = k, .num_microbatches = m}));
+  return info_of(generate_gpipe({.num_ranks = k, .num_microbatches = m}));
 }
 
 // GPipe fill/drain, K=2, M=2, F 100 us, B 200 us, no comm: step 900 us, bubble 1/3.

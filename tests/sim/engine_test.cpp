@@ -46,7 +46,7 @@ class UniformCosts final : public CostModel {
 Schedule make(const char* name, int k, int m,
               schedules::RecomputePolicy recompute = schedules::RecomputePolicy::never) {
   schedules::ScheduleOptions o;
-  o.num_stages = k;
+  o.num_ranks = k;
   o.num_microbatches = m;
   o.recompute = recompute;
   return schedules::generate(name, o);

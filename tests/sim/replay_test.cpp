@@ -42,7 +42,7 @@ class ScriptedLinks final : public LinkModel {
 
 schedules::Schedule gpipe(int k, int m) {
   schedules::ScheduleOptions o;
-  o.num_stages = k;
+  o.num_ranks = k;
   o.num_microbatches = m;
   return schedules::generate("gpipe", o);
 }

@@ -58,7 +58,7 @@ std::vector<Action> compute_actions(int stages, int microbatches) {
 
 schedules::Schedule gpipe_schedule(int k, int m) {
   schedules::ScheduleOptions o;
-  o.num_stages = k;
+  o.num_ranks = k;
   o.num_microbatches = m;
   return schedules::generate("gpipe", o);
 }
