@@ -14,6 +14,17 @@ namespace gpipe::schedules {
 
 enum class RecomputePolicy { never, always, except_last };
 
+// An overlapped forward and backward, torch's `(0F3;3B1)OVERLAP_F_B`
+// (DualPipeV): the two stand next to each other in their rank's compute-only
+// list, forward first (lowering may put R and comm actions between them).
+// DESIGN.md says how they run.
+struct OverlapPair {
+  Action forward;
+  Action backward;  // B, or I
+
+  auto operator<=>(const OverlapPair&) const = default;
+};
+
 [[nodiscard]] std::string_view to_string(RecomputePolicy policy);
 [[nodiscard]] std::optional<RecomputePolicy> parse_recompute_policy(std::string_view text);
 // The names parse_recompute_policy() accepts, in enum order, for flag checks.
@@ -27,6 +38,7 @@ struct Schedule {
   std::vector<Rank> stage_to_rank;  // indexed by stage
   RecomputePolicy recompute = RecomputePolicy::never;
   std::vector<std::vector<Action>> ranks;  // indexed by rank, in program order
+  std::vector<OverlapPair> overlapped;     // empty unless the schedule overlaps F&B pairs
 
   [[nodiscard]] Rank rank_of(Stage stage) const { return stage_to_rank.at(stage.at()); }
   [[nodiscard]] const std::vector<Action>& actions(Rank rank) const { return ranks.at(rank.at()); }
