@@ -66,6 +66,14 @@ LayerCost cost_at(const LayerProfile& layer, int micro_batch_size) {
   cost.output_bytes = bytes([](const ProfileSample& s) { return double(s.output_bytes); });
   cost.activation_bytes = std::max(
       bytes([](const ProfileSample& s) { return double(s.activation_bytes); }), cost.input_bytes);
+  cost.weight_grad_stash_bytes = cost.activation_bytes;
+  if (layer.samples.front().weight_grad_stash_bytes) {
+    cost.weight_grad_stash_bytes = std::min(
+        bytes([](const ProfileSample& s) {
+          return double(s.weight_grad_stash_bytes.value_or(s.activation_bytes));
+        }),
+        cost.activation_bytes);
+  }
   return cost;
 }
 

@@ -21,6 +21,9 @@ struct LayerCost {
   std::int64_t input_bytes = 0;
   std::int64_t output_bytes = 0;
   std::int64_t activation_bytes = 0;
+  // What W keeps of activation_bytes after I; all of them when the profile
+  // does not say.
+  std::int64_t weight_grad_stash_bytes = 0;
 
   bool operator==(const LayerCost&) const = default;
 };

@@ -143,6 +143,14 @@ ProfileSample read_sample(const Field& at) {
                    fmt::format("{} is less than input_bytes {} (it includes the layer's input)",
                                s.activation_bytes, s.input_bytes));
   }
+  if (const auto kept = at.optional_member("weight_grad_stash_bytes")) {
+    s.weight_grad_stash_bytes = kept->non_negative_integer();
+    if (*s.weight_grad_stash_bytes > s.activation_bytes) {
+      at.fail_member("weight_grad_stash_bytes",
+                     fmt::format("{} exceeds activation_bytes {} (it is the share of them that W keeps)",
+                                 *s.weight_grad_stash_bytes, s.activation_bytes));
+    }
+  }
   return s;
 }
 
@@ -207,6 +215,7 @@ json sample_to_json(const ProfileSample& s) {
               {"activation_bytes", s.activation_bytes}};
   if (s.bwd_input_us) out["bwd_input_us"] = *s.bwd_input_us;
   if (s.bwd_weight_us) out["bwd_weight_us"] = *s.bwd_weight_us;
+  if (s.weight_grad_stash_bytes) out["weight_grad_stash_bytes"] = *s.weight_grad_stash_bytes;
   return out;
 }
 

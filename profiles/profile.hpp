@@ -30,6 +30,9 @@ struct ProfileSample {
   // What the layer keeps for its backward when not recomputing, its input
   // included (so activation_bytes >= input_bytes).
   std::int64_t activation_bytes = 0;
+  // Of those, what a split backward keeps from the end of I to the end of W
+  // (<= activation_bytes). Absent: W keeps everything, an upper bound.
+  std::optional<std::int64_t> weight_grad_stash_bytes;
 
   bool operator==(const ProfileSample&) const = default;
 };

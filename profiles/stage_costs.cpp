@@ -58,6 +58,7 @@ std::vector<StageCost> stage_costs(const Profile& profile, std::span<const int> 
       weight_us += cost.bwd_weight_us;
       optimizer_us += layer.optimizer_us;
       stage.activation_bytes += cost.activation_bytes;
+      stage.weight_grad_stash_bytes += cost.weight_grad_stash_bytes;
       stage.param_bytes += layer.param_bytes;
       if (i == 0) stage.input_bytes = cost.input_bytes;
       if (i == count - 1) stage.output_bytes = cost.output_bytes;

@@ -22,6 +22,11 @@ class CostModel {
   [[nodiscard]] virtual std::int64_t activation_bytes(schedules::Stage s, schedules::Microbatch m) const = 0;
   // In_s: the boundary input a recomputing stage keeps instead.
   [[nodiscard]] virtual std::int64_t stashed_input_bytes(schedules::Stage s, schedules::Microbatch m) const = 0;
+  // W_s: what a split backward keeps of A_s from the end of I to the end of W.
+  // All of it unless the model knows better.
+  [[nodiscard]] virtual std::int64_t weight_grad_stash_bytes(schedules::Stage s, schedules::Microbatch m) const {
+    return activation_bytes(s, m);
+  }
 };
 
 }  // namespace gpipe::sim

@@ -47,6 +47,9 @@ class JitteredCosts final : public CostModel {
   [[nodiscard]] std::int64_t stashed_input_bytes(schedules::Stage s, schedules::Microbatch m) const override {
     return base_.stashed_input_bytes(s, m);
   }
+  [[nodiscard]] std::int64_t weight_grad_stash_bytes(schedules::Stage s, schedules::Microbatch m) const override {
+    return base_.weight_grad_stash_bytes(s, m);
+  }
 
  private:
   const CostModel& base_;

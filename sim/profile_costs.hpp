@@ -29,6 +29,9 @@ class ProfileCosts final : public CostModel {
   [[nodiscard]] std::int64_t stashed_input_bytes(schedules::Stage s, schedules::Microbatch m) const override {
     return stage(s, m).input_bytes;
   }
+  [[nodiscard]] std::int64_t weight_grad_stash_bytes(schedules::Stage s, schedules::Microbatch m) const override {
+    return stage(s, m).weight_grad_stash_bytes;
+  }
   // The stage costs at one micro-batch size (it must be one of the sizes given).
   [[nodiscard]] const std::vector<profiles::StageCost>& at_size(int micro_batch_size) const {
     return by_size_.at(micro_batch_size);

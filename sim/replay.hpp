@@ -63,7 +63,8 @@ class Replay {
     ++next_[r];
     const schedules::Action& a = graph_.action(node);
     using schedules::ActionKind;
-    if (a.kind == ActionKind::B || a.kind == ActionKind::W || (a.kind == ActionKind::F && graph_.recomputed(a))) {
+    if (a.kind == ActionKind::B || a.kind == ActionKind::I || a.kind == ActionKind::W ||
+        (a.kind == ActionKind::F && graph_.recomputed(a))) {
       add_memory(rank, end, memory_change_at_end(a.kind, stage_memory(a), true));
     }
     const int id = static_cast<int>(node);
@@ -90,7 +91,8 @@ class Replay {
 
  private:
   [[nodiscard]] StageMemory stage_memory(const schedules::Action& a) const {
-    return {costs_.activation_bytes(a.stage, a.microbatch), costs_.stashed_input_bytes(a.stage, a.microbatch)};
+    return {costs_.activation_bytes(a.stage, a.microbatch), costs_.stashed_input_bytes(a.stage, a.microbatch),
+            costs_.weight_grad_stash_bytes(a.stage, a.microbatch)};
   }
   void add_memory(int rank, std::int64_t at, std::int64_t change) {
     if (change == 0) return;

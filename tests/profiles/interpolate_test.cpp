@@ -29,38 +29,51 @@ LayerProfile three_samples() {
                        split_sample(8, 30, 90, 40, 50, 800, 1200, 3000)}};
 }
 
+TEST(CostAt, InterpolatesWhatTheWeightGradientKeeps) {
+  LayerProfile layer = three_samples();
+  layer.samples[0].weight_grad_stash_bytes = 600;
+  layer.samples[1].weight_grad_stash_bytes = 1000;
+  layer.samples[2].weight_grad_stash_bytes = 1800;
+  EXPECT_EQ(cost_at(layer, 4).weight_grad_stash_bytes, 1000);
+  EXPECT_EQ(cost_at(layer, 3).weight_grad_stash_bytes, 800);
+  EXPECT_EQ(cost_at(layer, 6).weight_grad_stash_bytes, 1400);
+  // Never more than the activations it is a share of.
+  layer.samples[2].weight_grad_stash_bytes = 3000;
+  EXPECT_EQ(cost_at(layer, 16).weight_grad_stash_bytes, cost_at(layer, 16).activation_bytes);
+}
+
 TEST(CostAt, GivesASampledSizeExactly) {
-  EXPECT_EQ(cost_at(three_samples(), 2), (LayerCost{10, 30, 12, 18, 200, 300, 1000}));
-  EXPECT_EQ(cost_at(three_samples(), 4), (LayerCost{18, 50, 20, 30, 400, 600, 1800}));
-  EXPECT_EQ(cost_at(three_samples(), 8), (LayerCost{30, 90, 40, 50, 800, 1200, 3000}));
+  EXPECT_EQ(cost_at(three_samples(), 2), (LayerCost{10, 30, 12, 18, 200, 300, 1000, 1000}));
+  EXPECT_EQ(cost_at(three_samples(), 4), (LayerCost{18, 50, 20, 30, 400, 600, 1800, 1800}));
+  EXPECT_EQ(cost_at(three_samples(), 8), (LayerCost{30, 90, 40, 50, 800, 1200, 3000, 3000}));
 }
 
 TEST(CostAt, InterpolatesBetweenTheTwoSamplesAround) {
-  EXPECT_EQ(cost_at(three_samples(), 3), (LayerCost{14, 40, 16, 24, 300, 450, 1400}));
-  EXPECT_EQ(cost_at(three_samples(), 6), (LayerCost{24, 70, 30, 40, 600, 900, 2400}));
-  EXPECT_EQ(cost_at(three_samples(), 7), (LayerCost{27, 80, 35, 45, 700, 1050, 2700}));
+  EXPECT_EQ(cost_at(three_samples(), 3), (LayerCost{14, 40, 16, 24, 300, 450, 1400, 1400}));
+  EXPECT_EQ(cost_at(three_samples(), 6), (LayerCost{24, 70, 30, 40, 600, 900, 2400, 2400}));
+  EXPECT_EQ(cost_at(three_samples(), 7), (LayerCost{27, 80, 35, 45, 700, 1050, 2700, 2700}));
 }
 
 TEST(CostAt, ExtrapolatesBelowFromTheFirstTwoSamples) {
-  EXPECT_EQ(cost_at(three_samples(), 1), (LayerCost{6, 20, 8, 12, 100, 150, 600}));
+  EXPECT_EQ(cost_at(three_samples(), 1), (LayerCost{6, 20, 8, 12, 100, 150, 600, 600}));
 }
 
 TEST(CostAt, ExtrapolatesAboveFromTheLastTwoSamples) {
   // Slopes of 4..8: fwd 3/sample, bwd 10, I 5, W 5, bytes 100, 150, 300.
-  EXPECT_EQ(cost_at(three_samples(), 16), (LayerCost{54, 170, 80, 90, 1600, 2400, 5400}));
+  EXPECT_EQ(cost_at(three_samples(), 16), (LayerCost{54, 170, 80, 90, 1600, 2400, 5400, 5400}));
 }
 
 TEST(CostAt, InterpolatesAtTheMidpointOfTwoSamples) {
   const LayerProfile layer{"l", "k", 0, 0,
                            {sample(2, 1, 2, 10, 20, 30), sample(6, 5, 10, 50, 60, 70)}};
-  EXPECT_EQ(cost_at(layer, 4), (LayerCost{3, 6, 3, 3, 30, 40, 50}));
+  EXPECT_EQ(cost_at(layer, 4), (LayerCost{3, 6, 3, 3, 30, 40, 50, 50}));
 }
 
 TEST(CostAt, ScalesProportionallyWithOneSample) {
   const LayerProfile layer{"l", "k", 0, 0, {sample(4, 10, 30, 400, 100, 1000)}};
-  EXPECT_EQ(cost_at(layer, 6), (LayerCost{15, 45, 22.5, 22.5, 600, 150, 1500}));
-  EXPECT_EQ(cost_at(layer, 1), (LayerCost{2.5, 7.5, 3.75, 3.75, 100, 25, 250}));
-  EXPECT_EQ(cost_at(layer, 4), (LayerCost{10, 30, 15, 15, 400, 100, 1000}));
+  EXPECT_EQ(cost_at(layer, 6), (LayerCost{15, 45, 22.5, 22.5, 600, 150, 1500, 1500}));
+  EXPECT_EQ(cost_at(layer, 1), (LayerCost{2.5, 7.5, 3.75, 3.75, 100, 25, 250, 250}));
+  EXPECT_EQ(cost_at(layer, 4), (LayerCost{10, 30, 15, 15, 400, 100, 1000, 1000}));
 }
 
 TEST(CostAt, SplitsAnUnsplitBackwardEvenly) {

@@ -140,7 +140,10 @@ INSTANTIATE_TEST_SUITE_P(
                     "layer gives it"},
         InvalidCase{"invalid_activation_below_input.json",
                     "layers[0].samples[0].activation_bytes: 399 is less than input_bytes 400 (it "
-                    "includes the layer's input)"}),
+                    "includes the layer's input)"},
+        InvalidCase{"invalid_weight_grad_stash_above_activation.json",
+                    "layers[0].samples[0].weight_grad_stash_bytes: 1001 exceeds activation_bytes "
+                    "1000 (it is the share of them that W keeps)"}),
     [](const ::testing::TestParamInfo<InvalidCase>& info) {
       std::string name = info.param.file;
       name = name.substr(0, name.find('.'));

@@ -23,8 +23,8 @@ using schedules::Stage;
 class UniformCosts final : public CostModel {
  public:
   UniformCosts(std::int64_t tf, std::int64_t tb, std::int64_t a = 0, std::int64_t in = 0,
-               std::int64_t boundary = 0)
-      : tf_(tf), tb_(tb), a_(a), in_(in), boundary_(boundary) {}
+               std::int64_t boundary = 0, std::int64_t kept_for_w = -1)
+      : tf_(tf), tb_(tb), a_(a), in_(in), boundary_(boundary), w_(kept_for_w < 0 ? a : kept_for_w) {}
   std::int64_t duration_ns(const Action& action) const override {
     switch (action.kind) {
       case ActionKind::F:
@@ -38,9 +38,10 @@ class UniformCosts final : public CostModel {
   std::int64_t boundary_bytes(Stage, schedules::Microbatch) const override { return boundary_; }
   std::int64_t activation_bytes(Stage, schedules::Microbatch) const override { return a_; }
   std::int64_t stashed_input_bytes(Stage, schedules::Microbatch) const override { return in_; }
+  std::int64_t weight_grad_stash_bytes(Stage, schedules::Microbatch) const override { return w_; }
 
  private:
-  std::int64_t tf_, tb_, a_, in_, boundary_;
+  std::int64_t tf_, tb_, a_, in_, boundary_, w_;
 };
 
 Schedule make(const char* name, int k, int m,
@@ -174,6 +175,22 @@ TEST(Engine, RecomputeKeepsOnlyBoundaryInputs) {
       }
     }
   }
+}
+
+// One rank, I and W split and W deferred: F0 F1 I0 I1 W0 W1. I frees all
+// but what W keeps (W_s), W frees the rest, so the memory after each action
+// is 1000, 2000, 1300, 600, 300, 0.
+TEST(Engine, SplitBackwardFreesWhatTheWeightGradientDoesNotKeep) {
+  Schedule s = make("gpipe", 1, 2);
+  using schedules::make_action;
+  s.ranks[0] = {make_action(0, ActionKind::F, 0), make_action(0, ActionKind::F, 1),
+                make_action(0, ActionKind::I, 0), make_action(0, ActionKind::I, 1),
+                make_action(0, ActionKind::W, 0), make_action(0, ActionKind::W, 1)};
+  const auto t = simulate_timeline(s, UniformCosts(10, 20, 1000, 0, 0, 300), FreeLink());
+  std::vector<std::int64_t> levels;
+  for (const auto& sample : t.memory) levels.push_back(sample.activation_bytes);
+  EXPECT_EQ(levels, (std::vector<std::int64_t>{1000, 2000, 1300, 600, 300, 0}));
+  EXPECT_EQ(peak(t, 0), 2000);
 }
 
 TEST(Engine, MemoryReturnsToZeroAndTraceHasEveryAction) {
