@@ -6,15 +6,22 @@
 
 namespace gpipe::cli {
 
-std::string format_metrics_summary(const schedules::Metrics& m) {
+std::string format_metrics_summary(const schedules::Metrics& m, std::string_view schedule_name) {
+  const schedules::AnalyticForms forms = schedules::analytic_bubble_forms(schedule_name);
   std::string out;
   out += fmt::format("step time       {}\n", format_time_us(m.step_time_us));
   out += fmt::format("throughput      {:.1f} samples/s\n", m.throughput_samples_per_s);
-  out += fmt::format("bubble          {:.2f} % of the step (analytic (K-1)/(M+K-1): {:.2f} %)\n",
-                     100 * m.bubble_fraction, 100 * m.bubble_fraction_analytic);
-  out += fmt::format(
-      "bubble / ideal  {:.2f} % (Megatron's convention; analytic (K-1)/M: {:.2f} %)\n\n",
-      100 * m.bubble_time_over_ideal, 100 * m.bubble_time_over_ideal_analytic);
+  if (m.bubble_fraction_analytic && m.bubble_time_over_ideal_analytic) {
+    out += fmt::format("bubble          {:.2f} % of the step (analytic {}: {:.2f} %)\n",
+                       100 * m.bubble_fraction, forms.fraction, 100 * *m.bubble_fraction_analytic);
+    out += fmt::format("bubble / ideal  {:.2f} % (Megatron's convention; analytic {}: {:.2f} %)\n\n",
+                       100 * m.bubble_time_over_ideal, forms.time_over_ideal,
+                       100 * *m.bubble_time_over_ideal_analytic);
+  } else {
+    out += fmt::format("bubble          {:.2f} % of the step (no closed form for this schedule)\n",
+                       100 * m.bubble_fraction);
+    out += fmt::format("bubble / ideal  {:.2f} % (Megatron's convention)\n\n", 100 * m.bubble_time_over_ideal);
+  }
   return out;
 }
 

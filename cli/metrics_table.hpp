@@ -14,7 +14,9 @@
 namespace gpipe::cli {
 
 // "step time ...", "throughput ...", "bubble ...", "bubble / ideal ...", then a blank line.
-[[nodiscard]] std::string format_metrics_summary(const schedules::Metrics& metrics);
+// `schedule_name` picks the family's closed-form bubble printed beside the value.
+[[nodiscard]] std::string format_metrics_summary(const schedules::Metrics& metrics,
+                                                 std::string_view schedule_name);
 
 // One row per rank; rank r holds the layers of stage r of `partition`.
 // `static_label` heads the static-memory column, e.g. "static (adamw, bf16)".

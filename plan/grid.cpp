@@ -53,4 +53,8 @@ std::string csv_cell(const std::string& text) {
   return quoted + "\"";
 }
 
+std::string csv_number(std::optional<double> value, int decimals) {
+  return value ? fmt::format("{:.{}f}", *value, decimals) : std::string();
+}
+
 }  // namespace gpipe::plan

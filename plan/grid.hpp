@@ -6,6 +6,7 @@
 // run or skipped, starts with the same fields.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,5 +43,9 @@ struct Grid {
 // newline, as RFC 4180 and Python's csv module read it. Partitions ("3,3,2")
 // and skip reasons need it.
 [[nodiscard]] std::string csv_cell(const std::string& text);
+
+// A number with `decimals` decimals, or an empty cell for none (a family with
+// no closed-form bubble).
+[[nodiscard]] std::string csv_number(std::optional<double> value, int decimals);
 
 }  // namespace gpipe::plan

@@ -41,6 +41,26 @@ const json& field(const json& object, const std::string& key, const std::string&
   return *it;
 }
 
+// A number, or null for an absent value.
+std::optional<double> optional_number(const json& object, const std::string& key) {
+  const json& value = field(object, key, "");
+  if (value.is_null()) return std::nullopt;
+  if (!value.is_number()) bad_field(key, "must be a number or null");
+  return value.get<double>();
+}
+
+json or_null(const std::optional<double>& value) { return value ? json(*value) : json(nullptr); }
+
+int slot_of(ActionKind kind) {
+  switch (kind) {
+    case ActionKind::F: return 0;
+    case ActionKind::B: return 1;
+    case ActionKind::I: return 2;
+    case ActionKind::W: return 3;
+    default: return -1;
+  }
+}
+
 double number(const json& object, const std::string& key, const std::string& path = "") {
   const json& value = field(object, key, path);
   if (!value.is_number()) bad_field(join(path, key), "must be a number");
@@ -62,6 +82,25 @@ std::int64_t integer(const json& object, const std::string& key, const std::stri
 
 }  // namespace
 
+void ComputeTimeTotals::add(ActionKind kind, std::int64_t duration_ns) {
+  const int slot = slot_of(kind);
+  if (slot < 0) return;
+  sum_[slot] += duration_ns;
+  ++count_[slot];
+}
+
+MeanComputeTimes ComputeTimeTotals::means() const {
+  const auto mean = [this](int slot) {
+    return count_[slot] == 0 ? 0.0 : static_cast<double>(sum_[slot]) / static_cast<double>(count_[slot]);
+  };
+  MeanComputeTimes t;
+  t.forward = mean(0);
+  const bool split = count_[2] > 0 && count_[1] == 0;
+  t.weight = split ? mean(3) : 0.0;
+  t.backward = split ? mean(2) + mean(3) : mean(1);
+  return t;
+}
+
 Metrics compute_metrics(const Timeline& timeline) {
   const TimelineInfo& info = timeline.info;
   const auto num_ranks = static_cast<std::size_t>(std::max(info.num_ranks, 0));
@@ -74,6 +113,7 @@ Metrics compute_metrics(const Timeline& timeline) {
   m.step_time_ns = makespan_ns(timeline);
   m.step_time_us = to_us(m.step_time_ns);
   m.ranks.resize(num_ranks);
+  ComputeTimeTotals times;
   for (std::size_t r = 0; r < num_ranks; ++r) {
     m.ranks[r].rank = static_cast<int>(r);
     if (!info.static_bytes.empty()) m.ranks[r].static_bytes = info.static_bytes[r];
@@ -84,7 +124,10 @@ Metrics compute_metrics(const Timeline& timeline) {
                                    to_string(a.action), a.rank.value, num_ranks));
     }
     // Transfers run beside compute, so only the compute stream makes a rank busy.
-    if (a.stream == Stream::compute) m.ranks[a.rank.at()].busy_ns += a.duration_ns();
+    if (a.stream == Stream::compute) {
+      m.ranks[a.rank.at()].busy_ns += a.duration_ns();
+      times.add(a.action.kind, a.duration_ns());
+    }
   }
   std::vector<bool> sampled(num_ranks, false);
   for (const auto& s : timeline.memory) {
@@ -104,12 +147,13 @@ Metrics compute_metrics(const Timeline& timeline) {
     busy[r] = m.ranks[r].busy_ns;
     peaks[r] = m.ranks[r].peak_activation_bytes;
   }
-  return metrics_from_totals(info, m.step_time_ns, busy, peaks);
+  return metrics_from_totals(info, m.step_time_ns, busy, peaks, times.means());
 }
 
 Metrics metrics_from_totals(const TimelineInfo& info, std::int64_t step_time_ns,
                             std::span<const std::int64_t> busy_ns,
-                            std::span<const std::int64_t> peak_activation_bytes) {
+                            std::span<const std::int64_t> peak_activation_bytes,
+                            const MeanComputeTimes& times) {
   Metrics m;
   m.step_time_ns = step_time_ns;
   m.step_time_us = to_us(step_time_ns);
@@ -129,10 +173,12 @@ Metrics metrics_from_totals(const TimelineInfo& info, std::int64_t step_time_ns,
   const std::int64_t idle = ranks * m.step_time_ns - total_busy;
   m.bubble_fraction = ratio(idle, ranks * m.step_time_ns);
   m.bubble_time_over_ideal = ratio(idle, total_busy);
-  const std::int64_t k = info.num_stages;
-  const std::int64_t microbatches = info.num_microbatches;
-  m.bubble_fraction_analytic = k >= 1 ? ratio(k - 1, microbatches + k - 1) : 0.0;
-  m.bubble_time_over_ideal_analytic = k >= 1 ? ratio(k - 1, microbatches) : 0.0;
+  const int stages_per_rank = info.num_ranks > 0 ? info.num_stages / info.num_ranks : 1;
+  if (const auto analytic = analytic_bubble(info.schedule_name, info.num_ranks, stages_per_rank,
+                                            info.num_microbatches, times)) {
+    m.bubble_fraction_analytic = analytic->fraction;
+    m.bubble_time_over_ideal_analytic = analytic->time_over_ideal;
+  }
   // batch * 1e9 / ns rather than batch / seconds: one rounding, exact where it can be.
   m.throughput_samples_per_s = m.step_time_ns > 0 ? static_cast<double>(info.batch_size) * 1e9 /
                                                         static_cast<double>(m.step_time_ns)
@@ -151,9 +197,9 @@ json to_json(const Metrics& metrics) {
   }
   return {{"step_time_us", metrics.step_time_us},
           {"bubble_fraction", metrics.bubble_fraction},
-          {"bubble_fraction_analytic", metrics.bubble_fraction_analytic},
+          {"bubble_fraction_analytic", or_null(metrics.bubble_fraction_analytic)},
           {"bubble_time_over_ideal", metrics.bubble_time_over_ideal},
-          {"bubble_time_over_ideal_analytic", metrics.bubble_time_over_ideal_analytic},
+          {"bubble_time_over_ideal_analytic", or_null(metrics.bubble_time_over_ideal_analytic)},
           {"throughput_samples_per_s", metrics.throughput_samples_per_s},
           {"ranks", std::move(ranks)}};
 }
@@ -163,9 +209,9 @@ Metrics metrics_from_json(const json& j) {
   m.step_time_us = number(j, "step_time_us");
   m.step_time_ns = std::llround(m.step_time_us * 1000.0);
   m.bubble_fraction = number(j, "bubble_fraction");
-  m.bubble_fraction_analytic = number(j, "bubble_fraction_analytic");
+  m.bubble_fraction_analytic = optional_number(j, "bubble_fraction_analytic");
   m.bubble_time_over_ideal = number(j, "bubble_time_over_ideal");
-  m.bubble_time_over_ideal_analytic = number(j, "bubble_time_over_ideal_analytic");
+  m.bubble_time_over_ideal_analytic = optional_number(j, "bubble_time_over_ideal_analytic");
   m.throughput_samples_per_s = number(j, "throughput_samples_per_s");
   const json& ranks = field(j, "ranks", "");
   if (!ranks.is_array()) bad_field("ranks", "must be an array");

@@ -5,11 +5,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "schedules/analytic_bubble.hpp"
 #include "schedules/timeline.hpp"
 
 namespace gpipe::schedules {
@@ -29,9 +31,11 @@ struct Metrics {
   std::int64_t step_time_ns = 0;  // makespan: latest end minus earliest start
   double step_time_us = 0.0;
   double bubble_fraction = 0.0;           // 1 - sum(busy) / (num_ranks * makespan)
-  double bubble_fraction_analytic = 0.0;  // (K-1)/(M+K-1), K = num_stages
+  // The family's closed form (analytic_bubble.hpp): (K-1)/(M+K-1) for GPipe
+  // and 1F1B; none for a family that has no exact one.
+  std::optional<double> bubble_fraction_analytic;
   double bubble_time_over_ideal = 0.0;    // Megatron's convention: sum(makespan-busy)/sum(busy)
-  double bubble_time_over_ideal_analytic = 0.0;  // (K-1)/M
+  std::optional<double> bubble_time_over_ideal_analytic;  // (K-1)/M for GPipe
   double throughput_samples_per_s = 0.0;         // batch_size / step time (0 if batch_size unknown)
   std::vector<RankMetrics> ranks;
 
@@ -44,14 +48,29 @@ struct Metrics {
 [[nodiscard]] Metrics compute_metrics(const Timeline& timeline);
 
 // The same metrics from totals a caller kept itself (the simulator does, when it
-// records no timeline): makespan, compute busy time and activation peak per rank.
+// records no timeline): makespan, compute busy time and activation peak per
+// rank, and the mean compute times the zero-bubble closed forms need.
 [[nodiscard]] Metrics metrics_from_totals(const TimelineInfo& info, std::int64_t step_time_ns,
                                           std::span<const std::int64_t> busy_ns,
-                                          std::span<const std::int64_t> peak_activation_bytes);
+                                          std::span<const std::int64_t> peak_activation_bytes,
+                                          const MeanComputeTimes& times = {});
+
+// Sums and counts of the F, B, I and W durations of a schedule's compute
+// actions, for the mean times of the closed forms.
+class ComputeTimeTotals {
+ public:
+  void add(ActionKind kind, std::int64_t duration_ns);
+  [[nodiscard]] MeanComputeTimes means() const;
+
+ private:
+  std::int64_t sum_[4] = {};
+  std::int64_t count_[4] = {};
+};
 
 // The DESIGN.md keys: step_time_us, bubble_fraction, bubble_fraction_analytic,
-// bubble_time_over_ideal, bubble_time_over_ideal_analytic, throughput_samples_per_s,
-// and "ranks": [{rank, busy_us, utilization, peak_activation_bytes, static_bytes}].
+// bubble_time_over_ideal, bubble_time_over_ideal_analytic (null where the family
+// has no closed form), throughput_samples_per_s, and "ranks": [{rank, busy_us,
+// utilization, peak_activation_bytes, static_bytes}].
 [[nodiscard]] nlohmann::json to_json(const Metrics& metrics);
 // The inverse of to_json (ns fields come back as llround(us * 1000)); throws
 // InputError naming the field that is missing or of the wrong type.

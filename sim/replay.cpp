@@ -62,7 +62,7 @@ SimResult Replay::finish(const schedules::Schedule& schedule, const SimOptions& 
   info.source = "sim";
   info.batch_size = options.batch_size;
   info.static_bytes = options.static_bytes;
-  result.metrics = schedules::metrics_from_totals(info, makespan_, busy_, peak_memory_);
+  result.metrics = schedules::metrics_from_totals(info, makespan_, busy_, peak_memory_, compute_times_.means());
   return result;
 }
 

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "schedules/metrics.hpp"
 #include "schedules/schedule.hpp"
 #include "schedules/timeline.hpp"
 #include "sim/action_graph.hpp"
@@ -46,6 +47,7 @@ class Replay {
     const std::int64_t end = start + duration;
     if (record_) start_ns_[node] = start;
     busy_[r] += duration;
+    compute_times_.add(graph_.action(node).kind, duration);
     makespan_ = std::max(makespan_, end);
     const schedules::Action& a = graph_.action(node);
     if (a.kind == schedules::ActionKind::F || a.kind == schedules::ActionKind::R) {
@@ -117,6 +119,7 @@ class Replay {
   std::vector<std::int64_t> peak_memory_;
   std::vector<std::int64_t> busy_;  // compute time per rank, ns
   std::int64_t makespan_ = 0;
+  schedules::ComputeTimeTotals compute_times_;  // for the zero-bubble closed forms
   schedules::Timeline timeline_;
 };
 

@@ -90,9 +90,9 @@ std::string sweep_csv(const std::vector<SweepRow>& rows, std::optional<std::int6
     out += plan::grid_row_csv(req, r.skipped, 10);
     if (!r.ok()) continue;
     const auto& m = r.metrics;
-    out += fmt::format("{},{},{},ok,,{:.3f},{:.6f},{:.6f},{:.6f},{:.3f},{:.6f},{},{},{},{}\n",
+    out += fmt::format("{},{},{},ok,,{:.3f},{:.6f},{},{:.6f},{:.3f},{:.6f},{},{},{},{}\n",
                        r.micro_batch_size, req.batch, plan::csv_cell(fmt::format("{}", fmt::join(r.partition, ","))),
-                       m.step_time_us, m.bubble_fraction, m.bubble_fraction_analytic,
+                       m.step_time_us, m.bubble_fraction, plan::csv_number(m.bubble_fraction_analytic, 6),
                        m.bubble_time_over_ideal, m.throughput_samples_per_s, min_utilization(m),
                        r.peak_activation_bytes, r.static_bytes, r.peak_memory_bytes,
                        fits_cell(r, memory_limit));

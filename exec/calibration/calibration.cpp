@@ -101,12 +101,12 @@ std::string calibration_csv(const std::vector<CalibrationRow>& rows) {
     const plan::PlanRequest& req = r.request;
     out += plan::grid_row_csv(req, r.skipped, 10);
     if (!r.ok()) continue;
-    out += fmt::format("{},{},{},ok,,{:.3f},{:.3f},{},{:.6f},{:.6f},{:.6f},{},{},{},{}\n",
+    out += fmt::format("{},{},{},ok,,{:.3f},{:.3f},{},{:.6f},{:.6f},{},{},{},{},{}\n",
                        r.microbatch_sizes.front(), req.batch,
                        plan::csv_cell(fmt::format("{}", fmt::join(r.partition, ","))), r.diff.predicted_step_us,
                        r.diff.measured_step_us, number(r.diff.step_time_error_pct, 3),
                        r.diff.predicted_bubble, r.diff.measured_bubble,
-                       r.predicted.bubble_fraction_analytic, number(r.diff.bubble_error_points, 3),
+                       plan::csv_number(r.predicted.bubble_fraction_analytic, 6), number(r.diff.bubble_error_points, 3),
                        r.predicted_peak_activation_bytes, r.measured_peak_activation_bytes,
                        r.peak_activation_equal() ? 1 : 0);
   }

@@ -154,7 +154,7 @@ int run_train(const TrainFlags& f) {
     return 0;
   }
   std::cout << fmt::format("\nlast step, measured ({}):\n", run.where);
-  std::cout << format_metrics_summary(result.metrics);
+  std::cout << format_metrics_summary(result.metrics, plan.schedule.name);
   std::cout << format_rank_table(result.metrics, plan.partition,
                                  fmt::format("static ({}, fp32)", models::to_string(t.optimizer.kind)));
   if (!run.allocator_peak_bytes.empty()) std::cout << "\n" << device_memory_line(run) << "\n";

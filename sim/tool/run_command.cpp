@@ -79,7 +79,7 @@ void print_table(const sim::Prediction& p, const sim::Scenario& sc, const profil
                            sc.conditions.link_sharing == sim::LinkSharing::fifo
                                ? "one message at a time (fifo)"
                                : "concurrent messages share the bandwidth (shared)");
-  std::cout << format_metrics_summary(m);
+  std::cout << format_metrics_summary(m, p.plan.schedule.name);
   if (p.stochastic) print_stochastic(*p.stochastic);
   std::cout << format_rank_table(
       m, p.plan.partition, fmt::format("static ({}, {})", models::to_string(sc.request.optimizer), profile.dtype));

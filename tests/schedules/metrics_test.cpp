@@ -62,10 +62,10 @@ TEST(Metrics, UniformGpipeMatchesTheClosedForms) {
     EXPECT_DOUBLE_EQ(m.step_time_us, static_cast<double>(step) / 1000.0);
     const double analytic = static_cast<double>(c.k - 1) / (c.m + c.k - 1);
     EXPECT_DOUBLE_EQ(m.bubble_fraction, analytic);
-    EXPECT_DOUBLE_EQ(m.bubble_fraction_analytic, analytic);
+    EXPECT_DOUBLE_EQ(m.bubble_fraction_analytic.value(), analytic);
     const double megatron = static_cast<double>(c.k - 1) / c.m;
     EXPECT_DOUBLE_EQ(m.bubble_time_over_ideal, megatron);
-    EXPECT_DOUBLE_EQ(m.bubble_time_over_ideal_analytic, megatron);
+    EXPECT_DOUBLE_EQ(m.bubble_time_over_ideal_analytic.value(), megatron);
     ASSERT_EQ(m.ranks.size(), static_cast<std::size_t>(c.k));
     for (int r = 0; r < c.k; ++r) {
       EXPECT_EQ(m.ranks[r].rank, r);
@@ -107,8 +107,8 @@ TEST(Metrics, MeasuredTimelinesNeedNotStartAtZero) {
   EXPECT_DOUBLE_EQ(m.ranks[1].utilization, 0.475);
   EXPECT_DOUBLE_EQ(m.bubble_fraction, 1.0 - 1850.0 / 4000.0);
   EXPECT_DOUBLE_EQ(m.bubble_time_over_ideal, 2150.0 / 1850.0);
-  EXPECT_DOUBLE_EQ(m.bubble_fraction_analytic, 0.5);
-  EXPECT_DOUBLE_EQ(m.bubble_time_over_ideal_analytic, 1.0);
+  EXPECT_DOUBLE_EQ(m.bubble_fraction_analytic.value(), 0.5);
+  EXPECT_DOUBLE_EQ(m.bubble_time_over_ideal_analytic.value(), 1.0);
 }
 
 TEST(Metrics, PeakActivationMemoryAndStaticBytes) {

@@ -91,7 +91,7 @@ TEST(Engine, UniformStagesFreeLinksMatchTheClosedForm) {
         EXPECT_EQ(metrics.step_time_ns, (m + k - 1) * (tf + tb)) << name << " K=" << k << " M=" << m;
         EXPECT_DOUBLE_EQ(metrics.bubble_fraction, double(k - 1) / double(m + k - 1))
             << name << " K=" << k << " M=" << m;
-        EXPECT_DOUBLE_EQ(metrics.bubble_fraction, metrics.bubble_fraction_analytic);
+        EXPECT_DOUBLE_EQ(metrics.bubble_fraction, metrics.bubble_fraction_analytic.value());
       }
     }
   }
