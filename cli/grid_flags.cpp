@@ -19,6 +19,9 @@ void GridFlags::add_to(CLI::App& cmd, std::int64_t max_batch) {
   cmd.add_option("--schedule", schedules,
                  fmt::format("Schedules, comma-separated: {}", fmt::join(schedules::schedule_names(), ",")))
       ->capture_default_str();
+  cmd.add_option("--stages-per-rank,-V", stages_per_rank,
+                 "Stages per rank V of the interleaved and V-shaped schedules: 2,4 or a range 2..4 "
+                 "(default: each schedule's own)");
   cmd.add_option("--recompute", recompute,
                  fmt::format("Recompute policies, comma-separated: {}",
                              fmt::join(schedules::recompute_policy_names(), ",")))
@@ -29,6 +32,7 @@ void GridFlags::apply_to(plan::Grid& grid) const {
   grid.stages = parse_int_list(stages, "--stages");
   grid.microbatches = parse_int_list(microbatches, "--microbatches");
   grid.schedules = parse_name_list(schedules, "--schedule", schedules::schedule_names());
+  if (!stages_per_rank.empty()) grid.stages_per_rank = parse_int_list(stages_per_rank, "--stages-per-rank");
   grid.recompute.clear();
   for (const auto& name : parse_name_list(recompute, "--recompute", schedules::recompute_policy_names())) {
     grid.recompute.push_back(*schedules::parse_recompute_policy(name));

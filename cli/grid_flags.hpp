@@ -18,6 +18,7 @@ struct GridFlags {
   std::int64_t batch = 0;
   std::string schedules = "gpipe";
   std::string recompute = "never";
+  std::string stages_per_rank;  // empty: each family's own V
 
   void add_to(CLI::App& cmd, std::int64_t max_batch);
   // Sets those fields of `grid` (grid.base.batch included); throws InputError

@@ -8,15 +8,18 @@ namespace gpipe::plan {
 std::vector<PlanRequest> Grid::requests() const {
   std::vector<PlanRequest> all;
   for (const auto& name : schedules) {
-    for (const auto policy : recompute) {
-      for (const int k : stages) {
-        for (const int m : microbatches) {
-          PlanRequest r = base;
-          r.schedule = name;
-          r.recompute = policy;
-          r.stages = k;
-          r.microbatches = m;
-          all.push_back(std::move(r));
+    for (const int v : stages_per_rank) {
+      for (const auto policy : recompute) {
+        for (const int k : stages) {
+          for (const int m : microbatches) {
+            PlanRequest r = base;
+            r.schedule = name;
+            r.stages_per_rank = v;
+            r.recompute = policy;
+            r.stages = k;
+            r.microbatches = m;
+            all.push_back(std::move(r));
+          }
         }
       }
     }
@@ -31,13 +34,14 @@ nlohmann::json grid_row_json(const PlanRequest& r, const std::string& skipped) {
                         {"microbatches", r.microbatches},
                         {"batch", r.batch},
                         {"status", skipped.empty() ? "ok" : "skipped"}};
+  if (r.stages_per_rank > 0) row["stages_per_rank"] = r.stages_per_rank;
   if (!skipped.empty()) row["reason"] = skipped;
   return row;
 }
 
 std::string grid_row_csv(const PlanRequest& r, const std::string& skipped, int metric_cells) {
-  std::string row = fmt::format("{},{},{},{},", r.schedule, schedules::to_string(r.recompute),
-                                r.stages, r.microbatches);
+  std::string row = fmt::format("{},{},{},{},{},", r.schedule, schedules::to_string(r.recompute), r.stages,
+                                r.stages_per_rank > 0 ? std::to_string(r.stages_per_rank) : "", r.microbatches);
   if (skipped.empty()) return row;
   return row + fmt::format(",{},,skipped,{}{}\n", r.batch, csv_cell(skipped),
                            std::string(static_cast<std::size_t>(metric_cells), ','));

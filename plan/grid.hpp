@@ -8,6 +8,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -21,23 +22,26 @@ struct Grid {
   std::vector<int> microbatches;
   std::vector<std::string> schedules = {"gpipe"};
   std::vector<schedules::RecomputePolicy> recompute = {schedules::RecomputePolicy::never};
+  std::vector<int> stages_per_rank = {0};  // V; 0 = each family's own
   // The batch, partition, backward order and optimizer: the same for every request.
   PlanRequest base;
 
-  // The requests in grid order: schedule, recompute, K, M (M fastest).
+  // The requests in grid order: schedule, V, recompute, K, M (M fastest).
   [[nodiscard]] std::vector<PlanRequest> requests() const;
 };
 
 // The fields every JSON row of a grid starts with: schedule, recompute,
-// stages, microbatches, batch, status ("ok" or "skipped") and, when skipped,
-// its reason.
+// stages, stages_per_rank (once known: a skipped row of a family's own V has
+// none), microbatches, batch, status ("ok" or "skipped") and, when skipped, its reason.
 [[nodiscard]] nlohmann::json grid_row_json(const PlanRequest& request, const std::string& skipped);
 // The same for a CSV row whose columns begin schedule,recompute,stages,
-// microbatches,micro_batch_size,batch,partition,status,reason: the first four
-// cells and their commas; for a skipped row (`skipped` non-empty) the whole
+// stages_per_rank,microbatches,micro_batch_size,batch,partition,status,reason
+// (kGridCsvHead): the first five cells and their commas; for a skipped row (`skipped` non-empty) the whole
 // line, `metric_cells` empty cells after the reason and the newline included.
 [[nodiscard]] std::string grid_row_csv(const PlanRequest& request, const std::string& skipped,
                                        int metric_cells);
+inline constexpr std::string_view kGridCsvHead =
+    "schedule,recompute,stages,stages_per_rank,microbatches,micro_batch_size,batch,partition,status,reason";
 
 // One cell of a grid's CSV row: quoted when it holds a comma, a quote or a
 // newline, as RFC 4180 and Python's csv module read it. Partitions ("3,3,2")

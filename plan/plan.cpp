@@ -24,6 +24,17 @@ void check_stages(const profiles::Profile& profile, const PlanRequest& r) {
   }
 }
 
+// The schedule cuts the model into K x V stages; each needs a layer.
+void check_stages(const profiles::Profile& profile, const schedules::Schedule& s) {
+  const int num_layers = static_cast<int>(profile.layers.size());
+  if (s.num_stages > num_layers) {
+    throw InputError(fmt::format("{} with --stages {} has {} stages ({} per rank), more than the {} "
+                                 "layers of the profile: every stage needs at least one layer",
+                                 s.name, s.num_ranks, s.num_stages, s.num_stages / s.num_ranks,
+                                 num_layers));
+  }
+}
+
 // Per-layer cost (forward + backward, ns) at micro-batch size b: what the
 // balanced partitioner weighs.
 std::vector<std::int64_t> layer_costs_ns(const profiles::Profile& profile, int b) {
@@ -59,14 +70,16 @@ Plan plan_with(const profiles::Profile& profile, const PlanRequest& r, std::vect
   Plan p;
   p.batch = std::accumulate(sizes.begin(), sizes.end(), std::int64_t{0});
   p.microbatch_sizes = std::move(sizes);
-  p.partition = models::make_partition(r.partition, layer_costs_ns(profile, p.microbatch_sizes.front()),
-                                       r.stages);
   schedules::ScheduleOptions options;
   options.num_ranks = r.stages;
+  if (r.stages_per_rank > 0) options.stages_per_rank = r.stages_per_rank;
   options.num_microbatches = r.microbatches;
   options.backward_order = r.backward_order;
   options.recompute = r.recompute;
   p.schedule = schedules::generate(r.schedule, options);
+  check_stages(profile, p.schedule);
+  p.partition = models::make_partition(r.partition, layer_costs_ns(profile, p.microbatch_sizes.front()),
+                                       p.schedule.num_stages);
   p.static_bytes = static_bytes_per_rank(profile, p.partition, p.schedule, r.optimizer);
   return p;
 }

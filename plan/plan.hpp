@@ -23,7 +23,8 @@ struct PlanRequest {
   std::string schedule = "gpipe";
   schedules::BackwardOrder backward_order = schedules::BackwardOrder::reverse;
   schedules::RecomputePolicy recompute = schedules::RecomputePolicy::never;
-  int stages = 1;
+  int stages = 1;           // K: ranks
+  int stages_per_rank = 0;  // V: the model is cut into K x V stages; 0 = the family's own
   int microbatches = 1;
   std::int64_t batch = 0;    // N samples, split over the micro-batches; or
   int micro_batch_size = 0;  // b samples in every micro-batch (when batch is 0)
@@ -42,9 +43,9 @@ struct Plan {
 };
 
 // Throws InputError, naming the flag, for a request that cannot exist: K < 1,
-// more stages than the profile has layers, M < 1 or M > N, neither N nor b
-// given, a partition that does not fit, an unknown schedule; and for a profile
-// whose dtype has no known size.
+// more stages (K x V) than the profile has layers, M < 1 or M > N, neither N
+// nor b given, a partition that does not fit, an unknown schedule or one that
+// refuses the K, V and M asked; and for a profile whose dtype has no known size.
 [[nodiscard]] Plan make_plan(const profiles::Profile& profile, const PlanRequest& request);
 
 // The same with the request's micro-batch sizes made already (plan/microbatches.hpp,

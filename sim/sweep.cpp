@@ -20,6 +20,7 @@ SweepRow simulate_row(const profiles::Profile& profile, const Scenario& sc) {
   try {
     Prediction p = predict(profile, sc, /*record_timeline=*/false);
     row.partition = p.plan.partition.layers_per_stage;
+    row.request.stages_per_rank = p.plan.schedule.num_stages / p.plan.schedule.num_ranks;
     row.micro_batch_size = p.plan.microbatch_sizes.front();
     for (const auto& r : p.metrics.ranks) {
       row.peak_activation_bytes = std::max(row.peak_activation_bytes, r.peak_activation_bytes);
@@ -80,9 +81,8 @@ std::vector<SweepRow> run_sweep(const profiles::Profile& profile, const SweepGri
 }
 
 std::string sweep_csv(const std::vector<SweepRow>& rows, std::optional<std::int64_t> memory_limit) {
-  std::string out =
-      "schedule,recompute,stages,microbatches,micro_batch_size,batch,partition,status,reason,"
-      "step_time_us,bubble_fraction,bubble_fraction_analytic,bubble_time_over_ideal,"
+  std::string out = std::string(plan::kGridCsvHead) +
+      ",step_time_us,bubble_fraction,bubble_fraction_analytic,bubble_time_over_ideal,"
       "throughput_samples_per_s,utilization_min,peak_activation_bytes,static_bytes,"
       "peak_memory_bytes,fits\n";
   for (const SweepRow& r : rows) {

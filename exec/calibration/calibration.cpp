@@ -48,6 +48,7 @@ CalibrationRow validate_one(const profiles::Profile& profile, const CalibrationO
   t.watchdog_seconds = options.watchdog_seconds;
   const TrainResult measured = options.train ? options.train(t) : cpu::train(t);
   row.partition = p.plan.partition.layers_per_stage;
+  row.request.stages_per_rank = p.plan.schedule.num_stages / p.plan.schedule.num_ranks;
   row.microbatch_sizes = p.plan.microbatch_sizes;
   row.predicted = p.metrics;
   row.measured = measured.metrics;
@@ -93,8 +94,7 @@ std::vector<CalibrationRow> run_calibration(const profiles::Profile& profile,
 
 std::string calibration_csv(const std::vector<CalibrationRow>& rows) {
   std::string out =
-      "schedule,recompute,stages,microbatches,micro_batch_size,batch,partition,status,reason,"
-      "predicted_step_us,measured_step_us,step_time_error_pct,predicted_bubble,measured_bubble,"
+      std::string(plan::kGridCsvHead) + ",predicted_step_us,measured_step_us,step_time_error_pct,predicted_bubble,measured_bubble,"
       "bubble_fraction_analytic,bubble_error_points,predicted_peak_activation_bytes,"
       "measured_peak_activation_bytes,peak_activation_equal\n";
   for (const CalibrationRow& r : rows) {

@@ -39,6 +39,7 @@ struct TrainFlags {
   CudaFlags cuda;
   std::string schedule = "gpipe";
   int stages = 0;
+  int stages_per_rank = 0;  // 0: the schedule's own
   int microbatches = 0;
   std::int64_t batch = 0;
   int steps = 0;
@@ -92,6 +93,7 @@ int run_train(const TrainFlags& f) {
   request.backward_order = *schedules::parse_backward_order(f.run.backward_order);
   request.recompute = *schedules::parse_recompute_policy(f.recompute);
   request.stages = f.stages;
+  request.stages_per_rank = f.stages_per_rank;
   request.microbatches = f.microbatches;
   request.batch = f.batch;
   request.partition = models::parse_partition_spec(f.run.partition);
@@ -171,9 +173,11 @@ Subcommand add_train_command(CLI::App& app) {
                "SM partition of one GPU) and measure it: loss per step, then step time, bubble, "
                "utilisation and memory of the last step");
   f->run.add_to(*cmd, "Profile of the model (gpipe-run profile) whose costs --partition balanced balances");
-  cmd->add_option("--stages,-K", f->stages, "Number of pipeline stages K (one per rank)")
+  cmd->add_option("--stages,-K", f->stages, "Number of pipeline ranks K (each holds V stages)")
       ->required()
       ->check(CLI::Range(1, 4096));
+  cmd->add_option("--stages-per-rank,-V", f->stages_per_rank, "Stages per rank V of the interleaved and V-shaped schedules (the model is cut into K x V stages; default: the schedule's own)")
+      ->check(CLI::Range(1, 64));
   cmd->add_option("--microbatches,-M", f->microbatches, "Micro-batches per mini-batch M")
       ->required()
       ->check(CLI::Range(1, 1000000));

@@ -38,7 +38,11 @@ void FixedFlags::apply_to(plan::PlanRequest& request, sim::Conditions& condition
 
 void ScenarioFlags::add_to(CLI::App& cmd) {
   fixed.add_to(cmd);
-  cmd.add_option("--stages,-K", stages, "Number of pipeline stages K")->required()->check(CLI::Range(1, 100000));
+  cmd.add_option("--stages,-K", stages, "Number of pipeline ranks K (each holds V stages)")
+      ->required()
+      ->check(CLI::Range(1, 100000));
+  cmd.add_option("--stages-per-rank,-V", stages_per_rank, "Stages per rank V of the interleaved and V-shaped schedules (the model is cut into K x V stages; default: the schedule's own)")
+      ->check(CLI::Range(1, 64));
   cmd.add_option("--microbatches,-M", microbatches, "Micro-batches per mini-batch M")
       ->required()
       ->check(CLI::Range(1, 1000000));
@@ -76,6 +80,7 @@ sim::Scenario ScenarioFlags::scenario() const {
   plan::PlanRequest& r = sc.request;
   r.schedule = schedule;
   r.stages = stages;
+  r.stages_per_rank = stages_per_rank;
   r.microbatches = microbatches;
   r.batch = batch;
   r.micro_batch_size = micro_batch_size;

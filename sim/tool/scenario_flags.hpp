@@ -36,6 +36,7 @@ struct ScenarioFlags {
   FixedFlags fixed;
   std::string schedule = "gpipe";
   int stages = 0;
+  int stages_per_rank = 0;  // 0: the schedule's own
   int microbatches = 0;
   std::int64_t batch = 0;
   int micro_batch_size = 0;

@@ -38,7 +38,7 @@ expect_status 0 "$sim" sweep --profile $data/valid_two_layers.json -K 1..3 -M 1,
   --schedule gpipe,1f1b --out "$tmp/sweep.csv" --json-out "$tmp/sweep.json" --memory-limit 1MB
 expect_out "18 configurations: 8 simulated, 10 skipped (cannot exist)"
 [ "$(wc -l <"$tmp/sweep.csv")" -eq 19 ] || fail "sweep.csv has $(wc -l <"$tmp/sweep.csv") lines, expected 19"
-grep -qF 'gpipe,never,3,1,,2,,skipped,--stages 3 exceeds the 2 layers of the profile' "$tmp/sweep.csv" \
+grep -qF 'gpipe,never,3,,1,,2,,skipped,--stages 3 exceeds the 2 layers of the profile' "$tmp/sweep.csv" \
   || fail "skipped row for K=3: $(cat "$tmp/sweep.csv")"
 grep -qF '"status": "skipped"' "$tmp/sweep.json" || fail "sweep.json lacks skipped rows"
 # run and sweep share the fixed flags: the link, its sharing, the optimizer.

@@ -68,13 +68,13 @@ TEST(Sweep, CsvHasTheColumnsThePlotsRead) {
   g.grid.base.batch = 2;
   const auto csv = sweep_csv(run_sweep(profile, g, 1), std::int64_t{5000});
   EXPECT_EQ(csv,
-            "schedule,recompute,stages,microbatches,micro_batch_size,batch,partition,status,reason,"
-            "step_time_us,bubble_fraction,bubble_fraction_analytic,bubble_time_over_ideal,"
+            "schedule,recompute,stages,stages_per_rank,microbatches,micro_batch_size,batch,partition,"
+            "status,reason,step_time_us,bubble_fraction,bubble_fraction_analytic,bubble_time_over_ideal,"
             "throughput_samples_per_s,utilization_min,peak_activation_bytes,static_bytes,"
             "peak_memory_bytes,fits\n"
-            "gpipe,never,2,2,1,2,\"1,1\",ok,,90.000,0.333333,0.333333,0.500000,22222.222,0.666667,"
+            "gpipe,never,2,1,2,1,2,\"1,1\",ok,,90.000,0.333333,0.333333,0.500000,22222.222,0.666667,"
             "2000,1600,3600,1\n"
-            "gpipe,never,2,4,,2,,skipped,--microbatches 4 exceeds --batch 2: every micro-batch "
+            "gpipe,never,2,,4,,2,,skipped,--microbatches 4 exceeds --batch 2: every micro-batch "
             "needs a sample,,,,,,,,,,\n");
 }
 
