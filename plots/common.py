@@ -129,6 +129,7 @@ class SweepRow:
     reason: str
     metrics: dict  # float/int values of the metric columns, None where empty
     fits: object  # True, False or None (unknown)
+    stages_per_rank: object = None  # V, or None (a file without the column, or not yet known)
 
 
 def _number(text, path, line, column, kind):
@@ -165,11 +166,12 @@ def _parse_row(raw, path, line):
     if raw["fits"] not in ("1", "0", ""):
         raise InputError(f"{path}:{line}: column 'fits' must be 1, 0 or empty, "
                          f"got '{raw['fits']}'")
+    stages_per_rank = _number(raw.get("stages_per_rank") or "", path, line, "stages_per_rank", int)
     return SweepRow(line=line, schedule=raw["schedule"], recompute=raw["recompute"],
                     stages=_positive_int(raw["stages"], path, line, "stages"),
                     microbatches=_positive_int(raw["microbatches"], path, line, "microbatches"),
                     batch=raw["batch"], status=status, reason=raw["reason"],
-                    metrics=metrics, fits=fits)
+                    metrics=metrics, fits=fits, stages_per_rank=stages_per_rank)
 
 
 def load_sweep(path):
@@ -206,7 +208,7 @@ def select_rows(rows, path, schedule=None, recompute="never"):
                          f"'{recompute}' (it has: {policies})")
     seen = {}
     for r in chosen:
-        key = (r.stages, r.microbatches)
+        key = (r.stages, r.microbatches, r.stages_per_rank)
         if key in seen:
             raise InputError(f"{path}:{r.line}: duplicate row for K={r.stages} M={r.microbatches} "
                              f"(first on line {seen[key]})")

@@ -53,12 +53,12 @@ void print_summary(const std::vector<sim::SweepRow>& rows, std::optional<std::in
                            rows.size() - skipped, skipped);
   if (limit) std::cout << fmt::format(", {} over the memory limit of {}", too_big, format_bytes(*limit));
   std::cout << "\n\nbest configuration per K" << (limit ? " within the memory limit" : "") << ":\n";
-  std::cout << fmt::format("{:>4}  {:>5}  {:>4}  {:<6}  {:<11}  {:>10}  {:>14}  {:>7}  {:>11}\n", "K", "M", "b",
-                           "sched", "recompute", "step", "samples/s", "bubble", "peak memory");
+  std::cout << fmt::format("{:>4}  {:>2}  {:>5}  {:>4}  {:<16}  {:<11}  {:>10}  {:>14}  {:>7}  {:>11}\n", "K",
+                           "V", "M", "b", "schedule", "recompute", "step", "samples/s", "bubble", "peak memory");
   for (const sim::SweepRow* r : sim::best_per_stage_count(rows, limit)) {
-    std::cout << fmt::format("{:>4}  {:>5}  {:>4}  {:<6}  {:<11}  {:>10}  {:>14.1f}  {:>6.2f}%  {:>11}\n",
-                             r->request.stages, r->request.microbatches, r->micro_batch_size,
-                             r->request.schedule, schedules::to_string(r->request.recompute),
+    std::cout << fmt::format("{:>4}  {:>2}  {:>5}  {:>4}  {:<16}  {:<11}  {:>10}  {:>14.1f}  {:>6.2f}%  {:>11}\n",
+                             r->request.stages, r->request.stages_per_rank, r->request.microbatches,
+                             r->micro_batch_size, r->request.schedule, schedules::to_string(r->request.recompute),
                              format_time_us(r->metrics.step_time_us),
                              r->metrics.throughput_samples_per_s, 100 * r->metrics.bubble_fraction,
                              format_bytes(r->peak_memory_bytes));

@@ -27,7 +27,8 @@ SWEEP = os.path.join(DATA, "sweep.csv")
 SIM_TRACE = os.path.join(DATA, "trace_sim_gpipe_k2_m2.json")
 CPU_TRACE = os.path.join(DATA, "trace_cpu_gpipe_k2_m2.json")
 VALIDATION = os.path.join(DATA, "validation.csv")
-SCRIPTS = ["bubble_vs_m.py", "sweep_heatmap.py", "gantt.py", "memory.py", "validation.py"]
+SCRIPTS = ["bubble_vs_m.py", "bubble_by_schedule.py", "sweep_heatmap.py", "gantt.py", "memory.py",
+           "validation.py"]
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 sys.path.insert(0, PLOTS)
@@ -273,6 +274,24 @@ class ScriptTest(TempDirTest):
     def test_bubble_vs_m(self):
         self.assert_png("bubble_vs_m.py", SWEEP)
         self.assert_png("bubble_vs_m.py", SWEEP, "--schedule", "1f1b", "--recompute", "always")
+
+    def test_bubble_by_schedule(self):
+        self.assert_png("bubble_by_schedule.py", SWEEP)
+        self.assert_png("bubble_by_schedule.py", SWEEP, "--stages", "2", "--recompute", "always")
+
+    def test_bubble_by_schedule_lines_and_errors(self):
+        import bubble_by_schedule
+        rows = common.load_sweep(SWEEP)
+        series = bubble_by_schedule.series_by_schedule(rows, 4, "never")
+        self.assertEqual(list(series), ["gpipe", "1f1b"])
+        ms, simulated, analytic = series["gpipe"]
+        # The dashed line is the file's closed-form column: (K-1)/(M+K-1) for GPipe.
+        for m, a in zip(ms, analytic):
+            self.assertAlmostEqual(a, 3 / (m + 3), places=6)
+        self.assert_fails("bubble_by_schedule.py", [SWEEP, "--out", "x.png", "--stages", "3"],
+                          "no simulated row at K=3")
+        self.assert_fails("bubble_by_schedule.py", [SWEEP, "--out", "x.png", "--recompute", "x"],
+                          "no simulated row with recompute 'x'")
 
     def test_sweep_heatmap(self):
         self.assert_png("sweep_heatmap.py", SWEEP)
