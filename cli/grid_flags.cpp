@@ -17,7 +17,7 @@ void GridFlags::add_to(CLI::App& cmd, std::int64_t max_batch) {
       ->required()
       ->check(CLI::Range(std::int64_t{1}, max_batch));
   cmd.add_option("--schedule", schedules,
-                 fmt::format("Schedules, comma-separated: {}", fmt::join(schedules::schedule_names(), ",")))
+                 fmt::format("Schedules, comma-separated: {}", fmt::join(known_schedules, ",")))
       ->capture_default_str();
   cmd.add_option("--recompute", recompute,
                  fmt::format("Recompute policies, comma-separated: {}",
@@ -28,7 +28,7 @@ void GridFlags::add_to(CLI::App& cmd, std::int64_t max_batch) {
 void GridFlags::apply_to(plan::Grid& grid) const {
   grid.stages = parse_int_list(stages, "--stages");
   grid.microbatches = parse_int_list(microbatches, "--microbatches");
-  grid.schedules = parse_name_list(schedules, "--schedule", schedules::schedule_names());
+  grid.schedules = parse_name_list(schedules, "--schedule", known_schedules);
   grid.recompute.clear();
   for (const auto& name : parse_name_list(recompute, "--recompute", schedules::recompute_policy_names())) {
     grid.recompute.push_back(*schedules::parse_recompute_policy(name));
