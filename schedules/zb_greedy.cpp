@@ -168,8 +168,9 @@ class Greedy {
 std::string to_string(const ZbGreedyPolicy& p) {
   const auto& caps = p.max_in_flight;
   const bool flat = std::ranges::all_of(caps, [&](int c) { return c == caps.front(); });
-  return fmt::format("in flight {}, {} first, W {}",
-                     flat && !caps.empty() ? fmt::format("{}", caps.front()) : fmt::format("{}", fmt::join(caps, ",")),
+  const std::string held = flat && !caps.empty() ? fmt::format("{}", caps.front())
+                                                 : fmt::format("{}", fmt::join(caps, ","));
+  return fmt::format("in flight {}, {} first, W {}", held,
                      p.ready_first == ReadyFirst::input_backward ? "I" : "F",
                      p.weight_fill == WeightFill::eager ? "eager" : "in gaps");
 }

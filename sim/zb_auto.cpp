@@ -51,7 +51,9 @@ std::vector<int> budget_caps(const schedules::ScheduleOptions& o, const CostMode
     const bool recomputing = o.recompute != schedules::RecomputePolicy::never;
     const std::int64_t each = recomputing ? in : a;
     const std::int64_t room = budget[static_cast<std::size_t>(r)] - (recomputing ? a - in : 0);
-    if (each > 0) caps[static_cast<std::size_t>(r)] = static_cast<int>(std::clamp<std::int64_t>(room / each, 1, kUnbounded));
+    if (each > 0) {
+      caps[static_cast<std::size_t>(r)] = static_cast<int>(std::clamp<std::int64_t>(room / each, 1, kUnbounded));
+    }
   }
   return caps;
 }
@@ -160,9 +162,9 @@ ZbAutoResult search_zb_auto(const schedules::ScheduleOptions& options, const Cos
   std::set<std::vector<int>> tried_caps;
   for (const bool staircase : {false, true}) {
     for (int cap = 1; cap <= std::min(M, 3 * K); ++cap) {
-      std::vector<int> caps(static_cast<std::size_t>(K));
+      std::vector<int> caps;
       for (int r = 0; r < K; ++r) {
-        caps[static_cast<std::size_t>(r)] = std::min(staircase ? std::max(1, cap - r) : cap, room[static_cast<std::size_t>(r)]);
+        caps.push_back(std::min(staircase ? std::max(1, cap - r) : cap, room[static_cast<std::size_t>(r)]));
       }
       if (!tried_caps.insert(caps).second) continue;
       for (const auto first : {schedules::ReadyFirst::input_backward, schedules::ReadyFirst::forward}) {
