@@ -17,7 +17,7 @@ void GridFlags::add_to(CLI::App& cmd, std::int64_t max_batch) {
       ->required()
       ->check(CLI::Range(std::int64_t{1}, max_batch));
   cmd.add_option("--schedule", schedules,
-                 fmt::format("Schedules, comma-separated: {}", fmt::join(schedules::schedule_names(), ",")))
+                 fmt::format("Schedules, comma-separated: {}", fmt::join(known_schedules, ",")))
       ->capture_default_str();
   cmd.add_option("--stages-per-rank,-V", stages_per_rank,
                  "Stages per rank V of the interleaved and V-shaped schedules: 2,4 or a range 2..4 "
@@ -31,7 +31,7 @@ void GridFlags::add_to(CLI::App& cmd, std::int64_t max_batch) {
 void GridFlags::apply_to(plan::Grid& grid) const {
   grid.stages = parse_int_list(stages, "--stages");
   grid.microbatches = parse_int_list(microbatches, "--microbatches");
-  grid.schedules = parse_name_list(schedules, "--schedule", schedules::schedule_names());
+  grid.schedules = parse_name_list(schedules, "--schedule", known_schedules);
   if (!stages_per_rank.empty()) grid.stages_per_rank = parse_int_list(stages_per_rank, "--stages-per-rank");
   grid.recompute.clear();
   for (const auto& name : parse_name_list(recompute, "--recompute", schedules::recompute_policy_names())) {

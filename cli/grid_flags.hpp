@@ -5,10 +5,12 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
 #include "plan/grid.hpp"
+#include "schedules/generate.hpp"
 
 namespace gpipe::cli {
 
@@ -19,6 +21,8 @@ struct GridFlags {
   std::string schedules = "gpipe";
   std::string recompute = "never";
   std::string stages_per_rank;  // empty: each family's own V
+  // What --schedule may name; a command that predicts more (zb-auto) sets it before add_to.
+  std::vector<std::string> known_schedules = schedules::schedule_names();
 
   void add_to(CLI::App& cmd, std::int64_t max_batch);
   // Sets those fields of `grid` (grid.base.batch included); throws InputError

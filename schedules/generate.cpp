@@ -6,11 +6,11 @@
 #include <fmt/ranges.h>
 
 #include "schedules/error.hpp"
+#include "schedules/zb_h1.hpp"
+#include "schedules/zb_h2.hpp"
 
 namespace gpipe::schedules {
-namespace {
 
-// The skeleton every generator fills: K ranks, one stage each.
 Schedule empty_schedule(std::string_view name, const ScheduleOptions& o) {
   if (o.num_ranks < 1) throw InputError(fmt::format("--stages must be at least 1, got {}", o.num_ranks));
   if (o.num_microbatches < 1) {
@@ -26,8 +26,6 @@ Schedule empty_schedule(std::string_view name, const ScheduleOptions& o) {
   s.ranks.resize(static_cast<std::size_t>(o.num_ranks));
   return s;
 }
-
-}  // namespace
 
 std::string_view to_string(BackwardOrder order) {
   return order == BackwardOrder::reverse ? "reverse" : "forward";
@@ -77,7 +75,12 @@ struct NamedGenerator {
   std::string_view name;
   Schedule (*generate)(const ScheduleOptions&);
 };
-constexpr NamedGenerator kGenerators[] = {{"gpipe", generate_gpipe}, {"1f1b", generate_1f1b}};
+constexpr NamedGenerator kGenerators[] = {
+    {"gpipe", generate_gpipe},
+    {"1f1b", generate_1f1b},
+    {"zb-h1", generate_zb_h1},
+    {"zb-h2", generate_zb_h2},
+};
 
 }  // namespace
 

@@ -40,6 +40,10 @@ struct ScheduleOptions {
   RecomputePolicy recompute = RecomputePolicy::never;
 };
 
+// The skeleton every generator fills: K ranks, one stage each, no actions yet.
+// Throws InputError for K < 1 or M < 1, naming the flag.
+[[nodiscard]] Schedule empty_schedule(std::string_view name, const ScheduleOptions& options);
+
 [[nodiscard]] Schedule generate_gpipe(const ScheduleOptions& options);
 [[nodiscard]] Schedule generate_1f1b(const ScheduleOptions& options);
 

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include "plan/plan.hpp"
 #include "profiles/profile.hpp"
@@ -24,6 +25,9 @@ struct Conditions {
   std::optional<double> link_bandwidth_GBps;
   LinkSharing link_sharing = LinkSharing::fifo;  // how messages on one link share it
   Jitter jitter;                                 // cv > 0: also run the stochastic mode
+  // Memory per rank (static + activations): the budget --schedule zb-auto
+  // searches within (sim/zb_auto.hpp); other schedules are not bound by it.
+  std::optional<std::int64_t> memory_limit_bytes;
 };
 
 struct Scenario {
@@ -38,11 +42,14 @@ struct Prediction {
   schedules::Timeline timeline;                // empty when not recorded
   schedules::Metrics metrics;                  // the deterministic run
   std::optional<StochasticResult> stochastic;  // when the jitter's cv > 0
+  std::string searched;                        // zb-auto: the candidate its search kept
 };
 
-// plan::make_plan, then the simulation. Throws InputError for a configuration
+// plan::make_plan, then the simulation; for zb-auto, the search replaces the
+// plan's schedule first. Throws InputError for a configuration
 // that cannot exist (more stages than layers, M > N, a partition that does not
-// sum, a bad --jitter or --runs, a bad link, ...), naming the flag.
+// sum, a bad --jitter or --runs, a bad link, zb-auto with no schedule within
+// the memory limit, ...), naming the flag.
 [[nodiscard]] Prediction predict(const profiles::Profile& profile, const Scenario& scenario,
                                  bool record_timeline = true);
 

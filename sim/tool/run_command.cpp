@@ -38,7 +38,9 @@ json config_json(const sim::Prediction& p, const sim::Scenario& sc, const profil
            {{"latency_us", p.link_latency_us},
             {"bandwidth_GBps", p.link_bandwidth_GBps},
             {"sharing", std::string(sim::to_string(sc.conditions.link_sharing))}}},
-          {"optimizer", std::string(models::to_string(sc.request.optimizer))}};
+          {"optimizer", std::string(models::to_string(sc.request.optimizer))},
+          {"memory_limit_bytes", sc.conditions.memory_limit_bytes ? json(*sc.conditions.memory_limit_bytes) : json()},
+          {"searched", p.searched.empty() ? json() : json(p.searched)}};
 }
 
 // Percentiles over the jittered runs, beside the deterministic numbers above.
@@ -72,6 +74,12 @@ void print_table(const sim::Prediction& p, const sim::Scenario& sc, const profil
       even ? std::to_string(p.plan.microbatch_sizes.front())
            : fmt::format("{}-{}", p.plan.microbatch_sizes.back(), p.plan.microbatch_sizes.front()),
       p.plan.batch, schedules::to_string(s.recompute));
+  if (!p.searched.empty()) {
+    std::cout << fmt::format("searched    kept {}{}\n", p.searched,
+                             sc.conditions.memory_limit_bytes
+                                 ? fmt::format(", within {} per rank", format_bytes(*sc.conditions.memory_limit_bytes))
+                                 : "");
+  }
   std::cout << fmt::format("partition   {} ({})\n", models::to_string(p.plan.partition),
                            models::to_string(sc.request.partition));
   std::cout << fmt::format("link        {} us + bytes at {} GB/s, {}\n\n", p.link_latency_us,

@@ -1,8 +1,13 @@
 #include "sim/tool/scenario_flags.hpp"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "cli/units.hpp"
 #include "models/optimizer.hpp"
 #include "schedules/error.hpp"
 #include "schedules/generate.hpp"
+#include "sim/zb_auto.hpp"
 
 namespace gpipe::cli {
 
@@ -52,7 +57,14 @@ void ScenarioFlags::add_to(CLI::App& cmd) {
                            "Samples per micro-batch b (instead of --batch)")
                 ->check(CLI::Range(1, 1 << 24));
   n->excludes(b);
-  cmd.add_option("--schedule", schedule, "Schedule")->check(CLI::IsMember(schedules::schedule_names()))->capture_default_str();
+  cmd.add_option("--schedule", schedule,
+                 fmt::format("Schedule: {}; zb-auto searches for the fastest zero-bubble schedule "
+                             "(within --memory-limit), judged by this simulator",
+                             fmt::join(sim::predictable_schedule_names(), ", ")))
+      ->check(CLI::IsMember(sim::predictable_schedule_names()))
+      ->capture_default_str();
+  cmd.add_option("--memory-limit", memory_limit,
+                 "Memory per rank (static + activations), e.g. 80GB: --schedule zb-auto keeps to it");
   cmd.add_option("--recompute", recompute, "Re-materialisation policy")
       ->check(CLI::IsMember(schedules::recompute_policy_names()))
       ->capture_default_str();
@@ -87,6 +99,10 @@ sim::Scenario ScenarioFlags::scenario() const {
   r.recompute = *schedules::parse_recompute_policy(recompute);
   r.partition = models::parse_partition_spec(partition);
   fixed.apply_to(r, sc.conditions);
+  if (!memory_limit.empty()) {
+    if (schedule != sim::kZbAuto) throw InputError("--memory-limit applies to --schedule zb-auto only");
+    sc.conditions.memory_limit_bytes = parse_bytes(memory_limit, "--memory-limit");
+  }
   sim::validate_jitter(jitter_cv, runs);
   sc.conditions.jitter = {jitter_cv, runs, seed};
   return sc;

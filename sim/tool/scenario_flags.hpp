@@ -42,6 +42,7 @@ struct ScenarioFlags {
   int micro_batch_size = 0;
   std::string recompute = "never";
   std::string partition = "balanced";
+  std::string memory_limit;  // for zb-auto's search; empty: none
   double jitter_cv = 0.0;  // stochastic mode (sim/stochastic.hpp) when > 0
   int runs = 100;
   std::uint64_t seed = 1;

@@ -11,6 +11,7 @@
 #include "schedules/lower.hpp"
 #include "schedules/validate.hpp"
 #include "sim/tool/commands.hpp"
+#include "sim/zb_auto.hpp"
 
 namespace gpipe::cli {
 namespace {
@@ -28,6 +29,10 @@ struct ScheduleFlags {
 };
 
 int run_schedule(const ScheduleFlags& f, const CLI::App& cmd) {
+  if (f.schedule == sim::kZbAuto) {
+    throw InputError("--schedule zb-auto searches with the simulator and needs a profile: use gpipe-sim run "
+                     "--profile FILE --schedule zb-auto");
+  }
   if (f.schedule != "gpipe" && cmd.count("--backward-order") > 0) {
     throw InputError("--backward-order applies to --schedule gpipe only");
   }
@@ -55,8 +60,9 @@ Subcommand add_schedule_command(CLI::App& app) {
   auto flags = std::make_shared<ScheduleFlags>();
   CLI::App* cmd = app.add_subcommand(
       "schedule", "Generate a schedule and print it (text grid, IR JSON or torch-style CSV)");
-  cmd->add_option("--schedule", flags->schedule, "Schedule generator")
-      ->check(CLI::IsMember(schedules::schedule_names()))
+  cmd->add_option("--schedule", flags->schedule,
+                  "Schedule generator (zb-auto needs a profile: gpipe-sim run --profile FILE --schedule zb-auto)")
+      ->check(CLI::IsMember(sim::predictable_schedule_names()))
       ->capture_default_str();
   cmd->add_option("--stages,-K", flags->stages, "Number of pipeline stages K (one per rank)")
       ->required()

@@ -19,6 +19,7 @@
 #include "sim/sweep.hpp"
 #include "sim/tool/commands.hpp"
 #include "sim/tool/scenario_flags.hpp"
+#include "sim/zb_auto.hpp"
 
 namespace gpipe::cli {
 namespace {
@@ -72,6 +73,7 @@ int run(const SweepFlags& f) {
   f.fixed.apply_to(sweep.grid.base, sweep.conditions);
   std::optional<std::int64_t> limit;
   if (!f.memory_limit.empty()) limit = parse_bytes(f.memory_limit, "--memory-limit");
+  sweep.conditions.memory_limit_bytes = limit;  // zb-auto searches within it
 
   const auto path = profiles::resolve_profile(f.fixed.profile);
   const profiles::Profile profile = profiles::load_profile(path);
@@ -94,12 +96,14 @@ Subcommand add_sweep_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "sweep", "Predict a grid of configurations (K x M x schedule x recompute) for one mini-batch");
   f->fixed.add_to(*cmd);
+  f->grid.known_schedules = sim::predictable_schedule_names();
   f->grid.add_to(*cmd, std::int64_t{1} << 40);
   cmd->add_option("--partition", f->partition, "balanced or uniform")
       ->check(CLI::IsMember({"balanced", "uniform"}))
       ->capture_default_str();
   cmd->add_option("--memory-limit", f->memory_limit,
-                  "Memory per rank (static + activations), e.g. 80GB: the summary keeps what fits");
+                  "Memory per rank (static + activations), e.g. 80GB: the summary keeps what fits, "
+                  "and zb-auto searches within it");
   cmd->add_option("--out", f->out, "Write every configuration as CSV");
   cmd->add_option("--json-out", f->json_out, "Write every configuration as JSON");
   cmd->add_option("--threads", f->threads, "Worker threads (default: all cores)")->check(CLI::Range(1, 1024));

@@ -47,6 +47,28 @@ expect_status 0 "$sim" sweep --profile $data/valid_two_layers.json -K 2 -M 2 -N 
 expect_status 2 "$sim" sweep --profile $data/valid_two_layers.json -K 2 -M 2 -N 2 --link-sharing maybe
 expect_one_error_line "--link-sharing"
 
+# zb-auto: the search, within --memory-limit (static + activations, per rank), in run and sweep.
+expect_status 0 "$sim" run -K 4 -M 8 -N 8 --schedule zb-auto
+expect_out "^searched    kept "
+expect_status 0 "$sim" run -K 4 -M 8 -N 8 --schedule zb-auto --memory-limit 20GB --json
+python3 - "$tmp/out" <<'PY' || fail "zb-auto within 20GB: $(cat "$tmp/out")"
+import json, sys
+out = json.load(open(sys.argv[1]))
+assert out["config"]["schedule"] == "zb-auto" and out["config"]["searched"]
+assert out["config"]["memory_limit_bytes"] == 20 * 10**9
+for r in out["metrics"]["ranks"]:
+    assert r["peak_activation_bytes"] + r["static_bytes"] <= 20 * 10**9, r
+PY
+expect_status 2 "$sim" run -K 4 -M 8 -N 8 --schedule zb-auto --memory-limit 12GB
+expect_one_error_line "zb-auto: no schedule fits the memory limit"
+expect_status 2 "$sim" run -K 4 -M 8 -N 8 --schedule 1f1b --memory-limit 20GB
+expect_one_error_line "--memory-limit applies to --schedule zb-auto only"
+expect_status 0 "$sim" sweep -K 2,4 -M 4,8 -N 8 --schedule 1f1b,zb-h1,zb-h2,zb-auto --memory-limit 40GB \
+  --out "$tmp/zb.csv"
+[ "$(grep -c '^zb-auto,never,[24],1,[48],.*,ok,' "$tmp/zb.csv")" -eq 4 ] || fail "zb-auto sweep rows: $(cat "$tmp/zb.csv")"
+expect_status 0 "$sim" sweep --help
+expect_out "zb-auto"
+
 # Bad input: one line naming the file, field or flag; exit 2.
 expect_status 2 "$sim" run --profile "$tmp/none.json" -K 2 -M 2 -N 4
 expect_one_error_line "--profile $tmp/none.json: no such file"
@@ -66,7 +88,7 @@ expect_status 2 "$sim" run --profile $data/valid_two_layers.json -K 2 -M 2 -N 4 
 expect_one_error_line "--partition 1,2 sums to 3 layers, the model has 2"
 expect_status 2 "$sim" run --profile $data/valid_two_layers.json -K 2 -M 2 -N 4 --partition 2
 expect_one_error_line "--partition"
-expect_status 2 "$sim" run --profile $data/valid_two_layers.json -K 2 -M 2 -N 4 --schedule zb-h1
+expect_status 2 "$sim" run --profile $data/valid_two_layers.json -K 2 -M 2 -N 4 --schedule zb-h9
 expect_one_error_line "--schedule"
 expect_status 2 "$sim" run --profile $data/valid_two_layers.json -K 2 -M 2
 expect_one_error_line "give --batch N or --micro-batch-size b"
@@ -77,7 +99,7 @@ expect_one_error_line "/nonexistent/dir/t.json: cannot write: No such file or di
 expect_status 2 "$sim" sweep -K 1..x -M 1 -N 4
 expect_one_error_line "--stages"
 expect_status 2 "$sim" sweep -K 1 -M 1 -N 4 --schedule gpipe,zb
-expect_one_error_line "--schedule: unknown value 'zb' (known: gpipe, 1f1b)"
+expect_one_error_line "--schedule: unknown value 'zb' (known: gpipe, 1f1b"
 expect_status 2 "$sim" sweep -K 1 -M 1 -N 4 --memory-limit lots
 expect_one_error_line "--memory-limit 'lots'"
 expect_status 0 "$sim" run --help

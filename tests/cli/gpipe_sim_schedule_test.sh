@@ -11,7 +11,7 @@ grep -q '^   3  0F3     1F2     2F1     3F0$' "$tmp/out" || fail "gpipe grid row
 grep -q '^  21  0B0$' "$tmp/out" || fail "gpipe grid ends at step 21"
 
 # JSON is the DESIGN.md document; check reads it back as valid.
-for schedule in gpipe 1f1b; do
+for schedule in gpipe 1f1b zb-h1 zb-h2; do
   for k in 1 3 4; do
     for m in 1 2 8; do
       for recompute in never always except_last; do
@@ -30,6 +30,8 @@ done
 "$sim" schedule --schedule 1f1b -K 2 -M 2 --format json >"$tmp/s.json"
 grep -q '"name": "1f1b"' "$tmp/s.json" || fail "json name"
 grep -q '\["1F0","1B0","1F1","1B1"\]' "$tmp/s.json" || fail "1f1b rank 1 program: $(cat "$tmp/s.json")"
+"$sim" schedule --schedule zb-h1 -K 2 -M 2 --format csv >"$tmp/out"
+[ "$(cat "$tmp/out")" = $'0F0,0F1,0I0,0W0,0I1,0W1\n1F0,1I0,1F1,1I1,1W0,1W1' ] || fail "zb-h1 csv: $(cat "$tmp/out")"
 "$sim" schedule -K 2 -M 2 --format csv >"$tmp/out"
 [ "$(cat "$tmp/out")" = $'0F0,0F1,0B1,0B0\n1F0,1F1,1B1,1B0' ] || fail "gpipe csv: $(cat "$tmp/out")"
 "$sim" schedule -K 2 -M 2 --backward-order forward --format csv >"$tmp/out"
@@ -59,6 +61,8 @@ expect_status 2 "$sim" schedule -K 4;                      expect_one_error_line
 expect_status 2 "$sim" schedule -K 4 -M 4 --schedule zb;   expect_one_error_line -- "--schedule"
 expect_status 2 "$sim" schedule -K 4 -M 4 --format xml;    expect_one_error_line -- "--format"
 expect_status 2 "$sim" schedule -K x -M 4;                 expect_one_error_line -- "--stages"
+expect_status 2 "$sim" schedule -K 4 -M 8 --schedule zb-auto
+expect_one_error_line -- "--schedule zb-auto searches with the simulator and needs a profile: use gpipe-sim run --profile FILE --schedule zb-auto"
 expect_status 2 "$sim" schedule -K 2 -M 2 --schedule 1f1b --backward-order forward
 expect_one_error_line -- "--backward-order applies to --schedule gpipe only"
 expect_status 2 "$sim" frobnicate;                         expect_one_error_line "unknown command 'frobnicate'"

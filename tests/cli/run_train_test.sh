@@ -77,7 +77,7 @@ expect_status 2 "$run" train --model $mlp -K 2 -M 8 -N 4 --steps 1
 expect_one_error_line "--microbatches 8 exceeds --batch 4"
 expect_status 2 "$run" train --model mlp:layers=2 -K 1 -M 1 -N 1 --steps 1
 expect_one_error_line "hidden"
-expect_status 2 "$run" train "${tiny[@]}" --steps 1 --schedule zb-h1
+expect_status 2 "$run" train "${tiny[@]}" --steps 1 --schedule zb-h9
 expect_one_error_line "--schedule"
 expect_status 2 "$run" train "${tiny[@]}" --steps 1 --partition 1,1
 expect_one_error_line "--partition 1,1 sums to 2 layers"

@@ -105,8 +105,9 @@ TEST(MakePlan, RejectsConfigurationsThatCannotExist) {
   r.batch = 0;
   EXPECT_EQ(error_of([&] { (void)make_plan(profile, r); }), "give --batch N or --micro-batch-size b");
   r.batch = 8;
-  r.schedule = "zb-h1";
-  EXPECT_EQ(error_of([&] { (void)make_plan(profile, r); }), "unknown schedule 'zb-h1' (known: gpipe, 1f1b)");
+  r.schedule = "zb-h9";
+  EXPECT_EQ(error_of([&] { (void)make_plan(profile, r); }),
+            "unknown schedule 'zb-h9' (known: gpipe, 1f1b, zb-h1, zb-h2)");
 }
 
 }  // namespace

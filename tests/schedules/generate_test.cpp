@@ -78,20 +78,20 @@ TEST(Generate, EveryRankRunsEachForwardAndBackwardOnce) {
 }
 
 TEST(Generate, RejectsUnknownNamesAndEmptyPipelines) {
-  EXPECT_THROW((void)generate("zb-h1", options(2, 2)), InputError);
+  EXPECT_THROW((void)generate("zb-h3", options(2, 2)), InputError);
   EXPECT_THROW((void)generate("gpipe", options(0, 2)), InputError);
   EXPECT_THROW((void)generate("1f1b", options(2, 0)), InputError);
   try {
     (void)generate("interleaved", options(2, 2));
     FAIL();
   } catch (const InputError& e) {
-    EXPECT_STREQ(e.what(), "unknown schedule 'interleaved' (known: gpipe, 1f1b)");
+    EXPECT_STREQ(e.what(), "unknown schedule 'interleaved' (known: gpipe, 1f1b, zb-h1, zb-h2)");
   }
 }
 
 TEST(Generate, EveryListedNameGenerates) {
   // The command lines check --schedule against this list: each name on it must generate.
-  EXPECT_EQ(schedule_names(), (std::vector<std::string>{"gpipe", "1f1b"}));
+  EXPECT_EQ(schedule_names(), (std::vector<std::string>{"gpipe", "1f1b", "zb-h1", "zb-h2"}));
   for (const std::string& name : schedule_names()) EXPECT_EQ(generate(name, options(2, 2)).name, name);
   EXPECT_EQ(recompute_policy_names(), (std::vector<std::string>{"never", "always", "except_last"}));
   for (const std::string& name : recompute_policy_names()) {
