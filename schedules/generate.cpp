@@ -6,25 +6,16 @@
 #include <fmt/ranges.h>
 
 #include "schedules/error.hpp"
+#include "schedules/generators/multi_stage.hpp"
+#include "schedules/generators/skeleton.hpp"
 
 namespace gpipe::schedules {
 namespace {
 
-// The skeleton every generator fills: K ranks, one stage each.
+// The skeleton of the single-stage families: K ranks, stage r on rank r.
 Schedule empty_schedule(std::string_view name, const ScheduleOptions& o) {
-  if (o.num_ranks < 1) throw InputError(fmt::format("--stages must be at least 1, got {}", o.num_ranks));
-  if (o.num_microbatches < 1) {
-    throw InputError(fmt::format("--microbatches must be at least 1, got {}", o.num_microbatches));
-  }
-  Schedule s;
-  s.name = std::string(name);
-  s.num_ranks = o.num_ranks;
-  s.num_stages = o.num_ranks;
-  s.num_microbatches = o.num_microbatches;
-  s.stage_to_rank = one_stage_per_rank(o.num_ranks);
-  s.recompute = o.recompute;
-  s.ranks.resize(static_cast<std::size_t>(o.num_ranks));
-  return s;
+  (void)stages_per_rank(name, o, kOneStagePerRank);
+  return schedules::empty_schedule(name, o, one_stage_per_rank(o.num_ranks));
 }
 
 }  // namespace
@@ -77,7 +68,15 @@ struct NamedGenerator {
   std::string_view name;
   Schedule (*generate)(const ScheduleOptions&);
 };
-constexpr NamedGenerator kGenerators[] = {{"gpipe", generate_gpipe}, {"1f1b", generate_1f1b}};
+constexpr NamedGenerator kGenerators[] = {
+    {"gpipe", generate_gpipe},
+    {"1f1b", generate_1f1b},
+    {"interleaved-1f1b", generate_interleaved_1f1b},
+    {"looped-bfs", generate_looped_bfs},
+    {"interleaved-zb", generate_interleaved_zb},
+    {"zbv", generate_zbv},
+    {"dualpipev", generate_dualpipev},
+};
 
 }  // namespace
 
