@@ -178,7 +178,8 @@ TEST(GenerateMultiStage, RefusesStagesPerRankAFamilyCannotTake) {
   EXPECT_EQ(refusal("zbv", options(2, 4, 3)),
             "--stages-per-rank 3 does not fit --schedule zbv: it takes exactly 2 (two stages per rank in a V)");
   EXPECT_EQ(refusal("dualpipev", options(2, 4, 1)),
-            "--stages-per-rank 1 does not fit --schedule dualpipev: it takes exactly 2 (two stages per rank in a V)");
+            "--stages-per-rank 1 does not fit --schedule dualpipev: it takes exactly 2 "
+            "(two stages per rank in a V)");
   EXPECT_EQ(refusal("interleaved-zb", options(2, 4, -1)), "--stages-per-rank must be at least 1, got -1");
 }
 

@@ -40,7 +40,9 @@ ScheduleOptions options_of(const nlohmann::json& c) {
   o.num_ranks = c.at("K").get<int>();
   o.stages_per_rank = c.at("V").get<int>();
   o.num_microbatches = c.at("M").get<int>();
-  if (c.contains("backward_order")) o.backward_order = *parse_backward_order(c.at("backward_order").get<std::string>());
+  if (c.contains("backward_order")) {
+    o.backward_order = *parse_backward_order(c.at("backward_order").get<std::string>());
+  }
   return o;
 }
 
@@ -124,10 +126,12 @@ TEST(TorchConformance, OverlappedPairsAreTorchs) {
     const Schedule ours = generate(c.at("schedule").get<std::string>(), options_of(c));
     std::vector<std::string> expected, actual;
     for (const auto& pair : c.value("overlapped", nlohmann::json::array())) {
-      expected.push_back(pair_text(pair.at(0).get<int>(), pair.at(1).get<std::string>(), pair.at(2).get<std::string>()));
+      expected.push_back(
+          pair_text(pair.at(0).get<int>(), pair.at(1).get<std::string>(), pair.at(2).get<std::string>()));
     }
     for (const OverlapPair& p : ours.overlapped) {
-      actual.push_back(pair_text(ours.rank_of(p.forward.stage).value, to_string(p.forward), to_string(p.backward)));
+      actual.push_back(
+          pair_text(ours.rank_of(p.forward.stage).value, to_string(p.forward), to_string(p.backward)));
     }
     EXPECT_EQ(actual, expected);
     schedules_with_pairs += expected.empty() ? 0 : 1;
