@@ -12,15 +12,17 @@
 
 namespace gpipe::schedules {
 
-// torch's rounds: the M micro-batches go through each stage in rounds of
-// M / rounds, rounds = max(1, M / K). Throws InputError, as torch refuses it,
-// when M is not a multiple of the number of rounds (K=4, M=9: 2 rounds).
 struct InterleavedShape {
   int num_ranks = 1;         // K
   int stages_per_rank = 2;   // V
   int num_microbatches = 1;  // M
   int microbatches_per_round = 1;
 };
+
+// torch's rounds: the M micro-batches go through each stage in rounds of
+// M / rounds, rounds = max(1, M / K), so M = 10 on K = 4 runs two rounds of
+// 5. Throws InputError, as torch refuses it, when M is not a multiple of the
+// number of rounds (K=4, M=9: 2 rounds).
 [[nodiscard]] InterleavedShape interleaved_shape(std::string_view name, int num_ranks,
                                                  int stages_per_rank, int num_microbatches);
 

@@ -3,7 +3,11 @@
 // exactly; configurations that cannot exist refused with the flag's message.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "plan/plan.hpp"
+#include "schedules/generate.hpp"
 #include "schedules/validate.hpp"
 #include "tests/error_of.hpp"
 #include "tests/test_profiles.hpp"
@@ -106,7 +110,8 @@ TEST(MakePlan, RejectsConfigurationsThatCannotExist) {
   EXPECT_EQ(error_of([&] { (void)make_plan(profile, r); }), "give --batch N or --micro-batch-size b");
   r.batch = 8;
   r.schedule = "zb-h1";
-  EXPECT_EQ(error_of([&] { (void)make_plan(profile, r); }), "unknown schedule 'zb-h1' (known: gpipe, 1f1b)");
+  EXPECT_EQ(error_of([&] { (void)make_plan(profile, r); }),
+            fmt::format("unknown schedule 'zb-h1' (known: {})", fmt::join(schedules::schedule_names(), ", ")));
 }
 
 }  // namespace
