@@ -6,25 +6,17 @@
 #include <fmt/ranges.h>
 
 #include "schedules/error.hpp"
-#include "schedules/zb_h1.hpp"
-#include "schedules/zb_h2.hpp"
+#include "schedules/generators/zb_h1.hpp"
+#include "schedules/generators/zb_h2.hpp"
+#include "schedules/generators/multi_stage.hpp"
+#include "schedules/generators/skeleton.hpp"
 
 namespace gpipe::schedules {
 
+// The skeleton of the single-stage families: K ranks, stage r on rank r.
 Schedule empty_schedule(std::string_view name, const ScheduleOptions& o) {
-  if (o.num_ranks < 1) throw InputError(fmt::format("--stages must be at least 1, got {}", o.num_ranks));
-  if (o.num_microbatches < 1) {
-    throw InputError(fmt::format("--microbatches must be at least 1, got {}", o.num_microbatches));
-  }
-  Schedule s;
-  s.name = std::string(name);
-  s.num_ranks = o.num_ranks;
-  s.num_stages = o.num_ranks;
-  s.num_microbatches = o.num_microbatches;
-  s.stage_to_rank = one_stage_per_rank(o.num_ranks);
-  s.recompute = o.recompute;
-  s.ranks.resize(static_cast<std::size_t>(o.num_ranks));
-  return s;
+  (void)stages_per_rank(name, o, kOneStagePerRank);
+  return schedules::empty_schedule(name, o, one_stage_per_rank(o.num_ranks));
 }
 
 std::string_view to_string(BackwardOrder order) {
@@ -78,6 +70,11 @@ struct NamedGenerator {
 constexpr NamedGenerator kGenerators[] = {
     {"gpipe", generate_gpipe},
     {"1f1b", generate_1f1b},
+    {"interleaved-1f1b", generate_interleaved_1f1b},
+    {"looped-bfs", generate_looped_bfs},
+    {"interleaved-zb", generate_interleaved_zb},
+    {"zbv", generate_zbv},
+    {"dualpipev", generate_dualpipev},
     {"zb-h1", generate_zb_h1},
     {"zb-h2", generate_zb_h2},
 };

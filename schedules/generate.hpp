@@ -34,7 +34,9 @@ enum class BackwardOrder { reverse, forward };
 
 struct ScheduleOptions {
   int num_ranks = 1;        // K: the pipeline's ranks
-  int stages_per_rank = 1;  // V: the model is cut into K x V stages (interleaved, V-shaped families)
+  // V: the model is cut into K x V stages (interleaved and V-shaped families).
+  // 0 means the family's own: 1 for gpipe and 1f1b, 2 for the others.
+  int stages_per_rank = 0;
   int num_microbatches = 1;
   BackwardOrder backward_order = BackwardOrder::reverse;  // gpipe only
   RecomputePolicy recompute = RecomputePolicy::never;
@@ -47,11 +49,13 @@ struct ScheduleOptions {
 [[nodiscard]] Schedule generate_gpipe(const ScheduleOptions& options);
 [[nodiscard]] Schedule generate_1f1b(const ScheduleOptions& options);
 
-// The generator named `name` ("gpipe", "1f1b"); throws InputError for an
-// unknown name or a configuration that cannot exist (K < 1, M < 1).
+// The generator named `name` ("gpipe", "1f1b", ...; the several-stages-per-rank
+// families are declared in generators/multi_stage.hpp); throws InputError for
+// an unknown name, a configuration that cannot exist (K < 1, M < 1) or one the
+// family refuses (a V it cannot take, or torch's rules for M).
 [[nodiscard]] Schedule generate(std::string_view name, const ScheduleOptions& options);
 
-// The names generate() accepts ("gpipe", "1f1b"), for flag checks, help texts
+// The names generate() accepts ("gpipe", "1f1b", ...), for flag checks, help texts
 // and error messages: every command line takes its list from here.
 [[nodiscard]] std::vector<std::string> schedule_names();
 

@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 
 #include "schedules/error.hpp"
-#include "schedules/zb_greedy.hpp"
+#include "schedules/generators/zb_greedy.hpp"
 #include "sim/engine.hpp"
 
 namespace gpipe::sim {

@@ -3,6 +3,9 @@
 #include <map>
 #include <memory>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "schedules/error.hpp"
 #include "schedules/generate.hpp"
 #include "schedules/ir_csv.hpp"
@@ -21,6 +24,7 @@ using namespace gpipe::schedules;
 struct ScheduleFlags {
   std::string schedule = "gpipe";
   int stages = 0;
+  int stages_per_rank = 0;  // 0: the family's own
   int microbatches = 0;
   std::string backward_order = "reverse";
   std::string recompute = "never";
@@ -38,6 +42,7 @@ int run_schedule(const ScheduleFlags& f, const CLI::App& cmd) {
   }
   ScheduleOptions options;
   options.num_ranks = f.stages;
+  options.stages_per_rank = f.stages_per_rank;
   options.num_microbatches = f.microbatches;
   options.backward_order = *parse_backward_order(f.backward_order);
   options.recompute = *parse_recompute_policy(f.recompute);
@@ -61,11 +66,19 @@ Subcommand add_schedule_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "schedule", "Generate a schedule and print it (text grid, IR JSON or torch-style CSV)");
   cmd->add_option("--schedule", flags->schedule,
-                  "Schedule generator (zb-auto needs a profile: gpipe-sim run --profile FILE --schedule zb-auto)")
+                  fmt::format("Schedule generator: {} (zb-auto needs a profile: gpipe-sim run --profile FILE "
+                              "--schedule zb-auto)",
+                              fmt::join(sim::predictable_schedule_names(), ", ")))
       ->check(CLI::IsMember(sim::predictable_schedule_names()))
       ->capture_default_str();
-  cmd->add_option("--stages,-K", flags->stages, "Number of pipeline stages K (one per rank)")
+  cmd->add_option("--stages,-K", flags->stages,
+                  "Number of pipeline ranks K; the model is cut into K x V stages")
       ->required()
+      ->check(CLI::Range(1, 100000));
+  cmd->add_option("--stages-per-rank", flags->stages_per_rank,
+                  "Stages per rank V: interleaved-1f1b, looped-bfs and interleaved-zb take V >= 2 "
+                  "(default 2), zbv and dualpipev V = 2 (a V shape), the others V = 1 (default: the "
+                  "schedule's own)")
       ->check(CLI::Range(1, 100000));
   cmd->add_option("--microbatches,-M", flags->microbatches, "Micro-batches per mini-batch M")
       ->required()

@@ -99,7 +99,7 @@ expect_one_error_line "/nonexistent/dir/t.json: cannot write: No such file or di
 expect_status 2 "$sim" sweep -K 1..x -M 1 -N 4
 expect_one_error_line "--stages"
 expect_status 2 "$sim" sweep -K 1 -M 1 -N 4 --schedule gpipe,zb
-expect_one_error_line "--schedule: unknown value 'zb' (known: gpipe, 1f1b"
+expect_one_error_line "--schedule: unknown value 'zb' (known: gpipe, 1f1b, "
 expect_status 2 "$sim" sweep -K 1 -M 1 -N 4 --memory-limit lots
 expect_one_error_line "--memory-limit 'lots'"
 expect_status 0 "$sim" run --help

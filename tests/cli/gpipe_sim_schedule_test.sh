@@ -27,6 +27,26 @@ for schedule in gpipe 1f1b zb-h1 zb-h2; do
     done
   done
 done
+# The several-stages-per-rank families, at their default V and one more.
+for schedule in interleaved-1f1b looped-bfs interleaved-zb zbv dualpipev; do
+  for v in "" "--stages-per-rank 2" "--stages-per-rank 3"; do
+    case "$schedule:$v" in zbv:*3|dualpipev:*3) continue ;; esac
+    for lowered in "" --lowered; do
+      "$sim" schedule --schedule $schedule -K 3 -M 6 $v $lowered --format json >"$tmp/s.json" \
+        || fail "schedule $schedule $v json"
+      "$sim" schedule --schedule $schedule -K 3 -M 6 $v $lowered --format csv >"$tmp/s.csv" \
+        || fail "schedule $schedule $v csv"
+      expect_status 0 "$sim" check "$tmp/s.json"
+      expect_status 0 "$sim" check "$tmp/s.csv"
+    done
+  done
+done
+# Megatron's interleaving, K=2, M=4, V=2: rank 0 holds stages 0 and 2.
+"$sim" schedule --schedule interleaved-1f1b -K 2 --stages-per-rank 2 -M 4 --format csv >"$tmp/out"
+[ "$(head -1 "$tmp/out")" = "0F0,0F1,2F0,2F1,0F2,2B0,0F3,2B1,2F2,0B0,2F3,0B1,2B2,2B3,0B2,0B3" ] \
+  || fail "interleaved-1f1b csv: $(cat "$tmp/out")"
+"$sim" schedule --schedule zbv -K 2 -M 4 --format json >"$tmp/s.json"
+grep -q '"stage_to_rank": \[0,1,1,0\]' "$tmp/s.json" || fail "zbv V placement: $(cat "$tmp/s.json")"
 "$sim" schedule --schedule 1f1b -K 2 -M 2 --format json >"$tmp/s.json"
 grep -q '"name": "1f1b"' "$tmp/s.json" || fail "json name"
 grep -q '\["1F0","1B0","1F1","1B1"\]' "$tmp/s.json" || fail "1f1b rank 1 program: $(cat "$tmp/s.json")"
@@ -65,6 +85,16 @@ expect_status 2 "$sim" schedule -K 4 -M 8 --schedule zb-auto
 expect_one_error_line -- "--schedule zb-auto searches with the simulator and needs a profile: use gpipe-sim run --profile FILE --schedule zb-auto"
 expect_status 2 "$sim" schedule -K 2 -M 2 --schedule 1f1b --backward-order forward
 expect_one_error_line -- "--backward-order applies to --schedule gpipe only"
+expect_status 2 "$sim" schedule -K 2 -M 4 --schedule gpipe --stages-per-rank 2
+expect_one_error_line -- "--stages-per-rank 2 does not fit --schedule gpipe"
+expect_status 2 "$sim" schedule -K 2 -M 4 --schedule zbv --stages-per-rank 3
+expect_one_error_line -- "--stages-per-rank 3 does not fit --schedule zbv: it takes exactly 2"
+expect_status 2 "$sim" schedule -K 2 -M 4 --schedule looped-bfs --stages-per-rank 0
+expect_one_error_line -- "--stages-per-rank"
+expect_status 2 "$sim" schedule -K 4 -M 9 --schedule interleaved-1f1b
+expect_one_error_line -- "--microbatches to be a multiple of its number of rounds"
+expect_status 2 "$sim" schedule -K 3 -M 5 --schedule dualpipev
+expect_one_error_line -- "--microbatches 5 < 2 x --stages 3"
 expect_status 2 "$sim" frobnicate;                         expect_one_error_line "unknown command 'frobnicate'"
 expect_status 2 "$sim" check "$tmp/none.json";             expect_one_error_line "none.json: cannot read"
 echo '{"format": "gpipe-schedule", ' >"$tmp/trunc.json"
@@ -75,5 +105,7 @@ expect_status 0 "$sim" --help
 grep -q "schedule" "$tmp/out" || fail "--help lists the commands"
 expect_status 0 "$sim" schedule --help
 grep -q -- "--backward-order" "$tmp/out" || fail "schedule --help lists its flags"
+grep -q -- "--stages-per-rank" "$tmp/out" || fail "schedule --help lists --stages-per-rank"
+grep -q "dualpipev" "$tmp/out" || fail "schedule --help lists the schedules"
 
 finish "gpipe-sim schedule/check"

@@ -9,6 +9,7 @@
 
 #include "cli/grid_flags.hpp"
 #include "cli/int_list.hpp"
+#include "schedules/generate.hpp"
 #include "tests/error_of.hpp"
 
 namespace gpipe::cli {

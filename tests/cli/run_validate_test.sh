@@ -52,7 +52,7 @@ expect_cuda "$run" validate --backend cuda --model $mlp -K 2 -M 2 -N 4 --profile
 expect_status 2 "$run" validate --model $mlp -K 2 -M 2 -N 4 --steps 1
 expect_one_error_line "--steps"
 expect_status 2 "$run" validate --model $mlp -K 2 -M 2 -N 4 --schedule gpipe,zb
-expect_one_error_line "--schedule: unknown value 'zb' (known: gpipe, 1f1b"
+expect_one_error_line "--schedule: unknown value 'zb' (known: gpipe, 1f1b, "
 expect_status 2 "$run" validate --model $mlp -K 2..1 -M 2 -N 4
 expect_one_error_line "--stages: range '2..1' is reversed"
 expect_status 2 "$run" validate --model $mlp -K 2 -M 2 -N 4 --profile "$tmp/p.json" --save-profile "$tmp/q.json"

@@ -85,14 +85,18 @@ TEST(Generate, RejectsUnknownNamesAndEmptyPipelines) {
     (void)generate("interleaved", options(2, 2));
     FAIL();
   } catch (const InputError& e) {
-    EXPECT_STREQ(e.what(), "unknown schedule 'interleaved' (known: gpipe, 1f1b, zb-h1, zb-h2)");
+    EXPECT_STREQ(e.what(),
+                 "unknown schedule 'interleaved' (known: gpipe, 1f1b, interleaved-1f1b, looped-bfs, "
+                 "interleaved-zb, zbv, dualpipev, zb-h1, zb-h2)");
   }
 }
 
 TEST(Generate, EveryListedNameGenerates) {
   // The command lines check --schedule against this list: each name on it must generate.
-  EXPECT_EQ(schedule_names(), (std::vector<std::string>{"gpipe", "1f1b", "zb-h1", "zb-h2"}));
-  for (const std::string& name : schedule_names()) EXPECT_EQ(generate(name, options(2, 2)).name, name);
+  EXPECT_EQ(schedule_names(), (std::vector<std::string>{"gpipe", "1f1b", "interleaved-1f1b", "looped-bfs",
+                                                        "interleaved-zb", "zbv", "dualpipev", "zb-h1", "zb-h2"}));
+  // K=2, M=4: a configuration every family takes (dualpipev needs M >= 2K).
+  for (const std::string& name : schedule_names()) EXPECT_EQ(generate(name, options(2, 4)).name, name);
   EXPECT_EQ(recompute_policy_names(), (std::vector<std::string>{"never", "always", "except_last"}));
   for (const std::string& name : recompute_policy_names()) {
     EXPECT_EQ(to_string(parse_recompute_policy(name).value()), name);

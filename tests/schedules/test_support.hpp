@@ -22,7 +22,13 @@ inline std::string program(const Schedule& s, int rank) {
 
 namespace gpipe::schedules {
 
-// GoogleTest prints a Schedule that differs as its programs, not its bytes.
+// GoogleTest prints actions, overlapped pairs and schedules in their text
+// form, not their bytes.
+inline void PrintTo(const Action& a, std::ostream* os) { *os << to_string(a); }
+inline void PrintTo(const OverlapPair& p, std::ostream* os) {
+  *os << '(' << to_string(p.forward) << ';' << to_string(p.backward) << ")OVERLAP_F_B";
+}
+
 inline void PrintTo(const Schedule& s, std::ostream* os) {
   *os << s.name << " K=" << s.num_stages << " M=" << s.num_microbatches
       << " recompute=" << to_string(s.recompute);

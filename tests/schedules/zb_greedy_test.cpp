@@ -11,7 +11,7 @@
 #include "schedules/error.hpp"
 #include "schedules/lower.hpp"
 #include "schedules/validate.hpp"
-#include "schedules/zb_greedy.hpp"
+#include "schedules/generators/zb_greedy.hpp"
 #include "tests/schedules/test_support.hpp"
 
 namespace gpipe::schedules {

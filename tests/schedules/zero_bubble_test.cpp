@@ -10,8 +10,8 @@
 #include "schedules/generate.hpp"
 #include "schedules/lower.hpp"
 #include "schedules/validate.hpp"
-#include "schedules/zb_h1.hpp"
-#include "schedules/zb_h2.hpp"
+#include "schedules/generators/zb_h1.hpp"
+#include "schedules/generators/zb_h2.hpp"
 #include "tests/schedules/test_support.hpp"
 
 namespace gpipe::schedules {
@@ -123,7 +123,7 @@ TEST(GenerateZeroBubble, OneStagePerRankOnly) {
     (void)generate("zb-h2", o);
     FAIL();
   } catch (const InputError& e) {
-    EXPECT_STREQ(e.what(), "zb-h2 has one stage per rank: --stages-per-rank must be 1, got 2");
+    EXPECT_STREQ(e.what(), "--stages-per-rank 2 does not fit --schedule zb-h2: it takes exactly 1 (one stage per rank)");
   }
   EXPECT_THROW((void)generate_zb_h1(options(0, 4)), InputError);
   EXPECT_THROW((void)generate_zb_h1(options(2, 0)), InputError);
