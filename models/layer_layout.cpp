@@ -26,6 +26,11 @@ LayerLayout mlp_block_layout(const LayerDims& d) {
   l.kept[kStats] = {"ln.stats", {2}};
   l.kept[kPreGelu] = {"pre_gelu", {f}};
   l.kept[kGelu] = {"gelu", {f}};
+  l.weight_kept.resize(weight_kept::kCount);
+  l.weight_kept[weight_kept::kNormed] = {"ln", {h}};
+  l.weight_kept[weight_kept::kDPreGelu] = {"d_pre_gelu", {f}};
+  l.weight_kept[weight_kept::kGelu] = {"gelu", {f}};
+  l.weight_kept[weight_kept::kDOut] = {"d_out", {h}};
   return l;
 }
 
@@ -78,6 +83,15 @@ LayerLayout transformer_block_layout(const LayerDims& d) {
   l.kept[kGelu] = {"gelu", {s, f}};
   l.kept[kStats1] = {"ln1.stats", {s, 2}};
   l.kept[kStats2] = {"ln2.stats", {s, 2}};
+  l.weight_kept.resize(weight_kept::kCount);
+  l.weight_kept[weight_kept::kNormed1] = {"ln1", {s, h}};
+  l.weight_kept[weight_kept::kDQkv] = {"d_qkv", {s, 3 * h}};
+  l.weight_kept[weight_kept::kAttn] = {"attention", {s, h}};
+  l.weight_kept[weight_kept::kDA] = {"d_a", {s, h}};
+  l.weight_kept[weight_kept::kNormed2] = {"ln2", {s, h}};
+  l.weight_kept[weight_kept::kDPreGelu] = {"d_pre_gelu", {s, f}};
+  l.weight_kept[weight_kept::kGelu] = {"gelu", {s, f}};
+  l.weight_kept[weight_kept::kDOut] = {"d_out", {s, h}};
   return l;
 }
 
@@ -95,6 +109,9 @@ LayerLayout lm_head_layout(const LayerDims& d) {
   l.kept[kStats] = {"ln.stats", {s, 2}};
   l.kept[kProbs] = {"probs", {s, v}};
   l.kept[kTargets] = {"targets", {s}, Element::index};
+  l.weight_kept.resize(weight_kept::kCount);
+  l.weight_kept[weight_kept::kNormed] = {"ln", {s, h}};
+  l.weight_kept[weight_kept::kDLogits] = {"d_logits", {s, v}};
   return l;
 }
 
@@ -102,6 +119,20 @@ std::int64_t product(const std::vector<std::int64_t>& shape) {
   std::int64_t n = 1;
   for (const std::int64_t d : shape) n *= d;
   return n;
+}
+
+std::int64_t elements_of(const std::vector<KeptLayout>& tensors, Element element) {
+  std::int64_t n = 0;
+  for (const KeptLayout& k : tensors) {
+    if (k.element == element) n += product(k.shape);
+  }
+  return n;
+}
+
+std::vector<std::int64_t> shape_at(const KeptLayout& tensor, std::int64_t b) {
+  std::vector<std::int64_t> shape{b};
+  shape.insert(shape.end(), tensor.shape.begin(), tensor.shape.end());
+  return shape;
 }
 
 }  // namespace
@@ -112,19 +143,18 @@ std::int64_t LayerLayout::parameter_count() const {
   return n;
 }
 
-std::int64_t LayerLayout::kept_elements(Element element) const {
-  std::int64_t n = 0;
-  for (const KeptLayout& k : kept) {
-    if (k.element == element) n += product(k.shape);
-  }
-  return n;
+std::int64_t LayerLayout::kept_elements(Element element) const { return elements_of(kept, element); }
+
+std::int64_t LayerLayout::weight_kept_elements(Element element) const {
+  return elements_of(weight_kept, element);
 }
 
 std::vector<std::int64_t> LayerLayout::kept_shape(std::size_t i, std::int64_t b) const {
-  std::vector<std::int64_t> shape{b};
-  const auto& per_sample = kept.at(i).shape;
-  shape.insert(shape.end(), per_sample.begin(), per_sample.end());
-  return shape;
+  return shape_at(kept.at(i), b);
+}
+
+std::vector<std::int64_t> LayerLayout::weight_kept_shape(std::size_t i, std::int64_t b) const {
+  return shape_at(weight_kept.at(i), b);
 }
 
 LayerLayout layer_layout(std::string_view kind, const LayerDims& dims) {
@@ -148,6 +178,8 @@ void count_from_layout(Layer& layer, const LayerLayout& layout) {
   layer.params = layout.parameter_count();
   layer.activation_elems = layout.kept_elements(Element::floating);
   layer.activation_index_bytes = 4 * layout.kept_elements(Element::index);  // int32
+  layer.weight_grad_stash_elems = layout.weight_kept_elements(Element::floating);
+  layer.weight_grad_stash_index_bytes = 4 * layout.weight_kept_elements(Element::index);
 }
 
 }  // namespace gpipe::models

@@ -1,7 +1,8 @@
 // What each layer kind holds, written down once: its parameters (name,
-// shape, initial value) and what its forward keeps for the backward (shape
-// at micro-batch size b, floating or integer), in the order the layers of
-// every backend hold them (the enums below). The model's parameter and
+// shape, initial value), what its forward keeps for the backward (shape at
+// micro-batch size b, floating or integer) and, of a backward split into
+// input gradient (I) and weight gradient (W), what I leaves for W, in the
+// order the layers of every backend hold them (the enums below). The model's parameter and
 // activation counts (model.hpp) are sums over it, and the CPU and CUDA
 // layers make and check their tensors from it, so a layer keeps exactly what
 // the simulator counts. model.hpp says what each kind computes.
@@ -38,12 +39,21 @@ struct KeptLayout {
 struct LayerLayout {
   std::vector<ParameterLayout> parameters;
   std::vector<KeptLayout> kept;  // the stash; the layer's input is always first
+  // What a split backward keeps from the end of I to the end of W: the
+  // inputs and output gradients of the layer's Linears. Never more bytes than
+  // `kept` (a kind whose W would need more does its whole weight gradient in I
+  // and keeps nothing), so a rank's memory only falls during I.
+  std::vector<KeptLayout> weight_kept;
 
   [[nodiscard]] std::int64_t parameter_count() const;
   // Elements of `element` kind the stash holds per sample.
   [[nodiscard]] std::int64_t kept_elements(Element element) const;
+  // Elements of `element` kind the weight-gradient stash holds per sample.
+  [[nodiscard]] std::int64_t weight_kept_elements(Element element) const;
   // The shape of kept tensor `i` at micro-batch size b: {b, ...}.
   [[nodiscard]] std::vector<std::int64_t> kept_shape(std::size_t i, std::int64_t b) const;
+  // The shape of weight-gradient stash tensor `i` at micro-batch size b: {b, ...}.
+  [[nodiscard]] std::vector<std::int64_t> weight_kept_shape(std::size_t i, std::int64_t b) const;
 };
 
 // What a kind's layout depends on (0 where a kind has no such dimension).
@@ -60,27 +70,37 @@ struct LayerDims {
 // The layout of `layer`, a layer of `model`.
 [[nodiscard]] LayerLayout layer_layout(const Model& model, const Layer& layer);
 
-// Sets `layer`'s parameter count and what its stash holds per sample
-// (activation_elems, activation_index_bytes) from `layout`.
+// Sets `layer`'s parameter count, what its stash holds per sample
+// (activation_elems, activation_index_bytes) and what a split backward's W
+// keeps (weight_grad_stash_elems, weight_grad_stash_index_bytes) from `layout`.
 void count_from_layout(Layer& layer, const LayerLayout& layout);
 
-// Positions in LayerLayout::parameters (and a layer's parameters()) and in
-// LayerLayout::kept (and a layer's stash), per kind.
+// Positions in LayerLayout::parameters (and a layer's parameters()), in
+// LayerLayout::kept (and a layer's stash) and in LayerLayout::weight_kept (and
+// the stash a layer's I leaves for its W: namespace weight_kept), per kind.
 namespace layout {
 
 namespace mlp_block {
 enum Param : std::size_t { kGamma, kBeta, kW1, kC1, kW2, kC2, kParamCount };
 // x, LN output, LN (mean, rstd), pre-GELU, GELU output.
 enum Kept : std::size_t { kX, kNormed, kStats, kPreGelu, kGelu, kKeptCount };
+// W1's input and output gradient, W2's input and output gradient (the
+// block's); LayerNorm's gamma and beta are done in I.
+namespace weight_kept {
+enum Kept : std::size_t { kNormed, kDPreGelu, kGelu, kDOut, kCount };
+}  // namespace weight_kept
 }  // namespace mlp_block
 
 namespace mse_loss {
 enum Kept : std::size_t { kX, kTarget, kKeptCount };
+// No parameters: W keeps nothing.
 }  // namespace mse_loss
 
 namespace embedding {
 enum Param : std::size_t { kTok, kPos, kParamCount };
 enum Kept : std::size_t { kIds, kKeptCount };
+// Its weight gradient needs d(out) [S,H], more than the ids it stashes: I
+// does it, W keeps nothing.
 }  // namespace embedding
 
 namespace transformer_block {
@@ -92,12 +112,23 @@ enum Param : std::size_t {
 enum Kept : std::size_t {
   kX, kNormed1, kQkv, kProbs, kAttn, kA, kNormed2, kPreGelu, kGelu, kStats1, kStats2, kKeptCount
 };
+// The input and output gradient of each Linear: Wqkv (LN1 out, d qkv), Wo
+// (attention out, d a), W1 (LN2 out, d pre-GELU), W2 (GELU out, d y); the
+// LayerNorms' gamma and beta are done in I.
+namespace weight_kept {
+enum Kept : std::size_t { kNormed1, kDQkv, kAttn, kDA, kNormed2, kDPreGelu, kGelu, kDOut, kCount };
+}  // namespace weight_kept
 }  // namespace transformer_block
 
 namespace lm_head {
 enum Param : std::size_t { kGamma, kBeta, kWu, kParamCount };
 // x, LN output, LN (mean, rstd), softmax probabilities, targets.
 enum Kept : std::size_t { kX, kNormed, kStats, kProbs, kTargets, kKeptCount };
+// Wu's input and output gradient (LN out, d logits: the probabilities'
+// storage, overwritten); LayerNorm's gamma and beta are done in I.
+namespace weight_kept {
+enum Kept : std::size_t { kNormed, kDLogits, kCount };
+}  // namespace weight_kept
 }  // namespace lm_head
 
 }  // namespace layout

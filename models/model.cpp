@@ -24,11 +24,19 @@ std::optional<DType> parse_dtype(std::string_view text) {
 
 std::string_view dtype_names() { return "fp32, bf16"; }
 
-LayerBytes bytes_at(const Layer& layer, int micro_batch_size, DType dtype) {
+namespace {
+
+void check_micro_batch_size(const Layer& layer, int micro_batch_size) {
   if (micro_batch_size < 1) {
     throw InputError(fmt::format("layer '{}': micro-batch size must be at least 1, got {}",
                                  layer.name, micro_batch_size));
   }
+}
+
+}  // namespace
+
+LayerBytes bytes_at(const Layer& layer, int micro_batch_size, DType dtype) {
+  check_micro_batch_size(layer, micro_batch_size);
   const std::int64_t b = micro_batch_size;
   const std::int64_t e = bytes_per_element(dtype);
   return LayerBytes{
@@ -36,6 +44,13 @@ LayerBytes bytes_at(const Layer& layer, int micro_batch_size, DType dtype) {
       .output_bytes = b * layer.output_elems * e,
       .activation_bytes = b * (layer.activation_elems * e + layer.activation_index_bytes),
   };
+}
+
+std::int64_t weight_grad_stash_bytes_at(const Layer& layer, int micro_batch_size, DType dtype) {
+  check_micro_batch_size(layer, micro_batch_size);
+  const std::int64_t b = micro_batch_size;
+  const std::int64_t e = bytes_per_element(dtype);
+  return b * (layer.weight_grad_stash_elems * e + layer.weight_grad_stash_index_bytes);
 }
 
 std::int64_t param_bytes(const Layer& layer, DType dtype) {

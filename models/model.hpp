@@ -21,6 +21,11 @@
 //   travels between stages.
 // - activation: what the layer keeps from its forward until its backward when
 //   not recomputing, its input included (a loss layer: its target too).
+// - weight-gradient stash (W keeps): of a backward split into I (input
+//   gradient) and W (weight gradient), what I leaves for W: the inputs and
+//   output gradients of the layer's Linears, never more than its activation.
+//   A kind whose W would need more does its whole weight gradient in I and
+//   keeps nothing. LayerNorm's gamma and beta gradients are always done in I.
 // - No dropout anywhere; every LayerNorm has eps 1e-5 and affine gamma/beta;
 //   GELU is the tanh approximation (GPT-2's).
 //
@@ -32,15 +37,20 @@
 //   input H, output H
 //   stash       x [H], LN output (W1's input) [H], LN mean and rstd [2],
 //               pre-GELU [F], GELU output (W2's input) [F]  =  2H + 2F + 2
+//   W keeps     LN output [H], d pre-GELU [F], GELU output [F], d y [H]
+//               =  2H + 2F
 //
 // mse_loss    loss = mean_j (x_j - t_j)^2      (no parameters)
 //   FLOPs 0; input H; target H (floating); output 1
 //   stash       x [H], target t [H]  =  2H
+//   W keeps     nothing (no parameters)
 //
 // embedding   h[s] = tok[id[s]] + pos[s],  tok [V,H], pos [S,H]
 //   params      V*H + S*H
 //   FLOPs 0; input: token ids int32 [S] (input_index_bytes 4S); output [S,H]
 //   stash       token ids int32 [S] (activation_index_bytes 4S), no floating
+//   W keeps     nothing: the weight gradient needs d h [S,H], more than the
+//               ids, so I does it
 //
 // transformer_block  GPT-2, pre-LN, F = 4H, biases on every Linear:
 //     a = x + Wo attn(LN1(x)),  y = a + W2 gelu(W1 LN2(a))
@@ -58,6 +68,9 @@
 //               a [S,H], LN2 output [S,H], pre-GELU [S,4H], GELU output [S,4H],
 //               LN1 and LN2 mean and rstd [S,2] each
 //               = 16SH + 4S + AS^2
+//   W keeps     LN1 output [S,H], d qkv [S,3H], attention output [S,H],
+//               d a [S,H], LN2 output [S,H], d pre-GELU [S,4H], GELU output
+//               [S,4H], d y [S,H]  =  16SH  (generally 8SH + 2SF)
 //
 // lm_head     logits = LN(x) Wu, Wu [V,H], no bias;
 //             loss = mean_s cross_entropy(logits[s], target[s])
@@ -67,6 +80,8 @@
 //   stash       x [S,H], LN output (Wu's input) [S,H], LN mean and rstd [S,2],
 //               softmax probabilities [S,V]  =  2SH + 2S + SV floating,
 //               targets int32 [S] (activation_index_bytes 4S)
+//   W keeps     LN output [S,H], d logits [S,V] (in the probabilities'
+//               storage)  =  SH + SV
 //
 // The mini-batch loss is the mean of the per-sample losses.
 #pragma once
@@ -119,6 +134,8 @@ struct Layer {
   std::int64_t output_elems = 0;
   std::int64_t activation_elems = 0;  // input and target included
   std::int64_t activation_index_bytes = 0;
+  std::int64_t weight_grad_stash_elems = 0;  // what a split backward's W keeps
+  std::int64_t weight_grad_stash_index_bytes = 0;
 
   [[nodiscard]] double bwd_flops() const { return bwd_input_flops + bwd_weight_flops; }
   bool operator==(const Layer&) const = default;
@@ -134,6 +151,11 @@ struct LayerBytes {
 // The layer's bytes at micro-batch size b (e = bytes_per_element(dtype)).
 // Throws InputError when b < 1.
 [[nodiscard]] LayerBytes bytes_at(const Layer& layer, int micro_batch_size, DType dtype);
+// What a split backward's W keeps of the layer's activation at micro-batch
+// size b: b * (weight_grad_stash_elems * e + weight_grad_stash_index_bytes),
+// never more than bytes_at().activation_bytes. InputError when b < 1.
+[[nodiscard]] std::int64_t weight_grad_stash_bytes_at(const Layer& layer, int micro_batch_size,
+                                                      DType dtype);
 [[nodiscard]] std::int64_t param_bytes(const Layer& layer, DType dtype);
 
 struct Model {

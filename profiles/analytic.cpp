@@ -127,7 +127,9 @@ Profile analytic_profile(const models::Model& model, const Device& device, model
                                           .bwd_weight_us = t.bwd_weight_us,
                                           .input_bytes = bytes.input_bytes,
                                           .output_bytes = bytes.output_bytes,
-                                          .activation_bytes = bytes.activation_bytes});
+                                          .activation_bytes = bytes.activation_bytes,
+                                          .weight_grad_stash_bytes =
+                                              models::weight_grad_stash_bytes_at(layer, b, dtype)});
     }
     profile.layers.push_back(std::move(out));
   }

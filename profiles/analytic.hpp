@@ -27,8 +27,10 @@
 //                   0 when the layer has no parameters (AdamW is memory-bound)
 // Each pass of a layer counts as one launch: its kernels run back to back, so
 // one fixed overhead stands for the host-side cost of the whole pass.
-// The sample's input/output/activation bytes are bytes_at()'s EXACTLY, so the
-// simulator's memory matches the executor's accounting.
+// The sample's input/output/activation bytes are bytes_at()'s EXACTLY, and its
+// weight_grad_stash_bytes weight_grad_stash_bytes_at()'s (what the CPU
+// executor's W keeps), so the simulator's memory matches the executor's
+// accounting, split backward included.
 #pragma once
 
 #include <span>

@@ -30,6 +30,7 @@ namespace gpipe::exec::cpu {
 
 struct CpuBackend {
   static constexpr std::string_view kName = "cpu";
+  static constexpr bool kRunsSplitBackward = true;  // every CPU layer kind has I and W
 
   using Tensor = exec::Tensor;
   using Message = exec::Tensor;  // a received tensor is usable at once

@@ -37,7 +37,7 @@ struct ProfiledModel {
 struct SizeRuns {
   SizeInputs data;
   std::vector<profiles::ProfileSample> samples;
-  std::vector<std::vector<double>> fwd_us, bwd_us;  // per layer
+  std::vector<std::vector<double>> fwd_us, bwd_input_us, bwd_weight_us;  // per layer
 };
 
 SizeRuns size_runs(const models::Model& model, int b, std::mt19937_64& rng) {
@@ -46,13 +46,14 @@ SizeRuns size_runs(const models::Model& model, int b, std::mt19937_64& rng) {
   s.data = random_size_inputs(model, b, rng);
   s.samples.resize(n);
   s.fwd_us.resize(n);
-  s.bwd_us.resize(n);
+  s.bwd_input_us.resize(n);
+  s.bwd_weight_us.resize(n);
   return s;
 }
 
 // One pass of the whole model at one size, as a single-stage run executes a
-// micro-batch: each layer's forward in model order, each backward in reverse,
-// then each layer's optimizer step. A layer timed inside the pass finds the
+// micro-batch: each layer's forward in model order, each backward in reverse
+// (its I, then its W), then each layer's optimizer step. A layer timed inside the pass finds the
 // caches as the run leaves them (the other layers' weights and stashes passed
 // through since its last call); timed alone and repeated, a layer keeps its
 // weights in cache and runs faster than it ever does in training.
@@ -74,10 +75,17 @@ void run_pass(ProfiledModel& pm, SizeRuns& s, bool first, bool timed, std::mt199
   }
   Tensor grad = output_gradient(x.shape(), pm.layers.back()->spec(), b, rng);
   for (std::size_t i = n; i-- > 0;) {
+    Stash weight_stash;
     const auto t0 = Clock::now();
-    Tensor grad_input = pm.layers[i]->backward(std::move(stashes[i]), grad);
+    Tensor grad_input = pm.layers[i]->backward_input(std::move(stashes[i]), grad, weight_stash, &accounts[i]);
     const auto t1 = Clock::now();
-    if (timed) s.bwd_us[i].push_back(elapsed_us(t0, t1));
+    record_weight_stash_bytes(s.samples[i], first, pm.layers[i]->spec(), b, accounts[i].bytes());
+    pm.layers[i]->backward_weight(std::move(weight_stash));
+    const auto t2 = Clock::now();
+    if (timed) {
+      s.bwd_input_us[i].push_back(elapsed_us(t0, t1));
+      s.bwd_weight_us[i].push_back(elapsed_us(t1, t2));
+    }
     grad = std::move(grad_input);
   }
   for (std::size_t i = 0; i < n; ++i) {
@@ -157,8 +165,12 @@ profiles::Profile profile_cpu(const models::Model& model, std::span<const int> m
   }
   for (SizeRuns& s : runs) {
     for (std::size_t i = 0; i < s.samples.size(); ++i) {
-      s.samples[i].fwd_us = median(s.fwd_us[i]);
-      s.samples[i].bwd_us = median(s.bwd_us[i]);
+      profiles::ProfileSample& sample = s.samples[i];
+      sample.fwd_us = median(s.fwd_us[i]);
+      sample.bwd_input_us = median(s.bwd_input_us[i]);
+      sample.bwd_weight_us = median(s.bwd_weight_us[i]);
+      // The CPU's full backward is I then W in one call (exec/cpu/layers/kind_base.hpp).
+      sample.bwd_us = *sample.bwd_input_us + *sample.bwd_weight_us;
     }
   }
   for (int index = 0; index < count; ++index) {

@@ -8,9 +8,11 @@
 // model order from a seeded random input (and target, for the loss layer),
 // every backward in reverse, then each layer's optimizer step (AdamW by
 // default). `warmup` untimed passes, then `repeats` timed ones, each pass going
-// round all the sizes; each forward, backward and step is timed on its own and
-// fwd_us, bwd_us and optimizer_us are the medians. A backward's time is its
-// call alone, which consumes the forward's stash.
+// round all the sizes; each forward, each half of the backward (I, then W at
+// once) and each step is timed on its own, and fwd_us, bwd_input_us,
+// bwd_weight_us and optimizer_us are the medians; bwd_us is bwd_input_us +
+// bwd_weight_us, as a CPU layer's full backward is its I then its W. A
+// backward's time is its calls alone, which consume the forward's stash.
 //
 // Why inside whole-model passes and not one layer at a time: a layer run alone
 // and repeated keeps its weights in cache, and ran 30-40 % faster than in
@@ -19,8 +21,9 @@
 //
 // Bytes are MEASURED, not taken from the model description: input_bytes and
 // output_bytes are the tensors' sizes, activation_bytes what the layer's stash
-// account holds after its forward, so a layer that keeps more or less than
-// models::bytes_at() says shows up in the profile.
+// account holds after its forward and weight_grad_stash_bytes what it holds
+// after I, so a layer that keeps more or less than models::bytes_at() and
+// models::weight_grad_stash_bytes_at() say shows up in the profile.
 //
 // The link is the in-process hand-off between two rank threads: its latency
 // the median one-way time of a message between two threads through the

@@ -7,9 +7,10 @@
 //
 // The tensors a forward keeps for the backward are EXACTLY those
 // models/model.hpp lists for the layer's kind (in the order of
-// exec/layers/layer_layout.hpp), so that the bytes a stage stashes equal
-// models::bytes_at(...).activation_bytes and the simulator's memory prediction
-// can be checked byte for byte.
+// models/layer_layout.hpp), so that the bytes a stage stashes equal
+// models::bytes_at(...).activation_bytes, and those a split backward's I
+// leaves for its W equal models::weight_grad_stash_bytes_at(...), and the
+// simulator's memory prediction can be checked byte for byte.
 //
 // Shapes (b = samples in the micro-batch):
 //   mlp_block, mse_loss   input f32 [b, H]
@@ -23,6 +24,7 @@
 #pragma once
 
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -79,8 +81,41 @@ class Layer {
   // empty tensor when the input is integer (the embedding).
   [[nodiscard]] virtual Tensor backward(Stash<Tensor> stash, const Tensor& grad_output) = 0;
 
+  // The same backward split in two, for zero-bubble schedules; I then W adds
+  // the same weight gradients and returns the same input gradient as backward().
+  //
+  // I: consumes `stash` and returns the input gradient (empty for token ids).
+  // It does the weight-gradient work that needs more than W may keep
+  // (LayerNorm's gamma and beta; all of it for a kind whose W keeps nothing),
+  // and leaves in `weight_stash` what W needs: EXACTLY the tensors
+  // models/layer_layout.hpp's weight_kept lists for the kind. Those are
+  // charged to `weight_account` (where the forward charged the stash); the
+  // account only falls during I: the stash tensors W does not keep are given
+  // back first (from then on they are I's temporaries), then the new ones
+  // are charged, so a layer goes from its activation bytes to what W keeps.
+  //
+  // Backends whose layers do not split their backward (the CUDA layers, so
+  // far) keep these defaults, which throw std::logic_error; the runtime
+  // refuses I/W schedules for such a backend before it runs one.
+  [[nodiscard]] virtual Tensor backward_input(Stash<Tensor> /*stash*/, const Tensor& /*grad_output*/,
+                                              Stash<Tensor>& /*weight_stash*/,
+                                              MemoryAccount* /*weight_account*/) {
+    throw std::logic_error(no_split_backward());
+  }
+
+  // W: consumes what I left and ADDS the remaining weight gradients into
+  // parameters()[i].grad; its bytes are refunded as it goes out of scope.
+  virtual void backward_weight(Stash<Tensor> /*weight_stash*/) {
+    throw std::logic_error(no_split_backward());
+  }
+
  protected:
   explicit Layer(models::Layer spec) : spec_(std::move(spec)) {}
+
+  [[nodiscard]] std::string no_split_backward() const {
+    return "layer " + spec_.name + " (" + spec_.kind +
+           "): this backend's layers do not split the backward into I and W";
+  }
 
   models::Layer spec_;
   std::vector<Parameter<Tensor>> parameters_;

@@ -62,4 +62,13 @@ void expect_stash(const models::Layer& layer, const StashT& stash, std::size_t c
   }
 }
 
+template <typename StashT>
+void expect_weight_stash(const models::Layer& layer, const StashT& weight_stash, std::size_t count) {
+  if (weight_stash.tensors.size() != count) {
+    throw std::logic_error(fmt::format(
+        "layer {} ({}): the weight backward got a stash of {} tensors, not {}", layer.name,
+        layer.kind, weight_stash.tensors.size(), count));
+  }
+}
+
 }  // namespace gpipe::exec

@@ -91,6 +91,16 @@ void record_sample_bytes(profiles::ProfileSample& sample, bool first_pass, const
   }
 }
 
+void record_weight_stash_bytes(profiles::ProfileSample& sample, bool first_pass, const models::Layer& layer,
+                               int b, std::int64_t weight_grad_stash_bytes) {
+  if (first_pass) {
+    sample.weight_grad_stash_bytes = weight_grad_stash_bytes;
+  } else if (weight_grad_stash_bytes != sample.weight_grad_stash_bytes) {
+    throw RunError(fmt::format("layer {}: I left {} bytes for W, then {} bytes at b={}", layer.name,
+                               sample.weight_grad_stash_bytes.value_or(-1), weight_grad_stash_bytes, b));
+  }
+}
+
 double median(std::vector<double> values) {
   if (values.empty()) throw std::invalid_argument("median of no values");
   std::sort(values.begin(), values.end());

@@ -65,6 +65,11 @@ void record_sample_bytes(profiles::ProfileSample& sample, bool first_pass, const
                          int micro_batch_size, std::int64_t input_bytes, std::int64_t output_bytes,
                          std::int64_t activation_bytes);
 
+// The bytes one layer's I left for its W at micro-batch size b, written into
+// `sample` at the first pass and checked at later ones as above.
+void record_weight_stash_bytes(profiles::ProfileSample& sample, bool first_pass, const models::Layer& layer,
+                               int micro_batch_size, std::int64_t weight_grad_stash_bytes);
+
 // The median of `values` (not empty, else std::invalid_argument): the middle
 // one, or the mean of the two middle ones.
 [[nodiscard]] double median(std::vector<double> values);

@@ -15,7 +15,7 @@ namespace gpipe::exec {
 using schedules::Action;
 using schedules::ActionKind;
 
-void check_train_options(const TrainOptions& o, std::string_view backend) {
+void check_train_options(const TrainOptions& o, std::string_view backend, bool runs_split_backward) {
   const int num_layers = static_cast<int>(o.model.layers.size());
   if (o.steps < 1) throw InputError(fmt::format("--steps must be at least 1, got {}", o.steps));
   if (o.measured_steps < 1 || o.measured_steps > o.steps) {
@@ -42,6 +42,7 @@ void check_train_options(const TrainOptions& o, std::string_view backend) {
                                  models::to_string(o.partition), o.partition.num_layers(),
                                  o.model.spec, num_layers));
   }
+  if (runs_split_backward) return;
   for (const auto& list : o.schedule.ranks) {
     for (const Action& a : list) {
       if (a.kind == ActionKind::I || a.kind == ActionKind::W) {

@@ -36,8 +36,22 @@ struct RunSettings {
 
 // Throws InputError for options no run can have: steps, measured steps, the
 // watchdog, a partition that does not match the schedule or the model, and a
-// split backward (I/W), which `backend` ("cpu", "cuda") names in the message.
-void check_train_options(const TrainOptions& options, std::string_view backend);
+// split backward (I/W) unless `runs_split_backward`; `backend` ("cpu",
+// "cuda") names itself in that message.
+void check_train_options(const TrainOptions& options, std::string_view backend,
+                         bool runs_split_backward = false);
+
+// Whether backend `B` runs split backwards: B::kRunsSplitBackward, false for a
+// backend that does not say (its layers keep exec/layers/layer.hpp's
+// refusing defaults).
+template <class B>
+[[nodiscard]] constexpr bool runs_split_backward() {
+  if constexpr (requires { B::kRunsSplitBackward; }) {
+    return B::kRunsSplitBackward;
+  } else {
+    return false;
+  }
+}
 
 // The schedule validated and lowered, and the fault (if any) checked against it.
 [[nodiscard]] schedules::Schedule lower_checked(const TrainOptions& options);

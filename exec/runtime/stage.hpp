@@ -4,7 +4,8 @@
 // happens: after F of a recomputed micro-batch every stash tensor but the
 // stage's input is freed, and R rebuilds them from that input, so the rank's
 // memory account follows DESIGN.md's rules: +A_s during F, down to In_s after
-// it, back to A_s in R, 0 after B.
+// it, back to A_s in R, 0 after B; with a split backward, down to W_s (what
+// the layers' W keep) during I and to 0 during W.
 //
 // The backend `B` supplies the math (exec/cpu/cpu_backend.hpp,
 // exec/cuda/backend/cuda_backend.hpp):
@@ -87,6 +88,30 @@ class Stage {
     }
     book_.consumed(microbatch);
     return grad;
+  }
+
+  // I(s,m): consumes the stashes, last layer first, each layer leaving what
+  // its W needs (charged to the rank's account); returns the gradient of the
+  // stage's input (empty for token ids). The layers' I may add some weight
+  // gradients already (LayerNorm's, the embedding's).
+  [[nodiscard]] Tensor input_backward(int microbatch, const Tensor& grad_output) {
+    auto& stash = book_.expect(microbatch, Book::Kept::everything, "I");
+    std::vector<Stash<Tensor>> weight_stashes(layers_.size());
+    Tensor grad;
+    for (std::size_t l = layers_.size(); l-- > 0;) {
+      grad = layers_[l]->backward_input(std::move(stash[l]),
+                                        l + 1 == layers_.size() ? grad_output : grad,
+                                        weight_stashes[l], account_);
+    }
+    book_.hold_for_weight(microbatch, std::move(weight_stashes));
+    return grad;
+  }
+
+  // W(s,m): the rest of the weight gradients, from what I left; frees it.
+  void weight_backward(int microbatch) {
+    auto& weight_stashes = book_.expect(microbatch, Book::Kept::weight_stash, "W");
+    for (std::size_t l = layers_.size(); l-- > 0;) layers_[l]->backward_weight(std::move(weight_stashes[l]));
+    book_.consumed(microbatch);
   }
 
   // STEP(s): applies and zeroes every layer's accumulated gradients.

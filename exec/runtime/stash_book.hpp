@@ -1,13 +1,15 @@
 // The per-micro-batch stashes of one pipeline stage (exec/runtime/stage.hpp)
 // and what each holds: one stash per layer per micro-batch, and a state that
-// says whether it holds nothing, everything F kept, or only the
-// stage's boundary input (after F when R follows). A valid schedule only ever
+// says whether it holds nothing, everything F kept, only the stage's
+// boundary input (after F when R follows), or what a split backward's W
+// needs (after I, until W). A valid schedule only ever
 // finds the state it expects; anything else is a logic error naming the
 // action and what it found. `Stash` has a `tensors` vector whose first entry
 // of the first layer is the stage's input, as every layer kind keeps it.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <stdexcept>
 #include <utility>
 #include <vector>
@@ -19,7 +21,7 @@ namespace gpipe::exec {
 template <class Stash>
 class StashBook {
  public:
-  enum class Kept : std::uint8_t { nothing, everything, boundary };
+  enum class Kept : std::uint8_t { nothing, everything, boundary, weight_stash };
 
   StashBook(int num_microbatches, std::size_t num_layers)
       : num_layers_(num_layers),
@@ -32,7 +34,8 @@ class StashBook {
     if (m >= kept_.size())
       throw std::out_of_range(fmt::format("{}: no micro-batch {}", action, microbatch));
     if (kept_[m] != expected) {
-      static constexpr const char* names[] = {"nothing", "the full stash", "the input only"};
+      static constexpr const char* names[] = {"nothing", "the full stash", "the input only",
+                                              "the weight-gradient stash"};
       throw std::logic_error(fmt::format("{} of micro-batch {} found {} kept", action, microbatch,
                                          names[static_cast<int>(kept_[m])]));
     }
@@ -64,7 +67,19 @@ class StashBook {
     return std::move(stash.front().tensors.front());
   }
 
-  // After B: the stashes were consumed.
+  // After I: each layer's stash was consumed and `weight_stashes` (one per
+  // layer) hold what W needs; the state becomes `weight_stash`.
+  void hold_for_weight(int microbatch, std::vector<Stash> weight_stashes) {
+    (void)expect(microbatch, Kept::everything, "I");
+    if (weight_stashes.size() != num_layers_) {
+      throw std::logic_error(fmt::format("I of micro-batch {}: {} weight-gradient stashes for {} layers",
+                                         microbatch, weight_stashes.size(), num_layers_));
+    }
+    stashes_[static_cast<std::size_t>(microbatch)] = std::move(weight_stashes);
+    kept_[static_cast<std::size_t>(microbatch)] = Kept::weight_stash;
+  }
+
+  // After B or W: the stashes were consumed.
   void consumed(int microbatch) {
     stashes_[static_cast<std::size_t>(microbatch)].clear();
     kept_[static_cast<std::size_t>(microbatch)] = Kept::nothing;

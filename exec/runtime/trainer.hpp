@@ -15,6 +15,8 @@
 // Besides what the worker and the stage need (worker.hpp, stage.hpp), the
 // backend `B` supplies:
 //   B::kName                   "cpu", "cuda": the timeline's source and error messages
+//   B::kRunsSplitBackward      optional, true when its layers split the backward
+//                              into I and W (run_settings.hpp); false if absent
 //   B::Options                 its own settings (the CUDA device, SM partitions, timing)
 //   B::require_available()     RunError when this machine cannot run it ("no CUDA device")
 //   B::Report                  what only this backend has to say of a run
@@ -217,7 +219,7 @@ template <class B>
 template <class B>
 [[nodiscard]] Trained<B> train_placed(const TrainOptions& o, const typename B::Options& backend_options,
                                       const Placement& where) {
-  check_train_options(o, B::kName);
+  check_train_options(o, B::kName, runs_split_backward<B>());
   const schedules::Schedule lowered = lower_checked(o);
   const RunSettings settings = make_run_settings(o, lowered);
   B::require_available();
@@ -247,7 +249,7 @@ template <class B>
 template <class B>
 [[nodiscard]] Trained<B> train_as_process(const TrainOptions& o, const typename B::Options& backend_options,
                                           const LaunchInfo& launch) {
-  check_train_options(o, B::kName);
+  check_train_options(o, B::kName, runs_split_backward<B>());
   const schedules::Schedule lowered = lower_checked(o);
   const RunSettings settings = make_run_settings(o, lowered);
   if (o.schedule.num_ranks != launch.world_size) {

@@ -4,7 +4,7 @@
 // Data between actions: the output of F(s,m) waits in a slot until F(s+1,m)
 // takes it (stage s+1 on the same rank) or SEND_F(s,m) hands it to the link;
 // RECV_F(s+1,m) puts what the link brings into the same slot. Gradients go the
-// other way (B, SEND_B, RECV_B). Slots are keyed by MessageTag, so the local
+// other way (B or I, SEND_B, RECV_B); W reads only what its stage's I left. Slots are keyed by MessageTag, so the local
 // and remote paths are one mechanism. A step's data (inputs, targets, the
 // loss gradient 1/N) is drawn and handed to the device before the step
 // starts, so it is not timed.
@@ -12,7 +12,7 @@
 // What differs between backends is behind `B` (exec/cpu/cpu_backend.hpp,
 // exec/cuda/backend/cuda_backend.hpp):
 //   B::Tensor, B::Message      what stages compute with, what a receive yields
-//   B::Stage                   F, B, R, STEP of a stage (exec/runtime/stage.hpp)
+//   B::Stage                   F, B, I, W, R, STEP of a stage (exec/runtime/stage.hpp)
 //   B::RankDevice              what the rank computes on:
 //     enter_thread()              on the worker's thread, before anything else
 //     upload(host tensor)         a step's data, before the step starts
@@ -214,7 +214,11 @@ class Worker {
         forward(mark, step);
         break;
       case schedules::ActionKind::B:
+      case schedules::ActionKind::I:
         backward(mark, step);
+        break;
+      case schedules::ActionKind::W:
+        weight_backward(mark);
         break;
       case schedules::ActionKind::R: {
         const TimedScope timed(links_.timer, mark);
@@ -238,9 +242,6 @@ class Worker {
         stage(a.stage).step();
         break;
       }
-      case schedules::ActionKind::I:
-      case schedules::ActionKind::W:
-        throw std::logic_error("the runtime runs no split backward");  // refused by check_train_options
     }
   }
 
@@ -267,6 +268,8 @@ class Worker {
     if (settings_.recomputed[a.stage.at()][m]) st.drop_to_boundary(a.microbatch.value);
   }
 
+  // B(s,m) or I(s,m): both consume the gradient of the stage's output and
+  // hand on the gradient of its input; I leaves the weight gradients to W.
   void backward(const ActionMark& mark, int step) {
     const schedules::Action& a = mark.action;
     Stage& st = stage(a.stage);
@@ -279,7 +282,8 @@ class Worker {
     Tensor grad_input;
     {
       const TimedScope timed(links_.timer, mark);
-      grad_input = st.backward(a.microbatch.value, grad_output);
+      grad_input = a.kind == schedules::ActionKind::I ? st.input_backward(a.microbatch.value, grad_output)
+                                                      : st.backward(a.microbatch.value, grad_output);
     }
     if (settings_.check_finite) {
       if (auto name = st.non_finite_gradient()) throw RunError("non-finite gradient of " + *name);
@@ -290,6 +294,17 @@ class Worker {
     // Stage 0's input gradient has no consumer.
     if (a.stage.value > 0) {
       slots_.put({step, MessageKind::gradient, a.stage, a.microbatch}, device_.local(std::move(grad_input)));
+    }
+  }
+
+  void weight_backward(const ActionMark& mark) {
+    Stage& st = stage(mark.action.stage);
+    {
+      const TimedScope timed(links_.timer, mark);
+      st.weight_backward(mark.action.microbatch.value);
+    }
+    if (settings_.check_finite) {
+      if (auto name = st.non_finite_gradient()) throw RunError("non-finite gradient of " + *name);
     }
   }
 

@@ -57,6 +57,9 @@ void report_profiled_layer(int index, int count, const profiles::LayerProfile& l
   for (const auto& s : layer.samples) {
     samples += fmt::format("  b={} fwd {} bwd {}", s.micro_batch_size, format_time_us(s.fwd_us),
                            format_time_us(s.bwd_us));
+    if (s.bwd_input_us && s.bwd_weight_us) {
+      samples += fmt::format(" (I {} + W {})", format_time_us(*s.bwd_input_us), format_time_us(*s.bwd_weight_us));
+    }
   }
   std::cerr << fmt::format("layer {}/{} {} ({}):{}  step {}\n", index + 1, count, layer.name, layer.kind,
                            samples, format_time_us(layer.optimizer_us));

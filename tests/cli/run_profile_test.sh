@@ -16,6 +16,11 @@ expect_status 0 "$run" profile --model $mlp --micro-batch-sizes 1,2 --out "$tmp/
 expect_out "p.json: cpu profile of mlp:layers=2,hidden=8 on .* (fp32), 3 layers, micro-batch sizes 1,2"
 grep -qF "layer 3/3 loss (mse_loss):  b=1 fwd" "$tmp/err" || fail "no line for the last layer: $(cat "$tmp/err")"
 grep -qF '"source": "cpu"' "$tmp/p.json" || fail "profile source is not cpu: $(head -c 400 "$tmp/p.json")"
+# The backward is timed in its two halves, and what I leaves for W is measured.
+grep -qE "layer 1/3 block0 \(mlp_block\):  b=1 fwd .* bwd .* \(I .* \+ W .*\)" "$tmp/err" \
+  || fail "no I and W times for block0: $(cat "$tmp/err")"
+grep -qF '"bwd_weight_us"' "$tmp/p.json" || fail "no bwd_weight_us: $(head -c 400 "$tmp/p.json")"
+grep -qF '"weight_grad_stash_bytes"' "$tmp/p.json" || fail "no weight_grad_stash_bytes: $(head -c 400 "$tmp/p.json")"
 
 # The simulator and the trainer accept it.
 expect_status 0 "$sim" run --profile "$tmp/p.json" -K 2 -M 2 -N 4

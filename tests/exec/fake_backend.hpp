@@ -6,7 +6,7 @@
 // Data is labels. A FakeTensor says who made it:
 //   F(s,m) of step t returns "sFm@t" (e.g. "0F1@2"), value 1000 t + 10 s + m
 //   (the loss stage's value is its micro-batch's summed loss);
-//   B(s,m) of step t returns "sBm@t";
+//   B(s,m) of step t returns "sBm@t", I(s,m) "sIm@t" (W returns nothing);
 //   an upload is recognised by its content, against the run's synthetic data:
 //   "xm@t" (the inputs of micro-batch m), "ym@t" (its targets), "dl[b]@t" (b
 //   loss gradients of 1/N each), and "unknown upload k@t" for anything else.
@@ -162,10 +162,12 @@ struct StageScript {
   bool empty_input_gradient = false;               // B returns no tensor (token ids as input)
 };
 
-// Bytes a stage's F stashes per micro-batch, and what stays after
-// drop_to_boundary: 100 (s + 1) and 10 (s + 1), charged to its rank's account.
+// Bytes a stage's F stashes per micro-batch, what stays after
+// drop_to_boundary, and what I leaves for W: 100 (s + 1), 10 (s + 1) and
+// 40 (s + 1), charged to its rank's account.
 inline std::int64_t stash_bytes(int stage) { return 100 * (stage + 1); }
 inline std::int64_t boundary_bytes(int stage) { return 10 * (stage + 1); }
+inline std::int64_t weight_stash_bytes(int stage) { return 40 * (stage + 1); }
 
 class ScriptedStage {
  public:
@@ -212,6 +214,22 @@ class ScriptedStage {
     charge(m, -held_.at(static_cast<std::size_t>(m)));
     if (script.empty_input_gradient) return {};
     return {fmt::format("{}@{}", action, steps_), 0};
+  }
+
+  [[nodiscard]] FakeTensor input_backward(int m, const FakeTensor& grad_output) {
+    const std::string action = name("I", m);
+    log_.add(rank_, Call::compute(action, grad_output.label));
+    maybe_throw(action);
+    charge(m, weight_stash_bytes(stage_) - held_.at(static_cast<std::size_t>(m)));
+    if (script.empty_input_gradient) return {};
+    return {fmt::format("{}@{}", action, steps_), 0};
+  }
+
+  void weight_backward(int m) {
+    const std::string action = name("W", m);
+    log_.add(rank_, Call::compute(action));
+    maybe_throw(action);
+    charge(m, -held_.at(static_cast<std::size_t>(m)));
   }
 
   void step() {

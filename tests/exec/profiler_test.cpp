@@ -53,9 +53,16 @@ void expect_measured_as_described(const models::Model& model, const profiles::Pr
       EXPECT_EQ(sample.input_bytes, want.input_bytes);
       EXPECT_EQ(sample.output_bytes, want.output_bytes);
       EXPECT_EQ(sample.activation_bytes, want.activation_bytes);
+      EXPECT_EQ(sample.weight_grad_stash_bytes,
+                models::weight_grad_stash_bytes_at(layer, sizes[s], models::DType::fp32));
       EXPECT_GT(sample.fwd_us, 0.0);
       EXPECT_GT(sample.bwd_us, 0.0);
-      EXPECT_FALSE(sample.bwd_input_us.has_value());  // the CPU backward is not split
+      // I and W are timed apart; the full backward is the two in one call.
+      ASSERT_TRUE(sample.bwd_input_us.has_value());
+      ASSERT_TRUE(sample.bwd_weight_us.has_value());
+      EXPECT_GE(*sample.bwd_input_us, 0.0);
+      EXPECT_GE(*sample.bwd_weight_us, 0.0);
+      EXPECT_EQ(sample.bwd_us, *sample.bwd_input_us + *sample.bwd_weight_us);
     }
   }
 }

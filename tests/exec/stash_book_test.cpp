@@ -1,7 +1,8 @@
 // StashBook (exec/runtime/stash_book.hpp), the per-micro-batch stash state
 // machine of a stage: nothing -> everything (F) -> boundary (drop after F when
 // R follows) -> R takes the boundary out and F's fill makes it everything
-// again -> nothing (B consumed it). A call that finds another state is a
+// again -> nothing (B consumed it), or -> weight_stash (I left what W needs)
+// -> nothing (W consumed it). A call that finds another state is a
 // logic error naming the action, the micro-batch and what it found; the bytes
 // charged to the rank's account follow every transition exactly.
 #include <gtest/gtest.h>
@@ -118,6 +119,40 @@ TEST(StashBook, AWrongStateIsALogicErrorNamingTheActionAndWhatItFound) {
   EXPECT_EQ(logic_error_of([&] { book.keep_boundary(1); }),
             "dropping the stash of micro-batch 1 found the input only kept");
   EXPECT_EQ(account.bytes(), 32);  // a refused call changes nothing
+}
+
+// A split backward: I consumes the full stash and leaves, per layer, what W
+// needs (here 16 bytes for layer 0, nothing for layer 1); W consumes that.
+TEST(StashBook, IHoldsTheWeightStashesUntilWConsumesThem) {
+  MemoryAccount account;
+  Book book(2, 2);
+  forward(book, 1, filled(2, 0, &account), account);
+  EXPECT_EQ(logic_error_of([&] { (void)book.expect(1, Kept::weight_stash, "W"); }),
+            "W of micro-batch 1 found the full stash kept");
+  {
+    std::vector<Stash<Tensor>> consumed = std::move(book.expect(1, Kept::everything, "I"));
+    std::vector<Stash<Tensor>> weight(2);
+    weight[0].tensors.push_back(filled(1, 3, &account));
+    book.hold_for_weight(1, std::move(weight));
+  }  // I frees the stash it consumed
+  EXPECT_EQ(account.bytes(), 16);
+  EXPECT_EQ(logic_error_of([&] { (void)book.expect(1, Kept::everything, "I"); }),
+            "I of micro-batch 1 found the weight-gradient stash kept");
+  EXPECT_EQ(logic_error_of([&] { book.hold_for_weight(1, std::vector<Stash<Tensor>>(2)); }),
+            "I of micro-batch 1 found the weight-gradient stash kept");
+  EXPECT_EQ(logic_error_of([&] { (void)book.expect(1, Kept::nothing, "F"); }),
+            "F of micro-batch 1 found the weight-gradient stash kept");
+  const auto& weight = book.expect(1, Kept::weight_stash, "W");
+  ASSERT_EQ(weight.size(), 2U);
+  EXPECT_EQ(weight[0].tensors.at(0).f32()[0], 3.0F);
+  EXPECT_TRUE(weight[1].tensors.empty());
+  book.consumed(1);
+  EXPECT_EQ(account.bytes(), 0);
+  EXPECT_NO_THROW((void)book.expect(1, Kept::nothing, "F"));
+
+  forward(book, 0, filled(2, 0, &account), account);
+  EXPECT_EQ(logic_error_of([&] { book.hold_for_weight(0, std::vector<Stash<Tensor>>(3)); }),
+            "I of micro-batch 0: 3 weight-gradient stashes for 2 layers");
 }
 
 TEST(StashBook, AMicroBatchOutOfRangeIsNamed) {

@@ -14,6 +14,7 @@
 
 #include "schedules/action.hpp"
 #include "tests/exec/fake_backend.hpp"
+#include "tests/exec/hand_schedules.hpp"
 
 namespace gpipe::exec {
 namespace {
@@ -122,6 +123,12 @@ void expect_program_order_and_data_flow(WorkerHarness& h, const std::string& wha
   const schedules::Schedule& s = h.lowered();
   const RunSettings& settings = h.settings();
   const int last = s.num_stages - 1;
+  // What made stage st's input gradient: its I where the backward is split, else its B.
+  const auto grad = [&](int st, int m, int t) {
+    bool split = false;
+    for (const auto& list : s.ranks) split = split || std::ranges::count(list, Action{Stage{st}, ActionKind::I, schedules::Microbatch{m}}) > 0;
+    return fmt::format("{}{}{}@{}", st, split ? "I" : "B", m, t);
+  };
   ASSERT_EQ(h.error(), "no error");
   for (int r = 0; r < s.num_ranks; ++r) {
     SCOPED_TRACE("rank " + std::to_string(r));
@@ -165,14 +172,18 @@ void expect_program_order_and_data_flow(WorkerHarness& h, const std::string& wha
           EXPECT_EQ(call.target, target);
           break;
         case ActionKind::B:
+        case ActionKind::I:
           EXPECT_EQ(call.input, s_ == last
                                     ? fmt::format("dl[{}]@{}", settings.microbatch_sizes.at(a.microbatch.at()), t)
-                                    : fmt::format("{}B{}@{}", s_ + 1, m, t));
+                                    : grad(s_ + 1, m, t));
+          break;
+        case ActionKind::W:
+          EXPECT_EQ(call.input, "");  // W reads only what its own I left
           break;
         case ActionKind::SEND_F:
         case ActionKind::SEND_B: {
           const bool f = a.kind == ActionKind::SEND_F;
-          EXPECT_EQ(call.input, fmt::format("{}{}{}@{}", s_, f ? "F" : "B", m, t));
+          EXPECT_EQ(call.input, f ? fmt::format("{}F{}@{}", s_, m, t) : grad(s_, m, t));
           EXPECT_EQ(call.peer, s.rank_of(Stage{f ? s_ + 1 : s_ - 1}).value);
           EXPECT_EQ(tag_text(call), to_string(MessageTag{t, f ? MessageKind::activation : MessageKind::gradient,
                                                          a.stage, a.microbatch}));
@@ -184,7 +195,7 @@ void expect_program_order_and_data_flow(WorkerHarness& h, const std::string& wha
         case ActionKind::RECV_B: {
           const bool f = a.kind == ActionKind::RECV_F;
           const Stage producer{f ? s_ - 1 : s_ + 1};
-          EXPECT_EQ(call.input, fmt::format("{}{}{}@{}", producer.value, f ? "F" : "B", m, t));
+          EXPECT_EQ(call.input, f ? fmt::format("{}F{}@{}", producer.value, m, t) : grad(producer.value, m, t));
           EXPECT_EQ(call.peer, s.rank_of(producer).value);
           EXPECT_EQ(tag_text(call), to_string(MessageTag{t, f ? MessageKind::activation : MessageKind::gradient,
                                                          producer, a.microbatch}));
@@ -245,6 +256,35 @@ TEST(Worker, StagesOnOneRankHandTheirDataOverWithoutTheLink) {
     WorkerHarness looped(o);
     looped.run();
     expect_program_order_and_data_flow(looped, "four stages looped over two ranks");
+  }
+}
+
+TEST(Worker, ASplitBackwardsIHandsOnTheGradientAndItsWFollowsItOnItsStage) {
+  using hand_schedules::WeightPlacement;
+  for (const WeightPlacement where : {WeightPlacement::right_after_input, WeightPlacement::after_next_action,
+                                      WeightPlacement::at_the_end}) {
+    for (const RecomputePolicy recompute : {RecomputePolicy::never, RecomputePolicy::except_last}) {
+      for (const std::string name : {"gpipe", "1f1b"}) {
+        TrainOptions o = fake::options(name, 3, 4, 9, recompute);
+        o.schedule = hand_schedules::split_backward(o.schedule, where);
+        o.steps = 2;
+        WorkerHarness h(std::move(o));
+        h.run();
+        expect_program_order_and_data_flow(h, fmt::format("{} split, placement {}, recompute {}", name,
+                                                          static_cast<int>(where), static_cast<int>(recompute)));
+      }
+      // Two stages per rank, looped and V-shaped.
+      for (schedules::Schedule order : {hand_schedules::looped_bfs(2, 3), hand_schedules::v_shape(2, 3)}) {
+        TrainOptions o = fake::options("gpipe", 4, 3, 6);
+        order.recompute = recompute;
+        o.schedule = hand_schedules::split_backward(order, where);
+        o.steps = 2;
+        WorkerHarness h(std::move(o));
+        h.run();
+        expect_program_order_and_data_flow(h, fmt::format("{} split, placement {}, recompute {}", order.name,
+                                                          static_cast<int>(where), static_cast<int>(recompute)));
+      }
+    }
   }
 }
 

@@ -51,6 +51,39 @@ TEST(LayerLayout, CountsAreModelHppsClosedForms) {
   EXPECT_EQ(head.kept_elements(Element::index), s);
 }
 
+// What a split backward's W keeps: each Linear's input and output gradient,
+// at most the stash (a profile's weight_grad_stash_bytes <= activation_bytes).
+TEST(LayerLayout, WeightStashesAreModelHppsClosedFormsAndAtMostTheStash) {
+  const std::int64_t h = 12, f = 40, s = 7, a = 3, v = 29;
+  const LayerDims d{.hidden = h, .ffn_width = f, .seq = s, .heads = a, .vocab = v};
+  const LayerDims gpt{.hidden = h, .ffn_width = 4 * h, .seq = s, .heads = a, .vocab = v};
+  EXPECT_EQ(layer_layout(layer_kind::mlp_block, d).weight_kept_elements(Element::floating), 2 * h + 2 * f);
+  EXPECT_EQ(layer_layout(layer_kind::mse_loss, d).weight_kept.size(), 0U);
+  EXPECT_EQ(layer_layout(layer_kind::embedding, d).weight_kept.size(), 0U);
+  EXPECT_EQ(layer_layout(layer_kind::transformer_block, gpt).weight_kept_elements(Element::floating),
+            16 * s * h);
+  EXPECT_EQ(layer_layout(layer_kind::transformer_block, d).weight_kept_elements(Element::floating),
+            8 * s * h + 2 * s * f);
+  EXPECT_EQ(layer_layout(layer_kind::lm_head, d).weight_kept_elements(Element::floating), s * h + s * v);
+  for (const std::string_view kind : {layer_kind::mlp_block, layer_kind::mse_loss, layer_kind::embedding,
+                                      layer_kind::transformer_block, layer_kind::lm_head}) {
+    for (const LayerDims& dims : {d, gpt, LayerDims{.hidden = 2, .ffn_width = 1, .seq = 1, .heads = 1, .vocab = 1}}) {
+      const LayerLayout l = layer_layout(kind, dims);
+      const auto bytes = [](std::int64_t floating, std::int64_t index) { return 4 * floating + 4 * index; };
+      EXPECT_LE(bytes(l.weight_kept_elements(Element::floating), l.weight_kept_elements(Element::index)),
+                bytes(l.kept_elements(Element::floating), l.kept_elements(Element::index)))
+          << kind;
+    }
+  }
+  {
+    using namespace layout::transformer_block;
+    const LayerLayout l = layer_layout(layer_kind::transformer_block, d);
+    ASSERT_EQ(l.weight_kept.size(), weight_kept::kCount);
+    EXPECT_EQ(l.weight_kept[weight_kept::kDQkv].name, "d_qkv");
+    EXPECT_EQ(l.weight_kept_shape(weight_kept::kDPreGelu, 5), (std::vector<std::int64_t>{5, s, f}));
+  }
+}
+
 TEST(LayerLayout, TheEnumsNameTheTensorsTheyIndex) {
   const LayerDims d{.hidden = 8, .ffn_width = 32, .seq = 4, .heads = 2, .vocab = 16};
   {

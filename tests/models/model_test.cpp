@@ -57,6 +57,11 @@ TEST(MlpBlock, CountsByHandAtHidden4) {
   // x 4, LN out 4, mean+rstd 2, pre-GELU 16, GELU out 16.
   EXPECT_EQ(l.activation_elems, 4 + 4 + 2 + 16 + 16);
   EXPECT_EQ(l.input_index_bytes + l.activation_index_bytes + l.target_elems, 0);
+  // W keeps LN out 4, d pre-GELU 16, GELU out 16, d y 4.
+  EXPECT_EQ(l.weight_grad_stash_elems, 4 + 16 + 16 + 4);
+  EXPECT_EQ(l.weight_grad_stash_index_bytes, 0);
+  EXPECT_EQ(weight_grad_stash_bytes_at(l, 3, DType::fp32), 3 * 40 * 4);
+  EXPECT_EQ(weight_grad_stash_bytes_at(l, 3, DType::bf16), 3 * 40 * 2);
 }
 
 TEST(MlpBlock, BytesScaleWithMicroBatchAndDType) {
@@ -80,6 +85,7 @@ TEST(MseLoss, KeepsPredictionAndTarget) {
   EXPECT_EQ(bytes_at(l, 1, DType::fp32), (LayerBytes{16, 4, 32}));
   EXPECT_EQ(bytes_at(l, 3, DType::fp32), (LayerBytes{48, 12, 96}));
   EXPECT_EQ(bytes_at(l, 3, DType::bf16), (LayerBytes{24, 6, 48}));
+  EXPECT_EQ(weight_grad_stash_bytes_at(l, 3, DType::fp32), 0);  // no parameters
 }
 
 // hidden 8, heads 2 (d = 4), seq 4, vocab 16.
@@ -98,6 +104,8 @@ TEST(Embedding, CountsByHand) {
   EXPECT_EQ(bytes_at(l, 1, DType::fp32), (LayerBytes{16, 128, 16}));
   EXPECT_EQ(bytes_at(l, 3, DType::fp32), (LayerBytes{48, 384, 48}));
   EXPECT_EQ(bytes_at(l, 3, DType::bf16), (LayerBytes{48, 192, 48}));
+  // Its weight gradient needs d h (128 floats a sample), more than the ids: I does it.
+  EXPECT_EQ(weight_grad_stash_bytes_at(l, 3, DType::fp32), 0);
 }
 
 TEST(TransformerBlock, CountsByHand) {
@@ -121,6 +129,11 @@ TEST(TransformerBlock, CountsByHand) {
   EXPECT_EQ(bytes_at(l, 1, DType::fp32), (LayerBytes{128, 128, 2240}));
   EXPECT_EQ(bytes_at(l, 3, DType::fp32), (LayerBytes{384, 384, 6720}));
   EXPECT_EQ(bytes_at(l, 3, DType::bf16), (LayerBytes{192, 192, 3360}));
+  // W keeps LN1 out 32, d qkv 96, attn out 32, d a 32, LN2 out 32, d pre-GELU
+  // 128, GELU out 128, d y 32 = 16SH.
+  EXPECT_EQ(l.weight_grad_stash_elems, 32 + 96 + 32 + 32 + 32 + 128 + 128 + 32);
+  EXPECT_EQ(l.weight_grad_stash_elems, 16 * 4 * 8);
+  EXPECT_EQ(weight_grad_stash_bytes_at(l, 3, DType::fp32), 3 * 512 * 4);
 }
 
 TEST(LmHead, CountsByHand) {
@@ -138,6 +151,9 @@ TEST(LmHead, CountsByHand) {
   EXPECT_EQ(bytes_at(l, 1, DType::fp32), (LayerBytes{128, 4, 136 * 4 + 16}));
   EXPECT_EQ(bytes_at(l, 3, DType::fp32), (LayerBytes{384, 12, 3 * (136 * 4 + 16)}));
   EXPECT_EQ(bytes_at(l, 3, DType::bf16), (LayerBytes{192, 6, 3 * (136 * 2 + 16)}));
+  // W keeps LN out 32 and d logits 64 (in the probabilities' storage).
+  EXPECT_EQ(l.weight_grad_stash_elems, 32 + 64);
+  EXPECT_EQ(weight_grad_stash_bytes_at(l, 3, DType::fp32), 3 * 96 * 4);
 }
 
 TEST(BytesAt, RejectsAMicroBatchBelowOne) {
@@ -145,6 +161,12 @@ TEST(BytesAt, RejectsAMicroBatchBelowOne) {
   for (int b : {0, -2}) {
     try {
       (void)bytes_at(l, b, DType::fp32);
+      FAIL() << b;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("micro-batch size"), std::string::npos) << e.what();
+    }
+    try {
+      (void)weight_grad_stash_bytes_at(l, b, DType::fp32);
       FAIL() << b;
     } catch (const InputError& e) {
       EXPECT_NE(std::string(e.what()).find("micro-batch size"), std::string::npos) << e.what();

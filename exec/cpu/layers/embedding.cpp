@@ -1,6 +1,6 @@
 // The embedding layer: h[s] = tok[id[s]] + pos[s] (models/model.hpp). A
 // gather forward and a scatter-add backward; the ids are its whole stash and
-// it has no input gradient.
+// it has no input gradient. Split, its I does the scatter-add and W nothing.
 #include <fmt/format.h>
 
 #include <cstddef>
@@ -47,8 +47,12 @@ class Embedding final : public KindLayer {
     return out;
   }
 
-  Tensor backward(Stash stash, const Tensor& grad_output) override {
+  // I does the whole weight gradient (the scatter-add needs d(out), more
+  // than the ids W could keep); W keeps nothing. No input gradient.
+  Tensor backward_input(Stash stash, const Tensor& grad_output, Stash& weight_stash,
+                        MemoryAccount* /*weight_account*/) override {
     expect_stash(spec_, stash, kKeptCount);
+    start_weight_stash(weight_stash);
     const Tensor& kept_ids = stash.tensors[kIds];
     const std::int64_t b = kept_ids.dim(0);
     expect_tensor(spec_, "grad_output", grad_output, ElementType::f32, {b, s_, h_});

@@ -1,19 +1,40 @@
 // What the CPU layer kinds share: the base that makes a kind's parameters
 // from its layout (models/layer_layout.hpp: names, shapes, initial values,
 // drawn in order from the layer's seed), typed access to their values and
-// gradients, and the stash tensors of the layout's shapes.
+// gradients, the stash tensors of the layout's shapes, and the full backward
+// as the split one run at once.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
+#include <utility>
 
 #include "exec/cpu/layers/layer.hpp"
 #include "exec/cpu/ops/init.hpp"
+#include "exec/layers/layer_checks.hpp"
 #include "models/layer_layout.hpp"
 
 namespace gpipe::exec::cpu {
 
 class KindLayer : public Layer {
+ public:
+  // B is I then W at once: one copy of the math, so that a split backward
+  // gives exactly (bit for bit) the gradients of the full one. What W needs
+  // lives only within this call, so what I creates for it is charged to none.
+  Tensor backward(Stash stash, const Tensor& grad_output) final {
+    Stash weight_stash;
+    Tensor grad_input = backward_input(std::move(stash), grad_output, weight_stash, nullptr);
+    backward_weight(std::move(weight_stash));
+    return grad_input;
+  }
+
+  // For the kinds whose W keeps nothing (their I did the whole weight
+  // gradient, or they have no parameters).
+  void backward_weight(Stash weight_stash) override {
+    expect_weight_stash(spec_, weight_stash, layout_.weight_kept.size());
+  }
+
  protected:
   KindLayer(const models::Model& model, const models::Layer& spec, NormalInit& init)
       : Layer(spec), layout_(models::layer_layout(model, spec)) {
@@ -27,6 +48,23 @@ class KindLayer : public Layer {
   [[nodiscard]] Tensor kept(std::size_t i, std::int64_t b, MemoryAccount* account) const {
     const bool index = layout_.kept.at(i).element == models::Element::index;
     return {layout_.kept_shape(i, b), index ? ElementType::i32 : ElementType::f32, account};
+  }
+
+  // At the start of I: every stash tensor but `kept_for_weight` becomes a
+  // temporary of I (charged to none, still readable until I returns), so the
+  // account falls first and only then rises by what I creates for W.
+  static void release_all_but(Stash& stash, std::initializer_list<std::size_t> kept_for_weight) {
+    for (std::size_t i = 0; i < stash.tensors.size(); ++i) {
+      bool keep = false;
+      for (const std::size_t k : kept_for_weight) keep = keep || k == i;
+      if (!keep) stash.tensors[i].charge_to(nullptr);
+    }
+  }
+
+  // An empty weight-gradient stash of the layout's size, for I to fill.
+  void start_weight_stash(Stash& weight_stash) const {
+    weight_stash.tensors.clear();
+    weight_stash.tensors.resize(layout_.weight_kept.size());
   }
 
   models::LayerLayout layout_;

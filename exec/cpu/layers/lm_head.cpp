@@ -68,12 +68,16 @@ class LmHead final : public KindLayer {
     return loss;
   }
 
-  Tensor backward(Stash stash, const Tensor& grad_output) override {
+  // I: the input gradient, and LayerNorm's gamma and beta; W keeps Wu's
+  // input and output gradient (d logits in the probabilities' storage).
+  Tensor backward_input(Stash stash, const Tensor& grad_output, Stash& weight_stash,
+                        MemoryAccount* /*weight_account*/) override {
     expect_stash(spec_, stash, kKeptCount);
     auto& kept = stash.tensors;
     const std::int64_t b = kept[kX].dim(0);
     expect_tensor(spec_, "grad_output", grad_output, ElementType::f32, {b});
     const std::int64_t rows = b * s_;
+    release_all_but(stash, {kNormed, kProbs});
     // Each position's share of its sample's loss is 1/S of it.
     const float* g = grad_output.data();
     std::vector<float> row_scale(static_cast<std::size_t>(rows));
@@ -85,12 +89,23 @@ class LmHead final : public KindLayer {
     cross_entropy_backward(rows, v_, dlogits, kept[kTargets].i32().data(), row_scale.data(),
                            dlogits);
     Tensor dnormed({b, s_, h_});
-    linear_backward({rows, h_, v_}, kept[kNormed].data(), value(kWu), dlogits, dnormed.data(),
-                    grad(kWu), nullptr);
+    linear_backward_input({rows, h_, v_}, value(kWu), dlogits, dnormed.data());
     Tensor dx({b, s_, h_});
     layernorm_backward(rows, h_, kept[kX].data(), kept[kStats].data(), value(kGamma),
                        dnormed.data(), dx.data(), grad(kGamma), grad(kBeta));
+
+    start_weight_stash(weight_stash);
+    weight_stash.tensors[weight_kept::kNormed] = std::move(kept[kNormed]);
+    weight_stash.tensors[weight_kept::kDLogits] = std::move(kept[kProbs]);
     return dx;
+  }
+
+  void backward_weight(Stash weight_stash) override {
+    expect_weight_stash(spec_, weight_stash, weight_kept::kCount);
+    const auto& w = weight_stash.tensors;
+    const std::int64_t rows = w[weight_kept::kNormed].dim(0) * s_;
+    linear_backward_weight({rows, h_, v_}, w[weight_kept::kNormed].data(),
+                           w[weight_kept::kDLogits].data(), grad(kWu), nullptr);
   }
 
  private:

@@ -47,22 +47,43 @@ class MlpBlock final : public KindLayer {
     return y;
   }
 
-  Tensor backward(Stash stash, const Tensor& grad_output) override {
+  // I: the input gradient, and LayerNorm's gamma and beta; W keeps each
+  // Linear's input and output gradient (d pre-GELU in pre-GELU's storage).
+  Tensor backward_input(Stash stash, const Tensor& grad_output, Stash& weight_stash,
+                        MemoryAccount* weight_account) override {
     expect_stash(spec_, stash, kKeptCount);
     auto& kept = stash.tensors;
     const std::int64_t b = kept[kX].dim(0);
     expect_tensor(spec_, "grad_output", grad_output, ElementType::f32, {b, h_});
+    release_all_but(stash, {kNormed, kPreGelu, kGelu});
+    Tensor dy = grad_output.clone(weight_account);
     Tensor dact({b, f_});
-    linear_backward({b, f_, h_}, kept[kGelu].data(), value(kW2), grad_output.data(), dact.data(),
-                    grad(kW2), grad(kC2));
-    gelu_backward(b * f_, kept[kPreGelu].data(), dact.data(), dact.data());
+    linear_backward_input({b, f_, h_}, value(kW2), dy.data(), dact.data());
+    Tensor& dpre = kept[kPreGelu];
+    gelu_backward(b * f_, dpre.data(), dact.data(), dpre.data());
     Tensor dnormed({b, h_});
-    linear_backward({b, h_, f_}, kept[kNormed].data(), value(kW1), dact.data(), dnormed.data(),
-                    grad(kW1), grad(kC1));
+    linear_backward_input({b, h_, f_}, value(kW1), dpre.data(), dnormed.data());
     Tensor dx = grad_output.clone();  // the residual's share; LayerNorm adds its own
     layernorm_backward(b, h_, kept[kX].data(), kept[kStats].data(), value(kGamma), dnormed.data(),
                        dx.data(), grad(kGamma), grad(kBeta));
+
+    start_weight_stash(weight_stash);
+    auto& w = weight_stash.tensors;
+    w[weight_kept::kNormed] = std::move(kept[kNormed]);
+    w[weight_kept::kDPreGelu] = std::move(dpre);
+    w[weight_kept::kGelu] = std::move(kept[kGelu]);
+    w[weight_kept::kDOut] = std::move(dy);
     return dx;
+  }
+
+  void backward_weight(Stash weight_stash) override {
+    expect_weight_stash(spec_, weight_stash, weight_kept::kCount);
+    auto& w = weight_stash.tensors;
+    const std::int64_t b = w[weight_kept::kDOut].dim(0);
+    linear_backward_weight({b, f_, h_}, w[weight_kept::kGelu].data(), w[weight_kept::kDOut].data(),
+                           grad(kW2), grad(kC2));
+    linear_backward_weight({b, h_, f_}, w[weight_kept::kNormed].data(),
+                           w[weight_kept::kDPreGelu].data(), grad(kW1), grad(kC1));
   }
 
  private:

@@ -41,8 +41,11 @@ class MseLoss final : public KindLayer {
     return loss;
   }
 
-  Tensor backward(Stash stash, const Tensor& grad_output) override {
+  // No parameters: I is the whole backward, W keeps nothing.
+  Tensor backward_input(Stash stash, const Tensor& grad_output, Stash& weight_stash,
+                        MemoryAccount* /*weight_account*/) override {
     expect_stash(spec_, stash, kKeptCount);
+    start_weight_stash(weight_stash);
     const Tensor& x = stash.tensors[kX];
     const Tensor& t = stash.tensors[kTarget];
     const std::int64_t b = x.dim(0);

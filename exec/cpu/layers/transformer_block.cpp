@@ -69,36 +69,61 @@ class TransformerBlock final : public KindLayer {
     return y;
   }
 
-  Tensor backward(Stash stash, const Tensor& grad_output) override {
+  // I: the input gradient, and the LayerNorms' gamma and beta; W keeps each
+  // Linear's input and output gradient (d pre-GELU in pre-GELU's storage).
+  Tensor backward_input(Stash stash, const Tensor& grad_output, Stash& weight_stash,
+                        MemoryAccount* weight_account) override {
     expect_stash(spec_, stash, kKeptCount);
     const std::int64_t b = stash.tensors[kX].dim(0);
     expect_tensor(spec_, "grad_output", grad_output, ElementType::f32, {b, s_, h_});
     const std::int64_t rows = b * s_;
+    release_all_but(stash, {kNormed1, kAttn, kNormed2, kPreGelu, kGelu});
     auto at = [&](Kept k) { return stash.tensors[k].data(); };
-    const float* dy = grad_output.data();
+    Tensor dy = grad_output.clone(weight_account);
 
     // MLP branch, then LN2: da = dy + LN2'(W1'(gelu'(W2'(dy)))).
     Tensor dact({b, s_, f_});
-    linear_backward({rows, f_, h_}, at(kGelu), value(kW2), dy, dact.data(), grad(kW2), grad(kB2));
-    gelu_backward(rows * f_, at(kPreGelu), dact.data(), dact.data());
+    linear_backward_input({rows, f_, h_}, value(kW2), dy.data(), dact.data());
+    float* dpre = at(kPreGelu);
+    gelu_backward(rows * f_, dpre, dact.data(), dpre);
     Tensor dh({b, s_, h_});  // one [rows, H] scratch, reused by each step below in turn
-    linear_backward({rows, h_, f_}, at(kNormed2), value(kW1), dact.data(), dh.data(), grad(kW1),
-                    grad(kB1));
-    Tensor da = grad_output.clone();
+    linear_backward_input({rows, h_, f_}, value(kW1), dpre, dh.data());
+    Tensor da = grad_output.clone(weight_account);
     layernorm_backward(rows, h_, at(kA), at(kStats2), value(kGamma2), dh.data(), da.data(),
                        grad(kGamma2), grad(kBeta2));
 
     // Attention branch, then LN1: dx = da + LN1'(Wqkv'(attn'(Wo'(da)))).
-    linear_backward({rows, h_, h_}, at(kAttn), value(kWo), da.data(), dh.data(), grad(kWo),
-                    grad(kBo));
-    Tensor dqkv({b, s_, 3 * h_});
+    linear_backward_input({rows, h_, h_}, value(kWo), da.data(), dh.data());
+    Tensor dqkv({b, s_, 3 * h_}, ElementType::f32, weight_account);
     attention_backward({b, s_, h_, a_}, at(kQkv), at(kProbs), dh.data(), dqkv.data());
-    linear_backward({rows, h_, 3 * h_}, at(kNormed1), value(kWqkv), dqkv.data(), dh.data(),
-                    grad(kWqkv), grad(kBqkv));
-    Tensor dx = std::move(da);  // the residual's share; LN1 adds its own
+    linear_backward_input({rows, h_, 3 * h_}, value(kWqkv), dqkv.data(), dh.data());
+    Tensor dx = da.clone();  // the residual's share; LN1 adds its own
     layernorm_backward(rows, h_, at(kX), at(kStats1), value(kGamma1), dh.data(), dx.data(),
                        grad(kGamma1), grad(kBeta1));
+
+    start_weight_stash(weight_stash);
+    auto& w = weight_stash.tensors;
+    w[weight_kept::kNormed1] = std::move(stash.tensors[kNormed1]);
+    w[weight_kept::kDQkv] = std::move(dqkv);
+    w[weight_kept::kAttn] = std::move(stash.tensors[kAttn]);
+    w[weight_kept::kDA] = std::move(da);
+    w[weight_kept::kNormed2] = std::move(stash.tensors[kNormed2]);
+    w[weight_kept::kDPreGelu] = std::move(stash.tensors[kPreGelu]);
+    w[weight_kept::kGelu] = std::move(stash.tensors[kGelu]);
+    w[weight_kept::kDOut] = std::move(dy);
     return dx;
+  }
+
+  void backward_weight(Stash weight_stash) override {
+    namespace w = weight_kept;
+    expect_weight_stash(spec_, weight_stash, w::kCount);
+    const std::int64_t rows = weight_stash.tensors[w::kDOut].dim(0) * s_;
+    auto at = [&](w::Kept k) { return weight_stash.tensors[k].data(); };
+    linear_backward_weight({rows, f_, h_}, at(w::kGelu), at(w::kDOut), grad(kW2), grad(kB2));
+    linear_backward_weight({rows, h_, f_}, at(w::kNormed2), at(w::kDPreGelu), grad(kW1), grad(kB1));
+    linear_backward_weight({rows, h_, h_}, at(w::kAttn), at(w::kDA), grad(kWo), grad(kBo));
+    linear_backward_weight({rows, h_, 3 * h_}, at(w::kNormed1), at(w::kDQkv), grad(kWqkv),
+                           grad(kBqkv));
   }
 
  private:

@@ -9,7 +9,8 @@ namespace gpipe::exec::cpu {
 
 void gelu_forward(std::int64_t count, const float* x, float* y);
 
-// dx = dy * gelu'(x), overwritten.
+// dx = dy * gelu'(x), overwritten; dx may be x or dy (each element is read
+// before it is written), so a backward can reuse either's storage.
 void gelu_backward(std::int64_t count, const float* x, const float* dy, float* dx);
 
 }  // namespace gpipe::exec::cpu

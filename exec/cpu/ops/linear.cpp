@@ -17,11 +17,14 @@ void linear_forward(const LinearShape& shape, const float* x, const float* w, co
        bias != nullptr ? 1.0F : 0.0F, y, out);
 }
 
-void linear_backward(const LinearShape& shape, const float* x, const float* w, const float* dy,
-                     float* dx, float* dw, float* dbias) {
+void linear_backward_input(const LinearShape& shape, const float* w, const float* dy, float* dx) {
   const auto [rows, in, out] = shape;
-  if (dx != nullptr)
-    gemm(Transpose::no, Transpose::no, rows, in, out, 1.0F, dy, out, w, in, 0.0F, dx, in);
+  gemm(Transpose::no, Transpose::no, rows, in, out, 1.0F, dy, out, w, in, 0.0F, dx, in);
+}
+
+void linear_backward_weight(const LinearShape& shape, const float* x, const float* dy, float* dw,
+                            float* dbias) {
+  const auto [rows, in, out] = shape;
   gemm(Transpose::yes, Transpose::no, out, in, rows, 1.0F, dy, out, x, in, 1.0F, dw, in);
   if (dbias != nullptr) {
     for (std::int64_t r = 0; r < rows; ++r) {

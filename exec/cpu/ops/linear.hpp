@@ -1,5 +1,5 @@
 // A Linear y = x W^T + b over a batch of rows (PyTorch's layout: W is
-// [out, in]), forward and backward, each a GEMM or two.
+// [out, in]), forward and backward, a GEMM each (and the bias's sums).
 #pragma once
 
 #include <cstdint>
@@ -16,10 +16,13 @@ struct LinearShape {
 void linear_forward(const LinearShape& shape, const float* x, const float* w, const float* bias,
                     float* y);
 
-// From dy[rows,out]: dx[rows,in] = dy W (overwritten; skipped when dx is null),
-// dw[out,in] += dy^T x and dbias[out] += the column sums of dy (dbias may be
-// null), accumulating the weight gradients over micro-batches.
-void linear_backward(const LinearShape& shape, const float* x, const float* w, const float* dy,
-                     float* dx, float* dw, float* dbias);
+// The backward in its two halves, which a split backward runs as I and W (a
+// full backward runs both, the input half first):
+// the input gradient dx[rows,in] = dy[rows,out] W (overwritten);
+void linear_backward_input(const LinearShape& shape, const float* w, const float* dy, float* dx);
+// the weight gradients dw[out,in] += dy^T x and dbias[out] += the column sums
+// of dy (dbias may be null), accumulating over micro-batches.
+void linear_backward_weight(const LinearShape& shape, const float* x, const float* dy, float* dw,
+                            float* dbias);
 
 }  // namespace gpipe::exec::cpu
