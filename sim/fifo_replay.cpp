@@ -26,8 +26,21 @@ class FifoReplay {
       const int end = graph.rank_end(rank);
       for (int next = replay_.next(rank); next < end; next = replay_.next(rank)) {
         const auto i = static_cast<std::size_t>(next);
-        if (!replay_.inputs_delivered(i)) break;
-        replay_.end(rank, i, replay_.start(rank, i), deliver);
+        if (!replay_.can_start(i)) break;
+        if (!graph.starts_pair(i)) {
+          replay_.end(rank, i, replay_.start(rank, i), deliver);
+          continue;
+        }
+        // The pair ends in time order, so its messages join their links in
+        // the order they are produced.
+        const auto [first, second] = replay_.start_pair(rank, i);
+        if (second < first) {
+          replay_.end(rank, i + 1, second, deliver);
+          replay_.end(rank, i, first, deliver);
+        } else {
+          replay_.end(rank, i, first, deliver);
+          replay_.end(rank, i + 1, second, deliver);
+        }
       }
     }
   }
@@ -48,6 +61,8 @@ class FifoReplay {
     free = end;
     replay_.transfer(producer, consumer, start, end);
     arrive(consumer, end);
+    // The message is in: the send wait for it, on the producer's rank, may end.
+    if (const int waiter = graph.send_waiter(static_cast<std::size_t>(consumer)); waiter >= 0) arrive(waiter, end);
   }
 
   // The consumer's rank may go on once its last input is in, if the consumer
@@ -55,7 +70,7 @@ class FifoReplay {
   void arrive(int consumer, std::int64_t at) {
     if (!replay_.arrive(consumer, at)) return;
     const int rank = replay_.graph().rank(static_cast<std::size_t>(consumer));
-    if (replay_.next(rank) == consumer) runnable_.push_back(rank);
+    if (replay_.waits_at(rank, static_cast<std::size_t>(consumer))) runnable_.push_back(rank);
   }
 
   Replay& replay_;
