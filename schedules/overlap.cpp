@@ -95,8 +95,8 @@ std::optional<Action> OverlapIndex::backward_of(const Action& forward) const {
   return it->second;
 }
 
-bool OverlapIndex::pair_at(const std::vector<Action>& list, std::size_t i) const {
-  if (backward_of_.empty() || i + 1 >= list.size()) return false;
+bool OverlapIndex::pair_in(const std::vector<Action>& list, std::size_t i) const {
+  if (i + 1 >= list.size()) return false;
   const auto b = backward_of(list[i]);
   return b && *b == list[i + 1];
 }

@@ -41,10 +41,15 @@ class OverlapIndex {
 
   [[nodiscard]] bool empty() const { return backward_of_.empty(); }
   [[nodiscard]] std::optional<Action> backward_of(const Action& forward) const;
-  // Whether list[i] and list[i + 1] are an overlapped pair.
-  [[nodiscard]] bool pair_at(const std::vector<Action>& list, std::size_t i) const;
+  // Whether list[i] and list[i + 1] are an overlapped pair. (Inline and
+  // quick for a schedule without pairs: the simulator asks for every action.)
+  [[nodiscard]] bool pair_at(const std::vector<Action>& list, std::size_t i) const {
+    return !backward_of_.empty() && pair_in(list, i);
+  }
 
  private:
+  [[nodiscard]] bool pair_in(const std::vector<Action>& list, std::size_t i) const;
+
   std::unordered_map<Action, Action> backward_of_;
 };
 

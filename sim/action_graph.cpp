@@ -80,14 +80,14 @@ ActionGraph::ActionGraph(const Schedule& schedule, const CostModel& costs, int i
   ids_.assign(static_cast<std::size_t>(schedule.num_stages) * kComputeSlots *
                   static_cast<std::size_t>(schedule.num_microbatches),
               -1);
-  add_nodes(schedule, costs);
+  const std::vector<std::size_t> send_waits = add_nodes(schedule, costs);
   add_edges(schedule);
-  add_send_waiters(schedule);
-  pair_second_.assign(action_.size(), 0);
-  if (overlap_share) make_pairs_concurrent(schedule, *overlap_share);
+  add_send_waiters(schedule, send_waits);
+  if (overlap_share && !schedule.overlapped.empty()) make_pairs_concurrent(schedule, *overlap_share);
 }
 
-void ActionGraph::add_nodes(const Schedule& s, const CostModel& costs) {
+std::vector<std::size_t> ActionGraph::add_nodes(const Schedule& s, const CostModel& costs) {
+  std::vector<std::size_t> send_waits;
   std::vector<bool> listed_step(static_cast<std::size_t>(s.num_stages), false);
   std::size_t total = static_cast<std::size_t>(s.num_stages);
   for (const auto& list : s.ranks) {
@@ -108,10 +108,12 @@ void ActionGraph::add_nodes(const Schedule& s, const CostModel& costs) {
       action_.push_back(a);
       rank_.push_back(r);
       // A send wait is no work: it only waits (send_waiter).
+      if (schedules::is_send_wait(a.kind)) send_waits.push_back(action_.size() - 1);
       duration_.push_back(schedules::is_send_wait(a.kind) ? 0 : costs.duration_ns(a));
     });
     rank_end_[static_cast<std::size_t>(r)] = static_cast<int>(action_.size());
   }
+  return send_waits;
 }
 
 // One pass over the dependencies, consumer by consumer, so each producer's
@@ -143,11 +145,10 @@ void ActionGraph::add_edges(const Schedule& s) {
 
 // WAIT_SEND_F(s,m) waits for the activation F(s,m) sends to F(s+1,m);
 // WAIT_SEND_B(s,m) for the gradient its backward sends to the backward of (s-1,m).
-void ActionGraph::add_send_waiters(const Schedule& s) {
-  waiter_.assign(action_.size(), -1);
-  for (std::size_t w = 0; w < action_.size(); ++w) {
+void ActionGraph::add_send_waiters(const Schedule& s, const std::vector<std::size_t>& send_waits) {
+  if (!send_waits.empty()) waiter_.assign(action_.size(), -1);
+  for (const std::size_t w : send_waits) {
     const Action& a = action_[w];
-    if (!schedules::is_send_wait(a.kind)) continue;
     ++inputs_[w];  // the message's arrival; never, if its receiver is missing (a stall)
     const bool forward = a.kind == ActionKind::WAIT_SEND_F;
     const Stage to{a.stage.value + (forward ? 1 : -1)};
@@ -160,6 +161,7 @@ void ActionGraph::add_send_waiters(const Schedule& s) {
 
 void ActionGraph::make_pairs_concurrent(const Schedule& s, double share) {
   const schedules::OverlapIndex pairs(s);
+  pair_second_.assign(action_.size(), 0);
   for (int r = 0; r < s.num_ranks; ++r) {
     for (int i = rank_begin(r); i < rank_end(r); ++i) {
       const auto f = static_cast<std::size_t>(i);

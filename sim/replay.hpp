@@ -46,10 +46,11 @@ class Replay {
   [[nodiscard]] bool can_start(std::size_t node) const {
     return pending_[node] == 0 && (!graph_.starts_pair(node) || pending_[node + 1] == 0);
   }
+  [[nodiscard]] bool pair_can_start(std::size_t node) const { return pending_[node] == 0 && pending_[node + 1] == 0; }
   // Whether an input arriving at `node` is what the rank waits for.
   [[nodiscard]] bool waits_at(int rank, std::size_t node) const {
     const auto next = static_cast<std::size_t>(next_[static_cast<std::size_t>(rank)]);
-    return next == node || (graph_.ends_pair(node) && next + 1 == node);
+    return next == node || (graph_.has_pairs() && graph_.ends_pair(node) && next + 1 == node);
   }
 
   // Starts `node`, the rank's next, with every input delivered: at the end of
@@ -83,12 +84,13 @@ class Replay {
 
   // Ends `node` at `end`: frees its memory, moves the rank on, and hands its
   // output on by calling deliver(producer, consumer, end) for each consumer.
-  // The two of a concurrent pair end in either order.
+  // The two of a concurrent pair end in time order, whichever it is, so that
+  // the rank is free at the later end and has moved past both.
   template <class Deliver>
   void end(int rank, std::size_t node, std::int64_t end, const Deliver& deliver) {
     const auto r = static_cast<std::size_t>(rank);
-    rank_free_[r] = std::max(rank_free_[r], end);
-    next_[r] = std::max(next_[r], static_cast<int>(node) + 1);
+    rank_free_[r] = end;
+    ++next_[r];
     const schedules::Action& a = graph_.action(node);
     using schedules::ActionKind;
     if (a.kind == ActionKind::B || a.kind == ActionKind::I || a.kind == ActionKind::W ||

@@ -1,6 +1,7 @@
 #include "sim/shared_replay.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -45,10 +46,10 @@ class SharedReplay {
     if (replay_.graph().starts_pair(i)) {
       const auto [first, second] = replay_.start_pair(rank, i);
       // The later end first: the earlier one is taken from the back.
-      running.push_back({second < first ? i : i + 1, std::max(first, second)});
-      running.push_back({second < first ? i + 1 : i, std::min(first, second)});
+      running.push({second < first ? i : i + 1, std::max(first, second)});
+      running.push({second < first ? i + 1 : i, std::min(first, second)});
     } else {
-      running.push_back({i, replay_.start(rank, i)});
+      running.push({i, replay_.start(rank, i)});
     }
     queue_.schedule(rank, running.back().end_ns);
     return true;
@@ -57,7 +58,7 @@ class SharedReplay {
   void finish_action(int rank, std::int64_t now) {
     auto& running = running_[static_cast<std::size_t>(rank)];
     const std::size_t node = running.back().node;
-    running.pop_back();
+    running.pop();
     if (!running.empty()) queue_.schedule(rank, running.back().end_ns);  // the pair's other half
     replay_.end(rank, node, now,
                 [this](int producer, int consumer, std::int64_t at) { deliver(producer, consumer, at); });
@@ -110,7 +111,18 @@ class SharedReplay {
     std::size_t node;
     std::int64_t end_ns;
   };
-  std::vector<std::vector<Running>> running_;  // per rank
+  class RunningStack {
+   public:
+    [[nodiscard]] bool empty() const { return size_ == 0; }
+    [[nodiscard]] const Running& back() const { return slots_[size_ - 1]; }
+    void push(Running r) { slots_[size_++] = r; }
+    void pop() { --size_; }
+
+   private:
+    std::array<Running, 2> slots_{};
+    int size_ = 0;
+  };
+  std::vector<RunningStack> running_;  // per rank
   std::vector<SharedLink> shared_;  // per link: the transfers on it
   EventQueue queue_;
 };
