@@ -36,7 +36,8 @@ nlohmann::json grid_row_json(const PlanRequest& r, const std::string& skipped) {
 }
 
 std::string grid_row_csv(const PlanRequest& r, const std::string& skipped, int metric_cells) {
-  std::string row = fmt::format("{},{},{},{},", r.schedule, schedules::to_string(r.recompute),
+  // A schedule file's name may hold a comma.
+  std::string row = fmt::format("{},{},{},{},", csv_cell(r.schedule), schedules::to_string(r.recompute),
                                 r.stages, r.microbatches);
   if (skipped.empty()) return row;
   return row + fmt::format(",{},,skipped,{}{}\n", r.batch, csv_cell(skipped),
