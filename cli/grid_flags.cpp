@@ -1,5 +1,7 @@
 #include "cli/grid_flags.hpp"
 
+#include <utility>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -10,9 +12,10 @@
 
 namespace gpipe::cli {
 
-void GridFlags::add_to(CLI::App& cmd, std::int64_t max_batch) {
-  cmd.add_option("--stages,-K", stages, "Stage counts: 1,2,4 or a range 1..8")->required();
-  cmd.add_option("--microbatches,-M", microbatches, "Micro-batch counts: 1,2,4 or a range 1..64")->required();
+void GridFlags::add_to(CLI::App& cmd, std::int64_t max_batch, bool lists_required) {
+  cmd.add_option("--stages,-K", stages, "Stage counts: 1,2,4 or a range 1..8")->required(lists_required);
+  cmd.add_option("--microbatches,-M", microbatches, "Micro-batch counts: 1,2,4 or a range 1..64")
+      ->required(lists_required);
   cmd.add_option("--batch,-N", batch, "Samples per mini-batch N")
       ->required()
       ->check(CLI::Range(std::int64_t{1}, max_batch));
@@ -28,16 +31,36 @@ void GridFlags::add_to(CLI::App& cmd, std::int64_t max_batch) {
       ->capture_default_str();
 }
 
+namespace {
+
+std::vector<schedules::RecomputePolicy> parse_policies(const std::string& list) {
+  std::vector<schedules::RecomputePolicy> policies;
+  for (const auto& name : parse_name_list(list, "--recompute", schedules::recompute_policy_names())) {
+    policies.push_back(*schedules::parse_recompute_policy(name));
+  }
+  return policies;
+}
+
+}  // namespace
+
 void GridFlags::apply_to(plan::Grid& grid) const {
   grid.stages = parse_int_list(stages, "--stages");
   grid.microbatches = parse_int_list(microbatches, "--microbatches");
   grid.schedules = parse_name_list(schedules, "--schedule", known_schedules);
   if (!stages_per_rank.empty()) grid.stages_per_rank = parse_int_list(stages_per_rank, "--stages-per-rank");
-  grid.recompute.clear();
-  for (const auto& name : parse_name_list(recompute, "--recompute", schedules::recompute_policy_names())) {
-    grid.recompute.push_back(*schedules::parse_recompute_policy(name));
-  }
+  grid.recompute = parse_policies(recompute);
   grid.base.batch = batch;
+}
+
+void GridFlags::apply_to(plan::Grid& grid, schedules::Schedule given) const {
+  grid.recompute = parse_policies(recompute);
+  grid.base.batch = batch;
+  grid.base = plan::for_schedule(std::move(grid.base), std::move(given));
+  // The file's K, V, M and name, for the one request of each policy.
+  grid.stages = {grid.base.stages};
+  grid.stages_per_rank = {grid.base.stages_per_rank};
+  grid.microbatches = {grid.base.microbatches};
+  grid.schedules = {grid.base.schedule};
 }
 
 }  // namespace gpipe::cli

@@ -11,6 +11,7 @@
 
 #include "plan/grid.hpp"
 #include "schedules/generate.hpp"
+#include "schedules/schedule.hpp"
 
 namespace gpipe::cli {
 
@@ -24,10 +25,15 @@ struct GridFlags {
   // What --schedule may name; a command that predicts more (zb-auto) sets it before add_to.
   std::vector<std::string> known_schedules = schedules::schedule_names();
 
-  void add_to(CLI::App& cmd, std::int64_t max_batch);
+  // `lists_required`: false where a schedule file may give K and M instead
+  // (the caller then checks that one of the two was given).
+  void add_to(CLI::App& cmd, std::int64_t max_batch, bool lists_required = true);
   // Sets those fields of `grid` (grid.base.batch included); throws InputError
   // naming the flag for a list that does not parse.
   void apply_to(plan::Grid& grid) const;
+  // The same for one given schedule (a file's): its name, K and M, with the
+  // recompute policies and the batch of the flags.
+  void apply_to(plan::Grid& grid, schedules::Schedule given) const;
 };
 
 }  // namespace gpipe::cli

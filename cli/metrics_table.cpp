@@ -25,15 +25,35 @@ std::string format_metrics_summary(const schedules::Metrics& m, std::string_view
   return out;
 }
 
+namespace {
+
+// "3" or "0-5": the layers of one stage.
+std::string stage_layers(const models::Partition& partition, int stage) {
+  const int first = partition.first_layer(stage);
+  const int last = partition.end_layer(stage) - 1;
+  return first == last ? std::to_string(first) : fmt::format("{}-{}", first, last);
+}
+
+std::string rank_layers(const models::Partition& partition, std::span<const schedules::Rank> stage_to_rank,
+                        int rank) {
+  if (stage_to_rank.empty()) return stage_layers(partition, rank);
+  std::string out;
+  for (std::size_t s = 0; s < stage_to_rank.size(); ++s) {
+    if (stage_to_rank[s].value != rank) continue;
+    out += (out.empty() ? "" : ",") + stage_layers(partition, static_cast<int>(s));
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string format_rank_table(const schedules::Metrics& m, const models::Partition& partition,
-                              std::string_view static_label) {
+                              std::string_view static_label, std::span<const schedules::Rank> stage_to_rank) {
   std::string out = fmt::format("{:>4}  {:>7}  {:>10}  {:>6}  {:>15}  {:>18}  {:>10}\n", "rank",
                                 "layers", "busy", "util", "peak activation", static_label, "total");
   for (const auto& r : m.ranks) {
-    const int first = partition.first_layer(r.rank);
-    const int last = partition.end_layer(r.rank) - 1;
     out += fmt::format("{:>4}  {:>7}  {:>10}  {:>5.1f}%  {:>15}  {:>18}  {:>10}\n", r.rank,
-                       first == last ? std::to_string(first) : fmt::format("{}-{}", first, last),
+                       rank_layers(partition, stage_to_rank, r.rank),
                        format_time_us(r.busy_us), 100 * r.utilization,
                        format_bytes(r.peak_activation_bytes), format_bytes(r.static_bytes),
                        format_bytes(r.peak_activation_bytes + r.static_bytes));

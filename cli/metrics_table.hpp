@@ -5,10 +5,12 @@
 // `gpipe-run train` a measurement, so the two read alike line for line.
 #pragma once
 
+#include <span>
 #include <string>
 #include <string_view>
 
 #include "models/partition.hpp"
+#include "schedules/ids.hpp"
 #include "schedules/metrics.hpp"
 
 namespace gpipe::cli {
@@ -18,10 +20,12 @@ namespace gpipe::cli {
 [[nodiscard]] std::string format_metrics_summary(const schedules::Metrics& metrics,
                                                  std::string_view schedule_name);
 
-// One row per rank; rank r holds the layers of stage r of `partition`.
-// `static_label` heads the static-memory column, e.g. "static (adamw, bf16)".
+// One row per rank; rank r holds the layers of the stages `stage_to_rank`
+// puts on it ("0-5,18-23"), or of stage r when it is empty (one stage per
+// rank). `static_label` heads the static-memory column, e.g. "static (adamw, bf16)".
 [[nodiscard]] std::string format_rank_table(const schedules::Metrics& metrics,
                                             const models::Partition& partition,
-                                            std::string_view static_label);
+                                            std::string_view static_label,
+                                            std::span<const schedules::Rank> stage_to_rank = {});
 
 }  // namespace gpipe::cli

@@ -40,8 +40,10 @@ nlohmann::json grid_row_json(const PlanRequest& r, const std::string& skipped) {
 }
 
 std::string grid_row_csv(const PlanRequest& r, const std::string& skipped, int metric_cells) {
-  std::string row = fmt::format("{},{},{},{},{},", r.schedule, schedules::to_string(r.recompute), r.stages,
-                                r.stages_per_rank > 0 ? std::to_string(r.stages_per_rank) : "", r.microbatches);
+  // A schedule file's name may hold a comma.
+  std::string row = fmt::format("{},{},{},{},{},", csv_cell(r.schedule), schedules::to_string(r.recompute),
+                                r.stages, r.stages_per_rank > 0 ? std::to_string(r.stages_per_rank) : "",
+                                r.microbatches);
   if (skipped.empty()) return row;
   return row + fmt::format(",{},,skipped,{}{}\n", r.batch, csv_cell(skipped),
                            std::string(static_cast<std::size_t>(metric_cells), ','));

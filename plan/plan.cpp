@@ -1,8 +1,10 @@
 #include "plan/plan.hpp"
 
+#include <algorithm>
 #include <cassert>
 #include <cmath>
 #include <numeric>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -16,6 +18,16 @@ namespace {
 
 void check_stages(const profiles::Profile& profile, const PlanRequest& r) {
   const int num_layers = static_cast<int>(profile.layers.size());
+  if (r.given && r.given->num_stages > num_layers) {
+    throw InputError(fmt::format("schedule {} has {} stages, more than the {} layers of the profile: "
+                                 "every stage needs at least one layer",
+                                 r.schedule, r.given->num_stages, num_layers));
+  }
+  if (r.given && r.batch > 0 && r.batch < r.microbatches) {
+    throw InputError(fmt::format("--batch {} is fewer samples than the {} micro-batches of schedule {}: "
+                                 "every micro-batch needs a sample",
+                                 r.batch, r.microbatches, r.schedule));
+  }
   if (r.stages < 1) throw InputError(fmt::format("--stages must be at least 1, got {}", r.stages));
   if (r.stages > num_layers) {
     throw InputError(fmt::format("--stages {} exceeds the {} layers of the profile: every stage "
@@ -64,19 +76,36 @@ std::vector<std::int64_t> static_bytes_per_rank(const profiles::Profile& profile
   return bytes;
 }
 
+// The given schedule as the plan runs it: a compute-only one with the
+// request's recompute policy, a lowered one with its own.
+schedules::Schedule given_schedule(const PlanRequest& r) {
+  schedules::Schedule s = *r.given;
+  if (!s.is_lowered()) {
+    s.recompute = r.recompute;
+  } else if (r.recompute != schedules::RecomputePolicy::never && r.recompute != s.recompute) {
+    throw InputError(fmt::format("--recompute {}: schedule {} is lowered already, with recompute {}",
+                                 schedules::to_string(r.recompute), s.name, schedules::to_string(s.recompute)));
+  }
+  return s;
+}
+
 // Everything after the micro-batches, which the callers make in their own order.
 Plan plan_with(const profiles::Profile& profile, const PlanRequest& r, std::vector<int> sizes) {
   assert(static_cast<int>(sizes.size()) == r.microbatches && "the sizes of another request");
   Plan p;
   p.batch = std::accumulate(sizes.begin(), sizes.end(), std::int64_t{0});
   p.microbatch_sizes = std::move(sizes);
-  schedules::ScheduleOptions options;
-  options.num_ranks = r.stages;
-  if (r.stages_per_rank > 0) options.stages_per_rank = r.stages_per_rank;
-  options.num_microbatches = r.microbatches;
-  options.backward_order = r.backward_order;
-  options.recompute = r.recompute;
-  p.schedule = schedules::generate(r.schedule, options);
+  if (r.given) {
+    p.schedule = given_schedule(r);
+  } else {
+    schedules::ScheduleOptions options;
+    options.num_ranks = r.stages;
+    if (r.stages_per_rank > 0) options.stages_per_rank = r.stages_per_rank;
+    options.num_microbatches = r.microbatches;
+    options.backward_order = r.backward_order;
+    options.recompute = r.recompute;
+    p.schedule = schedules::generate(r.schedule, options);
+  }
   check_stages(profile, p.schedule);
   p.partition = models::make_partition(r.partition, layer_costs_ns(profile, p.microbatch_sizes.front()),
                                        p.schedule.num_stages);
@@ -85,6 +114,17 @@ Plan plan_with(const profiles::Profile& profile, const PlanRequest& r, std::vect
 }
 
 }  // namespace
+
+PlanRequest for_schedule(PlanRequest base, schedules::Schedule schedule) {
+  base.schedule = schedule.name;
+  base.stages = schedule.num_ranks;
+  // V where every rank holds as many stages; 0 (unsaid) for an uneven file.
+  base.stages_per_rank =
+      schedule.num_stages % std::max(schedule.num_ranks, 1) == 0 ? schedule.num_stages / std::max(schedule.num_ranks, 1) : 0;
+  base.microbatches = schedule.num_microbatches;
+  base.given = std::make_shared<const schedules::Schedule>(std::move(schedule));
+  return base;
+}
 
 Plan make_plan(const profiles::Profile& profile, const PlanRequest& request) {
   check_stages(profile, request);

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -20,7 +21,12 @@
 namespace gpipe::plan {
 
 struct PlanRequest {
-  std::string schedule = "gpipe";
+  std::string schedule = "gpipe";  // a generator's name, or the given schedule's
+  // A schedule given whole (gpipe-sim --schedule-file) instead of generated;
+  // `schedule`, `stages` (its ranks), `stages_per_rank` and `microbatches`
+  // then describe it (for_schedule).
+  // A compute-only one is lowered with `recompute`; a lowered one keeps its own.
+  std::shared_ptr<const schedules::Schedule> given;
   schedules::BackwardOrder backward_order = schedules::BackwardOrder::reverse;
   schedules::RecomputePolicy recompute = schedules::RecomputePolicy::never;
   int stages = 1;           // K: ranks
@@ -33,7 +39,7 @@ struct PlanRequest {
 };
 
 struct Plan {
-  schedules::Schedule schedule;        // generated: compute actions only, not lowered
+  schedules::Schedule schedule;        // generated (compute actions only, not lowered), or the given one
   models::Partition partition;
   std::vector<int> microbatch_sizes;  // samples per micro-batch, largest first
   std::int64_t batch = 0;             // their sum
@@ -42,10 +48,15 @@ struct Plan {
   std::vector<std::int64_t> static_bytes;
 };
 
+// A request for `schedule` as it stands (a file's): its name, stages and M,
+// everything else from `base`.
+[[nodiscard]] PlanRequest for_schedule(PlanRequest base, schedules::Schedule schedule);
+
 // Throws InputError, naming the flag, for a request that cannot exist: K < 1,
 // more stages (K x V) than the profile has layers, M < 1 or M > N, neither N
 // nor b given, a partition that does not fit, an unknown schedule or one that
-// refuses the K, V and M asked; and for a profile whose dtype has no known size.
+// refuses the K, V and M asked, a recompute policy for a given schedule
+// lowered with another; and for a profile whose dtype has no known size.
 [[nodiscard]] Plan make_plan(const profiles::Profile& profile, const PlanRequest& request);
 
 // The same with the request's micro-batch sizes made already (plan/microbatches.hpp,

@@ -11,7 +11,8 @@ namespace gpipe::schedules {
 namespace {
 
 constexpr std::array<std::string_view, kNumActionKinds> kKindNames = {
-    "F", "B", "I", "W", "R", "SEND_F", "RECV_F", "SEND_B", "RECV_B", "STEP"};
+    "F", "B", "I", "W", "R", "SEND_F", "RECV_F", "SEND_B", "RECV_B", "STEP",
+    "WAIT_SEND_F", "WAIT_SEND_B", "UNSHARD", "RESHARD", "REDUCE_GRAD", "WAIT_REDUCE_GRAD"};
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
@@ -32,6 +33,7 @@ std::optional<int> take_number(std::string_view& text) {
 std::string_view to_string(ActionKind kind) { return kKindNames[static_cast<std::size_t>(kind)]; }
 
 std::optional<ActionKind> parse_action_kind(std::string_view text) {
+  if (text == "BW") return ActionKind::B;  // the full backward's older spelling in torch's files
   for (std::size_t i = 0; i < kKindNames.size(); ++i) {
     if (kKindNames[i] == text) return static_cast<ActionKind>(i);
   }
@@ -39,7 +41,7 @@ std::optional<ActionKind> parse_action_kind(std::string_view text) {
 }
 
 std::string to_string(const Action& action) {
-  if (action.kind == ActionKind::STEP) return fmt::format("{}STEP", action.stage.value);
+  if (is_stage_level(action.kind)) return fmt::format("{}{}", action.stage.value, to_string(action.kind));
   return fmt::format("{}{}{}", action.stage.value, to_string(action.kind), action.microbatch.value);
 }
 
@@ -50,17 +52,19 @@ Action parse_action(std::string_view text) {
                                   text, why));
   };
   std::string_view rest = text;
+  if (rest.starts_with('-')) throw fail("the stage is negative");
   const auto stage = take_number(rest);
   if (!stage) throw fail("no stage number");
   std::size_t n = 0;
-  while (n < rest.size() && !is_digit(rest[n])) ++n;
+  while (n < rest.size() && !is_digit(rest[n]) && rest[n] != '-') ++n;
   const auto kind = parse_action_kind(rest.substr(0, n));
   if (!kind) throw fail(fmt::format("unknown kind '{}'", rest.substr(0, n)));
   rest.remove_prefix(n);
-  if (*kind == ActionKind::STEP) {
-    if (!rest.empty()) throw fail("STEP takes no micro-batch");
+  if (is_stage_level(*kind)) {
+    if (!rest.empty()) throw fail(fmt::format("{} takes no micro-batch", to_string(*kind)));
     return Action{Stage{*stage}, *kind, Microbatch{0}};
   }
+  if (rest.starts_with('-')) throw fail("the micro-batch is negative");
   const auto microbatch = take_number(rest);
   if (!microbatch) throw fail("no micro-batch number");
   if (!rest.empty()) throw fail(fmt::format("trailing '{}'", rest));

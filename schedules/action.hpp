@@ -1,6 +1,9 @@
 // One action of a schedule, {stage, kind, microbatch}, and its text form
-// `<stage><KIND><microbatch>` (2F0, 3B7, 1R4, 0SEND_F3, 1RECV_B2, 0STEP), which
-// every error message and test expectation uses.
+// `<stage><KIND><microbatch>` (2F0, 3B7, 1R4, 0SEND_F3, 1RECV_B2, 0WAIT_SEND_F3),
+// or `<stage><KIND>` for the kinds of a whole stage (0STEP, 1UNSHARD,
+// 2REDUCE_GRAD), which every error message and test expectation uses. The
+// kinds are PyTorch 2.15's (torch.distributed.pipelining's _ComputationType)
+// plus R and STEP.
 #pragma once
 
 #include <cstdint>
@@ -24,9 +27,19 @@ enum class ActionKind : std::uint8_t {
   SEND_B,  // send the stage's input gradient to the previous stage
   RECV_B,  // receive the next stage's gradient
   STEP,    // optimizer step of the stage, after its last backward
+  // The rank waits until its send of that activation / gradient has completed
+  // (torch retires a send only here).
+  WAIT_SEND_F,
+  WAIT_SEND_B,
+  // FSDP / data-parallel housekeeping of a whole stage, as torch writes it:
+  // gather and free its parameters, start and await its gradient reduction.
+  UNSHARD,
+  RESHARD,
+  REDUCE_GRAD,
+  WAIT_REDUCE_GRAD,
 };
 
-inline constexpr int kNumActionKinds = 10;
+inline constexpr int kNumActionKinds = 16;
 
 [[nodiscard]] std::string_view to_string(ActionKind kind);
 // Parses a kind name as written in the text form ("F", "SEND_B", ...).
@@ -38,6 +51,23 @@ inline constexpr int kNumActionKinds = 10;
          k == ActionKind::RECV_B;
 }
 [[nodiscard]] constexpr bool is_compute(ActionKind k) { return !is_comm(k); }
+[[nodiscard]] constexpr bool is_send_wait(ActionKind k) {
+  return k == ActionKind::WAIT_SEND_F || k == ActionKind::WAIT_SEND_B;
+}
+[[nodiscard]] constexpr bool is_housekeeping(ActionKind k) {
+  return k == ActionKind::UNSHARD || k == ActionKind::RESHARD || k == ActionKind::REDUCE_GRAD ||
+         k == ActionKind::WAIT_REDUCE_GRAD;
+}
+// The work a cost model prices (F, B, I, W, R, STEP). The other actions of the
+// compute stream, send waits and housekeeping, only order it.
+[[nodiscard]] constexpr bool is_work(ActionKind k) {
+  return !is_comm(k) && !is_send_wait(k) && !is_housekeeping(k);
+}
+// STEP and housekeeping belong to a whole stage: their text has no micro-batch
+// and their micro-batch is 0.
+[[nodiscard]] constexpr bool is_stage_level(ActionKind k) {
+  return k == ActionKind::STEP || is_housekeeping(k);
+}
 // B and I both consume the gradient from the next stage and produce one for the previous.
 [[nodiscard]] constexpr bool is_input_backward(ActionKind k) {
   return k == ActionKind::B || k == ActionKind::I;
@@ -46,7 +76,7 @@ inline constexpr int kNumActionKinds = 10;
 struct Action {
   Stage stage;
   ActionKind kind = ActionKind::F;
-  Microbatch microbatch;  // 0 for STEP, which has none
+  Microbatch microbatch;  // 0 for the stage-level kinds (is_stage_level), which have none
 
   auto operator<=>(const Action&) const = default;
 };
@@ -57,6 +87,7 @@ struct Action {
 
 [[nodiscard]] std::string to_string(const Action& action);
 // Parses the text form; throws InputError naming the text when it is malformed.
+// Also reads `BW`, the older spelling of B.
 [[nodiscard]] Action parse_action(std::string_view text);
 
 }  // namespace gpipe::schedules

@@ -31,7 +31,9 @@ constexpr std::int64_t kMaxBytes = std::numeric_limits<std::int64_t>::max();
 
 double to_us(std::int64_t ns) { return static_cast<double>(ns) / 1000.0; }
 
-std::string_view category(Stream stream) { return stream == Stream::compute ? "compute" : "comm"; }
+std::string_view category(Stream stream) {
+  return stream == Stream::compute || stream == Stream::overlap ? "compute" : "comm";
+}
 
 // "rank 0 (stage 0)", "rank 0 (stages 0, 4)", or "rank 3" for a rank without stages.
 std::string process_name(const TimelineInfo& info, int rank) {
@@ -275,7 +277,9 @@ void read_action(const json& ev, const std::string& where, const FieldReader& in
   }
   a.rank = Rank{static_cast<int>(in.integer(ev, where, "pid", 0, timeline.info.num_ranks - 1))};
   a.stream = stream_of_tid(static_cast<int>(in.integer(ev, where, "tid", 0, 1 << 20)));
-  if (a.stream != stream_of(a.action.kind)) {
+  // The backward of an overlapped pair may run beside its forward, on the overlap lane.
+  const bool overlapped = a.stream == Stream::overlap && is_input_backward(a.action.kind);
+  if (a.stream != stream_of(a.action.kind) && !overlapped) {
     in.fail(where + ".tid",
             fmt::format("is {} but {} runs on the {} stream", static_cast<int>(a.stream), name,
                         to_string(stream_of(a.action.kind))));

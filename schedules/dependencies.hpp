@@ -12,6 +12,14 @@
 
 namespace gpipe::schedules {
 
+// Program order: an action waits for the actions before it on its rank that
+// block the rank. A receive does not: as in torch's runtime it is posted and
+// the rank goes on; only the action that consumes it waits (a data edge).
+// Torch's files post receives early, before the rank's previous compute.
+[[nodiscard]] constexpr bool blocks_rank(ActionKind k) {
+  return k != ActionKind::RECV_F && k != ActionKind::RECV_B;
+}
+
 // The rules of DESIGN.md, as one function every user shares: calls
 // visit(dependency) for each action `a` needs. `contains(action)` says whether
 // the schedule holds an action (R is optional; I replaces B where the backward
@@ -67,6 +75,21 @@ void for_each_dependency(const Schedule& schedule, bool via_comm, const Action& 
     case K::RECV_B:
       visit(Action{next, K::SEND_B, m});
       break;
+    // A send completes once its data is in: the receiver posted its receive
+    // and the data arrived.
+    case K::WAIT_SEND_F:
+      visit(Action{s, K::SEND_F, m});
+      visit(Action{next, K::RECV_F, m});
+      break;
+    case K::WAIT_SEND_B:
+      visit(Action{s, K::SEND_B, m});
+      visit(Action{prev, K::RECV_B, m});
+      break;
+    case K::UNSHARD:
+    case K::RESHARD:
+    case K::REDUCE_GRAD:
+    case K::WAIT_REDUCE_GRAD:
+      break;  // only program order: the collectives they stand for are the stage's own
   }
 }
 
@@ -84,6 +107,9 @@ class Dependencies {
   //   R(s,m) <- F(s,m);  W(s,m) <- I(s,m);  STEP(s) <- every last backward of s
   //   SEND_F(s,m) <- F(s,m);  RECV_F(s,m) <- SEND_F(s-1,m)
   //   SEND_B(s,m) <- backward of (s,m);  RECV_B(s,m) <- SEND_B(s+1,m)
+  //   WAIT_SEND_F(s,m) <- SEND_F(s,m), RECV_F(s+1,m)
+  //   WAIT_SEND_B(s,m) <- SEND_B(s,m), RECV_B(s-1,m)
+  //   UNSHARD, RESHARD, REDUCE_GRAD, WAIT_REDUCE_GRAD <- nothing beyond program order
   // Some of them may be missing from the schedule: see position().
   [[nodiscard]] std::vector<Action> of(const Action& action) const;
 

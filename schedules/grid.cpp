@@ -42,6 +42,7 @@ class Replay {
       done_at_.emplace_back(list.size(), kNotDone);
     }
     next_.assign(s.ranks.size(), 0);
+    posted_.resize(s.ranks.size());
   }
 
   // Runs to the end or until stuck; returns rows of cells, the `stuck` row last if any.
@@ -55,7 +56,7 @@ class Replay {
       for (std::size_t r = 0; r < s_.ranks.size(); ++r) {
         if (next_[r] >= s_.ranks[r].size()) {
           row.emplace_back();
-        } else if (is_compute(s_.ranks[r][next_[r]].kind) && ready(r, t)) {
+        } else if (is_work(s_.ranks[r][next_[r]].kind) && ready(r, next_[r], t)) {
           row.push_back(cell(r, next_[r]));
           done_at_[r][next_[r]++] = t;
           ran = true;
@@ -66,7 +67,8 @@ class Replay {
       if (!ran) {
         stuck = true;
         for (std::size_t r = 0; r < s_.ranks.size(); ++r) {
-          row[r] = next_[r] < s_.ranks[r].size() ? "[" + text(r, next_[r]) + "]" : "";
+          const auto blocker = blocked_on(r);
+          row[r] = blocker ? "[" + text(r, *blocker) + "]" : "";
         }
         rows.push_back(std::move(row));
         break;
@@ -84,29 +86,62 @@ class Replay {
     });
     return marked ? "[" + text(r, i) + "]" : text(r, i);
   }
+  // What a stuck rank waits at: its next action, or the posted receive that
+  // action (or, at the end of its list, the rank) still waits for.
+  std::optional<std::size_t> blocked_on(std::size_t r) const {
+    const auto& posted = posted_[r];
+    if (next_[r] >= s_.ranks[r].size()) return posted.empty() ? std::nullopt : std::optional{posted.front()};
+    if (const Needs& needs = needs_[r][next_[r]]) {
+      for (const Position p : *needs) {
+        const auto step = static_cast<std::size_t>(p.step);
+        if (p.rank.at() == r && std::find(posted.begin(), posted.end(), step) != posted.end()) return step;
+      }
+    }
+    return next_[r];
+  }
   bool finished() const {
     for (std::size_t r = 0; r < s_.ranks.size(); ++r) {
-      if (next_[r] < s_.ranks[r].size()) return false;
+      if (next_[r] < s_.ranks[r].size() || !posted_[r].empty()) return false;
     }
     return true;
   }
-  // Whether rank r's next action has everything it needs done before step t.
-  bool ready(std::size_t r, int t) const {
-    const Needs& needs = needs_[r][next_[r]];
+  // Whether action i of rank r has everything it needs done before step t.
+  bool ready(std::size_t r, std::size_t i, int t) const {
+    const Needs& needs = needs_[r][i];
     if (!needs) return false;
     return std::all_of(needs->begin(), needs->end(), [&](Position p) {
       return done_at_[p.rank.at()][static_cast<std::size_t>(p.step)] < t;
     });
   }
-  // Comm actions take no time: each completes, before step t, as soon as it is
-  // next on its rank and its inputs are done. A receive may unblock another
-  // rank's send chain, so repeat until nothing moves.
+  // Everything but work takes no time: each such action completes, before
+  // step t, as soon as it is next on its rank and its inputs are done. A
+  // receive is posted and the rank goes on (blocks_rank); it completes once
+  // its send has. A receive may unblock another rank's send chain, so repeat
+  // until nothing moves.
   void settle_comm(int t) {
     for (bool moved = true; moved;) {
       moved = false;
       for (std::size_t r = 0; r < s_.ranks.size(); ++r) {
-        while (next_[r] < s_.ranks[r].size() && is_comm(s_.ranks[r][next_[r]].kind) && ready(r, t)) {
-          done_at_[r][next_[r]++] = t - 1;
+        auto& posted = posted_[r];
+        for (auto it = posted.begin(); it != posted.end();) {
+          if (!ready(r, *it, t)) {
+            ++it;
+            continue;
+          }
+          done_at_[r][*it] = t - 1;
+          it = posted.erase(it);
+          moved = true;
+        }
+        while (next_[r] < s_.ranks[r].size() && !is_work(s_.ranks[r][next_[r]].kind)) {
+          const std::size_t i = next_[r];
+          if (!blocks_rank(s_.ranks[r][i].kind)) {
+            posted.push_back(i);
+          } else if (ready(r, i, t)) {
+            done_at_[r][i] = t - 1;
+          } else {
+            break;
+          }
+          ++next_[r];
           moved = true;
         }
       }
@@ -118,6 +153,7 @@ class Replay {
   std::vector<std::vector<Needs>> needs_;  // [rank][step]
   std::vector<std::vector<int>> done_at_;  // [rank][step]: the step it finished in, or kNotDone
   std::vector<std::size_t> next_;          // per rank: index of the next action to run
+  std::vector<std::vector<std::size_t>> posted_;  // per rank: receives posted, not yet complete
 };
 
 void append_row(std::string& out, const std::string& label, std::size_t label_width,

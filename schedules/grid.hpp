@@ -10,11 +10,14 @@
 //      4  0B1     1B0
 //      5  0B0
 //
-// Every compute action (F, B, I, W, R, STEP) takes one step; comm actions take
-// none and are not drawn, but dependencies pass through them. `.` is a rank
+// Every piece of work (F, B, I, W, R, STEP) takes one step; the other actions
+// (comm, send waits, housekeeping) take none and are not drawn, but
+// dependencies pass through them, and a receive is posted without holding up
+// its rank (dependencies.hpp, blocks_rank). `.` is a rank
 // waiting on data; an empty cell is a rank that has finished. A schedule that
 // cannot go on (a deadlock, a missing dependency) ends with a `stuck` row that
-// shows, marked, the action each unfinished rank is blocked on.
+// shows, marked, the action each unfinished rank is blocked on (a posted
+// receive, when that is what its next action waits for).
 #pragma once
 
 #include <string>

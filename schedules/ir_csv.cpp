@@ -7,9 +7,14 @@
 #include <fmt/format.h>
 
 #include "schedules/error.hpp"
+#include "schedules/overlap.hpp"
 
 namespace gpipe::schedules {
 namespace {
+
+// A guard against a typo such as 99999F0, which would otherwise allocate a
+// stage table that large before any other check could speak.
+constexpr std::size_t kMaxStages = 1'000'000;
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -46,10 +51,11 @@ RecomputePolicy infer_recompute(const Schedule& s) {
 
 std::string to_csv(const Schedule& s) {
   std::string out;
-  for (const auto& list : s.ranks) {
-    for (std::size_t i = 0; i < list.size(); ++i) {
+  for (int r = 0; r < static_cast<int>(s.ranks.size()); ++r) {
+    const auto cells = cells_of(s, Rank{r});
+    for (std::size_t i = 0; i < cells.size(); ++i) {
       if (i > 0) out += ',';
-      out += to_string(list[i]);
+      out += cells[i];
     }
     out += '\n';
   }
@@ -72,22 +78,28 @@ Schedule schedule_from_csv(std::string_view text, std::string_view origin, std::
     for (std::size_t c = 0; c < cells.size(); ++c) {
       const std::string_view cell = trim(cells[c]);
       if (cell.empty()) continue;  // torch writes idle slots as empty cells
-      Action a;
+      const std::size_t first = list.size();
       try {
-        a = parse_action(cell);
+        append_cell(cell, list, s.overlapped);
       } catch (const InputError& e) {
         throw InputError(fmt::format("{}: line {} cell {}: {}", origin, r + 1, c + 1, e.what()));
       }
-      list.push_back(a);
-      if (a.kind != ActionKind::STEP) max_microbatch = std::max(max_microbatch, a.microbatch.value);
-      const auto stage = a.stage.at();
-      if (stage >= rank_of_stage.size()) rank_of_stage.resize(stage + 1);
-      if (rank_of_stage[stage] && *rank_of_stage[stage] != static_cast<int>(r)) {
-        throw InputError(fmt::format("{}: line {} cell {}: stage {} also appears on line {}; a stage "
-                                     "runs on one rank",
-                                     origin, r + 1, c + 1, stage, *rank_of_stage[stage] + 1));
+      for (std::size_t i = first; i < list.size(); ++i) {
+        const Action& a = list[i];
+        if (!is_stage_level(a.kind)) max_microbatch = std::max(max_microbatch, a.microbatch.value);
+        const auto stage = a.stage.at();
+        if (stage >= kMaxStages) {
+          throw InputError(fmt::format("{}: line {} cell {}: stage {} is beyond the {} stages this tool reads",
+                                       origin, r + 1, c + 1, stage, kMaxStages));
+        }
+        if (stage >= rank_of_stage.size()) rank_of_stage.resize(stage + 1);
+        if (rank_of_stage[stage] && *rank_of_stage[stage] != static_cast<int>(r)) {
+          throw InputError(fmt::format("{}: line {} cell {}: stage {} also appears on line {}; a stage "
+                                       "runs on one rank",
+                                       origin, r + 1, c + 1, stage, *rank_of_stage[stage] + 1));
+        }
+        rank_of_stage[stage] = static_cast<int>(r);
       }
-      rank_of_stage[stage] = static_cast<int>(r);
     }
   }
   for (std::size_t stage = 0; stage < rank_of_stage.size(); ++stage) {

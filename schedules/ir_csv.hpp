@@ -1,5 +1,8 @@
 // The schedule IR's CSV form, torch.distributed.pipelining's layout: one line
-// per rank, one action per cell ("0F0,0SEND_F0,0F1,..."), no header.
+// per rank, one action per cell ("0F0,0SEND_F0,0F1,..."), no header. PyTorch
+// 2.15's whole grammar reads: every kind of action.hpp (BW read as B), empty
+// cells (torch's idle slots) and composites `(0F3;3B1)OVERLAP_F_B`
+// (overlap.hpp), which are also written back as such.
 //
 // The CSV carries no metadata, so reading infers it: ranks = lines, stages and
 // micro-batches from the largest indices, stage_to_rank from the line each

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "schedules/error.hpp"
+#include "schedules/overlap.hpp"
 
 namespace gpipe::schedules {
 namespace {
@@ -49,11 +50,7 @@ json to_json(const Schedule& s) {
   json stage_to_rank = json::array();
   for (Rank r : s.stage_to_rank) stage_to_rank.push_back(r.value);
   json ranks = json::array();
-  for (const auto& list : s.ranks) {
-    json row = json::array();
-    for (const Action& a : list) row.push_back(to_string(a));
-    ranks.push_back(std::move(row));
-  }
+  for (int r = 0; r < static_cast<int>(s.ranks.size()); ++r) ranks.push_back(cells_of(s, Rank{r}));
   return json{{"format", "gpipe-schedule"},
               {"version", 1},
               {"name", s.name},
@@ -105,7 +102,7 @@ Schedule schedule_from_json(const json& doc, std::string_view origin) {
       const auto where = fmt::format("ranks[{}][{}]", r, i);
       if (!cell.is_string()) throw in.error(where, "expected an action string such as \"0F0\"");
       try {
-        list.push_back(parse_action(cell.get<std::string>()));
+        append_cell(cell.get<std::string>(), list, s.overlapped);
       } catch (const InputError& e) {
         throw in.error(where, e.what());
       }

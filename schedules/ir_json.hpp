@@ -2,6 +2,8 @@
 //   {"format": "gpipe-schedule", "version": 1, "name": "gpipe", "num_ranks": 4,
 //    "num_stages": 4, "num_microbatches": 8, "stage_to_rank": [0, 1, 2, 3],
 //    "recompute": "never", "ranks": [["0F0", ...], ...]}
+// An entry of `ranks` is one cell of the CSV form: an action, or an
+// overlapped pair as torch writes it, "(0F3;3B1)OVERLAP_F_B".
 #pragma once
 
 #include <string>

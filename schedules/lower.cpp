@@ -1,5 +1,7 @@
 #include "schedules/lower.hpp"
 
+#include "schedules/overlap.hpp"
+
 namespace gpipe::schedules {
 
 bool recomputes(const Schedule& s, Rank rank, int position) {
@@ -23,27 +25,37 @@ bool recomputes(const Schedule& s, Rank rank, int position) {
 Schedule lower(const Schedule& compute_only) {
   if (compute_only.is_lowered()) return compute_only;
   using K = ActionKind;
+  const OverlapIndex pairs(compute_only);
   Schedule out = compute_only;
   for (int r = 0; r < compute_only.num_ranks; ++r) {
     const auto& in = compute_only.actions(Rank{r});
     auto& list = out.ranks[static_cast<std::size_t>(r)];
     list.clear();
     list.reserve(in.size() * 2 + 1);
-    for (int i = 0; i < static_cast<int>(in.size()); ++i) {
+    const auto from_prev_rank = [&](const Action& a) {
+      return a.stage.value > 0 && compute_only.crosses_ranks(Stage{a.stage.value - 1});
+    };
+    const auto before = [&](int i) {
       const Action a = in[static_cast<std::size_t>(i)];
-      const Stage prev{a.stage.value - 1};
-      const bool from_prev_rank = a.stage.value > 0 && compute_only.crosses_ranks(prev);
-      const bool to_next_rank = compute_only.crosses_ranks(a.stage);
-      if (a.kind == K::F && from_prev_rank) list.push_back({a.stage, K::RECV_F, a.microbatch});
+      if (a.kind == K::F && from_prev_rank(a)) list.push_back({a.stage, K::RECV_F, a.microbatch});
       if (is_input_backward(a.kind)) {
         if (recomputes(compute_only, Rank{r}, i)) list.push_back({a.stage, K::R, a.microbatch});
-        if (to_next_rank) list.push_back({a.stage, K::RECV_B, a.microbatch});
+        if (compute_only.crosses_ranks(a.stage)) list.push_back({a.stage, K::RECV_B, a.microbatch});
       }
-      list.push_back(a);
-      if (a.kind == K::F && to_next_rank) list.push_back({a.stage, K::SEND_F, a.microbatch});
-      if (is_input_backward(a.kind) && from_prev_rank) {
-        list.push_back({a.stage, K::SEND_B, a.microbatch});
-      }
+    };
+    const auto after = [&](int i) {
+      const Action a = in[static_cast<std::size_t>(i)];
+      if (a.kind == K::F && compute_only.crosses_ranks(a.stage)) list.push_back({a.stage, K::SEND_F, a.microbatch});
+      if (is_input_backward(a.kind) && from_prev_rank(a)) list.push_back({a.stage, K::SEND_B, a.microbatch});
+    };
+    for (int i = 0; i < static_cast<int>(in.size()); ++i) {
+      // An overlapped pair stays side by side: what either needs goes before
+      // both, what either sends after both, as torch lowers OVERLAP_F_B.
+      const int last = pairs.pair_at(in, static_cast<std::size_t>(i)) ? i + 1 : i;
+      for (int j = i; j <= last; ++j) before(j);
+      for (int j = i; j <= last; ++j) list.push_back(in[static_cast<std::size_t>(j)]);
+      for (int j = i; j <= last; ++j) after(j);
+      i = last;
     }
     for (int s = 0; s < compute_only.num_stages; ++s) {
       if (compute_only.rank_of(Stage{s}) == Rank{r}) list.push_back({Stage{s}, K::STEP, Microbatch{0}});

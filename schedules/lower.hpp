@@ -5,6 +5,8 @@
 //     and SEND_F / SEND_B just after the one that produces it, where the two
 //     stages sit on different ranks;
 //   - STEP of each stage at the end of its rank's list.
+// An overlapped pair (Schedule::overlapped) stays side by side: the R and
+// receives of both go before the pair, the sends of both after it.
 // R goes before RECV_B so that a rank blocked on a receive (the executor) and a
 // rank whose transfers run beside its compute (the simulator) start R at the
 // same moment.

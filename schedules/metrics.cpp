@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -80,6 +82,34 @@ std::int64_t integer(const json& object, const std::string& key, const std::stri
   return value.get<std::int64_t>();
 }
 
+// A backward that ran beside its forward (Stream::overlap) makes its rank
+// busy only where the compute stream was idle: busy is the time the stream
+// was occupied. Neither stream overlaps itself, so each overlap action adds
+// its length less what compute actions cover of it.
+void add_overlap_busy(const Timeline& timeline, Metrics& m) {
+  std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> compute(m.ranks.size());
+  bool any = false;
+  for (const auto& a : timeline.actions) {
+    any = any || a.stream == Stream::overlap;
+    if (a.stream == Stream::compute) compute[a.rank.at()].emplace_back(a.start_ns, a.end_ns);
+  }
+  if (!any) return;
+  for (auto& list : compute) std::sort(list.begin(), list.end());
+  for (const auto& a : timeline.actions) {
+    if (a.stream != Stream::overlap) continue;
+    std::int64_t covered = 0;
+    const auto& list = compute[a.rank.at()];
+    // The first compute action that ends after this one starts, and on.
+    auto it = std::lower_bound(list.begin(), list.end(), a.start_ns,
+                               [](const auto& interval, std::int64_t t) { return interval.first < t; });
+    if (it != list.begin()) --it;
+    for (; it != list.end() && it->first < a.end_ns; ++it) {
+      covered += std::max<std::int64_t>(0, std::min(it->second, a.end_ns) - std::max(it->first, a.start_ns));
+    }
+    m.ranks[a.rank.at()].busy_ns += a.duration_ns() - covered;
+  }
+}
+
 }  // namespace
 
 void ComputeTimeTotals::add(ActionKind kind, std::int64_t duration_ns) {
@@ -129,6 +159,7 @@ Metrics compute_metrics(const Timeline& timeline) {
       times.add(a.action.kind, a.duration_ns());
     }
   }
+  add_overlap_busy(timeline, m);
   std::vector<bool> sampled(num_ranks, false);
   for (const auto& s : timeline.memory) {
     if (s.rank.value < 0 || s.rank.at() >= num_ranks) {

@@ -13,7 +13,7 @@
 namespace gpipe::schedules {
 namespace {
 
-constexpr std::array<std::string_view, kNumStreams> kStreamNames = {"compute", "send", "recv"};
+constexpr std::array<std::string_view, kNumStreams + 1> kStreamNames = {"compute", "send", "recv", "overlap"};
 
 std::string describe(const TimedAction& a) {
   return fmt::format("{} [{}, {}) ns", to_string(a.action), a.start_ns, a.end_ns);
@@ -67,12 +67,12 @@ std::int64_t makespan_ns(const Timeline& timeline) {
 void check_no_overlap(const Timeline& timeline, std::string_view origin) {
   // Sorted by (rank, stream, start), an overlap shows between neighbours: until
   // the first one, each action ends no later than the next one starts. Only the
-  // compute stream is checked: transfers on different links of a rank may
-  // overlap (the trace writer puts them on lanes of their own).
+  // compute and overlap streams are checked: transfers on different links of a
+  // rank may overlap (the trace writer puts them on lanes of their own).
   const auto& acts = timeline.actions;
   std::vector<std::size_t> order;
   for (std::size_t i = 0; i < acts.size(); ++i) {
-    if (acts[i].stream == Stream::compute) order.push_back(i);
+    if (acts[i].stream == Stream::compute || acts[i].stream == Stream::overlap) order.push_back(i);
   }
   auto lane = [&](std::size_t i) { return std::pair{acts[i].rank, acts[i].stream}; };
   std::stable_sort(order.begin(), order.end(), [&](std::size_t i, std::size_t j) {

@@ -14,9 +14,13 @@
 
 namespace gpipe::schedules {
 
-// The stream of a rank an action ran on; its value is the Chrome trace tid.
-enum class Stream : std::uint8_t { compute = 0, send = 1, recv = 2 };
+// The stream of a rank an action ran on; for the first three, its value is the
+// Chrome trace tid. `overlap` holds the backward of an overlapped pair that
+// ran beside its forward (the simulator's --overlap-f-b), on a lane of its own
+// (trace_lanes.hpp), so that no stream overlaps itself.
+enum class Stream : std::uint8_t { compute = 0, send = 1, recv = 2, overlap = 3 };
 
+// The streams every rank has (compute, send, recv); overlap only where used.
 inline constexpr int kNumStreams = 3;
 
 [[nodiscard]] std::string_view to_string(Stream stream);
@@ -97,8 +101,9 @@ struct Timeline {
 [[nodiscard]] std::int64_t makespan_ns(const Timeline& timeline);
 
 // Throws InputError, naming `origin` and both actions, when two actions on the
-// same rank's compute stream overlap. Touching intervals ([a,b) then [b,c)) are
-// fine. Transfers are not checked: on different links they may overlap.
+// same rank's compute stream (or its overlap stream) overlap. Touching
+// intervals ([a,b) then [b,c)) are fine. Transfers are not checked: on
+// different links they may overlap.
 void check_no_overlap(const Timeline& timeline, std::string_view origin);
 
 }  // namespace gpipe::schedules

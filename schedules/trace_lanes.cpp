@@ -20,6 +20,10 @@ std::vector<int> assign_tids(const Timeline& timeline) {
   for (const std::size_t i : order) {
     const TimedAction& a = acts[i];
     if (a.stream == Stream::compute) continue;
+    if (a.stream == Stream::overlap) {
+      tids[i] = kOverlapTid;  // one lane: a rank runs one pair at a time
+      continue;
+    }
     auto& free_at = lanes_free_at[{a.rank.value, a.stream}];
     auto lane = std::find_if(free_at.begin(), free_at.end(),
                              [&](std::int64_t t) { return t <= a.start_ns; });
@@ -32,12 +36,13 @@ std::vector<int> assign_tids(const Timeline& timeline) {
 
 Stream stream_of_tid(int tid) {
   if (tid == 0) return Stream::compute;
+  if (tid == kOverlapTid) return Stream::overlap;
   return tid % 2 == 1 ? Stream::send : Stream::recv;
 }
 
 std::string thread_name(int tid) {
   std::string name(to_string(stream_of_tid(tid)));
-  if (tid > 2) name += " " + std::to_string((tid + 1) / 2);
+  if (tid > 2 && tid != kOverlapTid) name += " " + std::to_string((tid + 1) / 2);
   return name;
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 #include <optional>
 #include <unordered_map>
 
@@ -11,6 +12,7 @@
 
 #include "schedules/dependencies.hpp"
 #include "schedules/error.hpp"
+#include "schedules/overlap.hpp"
 
 namespace gpipe::schedules {
 namespace {
@@ -75,12 +77,16 @@ class Checker {
         check_work(Stage{st}, Microbatch{mb});
         check_order(Stage{st}, Microbatch{mb});
       }
-      if (lowered_ && !find(Stage{st}, K::STEP, Microbatch{0})) {
+      // Torch's files leave the optimizer step to the caller: STEP is optional,
+      // but a schedule that has it needs it for every stage.
+      if (lowered_ && has_step_ && !find(Stage{st}, K::STEP, Microbatch{0})) {
         add(Kind::missing, {},
             fmt::format("rank {}: missing {}STEP (the schedule is lowered)", s_.rank_of(Stage{st}).value, st));
       }
     }
     check_comm();
+    check_waits();
+    check_overlaps();
     if (errors_.empty()) check_cycle();
     return std::move(errors_);
   }
@@ -140,8 +146,10 @@ class Checker {
     if (st < 0 || st > last) {
       return fmt::format("names stage {} but the schedule has stages 0..{}", st, last);
     }
-    if (a.kind == K::STEP) {
-      if (a.microbatch.value != 0) return fmt::format("has micro-batch {}; STEP takes none", a.microbatch.value);
+    if (is_stage_level(a.kind)) {
+      if (a.microbatch.value != 0) {
+        return fmt::format("has micro-batch {}; {} takes none", a.microbatch.value, to_string(a.kind));
+      }
       return std::nullopt;
     }
     if (a.microbatch.value < 0 || a.microbatch.value >= s_.num_microbatches) {
@@ -153,11 +161,13 @@ class Checker {
     switch (a.kind) {
       case K::SEND_F:
       case K::RECV_B:
+      case K::WAIT_SEND_F:
         if (st == last) return std::string("the last stage has no next stage to exchange with");
         if (!to_next) return fmt::format("stage {} is on the same rank, nothing travels", st + 1);
         break;
       case K::RECV_F:
       case K::SEND_B:
+      case K::WAIT_SEND_B:
         if (st == 0) return std::string("stage 0 has no previous stage to exchange with");
         if (!from_prev) return fmt::format("stage {} is on the same rank, nothing travels", st - 1);
         break;
@@ -188,8 +198,11 @@ class Checker {
               fmt::format("{}: {} is listed on rank {} but stage {} runs on rank {}", at(p),
                           to_string(a), r, a.stage.value, owner.value));
         }
+        has_step_ = has_step_ || a.kind == K::STEP;
         auto [it, inserted] = index_.try_emplace(a, p);
-        if (!inserted) {
+        // FSDP may gather a stage's parameters again after freeing them, so
+        // housekeeping repeats; everything else is listed once.
+        if (!inserted && !is_housekeeping(a.kind)) {
           add(Kind::duplicate, {it->second, p},
               fmt::format("{}: {} duplicates {} at {}", at(p), to_string(a), to_string(a), at(it->second)));
         }
@@ -286,7 +299,57 @@ class Checker {
     }
   }
 
-  // The dependency graph: program order on each rank plus data edges, dep -> action.
+  // An overlapped pair stands side by side on one rank, forward first, and an
+  // action is in one pair at most.
+  void check_overlaps() {
+    std::unordered_map<Action, const OverlapPair*> paired;
+    for (const OverlapPair& pair : s_.overlapped) {
+      const auto f = find(pair.forward.stage, pair.forward.kind, pair.forward.microbatch);
+      const auto b = find(pair.backward.stage, pair.backward.kind, pair.backward.microbatch);
+      if (!f || !b) continue;  // reported as missing
+      for (const Action& a : {pair.forward, pair.backward}) {
+        auto [it, added] = paired.try_emplace(a, &pair);
+        if (!added) {
+          const Position p = a == pair.forward ? *f : *b;
+          add(Kind::duplicate, {p},
+              fmt::format("{}: {} is in two overlapped pairs, {} and {}", at(p), to_string(a),
+                          to_string(*it->second), to_string(pair)));
+        }
+      }
+      if (f->rank != b->rank || b->step != f->step + 1) {
+        add(Kind::bad_action, {*f, *b},
+            fmt::format("{}: the overlapped pair {} does not stand side by side on one rank ({} is at {})",
+                        at(*f), to_string(pair), to_string(pair.backward), at(*b)));
+      }
+    }
+  }
+
+  // A send wait needs its send, and a gradient-reduction wait a reduction of
+  // its stage, earlier on the same rank: torch retires what is pending.
+  void check_waits() {
+    for (int r = 0; r < s_.num_ranks; ++r) {
+      const auto& list = s_.actions(Rank{r});
+      for (int i = 0; i < static_cast<int>(list.size()); ++i) {
+        const Action& a = list[static_cast<std::size_t>(i)];
+        std::optional<Action> awaited;
+        if (is_send_wait(a.kind)) {
+          awaited = Action{a.stage, a.kind == K::WAIT_SEND_F ? K::SEND_F : K::SEND_B, a.microbatch};
+        } else if (a.kind == K::WAIT_REDUCE_GRAD) {
+          awaited = Action{a.stage, K::REDUCE_GRAD, a.microbatch};
+        }
+        if (!awaited) continue;
+        const auto begin = list.begin();
+        if (std::find(begin, begin + i, *awaited) == begin + i) {
+          const Position p{Rank{r}, i};
+          add(Kind::unmatched_comm, {p},
+              fmt::format("{}: {} has no {} before it on rank {}", at(p), to_string(a), to_string(*awaited), r));
+        }
+      }
+    }
+  }
+
+  // The dependency graph: program order on each rank (blocks_rank: a posted
+  // receive holds up nothing after it) plus data edges, dep -> action.
   // A linear topological pass (Kahn's) decides whether it has a cycle; only
   // then does Boost.Graph's depth-first search find one to name.
   void check_cycle() {
@@ -304,8 +367,12 @@ class Checker {
     const auto contains = [this](const Action& a) { return index_.contains(a); };
     std::vector<std::pair<std::size_t, std::size_t>> edges;  // (from, to)
     edges.reserve(cell.size() * 2);
+    constexpr std::size_t kNone = std::numeric_limits<std::size_t>::max();
+    std::size_t last_blocking = kNone;  // on the rank of cell[v]
     for (std::size_t v = 0; v < cell.size(); ++v) {
-      if (cell[v].step > 0) edges.emplace_back(v - 1, v);
+      if (cell[v].step == 0) last_blocking = kNone;
+      if (last_blocking != kNone) edges.emplace_back(last_blocking, v);
+      if (blocks_rank(action_at(cell[v]).kind)) last_blocking = v;
       for_each_dependency(s_, via_comm, action_at(cell[v]), contains, [&](const Action& d) {
         if (auto it = index_.find(d); it != index_.end()) edges.emplace_back(vertex(it->second), v);
       });
@@ -334,6 +401,7 @@ class Checker {
 
   const Schedule& s_;
   bool lowered_;
+  bool has_step_ = false;  // the schedule lists STEP actions
   std::unordered_map<Action, Position> index_;  // first position of every possible action
   std::vector<ScheduleError> errors_;
 };

@@ -2,8 +2,13 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 #include "schedules/dependencies.hpp"
+#include "schedules/error.hpp"
 #include "schedules/lower.hpp"
+#include "schedules/overlap.hpp"
+#include "sim/overlap_model.hpp"
 
 namespace gpipe::sim {
 namespace {
@@ -26,24 +31,38 @@ constexpr int compute_slot(ActionKind k) {
   }
 }
 
-// Calls visit(action) for each compute action of the rank in the order the
-// lowered schedule has them: R before each backward lowering recomputes and
-// STEP of each of the rank's stages at the end, unless the schedule is
-// lowered already; comm actions skipped.
+// Calls visit(action) for each action of the rank's compute stream, in the
+// order the lowered schedule has them: unless the schedule is lowered already,
+// R before each backward lowering recomputes (before the pair, for the
+// backward of an overlapped pair, as lower() puts it); STEP of each of the
+// rank's stages at the end unless the schedule lists it; comm actions skipped.
 template <class Visit>
-void for_each_compute_action(const Schedule& s, bool lowered, int rank, const Visit& visit) {
+void for_each_compute_action(const Schedule& s, bool lowered, const schedules::OverlapIndex& pairs,
+                             const std::vector<bool>& listed_step, int rank, const Visit& visit) {
   const auto& list = s.ranks[static_cast<std::size_t>(rank)];
-  for (std::size_t i = 0; i < list.size(); ++i) {
+  const auto recompute = [&](std::size_t i) {
     const Action& a = list[i];
-    if (schedules::is_comm(a.kind)) continue;
     if (!lowered && schedules::is_input_backward(a.kind) &&
         schedules::recomputes(s, Rank{rank}, static_cast<int>(i))) {
       visit(Action{a.stage, ActionKind::R, a.microbatch});
     }
+  };
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const Action& a = list[i];
+    if (schedules::is_comm(a.kind)) continue;
+    if (pairs.pair_at(list, i)) {
+      recompute(i + 1);
+      visit(a);
+      visit(list[++i]);
+      continue;
+    }
+    recompute(i);
     visit(a);
   }
-  for (int st = 0; !lowered && st < s.num_stages; ++st) {
-    if (s.rank_of(Stage{st}) == Rank{rank}) visit(Action{Stage{st}, ActionKind::STEP, schedules::Microbatch{0}});
+  for (int st = 0; st < s.num_stages; ++st) {
+    if (s.rank_of(Stage{st}) == Rank{rank} && !listed_step[static_cast<std::size_t>(st)]) {
+      visit(Action{Stage{st}, ActionKind::STEP, schedules::Microbatch{0}});
+    }
   }
 }
 
@@ -54,34 +73,47 @@ std::size_t ActionGraph::slot(Stage stage, ActionKind kind, schedules::Microbatc
          static_cast<std::size_t>(compute_slot(kind));
 }
 
-ActionGraph::ActionGraph(const Schedule& schedule, const CostModel& costs, int inline_edges)
+ActionGraph::ActionGraph(const Schedule& schedule, const CostModel& costs, int inline_edges,
+                         std::optional<double> overlap_share)
     : num_microbatches_(schedule.num_microbatches),
       inline_edges_(static_cast<std::size_t>(std::clamp(inline_edges, 1, 254))) {
   ids_.assign(static_cast<std::size_t>(schedule.num_stages) * kComputeSlots *
                   static_cast<std::size_t>(schedule.num_microbatches),
               -1);
-  add_nodes(schedule, costs);
+  const std::vector<std::size_t> send_waits = add_nodes(schedule, costs);
   add_edges(schedule);
+  add_send_waiters(schedule, send_waits);
+  if (overlap_share && !schedule.overlapped.empty()) make_pairs_concurrent(schedule, *overlap_share);
 }
 
-void ActionGraph::add_nodes(const Schedule& s, const CostModel& costs) {
-  const bool lowered = s.is_lowered();
-  std::size_t total = 0;
-  for (const auto& list : s.ranks) total += list.size();
-  total += lowered ? 0 : static_cast<std::size_t>(s.num_stages);
+std::vector<std::size_t> ActionGraph::add_nodes(const Schedule& s, const CostModel& costs) {
+  std::vector<std::size_t> send_waits;
+  std::vector<bool> listed_step(static_cast<std::size_t>(s.num_stages), false);
+  std::size_t total = static_cast<std::size_t>(s.num_stages);
+  for (const auto& list : s.ranks) {
+    total += list.size();
+    for (const Action& a : list) {
+      if (a.kind == ActionKind::STEP) listed_step[a.stage.at()] = true;
+    }
+  }
   action_.reserve(total);
   rank_.reserve(total);
   duration_.reserve(total);
   rank_end_.resize(static_cast<std::size_t>(s.num_ranks));
+  const bool lowered = s.is_lowered();
+  const schedules::OverlapIndex pairs(s);
   for (int r = 0; r < s.num_ranks; ++r) {
-    for_each_compute_action(s, lowered, r, [&](const Action& a) {
-      ids_[slot(a.stage, a.kind, a.microbatch)] = static_cast<int>(action_.size());
+    for_each_compute_action(s, lowered, pairs, listed_step, r, [&](const Action& a) {
+      if (compute_slot(a.kind) >= 0) ids_[slot(a.stage, a.kind, a.microbatch)] = static_cast<int>(action_.size());
       action_.push_back(a);
       rank_.push_back(r);
-      duration_.push_back(costs.duration_ns(a));
+      // A send wait is no work: it only waits (send_waiter).
+      if (schedules::is_send_wait(a.kind)) send_waits.push_back(action_.size() - 1);
+      duration_.push_back(schedules::is_send_wait(a.kind) ? 0 : costs.duration_ns(a));
     });
     rank_end_[static_cast<std::size_t>(r)] = static_cast<int>(action_.size());
   }
+  return send_waits;
 }
 
 // One pass over the dependencies, consumer by consumer, so each producer's
@@ -93,6 +125,7 @@ void ActionGraph::add_edges(const Schedule& s) {
   out_count_.assign(n, 0);
   out_.resize(n * inline_edges_);
   for (std::size_t c = 0; c < n; ++c) {
+    if (!schedules::is_work(action_[c].kind)) continue;  // send waits: add_send_waiters
     schedules::for_each_dependency(s, false, action_[c], contains, [&](const Action& dep) {
       const auto p = static_cast<std::size_t>(id_of(dep));
       ++inputs_[c];
@@ -108,6 +141,48 @@ void ActionGraph::add_edges(const Schedule& s) {
   }
   std::stable_sort(overflow_.begin(), overflow_.end(),
                    [](const auto& x, const auto& y) { return x.first < y.first; });
+}
+
+// WAIT_SEND_F(s,m) waits for the activation F(s,m) sends to F(s+1,m);
+// WAIT_SEND_B(s,m) for the gradient its backward sends to the backward of (s-1,m).
+void ActionGraph::add_send_waiters(const Schedule& s, const std::vector<std::size_t>& send_waits) {
+  if (!send_waits.empty()) waiter_.assign(action_.size(), -1);
+  for (const std::size_t w : send_waits) {
+    const Action& a = action_[w];
+    ++inputs_[w];  // the message's arrival; never, if its receiver is missing (a stall)
+    const bool forward = a.kind == ActionKind::WAIT_SEND_F;
+    const Stage to{a.stage.value + (forward ? 1 : -1)};
+    if (to.value < 0 || to.value >= s.num_stages || a.microbatch.value >= num_microbatches_) continue;
+    int consumer = id_of(Action{to, forward ? ActionKind::F : ActionKind::I, a.microbatch});
+    if (!forward && consumer < 0) consumer = id_of(Action{to, ActionKind::B, a.microbatch});
+    if (consumer >= 0) waiter_[static_cast<std::size_t>(consumer)] = static_cast<int>(w);
+  }
+}
+
+void ActionGraph::make_pairs_concurrent(const Schedule& s, double share) {
+  const schedules::OverlapIndex pairs(s);
+  pair_second_.assign(action_.size(), 0);
+  for (int r = 0; r < s.num_ranks; ++r) {
+    for (int i = rank_begin(r); i < rank_end(r); ++i) {
+      const auto f = static_cast<std::size_t>(i);
+      const auto backward = pairs.backward_of(action_[f]);
+      if (!backward) continue;
+      const std::string pair = schedules::to_string(schedules::OverlapPair{action_[f], *backward});
+      if (i + 1 == rank_end(r) || action_[f + 1] != *backward) {
+        throw InputError(fmt::format("--overlap-f-b: the overlapped pair {} does not stand side by side in "
+                                     "rank {}'s program",
+                                     pair, r));
+      }
+      if (backward->stage == action_[f].stage && backward->microbatch == action_[f].microbatch) {
+        throw InputError(fmt::format("--overlap-f-b: the overlapped pair {} cannot run concurrently: its "
+                                     "backward needs its forward",
+                                     pair));
+      }
+      pair_second_[f + 1] = 1;
+      duration_[f] = overlapped_duration_ns(duration_[f], share);
+      duration_[f + 1] = overlapped_duration_ns(duration_[f + 1], share);
+    }
+  }
 }
 
 }  // namespace gpipe::sim

@@ -5,10 +5,18 @@
 // Nodes are numbered rank after rank, each rank's in program order: the
 // engine runs a rank as far as it can, so that order is also the order in
 // which it touches them.
+//
+// Besides the work (F, B, I, W, R, STEP) the program holds, in order, what
+// torch's files add to the compute stream: housekeeping (UNSHARD, ...), priced
+// by the cost model like work, and send waits, which take no time and wait
+// for one input: the arrival of their message at its receiver (send_waiter).
+// A file without STEP (torch's leave the optimizer to the caller) gets STEP of
+// each stage at the end of its rank's program, as lowering would add it.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -28,7 +36,11 @@ class ActionGraph {
   static constexpr int kInlineEdges = 3;
 
   // Asks the cost model for every duration, in program order, rank after rank.
-  ActionGraph(const schedules::Schedule& schedule, const CostModel& costs, int inline_edges = kInlineEdges);
+  // With an overlap share (overlap_model.hpp), the overlapped pairs run
+  // concurrently; throws InputError for a pair that cannot (not side by side
+  // in the rank's program, or its backward needs its forward).
+  ActionGraph(const schedules::Schedule& schedule, const CostModel& costs, int inline_edges = kInlineEdges,
+              std::optional<double> overlap_share = std::nullopt);
 
   [[nodiscard]] std::size_t size() const { return action_.size(); }
   [[nodiscard]] const schedules::Action& action(std::size_t node) const { return action_[node]; }
@@ -41,6 +53,21 @@ class ActionGraph {
   [[nodiscard]] BigVector<int> take_inputs() { return std::move(inputs_); }
   // Edges between nodes on different ranks: the messages.
   [[nodiscard]] std::size_t num_messages() const { return num_messages_; }
+  // The send wait (WAIT_SEND_F/B) on the producer's rank that waits for the
+  // message to `consumer`, or -1. (The per-node tables below stay empty for a
+  // schedule without send waits or concurrent pairs, so that the engine's hot
+  // path touches no memory for them.)
+  [[nodiscard]] bool has_send_waits() const { return !waiter_.empty(); }
+  [[nodiscard]] int send_waiter(std::size_t consumer) const {
+    return waiter_.empty() ? -1 : waiter_[consumer];
+  }
+  [[nodiscard]] bool has_pairs() const { return !pair_second_.empty(); }
+  // Whether `node` and the next node are an overlapped pair that runs
+  // concurrently (only with an overlap share); the next node is the backward.
+  [[nodiscard]] bool starts_pair(std::size_t node) const {
+    return !pair_second_.empty() && node + 1 < pair_second_.size() && pair_second_[node + 1] != 0;
+  }
+  [[nodiscard]] bool ends_pair(std::size_t node) const { return !pair_second_.empty() && pair_second_[node] != 0; }
   // Whether (s, m) is recomputed, so its F keeps only the stashed input.
   [[nodiscard]] bool recomputed(const schedules::Action& a) const {
     return ids_[slot(a.stage, schedules::ActionKind::R, a.microbatch)] >= 0;
@@ -62,8 +89,11 @@ class ActionGraph {
   [[nodiscard]] std::size_t slot(schedules::Stage stage, schedules::ActionKind kind,
                                  schedules::Microbatch mb) const;
   [[nodiscard]] int id_of(const schedules::Action& a) const { return ids_[slot(a.stage, a.kind, a.microbatch)]; }
-  void add_nodes(const schedules::Schedule& s, const CostModel& costs);
+  // Returns the send waits' nodes.
+  std::vector<std::size_t> add_nodes(const schedules::Schedule& s, const CostModel& costs);
   void add_edges(const schedules::Schedule& s);
+  void add_send_waiters(const schedules::Schedule& s, const std::vector<std::size_t>& send_waits);
+  void make_pairs_concurrent(const schedules::Schedule& s, double share);
   template <class F>
   void for_each_overflow(int node, const F& f) const {
     auto it = std::lower_bound(overflow_.begin(), overflow_.end(), std::pair{node, 0});
@@ -80,6 +110,8 @@ class ActionGraph {
   BigVector<std::uint8_t> out_count_;
   BigVector<int> out_;  // inline_edges_ consumers per node, in node order
   std::vector<std::pair<int, int>> overflow_;  // (producer, consumer) beyond those, sorted
+  BigVector<int> waiter_;                // per node: the send wait for the message to it, or -1; or empty
+  BigVector<std::uint8_t> pair_second_;  // per node: 1 for the backward of a concurrent pair; or empty
   std::vector<int> rank_end_;  // one past each rank's last node
   std::size_t num_messages_ = 0;
 };

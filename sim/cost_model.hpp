@@ -13,7 +13,9 @@ namespace gpipe::sim {
 class CostModel {
  public:
   virtual ~CostModel() = default;
-  // Duration of a compute action (F, B, I, W, R, STEP) in integer ns.
+  // Duration of a compute action (F, B, I, W, R, STEP) in integer ns, and of
+  // the housekeeping torch's files hold (UNSHARD, RESHARD, REDUCE_GRAD,
+  // WAIT_REDUCE_GRAD), which no profile prices yet.
   [[nodiscard]] virtual std::int64_t duration_ns(const schedules::Action& action) const = 0;
   // Bytes of the activation stage s hands to stage s+1 for micro-batch m (its
   // gradient carries the same bytes back).

@@ -2,6 +2,7 @@
 
 #include "schedules/validate.hpp"
 #include "sim/fifo_replay.hpp"
+#include "sim/overlap_model.hpp"
 #include "sim/replay.hpp"
 #include "sim/shared_replay.hpp"
 #include "sim/stage_links.hpp"
@@ -11,7 +12,8 @@ namespace gpipe::sim {
 SimResult simulate(const schedules::Schedule& schedule, const CostModel& costs, const LinkModel& links,
                    const SimOptions& options) {
   if (options.validate) schedules::validate(schedule);
-  Replay replay(schedule, costs, options.record_timeline);
+  validate_overlap_share(options.overlap_share);
+  Replay replay(schedule, costs, options.record_timeline, options.overlap_share);
   const StageLinks stage_links(schedule, replay.graph(), costs, links);
   if (options.link_sharing == LinkSharing::shared) {
     replay_shared_links(replay, stage_links);

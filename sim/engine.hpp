@@ -8,15 +8,22 @@
 //     that produced it, end of the previous message on that link); stages on
 //     the same rank exchange for free (SimOptions::link_sharing = shared
 //     instead lets the messages on a link share its bandwidth);
-//   - activation memory follows activation_memory.hpp.
+//   - activation memory follows activation_memory.hpp;
+//   - what torch's files add runs on the compute stream in program order:
+//     housekeeping (UNSHARD, ...) costs what the cost model says (0 from a
+//     profile), and WAIT_SEND_F/B(s,m) takes no time but cannot start before
+//     the message of that send has arrived at its receiver; SEND and RECV are
+//     posted without blocking, so where a file lists them changes nothing;
+//   - overlapped pairs run per SimOptions::overlap_share (overlap_model.hpp).
 // The schedule is validated and lowered first (R, STEP), so any valid IR runs,
-// compute-only or lowered, generated or read from a file.
+// compute-only or lowered, generated or read from a file (torch's included).
 // simulate() picks the replay for the link sharing: fifo_replay.hpp (a
 // dataflow pass, no clock) or shared_replay.hpp (events in time order); both
 // keep their books in a Replay (replay.hpp).
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "schedules/metrics.hpp"
@@ -38,6 +45,9 @@ struct SimOptions {
   bool validate = true;
   // How the messages on one directed link share it (link_model.hpp).
   LinkSharing link_sharing = LinkSharing::fifo;
+  // How overlapped F&B pairs run (overlap_model.hpp): none, one after the
+  // other; a share in [0.5, 1], concurrently.
+  std::optional<double> overlap_share;
 };
 
 struct SimResult {

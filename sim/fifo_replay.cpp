@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 namespace gpipe::sim {
@@ -20,14 +22,33 @@ class FifoReplay {
     const auto deliver = [this](int producer, int consumer, std::int64_t now) {
       this->deliver(producer, consumer, now);
     };
+    const bool pairs = graph.has_pairs();
     while (!runnable_.empty()) {
       const int rank = runnable_.back();
       runnable_.pop_back();
       const int end = graph.rank_end(rank);
       for (int next = replay_.next(rank); next < end; next = replay_.next(rank)) {
         const auto i = static_cast<std::size_t>(next);
-        if (!replay_.inputs_delivered(i)) break;
-        replay_.end(rank, i, replay_.start(rank, i), deliver);
+        // One action, or the two of a concurrent pair, ending in time order
+        // so that their messages join their links in the order produced.
+        // (One call of end() for both: the hot loop stays small enough for
+        // the compiler to inline the delivery.)
+        std::size_t nodes[2] = {i, i + 1};
+        std::int64_t ends[2] = {0, 0};
+        int count = 1;
+        if (pairs && graph.starts_pair(i)) {
+          if (!replay_.pair_can_start(i)) break;
+          std::tie(ends[0], ends[1]) = replay_.start_pair(rank, i);
+          if (ends[1] < ends[0]) {
+            std::swap(nodes[0], nodes[1]);
+            std::swap(ends[0], ends[1]);
+          }
+          count = 2;
+        } else {
+          if (!replay_.inputs_delivered(i)) break;
+          ends[0] = replay_.start(rank, i);
+        }
+        for (int k = 0; k < count; ++k) replay_.end(rank, nodes[k], ends[k], deliver);
       }
     }
   }
@@ -48,6 +69,10 @@ class FifoReplay {
     free = end;
     replay_.transfer(producer, consumer, start, end);
     arrive(consumer, end);
+    // The message is in: the send wait for it, on the producer's rank, may end.
+    if (graph.has_send_waits()) {
+      if (const int waiter = graph.send_waiter(static_cast<std::size_t>(consumer)); waiter >= 0) arrive(waiter, end);
+    }
   }
 
   // The consumer's rank may go on once its last input is in, if the consumer
@@ -55,7 +80,7 @@ class FifoReplay {
   void arrive(int consumer, std::int64_t at) {
     if (!replay_.arrive(consumer, at)) return;
     const int rank = replay_.graph().rank(static_cast<std::size_t>(consumer));
-    if (replay_.next(rank) == consumer) runnable_.push_back(rank);
+    if (replay_.waits_at(rank, static_cast<std::size_t>(consumer))) runnable_.push_back(rank);
   }
 
   Replay& replay_;

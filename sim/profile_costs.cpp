@@ -19,6 +19,7 @@ const profiles::StageCost& ProfileCosts::stage(schedules::Stage s, schedules::Mi
 
 std::int64_t ProfileCosts::duration_ns(const schedules::Action& action) const {
   using K = schedules::ActionKind;
+  if (schedules::is_housekeeping(action.kind)) return 0;  // no profile field gives it a cost yet
   const profiles::StageCost& s = stage(action.stage, action.microbatch);
   switch (action.kind) {
     case K::F:
@@ -33,7 +34,7 @@ std::int64_t ProfileCosts::duration_ns(const schedules::Action& action) const {
     case K::STEP:
       return s.optimizer_ns;
     default:
-      throw std::logic_error("ProfileCosts: comm actions have no compute cost");
+      throw std::logic_error("ProfileCosts: comm actions and send waits have no compute cost");
   }
 }
 

@@ -1,6 +1,7 @@
 // The cost model of a profile cut into stages: per-stage sums of the layers'
 // costs (profiles::stage_costs) at each micro-batch's size. F = fwd, B = bwd,
-// R = fwd, I / W = bwd_input / bwd_weight, STEP = optimizer.
+// R = fwd, I / W = bwd_input / bwd_weight, STEP = optimizer; housekeeping
+// (UNSHARD, RESHARD, REDUCE_GRAD, WAIT_REDUCE_GRAD) 0, as no profile prices it yet.
 #pragma once
 
 #include <map>

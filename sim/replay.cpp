@@ -10,8 +10,10 @@ using schedules::Action;
 using schedules::ActionKind;
 using schedules::Rank;
 
-Replay::Replay(const schedules::Schedule& schedule, const CostModel& costs, bool record)
-    : costs_(costs), num_ranks_(schedule.num_ranks), record_(record), graph_(schedule, costs),
+Replay::Replay(const schedules::Schedule& schedule, const CostModel& costs, bool record,
+               std::optional<double> overlap_share)
+    : costs_(costs), num_ranks_(schedule.num_ranks), record_(record),
+      graph_(schedule, costs, ActionGraph::kInlineEdges, overlap_share),
       pending_(graph_.take_inputs()), ready_(graph_.size(), 0) {
   const auto num_ranks = static_cast<std::size_t>(num_ranks_);
   next_.resize(num_ranks);
@@ -49,10 +51,12 @@ SimResult Replay::finish(const schedules::Schedule& schedule, const SimOptions& 
     }
   }
   if (record_) {
-    // Compute actions rank after rank, each in program order.
+    // Compute actions rank after rank, each in program order; the backward of
+    // a concurrent pair beside its forward, on the overlap stream.
     for (std::size_t i = 0; i < graph_.size(); ++i) {
-      timeline_.actions.push_back({graph_.action(i), Rank{graph_.rank(i)}, schedules::Stream::compute,
-                                   start_ns_[i], start_ns_[i] + graph_.duration_ns(i)});
+      const auto stream = graph_.ends_pair(i) ? schedules::Stream::overlap : schedules::Stream::compute;
+      timeline_.actions.push_back(
+          {graph_.action(i), Rank{graph_.rank(i)}, stream, start_ns_[i], start_ns_[i] + graph_.duration_ns(i)});
     }
   }
   SimResult result;

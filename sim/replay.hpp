@@ -11,6 +11,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "schedules/metrics.hpp"
@@ -26,7 +28,9 @@ namespace gpipe::sim {
 
 class Replay {
  public:
-  Replay(const schedules::Schedule& schedule, const CostModel& costs, bool record);
+  // `overlap_share`: how overlapped pairs run (overlap_model.hpp); none: in turn.
+  Replay(const schedules::Schedule& schedule, const CostModel& costs, bool record,
+         std::optional<double> overlap_share = std::nullopt);
   Replay(const Replay&) = delete;
   Replay& operator=(const Replay&) = delete;
 
@@ -37,6 +41,19 @@ class Replay {
   [[nodiscard]] int next(int rank) const { return next_[static_cast<std::size_t>(rank)]; }
   [[nodiscard]] bool inputs_delivered(std::size_t node) const { return pending_[node] == 0; }
 
+  // Whether the rank, waiting at `node` (its next), may start it: every input
+  // delivered, and for a concurrent pair (ActionGraph::starts_pair) those of
+  // its backward too.
+  [[nodiscard]] bool can_start(std::size_t node) const {
+    return pending_[node] == 0 && (!graph_.starts_pair(node) || pending_[node + 1] == 0);
+  }
+  [[nodiscard]] bool pair_can_start(std::size_t node) const { return pending_[node] == 0 && pending_[node + 1] == 0; }
+  // Whether an input arriving at `node` is what the rank waits for.
+  [[nodiscard]] bool waits_at(int rank, std::size_t node) const {
+    const auto next = static_cast<std::size_t>(next_[static_cast<std::size_t>(rank)]);
+    return next == node || (graph_.has_pairs() && graph_.ends_pair(node) && next + 1 == node);
+  }
+
   // Starts `node`, the rank's next, with every input delivered: at the end of
   // the rank's previous action or at its latest input's arrival, whichever is
   // later. Returns its end.
@@ -45,19 +62,32 @@ class Replay {
     const std::int64_t duration = graph_.duration_ns(node);
     const std::int64_t start = std::max(rank_free_[r], ready_[node]);
     const std::int64_t end = start + duration;
-    if (record_) start_ns_[node] = start;
+    begin(rank, node, start);
     busy_[r] += duration;
     compute_times_.add(graph_.action(node).kind, duration);
     makespan_ = std::max(makespan_, end);
-    const schedules::Action& a = graph_.action(node);
-    if (a.kind == schedules::ActionKind::F || a.kind == schedules::ActionKind::R) {
-      add_memory(rank, start, memory_change_at_start(a.kind, stage_memory(a)));
-    }
     return end;
+  }
+
+  // Starts a concurrent pair, `node` (the rank's next) and the one after it,
+  // together once both have their inputs (overlap_model.hpp). The rank is busy
+  // for the longer of the two. Returns the two ends.
+  std::pair<std::int64_t, std::int64_t> start_pair(int rank, std::size_t node) {
+    const auto r = static_cast<std::size_t>(rank);
+    const std::int64_t start = std::max({rank_free_[r], ready_[node], ready_[node + 1]});
+    const std::int64_t first = graph_.duration_ns(node);
+    const std::int64_t second = graph_.duration_ns(node + 1);
+    begin(rank, node, start);
+    begin(rank, node + 1, start);
+    busy_[r] += std::max(first, second);
+    makespan_ = std::max(makespan_, start + std::max(first, second));
+    return {start + first, start + second};
   }
 
   // Ends `node` at `end`: frees its memory, moves the rank on, and hands its
   // output on by calling deliver(producer, consumer, end) for each consumer.
+  // The two of a concurrent pair end in time order, whichever it is, so that
+  // the rank is free at the later end and has moved past both.
   template <class Deliver>
   void end(int rank, std::size_t node, std::int64_t end, const Deliver& deliver) {
     const auto r = static_cast<std::size_t>(rank);
@@ -95,6 +125,13 @@ class Replay {
   [[nodiscard]] StageMemory stage_memory(const schedules::Action& a) const {
     return {costs_.activation_bytes(a.stage, a.microbatch), costs_.stashed_input_bytes(a.stage, a.microbatch),
             costs_.weight_grad_stash_bytes(a.stage, a.microbatch)};
+  }
+  void begin(int rank, std::size_t node, std::int64_t start) {
+    if (record_) start_ns_[node] = start;
+    const schedules::Action& a = graph_.action(node);
+    if (a.kind == schedules::ActionKind::F || a.kind == schedules::ActionKind::R) {
+      add_memory(rank, start, memory_change_at_start(a.kind, stage_memory(a)));
+    }
   }
   void add_memory(int rank, std::int64_t at, std::int64_t change) {
     if (change == 0) return;

@@ -68,8 +68,10 @@ Prediction predict(const profiles::Profile& profile, const Scenario& sc, bool re
   sim.batch_size = p.plan.batch;
   sim.static_bytes = p.plan.static_bytes;
   sim.record_timeline = record_timeline;
-  sim.validate = false;  // generated, and every generator's output is validated in tests
+  // Every generator's output is validated in tests; a given schedule (a file) is checked here.
+  sim.validate = sc.request.given != nullptr;
   sim.link_sharing = c.link_sharing;
+  sim.overlap_share = c.overlap_share;
   SimResult result = simulate(p.plan.schedule, costs, link, sim);
   if (c.jitter.cv > 0) {
     p.stochastic = run_stochastic(p.plan.schedule, costs, link, sim, c.jitter.cv, c.jitter.runs, c.jitter.seed);

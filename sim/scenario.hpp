@@ -1,7 +1,7 @@
 // One configuration to predict: a plan request (a profile cut into K stages, a
-// mini-batch split into M micro-batches, a schedule and a recompute policy)
-// and what the simulator assumes beyond it: the link, how messages share it,
-// and jitter. `gpipe-sim run` predicts one; `gpipe-sim sweep` a grid of them.
+// mini-batch split into M micro-batches, a schedule, generated or given, and a
+// recompute policy) and what the simulator assumes beyond it: the link, how
+// messages share it, how overlapped pairs run, and jitter. `gpipe-sim run` predicts one; `gpipe-sim sweep` a grid of them.
 // A prediction is the plan (plan/plan.hpp), made exactly as `gpipe-run train`
 // makes it, and its simulated timeline.
 #pragma once
@@ -24,6 +24,7 @@ struct Conditions {
   std::optional<double> link_latency_us;  // override the profile's link
   std::optional<double> link_bandwidth_GBps;
   LinkSharing link_sharing = LinkSharing::fifo;  // how messages on one link share it
+  std::optional<double> overlap_share;           // overlapped pairs concurrently (overlap_model.hpp)
   Jitter jitter;                                 // cv > 0: also run the stochastic mode
   // Memory per rank (static + activations): the budget --schedule zb-auto
   // searches within (sim/zb_auto.hpp); other schedules are not bound by it.

@@ -40,7 +40,8 @@ json config_json(const sim::Prediction& p, const sim::Scenario& sc, const profil
             {"sharing", std::string(sim::to_string(sc.conditions.link_sharing))}}},
           {"optimizer", std::string(models::to_string(sc.request.optimizer))},
           {"memory_limit_bytes", sc.conditions.memory_limit_bytes ? json(*sc.conditions.memory_limit_bytes) : json()},
-          {"searched", p.searched.empty() ? json() : json(p.searched)}};
+          {"searched", p.searched.empty() ? json() : json(p.searched)},
+          {"overlap_f_b", sc.conditions.overlap_share ? json(*sc.conditions.overlap_share) : json(nullptr)}};
 }
 
 // Percentiles over the jittered runs, beside the deterministic numbers above.
@@ -82,6 +83,10 @@ void print_table(const sim::Prediction& p, const sim::Scenario& sc, const profil
   }
   std::cout << fmt::format("partition   {} ({})\n", models::to_string(p.plan.partition),
                            models::to_string(sc.request.partition));
+  if (sc.conditions.overlap_share) {
+    std::cout << fmt::format("overlap     F&B pairs concurrently, each at {} of the compute stream\n",
+                             *sc.conditions.overlap_share);
+  }
   std::cout << fmt::format("link        {} us + bytes at {} GB/s, {}\n\n", p.link_latency_us,
                            p.link_bandwidth_GBps,
                            sc.conditions.link_sharing == sim::LinkSharing::fifo
@@ -90,7 +95,8 @@ void print_table(const sim::Prediction& p, const sim::Scenario& sc, const profil
   std::cout << format_metrics_summary(m, p.plan.schedule.name);
   if (p.stochastic) print_stochastic(*p.stochastic);
   std::cout << format_rank_table(
-      m, p.plan.partition, fmt::format("static ({}, {})", models::to_string(sc.request.optimizer), profile.dtype));
+      m, p.plan.partition, fmt::format("static ({}, {})", models::to_string(sc.request.optimizer), profile.dtype),
+      s.stage_to_rank);
 }
 
 struct RunFlags {
@@ -99,18 +105,21 @@ struct RunFlags {
   bool json = false;
 };
 
-int run(const RunFlags& f) {
+int run(const RunFlags& f, const CLI::App& cmd) {
   const std::string path = profiles::resolve_profile(f.scenario.fixed.profile).string();
   const profiles::Profile profile = profiles::load_profile(path);
-  const sim::Scenario sc = f.scenario.scenario();
+  const sim::Scenario sc = f.scenario.scenario(cmd);
   const sim::Prediction p = sim::predict(profile, sc, !f.trace.empty());
   if (!f.trace.empty()) schedules::write_chrome_trace(p.timeline, f.trace);
+  const std::string note = unpriced_note(p.plan.schedule);
   if (f.json) {
     json out{{"config", config_json(p, sc, profile, path)}, {"metrics", schedules::to_json(p.metrics)}};
     if (p.stochastic) out["stochastic"] = sim::to_json(*p.stochastic);
+    if (!note.empty()) out["notes"] = json::array({note});
     std::cout << out.dump(2) << "\n";
   } else {
     print_table(p, sc, profile, path);
+    if (!note.empty()) std::cout << "\n" << note << "\n";
     if (!f.trace.empty()) std::cout << "\ntrace written to " << f.trace << " (open it in Perfetto)\n";
   }
   return 0;
@@ -125,7 +134,7 @@ Subcommand add_run_command(CLI::App& app) {
   flags->scenario.add_to(*cmd);
   cmd->add_option("--trace", flags->trace, "Write the predicted timeline as a Chrome trace (Perfetto)");
   cmd->add_flag("--json", flags->json, "Print the configuration and metrics as JSON");
-  return {cmd, [flags] { return run(*flags); }};
+  return {cmd, [flags, cmd] { return run(*flags, *cmd); }};
 }
 
 }  // namespace gpipe::cli

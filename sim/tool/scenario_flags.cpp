@@ -6,8 +6,11 @@
 #include "cli/units.hpp"
 #include "models/optimizer.hpp"
 #include "schedules/error.hpp"
+#include "schedules/files.hpp"
 #include "schedules/generate.hpp"
 #include "sim/zb_auto.hpp"
+#include "schedules/validate.hpp"
+#include "sim/overlap_model.hpp"
 
 namespace gpipe::cli {
 
@@ -29,6 +32,45 @@ void FixedFlags::add_to(CLI::App& cmd) {
   cmd.add_option("--optimizer", optimizer, "Optimizer, for static memory (weights, gradients, state)")
       ->check(CLI::IsMember(models::optimizer_names()))
       ->capture_default_str();
+  cmd.add_option("--schedule-file", schedule_file,
+                 "Simulate this schedule (IR JSON or torch CSV, compute-only or with comms) instead of a "
+                 "generated one: K, the stages and M come from it");
+  // The range is checked by sim::validate_overlap_share, which names the flag.
+  cmd.add_option("--overlap-f-b", overlap_f_b,
+                 "Run overlapped F&B pairs ((0F3;3B1)OVERLAP_F_B) concurrently, each at this share (0.5..1) "
+                 "of the compute stream; default: one after the other");
+}
+
+schedules::Schedule FixedFlags::read_schedule() const {
+  schedules::Schedule schedule = schedules::read_schedule_file(schedule_file);
+  const auto errors = schedules::find_errors(schedule);
+  if (!errors.empty()) {
+    throw InputError(fmt::format("{}: {} (gpipe-sim check {} shows where)", schedule_file,
+                                 errors.front().message, schedule_file));
+  }
+  return schedule;
+}
+
+void FixedFlags::refuse_beside_file(const CLI::App& cmd, std::initializer_list<const char*> generator_flags) const {
+  if (schedule_file.empty()) return;
+  for (const char* flag : generator_flags) {
+    if (cmd.count(flag) > 0) {
+      throw InputError(fmt::format("{} cannot be used with --schedule-file: the file gives the schedule, "
+                                   "its stages and micro-batches",
+                                   flag));
+    }
+  }
+}
+
+std::string unpriced_note(const schedules::Schedule& schedule) {
+  int housekeeping = 0;
+  for (const auto& list : schedule.ranks) {
+    for (const schedules::Action& a : list) housekeeping += schedules::is_housekeeping(a.kind);
+  }
+  if (housekeeping == 0) return {};
+  return fmt::format("note: {} UNSHARD/RESHARD/REDUCE_GRAD/WAIT_REDUCE_GRAD action{} cost 0 (no profile "
+                     "gives them a cost)",
+                     housekeeping, housekeeping == 1 ? "" : "s");
 }
 
 void FixedFlags::apply_to(plan::PlanRequest& request, sim::Conditions& conditions) const {
@@ -39,18 +81,19 @@ void FixedFlags::apply_to(plan::PlanRequest& request, sim::Conditions& condition
   if (!sharing) throw InputError("--link-sharing must be fifo or shared, not '" + link_sharing + "'");
   conditions.link_sharing = *sharing;
   request.optimizer = *models::parse_optimizer(optimizer);
+  sim::validate_overlap_share(overlap_f_b);
+  conditions.overlap_share = overlap_f_b;
 }
 
 void ScenarioFlags::add_to(CLI::App& cmd) {
   fixed.add_to(cmd);
-  cmd.add_option("--stages,-K", stages, "Number of pipeline ranks K (each holds V stages)")
-      ->required()
-      ->check(CLI::Range(1, 100000));
-  cmd.add_option("--stages-per-rank,-V", stages_per_rank, "Stages per rank V of the interleaved and V-shaped schedules (the model is cut into K x V stages; default: the schedule's own)")
+  // Required unless --schedule-file gives them (scenario() checks).
+  cmd.add_option("--stages,-K", stages, "Number of pipeline ranks K (each holds V stages)")->check(CLI::Range(1, 100000));
+  cmd.add_option("--stages-per-rank,-V", stages_per_rank,
+                 "Stages per rank V of the interleaved and V-shaped schedules (the model is cut into K x V "
+                 "stages; default: the schedule's own)")
       ->check(CLI::Range(1, 64));
-  cmd.add_option("--microbatches,-M", microbatches, "Micro-batches per mini-batch M")
-      ->required()
-      ->check(CLI::Range(1, 1000000));
+  cmd.add_option("--microbatches,-M", microbatches, "Micro-batches per mini-batch M")->check(CLI::Range(1, 1000000));
   auto* n = cmd.add_option("--batch,-N", batch, "Samples per mini-batch N, split over the M micro-batches")
                 ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40));
   auto* b = cmd.add_option("--micro-batch-size,-b", micro_batch_size,
@@ -86,8 +129,12 @@ void ScenarioFlags::add_to(CLI::App& cmd) {
       ->capture_default_str();
 }
 
-sim::Scenario ScenarioFlags::scenario() const {
+sim::Scenario ScenarioFlags::scenario(const CLI::App& cmd) const {
   if (batch == 0 && micro_batch_size == 0) throw InputError("give --batch N or --micro-batch-size b");
+  fixed.refuse_beside_file(cmd, {"--stages", "--stages-per-rank", "--microbatches", "--schedule", "--backward-order"});
+  if (fixed.schedule_file.empty() && (cmd.count("--stages") == 0 || cmd.count("--microbatches") == 0)) {
+    throw InputError("give --stages K and --microbatches M, or --schedule-file FILE");
+  }
   sim::Scenario sc;
   plan::PlanRequest& r = sc.request;
   r.schedule = schedule;
@@ -103,6 +150,7 @@ sim::Scenario ScenarioFlags::scenario() const {
     if (schedule != sim::kZbAuto) throw InputError("--memory-limit applies to --schedule zb-auto only");
     sc.conditions.memory_limit_bytes = parse_bytes(memory_limit, "--memory-limit");
   }
+  if (!fixed.schedule_file.empty()) r = plan::for_schedule(std::move(r), fixed.read_schedule());
   sim::validate_jitter(jitter_cv, runs);
   sc.conditions.jitter = {jitter_cv, runs, seed};
   return sc;

@@ -1,10 +1,11 @@
 // gpipe-sim's own flags: those that describe one configuration (`run`):
-// profile, K, M, batch, schedule, recompute, partition, link (and its
-// sharing), optimizer and jitter; and those a sweep holds fixed across its
+// profile, K, M, batch, schedule (generated, or a file), recompute,
+// partition, link (and its sharing), overlapped pairs, optimizer and jitter; and those a sweep holds fixed across its
 // grid (the grid itself is cli/grid_flags.hpp, shared with gpipe-run validate).
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string>
 
@@ -12,12 +13,14 @@
 
 #include "plan/plan.hpp"
 #include "profiles/shipped.hpp"
+#include "schedules/schedule.hpp"
 #include "sim/scenario.hpp"
 
 namespace gpipe::cli {
 
 // The flags `run` and `sweep` share: the profile, and what a sweep holds fixed
-// across its grid (backward order, optimizer, the link).
+// across its grid (backward order, optimizer, the link, how overlapped pairs
+// run, a schedule file instead of generated schedules).
 struct FixedFlags {
   std::string profile{profiles::kDefaultProfile};
   std::string backward_order = "reverse";
@@ -25,12 +28,25 @@ struct FixedFlags {
   std::optional<double> link_bandwidth_GBps;
   std::string link_sharing = "fifo";
   std::string optimizer = "adamw";
+  std::optional<double> overlap_f_b;  // share of the compute stream each of a pair runs at
+  std::string schedule_file;          // an IR JSON or torch CSV file; empty: generate
 
   void add_to(CLI::App& cmd);
   // Sets those fields of the request and the conditions; throws InputError
   // for a value that is not one.
   void apply_to(plan::PlanRequest& request, sim::Conditions& conditions) const;
+  // The schedule of --schedule-file, validated; throws InputError naming the
+  // file and the first fault.
+  [[nodiscard]] schedules::Schedule read_schedule() const;
+  // Throws InputError for each flag of `cmd` named in `generator_flags` that
+  // was given beside --schedule-file, which sets what they would.
+  void refuse_beside_file(const CLI::App& cmd, std::initializer_list<const char*> generator_flags) const;
 };
+
+// gpipe-sim's note on what a schedule holds that no profile prices
+// ("note: 4 UNSHARD/RESHARD/REDUCE_GRAD/WAIT_REDUCE_GRAD actions cost 0 (...)"),
+// or empty.
+[[nodiscard]] std::string unpriced_note(const schedules::Schedule& schedule);
 
 struct ScenarioFlags {
   FixedFlags fixed;
@@ -48,8 +64,9 @@ struct ScenarioFlags {
   std::uint64_t seed = 1;
 
   void add_to(CLI::App& cmd);
-  // Throws InputError for flags that do not make a configuration.
-  [[nodiscard]] sim::Scenario scenario() const;
+  // Throws InputError for flags that do not make a configuration (`cmd` says
+  // which were given).
+  [[nodiscard]] sim::Scenario scenario(const CLI::App& cmd) const;
 };
 
 }  // namespace gpipe::cli

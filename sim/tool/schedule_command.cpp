@@ -1,4 +1,5 @@
-// gpipe-sim schedule: generate a schedule and print it as text, JSON or CSV.
+// gpipe-sim schedule: generate a schedule and print it as text, JSON or CSV
+// (torch.distributed.pipelining's schedule CSV, which torch's _load_csv reads).
 #include <iostream>
 #include <map>
 #include <memory>
@@ -12,6 +13,7 @@
 #include "schedules/ir_json.hpp"
 #include "schedules/ir_text.hpp"
 #include "schedules/lower.hpp"
+#include "schedules/torch_dialect.hpp"
 #include "schedules/validate.hpp"
 #include "sim/tool/commands.hpp"
 #include "sim/zb_auto.hpp"
@@ -52,7 +54,11 @@ int run_schedule(const ScheduleFlags& f, const CLI::App& cmd) {
   if (f.format == "json") {
     std::cout << to_json_text(schedule);
   } else if (f.format == "csv") {
-    std::cout << to_csv(schedule);
+    // What torch reads: compute-only as it stands; lowered in the dialect of
+    // torch's runtime (send waits, no STEP), which has no R to offer.
+    const Schedule for_torch = torch_comms_dialect(schedule);
+    validate(for_torch);
+    std::cout << to_csv(for_torch);
   } else {
     std::cout << to_text(schedule);
   }
@@ -92,7 +98,8 @@ Subcommand add_schedule_command(CLI::App& app) {
       ->check(CLI::IsMember(schedules::recompute_policy_names()))
       ->capture_default_str();
   cmd->add_flag("--lowered", flags->lowered,
-                "Print the lowered program: with R, SEND/RECV and STEP actions");
+                "Print the lowered program: with R, SEND/RECV and STEP actions (as CSV: torch's "
+                "runtime dialect, with WAIT_SEND_F/B and without STEP)");
   cmd->add_option("--format", flags->format, "Output format")
       ->check(CLI::IsMember({"text", "json", "csv"}))
       ->capture_default_str();

@@ -1,5 +1,5 @@
 // gpipe-sim sweep: a what-if grid over K, M, schedules and recompute policies
-// for one mini-batch, in parallel, with a progress bar on a terminal, every row
+// (or the recompute policies of one schedule file) for one mini-batch, in parallel, with a progress bar on a terminal, every row
 // to CSV/JSON, and the best configuration per K that fits a memory limit.
 #include <unistd.h>
 
@@ -66,9 +66,16 @@ void print_summary(const std::vector<sim::SweepRow>& rows, std::optional<std::in
   }
 }
 
-int run(const SweepFlags& f) {
+int run(const SweepFlags& f, const CLI::App& cmd) {
   sim::SweepGrid sweep;
-  f.grid.apply_to(sweep.grid);
+  f.fixed.refuse_beside_file(cmd, {"--stages", "--microbatches", "--schedule", "--backward-order"});
+  if (!f.fixed.schedule_file.empty()) {
+    f.grid.apply_to(sweep.grid, f.fixed.read_schedule());
+  } else if (cmd.count("--stages") == 0 || cmd.count("--microbatches") == 0) {
+    throw InputError("give --stages LIST and --microbatches LIST, or --schedule-file FILE");
+  } else {
+    f.grid.apply_to(sweep.grid);
+  }
   sweep.grid.base.partition = models::parse_partition_spec(f.partition);
   f.fixed.apply_to(sweep.grid.base, sweep.conditions);
   std::optional<std::int64_t> limit;
@@ -97,7 +104,7 @@ Subcommand add_sweep_command(CLI::App& app) {
       "sweep", "Predict a grid of configurations (K x M x schedule x recompute) for one mini-batch");
   f->fixed.add_to(*cmd);
   f->grid.known_schedules = sim::predictable_schedule_names();
-  f->grid.add_to(*cmd, std::int64_t{1} << 40);
+  f->grid.add_to(*cmd, std::int64_t{1} << 40, /*lists_required=*/false);  // or --schedule-file
   cmd->add_option("--partition", f->partition, "balanced or uniform")
       ->check(CLI::IsMember({"balanced", "uniform"}))
       ->capture_default_str();
@@ -107,7 +114,7 @@ Subcommand add_sweep_command(CLI::App& app) {
   cmd->add_option("--out", f->out, "Write every configuration as CSV");
   cmd->add_option("--json-out", f->json_out, "Write every configuration as JSON");
   cmd->add_option("--threads", f->threads, "Worker threads (default: all cores)")->check(CLI::Range(1, 1024));
-  return {cmd, [f] { return run(*f); }};
+  return {cmd, [f, cmd] { return run(*f, *cmd); }};
 }
 
 }  // namespace gpipe::cli

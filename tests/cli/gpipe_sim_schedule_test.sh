@@ -18,10 +18,14 @@ for schedule in gpipe 1f1b zb-h1 zb-h2; do
         for lowered in "" --lowered; do
           "$sim" schedule --schedule $schedule -K $k -M $m --recompute $recompute $lowered \
             --format json >"$tmp/s.json" || fail "schedule $schedule $k $m json"
-          "$sim" schedule --schedule $schedule -K $k -M $m --recompute $recompute $lowered \
-            --format csv >"$tmp/s.csv" || fail "schedule $schedule $k $m csv"
           expect_status 0 "$sim" check "$tmp/s.json"
-          expect_status 0 "$sim" check "$tmp/s.csv"
+          # The CSV is torch's: a lowered schedule with R has no torch form.
+          if "$sim" schedule --schedule $schedule -K $k -M $m --recompute $recompute $lowered \
+            --format csv >"$tmp/s.csv" 2>"$tmp/err"; then
+            expect_status 0 "$sim" check "$tmp/s.csv"
+          elif [ -z "$lowered" ] || [ "$recompute" = never ] || ! grep -q "has no recompute action" "$tmp/err"; then
+            fail "schedule $schedule $k $m $recompute $lowered csv: $(cat "$tmp/err")"
+          fi
         done
       done
     done

@@ -45,6 +45,14 @@ TEST(Grid, RowJsonStartsEveryRow) {
             R"({"batch":32,"microbatches":8,"reason":"why","recompute":"except_last","schedule":"1f1b","stages":4,"status":"skipped"})");
 }
 
+TEST(Grid, RowCsvQuotesAScheduleFilesName) {
+  PlanRequest r;
+  r.schedule = "a,b";
+  r.stages = 2;
+  r.microbatches = 4;
+  EXPECT_EQ(grid_row_csv(r, "", 0), "\"a,b\",never,2,,4,");
+}
+
 TEST(Grid, CsvCellsQuotedOnlyWhenNeeded) {
   EXPECT_EQ(csv_cell("gpipe"), "gpipe");
   EXPECT_EQ(csv_cell("3,3,2"), "\"3,3,2\"");

@@ -8,6 +8,8 @@
 
 #include "plan/plan.hpp"
 #include "schedules/generate.hpp"
+#include "schedules/ir_csv.hpp"
+#include "schedules/lower.hpp"
 #include "schedules/validate.hpp"
 #include "tests/error_of.hpp"
 #include "tests/test_profiles.hpp"
@@ -112,6 +114,42 @@ TEST(MakePlan, RejectsConfigurationsThatCannotExist) {
   r.schedule = "zb-h9";
   EXPECT_EQ(error_of([&] { (void)make_plan(profile, r); }),
             fmt::format("unknown schedule 'zb-h9' (known: {})", fmt::join(schedules::schedule_names(), ", ")));
+}
+
+TEST(MakePlan, AGivenSchedule) {
+  // A V-shaped schedule of 2 ranks and 4 stages, M = 2, as a file gives it.
+  schedules::Schedule v = schedules::schedule_from_csv(
+      "0F0,0F1,3F0,3B0,3F1,3B1,0B0,0B1\n1F0,2F0,1F1,2F1,2B0,1B0,2B1,1B1\n", "v.csv", "v");
+  PlanRequest base;
+  base.batch = 6;
+  base.recompute = schedules::RecomputePolicy::always;
+  const PlanRequest r = for_schedule(base, v);
+  EXPECT_EQ(r.schedule, "v");
+  EXPECT_EQ(r.stages, 2);  // ranks
+  EXPECT_EQ(r.stages_per_rank, 2);
+  EXPECT_EQ(r.microbatches, 2);
+  const Plan p = make_plan(uniform_profile(8, 10.0, 20.0), r);
+  EXPECT_EQ(p.partition.layers_per_stage, (std::vector<int>{2, 2, 2, 2}));
+  EXPECT_EQ(p.microbatch_sizes, (std::vector<int>{3, 3}));
+  EXPECT_EQ(p.schedule.ranks, v.ranks);
+  EXPECT_EQ(p.schedule.num_ranks, 2);
+  // Compute-only: the request's recompute policy applies.
+  EXPECT_EQ(p.schedule.recompute, schedules::RecomputePolicy::always);
+  // Rank 0 holds stages 0 and 3: twice the parameters of one stage.
+  EXPECT_EQ(p.static_bytes[0], p.static_bytes[1]);
+
+  EXPECT_EQ(error_of([&] { (void)make_plan(uniform_profile(3, 1.0, 1.0), r); }),
+            "schedule v has 4 stages, more than the 3 layers of the profile: every stage needs at least one layer");
+  PlanRequest few = r;
+  few.batch = 1;
+  EXPECT_EQ(error_of([&] { (void)make_plan(uniform_profile(8, 1.0, 1.0), few); }),
+            "--batch 1 is fewer samples than the 2 micro-batches of schedule v: every micro-batch needs a sample");
+  // A lowered one keeps its own policy and refuses another.
+  PlanRequest lowered = for_schedule(base, schedules::lower(v));
+  EXPECT_EQ(error_of([&] { (void)make_plan(uniform_profile(8, 1.0, 1.0), lowered); }),
+            "--recompute always: schedule v is lowered already, with recompute never");
+  lowered.recompute = schedules::RecomputePolicy::never;
+  EXPECT_TRUE(make_plan(uniform_profile(8, 1.0, 1.0), lowered).schedule.is_lowered());
 }
 
 }  // namespace
