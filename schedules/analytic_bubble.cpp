@@ -5,13 +5,13 @@
 namespace gpipe::schedules {
 namespace {
 
-enum class Form { pipeline, interleaved, zb_h1, zb_h2, none };
+enum class Form { pipeline, interleaved, zb_h1, zb_h1_per_stage, none };
 
 Form form_of(std::string_view family) {
   if (family == "gpipe" || family == "1f1b") return Form::pipeline;
   if (family == "interleaved-1f1b" || family == "looped-bfs") return Form::interleaved;
   if (family == "zb-h1") return Form::zb_h1;
-  if (family == "zb-h2") return Form::zb_h2;
+  if (family == "interleaved-zb" || family == "dualpipev") return Form::zb_h1_per_stage;
   return Form::none;
 }
 
@@ -39,9 +39,10 @@ std::optional<AnalyticBubble> analytic_bubble(std::string_view family, int num_r
     case Form::zb_h1:
       if (total <= 0) return std::nullopt;
       return from_ratio(std::max(0.0, k_minus_1 * (t.forward + input - t.weight)), m * total);
-    case Form::zb_h2:
+    case Form::zb_h1_per_stage:
       if (total <= 0) return std::nullopt;
-      return from_ratio(std::max(0.0, k_minus_1 * (t.forward + input - 2 * t.weight)), m * total);
+      return from_ratio(std::max(0.0, k_minus_1 * (t.forward + input - t.weight)),
+                        std::max(stages_per_rank, 1) * m * total);
     case Form::none:
       break;
   }
@@ -53,7 +54,7 @@ AnalyticForms analytic_bubble_forms(std::string_view family) {
     case Form::pipeline: return {"(K-1)/(M+K-1)", "(K-1)/M"};
     case Form::interleaved: return {"(K-1)/(VM+K-1)", "(K-1)/(VM)"};
     case Form::zb_h1: return {"x/(1+x)", "x = (K-1)(T_F+T_I-T_W)/(M T)"};
-    case Form::zb_h2: return {"x/(1+x)", "x = (K-1)(T_F+T_I-2T_W)/(M T)"};
+    case Form::zb_h1_per_stage: return {"x/(1+x)", "x = (K-1)(T_F+T_I-T_W)/(V M T)"};
     case Form::none: break;
   }
   return {};

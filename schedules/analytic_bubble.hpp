@@ -5,14 +5,20 @@
 //   gpipe, 1f1b                     (K-1) / M                  GPipe; PipeDream-flush
 //   interleaved-1f1b, looped-bfs    (K-1) / (V M)              Megatron-LM (Narayanan et al. 2021)
 //   zb-h1                           (K-1)(T_F + T_I - T_W) / (M T)   Zero Bubble (Qi et al. 2024)
-//   zb-h2                           max(0, (K-1)(T_F + T_I - 2 T_W)) / (M T)
+//   interleaved-zb, dualpipev       (K-1)(T_F + T_I - T_W) / (V M T)  ZB-H1's form, per stage
+//                                   (checked exact on the simulator for M >= K, and
+//                                   M >= 2K for dualpipev, with T_W <= T_I)
 // with T = T_F + T_I + T_W, the mean time of a micro-batch's forward and
 // backward on a stage (T_I + T_W = T_B where the backward is not split). In
 // the zero-bubble paper's own notation T_B is the input-gradient part, so ZB-H1
-// is its (p-1)(T_F+T_B-T_W) and ZB-H2 its (p-1)(T_F+T_B-2T_W).
+// is its (p-1)(T_F+T_B-T_W). ZB-H2's (p-1)(T_F+T_B-2T_W) is not a step's
+// bubble: its zero needs steps run back to back with the optimizer's sync
+// bypassed, while one step still waits (K-1) T_F for the first forward to
+// reach the last rank; so zb-h2 has no closed form here.
 // The bubble fraction is then x / (1 + x): (K-1)/(M+K-1) for GPipe.
-// Families with no exact closed form (interleaved-zb, zbv, dualpipev, zb-auto,
-// schedules read from files) have none: std::nullopt.
+// T_F, T_I, T_W are the mean times of one stage's actions. Families with no
+// exact closed form (zb-h2, zbv, zb-auto, schedules read from files) have none:
+// std::nullopt.
 #pragma once
 
 #include <optional>

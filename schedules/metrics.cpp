@@ -123,11 +123,13 @@ MeanComputeTimes ComputeTimeTotals::means() const {
   const auto mean = [this](int slot) {
     return count_[slot] == 0 ? 0.0 : static_cast<double>(sum_[slot]) / static_cast<double>(count_[slot]);
   };
+  // A micro-batch's backward on a stage is one B, or one I and its W (some
+  // schedules mix them: DualPipeV's overlapped pairs run B, the rest I and W).
   MeanComputeTimes t;
   t.forward = mean(0);
-  const bool split = count_[2] > 0 && count_[1] == 0;
-  t.weight = split ? mean(3) : 0.0;
-  t.backward = split ? mean(2) + mean(3) : mean(1);
+  const std::int64_t backwards = count_[1] + count_[2];
+  t.backward = backwards == 0 ? 0.0 : static_cast<double>(sum_[1] + sum_[2] + sum_[3]) / static_cast<double>(backwards);
+  t.weight = mean(3);
   return t;
 }
 

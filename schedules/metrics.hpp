@@ -56,7 +56,8 @@ struct Metrics {
                                           const MeanComputeTimes& times = {});
 
 // Sums and counts of the F, B, I and W durations of a schedule's compute
-// actions, for the mean times of the closed forms.
+// actions, for the mean times of the closed forms: T_F, the mean backward of a
+// micro-batch on a stage (one B, or an I and its W) and T_W.
 class ComputeTimeTotals {
  public:
   void add(ActionKind kind, std::int64_t duration_ns);

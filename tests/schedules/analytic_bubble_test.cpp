@@ -32,15 +32,19 @@ TEST(AnalyticBubble, ZeroBubbleFormsUseTheStageTimes) {
   ASSERT_TRUE(h1.has_value());
   EXPECT_DOUBLE_EQ(h1->time_over_ideal, 36.0 / 160.0);
   EXPECT_DOUBLE_EQ(h1->fraction, 36.0 / 196.0);
-  const auto h2 = analytic_bubble("zb-h2", 4, 1, 8, t);  // 3 (10 + 6 - 8) = 24
-  ASSERT_TRUE(h2.has_value());
-  EXPECT_DOUBLE_EQ(h2->time_over_ideal, 24.0 / 160.0);
-  // T_F = T_I = T_W: ZB-H2 has no bubble at all.
-  EXPECT_EQ(analytic_bubble("zb-h2", 4, 1, 8, {1, 2, 1})->time_over_ideal, 0.0);
+}
+
+TEST(AnalyticBubble, InterleavedZeroBubbleIsZbH1sFormPerStage) {
+  const MeanComputeTimes t{10, 10, 4};  // T = 20; (K-1)(T_F + T_I - T_W) = 3 x 12 = 36
+  for (const char* family : {"interleaved-zb", "dualpipev"}) {
+    const auto b = analytic_bubble(family, 4, 2, 8, t);
+    ASSERT_TRUE(b.has_value()) << family;
+    EXPECT_DOUBLE_EQ(b->time_over_ideal, 36.0 / (2 * 8 * 20));
+  }
 }
 
 TEST(AnalyticBubble, FamiliesWithoutAClosedFormHaveNone) {
-  for (const char* family : {"zbv", "dualpipev", "interleaved-zb", "zb-auto", "my_file"}) {
+  for (const char* family : {"zb-h2", "zbv", "zb-auto", "my_file"}) {
     EXPECT_FALSE(analytic_bubble(family, 4, 2, 8, {1, 2, 1}).has_value()) << family;
     EXPECT_TRUE(analytic_bubble_forms(family).fraction.empty()) << family;
   }
@@ -59,10 +63,18 @@ TEST(ComputeTimeTotals, MeansOfAFullOrASplitBackward) {
   ComputeTimeTotals split;
   split.add(ActionKind::F, 10);
   split.add(ActionKind::I, 6);
+  split.add(ActionKind::I, 6);
   split.add(ActionKind::W, 4);
   split.add(ActionKind::W, 8);
-  EXPECT_EQ(split.means().backward, 12.0);
+  EXPECT_EQ(split.means().backward, 12.0);  // (6 + 4 + 6 + 8) / 2
   EXPECT_EQ(split.means().weight, 6.0);
+  // Mixed, as DualPipeV: one B of 12, one I of 6 with its W of 6.
+  ComputeTimeTotals mixed;
+  mixed.add(ActionKind::B, 12);
+  mixed.add(ActionKind::I, 6);
+  mixed.add(ActionKind::W, 6);
+  EXPECT_EQ(mixed.means().backward, 12.0);
+  EXPECT_EQ(mixed.means().weight, 6.0);
 }
 
 TEST(Metrics, NoClosedFormIsNullInJson) {
