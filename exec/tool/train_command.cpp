@@ -29,7 +29,12 @@
 #include "profiles/shipped.hpp"
 #include "schedules/chrome_trace.hpp"
 #include "schedules/error.hpp"
+#include "schedules/compute_order.hpp"
+#include "schedules/files.hpp"
 #include "schedules/generate.hpp"
+#include "schedules/validate.hpp"
+#include "sim/scenario.hpp"
+#include "sim/zb_auto.hpp"
 
 namespace gpipe::cli {
 namespace {
@@ -38,6 +43,7 @@ struct TrainFlags {
   RunFlags run;
   CudaFlags cuda;
   std::string schedule = "gpipe";
+  std::string schedule_file;  // an IR JSON or torch CSV; empty: generate
   int stages = 0;
   int stages_per_rank = 0;  // 0: the schedule's own
   int microbatches = 0;
@@ -84,7 +90,33 @@ std::string device_memory_line(const exec::BackendRun& run) {
       format_bytes(run.device_peak_used_bytes), per_rank);
 }
 
-int run_train(const TrainFlags& f) {
+// The file's schedule, checked, in the compute order the executor runs
+// (schedules/compute_order.hpp: it inserts its own transfers).
+schedules::Schedule read_schedule_file(const std::string& path) {
+  const schedules::Schedule file = schedules::read_schedule_file(path);
+  const auto errors = schedules::find_errors(file);
+  if (!errors.empty()) {
+    throw InputError(fmt::format("{}: {} (gpipe-sim check {} shows where)", path, errors.front().message, path));
+  }
+  return schedules::compute_order(file);
+}
+
+void check_schedule_flags(const TrainFlags& f, const CLI::App& cmd) {
+  if (!f.schedule_file.empty()) {
+    for (const char* flag : {"--schedule", "--stages", "--stages-per-rank", "--microbatches", "--backward-order"}) {
+      if (cmd.count(flag) > 0) {
+        throw InputError(fmt::format("{} cannot be used with --schedule-file: the file gives the schedule, "
+                                     "its stages and micro-batches",
+                                     flag));
+      }
+    }
+  } else if (cmd.count("--stages") == 0 || cmd.count("--microbatches") == 0) {
+    throw InputError("give --stages K and --microbatches M, or --schedule-file FILE");
+  }
+}
+
+int run_train(const TrainFlags& f, const CLI::App& cmd) {
+  check_schedule_flags(f, cmd);
   f.cuda.check_backend(f.run.backend);
   require_backend(f.run.backend);
   const models::Model model = models::parse_model(f.run.model);
@@ -97,9 +129,10 @@ int run_train(const TrainFlags& f) {
   request.microbatches = f.microbatches;
   request.batch = f.batch;
   request.partition = models::parse_partition_spec(f.run.partition);
+  if (!f.schedule_file.empty()) request = plan::for_schedule(std::move(request), read_schedule_file(f.schedule_file));
   // The run's one split of N into M: its error (M > N) comes before any
   // profile is read, and the analytic profile is built at its sizes.
-  std::vector<int> sizes = plan::split_batch(f.batch, f.microbatches);
+  std::vector<int> sizes = plan::split_batch(f.batch, request.microbatches);
 
   // The costs the partitioner balances: a measured profile when given, else
   // the model's analytic costs at this run's micro-batch sizes.
@@ -114,7 +147,10 @@ int run_train(const TrainFlags& f) {
     balanced_on = "the model's analytic fp32 costs";
   }
   plan::check_request_for_model(model, profile, request);
-  const plan::Plan plan = plan::make_plan(profile, request, std::move(sizes));
+  // zb-auto's schedule is the simulator's search on these costs (no memory limit).
+  const plan::Plan plan = request.schedule == sim::kZbAuto
+                              ? sim::predict(profile, sim::Scenario{.request = request, .conditions = {}}, false).plan
+                              : plan::make_plan(profile, request, std::move(sizes));
 
   exec::TrainOptions t;
   t.model = model;
@@ -158,7 +194,8 @@ int run_train(const TrainFlags& f) {
   std::cout << fmt::format("\nlast step, measured ({}):\n", run.where);
   std::cout << format_metrics_summary(result.metrics, plan.schedule.name);
   std::cout << format_rank_table(result.metrics, plan.partition,
-                                 fmt::format("static ({}, fp32)", models::to_string(t.optimizer.kind)));
+                                 fmt::format("static ({}, fp32)", models::to_string(t.optimizer.kind)),
+                                 plan.schedule.stage_to_rank);
   if (!run.allocator_peak_bytes.empty()) std::cout << "\n" << device_memory_line(run) << "\n";
   if (!f.trace.empty()) std::cout << "\ntrace written to " << f.trace << " (open it in Perfetto)\n";
   return 0;
@@ -173,22 +210,27 @@ Subcommand add_train_command(CLI::App& app) {
                "SM partition of one GPU) and measure it: loss per step, then step time, bubble, "
                "utilisation and memory of the last step");
   f->run.add_to(*cmd, "Profile of the model (gpipe-run profile) whose costs --partition balanced balances");
+  // Required unless --schedule-file gives them (run_train checks).
   cmd->add_option("--stages,-K", f->stages, "Number of pipeline ranks K (each holds V stages)")
-      ->required()
       ->check(CLI::Range(1, 4096));
   cmd->add_option("--stages-per-rank,-V", f->stages_per_rank, "Stages per rank V of the interleaved and V-shaped schedules (the model is cut into K x V stages; default: the schedule's own)")
       ->check(CLI::Range(1, 64));
   cmd->add_option("--microbatches,-M", f->microbatches, "Micro-batches per mini-batch M")
-      ->required()
       ->check(CLI::Range(1, 1000000));
+  cmd->add_option("--schedule-file", f->schedule_file,
+                  "Train the schedule of this IR JSON or torch CSV file (K, its stages and M from the file; the "
+                  "executor runs its compute order, with its own transfers, each receive just before its "
+                  "consumer)")
+      ->check(CLI::ExistingFile);
   cmd->add_option("--batch,-N", f->batch, "Samples per mini-batch N, split over the M micro-batches")
       ->required()
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30));
   cmd->add_option("--steps", f->steps, "Training steps (one mini-batch and one optimizer step each)")
       ->required()
       ->check(CLI::Range(1, 100000000));
-  cmd->add_option("--schedule", f->schedule, "Schedule")
-      ->check(CLI::IsMember(schedules::schedule_names()))
+  cmd->add_option("--schedule", f->schedule,
+                  "Schedule (zb-auto: the simulator's search on the profile's costs)")
+      ->check(CLI::IsMember(sim::predictable_schedule_names()))
       ->capture_default_str();
   cmd->add_option("--recompute", f->recompute, "Re-materialisation policy")
       ->check(CLI::IsMember(schedules::recompute_policy_names()))
@@ -202,7 +244,7 @@ Subcommand add_train_command(CLI::App& app) {
   cmd->add_option("--inject-fault", f->inject_fault,
                   "For testing: RANK:ACTION makes rank RANK fail at ACTION (e.g. 1:1F0); "
                   "RANK:ACTION:stall makes it hang there until the watchdog ends the run");
-  return {cmd, [f] { return run_train(*f); }};
+  return {cmd, [f, cmd] { return run_train(*f, *cmd); }};
 }
 
 }  // namespace gpipe::cli

@@ -94,4 +94,26 @@ expect_one_error_line "--trace /nonexistent/dir/t.json: cannot write: No such fi
 expect_status 2 "$run" fly
 expect_one_error_line "unknown command 'fly'"
 
+
+# Every family trains, as generated, searched (zb-auto) or read from a file.
+mlp4=mlp:layers=4,hidden=8  # 5 layers: room for K x V = 4 stages
+for family in interleaved-1f1b looped-bfs interleaved-zb zbv dualpipev zb-h1 zb-h2 zb-auto; do
+  expect_status 0 "$run" train --model $mlp4 -K 2 -M 4 -N 8 --steps 2 --schedule $family
+  expect_out "^step 2/2  loss [0-9]"
+done
+expect_status 0 "$run" train --model $mlp4 -K 2 -M 4 -N 8 --steps 2 --schedule zbv
+expect_out "schedule    zbv, 4 stages on 2 ranks"
+expect_out "^ *0  *0,3-4 "  # rank 0 holds stages 0 and 3 in the V
+"$sim" schedule --schedule dualpipev -K 2 -M 4 --format csv >"$tmp/dpv.csv"
+expect_status 0 "$run" train --model $mlp4 --schedule-file "$tmp/dpv.csv" -N 8 --steps 2
+expect_out "schedule    dpv, 4 stages on 2 ranks, 4 micro-batches"
+expect_status 0 "$run" train --model $mlp4 --schedule-file "$(dirname "$0")/../data/torch_csv/dualpipev_k2_m4_comms.csv" -N 8 --steps 2
+expect_out "^step 2/2  loss [0-9]"
+expect_status 2 "$run" train --model $mlp4 --schedule-file "$tmp/dpv.csv" -K 2 -N 8 --steps 2
+expect_one_error_line "--stages cannot be used with --schedule-file"
+expect_status 2 "$run" train --model $mlp4 -N 8 --steps 2
+expect_one_error_line "give --stages K and --microbatches M, or --schedule-file FILE"
+expect_status 2 "$run" train --model $mlp4 -K 2 -M 4 -N 8 --steps 2 --schedule dualpipev -V 3
+expect_one_error_line "--stages-per-rank 3"
+
 finish "gpipe-run train"
