@@ -30,15 +30,6 @@ namespace {
 using schedules::RecomputePolicy;
 using trainer_test::RunConfig;
 
-TrainResult reference(const RunConfig& config) {
-  RunConfig c = config;
-  c.schedule = "gpipe";
-  c.stages = 1;
-  c.microbatches = 1;
-  c.recompute = RecomputePolicy::never;
-  return cpu::train(trainer_test::options_for(c));
-}
-
 // The family's own schedule of K ranks and M micro-batches, the model cut
 // uniformly into its K x V stages.
 TrainOptions options_for(const RunConfig& config, const std::string& family, int ranks, int microbatches,
@@ -69,7 +60,7 @@ std::vector<std::int64_t> predicted_peaks(const TrainOptions& o) {
 }
 
 void expect_every_family_trains(const RunConfig& base, int ranks, int microbatches) {
-  const TrainResult ref = reference(base);
+  const TrainResult ref = trainer_test::one_stage_reference(base);
   for (const std::string& family : schedules::schedule_names()) {
     for (RecomputePolicy recompute : {RecomputePolicy::never, RecomputePolicy::always}) {
       const std::string what = fmt::format("{} {} K={} M={} recompute={}", base.model, family, ranks,

@@ -73,15 +73,6 @@ schedules::Schedule generated(const std::string& name, int stages, int microbatc
   return schedules::generate(name, s);
 }
 
-TrainResult reference(const RunConfig& config) {
-  RunConfig c = config;
-  c.schedule = "gpipe";
-  c.stages = 1;
-  c.microbatches = 1;
-  c.recompute = RecomputePolicy::never;
-  return cpu::train(trainer_test::options_for(c));
-}
-
 std::size_t count_kind(const schedules::Timeline& timeline, schedules::ActionKind kind) {
   return static_cast<std::size_t>(std::count_if(timeline.actions.begin(), timeline.actions.end(),
                                                 [&](const auto& t) { return t.action.kind == kind; }));
@@ -142,7 +133,7 @@ void expect_transparent_and_predicted(const TrainOptions& o, const TrainResult& 
 }
 
 void expect_split_transparent(const RunConfig& base, int stages, int microbatches) {
-  const TrainResult ref = reference(base);
+  const TrainResult ref = trainer_test::one_stage_reference(base);
   for (const std::string name : {"gpipe", "1f1b"}) {
     for (RecomputePolicy recompute :
          {RecomputePolicy::never, RecomputePolicy::always, RecomputePolicy::except_last}) {
@@ -216,7 +207,7 @@ TEST(TrainerSplitBackward, DeferredWeightGradientsKeepOnlyWhatWNeeds) {
 }
 
 void expect_two_stages_per_rank_transparent(const RunConfig& base, int ranks, int microbatches) {
-  const TrainResult ref = reference(base);
+  const TrainResult ref = trainer_test::one_stage_reference(base);
   const std::vector<schedules::Schedule> orders = {hand_schedules::looped_bfs(ranks, microbatches),
                                                    hand_schedules::v_shape(ranks, microbatches)};
   for (const schedules::Schedule& order : orders) {
@@ -266,7 +257,7 @@ TEST(TrainerTwoStagesPerRank, TheVShapesLossStageIsOnRankZero) {
   // mlp:layers=4 (5 layers) cut 2,1,1,1: rank 0 holds blocks 0 and 1 and the
   // loss, rank 1 blocks 2 and 3. Each rank's static bytes are its two
   // stages', together the whole model's.
-  const TrainResult whole = reference(c);
+  const TrainResult whole = trainer_test::one_stage_reference(c);
   ASSERT_EQ(run.metrics.ranks.size(), 2U);
   EXPECT_EQ(run.metrics.ranks[0].static_bytes, run.metrics.ranks[1].static_bytes);
   EXPECT_EQ(run.metrics.ranks[0].static_bytes + run.metrics.ranks[1].static_bytes,

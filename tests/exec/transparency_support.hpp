@@ -36,6 +36,17 @@ namespace gpipe::exec::trainer_test {
 
 inline constexpr double kTransparencyTolerance = 1e-5;
 
+// The same training on one stage with one micro-batch (gpipe, K = 1, M = 1):
+// what every pipelined run is checked against.
+inline TrainResult one_stage_reference(const RunConfig& config) {
+  RunConfig c = config;
+  c.schedule = "gpipe";
+  c.stages = 1;
+  c.microbatches = 1;
+  c.recompute = schedules::RecomputePolicy::never;
+  return cpu::train(options_for(c));
+}
+
 // The values of parameter `p` of layer `l` that transparency is checked on.
 inline std::vector<float> compared(const models::Model& model, const OptimizerConfig& optimizer,
                                    std::size_t l, std::size_t p, std::vector<float> values) {
