@@ -33,7 +33,9 @@ _FLOAT_COLUMNS = ["step_time_us", "bubble_fraction", "bubble_fraction_analytic",
 _BYTE_COLUMNS = ["peak_activation_bytes", "static_bytes", "peak_memory_bytes"]
 
 MEMORY_COUNTER = "activation memory"
-ACTION_RE = re.compile(r"^(\d+)(SEND_F|RECV_F|SEND_B|RECV_B|STEP|F|B|I|W|R)(\d*)$")
+ACTION_RE = re.compile(r"^(\d+)(WAIT_SEND_F|WAIT_SEND_B|SEND_F|RECV_F|SEND_B|RECV_B|STEP|UNSHARD|RESHARD|"
+                       r"WAIT_REDUCE_GRAD|REDUCE_GRAD|F|B|I|W|R)(\d*)$")
+OVERLAP_TID = 1_000_000  # the lane of an overlapped pair's backward (schedules/trace_lanes.hpp)
 
 
 class InputError(Exception):
@@ -249,12 +251,14 @@ class Trace:
         return self.schedule["num_ranks"]
 
     def describe(self):
-        """'gpipe K=2 M=2 recompute never, sim' for titles."""
+        """'gpipe K=2 M=2 recompute never, sim' for titles; V=2 where a rank holds two stages."""
         s = self.schedule
         src = self.source.get("kind", "?")
         if self.source.get("device"):
             src += f" ({self.source['device']})"
-        return (f"{s['name']} K={s['num_stages']} M={s['num_microbatches']} "
+        ranks = s.get("num_ranks", s["num_stages"])
+        v = f" V={s['num_stages'] // ranks}" if ranks and s["num_stages"] != ranks else ""
+        return (f"{s['name']} K={ranks}{v} M={s['num_microbatches']} "
                 f"recompute {s['recompute']}, {src}")
 
 
@@ -299,7 +303,8 @@ def _read_action(ev, where, path, num_ranks):
         raise InputError(f"{path}: field '{where}cat' must be \"{'comm' if comm else 'compute'}\" "
                          f"for {name}")
     tid = _field(ev, "tid", where, path, int, "an integer")
-    if (tid == 0) == comm or tid < 0:
+    on_compute_lane = tid == 0 or (tid == OVERLAP_TID and kind in ("B", "I"))
+    if on_compute_lane == comm or tid < 0:
         raise InputError(f"{path}: field '{where}tid' is {tid}, which does not fit {name}")
     dur = _field(ev, "dur", where, path, (int, float), "a number")
     if dur < 0:

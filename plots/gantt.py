@@ -3,7 +3,9 @@
 
 Each rank's compute stream is the tall bar, coloured by action kind (F, B, R,
 I, W, STEP) with the micro-batch number written in boxes wide enough for it;
-its send and receive lanes are the thin bars below. Several traces (say the
+the backward of an overlapped F&B pair that ran beside its forward
+(`gpipe-sim run --overlap-f-b`) is a hatched bar right below it; the send and
+receive lanes are the thin bars below. Several traces (say the
 simulator's prediction and a measured run) are stacked with a shared time
 axis, each measured from the start of its own step, so their shapes compare
 directly.
@@ -21,10 +23,12 @@ KIND_STYLE = {
     "I": ("#D55E00", "I input gradient"),
     "W": ("#F0E442", "W weight gradient"),
     "STEP": ("#009E73", "STEP optimizer"),
+    "OTHER": ("#000000", "send waits, FSDP/DP housekeeping"),
     "SEND": ("#0072B2", "send"),
     "RECV": ("#999999", "receive"),
 }
 COMPUTE_H = 0.6  # height of a compute row, in rank-band units
+OVERLAP_TID = common.OVERLAP_TID
 LANE_H, LANE_GAP = 0.13, 0.04
 RANK_GAP = 0.45
 FIG_WIDTH = 12.0
@@ -42,7 +46,9 @@ def parse_args():
 
 
 def style_key(kind):
-    return kind[:4] if kind.startswith(("SEND", "RECV")) else kind
+    if kind.startswith(("SEND", "RECV")):
+        return kind[:4]
+    return kind if kind in KIND_STYLE else "OTHER"  # WAIT_SEND_*, UNSHARD, REDUCE_GRAD, ...
 
 
 class Layout:
@@ -50,9 +56,11 @@ class Layout:
 
     def __init__(self, trace, actions):
         sends = sorted({a.tid for a in actions if a.tid % 2 == 1})
-        recvs = sorted({a.tid for a in actions if a.tid >= 2 and a.tid % 2 == 0})
+        recvs = sorted({a.tid for a in actions if a.tid >= 2 and a.tid % 2 == 0 and a.tid != OVERLAP_TID})
         self.lanes = sends + recvs
-        self.band = COMPUTE_H + LANE_GAP + len(self.lanes) * (LANE_H + LANE_GAP) + RANK_GAP
+        self.overlap = any(a.tid == OVERLAP_TID for a in actions)
+        self.top = COMPUTE_H + (LANE_GAP + COMPUTE_H if self.overlap else 0)  # compute rows
+        self.band = self.top + LANE_GAP + len(self.lanes) * (LANE_H + LANE_GAP) + RANK_GAP
         self.num_ranks = trace.num_ranks
         self.height = self.num_ranks * self.band
 
@@ -61,11 +69,15 @@ class Layout:
         base = rank * self.band
         if tid == 0:
             return base, COMPUTE_H
+        if tid == OVERLAP_TID:
+            return base + COMPUTE_H + LANE_GAP, COMPUTE_H
         index = self.lanes.index(tid)
-        return base + COMPUTE_H + LANE_GAP + index * (LANE_H + LANE_GAP), LANE_H
+        return base + self.top + LANE_GAP + index * (LANE_H + LANE_GAP), LANE_H
 
 
 def lane_name(tid):
+    if tid == OVERLAP_TID:
+        return "overlapped"
     kind, n = ("send", (tid + 1) // 2) if tid % 2 else ("recv", tid // 2)
     return kind if n == 1 else f"{kind} {n}"
 
@@ -86,13 +98,15 @@ def draw_trace(ax, trace, actions, title, divisor, px_per_unit):
         groups.setdefault((style_key(a.kind), a.rank, a.tid), []).append(span)
     for (key, rank, tid), spans in groups.items():
         # White seams part adjacent compute boxes; thin comm bars would vanish under them.
+        compute_row = tid in (0, OVERLAP_TID)
         ax.broken_barh(spans, layout.row(rank, tid), facecolors=KIND_STYLE[key][0],
-                       edgecolor="white", linewidth=0.6 if tid == 0 else 0)
+                       edgecolor="white", linewidth=0.6 if compute_row else 0,
+                       hatch="///" if tid == OVERLAP_TID else None)
     for a in actions:
         text = box_text(a)
         # Room for the text: about 0.6 em per character plus a margin, at 8 pt.
-        if a.tid == 0 and a.dur_us / divisor * px_per_unit >= len(text) * 8 * 0.6 + 4:
-            y, h = layout.row(a.rank, 0)
+        if a.tid in (0, OVERLAP_TID) and a.dur_us / divisor * px_per_unit >= len(text) * 8 * 0.6 + 4:
+            y, h = layout.row(a.rank, a.tid)
             ax.text((a.start_us - t0 + a.dur_us / 2) / divisor, y + h / 2, text, ha="center",
                     va="center", fontsize=8,
                     color=common.contrast(KIND_STYLE[style_key(a.kind)][0]))
@@ -106,7 +120,7 @@ def label_rows(ax, trace, layout):
     """Rank names on the compute rows, small lane names on the comm rows."""
     ticks, labels, sizes = [], [], []
     for r in range(layout.num_ranks):
-        for tid in [0] + layout.lanes:
+        for tid in [0] + ([OVERLAP_TID] if layout.overlap else []) + layout.lanes:
             y, h = layout.row(r, tid)
             ticks.append(y + h / 2)
             labels.append(trace.rank_names.get(r, f"rank {r}") if tid == 0 else lane_name(tid))

@@ -8,6 +8,10 @@ data/trace_sim_gpipe_k2_m2.json: the simulator's GPipe K=2 M=2 step (F 100 us,
 B 200 us, transfers 20 us, STEP 30 us). data/trace_cpu_gpipe_k2_m2.json: a
 measured run of the same schedule, two steps from ts 15000 us, whose slow
 transfers overlap so that a second send and receive lane (tids 3, 4) appear.
+data/trace_sim_dualpipev_overlap.json: `gpipe-sim run --schedule-file
+tests/data/torch_csv/dualpipev_k2_m4_comms.csv --overlap-f-b 0.8` on the shipped
+transformer-24L-h1024-h100 profile, N = 8: the backward of each overlapped pair on
+its own lane (tid 1000000), send waits and housekeeping of zero length.
 data/validation.csv: a `gpipe-run validate --out` file, 3 run configurations
 (one whose measured activation peak differs) and 2 skipped.
 Run: /usr/bin/python3 -m unittest discover -s tests/plots
@@ -27,6 +31,7 @@ SWEEP = os.path.join(DATA, "sweep.csv")
 SIM_TRACE = os.path.join(DATA, "trace_sim_gpipe_k2_m2.json")
 CPU_TRACE = os.path.join(DATA, "trace_cpu_gpipe_k2_m2.json")
 VALIDATION = os.path.join(DATA, "validation.csv")
+OVERLAP_TRACE = os.path.join(DATA, "trace_sim_dualpipev_overlap.json")
 SCRIPTS = ["bubble_vs_m.py", "bubble_by_schedule.py", "sweep_heatmap.py", "gantt.py", "memory.py",
            "validation.py"]
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -165,6 +170,14 @@ class TraceLoaderTest(TempDirTest):
         self.assertEqual(trace.describe(), "gpipe K=2 M=2 recompute never, sim")
         self.assertEqual(common.step_count(trace), 1)
 
+    def test_reads_overlapped_pairs_and_torch_housekeeping(self):
+        trace = common.load_trace(OVERLAP_TRACE)
+        self.assertEqual(trace.describe().split(",")[0], "dualpipev_k2_m4_comms K=2 V=2 M=4 recompute never")
+        overlapped = [a for a in trace.actions if a.tid == common.OVERLAP_TID]
+        self.assertEqual(len(overlapped), 6)  # three pairs per rank
+        self.assertTrue(all(a.kind == "B" for a in overlapped))
+        self.assertIn("UNSHARD", {a.kind for a in trace.actions})
+
     def test_splits_a_measured_trace_into_steps(self):
         trace = common.load_trace(CPU_TRACE)
         self.assertEqual(len(trace.actions), 36)
@@ -298,6 +311,7 @@ class ScriptTest(TempDirTest):
         self.assert_png("sweep_heatmap.py", SWEEP, "--metric", "memory", "--schedule", "1f1b")
 
     def test_gantt(self):
+        self.assert_png("gantt.py", OVERLAP_TRACE)
         self.assert_png("gantt.py", SIM_TRACE)
         self.assert_png("gantt.py", SIM_TRACE, CPU_TRACE, "--labels", "pred,meas", "--step", "0")
 
