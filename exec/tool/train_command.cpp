@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/metrics_table.hpp"
+#include "cli/schedule_file.hpp"
 #include "cli/units.hpp"
 #include "exec/runtime/fault.hpp"
 #include "exec/runtime/train_options.hpp"
@@ -30,9 +31,7 @@
 #include "schedules/chrome_trace.hpp"
 #include "schedules/error.hpp"
 #include "schedules/compute_order.hpp"
-#include "schedules/files.hpp"
 #include "schedules/generate.hpp"
-#include "schedules/validate.hpp"
 #include "sim/scenario.hpp"
 #include "sim/zb_auto.hpp"
 
@@ -90,27 +89,9 @@ std::string device_memory_line(const exec::BackendRun& run) {
       format_bytes(run.device_peak_used_bytes), per_rank);
 }
 
-// The file's schedule, checked, in the compute order the executor runs
-// (schedules/compute_order.hpp: it inserts its own transfers).
-schedules::Schedule read_schedule_file(const std::string& path) {
-  const schedules::Schedule file = schedules::read_schedule_file(path);
-  const auto errors = schedules::find_errors(file);
-  if (!errors.empty()) {
-    throw InputError(fmt::format("{}: {} (gpipe-sim check {} shows where)", path, errors.front().message, path));
-  }
-  return schedules::compute_order(file);
-}
-
 void check_schedule_flags(const TrainFlags& f, const CLI::App& cmd) {
-  if (!f.schedule_file.empty()) {
-    for (const char* flag : {"--schedule", "--stages", "--stages-per-rank", "--microbatches", "--backward-order"}) {
-      if (cmd.count(flag) > 0) {
-        throw InputError(fmt::format("{} cannot be used with --schedule-file: the file gives the schedule, "
-                                     "its stages and micro-batches",
-                                     flag));
-      }
-    }
-  } else if (cmd.count("--stages") == 0 || cmd.count("--microbatches") == 0) {
+  refuse_beside_schedule_file(cmd, f.schedule_file);
+  if (f.schedule_file.empty() && (cmd.count("--stages") == 0 || cmd.count("--microbatches") == 0)) {
     throw InputError("give --stages K and --microbatches M, or --schedule-file FILE");
   }
 }
@@ -129,7 +110,10 @@ int run_train(const TrainFlags& f, const CLI::App& cmd) {
   request.microbatches = f.microbatches;
   request.batch = f.batch;
   request.partition = models::parse_partition_spec(f.run.partition);
-  if (!f.schedule_file.empty()) request = plan::for_schedule(std::move(request), read_schedule_file(f.schedule_file));
+  // The executor runs the file's compute order with its own transfers (schedules/compute_order.hpp).
+  if (!f.schedule_file.empty()) {
+    request = plan::for_schedule(std::move(request), schedules::compute_order(read_checked_schedule(f.schedule_file)));
+  }
   // The run's one split of N into M: its error (M > N) comes before any
   // profile is read, and the analytic profile is built at its sizes.
   std::vector<int> sizes = plan::split_batch(f.batch, request.microbatches);

@@ -3,14 +3,13 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "cli/schedule_file.hpp"
 #include "cli/units.hpp"
 #include "models/optimizer.hpp"
 #include "schedules/error.hpp"
-#include "schedules/files.hpp"
 #include "schedules/generate.hpp"
-#include "sim/zb_auto.hpp"
-#include "schedules/validate.hpp"
 #include "sim/overlap_model.hpp"
+#include "sim/zb_auto.hpp"
 
 namespace gpipe::cli {
 
@@ -39,27 +38,6 @@ void FixedFlags::add_to(CLI::App& cmd) {
   cmd.add_option("--overlap-f-b", overlap_f_b,
                  "Run overlapped F&B pairs ((0F3;3B1)OVERLAP_F_B) concurrently, each at this share (0.5..1) "
                  "of the compute stream; default: one after the other");
-}
-
-schedules::Schedule FixedFlags::read_schedule() const {
-  schedules::Schedule schedule = schedules::read_schedule_file(schedule_file);
-  const auto errors = schedules::find_errors(schedule);
-  if (!errors.empty()) {
-    throw InputError(fmt::format("{}: {} (gpipe-sim check {} shows where)", schedule_file,
-                                 errors.front().message, schedule_file));
-  }
-  return schedule;
-}
-
-void FixedFlags::refuse_beside_file(const CLI::App& cmd, std::initializer_list<const char*> generator_flags) const {
-  if (schedule_file.empty()) return;
-  for (const char* flag : generator_flags) {
-    if (cmd.count(flag) > 0) {
-      throw InputError(fmt::format("{} cannot be used with --schedule-file: the file gives the schedule, "
-                                   "its stages and micro-batches",
-                                   flag));
-    }
-  }
 }
 
 std::string unpriced_note(const schedules::Schedule& schedule) {
@@ -131,7 +109,7 @@ void ScenarioFlags::add_to(CLI::App& cmd) {
 
 sim::Scenario ScenarioFlags::scenario(const CLI::App& cmd) const {
   if (batch == 0 && micro_batch_size == 0) throw InputError("give --batch N or --micro-batch-size b");
-  fixed.refuse_beside_file(cmd, {"--stages", "--stages-per-rank", "--microbatches", "--schedule", "--backward-order"});
+  refuse_beside_schedule_file(cmd, fixed.schedule_file);
   if (fixed.schedule_file.empty() && (cmd.count("--stages") == 0 || cmd.count("--microbatches") == 0)) {
     throw InputError("give --stages K and --microbatches M, or --schedule-file FILE");
   }
@@ -150,7 +128,7 @@ sim::Scenario ScenarioFlags::scenario(const CLI::App& cmd) const {
     if (schedule != sim::kZbAuto) throw InputError("--memory-limit applies to --schedule zb-auto only");
     sc.conditions.memory_limit_bytes = parse_bytes(memory_limit, "--memory-limit");
   }
-  if (!fixed.schedule_file.empty()) r = plan::for_schedule(std::move(r), fixed.read_schedule());
+  if (!fixed.schedule_file.empty()) r = plan::for_schedule(std::move(r), read_checked_schedule(fixed.schedule_file));
   sim::validate_jitter(jitter_cv, runs);
   sc.conditions.jitter = {jitter_cv, runs, seed};
   return sc;

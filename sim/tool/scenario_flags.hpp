@@ -29,18 +29,12 @@ struct FixedFlags {
   std::string link_sharing = "fifo";
   std::string optimizer = "adamw";
   std::optional<double> overlap_f_b;  // share of the compute stream each of a pair runs at
-  std::string schedule_file;          // an IR JSON or torch CSV file; empty: generate
+  std::string schedule_file;          // an IR JSON or torch CSV file (cli/schedule_file.hpp); empty: generate
 
   void add_to(CLI::App& cmd);
   // Sets those fields of the request and the conditions; throws InputError
   // for a value that is not one.
   void apply_to(plan::PlanRequest& request, sim::Conditions& conditions) const;
-  // The schedule of --schedule-file, validated; throws InputError naming the
-  // file and the first fault.
-  [[nodiscard]] schedules::Schedule read_schedule() const;
-  // Throws InputError for each flag of `cmd` named in `generator_flags` that
-  // was given beside --schedule-file, which sets what they would.
-  void refuse_beside_file(const CLI::App& cmd, std::initializer_list<const char*> generator_flags) const;
 };
 
 // gpipe-sim's note on what a schedule holds that no profile prices

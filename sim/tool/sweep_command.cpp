@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/grid_flags.hpp"
+#include "cli/schedule_file.hpp"
 #include "cli/units.hpp"
 #include "profiles/profile.hpp"
 #include "profiles/shipped.hpp"
@@ -68,9 +69,9 @@ void print_summary(const std::vector<sim::SweepRow>& rows, std::optional<std::in
 
 int run(const SweepFlags& f, const CLI::App& cmd) {
   sim::SweepGrid sweep;
-  f.fixed.refuse_beside_file(cmd, {"--stages", "--microbatches", "--schedule", "--backward-order"});
+  refuse_beside_schedule_file(cmd, f.fixed.schedule_file);
   if (!f.fixed.schedule_file.empty()) {
-    f.grid.apply_to(sweep.grid, f.fixed.read_schedule());
+    f.grid.apply_to(sweep.grid, read_checked_schedule(f.fixed.schedule_file));
   } else if (cmd.count("--stages") == 0 || cmd.count("--microbatches") == 0) {
     throw InputError("give --stages LIST and --microbatches LIST, or --schedule-file FILE");
   } else {

@@ -64,6 +64,8 @@ expect_status 2 "$sim" run --schedule-file "$data/dualpipev_k2_m4.csv" -N 8 --sc
 expect_one_error_line "--schedule cannot be used with --schedule-file"
 expect_status 2 "$sim" sweep --schedule-file "$data/dualpipev_k2_m4.csv" -N 8 -M 1,2
 expect_one_error_line "--microbatches cannot be used with --schedule-file"
+expect_status 2 "$sim" sweep --schedule-file "$data/dualpipev_k2_m4.csv" -N 8 --stages-per-rank 2
+expect_one_error_line "--stages-per-rank cannot be used with --schedule-file"
 expect_status 2 "$sim" run -N 8
 expect_one_error_line "give --stages K and --microbatches M, or --schedule-file FILE"
 expect_status 2 "$sim" sweep -N 8 -K 2

@@ -5,9 +5,19 @@
 #include <ostream>
 #include <string>
 
+#include "schedules/generate.hpp"
 #include "schedules/schedule.hpp"
 
 namespace gpipe::schedules::testing {
+
+// K ranks, M micro-batches, the family's own V.
+inline ScheduleOptions options(int k, int m, RecomputePolicy recompute = RecomputePolicy::never) {
+  ScheduleOptions o;
+  o.num_ranks = k;
+  o.num_microbatches = m;
+  o.recompute = recompute;
+  return o;
+}
 
 inline std::string program(const Schedule& s, int rank) {
   std::string out;

@@ -19,13 +19,7 @@ namespace {
 
 using testing::program;
 
-ScheduleOptions options(int k, int m, RecomputePolicy recompute = RecomputePolicy::never) {
-  ScheduleOptions o;
-  o.num_ranks = k;
-  o.num_microbatches = m;
-  o.recompute = recompute;
-  return o;
-}
+using testing::options;
 
 ZbGreedyCosts uniform(int k, std::int64_t t = 10, std::int64_t transfer = 0) {
   const auto n = static_cast<std::size_t>(k);

@@ -19,13 +19,7 @@ namespace {
 
 using testing::program;
 
-ScheduleOptions options(int k, int m, RecomputePolicy recompute = RecomputePolicy::never) {
-  ScheduleOptions o;
-  o.num_ranks = k;
-  o.num_microbatches = m;
-  o.recompute = recompute;
-  return o;
-}
+using testing::options;
 
 // The most micro-batches a rank holds at once: forward done, W not yet (a W
 // frees what its F kept).
