@@ -15,7 +15,6 @@
 #include <utility>
 #include <vector>
 
-#include "schedules/metrics.hpp"
 #include "schedules/schedule.hpp"
 #include "schedules/timeline.hpp"
 #include "sim/action_graph.hpp"
@@ -64,7 +63,6 @@ class Replay {
     const std::int64_t end = start + duration;
     begin(rank, node, start);
     busy_[r] += duration;
-    compute_times_.add(graph_.action(node).kind, duration);
     makespan_ = std::max(makespan_, end);
     return end;
   }
@@ -156,7 +154,6 @@ class Replay {
   std::vector<std::int64_t> peak_memory_;
   std::vector<std::int64_t> busy_;  // compute time per rank, ns
   std::int64_t makespan_ = 0;
-  schedules::ComputeTimeTotals compute_times_;  // for the zero-bubble closed forms
   schedules::Timeline timeline_;
 };
 
