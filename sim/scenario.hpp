@@ -27,7 +27,7 @@ struct Conditions {
   std::optional<double> overlap_share;           // overlapped pairs concurrently (overlap_model.hpp)
   Jitter jitter;                                 // cv > 0: also run the stochastic mode
   // Memory per rank (static + activations): the budget --schedule zb-auto
-  // searches within (sim/zb_auto.hpp); other schedules are not bound by it.
+  // searches within (sim/zb_auto_plan.hpp); other schedules are not bound by it.
   std::optional<std::int64_t> memory_limit_bytes;
 };
 
@@ -46,8 +46,8 @@ struct Prediction {
   std::string searched;                        // zb-auto: the candidate its search kept
 };
 
-// plan::make_plan, then the simulation; for zb-auto, the search replaces the
-// plan's schedule first. Throws InputError for a configuration
+// plan::make_plan, then the simulation; for zb-auto, the plan of the search
+// over stage layouts and schedules (sim/zb_auto_plan.hpp). Throws InputError for a configuration
 // that cannot exist (more stages than layers, M > N, a partition that does not
 // sum, a bad --jitter or --runs, a bad link, zb-auto with no schedule within
 // the memory limit, ...), naming the flag.

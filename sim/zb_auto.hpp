@@ -2,7 +2,9 @@
 // rank that fits a memory budget, judged by this simulator. After the
 // zero-bubble paper's automatic schedule (Qi et al., ICLR 2024, section 4),
 // whose first step is a greedy construction tried with a few flag variants,
-// keeping the best (their ILP refinement is not attempted here).
+// keeping the best (their ILP refinement is not attempted here). The layouts
+// of two stages per rank (zbv, dualpipev, ...) need plans of their own and
+// are weighed against this search in zb_auto_plan.hpp.
 //
 // The candidates, in this order:
 //   1. the handcrafted schedules 1f1b, zb-h1 and zb-h2, so zb-auto is never

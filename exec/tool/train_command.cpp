@@ -61,7 +61,8 @@ std::string sizes_text(const std::vector<int>& sizes) {
 }
 
 void print_header(const TrainFlags& f, const models::Model& model, const plan::Plan& plan,
-                  const exec::TrainOptions& t, const std::string& balanced_on, const ProcessRole& role) {
+                  const std::string& searched, const exec::TrainOptions& t, const std::string& balanced_on,
+                  const ProcessRole& role) {
   const auto& s = plan.schedule;
   std::cout << fmt::format("model       {} ({} layers, {} parameters)\n", model.spec,
                            model.layers.size(), model.params());
@@ -71,6 +72,7 @@ void print_header(const TrainFlags& f, const models::Model& model, const plan::P
       "recompute {}\n",
       s.name, s.num_stages, s.num_ranks, s.num_microbatches, sizes_text(plan.microbatch_sizes),
       plan.batch, schedules::to_string(s.recompute));
+  if (!searched.empty()) std::cout << fmt::format("searched    kept {}\n", searched);
   std::cout << fmt::format("partition   {} ({}{})\n", models::to_string(plan.partition), f.run.partition,
                            f.run.partition == "balanced" ? " on " + balanced_on : "");
   std::cout << fmt::format("optimizer   {}, lr {}, seed {}, {} steps\n\n",
@@ -131,10 +133,16 @@ int run_train(const TrainFlags& f, const CLI::App& cmd) {
     balanced_on = "the model's analytic fp32 costs";
   }
   plan::check_request_for_model(model, profile, request);
-  // zb-auto's schedule is the simulator's search on these costs (no memory limit).
-  const plan::Plan plan = request.schedule == sim::kZbAuto
-                              ? sim::predict(profile, sim::Scenario{.request = request, .conditions = {}}, false).plan
-                              : plan::make_plan(profile, request, std::move(sizes));
+  // zb-auto's plan is the simulator's search on these costs (no memory limit).
+  std::string searched;
+  plan::Plan plan;
+  if (request.schedule == sim::kZbAuto) {
+    sim::Prediction found = sim::predict(profile, sim::Scenario{.request = request, .conditions = {}}, false);
+    plan = std::move(found.plan);
+    searched = std::move(found.searched);
+  } else {
+    plan = plan::make_plan(profile, request, std::move(sizes));
+  }
 
   exec::TrainOptions t;
   t.model = model;
@@ -159,7 +167,7 @@ int run_train(const TrainFlags& f, const CLI::App& cmd) {
       log << fmt::format("step {:>{}}/{}  loss {:.6f}", step + 1, width, steps, loss) << std::endl;
     };
   }
-  if (!f.json && role.reports) print_header(f, model, plan, t, balanced_on, role);
+  if (!f.json && role.reports) print_header(f, model, plan, searched, t, balanced_on, role);
 
   const exec::BackendRun run = run_training(f.run.backend, f.cuda, t, role);
   if (!role.reports) return 0;  // the process of the loss stage reports for all

@@ -69,7 +69,7 @@ void ScenarioFlags::add_to(CLI::App& cmd) {
   cmd.add_option("--stages,-K", stages, "Number of pipeline ranks K (each holds V stages)")->check(CLI::Range(1, 100000));
   cmd.add_option("--stages-per-rank,-V", stages_per_rank,
                  "Stages per rank V of the interleaved and V-shaped schedules (the model is cut into K x V "
-                 "stages; default: the schedule's own)")
+                 "stages; default: the schedule's own; zb-auto: search only layouts of this V)")
       ->check(CLI::Range(1, 64));
   cmd.add_option("--microbatches,-M", microbatches, "Micro-batches per mini-batch M")->check(CLI::Range(1, 1000000));
   auto* n = cmd.add_option("--batch,-N", batch, "Samples per mini-batch N, split over the M micro-batches")
@@ -79,8 +79,8 @@ void ScenarioFlags::add_to(CLI::App& cmd) {
                 ->check(CLI::Range(1, 1 << 24));
   n->excludes(b);
   cmd.add_option("--schedule", schedule,
-                 fmt::format("Schedule: {}; zb-auto searches for the fastest zero-bubble schedule "
-                             "(within --memory-limit), judged by this simulator",
+                 fmt::format("Schedule: {}; zb-auto searches for the fastest schedule of one or two stages "
+                             "per rank (within --memory-limit), judged by this simulator",
                              fmt::join(sim::predictable_schedule_names(), ", ")))
       ->check(CLI::IsMember(sim::predictable_schedule_names()))
       ->capture_default_str();

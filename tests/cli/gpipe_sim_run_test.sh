@@ -65,7 +65,7 @@ expect_status 2 "$sim" run -K 4 -M 8 -N 8 --schedule 1f1b --memory-limit 20GB
 expect_one_error_line "--memory-limit applies to --schedule zb-auto only"
 expect_status 0 "$sim" sweep -K 2,4 -M 4,8 -N 8 --schedule 1f1b,zb-h1,zb-h2,zb-auto --memory-limit 40GB \
   --out "$tmp/zb.csv"
-[ "$(grep -c '^zb-auto,never,[24],1,[48],.*,ok,' "$tmp/zb.csv")" -eq 4 ] || fail "zb-auto sweep rows: $(cat "$tmp/zb.csv")"
+[ "$(grep -c '^zb-auto,never,[24],[12],[48],.*,ok,' "$tmp/zb.csv")" -eq 4 ] || fail "zb-auto sweep rows: $(cat "$tmp/zb.csv")"
 expect_status 0 "$sim" sweep --help
 expect_out "zb-auto"
 

@@ -104,6 +104,10 @@ done
 expect_status 0 "$run" train --model $mlp4 -K 2 -M 4 -N 8 --steps 2 --schedule zbv
 expect_out "schedule    zbv, 4 stages on 2 ranks"
 expect_out "^ *0  *0,3-4 "  # rank 0 holds stages 0 and 3 in the V
+# zb-auto kept to two stages per rank trains the winner of that layout on 4 stages.
+expect_status 0 "$run" train --model $mlp4 -K 2 -M 4 -N 8 --steps 2 --schedule zb-auto -V 2
+expect_out "schedule    zb-auto, 4 stages on 2 ranks"
+expect_out "^searched    kept [a-z0-9-]*, V=2$"
 "$sim" schedule --schedule dualpipev -K 2 -M 4 --format csv >"$tmp/dpv.csv"
 expect_status 0 "$run" train --model $mlp4 --schedule-file "$tmp/dpv.csv" -N 8 --steps 2
 expect_out "schedule    dpv, 4 stages on 2 ranks, 4 micro-batches"

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
+#include <string>
 #include <optional>
 #include <vector>
 
@@ -177,6 +179,7 @@ TEST(ZbAuto, PredictSearchesWithinTheMemoryLimitLessStaticMemory) {
   Scenario sc;
   sc.request.schedule = "zb-auto";
   sc.request.stages = 4;
+  sc.request.stages_per_rank = 1;  // the single-chunk search alone
   sc.request.microbatches = 8;
   sc.request.micro_batch_size = 1;
   const Prediction free = predict(profile, sc);
@@ -207,6 +210,35 @@ TEST(ZbAuto, PredictSearchesWithinTheMemoryLimitLessStaticMemory) {
             "--memory-limit 5199 bytes per rank: zb-auto: no schedule fits the memory limit; the leanest (greedy: "
             "in flight 1, I first, W eager) holds 2000 bytes of activations on rank 0, over its budget of 1999 "
             "bytes");
+}
+
+TEST(ZbAuto, PredictAlsoTriesEachMultiChunkFamilyOnItsOwnLayout) {
+  // 8 layers, K = 4, M = 8: the multi-chunk families cut 8 stages of 1 layer.
+  const auto profile = testing::uniform_profile(8, 10.0, 20.0, /*activation=*/1000);
+  Scenario sc;
+  sc.request.stages = 4;
+  sc.request.microbatches = 8;
+  sc.request.micro_batch_size = 1;
+  std::int64_t best_handcrafted = std::numeric_limits<std::int64_t>::max();
+  for (const std::string& name : schedules::schedule_names()) {
+    sc.request.schedule = name;
+    best_handcrafted = std::min(best_handcrafted, predict(profile, sc).metrics.step_time_ns);
+  }
+  sc.request.schedule = "zb-auto";
+  const Prediction found = predict(profile, sc);
+  EXPECT_LE(found.metrics.step_time_ns, best_handcrafted);
+  EXPECT_EQ(found.plan.schedule.name, "zb-auto");
+  // Here a V-shaped layout wins: half the stage time halves the fill and drain.
+  EXPECT_EQ(found.plan.schedule.num_stages, 8) << found.searched;
+  EXPECT_TRUE(found.searched.ends_with(", V=2")) << found.searched;
+  EXPECT_EQ(found.plan.partition.layers_per_stage, std::vector<int>(8, 1));
+
+  // V = 1 keeps to one stage per rank; V = 3 cannot cut 8 layers into 12 stages.
+  sc.request.stages_per_rank = 1;
+  EXPECT_EQ(predict(profile, sc).plan.schedule.num_stages, 4);
+  sc.request.stages_per_rank = 3;
+  EXPECT_NE(error_of([&] { (void)predict(profile, sc); }).find("12 stages (3 per rank), more than the 8 layers"),
+            std::string::npos);
 }
 
 TEST(ZbAuto, PredictableNamesAddTheSearchToTheGenerators) {
