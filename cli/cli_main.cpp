@@ -1,8 +1,12 @@
 #include "cli/cli_main.hpp"
 
+#include <chrono>
+#include <cstdlib>
 #include <exception>
 #include <iostream>
 #include <string>
+#include <string_view>
+#include <thread>
 
 #include "schedules/error.hpp"
 
@@ -28,6 +32,26 @@ std::string unknown_command(const std::vector<Subcommand>& commands, int argc, c
   return std::string("unknown command '") + argv[1] + "' (commands: " + known + ")";
 }
 
+// One line on stderr in one write, so that the lines of processes sharing a
+// terminal (under mpirun) do not interleave.
+void say(const std::string& line) { std::cerr << line + "\n" << std::flush; }
+
+// Under a launcher (mpirun, srun, torchrun) every process parses the same
+// flags and plans the same run, so a bad input fails in all of them alike:
+// only the first process says so, and the others exit with the same status a
+// second later, since a launcher ends the whole job at the first exit.
+bool echoes_another_process() {
+  for (const char* var : {"OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "RANK"}) {
+    const char* value = std::getenv(var);
+    if (value != nullptr && *value != '\0' && std::string_view(value) != "0") {
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+      return true;
+    }
+    if (value != nullptr && *value != '\0') return false;
+  }
+  return false;
+}
+
 }  // namespace
 
 int run_main(CLI::App& app, const std::vector<Subcommand>& commands, int argc, char** argv) {
@@ -44,7 +68,7 @@ int run_main(CLI::App& app, const std::vector<Subcommand>& commands, int argc, c
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << command_name(app, commands) << ": error: " << e.what() << " (see --help)\n";
+    if (!echoes_another_process()) say(command_name(app, commands) + ": error: " + e.what() + " (see --help)");
     return 2;
   }
   try {
@@ -54,13 +78,13 @@ int run_main(CLI::App& app, const std::vector<Subcommand>& commands, int argc, c
     std::cerr << app.get_name() << ": error: no command given (see --help)\n";
     return 2;
   } catch (const InputError& e) {
-    std::cerr << command_name(app, commands) << ": error: " << e.what() << "\n";
+    if (!echoes_another_process()) say(command_name(app, commands) + ": error: " + e.what());
     return 2;
   } catch (const RunError& e) {
-    std::cerr << command_name(app, commands) << ": failed: " << e.what() << "\n";
+    say(command_name(app, commands) + ": failed: " + e.what());
     return 1;
   } catch (const std::exception& e) {
-    std::cerr << command_name(app, commands) << ": internal error: " << e.what() << "\n";
+    say(command_name(app, commands) + ": internal error: " + e.what());
     return 1;
   }
 }

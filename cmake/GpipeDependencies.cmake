@@ -38,3 +38,15 @@ find_path(OPENBLAS_INCLUDE_DIR cblas.h
 add_library(gpipe_openblas INTERFACE)
 target_link_libraries(gpipe_openblas INTERFACE ${OPENBLAS_LIBRARY})
 target_include_directories(gpipe_openblas SYSTEM INTERFACE ${OPENBLAS_INCLUDE_DIR})
+# Open MPI (libopenmpi-dev) for ranks as processes on the CPU: gpipe-run under
+# mpirun or srun. Off in the portable build, whose machine has no MPI library.
+if(GPIPE_PORTABLE)
+  set(GPIPE_MPI_DEFAULT OFF)
+else()
+  set(GPIPE_MPI_DEFAULT ON)
+endif()
+option(GPIPE_MPI "Build the CPU backend's MPI link (ranks as processes)" ${GPIPE_MPI_DEFAULT})
+if(GPIPE_MPI)
+  set(MPI_CXX_SKIP_MPICXX ON)  # MPI's C API from C++, without the deprecated C++ bindings
+  find_package(MPI COMPONENTS CXX REQUIRED)
+endif()

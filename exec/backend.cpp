@@ -29,6 +29,7 @@ class MissingBackend final : public Backend {
   [[nodiscard]] std::string_view name() const override { return name_; }
   void require_available() const override { throw RunError(why_); }
   [[nodiscard]] bool runs_ranks_as_processes() const override { return false; }
+  [[nodiscard]] bool meets_at_store() const override { return true; }
   [[nodiscard]] std::string describe(const schedules::Schedule&, const BackendOptions&,
                                      const LaunchRole&) const override {
     return std::string(name_);

@@ -17,6 +17,7 @@
 
 #include "exec/dist/bootstrap.hpp"
 #include "exec/profiling/profiler_options.hpp"
+#include "exec/runtime/process_group.hpp"
 #include "exec/runtime/train_options.hpp"
 #include "models/model.hpp"
 #include "profiles/profile.hpp"
@@ -53,6 +54,9 @@ struct BackendRun {
   // Adds the measured step's device kernels (Kineto-shaped) to a Chrome
   // trace; empty where there are none.
   std::function<void(nlohmann::json& trace)> add_kernel_events;
+  // With ranks as processes: how their intervals were put on one time base
+  // (the trace's otherData.clock).
+  ClockAgreement clock;
 };
 
 class Backend {
@@ -65,6 +69,9 @@ class Backend {
   virtual void require_available() const = 0;
   // Whether a launch with more than one process runs one rank per process.
   [[nodiscard]] virtual bool runs_ranks_as_processes() const = 0;
+  // Whether such processes meet at a rendezvous store (MASTER_ADDR and
+  // MASTER_PORT), rather than through the launcher (MPI).
+  [[nodiscard]] virtual bool meets_at_store() const = 0;
   // The header line of a run, before it starts.
   [[nodiscard]] virtual std::string describe(const schedules::Schedule& schedule,
                                              const BackendOptions& options,

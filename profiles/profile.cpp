@@ -193,8 +193,25 @@ LayerProfile read_layer(const Field& at) {
 
 Link read_link(const Field& at) {
   at.expect_object();
-  return Link{.latency_us = at.object_member("latency_us").non_negative_number(),
-              .bandwidth_GBps = at.object_member("bandwidth_GBps").positive_number()};
+  Link link{.latency_us = at.object_member("latency_us").non_negative_number(),
+            .bandwidth_GBps = at.object_member("bandwidth_GBps").positive_number()};
+  const auto measured = at.optional_member("measured");
+  if (!measured) return link;
+  measured->expect_object();
+  link.measured_with = measured->object_member("with").non_empty_string();
+  const Field points = measured->object_member("points");
+  const std::size_t count = points.non_empty_array_size();
+  for (std::size_t i = 0; i < count; ++i) {
+    const Field point = points.element(i);
+    point.expect_object();
+    LinkPoint p{.bytes = point.object_member("bytes").non_negative_integer(),
+                .one_way_us = point.object_member("one_way_us").non_negative_number()};
+    if (!link.points.empty() && p.bytes <= link.points.back().bytes) {
+      point.object_member("bytes").fail("must be larger than the point before");
+    }
+    link.points.push_back(p);
+  }
+  return link;
 }
 
 std::string read_source(const Field& at) {
@@ -204,6 +221,15 @@ std::string read_source(const Field& at) {
     at.fail(fmt::format("expected one of cupti, cpu, analytic (got '{}')", source));
   }
   return source;
+}
+
+json link_to_json(const Link& link) {
+  json out = {{"latency_us", link.latency_us}, {"bandwidth_GBps", link.bandwidth_GBps}};
+  if (link.measured_with.empty()) return out;
+  json points = json::array();
+  for (const LinkPoint& p : link.points) points.push_back({{"bytes", p.bytes}, {"one_way_us", p.one_way_us}});
+  out["measured"] = {{"with", link.measured_with}, {"points", std::move(points)}};
+  return out;
 }
 
 json sample_to_json(const ProfileSample& s) {
@@ -281,8 +307,7 @@ json to_json(const Profile& profile) {
           {"source", profile.source},
           {"dtype", profile.dtype},
           {"model", profile.model},
-          {"link", {{"latency_us", profile.link.latency_us},
-                    {"bandwidth_GBps", profile.link.bandwidth_GBps}}},
+          {"link", link_to_json(profile.link)},
           {"layers", std::move(layers)}};
 }
 

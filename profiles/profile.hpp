@@ -53,11 +53,23 @@ struct LayerProfile {
   bool operator==(const LayerProfile&) const = default;
 };
 
+// One measured size of a link: the one-way time of a message of `bytes`.
+struct LinkPoint {
+  std::int64_t bytes = 0;
+  double one_way_us = 0;
+
+  bool operator==(const LinkPoint&) const = default;
+};
+
 // A directed rank-to-rank link: a message of n bytes takes
 // latency_us + n / (bandwidth_GBps * 1e3) microseconds. GB = 1e9 bytes.
+// A measured link also keeps how, and the points it was fitted to
+// (profiles/link_fit.hpp), so that the fit's error can be shown.
 struct Link {
   double latency_us = 0;
   double bandwidth_GBps = 0;
+  std::string measured_with;      // "" when not measured: "MPI ping-pong, ranks 0 and 1 on one node"
+  std::vector<LinkPoint> points;  // ascending bytes; empty when not measured
 
   bool operator==(const Link&) const = default;
 };

@@ -6,6 +6,7 @@
 
 #include "exec/cpu/device_name.hpp"
 #include "exec/cpu/profiler.hpp"
+#include "exec/mpi/mpi_run.hpp"
 #include "schedules/error.hpp"
 
 namespace gpipe::exec::cpu {
@@ -19,20 +20,36 @@ bool finite_values(const Tensor& tensor) {
   return true;
 }
 
+// "cpu: one process per rank (4 processes, mpirun), MPI between ranks, on <cpu>"
+std::string processes_where(const LaunchRole& role, const std::string& cpu) {
+  return fmt::format("cpu: one process per rank ({} processes, {}), MPI between ranks, on {}",
+                     role.launch.world_size, role.launch.launcher, cpu);
+}
+
 // The CPU backend as the command lines see it.
 class CpuEntry final : public Backend {
  public:
   [[nodiscard]] std::string_view name() const override { return CpuBackend::kName; }
   void require_available() const override {}
-  [[nodiscard]] bool runs_ranks_as_processes() const override { return false; }
+  // Under mpirun or srun, one rank per process over MPI (exec/mpi/).
+  [[nodiscard]] bool runs_ranks_as_processes() const override { return true; }
+  [[nodiscard]] bool meets_at_store() const override { return false; }
   [[nodiscard]] std::string describe(const schedules::Schedule& /*schedule*/,
                                      const BackendOptions& /*options*/,
-                                     const LaunchRole& /*role*/) const override {
+                                     const LaunchRole& role) const override {
+    if (role.distributed) return processes_where(role, device_name());
     return fmt::format("cpu: one thread per rank on {}", device_name());
   }
   [[nodiscard]] BackendRun train(const TrainOptions& options, const BackendOptions& /*backend_options*/,
-                                 const LaunchRole& /*role*/) const override {
+                                 const LaunchRole& role) const override {
     BackendRun run;
+    if (role.distributed) {
+      Trained<CpuBackend> trained = mpi::train_as_mpi_process(options);
+      run.result = std::move(trained.result);
+      run.where = processes_where(role, device_name());
+      run.clock = std::move(trained.clock);
+      return run;
+    }
     run.result = cpu::train(options);
     run.where = fmt::format("cpu: one thread per rank on {}", run.result.timeline.info.device);
     return run;
@@ -64,13 +81,15 @@ double CpuBackend::RankDevice::sum(const Tensor& tensor) const {
 }
 
 CpuBackend::Run::Run(const TrainOptions& /*options*/, const RunSettings& settings,
-                     const Placement& where, const Options& /*backend_options*/)
+                     const Placement& where, const Options& backend_options)
     : timer_(settings.schedule->num_ranks, settings.measured_steps),
-      link_(settings.schedule->num_ranks, &timer_),
+      in_process_link_(settings.schedule->num_ranks, &timer_),
       devices_(static_cast<std::size_t>(settings.schedule->num_ranks)) {
-  if (where.store != nullptr) {
-    throw InputError("the cpu backend runs every rank as a thread of one process; "
-                     "start it without a launcher");
+  if (where.group != nullptr) {
+    if (!backend_options.process_link) {
+      throw InputError("the cpu backend has no link between processes here: start it without a launcher");
+    }
+    process_link_ = backend_options.process_link(timer_);
   }
 }
 

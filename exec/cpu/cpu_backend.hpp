@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -19,6 +20,7 @@
 #include "exec/cpu/in_process_link.hpp"
 #include "exec/cpu/layers/layer.hpp"
 #include "exec/cpu/optimizer.hpp"
+#include "exec/cpu/process_link.hpp"
 #include "exec/runtime/host_timer.hpp"
 #include "exec/runtime/run_control.hpp"
 #include "exec/runtime/stage.hpp"
@@ -37,7 +39,11 @@ struct CpuBackend {
   struct Context {};              // a stage's work runs on its rank's thread
   using Optimizer = OptimizerState;
   using Stage = exec::Stage<CpuBackend>;
-  struct Options {};
+  struct Options {
+    // Ranks as processes: the link between them, made for the run's timer
+    // (exec/mpi/); empty: every rank a thread of this process.
+    std::function<std::unique_ptr<ProcessLink>(ActionTimer& timer)> process_link;
+  };
   struct Report {};
 
   static std::unique_ptr<Layer> make_layer(const models::Model& model, int index, std::uint64_t seed,
@@ -69,8 +75,8 @@ struct CpuBackend {
   // A run's resources: a thread per rank, the host timer, in-process links.
   class Run {
    public:
-    // InputError when `where` puts ranks in other processes (not yet
-    // supported on the CPU).
+    // With ranks in other processes, `backend_options.process_link` is the
+    // link (InputError when there is none).
     Run(const TrainOptions& options, const RunSettings& settings, const Placement& where,
         const Options& backend_options);
 
@@ -80,18 +86,23 @@ struct CpuBackend {
     void in_context(schedules::Rank /*rank*/, F&& f) {
       f();
     }
-    [[nodiscard]] Link<Tensor>& link() { return link_; }
+    [[nodiscard]] Link<Tensor>& link() {
+      return process_link_ ? static_cast<Link<Tensor>&>(*process_link_) : in_process_link_;
+    }
     [[nodiscard]] ActionTimer& timer() { return timer_; }
     [[nodiscard]] MemoryPlacement memory_placement() const { return MemoryPlacement::host_time; }
     void weights_ready() {}
-    void finish() {}
+    void finish() {
+      if (process_link_) process_link_->flush();
+    }
     void abandon() noexcept {}
     [[nodiscard]] std::string device_name() const;
     [[nodiscard]] Report report(int /*median_slot*/) const { return {}; }
 
    private:
     HostTimer timer_;
-    InProcessLink link_;
+    InProcessLink in_process_link_;
+    std::unique_ptr<ProcessLink> process_link_;  // ranks as processes
     std::vector<RankDevice> devices_;
   };
 };

@@ -67,7 +67,7 @@ std::optional<View> read_view(const Environment& env, std::string launcher, std:
 
 }  // namespace
 
-LaunchInfo parse_launch_environment(const Environment& env) {
+LaunchInfo parse_launch_environment(const Environment& env, bool rendezvous) {
   std::vector<View> views;
   if (auto v = read_view(env, "torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK")) views.push_back(*v);
   if (auto v = read_view(env, "mpirun", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
@@ -100,6 +100,7 @@ LaunchInfo parse_launch_environment(const Environment& env) {
     }
   }
 
+  if (!rendezvous) return info;
   const auto addr = lookup(env, "MASTER_ADDR");
   const auto port = lookup(env, "MASTER_PORT");
   if (addr) {

@@ -31,7 +31,9 @@ struct LaunchInfo {
 // 1-65535), missing (RANK without WORLD_SIZE; no MASTER_ADDR with more than
 // one process), or when two launchers' variables disagree on rank or size.
 // LOCAL_RANK defaults to RANK when torchrun-style variables omit it (one node).
-[[nodiscard]] LaunchInfo parse_launch_environment(const Environment& env);
+// `rendezvous`: whether the processes meet at MASTER_ADDR:MASTER_PORT (NCCL's
+// do; MPI's find each other through the launcher, and ignore them).
+[[nodiscard]] LaunchInfo parse_launch_environment(const Environment& env, bool rendezvous = true);
 
 // This process's environment (environ) as a map.
 [[nodiscard]] Environment current_environment();

@@ -6,11 +6,21 @@
 
 #include <exception>
 
+#include "schedules/error.hpp"
+
 namespace gpipe::exec {
 
 class Aborted : public std::exception {
  public:
   [[nodiscard]] const char* what() const noexcept override { return "run aborted"; }
+};
+
+// A wait ended because another process of the run failed and said so
+// (exec/runtime/process_group.hpp): what() is that process's own error line,
+// "rank 1 failed in 1F3: ...", which this process reports as the run's error.
+class PeerFailed : public RunError {
+ public:
+  using RunError::RunError;
 };
 
 }  // namespace gpipe::exec

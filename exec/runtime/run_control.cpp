@@ -69,6 +69,28 @@ void RunControl::exit_worker(schedules::Rank rank, bool completed) {
   changed();
 }
 
+void RunControl::place_elsewhere(schedules::Rank rank) {
+  std::scoped_lock lock(mutex_);
+  ranks_.at(rank.at()).phase = Phase::elsewhere;
+}
+
+bool RunControl::waits_on_other_processes(const std::vector<std::vector<schedules::Action>>& programs) const {
+  std::scoped_lock lock(mutex_);
+  bool elsewhere = false;
+  for (std::size_t r = 0; r < ranks_.size(); ++r) {
+    const RankStatus& s = ranks_[r];
+    if (s.phase == Phase::elsewhere) {
+      elsewhere = true;
+      continue;
+    }
+    if (s.phase == Phase::barrier) continue;
+    if (s.phase != Phase::action) return false;
+    const schedules::ActionKind kind = programs.at(r).at(static_cast<std::size_t>(s.index)).kind;
+    if (kind != schedules::ActionKind::RECV_F && kind != schedules::ActionKind::RECV_B) return false;
+  }
+  return elsewhere;
+}
+
 void RunControl::note_progress() { last_progress_ns_.store(now_ns(), std::memory_order_relaxed); }
 
 double RunControl::idle_seconds() const {
@@ -107,7 +129,7 @@ std::vector<double> RunControl::losses() const {
 bool RunControl::all_exited() const {
   std::scoped_lock lock(mutex_);
   for (const RankStatus& s : ranks_) {
-    if (s.phase != Phase::completed && s.phase != Phase::stopped) return false;
+    if (s.phase != Phase::completed && s.phase != Phase::stopped && s.phase != Phase::elsewhere) return false;
   }
   return true;
 }
@@ -126,8 +148,11 @@ std::string RunControl::describe_ranks(
   std::string text;
   for (std::size_t r = 0; r < ranks_.size(); ++r) {
     const RankStatus& s = ranks_[r];
+    if (s.phase == Phase::elsewhere) continue;  // its own process says where it is
     if (!text.empty()) text += ", ";
     switch (s.phase) {
+      case Phase::elsewhere:
+        break;
       case Phase::not_started:
         text += fmt::format("rank {} has not started", r);
         break;

@@ -46,6 +46,13 @@ class RunControl {
   void enter_action(schedules::Rank rank, int step, int index);
   // The worker has left: after its last step (`completed`) or on an error or abort.
   void exit_worker(schedules::Rank rank, bool completed);
+  // `rank` runs in another process: it has no worker here, and the messages
+  // leave it out. Before the workers start.
+  void place_elsewhere(schedules::Rank rank);
+  // Whether some rank runs in another process, and every rank here waits on
+  // it: at a step's start or in a RECV. A stall then is most likely another
+  // process's, whose watchdog names it; the supervisor gives it time first.
+  [[nodiscard]] bool waits_on_other_processes(const std::vector<std::vector<schedules::Action>>& programs) const;
   // Something finished (an action, a step barrier): the run is not stalled.
   void note_progress();
   // Seconds since the last progress (or since construction).
@@ -70,7 +77,7 @@ class RunControl {
       const std::vector<std::vector<schedules::Action>>& programs) const;
 
  private:
-  enum class Phase { not_started, barrier, action, stalled, completed, stopped };
+  enum class Phase { not_started, barrier, action, stalled, completed, stopped, elsewhere };
   struct RankStatus {
     Phase phase = Phase::not_started;
     int step = 0;

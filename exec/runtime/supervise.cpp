@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <exception>
 #include <thread>
 
 #include <fmt/format.h>
 
+#include "exec/runtime/termination.hpp"
 #include "schedules/error.hpp"
 
 namespace gpipe::exec {
@@ -41,8 +43,17 @@ std::exception_ptr supervise(const TrainOptions& o, RunControl& control,
       }
     }
     if (exited) return callback_error;
+    if (const int signal = termination_signal(); signal != 0 && !control.aborted()) {
+      control.fail(fmt::format("stopped by {} from outside (a launcher ends every process of a job once one "
+                               "has ended); {}",
+                               signal == SIGTERM ? "SIGTERM" : "SIGINT", control.describe_ranks(lowered.ranks)));
+    }
     const double idle = control.idle_seconds();
-    if (!control.aborted() && idle > o.watchdog_seconds) {
+    // Ranks that wait on another process give that process's watchdog, which
+    // names the rank that stalled, time to speak first.
+    const double grace =
+        control.waits_on_other_processes(lowered.ranks) ? std::max(1.0, 0.5 * o.watchdog_seconds) : 0.0;
+    if (!control.aborted() && idle > o.watchdog_seconds + grace) {
       control.fail(fmt::format("stalled: no action finished for {:.1f} s; {}", idle,
                                control.describe_ranks(lowered.ranks)));
     }

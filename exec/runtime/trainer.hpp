@@ -7,10 +7,11 @@
 // prediction.
 //
 // Where the ranks live (Placement): all of them as threads of this process,
-// or one of them in this process and the others in their own processes,
-// which meet at a rendezvous store (exec/dist/): there each step starts at
-// the store's barrier, and the process of the loss stage gathers every rank's
-// part and alone reports.
+// or one of them in this process and the others in their own processes, a
+// ProcessGroup (exec/runtime/process_group.hpp: the rendezvous store's for
+// NCCL, MPI's for the CPU): there each step starts at the group's barrier,
+// the process of the loss stage gathers every rank's part and alone reports,
+// and a failure is announced to the other processes.
 //
 // Besides what the worker and the stage need (worker.hpp, stage.hpp), the
 // backend `B` supplies:
@@ -44,17 +45,18 @@
 #include <fmt/format.h>
 
 #include "exec/dist/bootstrap.hpp"
-#include "exec/dist/rank_part.hpp"
-#include "exec/dist/store_step_sync.hpp"
+#include "exec/dist/store_process_group.hpp"
 #include "exec/dist/tcp_store.hpp"
 #include "exec/runtime/measurement.hpp"
 #include "exec/runtime/memory_account.hpp"
 #include "exec/runtime/memory_log.hpp"
+#include "exec/runtime/process_group.hpp"
 #include "exec/runtime/run_control.hpp"
 #include "exec/runtime/run_settings.hpp"
 #include "exec/runtime/stage.hpp"
 #include "exec/runtime/step_barrier.hpp"
 #include "exec/runtime/supervise.hpp"
+#include "exec/runtime/termination.hpp"
 #include "exec/runtime/train_options.hpp"
 #include "exec/runtime/worker.hpp"
 #include "schedules/error.hpp"
@@ -63,9 +65,8 @@ namespace gpipe::exec {
 
 // Which ranks this process runs.
 struct Placement {
-  std::vector<schedules::Rank> local;  // every rank when `store` is null
-  TcpStore* store = nullptr;           // where the processes of the other ranks meet
-  int world_size = 1;                  // processes, with a store
+  std::vector<schedules::Rank> local;  // every rank when `group` is null
+  ProcessGroup* group = nullptr;       // where the processes of the other ranks meet
 
   [[nodiscard]] bool here(schedules::Rank rank) const {
     return std::find(local.begin(), local.end(), rank) != local.end();
@@ -76,6 +77,7 @@ template <class B>
 struct Trained {
   TrainResult result;
   typename B::Report report;
+  ClockAgreement clock;  // how the processes' intervals share one time base
 };
 
 namespace trainer_detail {
@@ -124,14 +126,10 @@ std::vector<double> run_workers(const TrainOptions& o, const RunSettings& settin
                                 RankMemory& memory) {
   const schedules::Schedule& lowered = *settings.schedule;
   StepBarrier barrier(static_cast<int>(where.local.size()));
-  std::unique_ptr<StoreStepSync> store_sync;
-  if (where.store != nullptr) {
-    store_sync = std::make_unique<StoreStepSync>(*where.store, where.local.front().value, where.world_size);
-  }
-  StepSync& sync = store_sync ? static_cast<StepSync&>(*store_sync) : barrier;
+  StepSync& sync = where.group != nullptr ? where.group->step_sync() : barrier;
   RunControl control(lowered.num_ranks);
   for (int r = 0; r < lowered.num_ranks; ++r) {
-    if (!where.here(schedules::Rank{r})) control.exit_worker(schedules::Rank{r}, true);  // other processes'
+    if (!where.here(schedules::Rank{r})) control.place_elsewhere(schedules::Rank{r});
   }
   control.add_abort_hook([&] { run.link().abort(); });
   control.add_abort_hook([&] { sync.abort(); });
@@ -150,8 +148,14 @@ std::vector<double> run_workers(const TrainOptions& o, const RunSettings& settin
   for (auto& worker : workers) bodies.emplace_back([w = worker.get()] { w->run(); });
   try {
     run_supervised(o, control, lowered, std::move(bodies));
-  } catch (...) {
+  } catch (const std::exception& e) {
     run.abandon();  // the run's error is the one to report
+    // Told to stop from outside, every process is being stopped: no time to wait for acknowledgements.
+    if (where.group != nullptr && termination_signal() == 0) where.group->announce_failure(e.what());
+    throw;
+  } catch (...) {
+    run.abandon();
+    if (where.group != nullptr && termination_signal() == 0) where.group->announce_failure("a rank's process failed");
     throw;
   }
   return control.losses();
@@ -186,9 +190,10 @@ template <class B>
   std::vector<RankPart> parts =
       local_parts(run.timer(), memory.logs, where.local, static_bytes, o.measured_steps);
   const schedules::Rank reporter = lowered.rank_of(schedules::Stage{lowered.num_stages - 1});
-  if (where.store != nullptr) {
-    parts = exchange_parts(*where.store, parts.front(), where.world_size, reporter);
+  if (where.group != nullptr) {
+    parts = where.group->exchange_parts(parts.front(), reporter);
     result.reporter = where.here(reporter);
+    out.clock = where.group->clock();
   }
   for (std::size_t s = 0; s < stages.size(); ++s) {
     if (!stages[s]) continue;
@@ -243,28 +248,45 @@ template <class B>
   return std::chrono::milliseconds(static_cast<std::int64_t>(std::max(30.0, watchdog_seconds) * 1000));
 }
 
-// One rank per process, this one's from the launcher (`launch`): rank 0
-// serves the rendezvous store at MASTER_ADDR:MASTER_PORT. Throws InputError
-// when the launch does not fit the schedule.
+// Throws InputError when a launch of `world_size` processes (by `launcher`)
+// does not fit the schedule: one process per rank.
+inline void check_launch_fits(const TrainOptions& o, int world_size, const std::string& launcher) {
+  if (o.schedule.num_ranks != world_size) {
+    throw InputError(fmt::format(
+        "the schedule has {} ranks but {} started {} processes: launch one process per rank",
+        o.schedule.num_ranks, launcher, world_size));
+  }
+}
+
+// One rank per process, this one rank `group.rank()` of `group`.
+template <class B>
+[[nodiscard]] Trained<B> train_in_group(const TrainOptions& o, const typename B::Options& backend_options,
+                                        ProcessGroup& group) {
+  check_train_options(o, B::kName, runs_split_backward<B>());
+  const schedules::Schedule lowered = lower_checked(o);
+  const RunSettings settings = make_run_settings(o, lowered);
+  check_launch_fits(o, group.world_size(), "the launcher");
+  B::require_available();
+  Placement where;
+  where.local = {schedules::Rank{group.rank()}};
+  where.group = &group;
+  return trainer_detail::run_placed<B>(o, settings, backend_options, where);
+}
+
+// One rank per process, this one's from the launcher (`launch`), meeting at
+// the rendezvous store that rank 0 serves at MASTER_ADDR:MASTER_PORT. Throws
+// InputError when the launch does not fit the schedule.
 template <class B>
 [[nodiscard]] Trained<B> train_as_process(const TrainOptions& o, const typename B::Options& backend_options,
                                           const LaunchInfo& launch) {
   check_train_options(o, B::kName, runs_split_backward<B>());
-  const schedules::Schedule lowered = lower_checked(o);
-  const RunSettings settings = make_run_settings(o, lowered);
-  if (o.schedule.num_ranks != launch.world_size) {
-    throw InputError(fmt::format(
-        "the schedule has {} ranks but {} started {} processes: launch one process per rank",
-        o.schedule.num_ranks, launch.launcher, launch.world_size));
-  }
+  (void)lower_checked(o);
+  check_launch_fits(o, launch.world_size, launch.launcher);
   B::require_available();  // before waiting for the other processes
   TcpStore store(launch.master_addr, launch.master_port, launch.rank == 0,
                  store_timeout(o.watchdog_seconds));
-  Placement where;
-  where.local = {schedules::Rank{launch.rank}};
-  where.store = &store;
-  where.world_size = launch.world_size;
-  return trainer_detail::run_placed<B>(o, settings, backend_options, where);
+  StoreProcessGroup group(store, launch.rank, launch.world_size);
+  return train_in_group<B>(o, backend_options, group);
 }
 
 }  // namespace gpipe::exec

@@ -118,6 +118,8 @@ class Worker {
       for (; step < settings_.steps; ++step) run_step(step);
       return true;
     } catch (const Aborted&) {
+    } catch (const PeerFailed& e) {
+      control.fail(e.what());  // the failed process's own line: its rank and action
     } catch (const std::exception& e) {
       control.fail(failure(step, e.what()));
     } catch (...) {

@@ -38,9 +38,10 @@ void require_backend(const std::string& backend) { exec::find_backend(backend).r
 
 ProcessRole process_role(const std::string& backend, const schedules::Schedule& schedule) {
   ProcessRole role;
-  if (!exec::find_backend(backend).runs_ranks_as_processes()) return role;  // every rank here
+  const exec::Backend& entry = exec::find_backend(backend);
+  if (!entry.runs_ranks_as_processes()) return role;  // every rank here
   exec::LaunchRole& launch = role.launch;
-  launch.launch = exec::parse_launch_environment(exec::current_environment());
+  launch.launch = exec::parse_launch_environment(exec::current_environment(), entry.meets_at_store());
   launch.distributed = launch.launch.world_size > 1;
   if (launch.distributed) {
     role.reports = schedule.rank_of(schedules::Stage{schedule.num_stages - 1}).value == launch.launch.rank;

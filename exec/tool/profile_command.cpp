@@ -8,6 +8,7 @@
 
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <ranges>
 
 #include <fmt/format.h>
@@ -15,12 +16,14 @@
 
 #include "cli/int_list.hpp"
 #include "cli/units.hpp"
+#include "exec/mpi/link_probe.hpp"
 #include "exec/profiling/profiler_options.hpp"
 #include "exec/tool/backend_flags.hpp"
 #include "exec/tool/commands.hpp"
 #include "exec/tool/run_flags.hpp"
 #include "models/model_spec.hpp"
 #include "models/optimizer.hpp"
+#include "profiles/link_fit.hpp"
 #include "schedules/error.hpp"
 
 namespace gpipe::cli {
@@ -87,13 +90,33 @@ int run_profile(const ProfileFlags& f) {
   options.optimizer.kind = *models::parse_optimizer(f.optimizer);
   options.on_pass = report_profiler_pass;
   options.on_layer = report_profiled_layer;
-  const profiles::Profile profile = measure_profile(f.backend, f.cuda, f.stages, model, sizes, options);
+  // Under mpirun or srun: first the link between two processes, which every
+  // process joins; then rank 0 alone measures the layers and writes the profile.
+  std::optional<profiles::Link> probed;
+  if (f.backend == "cpu" && exec::parse_launch_environment(exec::current_environment(), false).world_size > 1) {
+    exec::mpi::LinkProbeOptions probe;
+    probe.on_point = [](const profiles::LinkPoint& p) {
+      std::cerr << fmt::format("link {:>9} one way {}\n", format_bytes(p.bytes), format_time_us(p.one_way_us));
+    };
+    exec::mpi::ProbedLink measured = exec::mpi::probe_mpi_link(probe);
+    if (measured.rank != 0) return 0;
+    probed = std::move(measured.link);
+  }
+  profiles::Profile profile = measure_profile(f.backend, f.cuda, f.stages, model, sizes, options);
+  if (probed) profile.link = std::move(*probed);
   profiles::write_profile(profile, f.out);
   const std::string link =
-      f.backend == "cuda"
+      probed ? fmt::format("link {:.2f} us + bytes at {:.2f} GB/s, fitted to {} at {} sizes {}-{} (the model within "
+                           "{:.0f} % of every size)",
+                           profile.link.latency_us, profile.link.bandwidth_GBps, profile.link.measured_with,
+                           profile.link.points.size(), format_bytes(profile.link.points.front().bytes),
+                           format_bytes(profile.link.points.back().bytes),
+                           100 * profiles::link_fit_max_relative_error(profile.link))
+      : f.backend == "cuda"
           ? fmt::format("link {:.2f} us at {:.1f} GB/s (device-to-device copy between SM partitions)",
                         profile.link.latency_us, profile.link.bandwidth_GBps)
-          : fmt::format("link {:.2f} us (in-process hand-off) at {:g} GB/s (a pointer moves, not the bytes)",
+          : fmt::format("link {:.2f} us (in-process hand-off) at {:g} GB/s (a pointer moves, not the bytes; "
+                        "under mpirun -np 2 the link between processes is measured)",
                         profile.link.latency_us, profile.link.bandwidth_GBps);
   std::cout << fmt::format("{}: {} profile of {} on {} ({}), {} layers, micro-batch sizes {}; {}\n", f.out,
                            profile.source, profile.model, profile.device, profile.dtype,

@@ -175,6 +175,9 @@ int run_train(const TrainFlags& f, const CLI::App& cmd) {
   if (!f.trace.empty()) {
     nlohmann::json trace = schedules::to_chrome_trace(result.timeline);
     if (run.add_kernel_events) run.add_kernel_events(trace);
+    if (role.launch.distributed) {
+      trace["otherData"]["clock"] = {{"method", run.clock.method}, {"max_error_ns", run.clock.max_error_ns}};
+    }
     schedules::write_chrome_trace(trace, f.trace);
   }
   if (!run.note.empty()) std::cerr << "note: " << run.note << "\n";

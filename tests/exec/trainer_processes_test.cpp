@@ -112,11 +112,8 @@ std::vector<ProcessOutcome> run_as_processes(const TrainOptions& options,
       try {
         std::unique_ptr<TcpStore> client;
         if (r > 0) client = std::make_unique<TcpStore>("127.0.0.1", server.port(), false, timeout);
-        Placement where;
-        where.local = {Rank{r}};
-        where.store = r == 0 ? &server : client.get();
-        where.world_size = world;
-        out.result = train_placed<CpuAsProcesses>(options, {&mailboxes}, where).result;
+        StoreProcessGroup group(r == 0 ? server : *client, r, world);
+        out.result = train_in_group<CpuAsProcesses>(options, {&mailboxes}, group).result;
       } catch (const std::exception& e) {
         out.error = e.what();
         mailboxes.abort();  // as a failed process's peers lose their connection to it

@@ -37,6 +37,7 @@ class CudaEntry final : public Backend {
   [[nodiscard]] std::string_view name() const override { return CudaBackend::kName; }
   void require_available() const override { CudaBackend::require_available(); }
   [[nodiscard]] bool runs_ranks_as_processes() const override { return true; }
+  [[nodiscard]] bool meets_at_store() const override { return true; }
 
   [[nodiscard]] std::string describe(const schedules::Schedule& schedule, const BackendOptions& options,
                                      const LaunchRole& role) const override {
@@ -81,6 +82,7 @@ class CudaEntry final : public Backend {
         cupti::append_gpu_events(trace, report->step_records, report->step_ids, report->step_origin_ns);
       };
     }
+    run.clock = trained.clock;
     run.device_peak_used_bytes = report->device_peak_used_bytes;
     run.allocator_peak_bytes = report->allocator_peak_bytes;
     run.result = std::move(trained.result);
@@ -133,7 +135,7 @@ CudaBackend::Run::Run(const TrainOptions& options, const RunSettings& settings,
       memory_(device_index_) {
   const int num_ranks = settings.schedule->num_ranks;
   devices_.resize(static_cast<std::size_t>(num_ranks));
-  if (where.store == nullptr) {
+  if (where.group == nullptr) {
     partitions_ = SmPartitions::create(device_index_, num_ranks, backend_options.sm_per_stage);
     report_.green = partitions_->green();
     report_.partitions = partitions_->green()
@@ -151,9 +153,8 @@ CudaBackend::Run::Run(const TrainOptions& options, const RunSettings& settings,
   }
   // One rank per process: rank 0 makes NCCL's ids and shares them through the store.
   const int me = where.local.front().value;
-  if (me == 0) where.store->set("gpipe/nccl_ids", make_nccl_ids());
-  transport_ = std::make_unique<NcclTransport>(me, where.world_size, device_index_,
-                                               where.store->get("gpipe/nccl_ids"),
+  const std::string ids = where.group->share_from_rank0("gpipe/nccl_ids", me == 0 ? make_nccl_ids() : "");
+  transport_ = std::make_unique<NcclTransport>(me, where.group->world_size(), device_index_, ids,
                                                store_timeout(options.watchdog_seconds));
   process_stream_ = std::make_unique<Stream>(device_index_);
   devices_[static_cast<std::size_t>(me)] =

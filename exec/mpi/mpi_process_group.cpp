@@ -1,0 +1,149 @@
+#include "exec/mpi/mpi_process_group.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstdlib>
+#include <limits>
+#include <string_view>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "exec/dist/rank_part.hpp"
+
+namespace gpipe::exec::mpi {
+namespace {
+
+constexpr int kClockRounds = 32;
+constexpr std::size_t kHostChars = 256;
+
+// Each process's host name, by rank.
+std::vector<std::string> host_names(const MpiWorld& world) {
+  std::array<char, kHostChars> mine{};
+  std::copy_n(world.host().begin(), std::min(world.host().size(), kHostChars - 1), mine.begin());
+  std::vector<char> all(kHostChars * static_cast<std::size_t>(world.size()));
+  check(MPI_Allgather(mine.data(), kHostChars, MPI_CHAR, all.data(), kHostChars, MPI_CHAR, MPI_COMM_WORLD),
+        "MPI_Allgather");
+  std::vector<std::string> names;
+  for (int r = 0; r < world.size(); ++r) names.emplace_back(&all[kHostChars * static_cast<std::size_t>(r)]);
+  return names;
+}
+
+}  // namespace
+
+MpiProcessGroup::MpiProcessGroup(MpiWorld& world, FailureWatch& watch)
+    : world_(world), watch_(watch), sync_(*this) {
+  agree_on_clocks();
+}
+
+void MpiProcessGroup::agree_on_clocks() {
+  const std::vector<std::string> hosts = host_names(world_);
+  const bool one_node = std::all_of(hosts.begin(), hosts.end(), [&](const std::string& h) { return h == hosts[0]; });
+  const char* forced = std::getenv("GPIPE_MPI_CLOCK");
+  const bool ping_pong = std::string_view(forced == nullptr ? "" : forced) == "ping-pong";
+  // rank 0 measures each process that does not share its clock; [offset, error] each.
+  std::vector<std::int64_t> estimate(2 * static_cast<std::size_t>(world_.size()), 0);
+  const auto shares_clock = [&](int r) { return !ping_pong && hosts[static_cast<std::size_t>(r)] == hosts[0]; };
+  for (int r = 1; r < world_.size(); ++r) {
+    if (shares_clock(r)) continue;
+    if (world_.rank() == 0) {
+      std::int64_t best_rtt = std::numeric_limits<std::int64_t>::max();
+      for (int i = 0; i < kClockRounds; ++i) {
+        const std::int64_t t0 = steady_now_ns();
+        std::int64_t t1 = 0;
+        check(MPI_Send(&t0, 1, MPI_INT64_T, r, kClockTag, MPI_COMM_WORLD), "MPI_Send");
+        check(MPI_Recv(&t1, 1, MPI_INT64_T, r, kClockTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE), "MPI_Recv");
+        const std::int64_t t2 = steady_now_ns();
+        if (t2 - t0 < best_rtt) {
+          best_rtt = t2 - t0;
+          estimate[2 * static_cast<std::size_t>(r)] = t1 - (t0 + t2) / 2;  // its clock minus ours
+          estimate[2 * static_cast<std::size_t>(r) + 1] = (best_rtt + 1) / 2;
+        }
+      }
+    } else if (world_.rank() == r) {
+      for (int i = 0; i < kClockRounds; ++i) {
+        std::int64_t t0 = 0;
+        check(MPI_Recv(&t0, 1, MPI_INT64_T, 0, kClockTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE), "MPI_Recv");
+        const std::int64_t t1 = steady_now_ns();
+        check(MPI_Send(&t1, 1, MPI_INT64_T, 0, kClockTag, MPI_COMM_WORLD), "MPI_Send");
+      }
+    }
+  }
+  check(MPI_Bcast(estimate.data(), static_cast<int>(estimate.size()), MPI_INT64_T, 0, MPI_COMM_WORLD),
+        "MPI_Bcast");
+  offset_ns_ = estimate[2 * static_cast<std::size_t>(world_.rank())];
+  std::int64_t worst = 0;
+  for (int r = 0; r < world_.size(); ++r) worst = std::max(worst, estimate[2 * static_cast<std::size_t>(r) + 1]);
+  if (one_node && !ping_pong) {
+    clock_ = {"shared monotonic clock (one node)", 0};
+  } else {
+    const std::size_t nodes = [&] {
+      std::vector<std::string> distinct = hosts;
+      std::sort(distinct.begin(), distinct.end());
+      return static_cast<std::size_t>(std::unique(distinct.begin(), distinct.end()) - distinct.begin());
+    }();
+    clock_ = {fmt::format("ping-pong offsets to rank 0 ({} node{}, least of {} round trips)", nodes,
+                          nodes == 1 ? "" : "s", kClockRounds),
+              worst};
+  }
+}
+
+StepSync::Clock::time_point MpiProcessGroup::Sync::arrive(int /*step*/) {
+  FailureWatch& watch = group_.watch_;
+  const auto between = [&watch] { watch.check(); };
+  watch.check();
+  MPI_Request request = MPI_REQUEST_NULL;
+  check(MPI_Ibarrier(MPI_COMM_WORLD, &request), "MPI_Ibarrier");
+  wait(request, between);
+  // Everyone is here: rank 0's clock now is the step's origin, everywhere.
+  std::int64_t origin = group_.world_.rank() == 0 ? steady_now_ns() : 0;
+  check(MPI_Ibcast(&origin, 1, MPI_INT64_T, 0, MPI_COMM_WORLD, &request), "MPI_Ibcast");
+  wait(request, between);
+  return Clock::time_point(std::chrono::nanoseconds(origin + group_.offset_ns_));
+}
+
+std::vector<RankPart> MpiProcessGroup::exchange_parts(const RankPart& mine, schedules::Rank reporter) {
+  const auto between = [this] { watch_.check(); };
+  std::vector<RankPart> parts;
+  if (mine.rank != reporter) {
+    const std::string text = to_json(mine);
+    MPI_Request request = MPI_REQUEST_NULL;
+    check(MPI_Isend(text.data(), static_cast<int>(text.size()), MPI_CHAR, reporter.value, kPartsTag, MPI_COMM_WORLD,
+                    &request),
+          "MPI_Isend");
+    wait(request, between);
+    return parts;
+  }
+  for (int r = 0; r < world_.size(); ++r) {
+    if (r == reporter.value) {
+      parts.push_back(mine);
+      continue;
+    }
+    MPI_Status status;
+    for (int found = 0; found == 0;) {
+      check(MPI_Iprobe(r, kPartsTag, MPI_COMM_WORLD, &found, &status), "MPI_Iprobe");
+      if (found == 0) {
+        between();
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+      }
+    }
+    int length = 0;
+    MPI_Get_count(&status, MPI_CHAR, &length);
+    std::string text(static_cast<std::size_t>(length), '\0');
+    check(MPI_Recv(text.data(), length, MPI_CHAR, r, kPartsTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE), "MPI_Recv");
+    parts.push_back(parse_rank_part(text));
+  }
+  return parts;
+}
+
+std::string MpiProcessGroup::share_from_rank0(const std::string& /*key*/, const std::string& value) {
+  std::int64_t length = world_.rank() == 0 ? static_cast<std::int64_t>(value.size()) : 0;
+  check(MPI_Bcast(&length, 1, MPI_INT64_T, 0, MPI_COMM_WORLD), "MPI_Bcast");
+  std::string shared = world_.rank() == 0 ? value : std::string(static_cast<std::size_t>(length), '\0');
+  check(MPI_Bcast(shared.data(), static_cast<int>(length), MPI_CHAR, 0, MPI_COMM_WORLD), "MPI_Bcast");
+  return shared;
+}
+
+void MpiProcessGroup::announce_failure(const std::string& line) noexcept { watch_.announce(line); }
+
+}  // namespace gpipe::exec::mpi

@@ -1,0 +1,63 @@
+// The processes of a CPU run under mpirun or srun, one rank each, as a
+// ProcessGroup (exec/runtime/process_group.hpp) over MPI.
+//
+// One clock: each step starts at a non-blocking barrier, after which rank 0
+// reads its clock and broadcasts it; every process takes that instant, on
+// its own clock, as the step's origin, so every rank's intervals are on one
+// time base. On one node the steady clock (CLOCK_MONOTONIC) is the same in
+// every process. Across nodes, each process's offset to rank 0 is estimated
+// once, before the run, by a ping-pong (the round of least round trip, as
+// NTP and PTP do), with half that round trip as its error bound.
+// GPIPE_MPI_CLOCK=ping-pong uses the estimate on one node too (for tests).
+//
+// Every wait polls the FailureWatch, so a failure another process announces
+// ends it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "exec/mpi/failure_watch.hpp"
+#include "exec/mpi/mpi_world.hpp"
+#include "exec/runtime/process_group.hpp"
+
+namespace gpipe::exec::mpi {
+
+class MpiProcessGroup final : public ProcessGroup {
+ public:
+  // Collective: every process constructs it, and the clocks are agreed here.
+  MpiProcessGroup(MpiWorld& world, FailureWatch& watch);
+
+  [[nodiscard]] int rank() const override { return world_.rank(); }
+  [[nodiscard]] int world_size() const override { return world_.size(); }
+  [[nodiscard]] StepSync& step_sync() override { return sync_; }
+  [[nodiscard]] ClockAgreement clock() const override { return clock_; }
+  [[nodiscard]] std::vector<RankPart> exchange_parts(const RankPart& mine, schedules::Rank reporter) override;
+  [[nodiscard]] std::string share_from_rank0(const std::string& key, const std::string& value) override;
+  void announce_failure(const std::string& line) noexcept override;
+
+  // This process's clock minus rank 0's, in ns (0 on rank 0 and on its node).
+  [[nodiscard]] std::int64_t offset_ns() const { return offset_ns_; }
+
+ private:
+  class Sync final : public StepSync {
+   public:
+    explicit Sync(MpiProcessGroup& group) : group_(group) {}
+    [[nodiscard]] Clock::time_point arrive(int step) override;
+    void abort() override { group_.watch_.abort(); }
+
+   private:
+    MpiProcessGroup& group_;
+  };
+
+  void agree_on_clocks();
+
+  MpiWorld& world_;
+  FailureWatch& watch_;
+  Sync sync_;
+  ClockAgreement clock_;
+  std::int64_t offset_ns_ = 0;
+};
+
+}  // namespace gpipe::exec::mpi

@@ -1,0 +1,33 @@
+#include "exec/mpi/mpi_run.hpp"
+
+#include "exec/mpi/failure_watch.hpp"
+#include "exec/mpi/mpi_link.hpp"
+#include "exec/mpi/mpi_process_group.hpp"
+#include "exec/mpi/mpi_world.hpp"
+#include "exec/runtime/termination.hpp"
+
+namespace gpipe::exec::mpi {
+
+bool built_with_mpi() { return true; }
+
+Trained<cpu::CpuBackend> train_as_mpi_process(const TrainOptions& options) {
+  MpiWorld world;
+  catch_termination_signals();  // after MPI's start, so that ours are the handlers
+  FailureWatch watch(world);
+  try {
+    check_launch_fits(options, world.size(), "mpirun");
+    MpiProcessGroup group(world, watch);
+    cpu::CpuBackend::Options cpu;
+    cpu.process_link = [&](ActionTimer& timer) {
+      return std::make_unique<MpiLink>(world, watch, options.schedule.num_stages,
+                                       options.schedule.num_microbatches, &timer);
+    };
+    return train_in_group<cpu::CpuBackend>(options, cpu, group);
+  } catch (...) {
+    // Peers may be gone or still waiting: MPI_Finalize could wait for them.
+    world.skip_finalize();
+    throw;
+  }
+}
+
+}  // namespace gpipe::exec::mpi

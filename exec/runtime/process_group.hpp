@@ -1,0 +1,48 @@
+// The processes of a run with one rank per process, as the trainer sees
+// them: where each step starts together, how the measured parts reach the
+// reporter, how rank 0 shares a value (NCCL's ids), and how a failure here
+// reaches the others. Two kinds: the rendezvous store's (exec/dist/
+// store_process_group.hpp: TCP, for NCCL's processes) and MPI's (exec/mpi/:
+// the CPU backend under mpirun or srun).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "exec/runtime/measurement.hpp"
+#include "exec/runtime/step_sync.hpp"
+#include "schedules/ids.hpp"
+
+namespace gpipe::exec {
+
+// How the processes' clocks were put on one time base.
+struct ClockAgreement {
+  std::string method = "one process";  // "shared monotonic clock (one node)", "ping-pong offsets"
+  std::int64_t max_error_ns = 0;       // the estimate's bound over ranks: half the least round trip
+};
+
+class ProcessGroup {
+ public:
+  virtual ~ProcessGroup() = default;
+
+  [[nodiscard]] virtual int rank() const = 0;
+  [[nodiscard]] virtual int world_size() const = 0;
+  // Where the ranks meet before each step. Its arrive() returns the step's
+  // start on this host's clock; for a group with one clock (ClockAgreement)
+  // that moment is the same instant in every process.
+  [[nodiscard]] virtual StepSync& step_sync() = 0;
+  [[nodiscard]] virtual ClockAgreement clock() const = 0;
+  // Every process gives its part; the reporter gets them all, in rank order,
+  // the others none.
+  [[nodiscard]] virtual std::vector<RankPart> exchange_parts(const RankPart& mine,
+                                                             schedules::Rank reporter) = 0;
+  // Rank 0's `value` in every process (`key` names it where a store needs one).
+  [[nodiscard]] virtual std::string share_from_rank0(const std::string& key, const std::string& value) = 0;
+  // This process's run failed with `line`: tell the others, where the group
+  // can, so that each reports the failed rank and action instead of waiting
+  // for its watchdog. Bounded in time; never throws.
+  virtual void announce_failure(const std::string& line) noexcept = 0;
+};
+
+}  // namespace gpipe::exec

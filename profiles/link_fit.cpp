@@ -1,0 +1,59 @@
+#include "profiles/link_fit.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "schedules/error.hpp"
+
+namespace gpipe::profiles {
+
+Link fit_link(std::vector<LinkPoint> points, std::string measured_with) {
+  if (points.size() < 2) throw InputError("a link fit needs at least two measured sizes");
+  std::sort(points.begin(), points.end(), [](const LinkPoint& a, const LinkPoint& b) { return a.bytes < b.bytes; });
+  // Minimise sum ((a + b x - t) / t)^2 over a (latency) and b (us per byte):
+  // weighted least squares with weights 1 / t^2.
+  double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (const LinkPoint& p : points) {
+    if (!(p.one_way_us > 0)) throw InputError(fmt::format("a link point of {} bytes takes no time", p.bytes));
+    const double w = 1.0 / (p.one_way_us * p.one_way_us);
+    const auto x = static_cast<double>(p.bytes);
+    sw += w;
+    sx += w * x;
+    sy += w * p.one_way_us;
+    sxx += w * x * x;
+    sxy += w * x * p.one_way_us;
+  }
+  const double det = sw * sxx - sx * sx;
+  if (!(det > 0)) throw InputError("a link fit needs at least two distinct message sizes");
+  double per_byte = (sw * sxy - sx * sy) / det;
+  double latency = (sy - per_byte * sx) / sw;
+  if (latency < 0) {  // refit through the origin: time = bytes * per_byte
+    latency = 0;
+    per_byte = sxy / sxx;
+  }
+  if (!(per_byte > 0)) throw InputError("the measured link does not get slower with more bytes: no bandwidth to fit");
+  Link link;
+  link.latency_us = latency;
+  link.bandwidth_GBps = 1.0 / (per_byte * 1e3);  // bytes per us / 1e3 = GB/s
+  link.measured_with = std::move(measured_with);
+  link.points = std::move(points);
+  return link;
+}
+
+double link_time_us(const Link& link, double bytes) {
+  return link.latency_us + bytes / (link.bandwidth_GBps * 1e3);
+}
+
+double link_fit_max_relative_error(const Link& link) {
+  double worst = 0;
+  for (const LinkPoint& p : link.points) {
+    if (p.one_way_us > 0) {
+      worst = std::max(worst, std::abs(link_time_us(link, static_cast<double>(p.bytes)) - p.one_way_us) / p.one_way_us);
+    }
+  }
+  return worst;
+}
+
+}  // namespace gpipe::profiles

@@ -1,0 +1,24 @@
+// The link model's two numbers from measured points: one-way time =
+// latency + bytes / bandwidth, fitted by least squares on the relative error,
+// so that an 8-byte message counts as much as a 64 MiB one (a plain fit
+// would let the largest sizes decide the latency, or make it negative).
+#pragma once
+
+#include <vector>
+
+#include "profiles/profile.hpp"
+
+namespace gpipe::profiles {
+
+// `points` with at least two distinct sizes and positive times: the fitted
+// latency (clamped at 0) and bandwidth, with `points` and `measured_with`
+// kept. Throws InputError otherwise.
+[[nodiscard]] Link fit_link(std::vector<LinkPoint> points, std::string measured_with);
+
+// The model's one-way time of `bytes`, in us.
+[[nodiscard]] double link_time_us(const Link& link, double bytes);
+
+// The largest |model - measured| / measured over the link's points (0 with none).
+[[nodiscard]] double link_fit_max_relative_error(const Link& link);
+
+}  // namespace gpipe::profiles

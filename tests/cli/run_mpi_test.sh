@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# gpipe-run train --backend cpu under mpirun, one rank per process, as a user
+# runs it: the same losses as the run of threads, the reporter alone printing,
+# one trace on one clock; and failures: an injected fault, a stall and a
+# process killed from outside each end every process, with one line each
+# naming the rank and action, and mpirun exits non-zero. Nothing hangs.
+# Exit 77 (skipped) where there is no mpirun or this gpipe-run has no MPI.
+# Usage: run_mpi_test.sh GPIPE_SIM GPIPE_RUN
+set -u
+sim=$1
+run=$2
+source "$(dirname "$0")/lib.sh"
+command -v mpirun >/dev/null || { echo "no mpirun: skipped"; exit 77; }
+# Two cores here; root in containers: both need saying to Open MPI.
+launch=(mpirun --oversubscribe)
+[ "$(id -u)" -eq 0 ] && launch+=(--allow-run-as-root)
+# Our lines only: mpirun adds its own banners on failure.
+ours() { grep '^gpipe-run' "$tmp/err" >"$tmp/ours"; }
+
+mlp=mlp:layers=4,hidden=16
+expect_status 0 "$run" train --model $mlp -K 2 -M 4 -N 8 --steps 3 --schedule 1f1b
+grep '^step [0-9]' "$tmp/out" >"$tmp/threads"
+expect_status 0 timeout 120 "${launch[@]}" -np 2 "$run" train --model $mlp -K 2 -M 4 -N 8 --steps 3 \
+  --schedule 1f1b --trace "$tmp/mpi.json"
+if grep -q "built without MPI" "$tmp/err"; then echo "gpipe-run has no MPI: skipped"; exit 77; fi
+expect_out "backend     cpu: one process per rank (2 processes, mpirun), MPI between ranks"
+grep '^step [0-9]' "$tmp/out" >"$tmp/processes"
+cmp -s "$tmp/threads" "$tmp/processes" || fail "losses differ from the threads' run: $(cat "$tmp/threads" "$tmp/processes")"
+[ "$(grep -c '^model ' "$tmp/out")" -eq 1 ] || fail "more than one process reported: $(cat "$tmp/out")"
+python3 - "$tmp/mpi.json" <<'PY' || fail "the trace's clock: $(head -c 400 "$tmp/mpi.json")"
+import json, sys
+clock = json.load(open(sys.argv[1]))["otherData"]["clock"]
+assert clock == {"method": "shared monotonic clock (one node)", "max_error_ns": 0}, clock
+PY
+"$sim" diff "$tmp/mpi.json" "$tmp/mpi.json" >/dev/null 2>&1 || fail "gpipe-sim diff does not read the trace"
+
+# Two stages per process (zbv, V = 2) and the ping-pong clock: still the same losses.
+expect_status 0 "$run" train --model $mlp -K 2 -M 4 -N 8 --steps 2 --schedule zbv
+grep '^step [0-9]' "$tmp/out" >"$tmp/threads"
+expect_status 0 env GPIPE_MPI_CLOCK=ping-pong timeout 120 "${launch[@]}" -np 2 "$run" train --model $mlp \
+  -K 2 -M 4 -N 8 --steps 2 --schedule zbv --trace "$tmp/zbv.json" --json
+python3 - "$tmp/zbv.json" "$tmp/out" "$tmp/threads" <<'PY' || fail "zbv under mpirun: $(cat "$tmp/out")"
+import json, sys
+clock = json.load(open(sys.argv[1]))["otherData"]["clock"]
+assert clock["method"].startswith("ping-pong offsets to rank 0 (1 node"), clock
+assert 0 < clock["max_error_ns"] < 10**8, clock  # half a round trip on one node: well under 0.1 s
+out = json.load(open(sys.argv[2]))  # the reporter's JSON alone on stdout
+assert len(out["metrics"]["ranks"]) == 2
+threads = [line.split()[-1] for line in open(sys.argv[3])]
+assert [f"{loss:.6f}" for loss in out["losses"]] == threads, (out["losses"], threads)
+PY
+
+# gpipe-run profile under mpirun -np 2 measures the link between the processes
+# (a ping-pong from 8 B to 64 MiB, fitted), and rank 0 alone writes the profile.
+expect_status 0 timeout 120 "${launch[@]}" -np 2 "$run" profile --model $mlp --micro-batch-sizes 1,2 \
+  --warmup 0 --repeats 1 --out "$tmp/prof.json"
+[ "$(grep -c 'fitted to MPI ping-pong between ranks 0 and 1' "$tmp/out")" -eq 1 ] ||
+  fail "expected rank 0's summary alone: $(cat "$tmp/out")"
+python3 - "$tmp/prof.json" <<'PY' || fail "the measured link: $(head -c 600 "$tmp/prof.json")"
+import json, sys
+link = json.load(open(sys.argv[1]))["link"]
+points = link["measured"]["points"]
+assert [p["bytes"] for p in points] == [8 << i for i in range(24)], points  # 8 B .. 64 MiB
+assert all(p["one_way_us"] > 0 for p in points)
+assert link["latency_us"] >= 0 and link["bandwidth_GBps"] > 0
+assert link["measured"]["with"].startswith("MPI ping-pong between ranks 0 and 1 on one node")
+PY
+"$sim" run --profile "$tmp/prof.json" -K 2 -M 2 -N 2 >/dev/null 2>&1 || fail "gpipe-sim does not read the measured link"
+expect_status 0 "$run" profile --model $mlp --micro-batch-sizes 1 --warmup 0 --repeats 1 --out "$tmp/p1.json"
+expect_out "under mpirun -np 2 the link between processes is measured"
+
+# One process per rank: a launch of another size is one error line, exit 2.
+expect_status 2 timeout 120 "${launch[@]}" -np 3 "$run" train --model $mlp -K 2 -M 4 -N 8 --steps 1
+ours
+[ "$(wc -l <"$tmp/ours")" -eq 1 ] || fail "expected one line of ours: $(cat "$tmp/err")"
+grep -q "the schedule has 2 ranks but mpirun started 3 processes" "$tmp/ours" || fail "$(cat "$tmp/err")"
+
+# A fault in rank 1: each process says so, naming rank 1 and the action.
+"${launch[@]}" -np 2 timeout 120 "$run" train --model $mlp -K 2 -M 4 -N 8 --steps 3 --schedule 1f1b \
+  --inject-fault 1:1F2 >"$tmp/out" 2>"$tmp/err"
+[ $? -ne 0 ] || fail "mpirun exited 0 after an injected fault"
+ours
+[ "$(grep -c 'rank 1 failed in 1F2: injected fault' "$tmp/ours")" -eq 2 ] ||
+  fail "expected a line from each process: $(cat "$tmp/err")"
+
+# A stall in rank 1: its watchdog names it, and the other process stops for it.
+start=$(date +%s)
+"${launch[@]}" -np 2 timeout 120 "$run" train --model $mlp -K 2 -M 4 -N 8 --steps 3 --schedule 1f1b \
+  --inject-fault 1:1B1:stall --watchdog-seconds 1 >"$tmp/out" 2>"$tmp/err"
+[ $? -ne 0 ] || fail "mpirun exited 0 after a stall"
+[ $(($(date +%s) - start)) -lt 60 ] || fail "a stall took over 60 s to end"
+ours
+[ "$(grep -c 'stalled: no action finished for .* rank 1 in 1B1 (injected stall)' "$tmp/ours")" -eq 2 ] ||
+  fail "expected a line from each process naming the stall: $(cat "$tmp/err")"
+
+# Rank 1's process killed from outside: mpirun ends the other, which says where it was.
+"${launch[@]}" -np 2 timeout 120 "$run" train --model $mlp -K 2 -M 4 -N 8 --steps 1000000 --seed 97531 \
+  >"$tmp/out" 2>"$tmp/err" &
+launcher=$!
+for _ in $(seq 100); do grep -q '^step 2/' "$tmp/out" && break; sleep 0.2; done
+victim=$(pgrep -f -- "--seed 97531" | while read -r p; do
+  tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx 'OMPI_COMM_WORLD_RANK=1' && echo "$p"; done | head -1)
+if [ -z "$victim" ]; then
+  fail "could not find rank 1's process"
+  kill "$launcher"
+else
+  kill -9 "$victim"
+fi
+wait "$launcher"
+[ $? -ne 0 ] || fail "mpirun exited 0 after a process was killed"
+ours
+grep -q "stopped by SIGTERM from outside .*; rank 0 \(waits \)\?in 0" "$tmp/ours" ||
+  fail "rank 0's process did not say where it was: $(cat "$tmp/err")"
+
+finish "gpipe-run train under mpirun"

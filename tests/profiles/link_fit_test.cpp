@@ -1,0 +1,75 @@
+// The link's fit and its measured points: exact recovery of a link that is
+// exactly latency + bytes / bandwidth, the relative weighting (an 8-byte
+// point counts as much as a 64 MiB one), a refit through the origin instead
+// of a negative latency, refusals, and the points surviving a write and read.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <vector>
+
+#include "profiles/link_fit.hpp"
+#include "profiles/profile.hpp"
+#include "schedules/error.hpp"
+#include "tests/error_of.hpp"
+
+namespace gpipe::profiles {
+namespace {
+
+using gpipe::testing::error_of;
+
+std::vector<LinkPoint> exact_points(double latency_us, double bandwidth_GBps) {
+  std::vector<LinkPoint> points;
+  for (std::int64_t bytes = 8; bytes <= (std::int64_t{64} << 20); bytes *= 2) {
+    points.push_back({bytes, latency_us + static_cast<double>(bytes) / (bandwidth_GBps * 1e3)});
+  }
+  return points;
+}
+
+TEST(LinkFit, RecoversAnExactLinearLink) {
+  const Link link = fit_link(exact_points(1.5, 12.0), "test");
+  EXPECT_NEAR(link.latency_us, 1.5, 1e-9);
+  EXPECT_NEAR(link.bandwidth_GBps, 12.0, 1e-9);
+  EXPECT_EQ(link.points.size(), 24u);  // 8 B .. 64 MiB
+  EXPECT_EQ(link.measured_with, "test");
+  EXPECT_NEAR(link_fit_max_relative_error(link), 0.0, 1e-12);
+  EXPECT_DOUBLE_EQ(link_time_us(link, 12e3), 1.5 + 1.0);
+}
+
+TEST(LinkFit, WeighsEverySizeByItsRelativeError) {
+  // Two points 10 % off in opposite directions: the relative fit splits the
+  // error evenly between the tiny and the huge message, so neither is off by
+  // much more than 10 %, and the latency stays near the small message's time.
+  std::vector<LinkPoint> points = exact_points(2.0, 10.0);
+  points.front().one_way_us *= 1.1;
+  points.back().one_way_us *= 0.9;
+  const Link link = fit_link(points, "test");
+  EXPECT_LT(link_fit_max_relative_error(link), 0.11);
+  EXPECT_NEAR(link.latency_us, 2.0, 0.25);
+}
+
+TEST(LinkFit, RefitsThroughTheOriginRatherThanANegativeLatency) {
+  // Time proportional to bytes with a dip at the smallest size: a free line
+  // would cross below zero; the fit keeps latency 0 and the bandwidth.
+  std::vector<LinkPoint> points = {{1000, 0.05}, {2000, 0.2}, {4000, 0.4}};
+  const Link link = fit_link(points, "test");
+  EXPECT_EQ(link.latency_us, 0.0);
+  EXPECT_GT(link.bandwidth_GBps, 0.0);
+}
+
+TEST(LinkFit, RefusesTooFewOrTimelessPoints) {
+  EXPECT_EQ(error_of([] { (void)fit_link({{8, 1.0}}, "t"); }), "a link fit needs at least two measured sizes");
+  EXPECT_EQ(error_of([] { (void)fit_link({{8, 1.0}, {16, 0.0}}, "t"); }), "a link point of 16 bytes takes no time");
+  EXPECT_EQ(error_of([] { (void)fit_link({{8, 1.0}, {8, 1.0}}, "t"); }),
+            "a link fit needs at least two distinct message sizes");
+}
+
+TEST(LinkFit, MeasuredPointsSurviveWritingAndReading) {
+  Profile profile = load_profile(std::filesystem::path(GPIPE_TEST_DATA_DIR) / "profiles" / "valid_two_layers.json");
+  profile.link = fit_link(exact_points(3.0, 5.0), "MPI ping-pong between ranks 0 and 1 on one node (vm)");
+  const auto path = std::filesystem::path(::testing::TempDir()) / "link_fit_round_trip.json";
+  write_profile(profile, path);
+  EXPECT_EQ(load_profile(path), profile);
+}
+
+}  // namespace
+}  // namespace gpipe::profiles
