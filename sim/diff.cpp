@@ -136,6 +136,56 @@ void list_unmatched(std::string_view title, const std::vector<std::string>& name
   out += '\n';
 }
 
+// Each message's SEND, by action (stage and micro-batch say which message).
+std::map<Action, const TimedAction*> sends_of(const Timeline& timeline) {
+  std::map<Action, const TimedAction*> sends;
+  for (const auto& a : timeline.actions) {
+    if (a.action.kind == ActionKind::SEND_F || a.action.kind == ActionKind::SEND_B) sends.emplace(a.action, &a);
+  }
+  return sends;
+}
+
+// The SEND whose message `receive` takes: from the stage before (activations) or after (gradients).
+Action send_of(const Action& receive) {
+  const bool forward = receive.kind == ActionKind::RECV_F;
+  return Action{schedules::Stage{receive.stage.value + (forward ? -1 : 1)},
+                forward ? ActionKind::SEND_F : ActionKind::SEND_B, receive.microbatch};
+}
+
+TransferError transfer_errors(const ActionIndex& pred, const ActionIndex& meas, const Timeline& measured) {
+  const auto sends = sends_of(measured);
+  TransferError t;
+  std::int64_t predicted_ns = 0, measured_ns = 0;
+  std::vector<double> abs_errors;
+  for (const auto& [key, p] : pred) {
+    const Action& a = key.second;
+    if (a.kind != ActionKind::RECV_F && a.kind != ActionKind::RECV_B) continue;
+    const auto it = meas.find(key);
+    if (it == meas.end()) continue;
+    const TimedAction& m = *it->second;
+    const auto send = sends.find(send_of(a));
+    const std::int64_t from = send == sends.end() ? m.start_ns : std::max(m.start_ns, send->second->start_ns);
+    const std::int64_t took = std::max<std::int64_t>(m.end_ns - from, 0);
+    ++t.count;
+    predicted_ns += p->duration_ns();
+    measured_ns += took;
+    const double e = percent_error(static_cast<double>(p->duration_ns()), static_cast<double>(took));
+    if (!std::isnan(e)) abs_errors.push_back(std::abs(e));
+  }
+  if (t.count == 0) return t;
+  t.predicted_mean_us = to_us(predicted_ns) / t.count;
+  t.measured_mean_us = to_us(measured_ns) / t.count;
+  t.mean_error_pct = percent_error(static_cast<double>(predicted_ns), static_cast<double>(measured_ns));
+  if (!abs_errors.empty()) {
+    std::ranges::sort(abs_errors);
+    t.median_abs_error_pct = abs_errors[abs_errors.size() / 2];
+    t.max_abs_error_pct = abs_errors.back();
+  } else {
+    t.median_abs_error_pct = t.max_abs_error_pct = kNaN;
+  }
+  return t;
+}
+
 }  // namespace
 
 TimelineDiff diff_timelines(const Timeline& predicted, const Timeline& measured, int worst) {
@@ -208,6 +258,7 @@ TimelineDiff diff_timelines(const Timeline& predicted, const Timeline& measured,
         percent_error(static_cast<double>(pm.ranks[r].peak_activation_bytes),
                       static_cast<double>(mm.ranks[r].peak_activation_bytes)));
   }
+  d.transfers = transfer_errors(pred, meas, measured);
   // Stable: equal errors stay in (rank, action) order.
   std::ranges::stable_sort(errors, std::greater{},
                            [](const ActionError& e) { return std::abs(e.error_us); });
@@ -252,6 +303,13 @@ json to_json(const TimelineDiff& d) {
           {"mean_abs_start_drift_us", d.mean_abs_start_drift_us},
           {"max_abs_start_drift_us", d.max_abs_start_drift_us},
           {"peak_activation_error_pct", std::move(peaks)},
+          {"transfers",
+           {{"count", d.transfers.count},
+            {"predicted_mean_us", d.transfers.predicted_mean_us},
+            {"measured_mean_us", d.transfers.measured_mean_us},
+            {"mean_error_pct", number_or_null(d.transfers.mean_error_pct)},
+            {"median_abs_error_pct", number_or_null(d.transfers.median_abs_error_pct)},
+            {"max_abs_error_pct", number_or_null(d.transfers.max_abs_error_pct)}}},
           {"worst", std::move(worst)}};
 }
 
@@ -271,6 +329,14 @@ std::string to_text(const TimelineDiff& d) {
     fmt::format_to(it, "  {:<10}{:>5}{:>13.1f} us{:>12.1f} us{:>9.1f} us{:>10}\n", to_string(k.kind),
                    k.count, k.predicted_mean_us, k.measured_mean_us, k.mean_abs_error_us,
                    percent_text(k.mean_error_pct, 1));
+  }
+  if (d.transfers.count > 0) {
+    const TransferError& t = d.transfers;
+    fmt::format_to(it,
+                   "transfers   {} messages: predicted mean {:.1f} us, measured {:.1f} us, error {}; per message "
+                   "|error| median {}, largest {}\n",
+                   t.count, t.predicted_mean_us, t.measured_mean_us, percent_text(t.mean_error_pct, 1),
+                   percent_text(t.median_abs_error_pct, 1), percent_text(t.max_abs_error_pct, 1));
   }
   fmt::format_to(it, "start drift mean {:.1f} us, max {:.1f} us\n", d.mean_abs_start_drift_us,
                  d.max_abs_start_drift_us);

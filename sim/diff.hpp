@@ -39,6 +39,21 @@ struct ActionError {
   double start_drift_us = 0.0;
 };
 
+// The link model alone, over the messages of both traces: a message's
+// predicted transfer is its RECV's interval in a prediction (latency + bytes /
+// bandwidth, after any wait for the link); the measured one runs from the
+// later of its SEND's and its RECV's start to the RECV's end, the time the
+// bytes took once both sides were there. (A message that arrived before its
+// RECV began counts only the RECV's own time: an under-estimate of the link.)
+struct TransferError {
+  int count = 0;
+  double predicted_mean_us = 0.0;
+  double measured_mean_us = 0.0;
+  double mean_error_pct = 0.0;        // of the means
+  double median_abs_error_pct = 0.0;  // over messages
+  double max_abs_error_pct = 0.0;
+};
+
 // Every percentage is (pred - meas) / meas * 100: 0 when both are 0, and NaN
 // (null in JSON, "n/a" in text) when only the measured value is 0.
 struct TimelineDiff {
@@ -51,6 +66,7 @@ struct TimelineDiff {
   std::vector<KindError> kinds;  // compute kinds present among matched actions, in enum order
   double mean_abs_start_drift_us = 0.0, max_abs_start_drift_us = 0.0;  // over matched actions
   std::vector<double> peak_activation_error_pct;                       // per rank
+  TransferError transfers;  // count 0 when the schedule has no messages
   std::vector<ActionError> worst;  // largest |error_us| first; ties by (rank, action)
 };
 

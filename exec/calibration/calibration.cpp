@@ -96,19 +96,22 @@ std::string calibration_csv(const std::vector<CalibrationRow>& rows) {
   std::string out =
       std::string(plan::kGridCsvHead) + ",predicted_step_us,measured_step_us,step_time_error_pct,predicted_bubble,measured_bubble,"
       "bubble_fraction_analytic,bubble_error_points,predicted_peak_activation_bytes,"
-      "measured_peak_activation_bytes,peak_activation_equal\n";
+      "measured_peak_activation_bytes,peak_activation_equal,transfers,predicted_transfer_us,measured_transfer_us,"
+      "transfer_error_pct\n";
   for (const CalibrationRow& r : rows) {
     const plan::PlanRequest& req = r.request;
     out += plan::grid_row_csv(req, r.skipped, 10);
     if (!r.ok()) continue;
-    out += fmt::format("{},{},{},ok,,{:.3f},{:.3f},{},{:.6f},{:.6f},{},{},{},{},{}\n",
+    const sim::TransferError& t = r.diff.transfers;
+    out += fmt::format("{},{},{},ok,,{:.3f},{:.3f},{},{:.6f},{:.6f},{},{},{},{},{},{},{:.3f},{:.3f},{}\n",
                        r.microbatch_sizes.front(), req.batch,
                        plan::csv_cell(fmt::format("{}", fmt::join(r.partition, ","))), r.diff.predicted_step_us,
                        r.diff.measured_step_us, number(r.diff.step_time_error_pct, 3),
                        r.diff.predicted_bubble, r.diff.measured_bubble,
                        plan::csv_number(r.predicted.bubble_fraction_analytic, 6), number(r.diff.bubble_error_points, 3),
                        r.predicted_peak_activation_bytes, r.measured_peak_activation_bytes,
-                       r.peak_activation_equal() ? 1 : 0);
+                       r.peak_activation_equal() ? 1 : 0, t.count, t.predicted_mean_us, t.measured_mean_us,
+                       t.count > 0 ? number(t.mean_error_pct, 3) : std::string());
   }
   return out;
 }

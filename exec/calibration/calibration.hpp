@@ -75,7 +75,9 @@ struct CalibrationOptions {
 //   schedule,recompute,stages,microbatches,micro_batch_size,batch,partition,
 //   status,reason,predicted_step_us,measured_step_us,step_time_error_pct,
 //   predicted_bubble,measured_bubble,bubble_fraction_analytic,bubble_error_points,
-//   predicted_peak_activation_bytes,measured_peak_activation_bytes,peak_activation_equal
+//   predicted_peak_activation_bytes,measured_peak_activation_bytes,peak_activation_equal,
+//   transfers,predicted_transfer_us,measured_transfer_us,transfer_error_pct
+// (the last four: the link model alone, sim/diff.hpp TransferError)
 // (a skipped row leaves the metric cells empty; the error is (pred - meas) / meas).
 [[nodiscard]] std::string calibration_csv(const std::vector<CalibrationRow>& rows);
 [[nodiscard]] nlohmann::json calibration_json(const std::vector<CalibrationRow>& rows);

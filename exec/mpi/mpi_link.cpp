@@ -19,7 +19,7 @@ void* bytes_of(Tensor& tensor) {
 
 MpiLink::MpiLink(const MpiWorld& world, FailureWatch& watch, int num_stages, int num_microbatches,
                  ActionTimer* timer)
-    : watch_(watch), num_stages_(num_stages), num_microbatches_(num_microbatches), timer_(timer) {
+    : world_(world), watch_(watch), num_stages_(num_stages), num_microbatches_(num_microbatches), timer_(timer) {
   const std::int64_t needed = kFirstDataTag + std::int64_t{2} * num_stages * num_microbatches;
   if (needed > world.max_tag()) {
     throw InputError(fmt::format("{} stages x {} micro-batches need MPI tags up to {}, over this MPI's "
@@ -93,7 +93,7 @@ Tensor MpiLink::receive(schedules::Rank /*to*/, schedules::Rank from, const Mess
         "MPI_Irecv");
   const auto between = [this] { watch_.check(); };
   try {
-    wait(request, between);
+    world_.wait(request, between);
   } catch (...) {
     MPI_Cancel(&request);
     MPI_Request_free(&request);
@@ -108,14 +108,14 @@ Tensor MpiLink::receive(schedules::Rank /*to*/, schedules::Rank from, const Mess
   check(MPI_Irecv(bytes_of(tensor), static_cast<int>(tensor.bytes()), MPI_BYTE,
                   from.value, t, MPI_COMM_WORLD, &request),
         "MPI_Irecv");
-  wait(request, between);  // the values follow their header: a failure now ends the process anyway
+  world_.wait(request, between);  // the values follow their header: a failure now ends the process anyway
   return tensor;
 }
 
 void MpiLink::flush() {
   const auto between = [this] { watch_.check(); };
   for (Pending& p : pending_) {
-    for (MPI_Request& r : p.requests) wait(r, between);
+    for (MPI_Request& r : p.requests) world_.wait(r, between);
   }
   pending_.clear();
 }

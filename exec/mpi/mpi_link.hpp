@@ -53,6 +53,7 @@ class MpiLink final : public cpu::ProcessLink {
   [[nodiscard]] int tag_of(const MessageTag& tag) const;
   void reap();  // frees the sends MPI is done with
 
+  const MpiWorld& world_;
   FailureWatch& watch_;
   int num_stages_;
   int num_microbatches_;

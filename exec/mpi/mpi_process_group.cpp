@@ -94,11 +94,11 @@ StepSync::Clock::time_point MpiProcessGroup::Sync::arrive(int /*step*/) {
   watch.check();
   MPI_Request request = MPI_REQUEST_NULL;
   check(MPI_Ibarrier(MPI_COMM_WORLD, &request), "MPI_Ibarrier");
-  wait(request, between);
+  group_.world_.wait(request, between);
   // Everyone is here: rank 0's clock now is the step's origin, everywhere.
   std::int64_t origin = group_.world_.rank() == 0 ? steady_now_ns() : 0;
   check(MPI_Ibcast(&origin, 1, MPI_INT64_T, 0, MPI_COMM_WORLD, &request), "MPI_Ibcast");
-  wait(request, between);
+  group_.world_.wait(request, between);
   return Clock::time_point(std::chrono::nanoseconds(origin + group_.offset_ns_));
 }
 
@@ -111,7 +111,7 @@ std::vector<RankPart> MpiProcessGroup::exchange_parts(const RankPart& mine, sche
     check(MPI_Isend(text.data(), static_cast<int>(text.size()), MPI_CHAR, reporter.value, kPartsTag, MPI_COMM_WORLD,
                     &request),
           "MPI_Isend");
-    wait(request, between);
+    world_.wait(request, between);
     return parts;
   }
   for (int r = 0; r < world_.size(); ++r) {

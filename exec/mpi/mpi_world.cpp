@@ -27,6 +27,13 @@ MpiWorld::MpiWorld() {
   int length = 0;
   MPI_Get_processor_name(name, &length);
   host_.assign(name, static_cast<std::size_t>(length));
+  MPI_Comm node = MPI_COMM_NULL;
+  check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node),
+        "MPI_Comm_split_type");
+  int on_node = 1;
+  MPI_Comm_size(node, &on_node);
+  MPI_Comm_free(&node);
+  oversubscribed_ = on_node > static_cast<int>(std::thread::hardware_concurrency());
 }
 
 MpiWorld::~MpiWorld() {
@@ -41,17 +48,21 @@ void check(int code, const char* what) {
   throw RunError(fmt::format("{} failed: {}", what, std::string(text, static_cast<std::size_t>(length))));
 }
 
-void wait(MPI_Request& request, const std::function<void()>& between) {
+void MpiWorld::wait(MPI_Request& request, const std::function<void()>& between) const {
   using namespace std::chrono_literals;
+  using Clock = std::chrono::steady_clock;
+  // A pipeline's waits are mostly shorter than this; a longer one, a stall or
+  // a slow peer, gives the core back.
+  constexpr auto kSpin = 20ms;
+  const Clock::time_point start = Clock::now();
   for (int polls = 0;; ++polls) {
     int done = 0;
     check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
     if (done != 0) return;
-    if (between) between();
-    // A short spin keeps a message's latency low; then the core goes back.
-    if (polls > 2000) {
-      std::this_thread::sleep_for(20us);
-    } else {
+    if (between && polls % 64 == 0) between();
+    if (polls % 1024 == 1023 && Clock::now() - start > kSpin) {
+      std::this_thread::sleep_for(50us);
+    } else if (oversubscribed_) {
       std::this_thread::yield();
     }
   }

@@ -43,6 +43,16 @@ class MpiWorld {
   [[nodiscard]] const std::string& host() const { return host_; }
   // After a failure: no MPI_Finalize, which would wait for peers that may be gone.
   void skip_finalize() { finalize_ = false; }
+  // Whether this node runs more processes of the launch than it has cores.
+  [[nodiscard]] bool oversubscribed() const { return oversubscribed_; }
+
+  // Polls `request` until it completes; every few tests calls `between`
+  // (which throws to give up: Aborted, PeerFailed). Polls for 20 ms, then
+  // sleeps in short steps so that a long wait gives its core back. While
+  // polling, a process that has a core of its own spins (a message's latency
+  // stays the link's; a yield costs tens of us to come back from); one that
+  // shares a core yields to the others between polls.
+  void wait(MPI_Request& request, const std::function<void()>& between) const;
 
  private:
   int rank_ = 0;
@@ -50,15 +60,11 @@ class MpiWorld {
   int max_tag_ = 32767;
   std::string host_;
   bool finalize_ = true;
+  bool oversubscribed_ = false;
 };
 
 // Throws RunError naming `what` when an MPI call fails.
 void check(int code, const char* what);
-
-// Polls `request` until it completes; between tests calls `between` (which
-// throws to give up: Aborted, PeerFailed). Spins briefly, then sleeps in
-// short steps so that a waiting rank leaves its core to the others.
-void wait(MPI_Request& request, const std::function<void()>& between);
 
 // The steady clock, in ns since its epoch: one time base for every process
 // of a node (CLOCK_MONOTONIC).

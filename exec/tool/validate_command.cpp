@@ -4,11 +4,15 @@
 // (exec/calibration/calibration.hpp), printing a row of predicted vs measured step time,
 // bubble and peak activation as each finishes; --out writes the CSV that
 // plots/validation.py draws, --json prints every row with its full diff.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <memory>
+#include <sstream>
 #include <thread>
 
 #include <fmt/format.h>
@@ -21,16 +25,25 @@
 #include "exec/profiling/profiler_options.hpp"
 #include "exec/tool/backend_flags.hpp"
 #include "exec/tool/commands.hpp"
+#include "exec/tool/launcher.hpp"
 #include "exec/tool/run_flags.hpp"
 #include "models/model_spec.hpp"
 #include "plan/microbatches.hpp"
 #include "plan/model_profile.hpp"
 #include "profiles/shipped.hpp"
 #include "schedules/error.hpp"
+#include "schedules/chrome_trace.hpp"
 #include "schedules/files.hpp"
+#include "schedules/ir_json.hpp"
+#include "schedules/metrics.hpp"
 
 namespace gpipe::cli {
 namespace {
+
+// A file of this process in the temporary folder: "gpipe-validate-PID-NAME".
+std::string scratch_path(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / fmt::format("gpipe-validate-{}-{}", getpid(), name)).string();
+}
 
 struct ValidateFlags {
   RunFlags run;
@@ -42,6 +55,7 @@ struct ValidateFlags {
   bool json = false;
   int warmup = 2;
   int repeats = 5;
+  std::string launcher;  // "": every configuration in this process
 };
 
 constexpr const char* kRowFormat =
@@ -104,6 +118,32 @@ std::string error_line(const ErrorSummary& s) {
                      schedules::to_string(w.request.recompute), w.request.stages, w.request.microbatches);
 }
 
+// The link model alone (sim/diff.hpp TransferError), over every message of
+// the configurations run: what the profile's link predicts against the time
+// the bytes took.
+void print_link_summary(const std::vector<exec::CalibrationRow>& rows) {
+  int messages = 0;
+  double predicted = 0, measured = 0, worst = 0;
+  std::vector<double> medians;
+  for (const auto& r : rows) {
+    const sim::TransferError& t = r.diff.transfers;
+    if (!r.ok() || t.count == 0) continue;
+    messages += t.count;
+    predicted += t.predicted_mean_us * t.count;
+    measured += t.measured_mean_us * t.count;
+    if (!std::isnan(t.median_abs_error_pct)) medians.push_back(t.median_abs_error_pct);
+    if (!std::isnan(t.max_abs_error_pct)) worst = std::max(worst, t.max_abs_error_pct);
+  }
+  if (messages == 0) return;
+  std::ranges::sort(medians);
+  std::cout << fmt::format(
+      "link model: {} transfers, mean {} predicted against {} measured ({:+.1f} %); a message's |error|: "
+      "median {:.1f} % (the median over configurations of each one's median), largest {:.1f} %\n",
+      messages, format_time_us(predicted / messages), format_time_us(measured / messages),
+      measured > 0 ? (predicted - measured) / measured * 100 : 0.0,
+      medians.empty() ? 0.0 : medians[medians.size() / 2], worst);
+}
+
 void print_summary(const std::vector<exec::CalibrationRow>& rows) {
   const auto run = static_cast<std::size_t>(
       std::count_if(rows.begin(), rows.end(), [](const auto& r) { return r.ok(); }));
@@ -128,6 +168,73 @@ void print_summary(const std::vector<exec::CalibrationRow>& rows) {
   }
   std::cout << fmt::format("bubble error: mean |error| {:.1f} points\n", bubble / static_cast<double>(run));
   std::cout << fmt::format("peak activation equal to the prediction in {} of {} configurations\n", equal, run);
+  print_link_summary(rows);
+}
+
+// The last line a launched gpipe-run printed about its failure, else the
+// launcher's own last words.
+std::string failure_of(const Launcher::Outcome& outcome) {
+  std::string last, ours;
+  std::istringstream lines(outcome.err);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty() || line.starts_with("---")) continue;
+    last = line;
+    if (line.starts_with("gpipe-run")) ours = line;
+  }
+  return fmt::format("`{}` exited {}: {}", outcome.command, outcome.status, ours.empty() ? last : ours);
+}
+
+// With --launcher: the layers and the link between two processes, measured by
+// `gpipe-run profile` under the launcher (exec/mpi/link_probe.hpp), so that
+// the predictions use the real link.
+profiles::Profile launched_profile(const ValidateFlags& f, const models::Model& model, const std::vector<int>& sizes,
+                                   const exec::OptimizerConfig& optimizer) {
+  const Launcher launcher(f.launcher);
+  const std::string path = f.save_profile.empty() ? scratch_path("profile.json") : f.save_profile;
+  const Launcher::Outcome outcome =
+      launcher.run(2, {"profile", "--backend", "cpu", "--model", model.spec, "--micro-batch-sizes",
+                       fmt::format("{}", fmt::join(sizes, ",")), "--warmup", std::to_string(f.warmup), "--repeats",
+                       std::to_string(f.repeats), "--seed", std::to_string(f.run.seed), "--optimizer",
+                       std::string(models::to_string(optimizer.kind)), "--out", path});
+  if (outcome.status != 0) throw RunError("measuring the profile: " + failure_of(outcome));
+  profiles::Profile profile = profiles::load_profile(path);
+  if (f.save_profile.empty()) std::filesystem::remove(path);
+  if (!f.json) {
+    std::cout << fmt::format("profile     measured now by `{}` at micro-batch sizes {} ({}, {}); link {:.2f} us + "
+                             "bytes at {:.2f} GB/s, fitted to {}{}\n",
+                             launcher.prefix(2) + " gpipe-run profile", fmt::join(sizes, ","), profile.device,
+                             profile.dtype, profile.link.latency_us, profile.link.bandwidth_GBps,
+                             profile.link.measured_with, f.save_profile.empty() ? "" : ", saved to " + f.save_profile);
+  }
+  return profile;
+}
+
+// One configuration trained as K processes under the launcher: the plan's
+// schedule and partition handed over as a schedule file and --partition, the
+// measured step read back from the trace the reporter writes.
+exec::TrainResult launched_training(const ValidateFlags& f, const exec::TrainOptions& t) {
+  const Launcher launcher(f.launcher);
+  const std::string schedule_path = scratch_path("schedule.json");
+  const std::string trace_path = scratch_path("trace.json");
+  write_text_file(schedule_path, schedules::to_json_text(t.schedule));
+  std::vector<std::string> args = {"train", "--backend", "cpu", "--model", t.model.spec, "--schedule-file",
+                                   schedule_path, "--recompute",
+                                   std::string(schedules::to_string(t.schedule.recompute)), "--partition",
+                                   fmt::format("{}", fmt::join(t.partition.layers_per_stage, ",")), "--batch",
+                                   std::to_string(t.batch), "--steps", std::to_string(t.steps), "--seed",
+                                   std::to_string(t.seed), "--optimizer",
+                                   std::string(models::to_string(t.optimizer.kind)), "--lr",
+                                   fmt::format("{}", t.optimizer.learning_rate), "--watchdog-seconds",
+                                   fmt::format("{}", t.watchdog_seconds), "--trace", trace_path, "--json"};
+  const Launcher::Outcome outcome = launcher.run(t.schedule.num_ranks, args);
+  std::filesystem::remove(schedule_path);
+  if (outcome.status != 0) throw RunError(failure_of(outcome));
+  exec::TrainResult result;
+  result.timeline = schedules::read_chrome_trace(trace_path);
+  std::filesystem::remove(trace_path);
+  result.metrics = schedules::compute_metrics(result.timeline);
+  for (const double loss : nlohmann::json::parse(outcome.out).at("losses")) result.losses.push_back(loss);
+  return result;
 }
 
 // The profile to predict with: --profile, else one measured now at every
@@ -147,6 +254,7 @@ profiles::Profile grid_profile(const ValidateFlags& f, const models::Model& mode
   }
   std::vector<int> sizes = plan::microbatch_sizes_needed(f.grid.batch, microbatches);
   if (sizes.empty()) sizes = {1};  // every M exceeds N: all rows are skipped, any profile will do
+  if (!f.launcher.empty()) return launched_profile(f, model, sizes, optimizer);
   exec::ProfilerOptions options;
   options.warmup = f.warmup;
   options.repeats = f.repeats;
@@ -168,8 +276,18 @@ profiles::Profile grid_profile(const ValidateFlags& f, const models::Model& mode
 
 int run_validate(const ValidateFlags& f) {
   f.cuda.check_backend(f.run.backend);
+  if (!f.launcher.empty()) {
+    if (f.run.backend != "cpu") {
+      throw InputError("--launcher runs the cpu backend's ranks as processes; on a GPU, validate runs one "
+                       "process with a rank per SM partition");
+    }
+    (void)Launcher(f.launcher);  // its error before any measurement
+  }
   require_backend(f.run.backend);
   exec::CalibrationOptions options;
+  if (!f.launcher.empty()) {
+    options.train = [&f](const exec::TrainOptions& t) { return launched_training(f, t); };
+  }
   if (f.run.backend == "cuda") {
     if (exec::parse_launch_environment(exec::current_environment()).world_size > 1) {
       throw InputError("validate runs every configuration in one process (one GPU, a rank per SM "
@@ -253,6 +371,11 @@ Subcommand add_validate_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--out", f->out, "Write one CSV row per configuration (plots/validation.py)");
   cmd->add_flag("--json", f->json, "Print every row, with its full diff, as JSON");
+  cmd->add_option("--launcher", f->launcher,
+                  "Train each configuration as K processes, one rank each, over MPI: mpirun (as mpirun -np K, "
+                  "adding --oversubscribe and --allow-run-as-root where needed), or a command prefix with {K}, "
+                  "e.g. \"srun -n {K}\"; the profile (layers and the link between two processes) is measured "
+                  "the same way unless --profile is given");
   return {cmd, [f] { return run_validate(*f); }};
 }
 

@@ -69,6 +69,29 @@ PY
 expect_status 0 "$run" profile --model $mlp --micro-batch-sizes 1 --warmup 0 --repeats 1 --out "$tmp/p1.json"
 expect_out "under mpirun -np 2 the link between processes is measured"
 
+# gpipe-run validate --launcher mpirun: the profile (with the link) measured
+# under mpirun, each configuration trained as K processes and compared.
+expect_status 0 timeout 300 "$run" validate --model $mlp -K 2 -M 2,4 -N 8 --schedule 1f1b --steps 2 \
+  --launcher mpirun --warmup 0 --repeats 1 --out "$tmp/val.csv"
+expect_out "profile     measured now by \`mpirun -np 2"
+expect_out "fitted to MPI ping-pong between ranks 0 and 1"
+expect_out "^1f1b   never         2    4 "
+expect_out "^link model: 12 transfers, mean "  # 2 + 2 x 2 messages at M = 2, 2 x 2 x 2 at M = 4
+python3 - "$tmp/val.csv" <<'PY' || fail "validate's CSV: $(cat "$tmp/val.csv")"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert [r["microbatches"] for r in rows] == ["2", "4"] and all(r["status"] == "ok" for r in rows), rows
+assert [r["transfers"] for r in rows] == ["4", "8"], rows
+assert all(float(r["measured_transfer_us"]) > 0 and r["peak_activation_equal"] == "1" for r in rows), rows
+PY
+expect_status 2 "$run" validate --model $mlp -K 2 -M 2 -N 8 --launcher "srun -n 2"
+expect_one_error_line "--launcher 'srun -n 2': a prefix must say where the process count goes, as {K}"
+expect_status 2 "$run" validate --model $mlp -K 2 -M 2 -N 8 --launcher mpirun --backend cuda
+expect_one_error_line "--launcher runs the cpu backend's ranks as processes"
+# A launcher that fails: its last words, exit 1.
+expect_status 1 "$run" validate --model $mlp -K 2 -M 2 -N 8 --launcher "false {K}" --warmup 0 --repeats 1
+expect_one_error_line "measuring the profile: \`false 2 "
+
 # One process per rank: a launch of another size is one error line, exit 2.
 expect_status 2 timeout 120 "${launch[@]}" -np 3 "$run" train --model $mlp -K 2 -M 4 -N 8 --steps 1
 ours

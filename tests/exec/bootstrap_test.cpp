@@ -91,6 +91,13 @@ TEST(Bootstrap, MissingVariables) {
             }),
             "launch environment: MASTER_PORT is missing (needed to rendezvous 2 processes "
             "launched by torchrun)");
+  // MPI's processes find each other through the launcher: no rendezvous point needed.
+  const LaunchInfo mpi = parse_launch_environment(
+      {{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "2"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}},
+      /*rendezvous=*/false);
+  EXPECT_EQ(mpi.rank, 1);
+  EXPECT_EQ(mpi.world_size, 2);
+  EXPECT_EQ(mpi.launcher, "mpirun");
   // One process needs no rendezvous point.
   EXPECT_EQ(parse_launch_environment({{"RANK", "0"}, {"WORLD_SIZE", "1"}}).master_port, 29500);
 }

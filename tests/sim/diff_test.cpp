@@ -264,6 +264,36 @@ TEST(DiffTimelines, ReadsBackTheSameFromChromeTraces) {
   EXPECT_EQ(from_files, to_json(diff_timelines(predicted, measured)));
 }
 
+TEST(DiffTimelines, TransfersCompareTheLinkModelWithTheBytesOnceBothSidesWereThere) {
+  // Two messages of GPipe K=2, M=1: the activation 0F0 -> 1F0 and the gradient 1B0 -> 0B0.
+  Timeline predicted;
+  predicted.info = gpipe_info(2, 1);
+  predicted.actions = {timed(0, "0F0", 0, 100),        timed(0, "0SEND_F0", 100, 110), timed(1, "1RECV_F0", 100, 110),
+                       timed(1, "1F0", 110, 210),      timed(1, "1B0", 210, 410),      timed(1, "1SEND_B0", 410, 430),
+                       timed(0, "0RECV_B0", 410, 430), timed(0, "0B0", 430, 630)};
+  Timeline measured = predicted;
+  measured.info.source = "cpu";
+  // The activation: its RECV began (waiting) at 50 before the send at 100;
+  // the bytes took 100..120, 20 us against the model's 10 (-50 %).
+  measured.actions[1] = timed(0, "0SEND_F0", 100, 101);
+  measured.actions[2] = timed(1, "1RECV_F0", 50, 120);
+  // The gradient: its RECV began at 450, after the send at 410: 450..455,
+  // 5 us against 20 (+300 %).
+  measured.actions[5] = timed(1, "1SEND_B0", 410, 411);
+  measured.actions[6] = timed(0, "0RECV_B0", 450, 455);
+  const TimelineDiff d = diff_timelines(predicted, measured);
+  EXPECT_EQ(d.transfers.count, 2);
+  EXPECT_DOUBLE_EQ(d.transfers.predicted_mean_us, 15.0);
+  EXPECT_DOUBLE_EQ(d.transfers.measured_mean_us, 12.5);
+  EXPECT_DOUBLE_EQ(d.transfers.mean_error_pct, 20.0);          // (30 - 25) / 25
+  EXPECT_DOUBLE_EQ(d.transfers.median_abs_error_pct, 300.0);  // the upper of two
+  EXPECT_DOUBLE_EQ(d.transfers.max_abs_error_pct, 300.0);
+  EXPECT_EQ(to_json(d)["transfers"]["count"], 2);
+  EXPECT_NE(to_text(d).find("transfers   2 messages: predicted mean 15.0 us, measured 12.5 us"), std::string::npos);
+  // Without messages nothing is said.
+  EXPECT_EQ(diff_timelines(gpipe_2x2(), gpipe_2x2()).transfers.count, 0);
+}
+
 TEST(DiffTimelinesErrors, DifferentSchedulesNameEveryField) {
   const Timeline predicted = gpipe_2x2();
   Timeline measured = gpipe_2x2();
