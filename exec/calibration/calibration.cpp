@@ -100,7 +100,7 @@ std::string calibration_csv(const std::vector<CalibrationRow>& rows) {
       "transfer_error_pct\n";
   for (const CalibrationRow& r : rows) {
     const plan::PlanRequest& req = r.request;
-    out += plan::grid_row_csv(req, r.skipped, 10);
+    out += plan::grid_row_csv(req, r.skipped, 14);
     if (!r.ok()) continue;
     const sim::TransferError& t = r.diff.transfers;
     out += fmt::format("{},{},{},ok,,{:.3f},{:.3f},{},{:.6f},{:.6f},{},{},{},{},{},{},{:.3f},{:.3f},{}\n",

@@ -115,16 +115,18 @@ TEST(Calibration, CsvHasOneRowPerConfiguration) {
             "schedule,recompute,stages,stages_per_rank,microbatches,micro_batch_size,batch,partition,"
             "status,reason,predicted_step_us,measured_step_us,step_time_error_pct,predicted_bubble,measured_bubble,"
             "bubble_fraction_analytic,bubble_error_points,predicted_peak_activation_bytes,"
-            "measured_peak_activation_bytes,peak_activation_equal");
+            "measured_peak_activation_bytes,peak_activation_equal,transfers,predicted_transfer_us,"
+            "measured_transfer_us,transfer_error_pct");
   // The partition is quoted ("2,1" or "1,2": balanced on measured costs).
   EXPECT_TRUE(lines[1].starts_with("gpipe,never,2,1,2,2,4,\"2,1\",ok,,") ||
               lines[1].starts_with("gpipe,never,2,1,2,2,4,\"1,2\",ok,,"))
       << lines[1];
-  EXPECT_EQ(lines[1].back(), '1');  // peak activation equal
+  // Peak activation equal, then the link model over the 2 x 2 messages of K=2, M=2.
+  EXPECT_NE(lines[1].find(",1,4,"), std::string::npos) << lines[1];
   // bubble_fraction_analytic of K=2, M=2: 1/3.
   EXPECT_NE(lines[1].find(",0.333333,"), std::string::npos);
   EXPECT_EQ(lines[2], "gpipe,never,2,,8,,4,,skipped,--microbatches 8 exceeds --batch 4: every micro-batch "
-                      "needs a sample,,,,,,,,,,");
+                      "needs a sample,,,,,,,,,,,,,,");
   EXPECT_EQ(lines[3].substr(0, 29), "gpipe,never,4,,2,,4,,skipped,");
 }
 
