@@ -103,7 +103,9 @@ TEST(FamilyBubble, LoopedBfsIsGpipeOverVTimesTheMicrobatches) {
         const int wait = (v - 1) * std::max(0, k - m);
         EXPECT_EQ(run.metrics.step_time_ns, 2 * (v * m + k - 1 + wait) * kUnit)
             << "K=" << k << " M=" << m << " V=" << v;
-        if (m >= k) EXPECT_DOUBLE_EQ(run.metrics.bubble_fraction, double(k - 1) / (v * m + k - 1));
+        if (m >= k) {
+          EXPECT_DOUBLE_EQ(run.metrics.bubble_fraction, double(k - 1) / (v * m + k - 1));
+        }
       }
     }
   }
