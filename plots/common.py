@@ -227,7 +227,7 @@ class TraceAction:
     stage: int
     microbatch: int
     rank: int
-    tid: int  # 0 compute, odd send lanes, even >= 2 receive lanes
+    tid: int  # the lane: 0 compute, odd send lanes, even >= 2 receive lanes (the trace's tid less 1 from version 2)
     start_us: float
     dur_us: float
 
@@ -286,10 +286,13 @@ def _read_header(doc, path):
     source = _field(gpipe, "source", p, path, dict, "an object")
     _field(source, "kind", p + "source.", path, str, "a string")
     metrics = gpipe.get("metrics", {})
-    return sched, source, metrics if isinstance(metrics, dict) else {}
+    version = gpipe.get("version", 1)
+    if version not in (1, 2):
+        raise InputError(f"{path}: field '{p}version' must be 1 or 2")
+    return sched, source, metrics if isinstance(metrics, dict) else {}, version
 
 
-def _read_action(ev, where, path, num_ranks):
+def _read_action(ev, where, path, num_ranks, version):
     name = _field(ev, "name", where, path, str, "a string")
     match = ACTION_RE.match(name)
     if not match:
@@ -303,14 +306,16 @@ def _read_action(ev, where, path, num_ranks):
         raise InputError(f"{path}: field '{where}cat' must be \"{'comm' if comm else 'compute'}\" "
                          f"for {name}")
     tid = _field(ev, "tid", where, path, int, "an integer")
-    on_compute_lane = tid == 0 or (tid == OVERLAP_TID and kind in ("B", "I"))
-    if on_compute_lane == comm or tid < 0:
+    # Version 2 writes lane + 1 (Perfetto reads tid 0 as none); lanes below are version 1's numbers.
+    lane = tid - 1 if version >= 2 else tid
+    on_compute_lane = lane == 0 or (lane == OVERLAP_TID and kind in ("B", "I"))
+    if on_compute_lane == comm or lane < 0:
         raise InputError(f"{path}: field '{where}tid' is {tid}, which does not fit {name}")
     dur = _field(ev, "dur", where, path, (int, float), "a number")
     if dur < 0:
         raise InputError(f"{path}: field '{where}dur' must not be negative")
     return TraceAction(name=name, kind=kind, stage=int(match.group(1)),
-                       microbatch=int(match.group(3) or 0), rank=rank, tid=tid,
+                       microbatch=int(match.group(3) or 0), rank=rank, tid=lane,
                        start_us=float(_field(ev, "ts", where, path, (int, float), "a number")),
                        dur_us=float(dur))
 
@@ -324,13 +329,13 @@ def load_trace(path):
     if not isinstance(doc, dict):
         raise InputError(f"{path}: not a Chrome trace object")
     events = _field(doc, "traceEvents", "", path, list, "an array")
-    sched, source, metrics = _read_header(doc, path)
+    sched, source, metrics, version = _read_header(doc, path)
     trace = Trace(path=path, schedule=sched, source=source, metrics=metrics, actions=[])
     for i, ev in enumerate(events):
         where = f"traceEvents[{i}]."
         ph = _field(ev, "ph", where, path, str, "a string")
         if ph == "X" and ev.get("cat") in ("compute", "comm"):
-            trace.actions.append(_read_action(ev, where, path, trace.num_ranks))
+            trace.actions.append(_read_action(ev, where, path, trace.num_ranks, version))
         elif ph == "C" and ev.get("name") == MEMORY_COUNTER:
             rank = _field(ev, "pid", where, path, int, "an integer")
             if not 0 <= rank < trace.num_ranks:

@@ -4,6 +4,7 @@
 #include <limits>
 #include <set>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -22,7 +23,8 @@ namespace {
 using nlohmann::json;
 
 constexpr const char* kFormat = "gpipe-trace";
-constexpr int kVersion = 1;
+constexpr int kVersion = 2;        // tid = lane + 1 (schedules/trace_lanes.hpp)
+constexpr int kOldestVersion = 1;  // tid = lane
 constexpr const char* kMemoryCounter = "activation memory";
 // Times beyond this (about 31 years in ns) cannot come from a run; rejecting
 // them keeps llround away from values it cannot represent.
@@ -46,14 +48,14 @@ std::string process_name(const TimelineInfo& info, int rank) {
   return fmt::format("rank {} (stages {})", rank, fmt::join(stages, ", "));
 }
 
-void add_metadata(const TimelineInfo& info, const Timeline& timeline, const std::vector<int>& tids,
+void add_metadata(const TimelineInfo& info, const Timeline& timeline, const std::vector<int>& lanes,
                   json& events) {
   // Every rank shows its three streams; extra comm lanes where they were used.
   std::set<std::pair<int, int>> threads;
   for (int r = 0; r < info.num_ranks; ++r) {
     for (int t = 0; t < kNumStreams; ++t) threads.insert({r, t});
   }
-  for (std::size_t i = 0; i < tids.size(); ++i) threads.insert({timeline.actions[i].rank.value, tids[i]});
+  for (std::size_t i = 0; i < lanes.size(); ++i) threads.insert({timeline.actions[i].rank.value, lanes[i]});
   for (int r = 0; r < info.num_ranks; ++r) {
     events.push_back({{"name", "process_name"},
                       {"ph", "M"},
@@ -62,21 +64,21 @@ void add_metadata(const TimelineInfo& info, const Timeline& timeline, const std:
     events.push_back(
         {{"name", "process_sort_index"}, {"ph", "M"}, {"pid", r}, {"args", {{"sort_index", r}}}});
   }
-  for (const auto& [r, t] : threads) {
+  for (const auto& [r, lane] : threads) {
     events.push_back({{"name", "thread_name"},
                       {"ph", "M"},
                       {"pid", r},
-                      {"tid", t},
-                      {"args", {{"name", thread_name(t)}}}});
+                      {"tid", tid_of_lane(lane)},
+                      {"args", {{"name", lane_name(lane)}}}});
   }
 }
 
-json action_event(const TimedAction& a, int tid) {
+json action_event(const TimedAction& a, int lane) {
   return {{"name", to_string(a.action)},
           {"cat", category(a.stream)},
           {"ph", "X"},
           {"pid", a.rank.value},
-          {"tid", tid},
+          {"tid", tid_of_lane(lane)},
           {"ts", to_us(a.start_ns)},
           {"dur", to_us(a.end_ns - a.start_ns)},
           {"args",
@@ -85,9 +87,17 @@ json action_event(const TimedAction& a, int tid) {
             {"kind", to_string(a.action.kind)}}}};
 }
 
-// One s/f pair from each send to the receive of the same data, where both ran.
-void add_flows(const Timeline& timeline, const std::vector<int>& tids, json& events) {
-  const auto tid_of = [&](const TimedAction* a) { return tids[static_cast<std::size_t>(a - timeline.actions.data())]; };
+// One s/f pair from each send to the receive of the same data, where both
+// ran. Viewers process a trace in time order and drop a flow whose f comes
+// before its s (Perfetto: flow_end_without_start; schedules/trace_lint.hpp),
+// and a measured receive often starts, waiting, before its send: so the s is
+// at the send's start, and the f, bound to its enclosing slice ("bp": "e"),
+// at the later of the two starts, kept inside the receive (before its end,
+// where the lane's next slice may start).
+void add_flows(const Timeline& timeline, const std::vector<int>& lanes, json& events) {
+  const auto tid_of = [&](const TimedAction* a) {
+    return tid_of_lane(lanes[static_cast<std::size_t>(a - timeline.actions.data())]);
+  };
   std::unordered_map<Action, const TimedAction*> receives;
   for (const auto& a : timeline.actions) {
     if (a.action.kind == ActionKind::RECV_F || a.action.kind == ActionKind::RECV_B) {
@@ -108,7 +118,11 @@ void add_flows(const Timeline& timeline, const std::vector<int>& tids, json& eve
     const auto it = receives.find(target);
     if (it == receives.end()) continue;
     const std::string name = to_string(send.action);
-    for (const auto& [ph, end] : {std::pair{"s", &send}, std::pair{"f", it->second}}) {
+    const TimedAction& receive = *it->second;
+    const std::int64_t finish_ns =
+        std::min(std::max(receive.start_ns, send.start_ns), std::max(receive.start_ns, receive.end_ns - 1));
+    for (const auto& [ph, end, ts_ns] :
+         {std::tuple{"s", &send, send.start_ns}, std::tuple{"f", &receive, finish_ns}}) {
       events.push_back({{"name", name},
                         {"cat", "flow"},
                         {"ph", ph},
@@ -116,7 +130,7 @@ void add_flows(const Timeline& timeline, const std::vector<int>& tids, json& eve
                         {"id", id},
                         {"pid", end->rank.value},
                         {"tid", tid_of(end)},
-                        {"ts", to_us(end->start_ns)}});
+                        {"ts", to_us(ts_ns)}});
     }
     ++id;
   }
@@ -220,8 +234,9 @@ TimelineInfo read_info(const json& trace, const FieldReader& in) {
   if (in.string(g, p, "format") != kFormat) {
     in.fail(p + ".format", fmt::format("must be \"{}\"", kFormat));
   }
-  if (in.integer(g, p, "version") != kVersion) {
-    in.fail(p + ".version", fmt::format("must be {}", kVersion));
+  const std::int64_t version = in.integer(g, p, "version");
+  if (version < kOldestVersion || version > kVersion) {
+    in.fail(p + ".version", fmt::format("must be {} to {}", kOldestVersion, kVersion));
   }
   TimelineInfo info;
   const std::string ps = p + ".schedule";
@@ -266,7 +281,7 @@ TimelineInfo read_info(const json& trace, const FieldReader& in) {
   return info;
 }
 
-void read_action(const json& ev, const std::string& where, const FieldReader& in,
+void read_action(const json& ev, const std::string& where, const FieldReader& in, int version,
                  Timeline& timeline) {
   TimedAction a;
   const std::string name = in.string(ev, where, "name");
@@ -276,12 +291,13 @@ void read_action(const json& ev, const std::string& where, const FieldReader& in
     in.fail(where + ".name", e.what());
   }
   a.rank = Rank{static_cast<int>(in.integer(ev, where, "pid", 0, timeline.info.num_ranks - 1))};
-  a.stream = stream_of_tid(static_cast<int>(in.integer(ev, where, "tid", 0, 1 << 20)));
+  const auto tid = static_cast<int>(in.integer(ev, where, "tid", version >= 2 ? 1 : 0, 1 << 20));
+  a.stream = stream_of_lane(lane_of_tid(tid, version));
   // The backward of an overlapped pair may run beside its forward, on the overlap lane.
   const bool overlapped = a.stream == Stream::overlap && is_input_backward(a.action.kind);
   if (a.stream != stream_of(a.action.kind) && !overlapped) {
     in.fail(where + ".tid",
-            fmt::format("is {} but {} runs on the {} stream", static_cast<int>(a.stream), name,
+            fmt::format("is {} (a {} lane) but {} runs on the {} stream", tid, to_string(a.stream), name,
                         to_string(stream_of(a.action.kind))));
   }
   if (ev.at("cat") != std::string(category(a.stream))) {
@@ -307,10 +323,10 @@ void read_memory(const json& ev, const std::string& where, const FieldReader& in
 
 json to_chrome_trace(const Timeline& timeline) {
   json events = json::array();
-  const std::vector<int> tids = assign_tids(timeline);
-  add_metadata(timeline.info, timeline, tids, events);
-  for (std::size_t i = 0; i < tids.size(); ++i) events.push_back(action_event(timeline.actions[i], tids[i]));
-  add_flows(timeline, tids, events);
+  const std::vector<int> lanes = assign_lanes(timeline);
+  add_metadata(timeline.info, timeline, lanes, events);
+  for (std::size_t i = 0; i < lanes.size(); ++i) events.push_back(action_event(timeline.actions[i], lanes[i]));
+  add_flows(timeline, lanes, events);
   for (const auto& s : timeline.memory) {
     events.push_back({{"name", kMemoryCounter},
                       {"ph", "C"},
@@ -346,7 +362,8 @@ Timeline timeline_from_chrome_trace(const json& trace, std::string_view origin) 
   const json& events = in.get(trace, "", "traceEvents");
   if (!events.is_array()) in.fail("traceEvents", "must be an array");
   Timeline timeline;
-  timeline.info = read_info(trace, in);
+  timeline.info = read_info(trace, in);  // checks the version
+  const auto version = trace.at("otherData").at("gpipe").at("version").get<int>();
   for (std::size_t i = 0; i < events.size(); ++i) {
     const std::string where = fmt::format("traceEvents[{}]", i);
     const json& ev = events[i];
@@ -356,7 +373,7 @@ Timeline timeline_from_chrome_trace(const json& trace, std::string_view origin) 
     const json* cat = FieldReader::find(ev, "cat");
     const json* name = FieldReader::find(ev, "name");
     if (*ph == "X" && cat != nullptr && (*cat == "compute" || *cat == "comm")) {
-      read_action(ev, where, in, timeline);
+      read_action(ev, where, in, version, timeline);
     } else if (*ph == "C" && name != nullptr && *name == kMemoryCounter) {
       read_memory(ev, where, in, timeline);
     }

@@ -7,7 +7,7 @@
 
 namespace gpipe::schedules {
 
-std::vector<int> assign_tids(const Timeline& timeline) {
+std::vector<int> assign_lanes(const Timeline& timeline) {
   const auto& acts = timeline.actions;
   std::vector<int> tids(acts.size(), 0);
   std::vector<std::size_t> order(acts.size());
@@ -34,15 +34,15 @@ std::vector<int> assign_tids(const Timeline& timeline) {
   return tids;
 }
 
-Stream stream_of_tid(int tid) {
-  if (tid == 0) return Stream::compute;
-  if (tid == kOverlapTid) return Stream::overlap;
-  return tid % 2 == 1 ? Stream::send : Stream::recv;
+Stream stream_of_lane(int lane) {
+  if (lane == 0) return Stream::compute;
+  if (lane == kOverlapTid) return Stream::overlap;
+  return lane % 2 == 1 ? Stream::send : Stream::recv;
 }
 
-std::string thread_name(int tid) {
-  std::string name(to_string(stream_of_tid(tid)));
-  if (tid > 2 && tid != kOverlapTid) name += " " + std::to_string((tid + 1) / 2);
+std::string lane_name(int lane) {
+  std::string name(to_string(stream_of_lane(lane)));
+  if (lane > 2 && lane != kOverlapTid) name += " " + std::to_string((lane + 1) / 2);
   return name;
 }
 

@@ -1,11 +1,17 @@
-// Chrome-trace thread ids for a Timeline's actions. Tid 0 is the compute
-// stream, whose actions never overlap. A rank's transfers can overlap in time
-// when they travel different links (activations forward while gradients go
-// back), and Perfetto draws overlapping events on one thread badly, so each
-// comm stream is split into lanes: sends on tids 1, 3, 5, ... and receives on
-// tids 2, 4, 6, ..., a transfer taking the first lane free at its start. The
-// backward of an overlapped pair that ran beside its forward (Stream::overlap)
-// goes on tid kOverlapTid, "overlap".
+// The lanes of a Timeline's actions in a Chrome trace, and their thread ids.
+// Lane 0 is the compute stream, whose actions never overlap. A rank's
+// transfers can overlap in time when they travel different links
+// (activations forward while gradients go back), and Perfetto drops a slice
+// that overlaps another on its thread, so each comm stream is split into
+// lanes: sends on lanes 1, 3, 5, ... and receives on lanes 2, 4, 6, ..., a
+// transfer taking the first lane free at its start. The backward of an
+// overlapped pair that ran beside its forward (Stream::overlap) goes on lane
+// kOverlapTid, "overlap".
+//
+// A lane's tid is lane + 1 (trace version 2): Perfetto's JSON importer reads
+// tid 0 as "no tid" and puts the event on the process's main thread, which
+// merged rank r's compute into its lane r (see schedules/trace_lint.hpp).
+// Version 1 traces, written with tid = lane, are still read.
 #pragma once
 
 #include <string>
@@ -18,13 +24,17 @@ namespace gpipe::schedules {
 // Far above any comm lane a rank could need.
 inline constexpr int kOverlapTid = 1'000'000;
 
-// One tid per action of the timeline, in the same order.
-[[nodiscard]] std::vector<int> assign_tids(const Timeline& timeline);
+// One lane per action of the timeline, in the same order.
+[[nodiscard]] std::vector<int> assign_lanes(const Timeline& timeline);
 
-[[nodiscard]] Stream stream_of_tid(int tid);
+[[nodiscard]] Stream stream_of_lane(int lane);
 
 // "compute", "send", "recv", then "send 2", "recv 2", ... for the extra lanes,
 // and "overlap".
-[[nodiscard]] std::string thread_name(int tid);
+[[nodiscard]] std::string lane_name(int lane);
+
+// The thread id a lane is written with, and back (by the trace's version).
+[[nodiscard]] constexpr int tid_of_lane(int lane) { return lane + 1; }
+[[nodiscard]] constexpr int lane_of_tid(int tid, int trace_version) { return trace_version >= 2 ? tid - 1 : tid; }
 
 }  // namespace gpipe::schedules

@@ -220,6 +220,26 @@ class TraceLoaderTest(TempDirTest):
                 with self.assertRaisesRegex(common.InputError, message):
                     common.load_trace(self.edited_trace("bad.json", edit))
 
+    def test_version_2_writes_lane_plus_one_and_reads_the_same_lanes(self):
+        def to_version_2(doc):
+            doc["otherData"]["gpipe"]["version"] = 2
+            for e in doc["traceEvents"]:
+                if "tid" in e:
+                    e["tid"] += 1
+
+        v1 = common.load_trace(SIM_TRACE)
+        v2 = common.load_trace(self.edited_trace("v2.json", to_version_2))
+        self.assertEqual(v2.actions, v1.actions)
+
+        def compute_on_tid_0(doc):
+            to_version_2(doc)
+            next(e for e in doc["traceEvents"] if e["ph"] == "X")["tid"] = 0
+
+        with self.assertRaisesRegex(common.InputError, "traceEvents\\[10\\].tid' is 0, which does not fit 0F0"):
+            common.load_trace(self.edited_trace("tid0.json", compute_on_tid_0))
+        with self.assertRaisesRegex(common.InputError, "version' must be 1 or 2"):
+            common.load_trace(self.edited_trace("v3.json", lambda doc: doc["otherData"]["gpipe"].update(version=3)))
+
     def test_rejects_malformed_json(self):
         path = self.write("trunc.json", read(SIM_TRACE)[:200])
         with self.assertRaisesRegex(common.InputError, "trunc.json: not valid JSON"):

@@ -92,7 +92,7 @@ TEST(ChromeTrace, TopLevelShape) {
   EXPECT_EQ(trace.at("displayTimeUnit"), "ns");
   const json& g = trace.at("otherData").at("gpipe");
   EXPECT_EQ(g.at("format"), "gpipe-trace");
-  EXPECT_EQ(g.at("version"), 1);
+  EXPECT_EQ(g.at("version"), 2);
   EXPECT_EQ(g.at("schedule"), json({{"name", "gpipe"},
                                     {"num_ranks", 2},
                                     {"num_stages", 3},
@@ -113,14 +113,14 @@ TEST(ChromeTrace, OneCompleteEventPerAction) {
                          {"cat", "compute"},
                          {"ph", "X"},
                          {"pid", 0},
-                         {"tid", 0},
+                         {"tid", 1},
                          {"ts", 1234567.891},
                          {"dur", 0.007},
                          {"args", {{"stage", 0}, {"microbatch", 0}, {"kind", "F"}}}}));
   EXPECT_EQ(xs[2].at("cat"), "comm");
-  EXPECT_EQ(xs[2].at("tid"), 2);
+  EXPECT_EQ(xs[2].at("tid"), 3);
   EXPECT_EQ(xs[2].at("pid"), 1);
-  EXPECT_EQ(xs[1].at("tid"), 1);
+  EXPECT_EQ(xs[1].at("tid"), 2);
   EXPECT_EQ(xs[1].at("args").at("kind"), "SEND_F");
 }
 
@@ -138,8 +138,8 @@ TEST(ChromeTrace, MetadataNamesRanksWithTheirStagesAndStreams) {
     }
   }
   EXPECT_EQ(names, (std::set<std::string>{"0:-1:rank 0 (stages 0, 2)", "1:-1:rank 1 (stage 1)",
-                                          "0:0:compute", "0:1:send", "0:2:recv", "1:0:compute",
-                                          "1:1:send", "1:2:recv"}));
+                                          "0:1:compute", "0:2:send", "0:3:recv", "1:1:compute",
+                                          "1:2:send", "1:3:recv"}));
 }
 
 TEST(ChromeTrace, FlowsFromEachSendToItsReceive) {
@@ -153,8 +153,9 @@ TEST(ChromeTrace, FlowsFromEachSendToItsReceive) {
     EXPECT_EQ(starts[i].at("id"), finishes[i].at("id"));
     EXPECT_EQ(starts[i].at("bp"), "e");
     EXPECT_EQ(finishes[i].at("bp"), "e");
-    EXPECT_EQ(starts[i].at("tid"), 1);
-    EXPECT_EQ(finishes[i].at("tid"), 2);
+    EXPECT_EQ(starts[i].at("tid"), 2);
+    EXPECT_EQ(finishes[i].at("tid"), 3);
+    EXPECT_LE(starts[i].at("ts").get<double>(), finishes[i].at("ts").get<double>());
     ids.insert(starts[i].at("id").get<int>());
   }
   EXPECT_EQ(ids.size(), 4u);
@@ -231,7 +232,7 @@ TEST(ChromeTrace, ReaderErrorsNameOriginAndField) {
       {"/traceEvents", 3, "field 'traceEvents' must be an array"},
       {"/otherData/gpipe", nullptr, "field 'otherData.gpipe' is missing"},
       {"/otherData/gpipe/format", "x", "field 'otherData.gpipe.format' must be \"gpipe-trace\""},
-      {"/otherData/gpipe/version", 2, "field 'otherData.gpipe.version' must be 1"},
+      {"/otherData/gpipe/version", 3, "field 'otherData.gpipe.version' must be 1 to 2"},
       {"/otherData/gpipe/schedule/num_ranks", "2",
        "field 'otherData.gpipe.schedule.num_ranks' must be an integer"},
       {"/otherData/gpipe/schedule/recompute", "sometimes",
@@ -251,8 +252,9 @@ TEST(ChromeTrace, ReaderErrorsNameOriginAndField) {
       {"/traceEvents/" + std::to_string(x0) + "/ts", 1e300, e0 + ".ts' is out of range"},
       {"/traceEvents/" + std::to_string(x0) + "/name", "0Q0", e0 + ".name' bad action '0Q0'"},
       {"/traceEvents/" + std::to_string(x0) + "/pid", 2, e0 + ".pid' must be in [0, 1]"},
-      {"/traceEvents/" + std::to_string(x0) + "/tid", 1,
-       e0 + ".tid' is 1 but 0F0 runs on the compute stream"},
+      {"/traceEvents/" + std::to_string(x0) + "/tid", 2,
+       e0 + ".tid' is 2 (a send lane) but 0F0 runs on the compute stream"},
+      {"/traceEvents/" + std::to_string(x0) + "/tid", 0, e0 + ".tid' must be in [1, 1048576]"},
       {"/traceEvents/" + std::to_string(x0) + "/cat", "comm",
        e0 + ".cat' must be \"compute\" for 0F0"},
       {"/traceEvents/" + std::to_string(x0) + "/ph", nullptr, e0 + ".ph' must be a string"},

@@ -33,17 +33,17 @@ Timeline two_ranks() {
 TEST(TraceLanes, OverlappingTransfersTakeTheFirstFreeLane) {
   // 1SEND_B0 starts while 1SEND_F1 is in flight: second send lane (tid 3);
   // 1SEND_F0 starts when the first lane is free again.
-  EXPECT_EQ(assign_tids(two_ranks()), (std::vector<int>{0, 1, 0, 3, 1, 2, 2, 2}));
+  EXPECT_EQ(assign_lanes(two_ranks()), (std::vector<int>{0, 1, 0, 3, 1, 2, 2, 2}));
 }
 
 TEST(TraceLanes, ThreadNamesAndStreams) {
-  EXPECT_EQ(thread_name(0), "compute");
-  EXPECT_EQ(thread_name(1), "send");
-  EXPECT_EQ(thread_name(2), "recv");
-  EXPECT_EQ(thread_name(3), "send 2");
-  EXPECT_EQ(thread_name(6), "recv 3");
-  EXPECT_EQ(stream_of_tid(5), Stream::send);
-  EXPECT_EQ(stream_of_tid(4), Stream::recv);
+  EXPECT_EQ(lane_name(0), "compute");
+  EXPECT_EQ(lane_name(1), "send");
+  EXPECT_EQ(lane_name(2), "recv");
+  EXPECT_EQ(lane_name(3), "send 2");
+  EXPECT_EQ(lane_name(6), "recv 3");
+  EXPECT_EQ(stream_of_lane(5), Stream::send);
+  EXPECT_EQ(stream_of_lane(4), Stream::recv);
 }
 
 TEST(TraceLanes, TraceNamesTheExtraLaneAndRoundTrips) {
@@ -51,7 +51,7 @@ TEST(TraceLanes, TraceNamesTheExtraLaneAndRoundTrips) {
   const nlohmann::json trace = to_chrome_trace(tl);
   bool named = false;
   for (const auto& ev : trace["traceEvents"]) {
-    if (ev["ph"] == "M" && ev["name"] == "thread_name" && ev["pid"] == 1 && ev["tid"] == 3) {
+    if (ev["ph"] == "M" && ev["name"] == "thread_name" && ev["pid"] == 1 && ev["tid"] == tid_of_lane(3)) {
       named = ev["args"]["name"] == "send 2";
     }
   }

@@ -217,12 +217,12 @@ TEST(TorchSemantics, OverlappedPairConcurrentlyWithAShare) {
 
 TEST(TorchSemantics, OverlapTraceKeepsEveryLaneFreeOfOverlapsAndReadsBack) {
   const SimResult r = run(csv(kV), Costs(300, 500), FreeLink(), LinkSharing::fifo, 0.8);
-  const auto tids = schedules::assign_tids(r.timeline);
+  const auto tids = schedules::assign_lanes(r.timeline);
   const auto at = std::find_if(r.timeline.actions.begin(), r.timeline.actions.end(),
                                [](const auto& a) { return a.stream == Stream::overlap; });
   ASSERT_NE(at, r.timeline.actions.end());
   EXPECT_EQ(tids[static_cast<std::size_t>(at - r.timeline.actions.begin())], schedules::kOverlapTid);
-  EXPECT_EQ(schedules::thread_name(schedules::kOverlapTid), "overlap");
+  EXPECT_EQ(schedules::lane_name(schedules::kOverlapTid), "overlap");
   const auto path = std::filesystem::temp_directory_path() / "gpipe_overlap_trace.json";
   schedules::write_chrome_trace(r.timeline, path);
   const schedules::Timeline back = schedules::read_chrome_trace(path);
