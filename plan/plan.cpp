@@ -71,7 +71,14 @@ std::vector<std::int64_t> static_bytes_per_rank(const profiles::Profile& profile
     for (int l = partition.first_layer(st); l < partition.end_layer(st); ++l) {
       params += profile.layers[static_cast<std::size_t>(l)].param_bytes / element;
     }
-    bytes[schedule.rank_of(schedules::Stage{st}).at()] += params * per_param;
+    std::int64_t& rank_bytes = bytes[schedule.rank_of(schedules::Stage{st}).at()];
+    std::int64_t stage_bytes = 0;
+    if (__builtin_mul_overflow(params, per_param, &stage_bytes) ||
+        __builtin_add_overflow(rank_bytes, stage_bytes, &rank_bytes)) {
+      throw InputError(fmt::format("stage {}: {} parameters, whose weights, gradients and optimizer state come "
+                                   "to more bytes than the 2^63 the engine counts",
+                                   st, params));
+    }
   }
   return bytes;
 }

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "profiles/limits.hpp"
 #include "schedules/error.hpp"
 
 namespace gpipe::profiles {
@@ -18,7 +19,13 @@ double line_through(const ProfileSample& a, const ProfileSample& b, int size, Ge
                       (b.micro_batch_size - a.micro_batch_size);
 }
 
-std::int64_t to_bytes(double value) { return std::llround(std::max(value, 0.0)); }
+// Extrapolated far past the measured sizes, bytes could leave int64: refused.
+std::int64_t to_bytes(double value) {
+  if (!(value <= static_cast<double>(kMaxBytes) * 4096)) {
+    throw InputError(fmt::format("{:g} bytes at this micro-batch size: past the 2^62 the engine counts", value));
+  }
+  return std::llround(std::max(value, 0.0));
+}
 
 }  // namespace
 

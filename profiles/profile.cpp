@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "profiles/limits.hpp"
 #include "schedules/error.hpp"
 #include "schedules/files.hpp"
 
@@ -90,6 +91,20 @@ class Field {
     return value_->get<double>();
   }
 
+  // A time in us, 0 to kMaxTimeUs.
+  [[nodiscard]] double time_us() const {
+    const double us = non_negative_number();
+    if (us > kMaxTimeUs) fail(fmt::format("{} us is more than the {:g} us (11.6 days) a time may be", us, kMaxTimeUs));
+    return us;
+  }
+
+  // A byte count, 0 to kMaxBytes.
+  [[nodiscard]] std::int64_t bytes() const {
+    const std::int64_t n = non_negative_integer();
+    if (n > kMaxBytes) fail(fmt::format("{} bytes is more than the 2^50 (1 PiB) a size may be", n));
+    return n;
+  }
+
   // Byte counts must be JSON integers: 1.5 bytes is a broken writer, not a size.
   [[nodiscard]] std::int64_t non_negative_integer() const {
     constexpr auto kMax = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
@@ -121,8 +136,8 @@ ProfileSample read_sample(const Field& at) {
   at.expect_object();
   ProfileSample s;
   s.micro_batch_size = at.object_member("micro_batch_size").positive_int();
-  s.fwd_us = at.object_member("fwd_us").non_negative_number();
-  s.bwd_us = at.object_member("bwd_us").non_negative_number();
+  s.fwd_us = at.object_member("fwd_us").time_us();
+  s.bwd_us = at.object_member("bwd_us").time_us();
   const auto input = at.optional_member("bwd_input_us");
   const auto weight = at.optional_member("bwd_weight_us");
   if (input && !weight) {
@@ -131,11 +146,11 @@ ProfileSample read_sample(const Field& at) {
   if (weight && !input) {
     at.fail_member("bwd_input_us", "is missing, but bwd_weight_us is given (give both or neither)");
   }
-  if (input) s.bwd_input_us = input->non_negative_number();
-  if (weight) s.bwd_weight_us = weight->non_negative_number();
-  s.input_bytes = at.object_member("input_bytes").non_negative_integer();
-  s.output_bytes = at.object_member("output_bytes").non_negative_integer();
-  s.activation_bytes = at.object_member("activation_bytes").non_negative_integer();
+  if (input) s.bwd_input_us = input->time_us();
+  if (weight) s.bwd_weight_us = weight->time_us();
+  s.input_bytes = at.object_member("input_bytes").bytes();
+  s.output_bytes = at.object_member("output_bytes").bytes();
+  s.activation_bytes = at.object_member("activation_bytes").bytes();
   if (s.activation_bytes < s.input_bytes) {
     // DESIGN.md: activation_bytes includes the layer's input; the memory model
     // frees A_s - In_s after a recomputed forward, which must not be negative.
@@ -144,7 +159,7 @@ ProfileSample read_sample(const Field& at) {
                                s.activation_bytes, s.input_bytes));
   }
   if (const auto kept = at.optional_member("weight_grad_stash_bytes")) {
-    s.weight_grad_stash_bytes = kept->non_negative_integer();
+    s.weight_grad_stash_bytes = kept->bytes();
     if (*s.weight_grad_stash_bytes > s.activation_bytes) {
       at.fail_member("weight_grad_stash_bytes",
                      fmt::format("{} exceeds activation_bytes {} (it is the share of them that W keeps)",
@@ -159,9 +174,9 @@ LayerProfile read_layer(const Field& at) {
   LayerProfile layer;
   layer.name = at.object_member("name").non_empty_string();
   layer.kind = at.object_member("kind").non_empty_string();
-  layer.param_bytes = at.object_member("param_bytes").non_negative_integer();
+  layer.param_bytes = at.object_member("param_bytes").bytes();
   if (const auto optimizer = at.optional_member("optimizer_us")) {
-    layer.optimizer_us = optimizer->non_negative_number();
+    layer.optimizer_us = optimizer->time_us();
   }
   const Field samples = at.object_member("samples");
   const std::size_t count = samples.non_empty_array_size();
@@ -193,8 +208,13 @@ LayerProfile read_layer(const Field& at) {
 
 Link read_link(const Field& at) {
   at.expect_object();
-  Link link{.latency_us = at.object_member("latency_us").non_negative_number(),
+  Link link{.latency_us = at.object_member("latency_us").time_us(),
             .bandwidth_GBps = at.object_member("bandwidth_GBps").positive_number()};
+  if (link.bandwidth_GBps < kMinBandwidthGBps || link.bandwidth_GBps > kMaxBandwidthGBps) {
+    at.object_member("bandwidth_GBps")
+        .fail(fmt::format("{:g} GB/s is outside the {:g} to {:g} GB/s a link may have", link.bandwidth_GBps,
+                          kMinBandwidthGBps, kMaxBandwidthGBps));
+  }
   const auto measured = at.optional_member("measured");
   if (!measured) return link;
   measured->expect_object();
@@ -204,8 +224,8 @@ Link read_link(const Field& at) {
   for (std::size_t i = 0; i < count; ++i) {
     const Field point = points.element(i);
     point.expect_object();
-    LinkPoint p{.bytes = point.object_member("bytes").non_negative_integer(),
-                .one_way_us = point.object_member("one_way_us").non_negative_number()};
+    LinkPoint p{.bytes = point.object_member("bytes").bytes(),
+                .one_way_us = point.object_member("one_way_us").time_us()};
     if (!link.points.empty() && p.bytes <= link.points.back().bytes) {
       point.object_member("bytes").fail("must be larger than the point before");
     }

@@ -7,14 +7,30 @@
 #include <fmt/ranges.h>
 
 #include "profiles/interpolate.hpp"
+#include "profiles/limits.hpp"
 #include "schedules/error.hpp"
 
 namespace gpipe::profiles {
 namespace {
 
 // One rounding per stage, not per layer, so that per-layer rounding errors
-// do not add up over a deep stage.
-std::int64_t to_ns(double us) { return std::llround(us * 1000.0); }
+// do not add up over a deep stage. Refused past what a step's integer ns
+// can add up (profiles/limits.hpp).
+std::int64_t to_ns(double us, std::size_t stage, const char* what, int micro_batch_size) {
+  if (!(us * 1000.0 <= kMaxStepNs)) {
+    throw InputError(fmt::format("stage {}: its {} takes {:g} us at micro-batch size {}, past the {:g} ns a step "
+                                 "can add up",
+                                 stage, what, us, micro_batch_size, kMaxStepNs));
+  }
+  return std::llround(us * 1000.0);
+}
+
+// sum += more, refused when it leaves int64.
+void add_bytes(std::int64_t& sum, std::int64_t more, std::size_t stage) {
+  if (__builtin_add_overflow(sum, more, &sum)) {
+    throw InputError(fmt::format("stage {}: its bytes add up past the 2^63 the engine counts", stage));
+  }
+}
 
 void check_partition(const Profile& profile, std::span<const int> layers_per_stage) {
   const auto partition = fmt::format("{}", fmt::join(layers_per_stage, ","));
@@ -57,17 +73,18 @@ std::vector<StageCost> stage_costs(const Profile& profile, std::span<const int> 
       input_us += cost.bwd_input_us;
       weight_us += cost.bwd_weight_us;
       optimizer_us += layer.optimizer_us;
-      stage.activation_bytes += cost.activation_bytes;
-      stage.weight_grad_stash_bytes += cost.weight_grad_stash_bytes;
-      stage.param_bytes += layer.param_bytes;
+      add_bytes(stage.activation_bytes, cost.activation_bytes, stages.size());
+      add_bytes(stage.weight_grad_stash_bytes, cost.weight_grad_stash_bytes, stages.size());
+      add_bytes(stage.param_bytes, layer.param_bytes, stages.size());
       if (i == 0) stage.input_bytes = cost.input_bytes;
       if (i == count - 1) stage.output_bytes = cost.output_bytes;
     }
-    stage.fwd_ns = to_ns(fwd_us);
-    stage.bwd_ns = to_ns(bwd_us);
-    stage.bwd_input_ns = to_ns(input_us);
-    stage.bwd_weight_ns = to_ns(weight_us);
-    stage.optimizer_ns = to_ns(optimizer_us);
+    const std::size_t s = stages.size();
+    stage.fwd_ns = to_ns(fwd_us, s, "forward", micro_batch_size);
+    stage.bwd_ns = to_ns(bwd_us, s, "backward", micro_batch_size);
+    stage.bwd_input_ns = to_ns(input_us, s, "input backward", micro_batch_size);
+    stage.bwd_weight_ns = to_ns(weight_us, s, "weight backward", micro_batch_size);
+    stage.optimizer_ns = to_ns(optimizer_us, s, "optimizer step", micro_batch_size);
     stages.push_back(stage);
   }
   return stages;

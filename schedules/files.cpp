@@ -30,7 +30,8 @@ nlohmann::json read_json_file(const std::filesystem::path& path) {
   const std::string text = read_text_file(path);
   try {
     return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {
+    // A syntax error, or a number past a double (1e400: out_of_range.406).
     // nlohmann's message starts with "[json.exception.parse_error.101] "; keep the rest.
     const std::string_view what = e.what();
     const auto tag_end = what.find("] ");

@@ -1,10 +1,12 @@
 #include "sim/jitter.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
 #include <fmt/format.h>
 
+#include "profiles/limits.hpp"
 #include "schedules/error.hpp"
 
 namespace gpipe::sim {
@@ -21,8 +23,9 @@ std::uint64_t action_key(const schedules::Action& a) {
 }  // namespace
 
 void validate_jitter_cv(double cv) {
-  if (!std::isfinite(cv) || cv < 0) {
-    throw InputError(fmt::format("--jitter must be a finite coefficient of variation of 0 or more, got {}", cv));
+  if (!std::isfinite(cv) || cv < 0 || cv > kMaxJitterCv) {
+    throw InputError(
+        fmt::format("--jitter must be a coefficient of variation from 0 to {:g}, got {:g}", kMaxJitterCv, cv));
   }
 }
 
@@ -43,7 +46,10 @@ JitteredCosts::JitteredCosts(const CostModel& base, double cv, std::uint64_t see
 std::int64_t JitteredCosts::duration_ns(const schedules::Action& action) const {
   const std::int64_t base = base_.duration_ns(action);
   if (cv_ == 0 || schedules::is_comm(action.kind)) return base;
-  return std::llround(static_cast<double>(base) * jitter_factor(action, cv_, seed_));
+  // A factor from the far tail of a wide lognormal, on a long action, can
+  // leave what a step's integer ns add up: held at a tenth of that instead.
+  const double jittered = static_cast<double>(base) * jitter_factor(action, cv_, seed_);
+  return std::llround(std::min(jittered, profiles::kMaxStepNs / 10));
 }
 
 }  // namespace gpipe::sim

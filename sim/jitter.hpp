@@ -57,7 +57,9 @@ class JitteredCosts final : public CostModel {
   std::uint64_t seed_;
 };
 
-// Throws InputError naming --jitter unless cv is finite and >= 0.
+// The widest jitter accepted: a coefficient of variation of 10 (sigma 2.15).
+inline constexpr double kMaxJitterCv = 10.0;
+// Throws InputError naming --jitter unless cv is from 0 to kMaxJitterCv.
 void validate_jitter_cv(double cv);
 
 }  // namespace gpipe::sim

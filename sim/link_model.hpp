@@ -36,6 +36,8 @@ class UniformLink final : public LinkModel {
 
   [[nodiscard]] std::int64_t transfer_ns(schedules::Rank from, schedules::Rank to,
                                          std::int64_t bytes) const override;
+  [[nodiscard]] double latency_us() const { return latency_us_; }
+  [[nodiscard]] double bandwidth_GBps() const { return bandwidth_GBps_; }
 
  private:
   double latency_us_;

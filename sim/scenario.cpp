@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include "schedules/error.hpp"
+#include "profiles/limits.hpp"
 #include "sim/engine.hpp"
+#include "sim/step_bounds.hpp"
 #include "sim/profile_costs.hpp"
 #include "sim/zb_auto_plan.hpp"
 
@@ -15,8 +17,14 @@ Prediction predict(const profiles::Profile& profile, const Scenario& sc, bool re
   validate_jitter(c.jitter.cv, c.jitter.runs);
   p.link_latency_us = c.link_latency_us.value_or(profile.link.latency_us);
   p.link_bandwidth_GBps = c.link_bandwidth_GBps.value_or(profile.link.bandwidth_GBps);
-  if (p.link_latency_us < 0) throw InputError("--link-latency-us must not be negative");
-  if (!(p.link_bandwidth_GBps > 0)) throw InputError("--link-bandwidth-gbps must be positive");
+  if (!(p.link_latency_us >= 0 && p.link_latency_us <= profiles::kMaxTimeUs)) {
+    throw InputError(fmt::format("--link-latency-us must be from 0 to {:g} us, got {:g}", profiles::kMaxTimeUs,
+                                 p.link_latency_us));
+  }
+  if (!(p.link_bandwidth_GBps >= profiles::kMinBandwidthGBps && p.link_bandwidth_GBps <= profiles::kMaxBandwidthGBps)) {
+    throw InputError(fmt::format("--link-bandwidth-gbps must be from {:g} to {:g} GB/s, got {:g}",
+                                 profiles::kMinBandwidthGBps, profiles::kMaxBandwidthGBps, p.link_bandwidth_GBps));
+  }
 
   const UniformLink link(p.link_latency_us, p.link_bandwidth_GBps);
   if (sc.request.schedule == kZbAuto) {
@@ -33,6 +41,7 @@ Prediction predict(const profiles::Profile& profile, const Scenario& sc, bool re
     p.plan = plan::make_plan(profile, sc.request);
   }
   const ProfileCosts costs(profile, p.plan.partition.layers_per_stage, p.plan.microbatch_sizes);
+  check_step_fits(p.plan.schedule, costs, p.link_latency_us, p.link_bandwidth_GBps);
   SimOptions sim;
   sim.batch_size = p.plan.batch;
   sim.static_bytes = p.plan.static_bytes;

@@ -9,6 +9,7 @@
 #include "schedules/error.hpp"
 #include "sim/engine.hpp"
 #include "sim/profile_costs.hpp"
+#include "sim/step_bounds.hpp"
 
 namespace gpipe::sim {
 namespace {
@@ -50,7 +51,7 @@ std::string no_room(std::optional<std::int64_t> limit, const plan::Plan& plan) {
 
 class LayoutSearch {
  public:
-  LayoutSearch(const profiles::Profile& profile, const plan::PlanRequest& request, const LinkModel& links,
+  LayoutSearch(const profiles::Profile& profile, const plan::PlanRequest& request, const UniformLink& links,
                const Conditions& conditions)
       : profile_(profile), request_(request), links_(links), conditions_(conditions) {}
 
@@ -68,6 +69,7 @@ class LayoutSearch {
       return;
     }
     const ProfileCosts costs(profile_, plan.partition.layers_per_stage, plan.microbatch_sizes);
+    check_step_fits(plan.schedule, costs, links_.latency_us(), links_.bandwidth_GBps());
     schedules::ScheduleOptions o;
     o.num_ranks = request_.stages;
     o.num_microbatches = request_.microbatches;
@@ -103,6 +105,7 @@ class LayoutSearch {
       return;
     }
     const ProfileCosts costs(profile_, plan.partition.layers_per_stage, plan.microbatch_sizes);
+    check_step_fits(plan.schedule, costs, links_.latency_us(), links_.bandwidth_GBps());
     SimOptions sim;
     sim.batch_size = plan.batch;
     sim.static_bytes = plan.static_bytes;
@@ -152,7 +155,7 @@ class LayoutSearch {
 
   const profiles::Profile& profile_;
   const plan::PlanRequest& request_;
-  const LinkModel& links_;
+  const UniformLink& links_;
   const Conditions& conditions_;
   std::vector<ZbAutoCandidate> candidates_;
   std::vector<std::string> unplanned_;  // why layouts could not be planned, in order
@@ -165,7 +168,7 @@ class LayoutSearch {
 
 }  // namespace
 
-ZbAutoPlan plan_zb_auto(const profiles::Profile& profile, const plan::PlanRequest& request, const LinkModel& links,
+ZbAutoPlan plan_zb_auto(const profiles::Profile& profile, const plan::PlanRequest& request, const UniformLink& links,
                         const Conditions& conditions) {
   LayoutSearch search(profile, request, links, conditions);
   const int v = request.stages_per_rank;

@@ -37,6 +37,6 @@ struct ZbAutoPlan {
 // Throws InputError when nothing fits (naming the first reason a layout or
 // candidate was dropped), or when no layout can be planned at all.
 [[nodiscard]] ZbAutoPlan plan_zb_auto(const profiles::Profile& profile, const plan::PlanRequest& request,
-                                      const LinkModel& links, const Conditions& conditions);
+                                      const UniformLink& links, const Conditions& conditions);
 
 }  // namespace gpipe::sim

@@ -29,14 +29,6 @@ void check_writable(const std::string& path, const char* flag) {
   if (!existed) std::filesystem::remove(path, ignored);
 }
 
-void add_seed_flag(CLI::App& cmd, std::uint64_t& seed, const std::string& help) {
-  cmd.add_option("--seed", seed, help)
-      ->check([](const std::string& text) -> std::string {
-        return text.find('-') == std::string::npos ? "" : "a seed is an integer of 0 or more, got " + text;
-      })
-      ->capture_default_str();
-}
-
 void RunFlags::add_to(CLI::App& cmd, const std::string& profile_help) {
   add_backend_flag(cmd, backend);
   cmd.add_option("--model", model,

@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/seed_flag.hpp"
 #include "exec/runtime/optimizer_config.hpp"
 
 namespace gpipe::cli {
@@ -32,8 +33,6 @@ struct RunFlags {
 // Adds --backend cpu|cuda to `cmd`, stored in `backend`.
 void add_backend_flag(CLI::App& cmd, std::string& backend);
 
-// Adds --seed to `cmd`, rejecting negative values (CLI11 would wrap -1 into 2^64 - 1).
-void add_seed_flag(CLI::App& cmd, std::uint64_t& seed, const std::string& help);
 
 // Throws InputError "FLAG PATH: cannot write: why" unless `path` can be
 // written, so that a typo in an output path fails before a long run, not after.

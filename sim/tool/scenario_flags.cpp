@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "cli/seed_flag.hpp"
 #include "cli/schedule_file.hpp"
 #include "cli/units.hpp"
 #include "models/optimizer.hpp"
@@ -100,11 +101,7 @@ void ScenarioFlags::add_to(CLI::App& cmd) {
       ->capture_default_str();
   cmd.add_option("--runs", runs, "Simulations with jitter, seeds --seed, --seed + 1, ...")->capture_default_str();
   // CLI11 would wrap -1 into 2^64 - 1 silently.
-  cmd.add_option("--seed", seed, "First seed of the jittered runs")
-      ->check([](const std::string& text) -> std::string {
-        return text.find('-') == std::string::npos ? "" : "a seed is an integer of 0 or more, got " + text;
-      })
-      ->capture_default_str();
+  add_seed_flag(cmd, seed, "First seed of the jittered runs");
 }
 
 sim::Scenario ScenarioFlags::scenario(const CLI::App& cmd) const {

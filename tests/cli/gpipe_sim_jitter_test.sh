@@ -40,12 +40,17 @@ expect_status 0 "$sim" "${config[@]}" --json
 grep -q '"stochastic"' "$tmp/out" && fail "stochastic object without --jitter"
 
 expect_status 2 "$sim" "${config[@]}" --jitter -1
-expect_one_error_line "--jitter must be a finite coefficient of variation of 0 or more, got -1"
+expect_one_error_line "--jitter must be a coefficient of variation from 0 to 10, got -1"
 expect_status 2 "$sim" "${config[@]}" --jitter 0.05 --runs 0
 expect_one_error_line "--runs must be at least 1, got 0"
 expect_status 2 "$sim" "${config[@]}" --jitter nan
 expect_one_error_line "--jitter"
 expect_status 2 "$sim" "${config[@]}" --jitter 0.05 --seed -1
 expect_one_error_line "--seed"
+
+# A seed past 2^64 - 1 is refused, not clamped.
+expect_status 2 "$sim" run --profile tests/data/profiles/valid_two_layers.json -K 2 -M 2 -N 4 --jitter 0.1 \
+  --seed 18446744073709551616
+expect_one_error_line "--seed: a seed is an integer from 0 to 18446744073709551615, got 18446744073709551616"
 
 finish "gpipe-sim run --jitter"

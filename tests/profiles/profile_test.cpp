@@ -111,6 +111,13 @@ INSTANTIATE_TEST_SUITE_P(
         InvalidCase{"invalid_dtype_not_string.json", "dtype: expected a string"},
         InvalidCase{"invalid_link_latency.json", "link.latency_us: expected a non-negative number"},
         InvalidCase{"invalid_link_bandwidth.json", "link.bandwidth_GBps: expected a positive number"},
+        // Past what the engine's integer ns and bytes hold (profiles/limits.hpp).
+        InvalidCase{"invalid_fwd_us_too_long.json",
+                    "layers[0].samples[0].fwd_us: 1e+16 us is more than the 1e+12 us (11.6 days) a time may be"},
+        InvalidCase{"invalid_link_bandwidth_tiny.json",
+                    "link.bandwidth_GBps: 1e-300 GB/s is outside the 1e-06 to 1e+09 GB/s a link may have"},
+        InvalidCase{"invalid_param_bytes_huge.json",
+                    "layers[1].param_bytes: 9223372036854775807 bytes is more than the 2^50 (1 PiB) a size may be"},
         InvalidCase{"invalid_link_points_unordered.json",
                     "link.measured.points[1].bytes: must be larger than the point before"},
         InvalidCase{"invalid_link_points_empty.json", "link.measured.points: expected a non-empty array"},
@@ -164,6 +171,12 @@ TEST(ProfileLoad, NamesAFileThatIsNotJson) {
   const std::string message = error_of([&] { return load_profile(path); });
   EXPECT_EQ(message.rfind(path.string() + ": not valid JSON: parse error at line 2", 0), 0u)
       << message;
+}
+
+TEST(ProfileLoad, ANumberPastADoubleIsBadJsonNotACrash) {
+  const auto path = data("invalid_number_overflow.json");
+  EXPECT_EQ(error_of([&] { return load_profile(path); }),
+            path.string() + ": not valid JSON: number overflow parsing '1e400'");
 }
 
 TEST(ProfileLoad, NamesADirectory) {

@@ -2,6 +2,8 @@
 // static memory) and the simulated metrics, with bad configurations rejected.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "schedules/error.hpp"
 #include "sim/scenario.hpp"
 #include "tests/error_of.hpp"
@@ -91,7 +93,34 @@ TEST(Predict, RejectsConfigurationsThatCannotExist) {
   EXPECT_EQ(error_of([&] { (void)predict(profile, sc); }), "give --batch N or --micro-batch-size b");
   sc.request.batch = 8;
   sc.conditions.link_bandwidth_GBps = 0.0;
-  EXPECT_EQ(error_of([&] { (void)predict(profile, sc); }), "--link-bandwidth-gbps must be positive");
+  EXPECT_EQ(error_of([&] { (void)predict(profile, sc); }), "--link-bandwidth-gbps must be from 1e-06 to 1e+09 GB/s, got 0");
+}
+
+TEST(Predict, RefusesNumbersPastWhatIntegerNanosecondsHold) {
+  // Every layer at the 1e12 us a profile may say; 2 stages of 2 layers.
+  const auto profile = testing::uniform_profile(4, 1e12, 1e12);
+  Scenario sc;
+  sc.request.stages = 2;
+  sc.request.microbatches = 1;
+  sc.request.batch = 1;
+  EXPECT_NO_THROW((void)predict(profile, sc));  // one micro-batch: about 10^16 ns in all
+  // 2 stages x 1000 micro-batches x (2 F + B + I + W = 8e15 ns): 1.6e19 ns.
+  sc.request.microbatches = 1000;
+  sc.request.batch = 1000;
+  EXPECT_EQ(error_of([&] { (void)predict(profile, sc); }),
+            "this step's compute and transfers add up to 1.6e+10 s, past the 4.6e+09 s (146 years) the "
+            "simulator's integer ns hold");
+  sc.request.microbatches = 1;
+  sc.request.batch = 1;
+  sc.conditions.link_latency_us = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_EQ(error_of([&] { (void)predict(profile, sc); }), "--link-latency-us must be from 0 to 1e+12 us, got nan");
+  sc.conditions.link_latency_us = 0.0;
+  sc.conditions.link_bandwidth_GBps = 1e-300;
+  EXPECT_EQ(error_of([&] { (void)predict(profile, sc); }),
+            "--link-bandwidth-gbps must be from 1e-06 to 1e+09 GB/s, got 1e-300");
+  sc.conditions.link_bandwidth_GBps = std::nullopt;
+  sc.conditions.jitter.cv = 1e308;
+  EXPECT_EQ(error_of([&] { (void)predict(profile, sc); }), "--jitter must be a coefficient of variation from 0 to 10, got 1e+308");
 }
 
 }  // namespace

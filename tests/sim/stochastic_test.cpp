@@ -155,13 +155,13 @@ TEST(JitteredCosts, FactorHasMeanOneAndTheRequestedCv) {
 TEST(JitteredCosts, RejectsBadCvNamingTheFlag) {
   const DistinctCosts base;
   EXPECT_EQ(error_of([&] { JitteredCosts(base, -1.0, 1); }),
-            "--jitter must be a finite coefficient of variation of 0 or more, got -1");
+            "--jitter must be a coefficient of variation from 0 to 10, got -1");
   EXPECT_EQ(error_of([&] { JitteredCosts(base, std::numeric_limits<double>::quiet_NaN(), 1); }),
-            "--jitter must be a finite coefficient of variation of 0 or more, got nan");
+            "--jitter must be a coefficient of variation from 0 to 10, got nan");
   EXPECT_EQ(error_of([&] { JitteredCosts(base, std::numeric_limits<double>::infinity(), 1); }),
-            "--jitter must be a finite coefficient of variation of 0 or more, got inf");
+            "--jitter must be a coefficient of variation from 0 to 10, got inf");
   EXPECT_EQ(error_of([] { (void)jitter_factor(make_action(0, ActionKind::F, 0), -0.5, 1); }),
-            "--jitter must be a finite coefficient of variation of 0 or more, got -0.5");
+            "--jitter must be a coefficient of variation from 0 to 10, got -0.5");
 }
 
 TEST(NearestRank, RankIsCeilOfPTimesNOver100) {
@@ -250,7 +250,7 @@ TEST(RunStochastic, RejectsBadRunsAndCvNamingTheFlag) {
   EXPECT_EQ(error_of([&] { (void)run_stochastic(schedule, costs, link, options(), 0.1, 0, 1); }),
             "--runs must be at least 1, got 0");
   EXPECT_EQ(error_of([&] { (void)run_stochastic(schedule, costs, link, options(), -0.1, 10, 1); }),
-            "--jitter must be a finite coefficient of variation of 0 or more, got -0.1");
+            "--jitter must be a coefficient of variation from 0 to 10, got -0.1");
 }
 
 TEST(PredictStochastic, JitterAddsPercentilesBesideTheDeterministicRun) {
