@@ -4,6 +4,7 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -21,9 +22,18 @@ std::string read_text_file(const std::filesystem::path& path) {
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(fmt::format("{}: cannot read: {}", path.string(), std::strerror(errno)));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  // Read in chunks, so that a device or pipe with no end (/dev/zero) stops at the cap too.
+  std::string text;
+  std::vector<char> chunk(1 << 20);
+  while (in) {
+    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    text.append(chunk.data(), static_cast<std::size_t>(in.gcount()));
+    if (text.size() > kMaxInputFileBytes) {
+      throw InputError(fmt::format("{}: larger than the {} MiB an input file may be", path.string(),
+                                   kMaxInputFileBytes >> 20));
+    }
+  }
+  return text;
 }
 
 nlohmann::json read_json_file(const std::filesystem::path& path) {

@@ -2,6 +2,7 @@
 // file: every tool that opens a schedule, profile or trace goes through here.
 #pragma once
 
+#include <cstddef>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -12,7 +13,12 @@
 
 namespace gpipe {
 
-// Throws InputError("FILE: cannot read: <reason>") when the file cannot be read.
+// The largest input file read: 256 MiB, far past any schedule, profile or
+// trace of a real run, and short of what a machine must not be made to hold.
+inline constexpr std::size_t kMaxInputFileBytes = std::size_t{256} << 20;
+
+// Throws InputError("FILE: cannot read: <reason>") when the file cannot be
+// read, and "FILE: larger than the 256 MiB an input file may be" past the cap.
 [[nodiscard]] std::string read_text_file(const std::filesystem::path& path);
 // Throws InputError("FILE: not valid JSON: <where>") for malformed JSON.
 [[nodiscard]] nlohmann::json read_json_file(const std::filesystem::path& path);

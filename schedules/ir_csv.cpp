@@ -109,6 +109,14 @@ Schedule schedule_from_csv(std::string_view text, std::string_view origin, std::
     s.stage_to_rank.emplace_back(*rank_of_stage[stage]);
   }
   s.num_stages = static_cast<int>(rank_of_stage.size());
+  // Every micro-batch has a forward of its own: a larger number than the file
+  // has actions names micro-batches that cannot be there (and would size the
+  // checker's work by the number, not by the file).
+  const std::size_t actions = s.total_actions();
+  if (static_cast<std::size_t>(max_microbatch + 1) > actions) {
+    throw InputError(fmt::format("{}: micro-batch {} in a file of {} actions: at most {} micro-batches fit", origin,
+                                 max_microbatch, actions, actions));
+  }
   s.num_microbatches = max_microbatch + 1;
   s.recompute = infer_recompute(s);
   return s;

@@ -108,6 +108,18 @@ Schedule schedule_from_json(const json& doc, std::string_view origin) {
       }
     }
   }
+  // Counts past the file's own size name stages and micro-batches that
+  // cannot be there, and would size every later check by the number.
+  const std::size_t actions = s.total_actions();
+  if (static_cast<std::size_t>(s.num_stages) > std::max<std::size_t>(actions, 1)) {
+    throw in.error("num_stages", fmt::format("{} stages in a file of {} actions: every stage needs at least one",
+                                             s.num_stages, actions));
+  }
+  if (static_cast<std::size_t>(s.num_microbatches) > std::max<std::size_t>(actions, 1)) {
+    throw in.error("num_microbatches", fmt::format("{} micro-batches in a file of {} actions: every micro-batch "
+                                                   "needs at least one",
+                                                   s.num_microbatches, actions));
+  }
   return s;
 }
 

@@ -93,8 +93,14 @@ class Checker {
 
  private:
   void add(Kind kind, std::vector<Position> where, std::string message) {
-    errors_.push_back({kind, std::move(message), std::move(where)});
+    ++total_;
+    if (errors_.size() < kMaxKeptErrors) errors_.push_back({kind, std::move(message), std::move(where)});
   }
+
+ public:
+  [[nodiscard]] std::size_t total() const { return total_; }
+
+ private:
   std::optional<Position> find(Stage s, K kind, Microbatch m) const {
     auto it = index_.find(Action{s, kind, m});
     if (it == index_.end()) return std::nullopt;
@@ -403,7 +409,8 @@ class Checker {
   bool lowered_;
   bool has_step_ = false;  // the schedule lists STEP actions
   std::unordered_map<Action, Position> index_;  // first position of every possible action
-  std::vector<ScheduleError> errors_;
+  std::vector<ScheduleError> errors_;  // the first kMaxKeptErrors
+  std::size_t total_ = 0;
 };
 
 }  // namespace
@@ -415,7 +422,12 @@ std::string_view to_string(ScheduleError::Kind kind) {
   return kNames[static_cast<std::size_t>(kind)];
 }
 
-std::vector<ScheduleError> find_errors(const Schedule& schedule) { return Checker(schedule).run(); }
+std::vector<ScheduleError> find_errors(const Schedule& schedule, std::size_t* total) {
+  Checker checker(schedule);
+  std::vector<ScheduleError> errors = checker.run();
+  if (total != nullptr) *total = checker.total();
+  return errors;
+}
 
 void validate(const Schedule& schedule) {
   const auto errors = find_errors(schedule);

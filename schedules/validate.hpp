@@ -34,7 +34,10 @@ struct ScheduleError {
 // micro-batch; comm pairs boundary by boundary; the cycle last, only when no
 // other error was found (a cycle is only meaningful on a sound schedule). A bad
 // header stops the search, as the rest cannot be read without it.
-[[nodiscard]] std::vector<ScheduleError> find_errors(const Schedule& schedule);
+// Keeps the first kMaxKeptErrors; `total`, when given, receives how many
+// there were in all (one bad cell can leave millions of actions missing).
+inline constexpr std::size_t kMaxKeptErrors = 100;
+[[nodiscard]] std::vector<ScheduleError> find_errors(const Schedule& schedule, std::size_t* total = nullptr);
 
 // Throws gpipe::InputError with the first error's message; returns if none.
 void validate(const Schedule& schedule);

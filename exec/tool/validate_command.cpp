@@ -341,10 +341,16 @@ int run_validate(const ValidateFlags& f) {
   if (!f.out.empty()) write_text_file(f.out, exec::calibration_csv(rows));
   if (f.json) {
     std::cout << exec::calibration_json(rows).dump(2) << "\n";
-    return 0;
+  } else {
+    print_summary(rows);
+    if (!f.out.empty()) std::cout << "every configuration: " << f.out << "\n";
   }
-  print_summary(rows);
-  if (!f.out.empty()) std::cout << "every configuration: " << f.out << "\n";
+  // A grid of which nothing could run has validated nothing: not a success.
+  if (std::none_of(rows.begin(), rows.end(), [](const exec::CalibrationRow& r) { return r.ok(); })) {
+    throw InputError(fmt::format("none of the {} configurations of the grid can exist (each row says why): "
+                                 "nothing was validated",
+                                 rows.size()));
+  }
   return 0;
 }
 

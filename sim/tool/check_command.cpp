@@ -18,7 +18,8 @@ using namespace gpipe::schedules;
 
 int run_check(const std::string& file) {
   const Schedule schedule = read_schedule_file(file);
-  const auto errors = find_errors(schedule);
+  std::size_t total = 0;
+  const auto errors = find_errors(schedule, &total);
   if (errors.empty()) {
     std::cout << file << ": valid (" << summary(schedule) << ", " << schedule.total_actions()
               << " actions)\n";
@@ -28,7 +29,7 @@ int run_check(const std::string& file) {
   // The grid needs a well-formed header; for a broken header the message alone says it.
   if (first.kind != ScheduleError::Kind::bad_header) std::cout << format_grid(schedule, first.where);
   std::string more;
-  if (errors.size() > 1) more = " (and " + std::to_string(errors.size() - 1) + " more)";
+  if (total > 1) more = " (and " + std::to_string(total - 1) + " more)";
   throw InputError(file + ": " + first.message + more);
 }
 

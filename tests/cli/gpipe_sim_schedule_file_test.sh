@@ -88,4 +88,11 @@ expect_one_error_line "$tmp/deadlock.csv: deadlock: "
 expect_status 2 "$sim" check "$tmp/deadlock.csv"
 expect_one_error_line "deadlock: "
 
+# Bounded by the input: no end (a device) stops at the file cap; one bad cell lists no millions.
+expect_status 2 "$sim" check /dev/zero
+expect_one_error_line "/dev/zero: larger than the 256 MiB an input file may be"
+printf '0F0,0B0\n1F3999999,1B0\n' >"$tmp/huge_m.csv"
+expect_status 2 "$sim" check "$tmp/huge_m.csv"
+expect_one_error_line "micro-batch 3999999 in a file of 4 actions: at most 4 micro-batches fit"
+
 finish gpipe_sim_schedule_file_test

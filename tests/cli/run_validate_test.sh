@@ -66,4 +66,11 @@ expect_status 2 "$run" validate --model mlp:layers=3,hidden=8 -K 2 -M 2 -N 4 --p
   --out "$tmp/left.csv"
 [ ! -e "$tmp/left.csv" ] || fail "the writability check left $tmp/left.csv behind"
 
+# A grid of which nothing can exist validates nothing: exit 2, after the rows say why.
+expect_status 2 "$run" validate --model mlp:layers=2,hidden=8 -K 8 -M 2 -N 4 --warmup 0 --repeats 1
+expect_out "skipped: --stages 8 exceeds"
+# (stderr also has the profiler's line per layer; the error is the last line)
+[ "$(tail -n 1 "$tmp/err")" = "gpipe-run validate: error: none of the 1 configurations of the grid can exist (each row \
+says why): nothing was validated" ] || fail "validate of nothing: $(cat "$tmp/err")"
+
 finish "gpipe-run validate"

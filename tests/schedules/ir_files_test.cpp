@@ -139,6 +139,26 @@ TEST(IrJson, ErrorsNameTheField) {
             "s.json: expected a JSON object");
 }
 
+TEST(ScheduleFiles, CountsPastTheFilesOwnSizeAreRefusedBeforeAnyWorkIsSizedByThem) {
+  // One bad cell used to make M four million, and the checker list 16 million missing actions.
+  EXPECT_EQ(error_of([] { (void)schedule_from_csv("0F0,0B0\n1F3999999,1B0\n", "s.csv", "s"); }),
+            "s.csv: micro-batch 3999999 in a file of 4 actions: at most 4 micro-batches fit");
+  json doc = to_json(generate_gpipe(ScheduleOptions{}));  // 1 rank, 1 micro-batch: 2 actions
+  doc["num_microbatches"] = 1000000;
+  EXPECT_EQ(error_of([&] { (void)schedule_from_json(doc, "s.json"); }),
+            "s.json: num_microbatches: 1000000 micro-batches in a file of 2 actions: every micro-batch needs at "
+            "least one");
+  doc["num_microbatches"] = 1;
+  doc["num_stages"] = 3;
+  EXPECT_EQ(error_of([&] { (void)schedule_from_json(doc, "s.json"); }),
+            "s.json: num_stages: 3 stages in a file of 2 actions: every stage needs at least one");
+}
+
+TEST(ScheduleFiles, AnInputWithNoEndStopsAtTheCap) {
+  EXPECT_EQ(error_of([] { (void)read_text_file("/dev/zero"); }),
+            "/dev/zero: larger than the 256 MiB an input file may be");
+}
+
 TEST(ScheduleFiles, ReadsEitherFormByContent) {
   const auto dir = std::filesystem::temp_directory_path() / "gpipe_ir_files_test";
   std::filesystem::create_directories(dir);

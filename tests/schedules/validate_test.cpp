@@ -130,6 +130,18 @@ TEST(Validate, SeveralStagesPerRankAreValidLoweredOrNot) {
   EXPECT_TRUE(find_errors(lower(s)).empty());
 }
 
+TEST(Validate, KeepsTheFirstHundredErrorsAndCountsTheRest) {
+  // 1F1B, K=2, M=200, with rank 0's list emptied: its 400 actions are missing, and
+  // every one of rank 1's that needs them is out of order.
+  Schedule s = generate_1f1b({.num_ranks = 2, .num_microbatches = 200});
+  s.ranks[0].clear();
+  std::size_t total = 0;
+  const auto errors = find_errors(s, &total);
+  EXPECT_EQ(errors.size(), kMaxKeptErrors);
+  EXPECT_GT(total, kMaxKeptErrors);
+  EXPECT_EQ(find_errors(s).size(), kMaxKeptErrors);
+}
+
 TEST(Validate, BadHeader) {
   Schedule s = gpipe(2, 2);
   s.num_microbatches = 0;
