@@ -8,6 +8,7 @@
 #include <string_view>
 #include <thread>
 
+#include "cli/printable.hpp"
 #include "schedules/error.hpp"
 
 namespace gpipe::cli {
@@ -34,7 +35,8 @@ std::string unknown_command(const std::vector<Subcommand>& commands, int argc, c
 
 // One line on stderr in one write, so that the lines of processes sharing a
 // terminal (under mpirun) do not interleave.
-void say(const std::string& line) { std::cerr << line + "\n" << std::flush; }
+// Printable and bounded (cli/printable.hpp): a line may quote hostile input.
+void say(const std::string& line) { std::cerr << printable_line(line) + "\n" << std::flush; }
 
 // Under a launcher (mpirun, srun, torchrun) every process parses the same
 // flags and plans the same run, so a bad input fails in all of them alike:
@@ -56,7 +58,7 @@ bool echoes_another_process() {
 
 int run_main(CLI::App& app, const std::vector<Subcommand>& commands, int argc, char** argv) {
   if (const std::string why = unknown_command(commands, argc, argv); !why.empty()) {
-    std::cerr << app.get_name() << ": error: " << why << " (see --help)\n";
+    say(app.get_name() + ": error: " + why + " (see --help)");
     return 2;
   }
   try {
@@ -75,7 +77,7 @@ int run_main(CLI::App& app, const std::vector<Subcommand>& commands, int argc, c
     for (const auto& c : commands) {
       if (c.app->parsed()) return c.run();
     }
-    std::cerr << app.get_name() << ": error: no command given (see --help)\n";
+    say(app.get_name() + ": error: no command given (see --help)");
     return 2;
   } catch (const InputError& e) {
     if (!echoes_another_process()) say(command_name(app, commands) + ": error: " + e.what());

@@ -95,4 +95,13 @@ printf '0F0,0B0\n1F3999999,1B0\n' >"$tmp/huge_m.csv"
 expect_status 2 "$sim" check "$tmp/huge_m.csv"
 expect_one_error_line "micro-batch 3999999 in a file of 4 actions: at most 4 micro-batches fit"
 
+# Error lines quote input printable and bounded: a 5 MB cell, a raw byte.
+python3 -c "import sys; sys.stdout.write('0F0,0' + 'Q' * 5000000 + '0\\n')" >"$tmp/long_cell.csv"
+expect_status 2 "$sim" check "$tmp/long_cell.csv"
+[ "$(wc -c <"$tmp/err")" -le 2100 ] || fail "a 5 MB cell gave an error line of $(wc -c <"$tmp/err") bytes"
+expect_one_error_line "bytes cut]"
+printf '0F0,0B0\n1F0,1\377X0\n' >"$tmp/raw_byte.csv"
+expect_status 2 "$sim" check "$tmp/raw_byte.csv"
+expect_one_error_line "bad action '1\xFFX0'"
+
 finish gpipe_sim_schedule_file_test
