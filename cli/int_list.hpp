@@ -4,6 +4,8 @@
 // (--micro-batch-sizes, --stages, --microbatches, ...).
 #pragma once
 
+#include <cstddef>
+
 #include <string_view>
 #include <vector>
 
@@ -12,6 +14,8 @@ namespace gpipe::cli {
 // The most values one LIST may expand to, so that a typo like `1..100000000`
 // fails at once instead of running for hours.
 inline constexpr int kMaxListValues = 1'000'000;
+// The most micro-batch sizes one profile is measured or computed at.
+inline constexpr std::size_t kMaxProfiledSizes = 256;
 
 // The values of `text` in the order given (ranges ascending). Spaces around an
 // item are allowed. Throws InputError starting with `flag` ("--stages: ...")

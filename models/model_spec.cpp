@@ -115,9 +115,10 @@ class SpecParser {
     long long value = 0;
     const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
     const bool integer = !text.empty() && text.front() != '+' && end == text.data() + text.size();
-    if (ec != std::errc{} || !integer || value < 1 || value > kMaxSpecValue) {
-      throw fail(fmt::format("key '{}' must be an integer from 1 to {}, got '{}'", key,
-                             kMaxSpecValue, text));
+    // Layers bound the partitioner's work (about quadratic in them) and every per-layer table.
+    const long long most = key == "layers" ? kMaxModelLayers : kMaxSpecValue;
+    if (ec != std::errc{} || !integer || value < 1 || value > most) {
+      throw fail(fmt::format("key '{}' must be an integer from 1 to {}, got '{}'", key, most, text));
     }
     return static_cast<int>(value);
   }

@@ -17,6 +17,9 @@ namespace gpipe::models {
 // Large enough for any model this project runs, small enough that no count of
 // parameters, FLOPs or elements per sample overflows.
 inline constexpr int kMaxSpecValue = 1 << 20;
+// Layers, lower: the balanced partitioner is about quadratic in them (16384
+// layers take about half a second), and deeper models than this do not exist.
+inline constexpr int kMaxModelLayers = 1 << 14;
 
 // The model a SPEC names, its `spec` field the canonical form (keys in the
 // order above, default values left out). Throws InputError, one line naming the

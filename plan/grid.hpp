@@ -28,6 +28,12 @@ struct Grid {
 
   // The requests in grid order: schedule, V, recompute, K, M (M fastest).
   [[nodiscard]] std::vector<PlanRequest> requests() const;
+  // How many requests there are, counted without making them.
+  [[nodiscard]] std::int64_t size() const {
+    return static_cast<std::int64_t>(schedules.size()) * static_cast<std::int64_t>(stages_per_rank.size()) *
+           static_cast<std::int64_t>(recompute.size()) * static_cast<std::int64_t>(stages.size()) *
+           static_cast<std::int64_t>(microbatches.size());
+  }
 };
 
 // The fields every JSON row of a grid starts with: schedule, recompute,

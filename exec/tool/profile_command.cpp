@@ -81,6 +81,11 @@ int run_profile(const ProfileFlags& f) {
   if (f.backend != "cuda" && f.stages_given) throw InputError("--stages applies to --backend cuda only");
   const models::Model model = models::parse_model(f.model);
   const std::vector<int> sizes = parse_int_list(f.micro_batch_sizes, "--micro-batch-sizes");
+  if (sizes.size() > kMaxProfiledSizes) {
+    throw InputError(fmt::format("--micro-batch-sizes: {} sizes, more than the {} a profile measures; "
+                                 "interpolation fills the sizes between",
+                                 sizes.size(), kMaxProfiledSizes));
+  }
   check_writable(f.out, "--out");
   require_backend(f.backend);  // exit 1: "no CUDA device: ..." or no CUDA backend in this build
   exec::ProfilerOptions options;

@@ -42,6 +42,11 @@ int run_profile(const ProfileFlags& f) {
         fmt::format("--dtype: unknown dtype '{}' (known: {})", f.dtype, models::dtype_names()));
   }
   const std::vector<int> sizes = parse_int_list(f.micro_batch_sizes, "--micro-batch-sizes");
+  if (sizes.size() > kMaxProfiledSizes) {
+    throw InputError(fmt::format("--micro-batch-sizes: {} sizes, more than the {} a profile measures; "
+                                 "interpolation fills the sizes between",
+                                 sizes.size(), kMaxProfiledSizes));
+  }
   const profiles::Profile profile =
       profiles::analytic_profile(model, *device, *dtype, sizes, f.options);
   profiles::write_profile(profile, f.out);

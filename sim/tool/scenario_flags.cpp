@@ -99,7 +99,9 @@ void ScenarioFlags::add_to(CLI::App& cmd) {
                  "Coefficient of variation of each compute action's duration (lognormal, mean 1); "
                  "> 0 adds percentiles over --runs seeded runs")
       ->capture_default_str();
-  cmd.add_option("--runs", runs, "Simulations with jitter, seeds --seed, --seed + 1, ...")->capture_default_str();
+  cmd.add_option("--runs", runs, "Simulations with jitter, seeds --seed, --seed + 1, ...")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
   // CLI11 would wrap -1 into 2^64 - 1 silently.
   add_seed_flag(cmd, seed, "First seed of the jittered runs");
 }

@@ -33,6 +33,8 @@ struct SweepFlags {
   std::string out;
   std::string json_out;
   int threads = 0;
+  // A bound on the work a command line asks for; a user who means it raises it.
+  std::int64_t max_configurations = 100'000;
 };
 
 // A bar on stderr, only when stderr is a terminal: logs stay clean.
@@ -77,6 +79,11 @@ int run(const SweepFlags& f, const CLI::App& cmd) {
   } else {
     f.grid.apply_to(sweep.grid);
   }
+  if (sweep.grid.size() > f.max_configurations) {
+    throw InputError(fmt::format("the grid has {} configurations, more than --max-configurations {}: narrow the "
+                                 "lists, or raise the cap",
+                                 sweep.grid.size(), f.max_configurations));
+  }
   sweep.grid.base.partition = models::parse_partition_spec(f.partition);
   f.fixed.apply_to(sweep.grid.base, sweep.conditions);
   std::optional<std::int64_t> limit;
@@ -115,6 +122,10 @@ Subcommand add_sweep_command(CLI::App& app) {
   cmd->add_option("--out", f->out, "Write every configuration as CSV");
   cmd->add_option("--json-out", f->json_out, "Write every configuration as JSON");
   cmd->add_option("--threads", f->threads, "Worker threads (default: all cores)")->check(CLI::Range(1, 1024));
+  cmd->add_option("--max-configurations", f->max_configurations,
+                  "Refuse a grid of more configurations than this (schedules x V x recompute x K x M)")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40))
+      ->capture_default_str();
   return {cmd, [f, cmd] { return run(*f, *cmd); }};
 }
 

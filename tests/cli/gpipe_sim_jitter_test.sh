@@ -42,7 +42,7 @@ grep -q '"stochastic"' "$tmp/out" && fail "stochastic object without --jitter"
 expect_status 2 "$sim" "${config[@]}" --jitter -1
 expect_one_error_line "--jitter must be a coefficient of variation from 0 to 10, got -1"
 expect_status 2 "$sim" "${config[@]}" --jitter 0.05 --runs 0
-expect_one_error_line "--runs must be at least 1, got 0"
+expect_one_error_line "--runs: Value 0 not in range 1 to 100000"
 expect_status 2 "$sim" "${config[@]}" --jitter nan
 expect_one_error_line "--jitter"
 expect_status 2 "$sim" "${config[@]}" --jitter 0.05 --seed -1
@@ -52,5 +52,12 @@ expect_one_error_line "--seed"
 expect_status 2 "$sim" run --profile tests/data/profiles/valid_two_layers.json -K 2 -M 2 -N 4 --jitter 0.1 \
   --seed 18446744073709551616
 expect_one_error_line "--seed: a seed is an integer from 0 to 18446744073709551615, got 18446744073709551616"
+
+# Work is bounded: a billion jittered runs, or a grid of six million, is refused before it starts.
+expect_status 2 "$sim" run --profile tests/data/profiles/valid_two_layers.json -K 2 -M 2 -N 4 --jitter 0.1 \
+  --runs 1000000000
+expect_one_error_line "--runs: Value 1000000000 not in range 1 to 100000"
+expect_status 2 "$sim" sweep --profile tests/data/profiles/valid_two_layers.json -K 1..6 -M 1..1000000 -N 1000000
+expect_one_error_line "the grid has 6000000 configurations, more than --max-configurations 100000"
 
 finish "gpipe-sim run --jitter"

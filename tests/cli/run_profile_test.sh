@@ -45,4 +45,10 @@ expect_one_error_line "--out /nonexistent/dir/p.json: cannot write: No such file
 expect_status 2 "$run" profile --model $mlp --out "$tmp/q.json"
 expect_one_error_line "--micro-batch-sizes is required"
 
+# Bounded work: a million micro-batch sizes, or a million layers, are refused at once.
+expect_status 2 "$run" profile --model mlp:layers=2,hidden=8 --micro-batch-sizes 1..1000000 --out "$tmp/p.json"
+expect_one_error_line "--micro-batch-sizes: 1000000 sizes, more than the 256 a profile measures"
+expect_status 2 "$run" profile --model mlp:layers=1048576,hidden=8 --micro-batch-sizes 1 --out "$tmp/p.json"
+expect_one_error_line "key 'layers' must be an integer from 1 to 16384"
+
 finish "gpipe-run profile"

@@ -88,13 +88,16 @@ TEST(ModelSpecErrors, MissingRequiredKey) {
 TEST(ModelSpecErrors, ValueNotAnInteger) {
   for (const char* value : {"two", "2.5", "", " 2", "2 ", "+2", "2x", "0x10", "1e3"}) {
     expect_error(std::string("mlp:layers=") + value + ",hidden=4",
-                 {"key 'layers' must be an integer from 1 to 1048576",
+                 {"key 'layers' must be an integer from 1 to 16384",
                   "got '" + std::string(value) + "'"});
   }
 }
 
 TEST(ModelSpecErrors, ValueOutOfRange) {
   expect_error("mlp:layers=0,hidden=4", {"key 'layers'", "got '0'"});
+  // Layers stop lower than other keys: the partitioner's work grows with their square.
+  expect_error("mlp:layers=16385,hidden=4", {"key 'layers' must be an integer from 1 to 16384", "got '16385'"});
+  expect_error("mlp:layers=1048576,hidden=8", {"key 'layers' must be an integer from 1 to 16384"});
   expect_error("mlp:layers=2,hidden=-4", {"key 'hidden'", "got '-4'"});
   expect_error("unbalanced:layers=2,hidden=1048577", {"key 'hidden'", "got '1048577'"});
   expect_error("transformer:layers=1,hidden=8,heads=2,seq=4,vocab=99999999999999999999",
