@@ -192,4 +192,9 @@ std::string format_grid(const Schedule& schedule, const std::vector<Position>& m
   return out;
 }
 
+bool grid_too_large(const Schedule& schedule) {
+  const auto actions = static_cast<std::int64_t>(schedule.total_actions());
+  return actions > kMaxGridCells / std::max(schedule.num_ranks, 1);
+}
+
 }  // namespace gpipe::schedules

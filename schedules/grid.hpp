@@ -20,6 +20,7 @@
 // receive, when that is what its next action waits for).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -32,5 +33,12 @@ namespace gpipe::schedules {
 // earlier step. Cells at a Position in `marks` (rank, index in that rank's full
 // action list) print as `[0F1]`. Rows end without trailing spaces, each with '\n'.
 [[nodiscard]] std::string format_grid(const Schedule& schedule, const std::vector<Position>& marks = {});
+
+// The most cells a grid is drawn with. Its steps are at most the schedule's
+// actions, its columns its ranks; past this many cells (K = 20000 would need
+// billions) the picture is no use to anyone and only costs memory.
+inline constexpr std::int64_t kMaxGridCells = 10'000'000;
+// Whether `schedule` may need more than kMaxGridCells cells.
+[[nodiscard]] bool grid_too_large(const Schedule& schedule);
 
 }  // namespace gpipe::schedules

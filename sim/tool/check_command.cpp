@@ -27,7 +27,9 @@ int run_check(const std::string& file) {
   }
   const ScheduleError& first = errors.front();
   // The grid needs a well-formed header; for a broken header the message alone says it.
-  if (first.kind != ScheduleError::Kind::bad_header) std::cout << format_grid(schedule, first.where);
+  if (first.kind != ScheduleError::Kind::bad_header && !grid_too_large(schedule)) {
+    std::cout << format_grid(schedule, first.where);
+  }
   std::string more;
   if (total > 1) more = " (and " + std::to_string(total - 1) + " more)";
   throw InputError(file + ": " + first.message + more);

@@ -9,6 +9,7 @@
 
 #include "schedules/error.hpp"
 #include "schedules/generate.hpp"
+#include "schedules/grid.hpp"
 #include "schedules/ir_csv.hpp"
 #include "schedules/ir_json.hpp"
 #include "schedules/ir_text.hpp"
@@ -60,6 +61,11 @@ int run_schedule(const ScheduleFlags& f, const CLI::App& cmd) {
     validate(for_torch);
     std::cout << to_csv(for_torch);
   } else {
+    if (grid_too_large(schedule)) {
+      throw InputError(fmt::format("a grid of {} ranks and up to {} steps is too large to print (more than {} "
+                                   "cells): use --format json or --format csv",
+                                   schedule.num_ranks, schedule.total_actions(), kMaxGridCells));
+    }
     std::cout << to_text(schedule);
   }
   return 0;

@@ -112,4 +112,10 @@ grep -q -- "--backward-order" "$tmp/out" || fail "schedule --help lists its flag
 grep -q -- "--stages-per-rank" "$tmp/out" || fail "schedule --help lists --stages-per-rank"
 grep -q "dualpipev" "$tmp/out" || fail "schedule --help lists the schedules"
 
+# A grid past 10^7 cells is refused, with the formats that still work; those do.
+expect_status 2 "$sim" schedule --schedule gpipe -K 20000 -M 1
+expect_one_error_line "a grid of 20000 ranks and up to 40000 steps is too large to print (more than 10000000 cells): use --format json or --format csv"
+expect_status 0 "$sim" schedule --schedule gpipe -K 20000 -M 1 --format csv
+[ "$(wc -l <"$tmp/out")" -eq 20000 ] || fail "the CSV of K=20000 has $(wc -l <"$tmp/out") lines"
+
 finish "gpipe-sim schedule/check"

@@ -158,5 +158,11 @@ TEST(Grid, IsDeterministic) {
   EXPECT_EQ(format_grid(s).find("stuck"), std::string::npos);
 }
 
+TEST(Grid, TooLargeAtTenMillionCells) {
+  // Steps are at most the actions (2 a rank for GPipe with M = 1), columns the ranks.
+  EXPECT_FALSE(grid_too_large(generate_gpipe({.num_ranks = 2000, .num_microbatches = 1})));  // 4000 x 2000
+  EXPECT_TRUE(grid_too_large(generate_gpipe({.num_ranks = 3000, .num_microbatches = 1})));   // 6000 x 3000
+}
+
 }  // namespace
 }  // namespace gpipe::schedules
