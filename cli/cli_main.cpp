@@ -1,8 +1,10 @@
 #include "cli/cli_main.hpp"
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <new>
 #include <iostream>
 #include <string>
 #include <string_view>
@@ -82,6 +84,11 @@ int run_main(CLI::App& app, const std::vector<Subcommand>& commands, int argc, c
   } catch (const InputError& e) {
     if (!echoes_another_process()) say(command_name(app, commands) + ": error: " + e.what());
     return 2;
+  } catch (const std::bad_alloc&) {
+    // Memory is exhausted: written without building a string.
+    std::fputs(app.get_name().c_str(), stderr);
+    std::fputs(": failed: out of memory\n", stderr);
+    return 1;
   } catch (const RunError& e) {
     say(command_name(app, commands) + ": failed: " + e.what());
     return 1;

@@ -11,7 +11,7 @@ namespace gpipe::exec {
 namespace {
 
 [[noreturn]] void bad(std::string_view text, std::string_view why) {
-  throw InputError(fmt::format("--inject-fault {}: {} (expected RANK:ACTION[:stall], e.g. 2:2F3)",
+  throw InputError(fmt::format("--inject-fault {}: {} (expected RANK:ACTION[:stall|:oom], e.g. 2:2F3)",
                                text, why));
 }
 
@@ -32,8 +32,14 @@ FaultInjection parse_fault_injection(std::string_view text) {
   FaultInjection fault;
   fault.rank = schedules::Rank{rank};
   if (const std::size_t kind = rest.find(':'); kind != std::string_view::npos) {
-    if (rest.substr(kind + 1) != "stall") bad(text, fmt::format("unknown fault kind '{}'", rest.substr(kind + 1)));
-    fault.kind = FaultInjection::Kind::stall;
+    const std::string_view name = rest.substr(kind + 1);
+    if (name == "stall") {
+      fault.kind = FaultInjection::Kind::stall;
+    } else if (name == "oom") {
+      fault.kind = FaultInjection::Kind::out_of_memory;
+    } else {
+      bad(text, fmt::format("unknown fault kind '{}'", name));
+    }
     rest = rest.substr(0, kind);
   }
   try {
@@ -45,8 +51,10 @@ FaultInjection parse_fault_injection(std::string_view text) {
 }
 
 std::string to_string(const FaultInjection& fault) {
-  return fmt::format("{}:{}{}", fault.rank.value, schedules::to_string(fault.action),
-                     fault.kind == FaultInjection::Kind::stall ? ":stall" : "");
+  const char* kind = fault.kind == FaultInjection::Kind::stall           ? ":stall"
+                     : fault.kind == FaultInjection::Kind::out_of_memory ? ":oom"
+                                                                         : "";
+  return fmt::format("{}:{}{}", fault.rank.value, schedules::to_string(fault.action), kind);
 }
 
 }  // namespace gpipe::exec

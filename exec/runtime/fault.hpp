@@ -1,7 +1,8 @@
 // Fault injection for testing the executor's fault handling: `--inject-fault
 // RANK:ACTION` makes rank RANK fail (throw) when it runs ACTION, e.g. `2:2F3`;
 // `RANK:ACTION:stall` makes it stop there without failing, which only the
-// watchdog can end.
+// watchdog can end; `RANK:ACTION:oom` makes it run out of memory there (it
+// throws std::bad_alloc, as an allocation would).
 #pragma once
 
 #include <optional>
@@ -14,7 +15,7 @@
 namespace gpipe::exec {
 
 struct FaultInjection {
-  enum class Kind { fail, stall };
+  enum class Kind { fail, stall, out_of_memory };
   schedules::Rank rank;
   schedules::Action action;
   Kind kind = Kind::fail;

@@ -1,5 +1,9 @@
 #include "exec/runtime/run_control.hpp"
 
+#include <algorithm>
+#include <charconv>
+#include <string_view>
+
 #include <fmt/format.h>
 
 #include "exec/runtime/aborted.hpp"
@@ -17,7 +21,9 @@ std::int64_t now_ns() {
 }  // namespace
 
 RunControl::RunControl(int num_ranks)
-    : ranks_(static_cast<std::size_t>(num_ranks)), last_progress_ns_(now_ns()) {}
+    : ranks_(static_cast<std::size_t>(num_ranks)), last_progress_ns_(now_ns()) {
+  out_of_memory_.reserve(kOutOfMemoryCapacity);
+}
 
 void RunControl::add_abort_hook(std::function<void()> hook) {
   std::scoped_lock lock(mutex_);
@@ -35,6 +41,35 @@ void RunControl::fail(const std::string& message) {
     changed();
   }
   for (const auto& hook : hooks) hook();
+}
+
+void RunControl::fail_out_of_memory(schedules::Rank rank, const schedules::Action* action) noexcept {
+  std::scoped_lock lock(mutex_);
+  if (error_) return;
+  // "rank 12 ran out of memory in 12SEND_F123456", written into reserved room.
+  std::string& m = out_of_memory_;
+  m.clear();
+  const auto append_int = [&m](long long v) {
+    char digits[24];
+    const auto [end, ec] = std::to_chars(digits, digits + sizeof digits, v);
+    if (ec == std::errc()) m.append(digits, static_cast<std::size_t>(end - digits));
+  };
+  m.append("rank ");
+  append_int(rank.value);
+  m.append(" ran out of memory");
+  if (action != nullptr) {
+    m.append(" in ");
+    append_int(action->stage.value);
+    const std::string_view kind = schedules::to_string(action->kind);
+    m.append(kind.substr(0, std::min(kind.size(), kOutOfMemoryCapacity - m.size() - 24)));
+    if (!schedules::is_stage_level(action->kind)) append_int(action->microbatch.value);
+  }
+  error_.emplace(std::move(m));
+  aborted_.store(true, std::memory_order_release);
+  changed();
+  // In place, under the lock: copying the hooks could allocate. They only
+  // wake waiters (the link, the step barrier) and never call back in here.
+  for (const auto& hook : hooks_) hook();
 }
 
 void RunControl::throw_if_aborted() const {

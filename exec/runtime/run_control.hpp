@@ -34,6 +34,10 @@ class RunControl {
 
   // Records `message` as the run's error if it is the first, and aborts.
   void fail(const std::string& message);
+  // The same for a rank that ran out of memory (in `action`, or between
+  // actions when null), without allocating: the message is written into
+  // storage reserved at construction, and the hooks are called in place.
+  void fail_out_of_memory(schedules::Rank rank, const schedules::Action* action) noexcept;
   [[nodiscard]] bool aborted() const { return aborted_.load(std::memory_order_acquire); }
   // Throws Aborted when the run is aborted.
   void throw_if_aborted() const;
@@ -89,6 +93,8 @@ class RunControl {
   std::condition_variable changed_cv_;
   std::uint64_t changes_ = 0;
   std::optional<std::string> error_;
+  static constexpr std::size_t kOutOfMemoryCapacity = 128;
+  std::string out_of_memory_;  // reserved at construction for fail_out_of_memory
   std::vector<std::function<void()>> hooks_;
   std::vector<RankStatus> ranks_;
   std::vector<std::optional<double>> losses_;

@@ -34,6 +34,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -118,6 +119,9 @@ class Worker {
       for (; step < settings_.steps; ++step) run_step(step);
       return true;
     } catch (const Aborted&) {
+    } catch (const std::bad_alloc&) {
+      // Memory is exhausted: nothing on this path may allocate (no message is formatted).
+      control.fail_out_of_memory(rank_, current_ >= 0 ? &program_[static_cast<std::size_t>(current_)] : nullptr);
     } catch (const PeerFailed& e) {
       control.fail(e.what());  // the failed process's own line: its rank and action
     } catch (const std::exception& e) {
@@ -206,6 +210,7 @@ class Worker {
     const schedules::Action& a = mark.action;
     if (settings_.fault && settings_.fault->rank == rank_ && settings_.fault->action == a) {
       if (settings_.fault->kind == FaultInjection::Kind::stall) links_.control->stall(rank_);
+      if (settings_.fault->kind == FaultInjection::Kind::out_of_memory) throw std::bad_alloc();
       throw RunError("injected fault");
     }
     const schedules::Stage next{a.stage.value + 1};

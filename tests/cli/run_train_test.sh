@@ -120,4 +120,8 @@ expect_one_error_line "give --stages K and --microbatches M, or --schedule-file 
 expect_status 2 "$run" train --model $mlp4 -K 2 -M 4 -N 8 --steps 2 --schedule dualpipev -V 3
 expect_one_error_line "--stages-per-rank 3"
 
+# Out of memory on a worker: one line, exit 1, not a terminate.
+expect_status 1 "$run" train --model $mlp4 -K 2 -M 4 -N 8 --steps 2 --inject-fault 1:1B2:oom
+expect_one_error_line "gpipe-run train: failed: rank 1 ran out of memory in 1B2"
+
 finish "gpipe-run train"

@@ -26,6 +26,12 @@ TEST(FaultInjection, ParsesStall) {
   EXPECT_EQ(to_string(fault), "0:0RECV_B1:stall");
 }
 
+TEST(FaultInjection, ParsesOutOfMemory) {
+  const FaultInjection fault = parse_fault_injection("1:1F0:oom");
+  EXPECT_EQ(fault.kind, FaultInjection::Kind::out_of_memory);
+  EXPECT_EQ(to_string(fault), "1:1F0:oom");
+}
+
 TEST(FaultInjection, RejectsMalformedText) {
   for (const char* text : {"2F3", "x:2F3", "-1:2F3", "2:", "2:2Q3", "2:2F3:hang", ":2F3"}) {
     const std::string error = gpipe::testing::error_of([&] { (void)parse_fault_injection(text); });

@@ -76,6 +76,16 @@ TEST(TrainerFault, AFailureOnRankTwoNamesTheRankAndTheAction) {
   EXPECT_EQ(thread_count(), threads_before) << "a worker thread outlived cpu::train()";
 }
 
+TEST(TrainerFault, RunningOutOfMemoryEndsTheRunWithOneLineNotATerminate) {
+  // The worker's handler must not allocate while memory is exhausted: an
+  // injected std::bad_alloc takes the same path a failed allocation would.
+  TrainOptions o = four_stages("1f1b");
+  o.fault = FaultInjection{schedules::Rank{1}, parse_action("1B2"), FaultInjection::Kind::out_of_memory};
+  EXPECT_EQ(run_error(o), "rank 1 ran out of memory in 1B2");
+  o.fault = FaultInjection{schedules::Rank{3}, parse_action("3STEP"), FaultInjection::Kind::out_of_memory};
+  EXPECT_EQ(run_error(o), "rank 3 ran out of memory in 3STEP");
+}
+
 TEST(TrainerFault, AStallIsStoppedByTheWatchdogNamingEachRank) {
   TrainOptions o = four_stages("gpipe");
   o.watchdog_seconds = 0.5;
