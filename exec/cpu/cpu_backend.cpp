@@ -44,7 +44,7 @@ class CpuEntry final : public Backend {
                                  const LaunchRole& role) const override {
     BackendRun run;
     if (role.distributed) {
-      Trained<CpuBackend> trained = mpi::train_as_mpi_process(options);
+      Trained<CpuBackend> trained = mpi::train_as_mpi_process(options, role.launch.launcher);
       run.result = std::move(trained.result);
       run.where = processes_where(role, device_name());
       run.clock = std::move(trained.clock);

@@ -10,12 +10,12 @@ namespace gpipe::exec::mpi {
 
 bool built_with_mpi() { return true; }
 
-Trained<cpu::CpuBackend> train_as_mpi_process(const TrainOptions& options) {
+Trained<cpu::CpuBackend> train_as_mpi_process(const TrainOptions& options, const std::string& launcher) {
   MpiWorld world;
   catch_termination_signals();  // after MPI's start, so that ours are the handlers
   FailureWatch watch(world);
   try {
-    check_launch_fits(options, world.size(), "mpirun");
+    check_launch_fits(options, world.size(), launcher);
     MpiProcessGroup group(world, watch);
     cpu::CpuBackend::Options cpu;
     cpu.process_link = [&](ActionTimer& timer) {

@@ -5,6 +5,8 @@
 // Declared in every build: without MPI (GPIPE_MPI off) it says so.
 #pragma once
 
+#include <string>
+
 #include "exec/cpu/cpu_backend.hpp"
 
 namespace gpipe::exec::mpi {
@@ -15,6 +17,8 @@ namespace gpipe::exec::mpi {
 // Trains this process's rank. Throws InputError when the launch does not fit
 // the schedule (one process per rank), RunError on a failure (this process's,
 // or the line another process announced), or when this build has no MPI.
-[[nodiscard]] Trained<cpu::CpuBackend> train_as_mpi_process(const TrainOptions& options);
+// `launcher` names what started the processes, for messages ("mpirun", "srun").
+[[nodiscard]] Trained<cpu::CpuBackend> train_as_mpi_process(const TrainOptions& options,
+                                                           const std::string& launcher);
 
 }  // namespace gpipe::exec::mpi
