@@ -1,7 +1,10 @@
 #include "profiles/profile.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
+#include <fstream>
 #include <limits>
 #include <map>
 #include <utility>
@@ -309,18 +312,20 @@ Profile load_profile(const std::filesystem::path& path) {
   return profile_from_json(read_json_file(path), path.string());
 }
 
-json to_json(const Profile& profile) {
-  json layers = json::array();
-  for (const auto& layer : profile.layers) {
-    json samples = json::array();
-    for (const auto& sample : layer.samples) samples.push_back(sample_to_json(sample));
-    json out = {{"name", layer.name},
-                {"kind", layer.kind},
-                {"param_bytes", layer.param_bytes},
-                {"samples", std::move(samples)}};
-    if (layer.optimizer_us != 0) out["optimizer_us"] = layer.optimizer_us;
-    layers.push_back(std::move(out));
-  }
+namespace {
+
+json layer_to_json(const LayerProfile& layer) {
+  json samples = json::array();
+  for (const auto& sample : layer.samples) samples.push_back(sample_to_json(sample));
+  json out = {{"name", layer.name},
+              {"kind", layer.kind},
+              {"param_bytes", layer.param_bytes},
+              {"samples", std::move(samples)}};
+  if (layer.optimizer_us != 0) out["optimizer_us"] = layer.optimizer_us;
+  return out;
+}
+
+json head_to_json(const Profile& profile, json layers) {
   return {{"format", kProfileFormat},
           {"version", kProfileVersion},
           {"device", profile.device},
@@ -331,8 +336,48 @@ json to_json(const Profile& profile) {
           {"layers", std::move(layers)}};
 }
 
+}  // namespace
+
+json to_json(const Profile& profile) {
+  json layers = json::array();
+  for (const auto& layer : profile.layers) layers.push_back(layer_to_json(layer));
+  return head_to_json(profile, std::move(layers));
+}
+
+// The text of to_json(profile).dump(2), written a layer at a time: a profile
+// of 16384 layers at 256 sizes is a DOM of gigabytes, and nlohmann's
+// destructor allocates, so running out of memory in the writer would end in
+// std::terminate while unwinding instead of one line. Here at most one
+// layer's JSON is alive at a time.
 void write_profile(const Profile& profile, const std::filesystem::path& path) {
-  write_text_file(path, to_json(profile).dump(2) + "\n");
+  // The top level, with a marker where the layers go (keys keep dump's order).
+  const std::string marker = "\"gpipe-layers-go-here\"";
+  const std::string head = head_to_json(profile, "gpipe-layers-go-here").dump(2);
+  const std::size_t at = head.find(marker);
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) throw InputError(fmt::format("{}: cannot write: {}", path.string(), std::strerror(errno)));
+  out << head.substr(0, at);
+  if (profile.layers.empty()) {
+    out << "[]";
+  } else {
+    out << "[";
+    for (std::size_t i = 0; i < profile.layers.size(); ++i) {
+      // Each layer sits two levels deep: its dump(2) lines indented by 4 more
+      // (JSON strings hold no raw newline, so every newline is a line break).
+      std::string text = layer_to_json(profile.layers[i]).dump(2);
+      std::string indented;
+      indented.reserve(text.size() + text.size() / 8);
+      for (const char c : text) {
+        indented += c;
+        if (c == '\n') indented += "    ";
+      }
+      out << (i == 0 ? "\n    " : ",\n    ") << indented;
+    }
+    out << "\n  ]";
+  }
+  out << head.substr(at + marker.size()) << "\n";
+  out.flush();
+  if (!out) throw InputError(fmt::format("{}: cannot write: {}", path.string(), std::strerror(errno)));
 }
 
 }  // namespace gpipe::profiles

@@ -50,6 +50,13 @@ struct LayerProfile {
     return !samples.empty() && samples.front().bwd_input_us.has_value();
   }
 
+  // The sampled micro-batch sizes, ascending.
+  [[nodiscard]] std::vector<int> micro_batch_sizes() const {
+    std::vector<int> sizes;
+    for (const auto& s : samples) sizes.push_back(s.micro_batch_size);
+    return sizes;
+  }
+
   bool operator==(const LayerProfile&) const = default;
 };
 

@@ -15,10 +15,18 @@
 #include "schedules/error.hpp"
 #include "schedules/files.hpp"
 #include "schedules/metrics.hpp"
+#include "schedules/report_check.hpp"
 #include "schedules/trace_lanes.hpp"
 
 namespace gpipe::schedules {
 namespace {
+
+// The metrics a written trace carries in otherData, checked like a printed report.
+Metrics checked_metrics(const Timeline& timeline) {
+  Metrics m = compute_metrics(timeline);
+  check_report(m, "the trace's metrics");
+  return m;
+}
 
 using nlohmann::json;
 
@@ -152,7 +160,7 @@ json gpipe_data(const Timeline& timeline) {
           {"source", {{"kind", info.source}, {"device", info.device}}},
           {"batch_size", info.batch_size},
           {"static_bytes", info.static_bytes},
-          {"metrics", to_json(compute_metrics(timeline))}};
+          {"metrics", to_json(checked_metrics(timeline))}};
 }
 
 // Reads fields of the trace, naming the origin and the field's path (such as

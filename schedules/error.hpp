@@ -1,6 +1,6 @@
 // The project's error types. Libraries throw; only the command lines turn an
 // error into one line on stderr and an exit status (2 for bad input, 1 for a
-// failure while running).
+// failure while running or a bug).
 #pragma once
 
 #include <stdexcept>
@@ -19,6 +19,13 @@ class InputError : public std::runtime_error {
 class RunError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+};
+
+// A bug: the program broke a promise of its own (schedules/report_check.hpp),
+// with nothing wrong in the input. The command lines print "internal error".
+class InternalError : public std::logic_error {
+ public:
+  using std::logic_error::logic_error;
 };
 
 }  // namespace gpipe

@@ -36,8 +36,7 @@ std::string read_text_file(const std::filesystem::path& path) {
   return text;
 }
 
-nlohmann::json read_json_file(const std::filesystem::path& path) {
-  const std::string text = read_text_file(path);
+nlohmann::json parse_json_text(std::string_view text, std::string_view origin) {
   try {
     return nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
@@ -45,9 +44,13 @@ nlohmann::json read_json_file(const std::filesystem::path& path) {
     // nlohmann's message starts with "[json.exception.parse_error.101] "; keep the rest.
     const std::string_view what = e.what();
     const auto tag_end = what.find("] ");
-    throw InputError(fmt::format("{}: not valid JSON: {}", path.string(),
+    throw InputError(fmt::format("{}: not valid JSON: {}", origin,
                                  tag_end == std::string_view::npos ? what : what.substr(tag_end + 2)));
   }
+}
+
+nlohmann::json read_json_file(const std::filesystem::path& path) {
+  return parse_json_text(read_text_file(path), path.string());
 }
 
 void write_text_file(const std::filesystem::path& path, std::string_view text) {
@@ -63,12 +66,15 @@ void write_text_file(const std::filesystem::path& path, std::string_view text) {
 namespace gpipe::schedules {
 
 Schedule read_schedule_file(const std::filesystem::path& path) {
-  const std::string text = read_text_file(path);
+  return schedule_from_text(read_text_file(path), path.string(), path.stem().string());
+}
+
+Schedule schedule_from_text(std::string_view text, std::string_view origin, std::string_view name) {
   const auto first = text.find_first_not_of(" \t\r\n");
-  if (first != std::string::npos && text[first] == '{') {
-    return schedule_from_json(read_json_file(path), path.string());
+  if (first != std::string_view::npos && text[first] == '{') {
+    return schedule_from_json(parse_json_text(text, origin), origin);
   }
-  return schedule_from_csv(text, path.string(), path.stem().string());
+  return schedule_from_csv(text, origin, name);
 }
 
 }  // namespace gpipe::schedules

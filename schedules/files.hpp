@@ -20,7 +20,10 @@ inline constexpr std::size_t kMaxInputFileBytes = std::size_t{256} << 20;
 // Throws InputError("FILE: cannot read: <reason>") when the file cannot be
 // read, and "FILE: larger than the 256 MiB an input file may be" past the cap.
 [[nodiscard]] std::string read_text_file(const std::filesystem::path& path);
-// Throws InputError("FILE: not valid JSON: <where>") for malformed JSON.
+// Throws InputError("ORIGIN: not valid JSON: <where>") for malformed JSON,
+// including a number past a double (1e400).
+[[nodiscard]] nlohmann::json parse_json_text(std::string_view text, std::string_view origin);
+// read_text_file, then parse_json_text naming the file.
 [[nodiscard]] nlohmann::json read_json_file(const std::filesystem::path& path);
 // Throws InputError("FILE: cannot write: <reason>").
 void write_text_file(const std::filesystem::path& path, std::string_view text);
@@ -32,5 +35,7 @@ namespace gpipe::schedules {
 // Reads a schedule in its JSON or CSV form: JSON when the file starts with '{'
 // (after white space), CSV otherwise. The CSV's name is the file's stem.
 [[nodiscard]] Schedule read_schedule_file(const std::filesystem::path& path);
+// The same from text already read; `name` is the CSV's schedule name.
+[[nodiscard]] Schedule schedule_from_text(std::string_view text, std::string_view origin, std::string_view name);
 
 }  // namespace gpipe::schedules

@@ -17,6 +17,7 @@
 
 #include "schedules/error.hpp"
 #include "schedules/metrics.hpp"
+#include "schedules/report_check.hpp"
 
 namespace gpipe::sim {
 namespace {
@@ -86,7 +87,11 @@ void check_same_schedule(const TimelineInfo& p, const TimelineInfo& m) {
 
 Metrics metrics_of(const Timeline& timeline, std::string_view which) {
   try {
-    return compute_metrics(timeline);
+    Metrics m = compute_metrics(timeline);
+    // The trace is input: metrics that break a report's promises (a rank busy
+    // longer than the step, from overlapping compute slices) are its fault.
+    if (const std::string why = report_violation(m); !why.empty()) throw InputError(why);
+    return m;
   } catch (const InputError& e) {
     throw InputError(fmt::format("{} trace: {}", which, e.what()));
   }

@@ -1,3 +1,4 @@
+#include "schedules/report_check.hpp"
 #include "exec/calibration/calibration.hpp"
 
 #include <algorithm>
@@ -52,6 +53,8 @@ CalibrationRow validate_one(const profiles::Profile& profile, const CalibrationO
   row.microbatch_sizes = p.plan.microbatch_sizes;
   row.predicted = p.metrics;
   row.measured = measured.metrics;
+  schedules::check_report(row.predicted, "a validation row's prediction");
+  schedules::check_report(row.measured, "a validation row's measurement");
   row.diff = sim::diff_timelines(p.timeline, measured.timeline, /*worst=*/5);
   row.predicted_peak_activation_bytes = max_peak(row.predicted);
   row.measured_peak_activation_bytes = max_peak(row.measured);

@@ -1,4 +1,4 @@
-// The subcommands of gpipe-run, one file each; gpipe_run_main.cpp wires them up.
+// The subcommands of gpipe-run, one file each; gpipe_run_app.cpp wires them up.
 #pragma once
 
 #include "cli/cli_main.hpp"
@@ -9,6 +9,9 @@ namespace gpipe::cli {
 [[nodiscard]] Subcommand add_train_command(CLI::App& app);
 [[nodiscard]] Subcommand add_profile_run_command(CLI::App& app);
 [[nodiscard]] Subcommand add_validate_command(CLI::App& app);
+
+// The whole command line: parses argv, runs the subcommand, returns the exit status.
+[[nodiscard]] int gpipe_run_main(int argc, char** argv);
 
 // The profiler's progress on stderr (profile, validate): a bar over the
 // passes (on a terminal only), then one line per layer with its times.

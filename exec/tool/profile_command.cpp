@@ -9,7 +9,6 @@
 #include <iostream>
 #include <memory>
 #include <optional>
-#include <ranges>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -71,9 +70,7 @@ void report_profiled_layer(int index, int count, const profiles::LayerProfile& l
 namespace {
 
 std::string size_list(const profiles::Profile& profile) {
-  return fmt::format("{}", fmt::join(profile.layers.front().samples |
-                                         std::views::transform([](const auto& s) { return s.micro_batch_size; }),
-                                     ","));
+  return fmt::format("{}", fmt::join(profile.layers.front().micro_batch_sizes(), ","));
 }
 
 int run_profile(const ProfileFlags& f) {

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/metrics_table.hpp"
+#include "schedules/report_check.hpp"
 #include "cli/schedule_file.hpp"
 #include "cli/units.hpp"
 #include "exec/runtime/fault.hpp"
@@ -172,6 +173,7 @@ int run_train(const TrainFlags& f, const CLI::App& cmd) {
   const exec::BackendRun run = run_training(f.run.backend, f.cuda, t, role);
   if (!role.reports) return 0;  // the process of the loss stage reports for all
   const exec::TrainResult& result = run.result;
+  schedules::check_report(result.metrics, "the measurement");
   if (!f.trace.empty()) {
     nlohmann::json trace = schedules::to_chrome_trace(result.timeline);
     if (run.add_kernel_events) run.add_kernel_events(trace);

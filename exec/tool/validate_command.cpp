@@ -233,7 +233,10 @@ exec::TrainResult launched_training(const ValidateFlags& f, const exec::TrainOpt
   result.timeline = schedules::read_chrome_trace(trace_path);
   std::filesystem::remove(trace_path);
   result.metrics = schedules::compute_metrics(result.timeline);
-  for (const double loss : nlohmann::json::parse(outcome.out).at("losses")) result.losses.push_back(loss);
+  // Held in a variable: a range-for over parse(...).at(...) would walk a
+  // temporary destroyed before the loop's first step (ASan: heap-use-after-free).
+  const nlohmann::json printed = nlohmann::json::parse(outcome.out);
+  for (const double loss : printed.at("losses")) result.losses.push_back(loss);
   return result;
 }
 

@@ -1,4 +1,4 @@
-// The subcommands of gpipe-sim, one file each; gpipe_sim_main.cpp wires them up.
+// The subcommands of gpipe-sim, one file each; gpipe_sim_app.cpp wires them up.
 #pragma once
 
 #include "cli/cli_main.hpp"
@@ -11,5 +11,8 @@ namespace gpipe::cli {
 [[nodiscard]] Subcommand add_sweep_command(CLI::App& app);
 [[nodiscard]] Subcommand add_diff_command(CLI::App& app);
 [[nodiscard]] Subcommand add_profile_command(CLI::App& app);
+
+// The whole command line: parses argv, runs the subcommand, returns the exit status.
+[[nodiscard]] int gpipe_sim_main(int argc, char** argv);
 
 }  // namespace gpipe::cli

@@ -5,7 +5,6 @@
 
 #include <iostream>
 #include <memory>
-#include <ranges>
 #include <string>
 
 #include <fmt/format.h>
@@ -53,9 +52,7 @@ int run_profile(const ProfileFlags& f) {
   std::cout << fmt::format(
       "{}: analytic profile of {} on {} ({}), {} layers, micro-batch sizes {}\n", f.out,
       profile.model, profile.device, profile.dtype, profile.layers.size(),
-      fmt::join(profile.layers.front().samples |
-                    std::views::transform([](const auto& s) { return s.micro_batch_size; }),
-                ","));
+      fmt::join(profile.layers.front().micro_batch_sizes(), ","));
   return 0;
 }
 

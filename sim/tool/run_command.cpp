@@ -12,6 +12,7 @@
 #include "profiles/shipped.hpp"
 #include "schedules/chrome_trace.hpp"
 #include "schedules/error.hpp"
+#include "schedules/report_check.hpp"
 #include "sim/scenario.hpp"
 #include "sim/tool/commands.hpp"
 #include "sim/tool/scenario_flags.hpp"
@@ -110,6 +111,10 @@ int run(const RunFlags& f, const CLI::App& cmd) {
   const profiles::Profile profile = profiles::load_profile(path);
   const sim::Scenario sc = f.scenario.scenario(cmd);
   const sim::Prediction p = sim::predict(profile, sc, !f.trace.empty());
+  schedules::check_report(p.metrics, "the prediction");
+  if (p.stochastic) {
+    for (const auto& m : p.stochastic->per_run) schedules::check_report(m, "a jittered run");
+  }
   if (!f.trace.empty()) schedules::write_chrome_trace(p.timeline, f.trace);
   const std::string note = unpriced_note(p.plan.schedule);
   if (f.json) {

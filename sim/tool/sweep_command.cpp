@@ -17,6 +17,7 @@
 #include "profiles/shipped.hpp"
 #include "schedules/error.hpp"
 #include "schedules/files.hpp"
+#include "schedules/report_check.hpp"
 #include "sim/sweep.hpp"
 #include "sim/tool/commands.hpp"
 #include "sim/tool/scenario_flags.hpp"
@@ -97,6 +98,9 @@ int run(const SweepFlags& f, const CLI::App& cmd) {
                            profile.device, profile.dtype, f.grid.batch);
   const auto rows = sim::run_sweep(profile, sweep, threads,
                                    isatty(STDERR_FILENO) ? sim::SweepProgress(show_progress) : nullptr);
+  for (const auto& r : rows) {
+    if (r.skipped.empty()) schedules::check_report(r.metrics, "a sweep row");
+  }
   if (!f.out.empty()) write_text_file(f.out, sim::sweep_csv(rows, limit));
   if (!f.json_out.empty()) write_text_file(f.json_out, sim::sweep_json(rows, limit).dump(1) + "\n");
   print_summary(rows, limit);

@@ -11,6 +11,7 @@
 
 #include "profiles/profile.hpp"
 #include "schedules/error.hpp"
+#include "schedules/files.hpp"
 
 namespace gpipe::profiles {
 namespace {
@@ -256,6 +257,18 @@ TEST(ProfileRoundTrip, WriteThenReadIsEqual) {
   const auto path = temp_file("profile.json");
   write_profile(original, path);
   EXPECT_EQ(load_profile(path), original);
+  std::filesystem::remove(path);
+}
+
+// write_profile streams a layer at a time (so that running out of memory in
+// it is one line, not std::terminate); its text is still dump(2)'s, byte for byte.
+TEST(ProfileRoundTrip, StreamedTextEqualsTheWholeDump) {
+  Profile p = load_profile(data("valid_two_layers.json"));
+  p.link.measured_with = "MPI ping-pong";
+  p.link.points = {{8, 1.5}, {1 << 20, 40.25}};
+  const auto path = temp_file("streamed.json");
+  write_profile(p, path);
+  EXPECT_EQ(read_text_file(path), to_json(p).dump(2) + "\n");
   std::filesystem::remove(path);
 }
 

@@ -1,0 +1,22 @@
+// gpipe-run's command line as a function: its subcommands wired into one
+// CLI::App. main() calls it; so does the argv-level fuzz target
+// (tests/fuzz/gpipe_run_argv_fuzz.cpp), in process.
+#include "exec/tool/commands.hpp"
+
+namespace gpipe::cli {
+
+int gpipe_run_main(int argc, char** argv) {
+  CLI::App app{
+      "gpipe-run: train a model through a pipeline schedule (GPipe, 1F1B), one thread per rank,\n"
+      "and measure it; profile its layers for gpipe-sim; validate gpipe-sim against real runs.",
+      "gpipe-run"};
+  app.require_subcommand(1);
+  const std::vector<Subcommand> commands = {
+      add_train_command(app),
+      add_profile_run_command(app),
+      add_validate_command(app),
+  };
+  return run_main(app, commands, argc, argv);
+}
+
+}  // namespace gpipe::cli
