@@ -256,7 +256,12 @@ profiles::Profile grid_profile(const ValidateFlags& f, const models::Model& mode
     return profile;
   }
   std::vector<int> sizes = plan::microbatch_sizes_needed(f.grid.batch, microbatches);
-  if (sizes.empty()) sizes = {1};  // every M exceeds N: all rows are skipped, any profile will do
+  if (sizes.empty()) {
+    // Every row would be skipped: say so before minutes of profiling.
+    throw InputError(fmt::format("every M of --microbatches is larger than --batch {} (a micro-batch holds "
+                                 "at least one sample): nothing to validate",
+                                 f.grid.batch));
+  }
   if (!f.launcher.empty()) return launched_profile(f, model, sizes, optimizer);
   exec::ProfilerOptions options;
   options.warmup = f.warmup;
