@@ -84,4 +84,16 @@ int run_argv(std::string_view program, std::string_view input, ToolMain&& tool_m
   return tool_main(static_cast<int>(args.size()), argv.data());
 }
 
+// One input of an argv-level target: within the budget, run in the scratch
+// folder (made once, with `write_seed_files`), and what it wrote removed.
+template <typename ToolMain, typename WriteSeedFiles>
+int fuzz_argv(std::string_view program, std::string_view input, ToolMain&& tool_main,
+              WriteSeedFiles&& write_seed_files) {
+  if (!within_work_budget(input)) return -1;
+  static const ScratchFolder folder(write_seed_files);
+  (void)run_argv(program, input, tool_main);
+  folder.remove_what_inputs_wrote();
+  return 0;
+}
+
 }  // namespace gpipe::fuzz
