@@ -1,4 +1,3 @@
-#include "schedules/report_check.hpp"
 #include "exec/calibration/calibration.hpp"
 
 #include <algorithm>
@@ -11,6 +10,7 @@
 #include "exec/cpu/cpu_backend.hpp"
 #include "plan/model_profile.hpp"
 #include "schedules/error.hpp"
+#include "schedules/report_check.hpp"
 #include "sim/scenario.hpp"
 
 namespace gpipe::exec {

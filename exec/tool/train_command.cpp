@@ -15,7 +15,6 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/metrics_table.hpp"
-#include "schedules/report_check.hpp"
 #include "cli/schedule_file.hpp"
 #include "cli/units.hpp"
 #include "exec/runtime/fault.hpp"
@@ -33,6 +32,7 @@
 #include "schedules/error.hpp"
 #include "schedules/compute_order.hpp"
 #include "schedules/generate.hpp"
+#include "schedules/report_check.hpp"
 #include "sim/scenario.hpp"
 #include "sim/zb_auto.hpp"
 
