@@ -32,6 +32,13 @@ std::optional<std::int64_t> integer_of(const json& ev, const char* key) {
   return it->get<std::int64_t>();
 }
 
+// A string field, or "" when it is missing or not a string (the lint reads
+// any JSON, and a wrong type is a finding of another rule, never a throw).
+std::string string_of(const json& ev, const char* key) {
+  const auto it = ev.find(key);
+  return it != ev.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
 struct Slice {
   std::int64_t start = 0, end = 0;
   std::size_t index = 0;
@@ -105,7 +112,7 @@ class Lint {
     const auto thread = thread_of(i, ev);
     const auto ts = ns_of(ev, "ts");
     if (!ts) say("traceEvents[{}]: ts is not a finite number", i);
-    if (ph == "f" && ev.value("bp", std::string()) != "e") {
+    if (ph == "f" && string_of(ev, "bp") != "e") {
       say("traceEvents[{}]: a flow's f without \"bp\": \"e\" binds to the next slice on its thread, not "
           "its own",
           i);
@@ -114,7 +121,7 @@ class Lint {
       say("traceEvents[{}]: a flow event without an id", i);
       return;
     }
-    const auto key = std::tuple{ev["id"].dump(), ev.value("cat", std::string()), ev.value("name", std::string())};
+    const auto key = std::tuple{ev["id"].dump(), string_of(ev, "cat"), string_of(ev, "name")};
     auto& ends = flows_[key];
     auto& slot = ph == "s" ? ends.first : ends.second;
     if (slot) {
@@ -138,7 +145,7 @@ class Lint {
   }
 
   void metadata(std::size_t i, const json& ev) {
-    const std::string name = ev.value("name", std::string());
+    const std::string name = string_of(ev, "name");
     if (name != "process_name" && name != "thread_name") return;
     const auto args = ev.find("args");
     if (args == ev.end() || !args->is_object() || !args->contains("name") || !(*args)["name"].is_string() ||

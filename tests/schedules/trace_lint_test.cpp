@@ -92,6 +92,18 @@ TEST(TraceLint, AFlowMustBindToItsOwnSliceAndBeWhole) {
   EXPECT_EQ(lint_one(twice), "traceEvents[8]: flow 0 has a second s (Perfetto: flow_duplicate_id)");
 }
 
+// Found by tests/fuzz/trace_fuzz: a string field holding a number made the
+// lint throw nlohmann's type_error. A wrong type is a finding, never a throw.
+TEST(TraceLint, FieldsOfTheWrongTypeAreFindingsNotThrows) {
+  json t = good();
+  t["traceEvents"][4]["cat"] = 7;
+  t["traceEvents"][5]["bp"] = 1;
+  t["traceEvents"][7]["name"] = 3;
+  std::vector<std::string> found;
+  EXPECT_NO_THROW(found = lint_chrome_trace(t));
+  EXPECT_EQ(found.size(), 3U);  // the f's bp; the s and the f no longer pair
+}
+
 TEST(TraceLint, CountersAreFiniteNumbersAndNamesAreOnce) {
   json t = good();
   t["traceEvents"][6]["args"]["bytes"] = std::numeric_limits<double>::quiet_NaN();
