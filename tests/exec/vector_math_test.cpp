@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "exec/cpu/ops/vector_math.hpp"
 
@@ -46,6 +47,11 @@ TEST(VectorMath, TanhIsWithinFourTenthsOfAMillionthRelative) {
   EXPECT_EQ(tanh_approx(30.0F), 1.0F);
   EXPECT_EQ(tanh_approx(-30.0F), -1.0F);
   EXPECT_EQ(tanh_approx(1e-20F), 1e-20F);
+  EXPECT_EQ(tanh_approx(std::numeric_limits<float>::infinity()), 1.0F);
+  EXPECT_EQ(tanh_approx(-std::numeric_limits<float>::infinity()), -1.0F);
+  // A diverging run's NaN must stay NaN, so that --check-finite sees it.
+  EXPECT_TRUE(std::isnan(tanh_approx(std::numeric_limits<float>::quiet_NaN())));
+  EXPECT_EQ(exp_nonpositive(std::numeric_limits<float>::quiet_NaN()), exp_nonpositive(-87.0F));
 }
 
 }  // namespace

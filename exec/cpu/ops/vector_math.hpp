@@ -30,14 +30,16 @@ namespace gpipe::exec::cpu {
 #define GPIPE_VECTOR_CLONES
 #endif
 
-// e^x for x <= 0 (to -87, below which it is 0 to float precision): x = n ln2 + r
+// e^x for x <= 0 (to -87, below which it is 0 to float precision; NaN gives e^-87): x = n ln2 + r
 // with |r| <= ln2/2, e^r by its Taylor polynomial to r^7 (relative error under
 // 6e-9 there), and 2^n written into the exponent bits.
 [[gnu::always_inline]] inline float exp_nonpositive(float x) {
   constexpr float kLog2e = 1.44269504088896341F;
   constexpr float kLn2Hi = 0.693145751953125F;  // ln 2 split in two (Cody and Waite),
   constexpr float kLn2Lo = 1.42860682030941723e-6F;  // so that n * kLn2Hi is exact
-  x = x < -87.0F ? -87.0F : x;
+  // Written so that NaN also becomes -87: converting NaN to an int is undefined
+  // (UBSan's float-cast-overflow caught it, in a diverging run's GELU).
+  x = x >= -87.0F ? x : -87.0F;
   // Round to nearest by truncation: x * log2(e) <= 0, so subtracting 0.5 first rounds.
   const auto n = static_cast<std::int32_t>(x * kLog2e - 0.5F);
   const float nf = static_cast<float>(n);
@@ -72,7 +74,10 @@ namespace gpipe::exec::cpu {
   const std::int32_t small = -static_cast<std::int32_t>(a < 0.125F);
   const float t = __builtin_bit_cast(float, (small & __builtin_bit_cast(std::int32_t, series)) |
                                                 (~small & __builtin_bit_cast(std::int32_t, large)));
-  return std::copysign(t, u);
+  // NaN in, NaN out (the select above would make it 1), also in bits.
+  const std::int32_t number = -static_cast<std::int32_t>(u == u);
+  return __builtin_bit_cast(float, (number & __builtin_bit_cast(std::int32_t, std::copysign(t, u))) |
+                                       (~number & __builtin_bit_cast(std::int32_t, u)));
 }
 
 }  // namespace gpipe::exec::cpu
