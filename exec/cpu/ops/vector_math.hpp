@@ -4,7 +4,7 @@
 // heads=4,seq=128 (K=1, batch 16), GELU's two tanhf calls per element took 33 %
 // of the step (__expm1f 17 %, __tanhf 9 %, the loops around them 7 %). These
 // are branch-free polynomials in plain arithmetic, so the loops around them
-// become SIMD loops (each kernel is also cloned for AVX2, VECTOR_CLONES).
+// become SIMD loops (each kernel is also cloned for AVX2: GPIPE_VECTOR_CLONES).
 #pragma once
 
 #include <cmath>
@@ -30,9 +30,10 @@ namespace gpipe::exec::cpu {
 #define GPIPE_VECTOR_CLONES
 #endif
 
-// e^x for x <= 0 (to -87, below which it is 0 to float precision; NaN gives e^-87): x = n ln2 + r
-// with |r| <= ln2/2, e^r by its Taylor polynomial to r^7 (relative error under
-// 6e-9 there), and 2^n written into the exponent bits.
+// e^x for x <= 0 (clamped at -87, below which it is 0 to float precision;
+// NaN gives e^-87): x = n ln2 + r with |r| <= ln2/2, e^r by its Taylor
+// polynomial to r^7 (relative error under 6e-9 there), and 2^n written into
+// the exponent bits.
 [[gnu::always_inline]] inline float exp_nonpositive(float x) {
   constexpr float kLog2e = 1.44269504088896341F;
   constexpr float kLn2Hi = 0.693145751953125F;  // ln 2 split in two (Cody and Waite),
