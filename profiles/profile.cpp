@@ -1,10 +1,7 @@
 #include "profiles/profile.hpp"
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstring>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <utility>
@@ -354,8 +351,7 @@ void write_profile(const Profile& profile, const std::filesystem::path& path) {
   const std::string marker = "\"gpipe-layers-go-here\"";
   const std::string head = head_to_json(profile, "gpipe-layers-go-here").dump(2);
   const std::size_t at = head.find(marker);
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw InputError(fmt::format("{}: cannot write: {}", path.string(), std::strerror(errno)));
+  std::ofstream out = open_for_writing(path);
   out << head.substr(0, at);
   if (profile.layers.empty()) {
     out << "[]";
@@ -376,8 +372,7 @@ void write_profile(const Profile& profile, const std::filesystem::path& path) {
     out << "\n  ]";
   }
   out << head.substr(at + marker.size()) << "\n";
-  out.flush();
-  if (!out) throw InputError(fmt::format("{}: cannot write: {}", path.string(), std::strerror(errno)));
+  finish_writing(out, path);
 }
 
 }  // namespace gpipe::profiles

@@ -53,12 +53,21 @@ nlohmann::json read_json_file(const std::filesystem::path& path) {
   return parse_json_text(read_text_file(path), path.string());
 }
 
-void write_text_file(const std::filesystem::path& path, std::string_view text) {
+std::ofstream open_for_writing(const std::filesystem::path& path) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) throw InputError(fmt::format("{}: cannot write: {}", path.string(), std::strerror(errno)));
-  out << text;
+  return out;
+}
+
+void finish_writing(std::ofstream& out, const std::filesystem::path& path) {
   out.flush();
   if (!out) throw InputError(fmt::format("{}: cannot write: {}", path.string(), std::strerror(errno)));
+}
+
+void write_text_file(const std::filesystem::path& path, std::string_view text) {
+  std::ofstream out = open_for_writing(path);
+  out << text;
+  finish_writing(out, path);
 }
 
 }  // namespace gpipe

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <string_view>
 
@@ -27,6 +28,10 @@ inline constexpr std::size_t kMaxInputFileBytes = std::size_t{256} << 20;
 [[nodiscard]] nlohmann::json read_json_file(const std::filesystem::path& path);
 // Throws InputError("FILE: cannot write: <reason>").
 void write_text_file(const std::filesystem::path& path, std::string_view text);
+// The same for a file written piece by piece: open (truncating), write to the
+// stream, then finish (flush); each throws that InputError on failure.
+[[nodiscard]] std::ofstream open_for_writing(const std::filesystem::path& path);
+void finish_writing(std::ofstream& out, const std::filesystem::path& path);
 
 }  // namespace gpipe
 
