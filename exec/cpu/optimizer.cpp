@@ -4,7 +4,45 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "exec/cpu/ops/vector_math.hpp"
+
 namespace gpipe::exec::cpu {
+
+namespace {
+
+// The update loops are SIMD loops (see ops/vector_math.hpp); std::sqrt
+// vectorizes because gpipe_exec is built with -fno-math-errno.
+GPIPE_VECTOR_CLONES void sgd_update(std::size_t count, float lr, const float* g, float* w) {
+#pragma omp simd
+  for (std::size_t j = 0; j < count; ++j) w[j] -= lr * g[j];
+}
+
+GPIPE_VECTOR_CLONES void momentum_update(std::size_t count, float lr, float mu, const float* g,
+                                         float* v, float* w) {
+#pragma omp simd
+  for (std::size_t j = 0; j < count; ++j) {
+    v[j] = mu * v[j] + g[j];  // v starts at 0, so the first step is v = g
+    w[j] -= lr * v[j];
+  }
+}
+
+struct AdamWCoefficients {
+  float b1, b2, decay, step_size, sqrt_correction2, epsilon;
+};
+
+GPIPE_VECTOR_CLONES void adamw_update(std::size_t count, const AdamWCoefficients& c,
+                                      const float* g, float* m, float* v, float* w) {
+  const AdamWCoefficients k = c;  // by value in the loop: no aliasing doubts
+#pragma omp simd
+  for (std::size_t j = 0; j < count; ++j) {
+    w[j] *= k.decay;
+    m[j] = k.b1 * m[j] + (1.0F - k.b1) * g[j];
+    v[j] = k.b2 * v[j] + (1.0F - k.b2) * g[j] * g[j];
+    w[j] -= k.step_size * m[j] / (std::sqrt(v[j]) / k.sqrt_correction2 + k.epsilon);
+  }
+}
+
+}  // namespace
 
 OptimizerState::OptimizerState(const OptimizerConfig& config,
                                std::span<const Parameter> parameters)
@@ -34,29 +72,15 @@ void OptimizerState::step(std::span<Parameter> parameters) {
     std::span<float> g = parameters[i].grad.f32();
     switch (config_.kind) {
       case models::Optimizer::sgd:
-        for (std::size_t j = 0; j < w.size(); ++j) w[j] -= lr * g[j];
+        sgd_update(w.size(), lr, g.data(), w.data());
         break;
-      case models::Optimizer::momentum: {
-        std::span<float> v = first_[i].f32();
-        const float mu = config_.momentum;
-        for (std::size_t j = 0; j < w.size(); ++j) {
-          v[j] = mu * v[j] + g[j];  // v starts at 0, so the first step is v = g
-          w[j] -= lr * v[j];
-        }
+      case models::Optimizer::momentum:
+        momentum_update(w.size(), lr, config_.momentum, g.data(), first_[i].data(), w.data());
         break;
-      }
       case models::Optimizer::adamw: {
-        std::span<float> m = first_[i].f32();
-        std::span<float> v = second_[i].f32();
-        const float b1 = config_.beta1;
-        const float b2 = config_.beta2;
-        const float decay = 1.0F - lr * config_.weight_decay;
-        for (std::size_t j = 0; j < w.size(); ++j) {
-          w[j] *= decay;
-          m[j] = b1 * m[j] + (1.0F - b1) * g[j];
-          v[j] = b2 * v[j] + (1.0F - b2) * g[j] * g[j];
-          w[j] -= step_size * m[j] / (std::sqrt(v[j]) / sqrt_correction2 + config_.epsilon);
-        }
+        const AdamWCoefficients c{config_.beta1,  config_.beta2,     1.0F - lr * config_.weight_decay,
+                                  step_size,      sqrt_correction2, config_.epsilon};
+        adamw_update(w.size(), c, g.data(), first_[i].data(), second_[i].data(), w.data());
         break;
       }
     }

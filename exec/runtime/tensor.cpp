@@ -23,11 +23,27 @@ std::int64_t element_count(const std::vector<std::int64_t>& shape) {
   return count;
 }
 
-Tensor::Tensor(std::vector<std::int64_t> shape, ElementType type, MemoryAccount* account)
+Tensor::Tensor(Uninitialized, std::vector<std::int64_t> shape, ElementType type,
+               MemoryAccount* account)
     : shape_(std::move(shape)), type_(type), numel_(element_count(shape_)) {
   // At least one element, so that a 0-sized tensor still reads as not empty.
-  data_ = std::make_unique<std::uint32_t[]>(static_cast<std::size_t>(std::max<std::int64_t>(numel_, 1)));
+  const auto words = static_cast<std::size_t>(std::max<std::int64_t>(numel_, 1));
+  data_ = {StoragePool::instance().take(words), PoolDeleter{words}};
   charge_to(account);
+}
+
+Tensor::Tensor(std::vector<std::int64_t> shape, ElementType type, MemoryAccount* account)
+    : Tensor(Uninitialized{}, std::move(shape), type, account) {
+  std::fill_n(data_.get(), data_.get_deleter().words, 0U);
+}
+
+Tensor Tensor::uninitialized(std::vector<std::int64_t> shape, ElementType type,
+                             MemoryAccount* account) {
+  Tensor t(Uninitialized{}, std::move(shape), type, account);
+#ifndef NDEBUG
+  std::fill_n(t.data_.get(), t.data_.get_deleter().words, 0x7fc00000U);  // a quiet NaN
+#endif
+  return t;
 }
 
 Tensor::~Tensor() { release(); }
@@ -88,7 +104,7 @@ void Tensor::charge_to(MemoryAccount* account) {
 
 Tensor Tensor::clone(MemoryAccount* account) const {
   if (empty()) return {};
-  Tensor copy(shape_, type_, account);
+  Tensor copy = uninitialized(shape_, type_, account);
   std::memcpy(copy.data_.get(), data_.get(), static_cast<std::size_t>(bytes()));
   return copy;
 }
@@ -99,7 +115,7 @@ Tensor Tensor::slice_rows(std::int64_t begin, std::int64_t count, MemoryAccount*
   }
   std::vector<std::int64_t> shape = shape_;
   shape[0] = count;
-  Tensor rows(shape, type_, account);
+  Tensor rows = uninitialized(shape, type_, account);
   const std::int64_t row = shape_[0] == 0 ? 0 : numel_ / shape_[0];
   std::memcpy(rows.data_.get(), data_.get() + begin * row, static_cast<std::size_t>(count * row * 4));
   return rows;

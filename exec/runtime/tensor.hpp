@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "exec/runtime/memory_account.hpp"
+#include "exec/runtime/storage_pool.hpp"
 
 namespace gpipe::exec {
 
@@ -24,6 +25,13 @@ class Tensor {
   // Zero-filled storage of `shape`, charged to `account` when it is not null.
   Tensor(std::vector<std::int64_t> shape, ElementType type = ElementType::f32,
          MemoryAccount* account = nullptr);
+  // Storage of `shape` left as it was, for a tensor that is written whole
+  // before it is read (a kernel's output): no pass over it to zero it. In
+  // builds with asserts it is filled with NaN, so that a read of an unwritten
+  // element shows in the results.
+  [[nodiscard]] static Tensor uninitialized(std::vector<std::int64_t> shape,
+                                            ElementType type = ElementType::f32,
+                                            MemoryAccount* account = nullptr);
   ~Tensor();
   Tensor(Tensor&& other) noexcept;
   Tensor& operator=(Tensor&& other) noexcept;
@@ -61,12 +69,15 @@ class Tensor {
   [[nodiscard]] std::string describe() const;
 
  private:
+  struct Uninitialized {};
+  Tensor(Uninitialized, std::vector<std::int64_t> shape, ElementType type, MemoryAccount* account);
   void release();
 
   std::vector<std::int64_t> shape_;
   ElementType type_ = ElementType::f32;
   std::int64_t numel_ = 0;
-  std::unique_ptr<std::uint32_t[]> data_;  // 4-byte elements of either type
+  // 4-byte elements of either type, from the StoragePool.
+  std::unique_ptr<std::uint32_t[], PoolDeleter> data_;
   MemoryAccount* account_ = nullptr;
 };
 

@@ -4,9 +4,14 @@
 //   K=1 (M=1), for transformer:layers=4,hidden=64,heads=4,seq=32 and
 //   transformer:layers=4,hidden=256,heads=4,seq=128;
 //   K=2, M=8, 1f1b, for both.
-// Compare with PyTorch eager on the same model (the note has the script).
+// Each iteration trains 2 warm-up steps and then kTimedSteps steps, and only
+// those are timed (from the end of the last warm-up step to the end of the
+// last step), so the figure is the steady state that PyTorch's is too.
+// Compare with PyTorch eager on the same model: tests/bench/torch_gpt.py, run
+// side by side with this by scripts/compare-torch.
 #include <benchmark/benchmark.h>
 
+#include <chrono>
 #include <string>
 
 #include "exec/cpu/cpu_backend.hpp"
@@ -17,6 +22,10 @@
 namespace {
 
 using namespace gpipe;
+using Clock = std::chrono::steady_clock;
+
+constexpr int kWarmupSteps = 2;
+constexpr int kTimedSteps = 8;
 
 const char* const kModels[] = {"transformer:layers=4,hidden=64,heads=4,seq=32",
                                "transformer:layers=4,hidden=256,heads=4,seq=128"};
@@ -30,21 +39,27 @@ void BM_TrainTransformer(benchmark::State& state) {
   options.schedule = schedules::generate("1f1b", {.num_ranks = stages, .num_microbatches = stages == 1 ? 1 : 8});
   options.partition = models::partition_uniform(num_layers, stages);
   options.batch = 16;
-  options.steps = 3;
-  std::int64_t samples = 0;
+  options.steps = kWarmupSteps + kTimedSteps;
+  Clock::time_point timed_from;
+  Clock::time_point timed_to;
+  options.on_step = [&](int step, double /*loss*/) {
+    if (step == kWarmupSteps - 1) timed_from = Clock::now();
+    if (step == options.steps - 1) timed_to = Clock::now();
+  };
   for (auto _ : state) {
     const exec::TrainResult result = exec::cpu::train(options);
     benchmark::DoNotOptimize(result.losses.data());
-    samples += options.batch * options.steps;
+    state.SetIterationTime(std::chrono::duration<double>(timed_to - timed_from).count());
   }
-  state.SetItemsProcessed(samples);  // items_per_second = samples/s
+  state.SetItemsProcessed(state.iterations() * options.batch * kTimedSteps);  // samples/s
   state.SetLabel(std::string(kModels[state.range(0)]) + (stages == 1 ? ", K=1" : ", K=2 M=8 1f1b"));
 }
 
 BENCHMARK(BM_TrainTransformer)
     ->ArgsProduct({{0, 1}, {1, 2}})
     ->Unit(benchmark::kMillisecond)
-    ->UseRealTime();
+    ->UseManualTime()
+    ->Iterations(1);
 
 }  // namespace
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "exec/cpu/layers/layer.hpp"
@@ -67,6 +68,14 @@ TEST(CpuGelu, KnownValues) {
   EXPECT_EQ(dx[0], 0.5F);  // gelu'(0) = 1/2
   EXPECT_NEAR(dx[3], 1.0F, 1e-6);
   EXPECT_NEAR(dx[4], 0.0F, 1e-6);
+  // gelu'(1) = 0.5 (1 + t) + 0.5 (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715), t = tanh(sqrt(2/pi) 1.044715), in double.
+  EXPECT_NEAR(dx[1], 1.0829640838457826, 1e-6);
+  // A NaN in stays NaN (GELU is v sigmoid(2u): the sigmoid of NaN is a number).
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  gelu_forward(1, &nan, y.data());
+  gelu_backward(1, &nan, dy.data(), dx.data());
+  EXPECT_TRUE(std::isnan(y[0]));
+  EXPECT_TRUE(std::isnan(dx[0]));
 }
 
 TEST(CpuLayerNorm, ConstantRowGivesBetaAndKnownRowGivesClosedForm) {

@@ -33,7 +33,7 @@ class Embedding final : public KindLayer {
       }
     }
     input.charge_to(account);
-    Tensor out({b, s_, h_});
+    Tensor out = Tensor::uninitialized({b, s_, h_});
     const float* tok = value(kTok);
     const float* pos = value(kPos);
     float* y = out.data();

@@ -44,10 +44,12 @@ class KindLayer : public Layer {
   [[nodiscard]] float* value(std::size_t i) { return parameters_[i].value.data(); }
   [[nodiscard]] float* grad(std::size_t i) { return parameters_[i].grad.data(); }
 
-  // Stash tensor `i` of the layout at micro-batch size b, zeroed and charged to `account`.
+  // Stash tensor `i` of the layout at micro-batch size b, charged to
+  // `account`, not zeroed: the forward writes each one whole.
   [[nodiscard]] Tensor kept(std::size_t i, std::int64_t b, MemoryAccount* account) const {
     const bool index = layout_.kept.at(i).element == models::Element::index;
-    return {layout_.kept_shape(i, b), index ? ElementType::i32 : ElementType::f32, account};
+    return Tensor::uninitialized(layout_.kept_shape(i, b), index ? ElementType::i32 : ElementType::f32,
+                                 account);
   }
 
   // At the start of I: every stash tensor but `kept_for_weight` becomes a

@@ -88,9 +88,9 @@ class LmHead final : public KindLayer {
     float* dlogits = kept[kProbs].data();
     cross_entropy_backward(rows, v_, dlogits, kept[kTargets].i32().data(), row_scale.data(),
                            dlogits);
-    Tensor dnormed({b, s_, h_});
+    Tensor dnormed = Tensor::uninitialized({b, s_, h_});
     linear_backward_input({rows, h_, v_}, value(kWu), dlogits, dnormed.data());
-    Tensor dx({b, s_, h_});
+    Tensor dx({b, s_, h_});  // zeroed: the LayerNorm backward adds into it
     layernorm_backward(rows, h_, kept[kX].data(), kept[kStats].data(), value(kGamma),
                        dnormed.data(), dx.data(), grad(kGamma), grad(kBeta));
 

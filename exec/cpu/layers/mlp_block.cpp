@@ -3,6 +3,7 @@
 
 #include "exec/cpu/layers/kind_base.hpp"
 #include "exec/cpu/layers/layer_kinds.hpp"
+#include "exec/cpu/ops/elementwise.hpp"
 #include "exec/cpu/ops/gelu.hpp"
 #include "exec/cpu/ops/layernorm.hpp"
 #include "exec/cpu/ops/linear.hpp"
@@ -28,7 +29,7 @@ class MlpBlock final : public KindLayer {
     Tensor stats = kept(kStats, b, account);
     Tensor pre = kept(kPreGelu, b, account);
     Tensor act = kept(kGelu, b, account);
-    Tensor y({b, h_});
+    Tensor y = Tensor::uninitialized({b, h_});
     layernorm_forward(b, h_, input.data(), value(kGamma), value(kBeta), normed.data(),
                       stats.data());
     linear_forward({b, h_, f_}, normed.data(), value(kW1), value(kC1), pre.data());
@@ -36,7 +37,7 @@ class MlpBlock final : public KindLayer {
     linear_forward({b, f_, h_}, act.data(), value(kW2), value(kC2), y.data());
     const float* x = input.data();
     float* out = y.data();
-    for (std::int64_t i = 0; i < b * h_; ++i) out[i] += x[i];  // the residual
+    add_into(b * h_, x, out);  // the residual
 
     stash.tensors.clear();
     stash.tensors.push_back(std::move(input));
@@ -57,11 +58,11 @@ class MlpBlock final : public KindLayer {
     expect_tensor(spec_, "grad_output", grad_output, ElementType::f32, {b, h_});
     release_all_but(stash, {kNormed, kPreGelu, kGelu});
     Tensor dy = grad_output.clone(weight_account);
-    Tensor dact({b, f_});
+    Tensor dact = Tensor::uninitialized({b, f_});
     linear_backward_input({b, f_, h_}, value(kW2), dy.data(), dact.data());
     Tensor& dpre = kept[kPreGelu];
     gelu_backward(b * f_, dpre.data(), dact.data(), dpre.data());
-    Tensor dnormed({b, h_});
+    Tensor dnormed = Tensor::uninitialized({b, h_});
     linear_backward_input({b, h_, f_}, value(kW1), dpre.data(), dnormed.data());
     Tensor dx = grad_output.clone();  // the residual's share; LayerNorm adds its own
     layernorm_backward(b, h_, kept[kX].data(), kept[kStats].data(), value(kGamma), dnormed.data(),

@@ -8,6 +8,7 @@
 #include "exec/cpu/layers/kind_base.hpp"
 #include "exec/cpu/layers/layer_kinds.hpp"
 #include "exec/cpu/ops/attention.hpp"
+#include "exec/cpu/ops/elementwise.hpp"
 #include "exec/cpu/ops/gelu.hpp"
 #include "exec/cpu/ops/layernorm.hpp"
 #include "exec/cpu/ops/linear.hpp"
@@ -20,10 +21,6 @@ namespace gpipe::exec::cpu {
 namespace {
 
 using namespace models::layout::transformer_block;
-
-void add_into(std::int64_t count, const float* from, float* to) {
-  for (std::int64_t i = 0; i < count; ++i) to[i] += from[i];
-}
 
 class TransformerBlock final : public KindLayer {
  public:
@@ -52,7 +49,7 @@ class TransformerBlock final : public KindLayer {
       stash.tensors.push_back(kept(k, b, account));
     }
     auto at = [&](Kept k) { return stash.tensors[k].data(); };
-    Tensor y({b, s_, h_});
+    Tensor y = Tensor::uninitialized({b, s_, h_});
 
     layernorm_forward(rows, h_, at(kX), value(kGamma1), value(kBeta1), at(kNormed1),
                       at(kStats1));
@@ -82,11 +79,12 @@ class TransformerBlock final : public KindLayer {
     Tensor dy = grad_output.clone(weight_account);
 
     // MLP branch, then LN2: da = dy + LN2'(W1'(gelu'(W2'(dy)))).
-    Tensor dact({b, s_, f_});
+    Tensor dact = Tensor::uninitialized({b, s_, f_});
     linear_backward_input({rows, f_, h_}, value(kW2), dy.data(), dact.data());
     float* dpre = at(kPreGelu);
     gelu_backward(rows * f_, dpre, dact.data(), dpre);
-    Tensor dh({b, s_, h_});  // one [rows, H] scratch, reused by each step below in turn
+    // One [rows, H] scratch, reused by each step below in turn.
+    Tensor dh = Tensor::uninitialized({b, s_, h_});
     linear_backward_input({rows, h_, f_}, value(kW1), dpre, dh.data());
     Tensor da = grad_output.clone(weight_account);
     layernorm_backward(rows, h_, at(kA), at(kStats2), value(kGamma2), dh.data(), da.data(),
@@ -94,7 +92,7 @@ class TransformerBlock final : public KindLayer {
 
     // Attention branch, then LN1: dx = da + LN1'(Wqkv'(attn'(Wo'(da)))).
     linear_backward_input({rows, h_, h_}, value(kWo), da.data(), dh.data());
-    Tensor dqkv({b, s_, 3 * h_}, ElementType::f32, weight_account);
+    Tensor dqkv = Tensor::uninitialized({b, s_, 3 * h_}, ElementType::f32, weight_account);
     attention_backward({b, s_, h_, a_}, at(kQkv), at(kProbs), dh.data(), dqkv.data());
     linear_backward_input({rows, h_, 3 * h_}, value(kWqkv), dqkv.data(), dh.data());
     Tensor dx = da.clone();  // the residual's share; LN1 adds its own

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "exec/cpu/ops/gemm.hpp"
+#include "exec/cpu/ops/vector_math.hpp"
 
 namespace gpipe::exec::cpu {
 
@@ -12,18 +13,29 @@ namespace {
 
 // Row i of scores[S,S] becomes the softmax of its first i+1 entries; the
 // masked entries become exactly 0, so the backward needs no mask of its own.
-void causal_softmax(std::int64_t seq, float* scores) {
+GPIPE_VECTOR_CLONES void causal_softmax(std::int64_t seq, float* scores) {
   for (std::int64_t i = 0; i < seq; ++i) {
     float* row = scores + i * seq;
-    const float max = *std::max_element(row, row + i + 1);
-    float sum = 0.0F;
-    for (std::int64_t j = 0; j <= i; ++j) {
-      row[j] = std::exp(row[j] - max);
-      sum += row[j];
-    }
-    const float inv = 1.0F / sum;
+    const float max = max_of(i + 1, row);
+    const float inv = 1.0F / exp_shifted_sum(i + 1, row, max);
+#pragma omp simd
     for (std::int64_t j = 0; j <= i; ++j) row[j] *= inv;
     std::fill(row + i + 1, row + seq, 0.0F);
+  }
+}
+
+// Softmax's backward, row by row: dS = P * (dP - sum_j P dP), in place of dP.
+// The masked P are 0, so the masked dS are too.
+GPIPE_VECTOR_CLONES void causal_softmax_backward(std::int64_t seq, const float* probs,
+                                                 float* dscores) {
+  for (std::int64_t i = 0; i < seq; ++i) {
+    const float* pr = probs + i * seq;
+    float* dr = dscores + i * seq;
+    float dot = 0.0F;
+#pragma omp simd reduction(+ : dot)
+    for (std::int64_t j = 0; j <= i; ++j) dot += pr[j] * dr[j];
+#pragma omp simd
+    for (std::int64_t j = 0; j < seq; ++j) dr[j] = pr[j] * (dr[j] - dot);
   }
 }
 
@@ -72,14 +84,7 @@ void attention_backward(const AttentionShape& shape, const float* qkv, const flo
       gemm(Transpose::no, Transpose::yes, s, s, d, 1.0F, dout_head, h, v, 3 * h, 0.0F, ds, s);
       gemm(Transpose::yes, Transpose::no, s, d, s, 1.0F, p, s, dout_head, h, 0.0F,
            dsample + 2 * h + a * d, 3 * h);
-      // Softmax backward, row by row: dS = P * (dP - sum_j P dP). Masked P are 0.
-      for (std::int64_t i = 0; i < s; ++i) {
-        const float* pr = p + i * s;
-        float* dr = ds + i * s;
-        float dot = 0.0F;
-        for (std::int64_t j = 0; j <= i; ++j) dot += pr[j] * dr[j];
-        for (std::int64_t j = 0; j < s; ++j) dr[j] = pr[j] * (dr[j] - dot);
-      }
+      causal_softmax_backward(s, p, ds);
       // dq = scale dS k, dk = scale dS^T q.
       gemm(Transpose::no, Transpose::no, s, d, s, scale, ds, s, k, 3 * h, 0.0F, dsample + a * d,
            3 * h);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "exec/cpu/ops/elementwise.hpp"
 #include "exec/cpu/ops/gemm.hpp"
 
 namespace gpipe::exec::cpu {
@@ -26,12 +27,7 @@ void linear_backward_weight(const LinearShape& shape, const float* x, const floa
                             float* dbias) {
   const auto [rows, in, out] = shape;
   gemm(Transpose::yes, Transpose::no, out, in, rows, 1.0F, dy, out, x, in, 1.0F, dw, in);
-  if (dbias != nullptr) {
-    for (std::int64_t r = 0; r < rows; ++r) {
-      const float* row = dy + r * out;
-      for (std::int64_t j = 0; j < out; ++j) dbias[j] += row[j];
-    }
-  }
+  if (dbias != nullptr) add_column_sums(rows, out, dy, dbias);
 }
 
 }  // namespace gpipe::exec::cpu

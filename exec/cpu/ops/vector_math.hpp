@@ -4,7 +4,8 @@
 // heads=4,seq=128 (K=1, batch 16), GELU's two tanhf calls per element took 33 %
 // of the step (__expm1f 17 %, __tanhf 9 %, the loops around them 7 %). These
 // are branch-free polynomials in plain arithmetic, so the loops around them
-// become SIMD loops (each kernel is also cloned for AVX2: GPIPE_VECTOR_CLONES).
+// become SIMD loops (each kernel is also cloned for AVX2 and AVX-512:
+// GPIPE_VECTOR_CLONES).
 #pragma once
 
 #include <cmath>
@@ -12,10 +13,14 @@
 
 namespace gpipe::exec::cpu {
 
-// Builds the hot elementwise kernels twice, for AVX2+FMA and for the baseline
-// x86-64, and picks one at load time (GCC and clang's target_clones, an ifunc);
-// other architectures get the one baseline build. Not under a sanitizer, whose
-// runtime is not up yet when the loader runs an ifunc's resolver.
+// Builds the hot elementwise kernels three times, for the x86-64 levels v4
+// (AVX-512), v3 (AVX2, FMA) and the baseline, and picks one at load time (GCC
+// and clang's target_clones, an ifunc); other architectures get the one
+// baseline build. The levels are chosen by the CPU's features: a clone for
+// "arch=haswell" is chosen by the CPU's model, so an AMD CPU with AVX-512 ran
+// the baseline clone (GELU 4.4x slower, measured with tests/bench/ops_bench).
+// Not under a sanitizer, whose runtime is not up yet when the loader runs an
+// ifunc's resolver.
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
 #define GPIPE_SANITIZED_BUILD 1
@@ -25,7 +30,8 @@ namespace gpipe::exec::cpu {
 #define GPIPE_SANITIZED_BUILD 1
 #endif
 #if defined(__x86_64__) && !defined(GPIPE_SANITIZED_BUILD)
-#define GPIPE_VECTOR_CLONES __attribute__((target_clones("arch=haswell", "default")))
+#define GPIPE_VECTOR_CLONES \
+  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define GPIPE_VECTOR_CLONES
 #endif
@@ -57,28 +63,50 @@ namespace gpipe::exec::cpu {
   return p * two_to_n;
 }
 
-// tanh(u): (1 - e) / (1 + e) with e = e^(-2|u|), the sign put back; below
-// |u| = 1/8, where 1 - e cancels, its odd Taylor series to u^9 (error under 1e-12).
-[[gnu::always_inline]] inline float tanh_approx(float u) {
-  const float a = std::fabs(u);
-  const float e = exp_nonpositive(-2.0F * a);
-  const float large = (1.0F - e) / (1.0F + e);
-  const float a2 = a * a;
-  float series = 62.0F / 2835.0F;
-  series = series * a2 - 17.0F / 315.0F;
-  series = series * a2 + 2.0F / 15.0F;
-  series = series * a2 - 1.0F / 3.0F;
-  series = series * a2 + 1.0F;
-  series = series * a;
-  // A select in bits: written as `a < 0.125F ? series : large`, GCC 12 keeps a
-  // branch around the division when building for AVX2, and the loop stays scalar.
-  const std::int32_t small = -static_cast<std::int32_t>(a < 0.125F);
-  const float t = __builtin_bit_cast(float, (small & __builtin_bit_cast(std::int32_t, series)) |
-                                                (~small & __builtin_bit_cast(std::int32_t, large)));
-  // NaN in, NaN out (the select above would make it 1), also in bits.
-  const std::int32_t number = -static_cast<std::int32_t>(u == u);
-  return __builtin_bit_cast(float, (number & __builtin_bit_cast(std::int32_t, std::copysign(t, u))) |
-                                       (~number & __builtin_bit_cast(std::int32_t, u)));
+// The logistic sigmoid 1 / (1 + e^-z), from e = e^-|z| alone: 1 / (1 + e) for
+// z >= 0 and e / (1 + e) below, so that nothing overflows and nothing cancels
+// (tanh's (1 - e) / (1 + e) cancels near 0 and needs a series there). NaN gives
+// a number: callers multiply by the value they were given, which keeps NaN.
+[[gnu::always_inline]] inline float sigmoid_approx(float z) {
+  const float e = exp_nonpositive(-std::fabs(z));
+  // A select in bits: written as `z >= 0 ? 1 : e`, GCC 12 may keep a branch
+  // around the division, and the loop stays scalar.
+  const std::int32_t nonnegative = -static_cast<std::int32_t>(z >= 0.0F);
+  const float numerator =
+      __builtin_bit_cast(float, (nonnegative & __builtin_bit_cast(std::int32_t, 1.0F)) |
+                                    (~nonnegative & __builtin_bit_cast(std::int32_t, e)));
+  return numerator / (1.0F + e);
+}
+
+// `value`, or `probe` where `probe` is NaN: a select in bits, so that a loop
+// around it stays SIMD.
+[[gnu::always_inline]] inline float nan_or(float probe, float value) {
+  const std::int32_t number = -static_cast<std::int32_t>(probe == probe);
+  return __builtin_bit_cast(float, (number & __builtin_bit_cast(std::int32_t, value)) |
+                                       (~number & __builtin_bit_cast(std::int32_t, probe)));
+}
+
+// The largest of x[0, count), count >= 1 (NaN ignored, as exp_shifted_sum
+// brings it back).
+[[gnu::always_inline]] inline float max_of(std::int64_t count, const float* x) {
+  float max = x[0];
+#pragma omp simd reduction(max : max)
+  for (std::int64_t i = 0; i < count; ++i) max = x[i] > max ? x[i] : max;
+  return max;
+}
+
+// Softmax's numerator: x[i] = e^(x[i] - shift) with shift >= every x[i], in
+// place; returns the sum. A NaN stays NaN (and so does the sum), so that a
+// diverging run still fails --check-finite.
+[[gnu::always_inline]] inline float exp_shifted_sum(std::int64_t count, float* x, float shift) {
+  float sum = 0.0F;
+#pragma omp simd reduction(+ : sum)
+  for (std::int64_t i = 0; i < count; ++i) {
+    const float d = x[i] - shift;
+    x[i] = nan_or(d, exp_nonpositive(d));
+    sum += x[i];
+  }
+  return sum;
 }
 
 }  // namespace gpipe::exec::cpu
