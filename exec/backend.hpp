@@ -31,6 +31,7 @@ struct BackendOptions {
   int device = 0;
   int sm_per_stage = 0;          // 0: the device's SMs split evenly over the ranks
   std::string timing = "cupti";  // "cupti" or "events"
+  int threads_per_rank = 1;      // cpu: as TrainOptions::threads_per_rank, for describe()
 };
 
 // Where this process sits: every rank here, or (under a launcher with more

@@ -47,6 +47,7 @@ CalibrationRow validate_one(const profiles::Profile& profile, const CalibrationO
   t.seed = options.seed;
   t.optimizer = options.optimizer;
   t.watchdog_seconds = options.watchdog_seconds;
+  t.threads_per_rank = options.threads_per_rank;
   const TrainResult measured = options.train ? options.train(t) : cpu::train(t);
   row.partition = p.plan.partition.layers_per_stage;
   row.request.stages_per_rank = p.plan.schedule.num_stages / p.plan.schedule.num_ranks;

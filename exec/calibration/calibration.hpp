@@ -61,6 +61,8 @@ struct CalibrationOptions {
   // given: the CUDA backend measures one per SM partition size, since a stage
   // of a K-stage run has 1/K of the GPU.
   std::function<const profiles::Profile&(int stages)> profile_for;
+  // cpu: the threads each rank computes with, in every row (TrainOptions::threads_per_rank).
+  int threads_per_rank = 1;
   // Called with each row as soon as it is done (rows come in grid order).
   std::function<void(const CalibrationRow&)> on_row;
 };

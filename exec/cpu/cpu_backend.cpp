@@ -20,10 +20,17 @@ bool finite_values(const Tensor& tensor) {
   return true;
 }
 
+// "one thread per rank", "4 threads per rank"
+std::string threads_phrase(int threads_per_rank) {
+  return threads_per_rank == 1 ? "one thread per rank" : fmt::format("{} threads per rank", threads_per_rank);
+}
+
 // "cpu: one process per rank (4 processes, mpirun), MPI between ranks, on <cpu>"
-std::string processes_where(const LaunchRole& role, const std::string& cpu) {
-  return fmt::format("cpu: one process per rank ({} processes, {}), MPI between ranks, on {}",
-                     role.launch.world_size, role.launch.launcher, cpu);
+std::string processes_where(const LaunchRole& role, const std::string& cpu, int threads_per_rank) {
+  return fmt::format("cpu: one process per rank ({} processes, {}), MPI between ranks, {} on {}",
+                     role.launch.world_size, role.launch.launcher,
+                     threads_per_rank == 1 ? "one thread each" : fmt::format("{} threads each", threads_per_rank),
+                     cpu);
 }
 
 // The CPU backend as the command lines see it.
@@ -35,10 +42,10 @@ class CpuEntry final : public Backend {
   [[nodiscard]] bool runs_ranks_as_processes() const override { return true; }
   [[nodiscard]] bool meets_at_store() const override { return false; }
   [[nodiscard]] std::string describe(const schedules::Schedule& /*schedule*/,
-                                     const BackendOptions& /*options*/,
+                                     const BackendOptions& backend_options,
                                      const LaunchRole& role) const override {
-    if (role.distributed) return processes_where(role, device_name());
-    return fmt::format("cpu: one thread per rank on {}", device_name());
+    if (role.distributed) return processes_where(role, device_name(), backend_options.threads_per_rank);
+    return fmt::format("cpu: {} on {}", threads_phrase(backend_options.threads_per_rank), device_name());
   }
   [[nodiscard]] BackendRun train(const TrainOptions& options, const BackendOptions& /*backend_options*/,
                                  const LaunchRole& role) const override {
@@ -46,12 +53,12 @@ class CpuEntry final : public Backend {
     if (role.distributed) {
       Trained<CpuBackend> trained = mpi::train_as_mpi_process(options, role.launch.launcher);
       run.result = std::move(trained.result);
-      run.where = processes_where(role, device_name());
+      run.where = processes_where(role, device_name(), options.threads_per_rank);
       run.clock = std::move(trained.clock);
       return run;
     }
     run.result = cpu::train(options);
-    run.where = fmt::format("cpu: one thread per rank on {}", run.result.timeline.info.device);
+    run.where = fmt::format("cpu: {} on {}", threads_phrase(options.threads_per_rank), device_name());
     return run;
   }
   [[nodiscard]] profiles::Profile profile(const models::Model& model, std::span<const int> sizes,
@@ -72,6 +79,11 @@ std::vector<float> CpuBackend::to_host(const Tensor& tensor, const Context& /*co
   return {tensor.f32().begin(), tensor.f32().end()};
 }
 
+void CpuBackend::RankDevice::enter_thread() {
+  if (threads_ > 1) team_ = std::make_unique<ComputeTeam>(threads_);
+  ComputeTeam::enter_for_thread(team_.get());
+}
+
 bool CpuBackend::RankDevice::all_finite(const Tensor& tensor) const { return finite_values(tensor); }
 
 double CpuBackend::RankDevice::sum(const Tensor& tensor) const {
@@ -80,11 +92,13 @@ double CpuBackend::RankDevice::sum(const Tensor& tensor) const {
   return total;
 }
 
-CpuBackend::Run::Run(const TrainOptions& /*options*/, const RunSettings& settings,
+CpuBackend::Run::Run(const TrainOptions& options, const RunSettings& settings,
                      const Placement& where, const Options& backend_options)
     : timer_(settings.schedule->num_ranks, settings.measured_steps),
       in_process_link_(settings.schedule->num_ranks, &timer_),
-      devices_(static_cast<std::size_t>(settings.schedule->num_ranks)) {
+      threads_per_rank_(options.threads_per_rank) {
+  devices_.reserve(static_cast<std::size_t>(settings.schedule->num_ranks));
+  for (int r = 0; r < settings.schedule->num_ranks; ++r) devices_.emplace_back(options.threads_per_rank);
   if (where.group != nullptr) {
     if (!backend_options.process_link) {
       throw InputError("the cpu backend has no link between processes here: start it without a launcher");
@@ -93,7 +107,7 @@ CpuBackend::Run::Run(const TrainOptions& /*options*/, const RunSettings& setting
   }
 }
 
-std::string CpuBackend::Run::device_name() const { return cpu::device_name(); }
+std::string CpuBackend::Run::device_name() const { return cpu::device_name(threads_per_rank_); }
 
 TrainResult train(const TrainOptions& options) {
   return train_in_process<CpuBackend>(options).result;

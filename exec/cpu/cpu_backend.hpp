@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "exec/backend.hpp"
+#include "exec/cpu/compute_team.hpp"
 #include "exec/cpu/in_process_link.hpp"
 #include "exec/cpu/layers/layer.hpp"
 #include "exec/cpu/optimizer.hpp"
@@ -58,10 +59,13 @@ struct CpuBackend {
   static std::vector<float> to_host(const Tensor& tensor, const Context& /*context*/);
   static void require_available() {}
 
-  // A rank computes on its own thread: every call runs the work.
+  // A rank computes on its own thread, with threads - 1 helpers when it has
+  // more than one (its ComputeTeam): every call runs the work.
   class RankDevice {
    public:
-    void enter_thread() {}
+    explicit RankDevice(int threads = 1) : threads_(threads) {}
+    // Starts the rank's team and enters it on this (the rank's) thread.
+    void enter_thread();
     [[nodiscard]] Tensor upload(Tensor host) { return host; }
     void data_ready() {}
     [[nodiscard]] Tensor ready(Message message) { return message; }
@@ -70,6 +74,10 @@ struct CpuBackend {
     [[nodiscard]] double sum(const Tensor& tensor) const;
     void finish_step(RunControl& /*control*/) {}
     void drain() noexcept {}
+
+   private:
+    int threads_;
+    std::unique_ptr<ComputeTeam> team_;
   };
 
   // A run's resources: a thread per rank, the host timer, in-process links.
@@ -104,6 +112,7 @@ struct CpuBackend {
     InProcessLink in_process_link_;
     std::unique_ptr<ProcessLink> process_link_;  // ranks as processes
     std::vector<RankDevice> devices_;
+    int threads_per_rank_;
   };
 };
 

@@ -1,12 +1,16 @@
 #include "exec/cpu/device_name.hpp"
 
+#include <fmt/format.h>
+
 #include <fstream>
 #include <string>
 
 
 namespace gpipe::exec::cpu {
 
-std::string device_name() {
+namespace {
+
+std::string cpu_model_name() {
   std::ifstream cpuinfo("/proc/cpuinfo");
   std::string line;
   while (std::getline(cpuinfo, line)) {
@@ -19,6 +23,13 @@ std::string device_name() {
     return line.substr(first, last - first + 1);
   }
   return "cpu";
+}
+
+}  // namespace
+
+std::string device_name(int threads_per_rank) {
+  static const std::string name = cpu_model_name();
+  return threads_per_rank == 1 ? name : fmt::format("{}, {} threads per rank", name, threads_per_rank);
 }
 
 }  // namespace gpipe::exec::cpu

@@ -6,7 +6,9 @@
 
 namespace gpipe::exec::cpu {
 
-// The "model name" line of /proc/cpuinfo; "cpu" when unknown.
-[[nodiscard]] std::string device_name();
+// The "model name" line of /proc/cpuinfo; "cpu" when unknown. With more than
+// one thread per rank, that too ("AMD EPYC, 2 threads per rank"): a profile
+// or a trace measured so is not one of a thread per rank.
+[[nodiscard]] std::string device_name(int threads_per_rank = 1);
 
 }  // namespace gpipe::exec::cpu

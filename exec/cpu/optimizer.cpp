@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <stdexcept>
 
+#include "exec/cpu/compute_team.hpp"
 #include "exec/cpu/ops/vector_math.hpp"
 
 namespace gpipe::exec::cpu {
@@ -42,6 +44,14 @@ GPIPE_VECTOR_CLONES void adamw_update(std::size_t count, const AdamWCoefficients
   }
 }
 
+// Elements are independent: split over the rank's team, 64 Ki elements a part at least.
+void in_ranges(std::size_t size, const std::function<void(std::size_t at, std::size_t count)>& update) {
+  const auto count = static_cast<std::int64_t>(size);
+  for_ranges(count, parts_for(count, std::int64_t{1} << 16), [&](std::int64_t begin, std::int64_t end) {
+    update(static_cast<std::size_t>(begin), static_cast<std::size_t>(end - begin));
+  });
+}
+
 }  // namespace
 
 OptimizerState::OptimizerState(const OptimizerConfig& config,
@@ -72,15 +82,21 @@ void OptimizerState::step(std::span<Parameter> parameters) {
     std::span<float> g = parameters[i].grad.f32();
     switch (config_.kind) {
       case models::Optimizer::sgd:
-        sgd_update(w.size(), lr, g.data(), w.data());
+        in_ranges(w.size(), [&](std::size_t at, std::size_t count) {
+          sgd_update(count, lr, g.data() + at, w.data() + at);
+        });
         break;
       case models::Optimizer::momentum:
-        momentum_update(w.size(), lr, config_.momentum, g.data(), first_[i].data(), w.data());
+        in_ranges(w.size(), [&](std::size_t at, std::size_t count) {
+          momentum_update(count, lr, config_.momentum, g.data() + at, first_[i].data() + at, w.data() + at);
+        });
         break;
       case models::Optimizer::adamw: {
         const AdamWCoefficients c{config_.beta1,  config_.beta2,     1.0F - lr * config_.weight_decay,
                                   step_size,      sqrt_correction2, config_.epsilon};
-        adamw_update(w.size(), c, g.data(), first_[i].data(), second_[i].data(), w.data());
+        in_ranges(w.size(), [&](std::size_t at, std::size_t count) {
+          adamw_update(count, c, g.data() + at, first_[i].data() + at, second_[i].data() + at, w.data() + at);
+        });
         break;
       }
     }

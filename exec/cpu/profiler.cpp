@@ -8,11 +8,13 @@
 
 #include <fmt/format.h>
 
+#include "exec/cpu/compute_team.hpp"
 #include "exec/cpu/device_name.hpp"
 #include "exec/cpu/in_process_link.hpp"
 #include "exec/cpu/layers/layer.hpp"
 #include "exec/cpu/optimizer.hpp"
 #include "exec/profiling/profiler_inputs.hpp"
+#include "exec/runtime/run_settings.hpp"
 #include "schedules/error.hpp"
 
 namespace gpipe::exec::cpu {
@@ -137,8 +139,16 @@ profiles::Profile profile_cpu(const models::Model& model, std::span<const int> m
   const std::vector<int> sizes = checked_micro_batch_sizes(micro_batch_sizes);
   if (options.warmup < 0) throw InputError(fmt::format("--warmup must be 0 or more, got {}", options.warmup));
   if (options.repeats < 1) throw InputError(fmt::format("--repeats must be at least 1, got {}", options.repeats));
+  if (options.threads_per_rank < 1 || options.threads_per_rank > kMaxThreadsPerRank) {
+    throw InputError(fmt::format("--threads-per-rank must be in [1, {}], got {}", kMaxThreadsPerRank,
+                                 options.threads_per_rank));
+  }
+  // Measured as a rank of that many threads computes: on a team of them.
+  std::unique_ptr<ComputeTeam> team;
+  if (options.threads_per_rank > 1) team = std::make_unique<ComputeTeam>(options.threads_per_rank);
+  const ComputeTeam::Scope on_team(team.get());
   profiles::Profile profile;
-  profile.device = device_name();
+  profile.device = device_name(options.threads_per_rank);
   profile.source = "cpu";
   profile.dtype = "fp32";
   profile.model = model.spec;

@@ -1,8 +1,11 @@
 #include "exec/dist/bootstrap.hpp"
 
 #include <charconv>
+#include <string>
 #include <optional>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "schedules/error.hpp"
 
@@ -96,6 +99,17 @@ LaunchInfo parse_launch_environment(const Environment& env, bool rendezvous) {
   for (const View& v : views) {
     if (v.local) {
       info.local_rank = *v.local;
+      break;
+    }
+  }
+  info.local_size = info.world_size;
+  for (const char* name : {"LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "SLURM_NTASKS_PER_NODE"}) {
+    if (const auto local_size = int_var(env, name)) {
+      if (*local_size < 1 || *local_size > info.world_size) {
+        throw InputError(fmt::format("launch environment: {}={} is outside [1, {}]", name, *local_size,
+                                     info.world_size));
+      }
+      info.local_size = *local_size;
       break;
     }
   }

@@ -18,6 +18,7 @@ struct LaunchInfo {
   int rank = 0;
   int world_size = 1;
   int local_rank = 0;            // the GPU of this process on its node
+  int local_size = 1;            // processes on this node (the cores they share)
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;
   std::string launcher = "none";  // "torchrun", "mpirun", "srun" or "none"
@@ -30,7 +31,9 @@ struct LaunchInfo {
 // malformed (not an integer, rank outside [0, world size), port outside
 // 1-65535), missing (RANK without WORLD_SIZE; no MASTER_ADDR with more than
 // one process), or when two launchers' variables disagree on rank or size.
-// LOCAL_RANK defaults to RANK when torchrun-style variables omit it (one node).
+// LOCAL_RANK defaults to RANK when torchrun-style variables omit it (one node);
+// the processes on this node come from LOCAL_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_SIZE
+// or SLURM_NTASKS_PER_NODE, and are the whole world when none is set.
 // `rendezvous`: whether the processes meet at MASTER_ADDR:MASTER_PORT (NCCL's
 // do; MPI's find each other through the launcher, and ignore them).
 [[nodiscard]] LaunchInfo parse_launch_environment(const Environment& env, bool rendezvous = true);

@@ -19,6 +19,9 @@ struct ProfilerOptions {
   std::uint64_t seed = 1;  // weights (as the executor makes them) and the random inputs
   OptimizerConfig optimizer;  // whose step optimizer_us times (AdamW by default)
   int link_round_trips = 200;  // messages timed for the CPU's in-process link latency
+  // cpu: the threads the layers are measured with, as many as each rank of the
+  // run to predict computes with (TrainOptions::threads_per_rank).
+  int threads_per_rank = 1;
   // Progress: after each pass over every size (warm-up passes included), then
   // once per layer with its finished profile.
   std::function<void(int pass, int passes)> on_pass;

@@ -22,6 +22,14 @@ void check_train_options(const TrainOptions& o, std::string_view backend, bool r
     throw InputError(fmt::format("measured steps must be in [1, steps = {}], got {}", o.steps,
                                  o.measured_steps));
   }
+  if (o.threads_per_rank < 1 || o.threads_per_rank > kMaxThreadsPerRank) {
+    throw InputError(fmt::format("--threads-per-rank must be in [1, {}], got {}", kMaxThreadsPerRank,
+                                 o.threads_per_rank));
+  }
+  if (o.threads_per_rank > 1 && backend != "cpu") {
+    throw InputError(fmt::format("--threads-per-rank applies to --backend cpu only (the {} backend was asked for {})",
+                                 backend, o.threads_per_rank));
+  }
   if (!(o.watchdog_seconds > 0)) {
     throw InputError(
         fmt::format("the watchdog needs a positive time, got {} s", o.watchdog_seconds));

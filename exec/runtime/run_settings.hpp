@@ -34,8 +34,11 @@ struct RunSettings {
   [[nodiscard]] int first_measured_step() const { return steps - measured_steps; }
 };
 
-// Throws InputError for options no run can have: steps, measured steps, the
-// watchdog, a partition that does not match the schedule or the model, and a
+// The most threads a rank may compute with (--threads-per-rank).
+inline constexpr int kMaxThreadsPerRank = 1024;
+
+// Throws InputError for options no run can have: steps, measured steps,
+// threads per rank (above 1 on the cpu backend only), the watchdog, a partition that does not match the schedule or the model, and a
 // split backward (I/W) unless `runs_split_backward`; `backend` ("cpu",
 // "cuda") names itself in that message.
 void check_train_options(const TrainOptions& options, std::string_view backend,

@@ -37,6 +37,10 @@ struct TrainOptions {
   // keeps the one of median step time): 1 keeps the last step; more makes a
   // measurement robust to a step that another process slowed down.
   int measured_steps = 1;
+  // cpu: the threads each rank computes with (its own and helpers that share
+  // its GEMMs and elementwise passes: exec/cpu/compute_team.hpp). Other
+  // backends take 1 only.
+  int threads_per_rank = 1;
   // Called after every step with its index and loss (progress on a terminal).
   std::function<void(int step, double loss)> on_step;
 };

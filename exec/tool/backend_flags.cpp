@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "exec/cpu/compute_team.hpp"
+#include "exec/runtime/run_settings.hpp"
 #include "schedules/error.hpp"
 
 namespace gpipe::cli {
@@ -34,6 +36,23 @@ void CudaFlags::check_backend(const std::string& backend) const {
   }
 }
 
+void CpuFlags::add_to(CLI::App& cmd) {
+  option = cmd.add_option("--threads-per-rank", threads_per_rank,
+                          "cpu: threads each rank computes with, splitting its GEMMs and elementwise passes "
+                          "(default: this machine's cores shared by the ranks on it, at least 1)")
+               ->check(CLI::Range(1, exec::kMaxThreadsPerRank));
+}
+
+void CpuFlags::check_backend(const std::string& backend) const {
+  if (backend != "cpu" && option != nullptr && option->count() > 0) {
+    throw InputError("--threads-per-rank applies to --backend cpu only");
+  }
+}
+
+int CpuFlags::threads_for(int ranks_here) const {
+  return threads_per_rank > 0 ? threads_per_rank : exec::cpu::default_threads_per_rank(ranks_here);
+}
+
 void require_backend(const std::string& backend) { exec::find_backend(backend).require_available(); }
 
 ProcessRole process_role(const std::string& backend, const schedules::Schedule& schedule) {
@@ -49,9 +68,15 @@ ProcessRole process_role(const std::string& backend, const schedules::Schedule& 
   return role;
 }
 
-std::string describe_backend(const std::string& backend, const CudaFlags& cuda,
+std::string describe_backend(const std::string& backend, const exec::BackendOptions& options,
                              const schedules::Schedule& schedule, const ProcessRole& role) {
-  return exec::find_backend(backend).describe(schedule, cuda.options(), role.launch);
+  return exec::find_backend(backend).describe(schedule, options, role.launch);
+}
+
+int threads_per_rank(const std::string& backend, const CpuFlags& cpu, const schedules::Schedule& schedule,
+                     const ProcessRole& role) {
+  if (backend != "cpu") return 1;
+  return cpu.threads_for(role.launch.distributed ? role.launch.launch.local_size : schedule.num_ranks);
 }
 
 profiles::Profile measure_profile(const std::string& backend, const CudaFlags& cuda, int stages,

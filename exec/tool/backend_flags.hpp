@@ -1,5 +1,5 @@
-// Where a gpipe-run command sends its work: the backend flags (--backend, and
-// the CUDA ones: --device, --sm-per-stage, --timing) and the calls that reach
+// Where a gpipe-run command sends its work: the backend flags (--backend, the
+// CPU's --threads-per-rank, and the CUDA ones: --device, --sm-per-stage, --timing) and the calls that reach
 // the backend registry (exec/backend.hpp) with them. The commands ask for a
 // training run or a profile and get the same results whatever the backend.
 #pragma once
@@ -34,6 +34,20 @@ struct CudaFlags {
   CLI::Option* timing_option = nullptr;
 };
 
+// The CPU backend's flag (refused with another backend when given):
+// --threads-per-rank, the threads each rank computes with.
+struct CpuFlags {
+  int threads_per_rank = 0;  // 0: the default, the cores shared by the ranks on them
+
+  void add_to(CLI::App& cmd);
+  // Throws InputError when the flag was given with another backend.
+  void check_backend(const std::string& backend) const;
+  // The flag's value, or its default with `ranks_here` ranks on this machine's cores.
+  [[nodiscard]] int threads_for(int ranks_here) const;
+
+  CLI::Option* option = nullptr;
+};
+
 // Throws RunError (exit status 1) when `backend` cannot run here: "no CUDA
 // device: ..." for cuda without a GPU, or that this build has no CUDA backend.
 void require_backend(const std::string& backend);
@@ -50,8 +64,15 @@ struct ProcessRole {
 // The header line of a run, before it starts: "cpu: one thread per rank on
 // <cpu>", "cuda: 4 ranks on SM partitions of GPU 0 (...), an even split", or
 // for one rank of a multi-process run, its rank, GPU and launcher.
-[[nodiscard]] std::string describe_backend(const std::string& backend, const CudaFlags& cuda,
+[[nodiscard]] std::string describe_backend(const std::string& backend, const exec::BackendOptions& options,
                                            const schedules::Schedule& schedule, const ProcessRole& role);
+
+// The threads each rank of this process computes with: --threads-per-rank, or
+// its default for the ranks on this machine (every rank of `schedule` when
+// they are threads here; the processes on this node under a launcher); 1 for
+// a backend other than cpu.
+[[nodiscard]] int threads_per_rank(const std::string& backend, const CpuFlags& cpu,
+                                   const schedules::Schedule& schedule, const ProcessRole& role);
 
 // Measures a profile of `model` at `sizes` where `backend` says, on the part
 // of the device one stage of a `stages`-stage run gets; notes go to stderr.

@@ -38,8 +38,8 @@ struct ProfileFlags {
   std::uint64_t seed = 1;
   std::string optimizer = "adamw";
   CudaFlags cuda;
-  int stages = 1;  // cuda: measure in the partition of a K-stage run
-  bool stages_given = false;
+  CpuFlags cpu;
+  int stages = 1;  // measure as a rank of a K-stage run computes (its SM partition, its threads)
 };
 
 }  // namespace
@@ -75,7 +75,7 @@ std::string size_list(const profiles::Profile& profile) {
 
 int run_profile(const ProfileFlags& f) {
   f.cuda.check_backend(f.backend);
-  if (f.backend != "cuda" && f.stages_given) throw InputError("--stages applies to --backend cuda only");
+  f.cpu.check_backend(f.backend);
   const models::Model model = models::parse_model(f.model);
   const std::vector<int> sizes = parse_int_list(f.micro_batch_sizes, "--micro-batch-sizes");
   if (sizes.size() > kMaxProfiledSizes) {
@@ -90,6 +90,11 @@ int run_profile(const ProfileFlags& f) {
   options.repeats = f.repeats;
   options.seed = f.seed;
   options.optimizer.kind = *models::parse_optimizer(f.optimizer);
+  // Under a launcher the processes on this node share its cores; else the K ranks of the run to predict.
+  if (f.backend == "cpu") {
+    const exec::LaunchInfo launch = exec::parse_launch_environment(exec::current_environment(), false);
+    options.threads_per_rank = f.cpu.threads_for(launch.world_size > 1 ? launch.local_size : f.stages);
+  }
   options.on_pass = report_profiler_pass;
   options.on_layer = report_profiled_layer;
   // Under mpirun or srun: first the link between two processes, which every
@@ -151,15 +156,14 @@ Subcommand add_profile_run_command(CLI::App& app) {
   cmd->add_option("--optimizer", f->optimizer, "Optimizer whose step optimizer_us times")
       ->check(CLI::IsMember(models::optimizer_names()))
       ->capture_default_str();
-  CLI::Option* stages = cmd->add_option("--stages", f->stages,
-                                        "cuda: measure in the SM partition each stage of a K-stage run gets")
-                            ->check(CLI::Range(1, 1024))
-                            ->capture_default_str();
+  cmd->add_option("--stages", f->stages,
+                  "Measure as each rank of a K-stage run computes: cpu, with its threads (cores / K unless "
+                  "--threads-per-rank); cuda, in its SM partition")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  f->cpu.add_to(*cmd);
   f->cuda.add_to(*cmd, /*with_timing=*/false);
-  return {cmd, [f, stages] {
-            f->stages_given = stages->count() > 0;
-            return run_profile(*f);
-          }};
+  return {cmd, [f] { return run_profile(*f); }};
 }
 
 }  // namespace gpipe::cli

@@ -42,6 +42,7 @@ namespace {
 struct TrainFlags {
   RunFlags run;
   CudaFlags cuda;
+  CpuFlags cpu;
   std::string schedule = "gpipe";
   std::string schedule_file;  // an IR JSON or torch CSV; empty: generate
   int stages = 0;
@@ -67,7 +68,9 @@ void print_header(const TrainFlags& f, const models::Model& model, const plan::P
   const auto& s = plan.schedule;
   std::cout << fmt::format("model       {} ({} layers, {} parameters)\n", model.spec,
                            model.layers.size(), model.params());
-  std::cout << fmt::format("backend     {}\n", describe_backend(f.run.backend, f.cuda, plan.schedule, role));
+  exec::BackendOptions backend_options = f.cuda.options();
+  backend_options.threads_per_rank = t.threads_per_rank;
+  std::cout << fmt::format("backend     {}\n", describe_backend(f.run.backend, backend_options, plan.schedule, role));
   std::cout << fmt::format(
       "schedule    {}, {} stages on {} ranks, {} micro-batches of {} samples (batch {}), "
       "recompute {}\n",
@@ -102,6 +105,7 @@ void check_schedule_flags(const TrainFlags& f, const CLI::App& cmd) {
 int run_train(const TrainFlags& f, const CLI::App& cmd) {
   check_schedule_flags(f, cmd);
   f.cuda.check_backend(f.run.backend);
+  f.cpu.check_backend(f.run.backend);
   require_backend(f.run.backend);
   const models::Model model = models::parse_model(f.run.model);
   plan::PlanRequest request;
@@ -157,9 +161,10 @@ int run_train(const TrainFlags& f, const CLI::App& cmd) {
   if (!f.trace.empty()) check_writable(f.trace, "--trace");
   if (!f.inject_fault.empty()) t.fault = exec::parse_fault_injection(f.inject_fault);
   t.watchdog_seconds = f.run.watchdog_seconds;
+  const ProcessRole role = process_role(f.run.backend, plan.schedule);
+  t.threads_per_rank = threads_per_rank(f.run.backend, f.cpu, plan.schedule, role);
   // Text: one line per step on stdout as it ends. JSON: stdout holds the JSON
   // alone, so the steps go to stderr, and only on a terminal (logs stay clean).
-  const ProcessRole role = process_role(f.run.backend, plan.schedule);
   const bool progress = role.reports && (!f.json || isatty(STDERR_FILENO) != 0);
   std::ostream& log = f.json ? std::cerr : std::cout;
   const int width = static_cast<int>(std::to_string(f.steps).size());
@@ -235,6 +240,7 @@ Subcommand add_train_command(CLI::App& app) {
   cmd->add_option("--trace", f->trace,
                   "Write the last step's measured timeline as a Chrome trace (cuda with cupti: "
                   "with the GPU's kernels)");
+  f->cpu.add_to(*cmd);
   f->cuda.add_to(*cmd);
   cmd->add_flag("--json", f->json, "Print {\"losses\": [...], \"metrics\": {...}} only");
   cmd->add_flag("--check-finite", f->check_finite, "Fail the run on a non-finite loss or gradient");

@@ -48,6 +48,7 @@ std::string scratch_path(const std::string& name) {
 struct ValidateFlags {
   RunFlags run;
   CudaFlags cuda;
+  CpuFlags cpu;
   GridFlags grid;
   int steps = 5;
   std::string save_profile;
@@ -188,14 +189,15 @@ std::string failure_of(const Launcher::Outcome& outcome) {
 // `gpipe-run profile` under the launcher (exec/mpi/link_probe.hpp), so that
 // the predictions use the real link.
 profiles::Profile launched_profile(const ValidateFlags& f, const models::Model& model, const std::vector<int>& sizes,
-                                   const exec::OptimizerConfig& optimizer) {
+                                   const exec::OptimizerConfig& optimizer, int threads_per_rank) {
   const Launcher launcher(f.launcher);
   const std::string path = f.save_profile.empty() ? scratch_path("profile.json") : f.save_profile;
   const Launcher::Outcome outcome =
       launcher.run(2, {"profile", "--backend", "cpu", "--model", model.spec, "--micro-batch-sizes",
                        fmt::format("{}", fmt::join(sizes, ",")), "--warmup", std::to_string(f.warmup), "--repeats",
                        std::to_string(f.repeats), "--seed", std::to_string(f.run.seed), "--optimizer",
-                       std::string(models::to_string(optimizer.kind)), "--out", path});
+                       std::string(models::to_string(optimizer.kind)), "--threads-per-rank",
+                       std::to_string(threads_per_rank), "--out", path});
   if (outcome.status != 0) throw RunError("measuring the profile: " + failure_of(outcome));
   profiles::Profile profile = profiles::load_profile(path);
   if (f.save_profile.empty()) std::filesystem::remove(path);
@@ -225,7 +227,8 @@ exec::TrainResult launched_training(const ValidateFlags& f, const exec::TrainOpt
                                    std::to_string(t.seed), "--optimizer",
                                    std::string(models::to_string(t.optimizer.kind)), "--lr",
                                    fmt::format("{}", t.optimizer.learning_rate), "--watchdog-seconds",
-                                   fmt::format("{}", t.watchdog_seconds), "--trace", trace_path, "--json"};
+                                   fmt::format("{}", t.watchdog_seconds), "--threads-per-rank",
+                                   std::to_string(t.threads_per_rank), "--trace", trace_path, "--json"};
   const Launcher::Outcome outcome = launcher.run(t.schedule.num_ranks, args);
   std::filesystem::remove(schedule_path);
   if (outcome.status != 0) throw RunError(failure_of(outcome));
@@ -241,11 +244,12 @@ exec::TrainResult launched_training(const ValidateFlags& f, const exec::TrainOpt
 }
 
 // The profile to predict with: --profile, else one measured now at every
-// micro-batch size the grid can use (on the GPU: in the SM partition of a
-// `stages`-stage run).
+// micro-batch size the grid can use, as a rank of a `stages`-stage run
+// computes (on the GPU: in its SM partition; on the CPU: with
+// `threads_per_rank` threads).
 profiles::Profile grid_profile(const ValidateFlags& f, const models::Model& model,
                                const std::vector<int>& microbatches, const exec::OptimizerConfig& optimizer,
-                               int stages = 1) {
+                               int threads_per_rank, int stages = 1) {
   if (!f.run.profile.empty()) {
     const auto path = profiles::resolve_profile(f.run.profile);
     profiles::Profile profile = profiles::load_profile(path);
@@ -262,8 +266,9 @@ profiles::Profile grid_profile(const ValidateFlags& f, const models::Model& mode
                                  "at least one sample): nothing to validate",
                                  f.grid.batch));
   }
-  if (!f.launcher.empty()) return launched_profile(f, model, sizes, optimizer);
+  if (!f.launcher.empty()) return launched_profile(f, model, sizes, optimizer, threads_per_rank);
   exec::ProfilerOptions options;
+  options.threads_per_rank = threads_per_rank;
   options.warmup = f.warmup;
   options.repeats = f.repeats;
   options.seed = f.run.seed;
@@ -284,6 +289,7 @@ profiles::Profile grid_profile(const ValidateFlags& f, const models::Model& mode
 
 int run_validate(const ValidateFlags& f) {
   f.cuda.check_backend(f.run.backend);
+  f.cpu.check_backend(f.run.backend);
   if (!f.launcher.empty()) {
     if (f.run.backend != "cpu") {
       throw InputError("--launcher runs the cpu backend's ranks as processes; on a GPU, validate runs one "
@@ -318,6 +324,10 @@ int run_validate(const ValidateFlags& f) {
 
   if (!f.out.empty()) check_writable(f.out, "--out");
   if (!f.save_profile.empty()) check_writable(f.save_profile, "--save-profile");
+  // On the CPU every row runs with the same threads per rank, so that one
+  // profile, measured with them, serves the grid: --threads-per-rank, or the
+  // cores shared by the largest K's ranks.
+  if (f.run.backend == "cpu") options.threads_per_rank = f.cpu.threads_for(std::ranges::max(grid.stages));
   // On the GPU a stage of a K-stage run has 1/K of the SMs: without --profile,
   // each K is predicted from a profile measured in its own partition.
   const bool per_stage_count = f.run.backend == "cuda" && f.run.profile.empty();
@@ -329,7 +339,7 @@ int run_validate(const ValidateFlags& f) {
     options.profile_for = [&f, &options, measured](int k) -> const profiles::Profile& {
       auto it = measured->find(k);
       if (it == measured->end()) {
-        it = measured->emplace(k, grid_profile(f, options.model, options.grid.microbatches, options.optimizer, k))
+        it = measured->emplace(k, grid_profile(f, options.model, options.grid.microbatches, options.optimizer, 1, k))
                  .first;
       }
       return it->second;
@@ -337,7 +347,8 @@ int run_validate(const ValidateFlags& f) {
   }
   const profiles::Profile profile = per_stage_count
                                         ? options.profile_for(grid.stages.front())
-                                        : grid_profile(f, options.model, grid.microbatches, options.optimizer);
+                                        : grid_profile(f, options.model, grid.microbatches, options.optimizer,
+                                                                       options.threads_per_rank);
   plan::check_profile_matches(options.model, profile);
   if (!f.json) {
     std::cout << fmt::format("model       {}, batch {}, {} steps per configuration (the median of all but the first compared)\n\n",
@@ -372,6 +383,7 @@ Subcommand add_validate_command(CLI::App& app) {
   f->run.add_to(*cmd, "Profile of the model to predict with and balance on (default: measure one "
                       "now at the micro-batch sizes the grid needs)");
   f->grid.add_to(*cmd, std::int64_t{1} << 30);
+  f->cpu.add_to(*cmd);
   f->cuda.add_to(*cmd);
   cmd->add_option("--steps", f->steps, "Training steps per configuration; the step of median time among all but the first is compared")
       ->check(CLI::Range(2, 1000000))

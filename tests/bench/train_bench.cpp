@@ -3,7 +3,8 @@
 // transformer spec, batch 16, whole steps (forward, backward, AdamW).
 //   K=1 (M=1), for transformer:layers=4,hidden=64,heads=4,seq=32 and
 //   transformer:layers=4,hidden=256,heads=4,seq=128;
-//   K=2, M=8, 1f1b, for both.
+//   K=2, M=8, 1f1b, for both;
+//   and K=1 with 2 threads per rank (--threads-per-rank 2), for both.
 // Each iteration trains 2 warm-up steps and then kTimedSteps steps, and only
 // those are timed (from the end of the last warm-up step to the end of the
 // last step), so the figure is the steady state that PyTorch's is too.
@@ -30,9 +31,11 @@ constexpr int kTimedSteps = 8;
 const char* const kModels[] = {"transformer:layers=4,hidden=64,heads=4,seq=32",
                                "transformer:layers=4,hidden=256,heads=4,seq=128"};
 
-// range(0): which model; range(1): K (M = 1 for K = 1, else 8).
+// range(0): which model; range(1): K (M = 1 for K = 1, else 8); range(2):
+// threads per rank.
 void BM_TrainTransformer(benchmark::State& state) {
   const int stages = static_cast<int>(state.range(1));
+  const int threads = static_cast<int>(state.range(2));
   exec::TrainOptions options;
   options.model = models::parse_model(kModels[state.range(0)]);
   const int num_layers = static_cast<int>(options.model.layers.size());
@@ -40,6 +43,7 @@ void BM_TrainTransformer(benchmark::State& state) {
   options.partition = models::partition_uniform(num_layers, stages);
   options.batch = 16;
   options.steps = kWarmupSteps + kTimedSteps;
+  options.threads_per_rank = threads;
   Clock::time_point timed_from;
   Clock::time_point timed_to;
   options.on_step = [&](int step, double /*loss*/) {
@@ -52,11 +56,14 @@ void BM_TrainTransformer(benchmark::State& state) {
     state.SetIterationTime(std::chrono::duration<double>(timed_to - timed_from).count());
   }
   state.SetItemsProcessed(state.iterations() * options.batch * kTimedSteps);  // samples/s
-  state.SetLabel(std::string(kModels[state.range(0)]) + (stages == 1 ? ", K=1" : ", K=2 M=8 1f1b"));
+  state.SetLabel(std::string(kModels[state.range(0)]) + (stages == 1 ? ", K=1" : ", K=2 M=8 1f1b") +
+                 (threads == 1 ? "" : ", " + std::to_string(threads) + " threads per rank"));
 }
 
 BENCHMARK(BM_TrainTransformer)
-    ->ArgsProduct({{0, 1}, {1, 2}})
+    ->ArgsProduct({{0, 1}, {1, 2}, {1}})
+    ->Args({0, 1, 2})
+    ->Args({1, 1, 2})
     ->Unit(benchmark::kMillisecond)
     ->UseManualTime()
     ->Iterations(1);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # gpipe-run profile --backend cuda as a user runs it. Without a GPU (or
 # without the CUDA toolkit) it exits 1 with one line saying so; bad flags are
-# exit 2 either way, and --stages/--sm-per-stage belong to cuda alone. With a
+# exit 2 either way, --sm-per-stage belongs to cuda alone and --threads-per-rank
+# to cpu alone. With a
 # GPU: a CUPTI profile of a tiny model, its SM partition on stderr, accepted
 # by `gpipe-sim run --profile`. Usage: profile_cuda_test.sh GPIPE_SIM GPIPE_RUN
 set -u
@@ -12,8 +13,8 @@ mlp=mlp:layers=2,hidden=8
 
 expect_status 0 "$run" profile --help
 expect_out "--sm-per-stage"
-expect_status 2 "$run" profile --model $mlp --micro-batch-sizes 1 --out "$tmp/q.json" --stages 2
-expect_one_error_line "--stages applies to --backend cuda only"
+expect_status 2 "$run" profile --backend cuda --model $mlp --micro-batch-sizes 1 --out "$tmp/q.json" --threads-per-rank 2
+expect_one_error_line "--threads-per-rank applies to --backend cpu only"
 expect_status 2 "$run" profile --backend cpu --model $mlp --micro-batch-sizes 1 --out "$tmp/q.json" --sm-per-stage 8
 expect_one_error_line "--sm-per-stage applies to --backend cuda only"
 expect_status 2 "$run" profile --backend cuda --model $mlp --micro-batch-sizes 1 --out "$tmp/q.json" --stages 0

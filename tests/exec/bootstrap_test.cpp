@@ -23,7 +23,7 @@ TEST(Bootstrap, Torchrun) {
                                                     {"LOCAL_RANK", "1"},
                                                     {"MASTER_ADDR", "node0"},
                                                     {"MASTER_PORT", "29400"}});
-  EXPECT_EQ(info, (LaunchInfo{3, 8, 1, "node0", 29400, "torchrun"}));
+  EXPECT_EQ(info, (LaunchInfo{3, 8, 1, 8, "node0", 29400, "torchrun"}));
 }
 
 TEST(Bootstrap, TorchrunWithoutLocalRankIsOneNode) {
@@ -38,7 +38,7 @@ TEST(Bootstrap, OpenMpi) {
                                                     {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
                                                     {"MASTER_ADDR", "10.0.0.1"},
                                                     {"MASTER_PORT", "6000"}});
-  EXPECT_EQ(info, (LaunchInfo{5, 6, 1, "10.0.0.1", 6000, "mpirun"}));
+  EXPECT_EQ(info, (LaunchInfo{5, 6, 1, 6, "10.0.0.1", 6000, "mpirun"}));
 }
 
 TEST(Bootstrap, Slurm) {
@@ -47,7 +47,22 @@ TEST(Bootstrap, Slurm) {
                                                     {"SLURM_LOCALID", "0"},
                                                     {"MASTER_ADDR", "n1"},
                                                     {"MASTER_PORT", "7000"}});
-  EXPECT_EQ(info, (LaunchInfo{0, 2, 0, "n1", 7000, "srun"}));
+  EXPECT_EQ(info, (LaunchInfo{0, 2, 0, 2, "n1", 7000, "srun"}));
+}
+
+TEST(Bootstrap, ProcessesOnThisNodeAreTheWorldUnlessTheLauncherSays) {
+  const Environment torchrun = {{"RANK", "3"},        {"WORLD_SIZE", "8"},       {"LOCAL_WORLD_SIZE", "4"},
+                                {"MASTER_ADDR", "h"}, {"MASTER_PORT", "1"}};
+  EXPECT_EQ(parse_launch_environment(torchrun).local_size, 4);
+  const Environment mpirun = {{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "6"},
+                              {"OMPI_COMM_WORLD_LOCAL_SIZE", "3"}};
+  EXPECT_EQ(parse_launch_environment(mpirun, false).local_size, 3);
+  const Environment srun = {{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "4"}, {"SLURM_NTASKS_PER_NODE", "2"}};
+  EXPECT_EQ(parse_launch_environment(srun, false).local_size, 2);
+  Environment too_many = mpirun;
+  too_many["OMPI_COMM_WORLD_LOCAL_SIZE"] = "7";
+  EXPECT_EQ(error_of([&] { (void)parse_launch_environment(too_many, false); }),
+            "launch environment: OMPI_COMM_WORLD_LOCAL_SIZE=7 is outside [1, 6]");
 }
 
 TEST(Bootstrap, AgreeingLaunchersAreFine) {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "exec/cpu/compute_team.hpp"
 #include "exec/cpu/ops/gemm.hpp"
 #include "exec/cpu/ops/vector_math.hpp"
 
@@ -46,20 +47,24 @@ void attention_forward(const AttentionShape& shape, const float* qkv, float* pro
   const std::int64_t h = shape.hidden;
   const std::int64_t d = shape.head_dim();
   const float scale = 1.0F / std::sqrt(static_cast<float>(d));
-  for (std::int64_t n = 0; n < shape.batch; ++n) {
-    const float* sample = qkv + n * s * 3 * h;
-    for (std::int64_t a = 0; a < shape.heads; ++a) {
+  const std::int64_t pairs = shape.batch * shape.heads;
+  // (sample, head) pairs are independent: split over the rank's team.
+  for_ranges(pairs, parts_for(pairs, 1), [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t pair = begin; pair < end; ++pair) {
+      const std::int64_t n = pair / shape.heads;
+      const std::int64_t a = pair % shape.heads;
+      const float* sample = qkv + n * s * 3 * h;
       const float* q = sample + a * d;
       const float* k = sample + h + a * d;
       const float* v = sample + 2 * h + a * d;
-      float* p = probs + (n * shape.heads + a) * s * s;
+      float* p = probs + pair * s * s;
       // The full S x S product, as the FLOP model counts it; the mask is applied after.
       gemm(Transpose::no, Transpose::yes, s, s, d, scale, q, 3 * h, k, 3 * h, 0.0F, p, s);
       causal_softmax(s, p);
       gemm(Transpose::no, Transpose::no, s, d, s, 1.0F, p, s, v, 3 * h, 0.0F,
            out + n * s * h + a * d, h);
     }
-  }
+  });
 }
 
 void attention_backward(const AttentionShape& shape, const float* qkv, const float* probs,
@@ -68,17 +73,19 @@ void attention_backward(const AttentionShape& shape, const float* qkv, const flo
   const std::int64_t h = shape.hidden;
   const std::int64_t d = shape.head_dim();
   const float scale = 1.0F / std::sqrt(static_cast<float>(d));
-  std::vector<float> dscores(static_cast<std::size_t>(s * s));  // reused by every head
-  for (std::int64_t n = 0; n < shape.batch; ++n) {
-    const float* sample = qkv + n * s * 3 * h;
-    float* dsample = dqkv + n * s * 3 * h;
-    const float* dout_sample = dout + n * s * h;
-    for (std::int64_t a = 0; a < shape.heads; ++a) {
+  const std::int64_t pairs = shape.batch * shape.heads;
+  for_ranges(pairs, parts_for(pairs, 1), [&](std::int64_t begin, std::int64_t end) {
+    std::vector<float> dscores(static_cast<std::size_t>(s * s));  // reused by this part's heads
+    for (std::int64_t pair = begin; pair < end; ++pair) {
+      const std::int64_t n = pair / shape.heads;
+      const std::int64_t a = pair % shape.heads;
+      const float* sample = qkv + n * s * 3 * h;
+      float* dsample = dqkv + n * s * 3 * h;
       const float* q = sample + a * d;
       const float* k = sample + h + a * d;
       const float* v = sample + 2 * h + a * d;
-      const float* p = probs + (n * shape.heads + a) * s * s;
-      const float* dout_head = dout_sample + a * d;
+      const float* p = probs + pair * s * s;
+      const float* dout_head = dout + n * s * h + a * d;
       float* ds = dscores.data();
       // dP = dout v^T, dv = P^T dout.
       gemm(Transpose::no, Transpose::yes, s, s, d, 1.0F, dout_head, h, v, 3 * h, 0.0F, ds, s);
@@ -91,7 +98,7 @@ void attention_backward(const AttentionShape& shape, const float* qkv, const flo
       gemm(Transpose::yes, Transpose::no, s, d, s, scale, ds, s, q, 3 * h, 0.0F,
            dsample + h + a * d, 3 * h);
     }
-  }
+  });
 }
 
 }  // namespace gpipe::exec::cpu

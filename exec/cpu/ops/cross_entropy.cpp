@@ -2,11 +2,14 @@
 
 #include <cmath>
 
+#include "exec/cpu/compute_team.hpp"
 #include "exec/cpu/ops/vector_math.hpp"
 
 namespace gpipe::exec::cpu {
 
-GPIPE_VECTOR_CLONES void cross_entropy_forward(std::int64_t rows, std::int64_t vocab,
+namespace {
+
+GPIPE_VECTOR_CLONES void cross_entropy_forward_rows(std::int64_t rows, std::int64_t vocab,
                                                float* logits, const std::int32_t* targets,
                                                float* loss) {
   for (std::int64_t r = 0; r < rows; ++r) {
@@ -21,7 +24,7 @@ GPIPE_VECTOR_CLONES void cross_entropy_forward(std::int64_t rows, std::int64_t v
   }
 }
 
-GPIPE_VECTOR_CLONES void cross_entropy_backward(std::int64_t rows, std::int64_t vocab,
+GPIPE_VECTOR_CLONES void cross_entropy_backward_rows(std::int64_t rows, std::int64_t vocab,
                                                 const float* probs, const std::int32_t* targets,
                                                 const float* scale, float* dlogits) {
   for (std::int64_t r = 0; r < rows; ++r) {
@@ -31,6 +34,26 @@ GPIPE_VECTOR_CLONES void cross_entropy_backward(std::int64_t rows, std::int64_t 
     for (std::int64_t j = 0; j < vocab; ++j) d[j] = p[j] * scale[r];
     d[targets[r]] -= scale[r];
   }
+}
+
+// Rows are independent: split over the rank's team, 64 Ki elements a part at least.
+int row_parts(std::int64_t rows, std::int64_t vocab) { return parts_for(rows * vocab, std::int64_t{1} << 16); }
+
+}  // namespace
+
+void cross_entropy_forward(std::int64_t rows, std::int64_t vocab, float* logits,
+                           const std::int32_t* targets, float* loss) {
+  for_ranges(rows, row_parts(rows, vocab), [&](std::int64_t begin, std::int64_t end) {
+    cross_entropy_forward_rows(end - begin, vocab, logits + begin * vocab, targets + begin, loss + begin);
+  });
+}
+
+void cross_entropy_backward(std::int64_t rows, std::int64_t vocab, const float* probs,
+                            const std::int32_t* targets, const float* scale, float* dlogits) {
+  for_ranges(rows, row_parts(rows, vocab), [&](std::int64_t begin, std::int64_t end) {
+    cross_entropy_backward_rows(end - begin, vocab, probs + begin * vocab, targets + begin, scale + begin,
+                                dlogits + begin * vocab);
+  });
 }
 
 }  // namespace gpipe::exec::cpu

@@ -1,21 +1,43 @@
 #include "exec/cpu/ops/elementwise.hpp"
 
+#include "exec/cpu/compute_team.hpp"
 #include "exec/cpu/ops/vector_math.hpp"
 
 namespace gpipe::exec::cpu {
 
-GPIPE_VECTOR_CLONES void add_into(std::int64_t count, const float* from, float* to) {
+namespace {
+
+GPIPE_VECTOR_CLONES void add_into_range(std::int64_t count, const float* from, float* to) {
 #pragma omp simd
   for (std::int64_t i = 0; i < count; ++i) to[i] += from[i];
 }
 
-GPIPE_VECTOR_CLONES void add_column_sums(std::int64_t rows, std::int64_t cols, const float* x,
-                                         float* sums) {
+// Columns [0, cols) of rows `stride` apart.
+GPIPE_VECTOR_CLONES void add_column_sums_band(std::int64_t rows, std::int64_t cols, std::int64_t stride,
+                                              const float* x, float* sums) {
   for (std::int64_t r = 0; r < rows; ++r) {
-    const float* row = x + r * cols;
+    const float* row = x + r * stride;
 #pragma omp simd
     for (std::int64_t j = 0; j < cols; ++j) sums[j] += row[j];
   }
+}
+
+// Split over the rank's team in ranges of at least 64 Ki elements.
+constexpr std::int64_t kMinPerPart = std::int64_t{1} << 16;
+
+}  // namespace
+
+void add_into(std::int64_t count, const float* from, float* to) {
+  for_ranges(count, parts_for(count, kMinPerPart), [&](std::int64_t begin, std::int64_t end) {
+    add_into_range(end - begin, from + begin, to + begin);
+  });
+}
+
+void add_column_sums(std::int64_t rows, std::int64_t cols, const float* x, float* sums) {
+  // By bands of columns, so that each sum is one part's alone.
+  for_ranges(cols, parts_for(rows * cols, kMinPerPart), [&](std::int64_t begin, std::int64_t end) {
+    add_column_sums_band(rows, end - begin, cols, x + begin, sums + begin);
+  });
 }
 
 }  // namespace gpipe::exec::cpu

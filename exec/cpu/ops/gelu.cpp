@@ -2,19 +2,22 @@
 
 #include <numbers>
 
+#include "exec/cpu/compute_team.hpp"
 #include "exec/cpu/ops/vector_math.hpp"
 
 namespace gpipe::exec::cpu {
 
 namespace {
+
 constexpr float k2Sqrt2OverPi = static_cast<float>(2 * std::numbers::sqrt2 * std::numbers::inv_sqrtpi);
 constexpr float kCubic = 0.044715F;
-}  // namespace
+// Split over the rank's team in ranges of at least 64 Ki elements.
+constexpr std::int64_t kMinPerPart = std::int64_t{1} << 16;
 
 // 0.5 v (1 + tanh(u)) = v sigmoid(2u), and its derivative
 // sigmoid(2u) + v sigmoid(2u) (1 - sigmoid(2u)) 2 du/dv: one exp and one
 // division per element, with no cancellation near 0 to guard against.
-GPIPE_VECTOR_CLONES void gelu_forward(std::int64_t count, const float* x, float* y) {
+GPIPE_VECTOR_CLONES void gelu_forward_range(std::int64_t count, const float* x, float* y) {
 #pragma omp simd
   for (std::int64_t i = 0; i < count; ++i) {
     const float v = x[i];
@@ -22,7 +25,8 @@ GPIPE_VECTOR_CLONES void gelu_forward(std::int64_t count, const float* x, float*
   }
 }
 
-GPIPE_VECTOR_CLONES void gelu_backward(std::int64_t count, const float* x, const float* dy, float* dx) {
+GPIPE_VECTOR_CLONES void gelu_backward_range(std::int64_t count, const float* x, const float* dy,
+                                             float* dx) {
 #pragma omp simd
   for (std::int64_t i = 0; i < count; ++i) {
     const float v = x[i];
@@ -30,6 +34,20 @@ GPIPE_VECTOR_CLONES void gelu_backward(std::int64_t count, const float* x, const
     const float dz = k2Sqrt2OverPi * (1.0F + 3.0F * kCubic * v * v);
     dx[i] = dy[i] * (s + v * s * (1.0F - s) * dz);
   }
+}
+
+}  // namespace
+
+void gelu_forward(std::int64_t count, const float* x, float* y) {
+  for_ranges(count, parts_for(count, kMinPerPart), [&](std::int64_t begin, std::int64_t end) {
+    gelu_forward_range(end - begin, x + begin, y + begin);
+  });
+}
+
+void gelu_backward(std::int64_t count, const float* x, const float* dy, float* dx) {
+  for_ranges(count, parts_for(count, kMinPerPart), [&](std::int64_t begin, std::int64_t end) {
+    gelu_backward_range(end - begin, x + begin, dy + begin, dx + begin);
+  });
 }
 
 }  // namespace gpipe::exec::cpu

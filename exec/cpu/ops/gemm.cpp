@@ -3,13 +3,20 @@
 #include <cblas.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <limits>
 #include <mutex>
 #include <stdexcept>
 
+#include "exec/cpu/compute_team.hpp"
+
 namespace gpipe::exec::cpu {
 
 namespace {
+
+// Below this many FLOPs a part (about 40 us at the 100 GFLOP/s one core of the
+// AMD EPYC here reaches), waking a helper costs more than it saves.
+constexpr std::int64_t kMinFlopsPerPart = std::int64_t{4} << 20;
 
 void pin_blas_to_one_thread() {
   static std::once_flag once;
@@ -32,8 +39,26 @@ void gemm(Transpose trans_a, Transpose trans_b, std::int64_t m, std::int64_t n, 
           float beta, float* c, std::int64_t ldc) {
   pin_blas_to_one_thread();
   if (m == 0 || n == 0) return;
-  cblas_sgemm(CblasRowMajor, to_blas(trans_a), to_blas(trans_b), to_blas(m), to_blas(n), to_blas(k),
-              alpha, a, to_blas(lda), b, to_blas(ldb), beta, c, to_blas(ldc));
+  const auto one = [&](std::int64_t rows, std::int64_t cols, const float* a_part, const float* b_part,
+                       float* c_part) {
+    cblas_sgemm(CblasRowMajor, to_blas(trans_a), to_blas(trans_b), to_blas(rows), to_blas(cols),
+                to_blas(k), alpha, a_part, to_blas(lda), b_part, to_blas(ldb), beta, c_part,
+                to_blas(ldc));
+  };
+  // On a rank's team: a single-threaded GEMM per part, over a band of C's rows
+  // (A's rows with them) or of its columns (B's columns), the longer side.
+  const int parts = parts_for(2 * m * n * std::max<std::int64_t>(k, 1), kMinFlopsPerPart);
+  if (parts == 1) {
+    one(m, n, a, b, c);
+  } else if (m >= n) {
+    for_ranges(m, parts, [&](std::int64_t begin, std::int64_t end) {
+      one(end - begin, n, a + (trans_a == Transpose::no ? begin * lda : begin), b, c + begin * ldc);
+    });
+  } else {
+    for_ranges(n, parts, [&](std::int64_t begin, std::int64_t end) {
+      one(m, end - begin, a, b + (trans_b == Transpose::no ? begin : begin * ldb), c + begin);
+    });
+  }
 }
 
 int blas_threads() { return openblas_get_num_threads(); }

@@ -2,6 +2,8 @@
 // call BLAS. OpenBLAS is pinned to one thread on first use, because every
 // pipeline stage runs its GEMMs on its own worker thread; OpenBLAS threads on
 // top of those would oversubscribe the cores and distort the measured times.
+// A rank with more threads (--threads-per-rank) splits each large GEMM over
+// its ComputeTeam (exec/cpu/compute_team.hpp), a single-threaded GEMM a part.
 #pragma once
 
 #include <cstdint>

@@ -2,15 +2,18 @@
 
 #include <cmath>
 
+#include "exec/cpu/compute_team.hpp"
 #include "exec/cpu/ops/vector_math.hpp"
 
 namespace gpipe::exec::cpu {
 
 // Each row's loops are SIMD loops (reductions included, so the sums are
 // reassociated: within float rounding of the sequential sums).
-GPIPE_VECTOR_CLONES void layernorm_forward(std::int64_t rows, std::int64_t width, const float* x,
-                                           const float* gamma, const float* beta, float* y,
-                                           float* stats) {
+namespace {
+
+GPIPE_VECTOR_CLONES void layernorm_forward_rows(std::int64_t rows, std::int64_t width, const float* x,
+                                                const float* gamma, const float* beta, float* y,
+                                                float* stats) {
   const float inv_width = 1.0F / static_cast<float>(width);
   for (std::int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * width;
@@ -34,6 +37,18 @@ GPIPE_VECTOR_CLONES void layernorm_forward(std::int64_t rows, std::int64_t width
   }
 }
 
+}  // namespace
+
+void layernorm_forward(std::int64_t rows, std::int64_t width, const float* x, const float* gamma,
+                       const float* beta, float* y, float* stats) {
+  // Rows are independent: split over the rank's team, 64 Ki elements a part at least.
+  for_ranges(rows, parts_for(rows * width, std::int64_t{1} << 16), [&](std::int64_t begin, std::int64_t end) {
+    layernorm_forward_rows(end - begin, width, x + begin * width, gamma, beta, y + begin * width,
+                           stats + 2 * begin);
+  });
+}
+
+// On one thread: every row adds into dgamma and dbeta.
 GPIPE_VECTOR_CLONES void layernorm_backward(std::int64_t rows, std::int64_t width, const float* x,
                                             const float* stats, const float* gamma, const float* dy,
                                             float* dx, float* dgamma, float* dbeta) {

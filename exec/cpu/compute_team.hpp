@@ -1,0 +1,95 @@
+// The threads one rank computes with (--threads-per-rank): the rank's own
+// thread and size - 1 helpers. A rank's thread enters its team (Scope), and
+// the kernels of exec/cpu/ops/ find it there (current()) and split their work
+// over it: GEMMs by rows or columns, attention by sample and head, elementwise
+// passes by ranges. So the layers are the same code at every team size, and a
+// team of 1 (the default without the flag, and where no team is entered) runs
+// every kernel on the calling thread alone, exactly as before.
+//
+// Every split is fixed by the shapes and the team's size, never by timing, so
+// a run is as deterministic at 2 threads as at 1 (though not bitwise equal to
+// it: a GEMM split by columns sums in the same order, one split by rows too,
+// but a reduction over parts does not).
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace gpipe::exec::cpu {
+
+class ComputeTeam {
+ public:
+  // size >= 1 threads in all, the caller of run() being one of them.
+  explicit ComputeTeam(int size);
+  ~ComputeTeam();
+  ComputeTeam(const ComputeTeam&) = delete;
+  ComputeTeam& operator=(const ComputeTeam&) = delete;
+
+  [[nodiscard]] int size() const { return size_; }
+
+  // Runs body(part) for every part in [0, parts), spread over the team with
+  // the calling thread taking parts too; returns when all have finished, and
+  // rethrows the first exception a part threw. Not reentrant: a body must not
+  // call run() of the same team (the kernels never nest).
+  void run(int parts, const std::function<void(int part)>& body);
+
+  // The team the calling thread has entered, or nullptr.
+  [[nodiscard]] static ComputeTeam* current();
+  // Enters `team` on this thread for the rest of the thread's life (a rank's
+  // worker thread; the team must outlive it).
+  static void enter_for_thread(ComputeTeam* team);
+
+  // Enters `team` on this thread for the scope's lifetime (nullptr: none).
+  class Scope {
+   public:
+    explicit Scope(ComputeTeam* team);
+    ~Scope();
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+
+   private:
+    ComputeTeam* previous_;
+  };
+
+ private:
+  void helper_loop();
+  void take_parts(const std::function<void(int)>& body, int parts);
+
+  int size_;
+  std::mutex mutex_;
+  std::condition_variable wake_;  // helpers: a new job, or stop
+  std::condition_variable done_;  // the caller: every part finished
+  const std::function<void(int)>* job_ = nullptr;
+  int parts_ = 0;
+  int next_part_ = 0;       // the next part not yet taken
+  int unfinished_ = 0;      // parts not yet finished
+  int busy_helpers_ = 0;    // helpers inside a job (run() waits for them to leave it)
+  std::uint64_t generation_ = 0;
+  bool stop_ = false;
+  std::exception_ptr error_;
+  std::vector<std::thread> helpers_;
+};
+
+// The cores this process may run on (its CPU affinity: taskset, a cgroup's
+// cpuset), at least 1.
+[[nodiscard]] int usable_cores();
+
+// --threads-per-rank's default: this process's cores shared by the ranks that
+// run on them (`ranks_here`), at least 1 each.
+[[nodiscard]] int default_threads_per_rank(int ranks_here);
+
+// The number of parts a kernel splits `work` units into on the current team:
+// 1 without a team, or when each part would get less than `min_per_part`.
+[[nodiscard]] int parts_for(std::int64_t work, std::int64_t min_per_part);
+
+// Calls body(begin, end) over [0, count) split into `parts` contiguous ranges
+// (as equal as they can be), on the current team; on the calling thread
+// alone when parts <= 1.
+void for_ranges(std::int64_t count, int parts, const std::function<void(std::int64_t, std::int64_t)>& body);
+
+}  // namespace gpipe::exec::cpu
