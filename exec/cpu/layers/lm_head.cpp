@@ -49,13 +49,13 @@ class LmHead final : public KindLayer {
     layernorm_forward(rows, h_, input.data(), value(kGamma), value(kBeta), normed.data(),
                       stats.data());
     linear_forward({rows, h_, v_}, normed.data(), value(kWu), nullptr, probs.data());
-    std::vector<float> row_loss(static_cast<std::size_t>(rows));
+    Tensor row_loss = Tensor::uninitialized({rows});
     cross_entropy_forward(rows, v_, probs.data(), targets.i32().data(), row_loss.data());
     Tensor loss({b});
     float* out = loss.data();
     for (std::int64_t n = 0; n < b; ++n) {
       double sum = 0.0;
-      for (std::int64_t s = 0; s < s_; ++s) sum += row_loss[static_cast<std::size_t>(n * s_ + s)];
+      for (std::int64_t s = 0; s < s_; ++s) sum += row_loss.data()[n * s_ + s];
       out[n] = static_cast<float>(sum / static_cast<double>(s_));
     }
 
@@ -80,10 +80,8 @@ class LmHead final : public KindLayer {
     release_all_but(stash, {kNormed, kProbs});
     // Each position's share of its sample's loss is 1/S of it.
     const float* g = grad_output.data();
-    std::vector<float> row_scale(static_cast<std::size_t>(rows));
-    for (std::int64_t r = 0; r < rows; ++r) {
-      row_scale[static_cast<std::size_t>(r)] = g[r / s_] / static_cast<float>(s_);
-    }
+    Tensor row_scale = Tensor::uninitialized({rows});
+    for (std::int64_t r = 0; r < rows; ++r) row_scale.data()[r] = g[r / s_] / static_cast<float>(s_);
     // The stash is ours now: the logits' gradient overwrites the probabilities.
     float* dlogits = kept[kProbs].data();
     cross_entropy_backward(rows, v_, dlogits, kept[kTargets].i32().data(), row_scale.data(),

@@ -3,7 +3,6 @@
 
 #include "exec/cpu/layers/kind_base.hpp"
 #include "exec/cpu/layers/layer_kinds.hpp"
-#include "exec/cpu/ops/elementwise.hpp"
 #include "exec/cpu/ops/gelu.hpp"
 #include "exec/cpu/ops/layernorm.hpp"
 #include "exec/cpu/ops/linear.hpp"
@@ -34,10 +33,7 @@ class MlpBlock final : public KindLayer {
                       stats.data());
     linear_forward({b, h_, f_}, normed.data(), value(kW1), value(kC1), pre.data());
     gelu_forward(b * f_, pre.data(), act.data());
-    linear_forward({b, f_, h_}, act.data(), value(kW2), value(kC2), y.data());
-    const float* x = input.data();
-    float* out = y.data();
-    add_into(b * h_, x, out);  // the residual
+    linear_forward({b, f_, h_}, act.data(), value(kW2), value(kC2), y.data(), input.data());  // + the residual
 
     stash.tensors.clear();
     stash.tensors.push_back(std::move(input));

@@ -8,7 +8,6 @@
 #include "exec/cpu/layers/kind_base.hpp"
 #include "exec/cpu/layers/layer_kinds.hpp"
 #include "exec/cpu/ops/attention.hpp"
-#include "exec/cpu/ops/elementwise.hpp"
 #include "exec/cpu/ops/gelu.hpp"
 #include "exec/cpu/ops/layernorm.hpp"
 #include "exec/cpu/ops/linear.hpp"
@@ -55,14 +54,12 @@ class TransformerBlock final : public KindLayer {
                       at(kStats1));
     linear_forward({rows, h_, 3 * h_}, at(kNormed1), value(kWqkv), value(kBqkv), at(kQkv));
     attention_forward({b, s_, h_, a_}, at(kQkv), at(kProbs), at(kAttn));
-    linear_forward({rows, h_, h_}, at(kAttn), value(kWo), value(kBo), at(kA));
-    add_into(rows * h_, at(kX), at(kA));
+    linear_forward({rows, h_, h_}, at(kAttn), value(kWo), value(kBo), at(kA), at(kX));
     layernorm_forward(rows, h_, at(kA), value(kGamma2), value(kBeta2), at(kNormed2),
                       at(kStats2));
     linear_forward({rows, h_, f_}, at(kNormed2), value(kW1), value(kB1), at(kPreGelu));
     gelu_forward(rows * f_, at(kPreGelu), at(kGelu));
-    linear_forward({rows, f_, h_}, at(kGelu), value(kW2), value(kB2), y.data());
-    add_into(rows * h_, at(kA), y.data());
+    linear_forward({rows, f_, h_}, at(kGelu), value(kW2), value(kB2), y.data(), at(kA));
     return y;
   }
 

@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <vector>
 
 #include "exec/cpu/compute_team.hpp"
 #include "exec/cpu/ops/gemm.hpp"
 #include "exec/cpu/ops/vector_math.hpp"
+#include "exec/runtime/tensor.hpp"
 
 namespace gpipe::exec::cpu {
 
@@ -75,7 +75,8 @@ void attention_backward(const AttentionShape& shape, const float* qkv, const flo
   const float scale = 1.0F / std::sqrt(static_cast<float>(d));
   const std::int64_t pairs = shape.batch * shape.heads;
   for_ranges(pairs, parts_for(pairs, 1), [&](std::int64_t begin, std::int64_t end) {
-    std::vector<float> dscores(static_cast<std::size_t>(s * s));  // reused by this part's heads
+    // Reused by this part's heads; from the tensor pool, so a step allocates nothing.
+    Tensor dscores = Tensor::uninitialized({s, s});
     for (std::int64_t pair = begin; pair < end; ++pair) {
       const std::int64_t n = pair / shape.heads;
       const std::int64_t a = pair % shape.heads;

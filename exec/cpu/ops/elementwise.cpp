@@ -7,11 +7,6 @@ namespace gpipe::exec::cpu {
 
 namespace {
 
-GPIPE_VECTOR_CLONES void add_into_range(std::int64_t count, const float* from, float* to) {
-#pragma omp simd
-  for (std::int64_t i = 0; i < count; ++i) to[i] += from[i];
-}
-
 // Columns [0, cols) of rows `stride` apart.
 GPIPE_VECTOR_CLONES void add_column_sums_band(std::int64_t rows, std::int64_t cols, std::int64_t stride,
                                               const float* x, float* sums) {
@@ -26,12 +21,6 @@ GPIPE_VECTOR_CLONES void add_column_sums_band(std::int64_t rows, std::int64_t co
 constexpr std::int64_t kMinPerPart = std::int64_t{1} << 16;
 
 }  // namespace
-
-void add_into(std::int64_t count, const float* from, float* to) {
-  for_ranges(count, parts_for(count, kMinPerPart), [&](std::int64_t begin, std::int64_t end) {
-    add_into_range(end - begin, from + begin, to + begin);
-  });
-}
 
 void add_column_sums(std::int64_t rows, std::int64_t cols, const float* x, float* sums) {
   // By bands of columns, so that each sum is one part's alone.

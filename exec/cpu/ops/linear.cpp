@@ -2,20 +2,45 @@
 
 #include <algorithm>
 
+#include "exec/cpu/compute_team.hpp"
 #include "exec/cpu/ops/elementwise.hpp"
 #include "exec/cpu/ops/gemm.hpp"
+#include "exec/cpu/ops/vector_math.hpp"
 
 namespace gpipe::exec::cpu {
 
-void linear_forward(const LinearShape& shape, const float* x, const float* w, const float* bias,
-                    float* y) {
-  const auto [rows, in, out] = shape;
-  // Seed y with the bias so the GEMM adds the product in the same pass.
-  if (bias != nullptr) {
-    for (std::int64_t r = 0; r < rows; ++r) std::copy(bias, bias + out, y + r * out);
+namespace {
+
+// y = bias (per row) + residual, either may be null but not both.
+GPIPE_VECTOR_CLONES void seed_rows(std::int64_t rows, std::int64_t cols, const float* bias,
+                                   const float* residual, float* y) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    float* yr = y + r * cols;
+    const float* rr = residual == nullptr ? nullptr : residual + r * cols;
+    if (bias == nullptr) {
+      std::copy(rr, rr + cols, yr);
+    } else if (rr == nullptr) {
+      std::copy(bias, bias + cols, yr);
+    } else {
+#pragma omp simd
+      for (std::int64_t j = 0; j < cols; ++j) yr[j] = bias[j] + rr[j];
+    }
   }
-  gemm(Transpose::no, Transpose::yes, rows, out, in, 1.0F, x, in, w, in,
-       bias != nullptr ? 1.0F : 0.0F, y, out);
+}
+
+}  // namespace
+
+void linear_forward(const LinearShape& shape, const float* x, const float* w, const float* bias,
+                    float* y, const float* residual) {
+  const auto [rows, in, out] = shape;
+  // Seed y with the bias and the residual so the GEMM adds the product in the same pass.
+  const bool seeded = bias != nullptr || residual != nullptr;
+  if (seeded) {
+    for_ranges(rows, parts_for(rows * out, std::int64_t{1} << 16), [&](std::int64_t begin, std::int64_t end) {
+      seed_rows(end - begin, out, bias, residual == nullptr ? nullptr : residual + begin * out, y + begin * out);
+    });
+  }
+  gemm(Transpose::no, Transpose::yes, rows, out, in, 1.0F, x, in, w, in, seeded ? 1.0F : 0.0F, y, out);
 }
 
 void linear_backward_input(const LinearShape& shape, const float* w, const float* dy, float* dx) {

@@ -12,9 +12,12 @@ struct LinearShape {
   std::int64_t out = 0;
 };
 
-// y[rows,out] = x[rows,in] W[out,in]^T + bias[out]; bias may be null.
+// y[rows,out] = x[rows,in] W[out,in]^T + bias[out] + residual[rows,out]; bias
+// and residual may be null. The residual is added in the pass that seeds y
+// with the bias, before the GEMM adds the product: a block's skip connection
+// costs no pass over y of its own.
 void linear_forward(const LinearShape& shape, const float* x, const float* w, const float* bias,
-                    float* y);
+                    float* y, const float* residual = nullptr);
 
 // The backward in its two halves, which a split backward runs as I and W (a
 // full backward runs both, the input half first):
