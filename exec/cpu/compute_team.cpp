@@ -14,7 +14,7 @@ namespace {
 thread_local ComputeTeam* current_team = nullptr;
 }  // namespace
 
-ComputeTeam::ComputeTeam(int size) : size_(size) {
+ComputeTeam::ComputeTeam(int size, SpinBudget spin) : size_(size), spin_(spin) {
   if (size < 1) throw std::invalid_argument(fmt::format("a compute team needs at least 1 thread, got {}", size));
   helpers_.reserve(static_cast<std::size_t>(size - 1));
   try {
@@ -70,6 +70,7 @@ void ComputeTeam::helper_loop() {
   while (true) {
     const std::function<void(int)>* job = nullptr;
     int parts = 0;
+    (void)spin_until([&] { return stop_.load() || generation_.load() != seen; }, spin_);
     {
       std::unique_lock lock(mutex_);
       wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
@@ -107,6 +108,7 @@ void ComputeTeam::run(int parts, const std::function<void(int)>& body) {
   }
   wake_.notify_all();
   take_parts(body, parts);
+  (void)spin_until([&] { return unfinished_.load() == 0 && busy_helpers_.load() == 0; }, spin_);
   std::exception_ptr error;
   {
     // Every part finished, and no helper still holds this job: the next
@@ -135,6 +137,10 @@ int usable_cores() {
 }
 
 int default_threads_per_rank(int ranks_here) { return std::max(1, usable_cores() / std::max(1, ranks_here)); }
+
+SpinBudget polling_budget(int threads) {
+  return threads <= usable_cores() ? SpinBudget(20000) : SpinBudget::zero();
+}
 
 int parts_for(std::int64_t work, std::int64_t min_per_part) {
   const ComputeTeam* team = ComputeTeam::current();

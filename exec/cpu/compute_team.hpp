@@ -12,6 +12,7 @@
 // but a reduction over parts does not).
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -20,12 +21,16 @@
 #include <thread>
 #include <vector>
 
+#include "exec/runtime/spin_wait.hpp"
+
 namespace gpipe::exec::cpu {
 
 class ComputeTeam {
  public:
-  // size >= 1 threads in all, the caller of run() being one of them.
-  explicit ComputeTeam(int size);
+  // size >= 1 threads in all, the caller of run() being one of them. Waiting
+  // threads (helpers between jobs, the caller for its helpers) poll for `spin`
+  // before they sleep (exec/runtime/spin_wait.hpp).
+  explicit ComputeTeam(int size, SpinBudget spin = SpinBudget::zero());
   ~ComputeTeam();
   ComputeTeam(const ComputeTeam&) = delete;
   ComputeTeam& operator=(const ComputeTeam&) = delete;
@@ -61,16 +66,18 @@ class ComputeTeam {
   void take_parts(const std::function<void(int)>& body, int parts);
 
   int size_;
+  SpinBudget spin_;
   std::mutex mutex_;
   std::condition_variable wake_;  // helpers: a new job, or stop
   std::condition_variable done_;  // the caller: every part finished
   const std::function<void(int)>* job_ = nullptr;
   int parts_ = 0;
   int next_part_ = 0;       // the next part not yet taken
-  int unfinished_ = 0;      // parts not yet finished
-  int busy_helpers_ = 0;    // helpers inside a job (run() waits for them to leave it)
-  std::uint64_t generation_ = 0;
-  bool stop_ = false;
+  // Changed under mutex_; atomic so that waiters can poll them unlocked.
+  std::atomic<int> unfinished_{0};    // parts not yet finished
+  std::atomic<int> busy_helpers_{0};  // helpers inside a job (run() waits for them to leave it)
+  std::atomic<std::uint64_t> generation_{0};
+  std::atomic<bool> stop_{false};
   std::exception_ptr error_;
   std::vector<std::thread> helpers_;
 };
@@ -82,6 +89,12 @@ class ComputeTeam {
 // --threads-per-rank's default: this process's cores shared by the ranks that
 // run on them (`ranks_here`), at least 1 each.
 [[nodiscard]] int default_threads_per_rank(int ranks_here);
+
+// How long the waiting threads of a process poll before they sleep: long
+// enough to cover a wait inside a step (20 ms) when the process's busy threads
+// (`threads`: every rank's team) have a core each, else zero (polling would take
+// the time of a thread that shares the core).
+[[nodiscard]] SpinBudget polling_budget(int threads);
 
 // The number of parts a kernel splits `work` units into on the current team:
 // 1 without a team, or when each part would get less than `min_per_part`.

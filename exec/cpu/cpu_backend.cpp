@@ -80,7 +80,7 @@ std::vector<float> CpuBackend::to_host(const Tensor& tensor, const Context& /*co
 }
 
 void CpuBackend::RankDevice::enter_thread() {
-  if (threads_ > 1) team_ = std::make_unique<ComputeTeam>(threads_);
+  if (threads_ > 1) team_ = std::make_unique<ComputeTeam>(threads_, spin_);
   ComputeTeam::enter_for_thread(team_.get());
 }
 
@@ -95,10 +95,14 @@ double CpuBackend::RankDevice::sum(const Tensor& tensor) const {
 CpuBackend::Run::Run(const TrainOptions& options, const RunSettings& settings,
                      const Placement& where, const Options& backend_options)
     : timer_(settings.schedule->num_ranks, settings.measured_steps),
-      in_process_link_(settings.schedule->num_ranks, &timer_),
+      // Every rank's threads on this machine's cores (with ranks as
+      // processes, all K on one node at worst): waiters poll when each has a core.
+      in_process_link_(settings.schedule->num_ranks, &timer_,
+                       polling_budget(settings.schedule->num_ranks * options.threads_per_rank)),
       threads_per_rank_(options.threads_per_rank) {
+  const SpinBudget spin = polling_budget(settings.schedule->num_ranks * options.threads_per_rank);
   devices_.reserve(static_cast<std::size_t>(settings.schedule->num_ranks));
-  for (int r = 0; r < settings.schedule->num_ranks; ++r) devices_.emplace_back(options.threads_per_rank);
+  for (int r = 0; r < settings.schedule->num_ranks; ++r) devices_.emplace_back(options.threads_per_rank, spin);
   if (where.group != nullptr) {
     if (!backend_options.process_link) {
       throw InputError("the cpu backend has no link between processes here: start it without a launcher");

@@ -63,7 +63,7 @@ struct CpuBackend {
   // more than one (its ComputeTeam): every call runs the work.
   class RankDevice {
    public:
-    explicit RankDevice(int threads = 1) : threads_(threads) {}
+    explicit RankDevice(int threads = 1, SpinBudget spin = SpinBudget::zero()) : threads_(threads), spin_(spin) {}
     // Starts the rank's team and enters it on this (the rank's) thread.
     void enter_thread();
     [[nodiscard]] Tensor upload(Tensor host) { return host; }
@@ -77,6 +77,7 @@ struct CpuBackend {
 
    private:
     int threads_;
+    SpinBudget spin_;  // how long the team's waiting threads poll
     std::unique_ptr<ComputeTeam> team_;
   };
 

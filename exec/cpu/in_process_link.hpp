@@ -17,9 +17,10 @@ namespace gpipe::exec::cpu {
 
 class InProcessLink final : public Link<Tensor> {
  public:
-  // `timer` times measured SENDs and RECVs; null: none are timed.
-  explicit InProcessLink(int num_ranks, ActionTimer* timer = nullptr)
-      : mailboxes_(num_ranks), timer_(timer) {}
+  // `timer` times measured SENDs and RECVs; null: none are timed. A receive
+  // polls for `spin` before it sleeps (exec/runtime/spin_wait.hpp).
+  explicit InProcessLink(int num_ranks, ActionTimer* timer = nullptr, SpinBudget spin = SpinBudget::zero())
+      : mailboxes_(num_ranks, spin), timer_(timer) {}
 
   void send(schedules::Rank from, schedules::Rank to, const MessageTag& tag, Tensor tensor,
             const ActionMark& mark) override;

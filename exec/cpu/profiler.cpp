@@ -106,7 +106,8 @@ double measure_handoff_latency_us(int round_trips) {
   // Rank 0 sends an activation to rank 1 through the executor's own
   // link, rank 1 answers with a gradient; half a round trip is one
   // hand-off: a send, the receiver's wake-up and its receive.
-  InProcessLink link(2);
+  // Polling as a 2-rank run's receivers do on this machine.
+  InProcessLink link(2, nullptr, polling_budget(2));
   const schedules::Rank first{0};
   const schedules::Rank second{1};
   const int warmup = std::max(10, round_trips / 10);
@@ -145,7 +146,9 @@ profiles::Profile profile_cpu(const models::Model& model, std::span<const int> m
   }
   // Measured as a rank of that many threads computes: on a team of them.
   std::unique_ptr<ComputeTeam> team;
-  if (options.threads_per_rank > 1) team = std::make_unique<ComputeTeam>(options.threads_per_rank);
+  if (options.threads_per_rank > 1) {
+    team = std::make_unique<ComputeTeam>(options.threads_per_rank, polling_budget(options.threads_per_rank));
+  }
   const ComputeTeam::Scope on_team(team.get());
   profiles::Profile profile;
   profile.device = device_name(options.threads_per_rank);

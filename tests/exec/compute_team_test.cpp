@@ -19,15 +19,18 @@ namespace gpipe::exec::cpu {
 namespace {
 
 TEST(ComputeTeam, EveryPartRunsOnceInEveryRun) {
-  ComputeTeam team(3);
-  EXPECT_EQ(team.size(), 3);
-  // Many short runs back to back: a helper that wakes late must not run a part
-  // of a run that has already returned, nor of the next one twice.
-  for (int run = 0; run < 2000; ++run) {
-    const int parts = 1 + run % 7;
-    std::vector<std::atomic<int>> hits(static_cast<std::size_t>(parts));
-    team.run(parts, [&](int part) { hits[static_cast<std::size_t>(part)].fetch_add(1); });
-    for (int p = 0; p < parts; ++p) ASSERT_EQ(hits[static_cast<std::size_t>(p)].load(), 1) << run << " " << p;
+  // Sleeping waiters, and waiters that poll first (helpers between jobs, the caller for its helpers).
+  for (const SpinBudget spin : {SpinBudget::zero(), SpinBudget(20000)}) {
+    ComputeTeam team(3, spin);
+    EXPECT_EQ(team.size(), 3);
+    // Many short runs back to back: a helper that wakes late must not run a part
+    // of a run that has already returned, nor of the next one twice.
+    for (int run = 0; run < 2000; ++run) {
+      const int parts = 1 + run % 7;
+      std::vector<std::atomic<int>> hits(static_cast<std::size_t>(parts));
+      team.run(parts, [&](int part) { hits[static_cast<std::size_t>(part)].fetch_add(1); });
+      for (int p = 0; p < parts; ++p) ASSERT_EQ(hits[static_cast<std::size_t>(p)].load(), 1) << run << " " << p;
+    }
   }
 }
 

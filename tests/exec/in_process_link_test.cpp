@@ -105,5 +105,33 @@ TEST(InProcessLink, ASecondSendOfOneMessageIsAnError) {
   EXPECT_THROW(link.send(Rank{0}, Rank{5}, activation(1), filled(0), {}), std::out_of_range);
 }
 
+// A receiver with a spin budget polls first, then sleeps: a message that comes
+// while it polls, one that comes after it has gone to sleep, and one for
+// another tag in between (which must not end its wait) all arrive; abort
+// reaches it while it polls.
+TEST(InProcessLink, APollingReceiverGetsItsMessageBeforeAndAfterItsBudget) {
+  using namespace std::chrono_literals;
+  cpu::InProcessLink link(2, nullptr, SpinBudget(20000));
+  for (const auto delay : {2ms, 60ms}) {
+    std::jthread sender([&] {
+      std::this_thread::sleep_for(delay / 2);
+      link.send(Rank{0}, Rank{1}, activation(9), filled(9), {});  // not the one awaited
+      std::this_thread::sleep_for(delay / 2);
+      link.send(Rank{0}, Rank{1}, activation(1), filled(1), {});
+    });
+    const Tensor t = link.receive(Rank{1}, Rank{0}, activation(1), {});
+    EXPECT_EQ(t.f32()[0], 1.0F);
+    sender.join();
+    (void)link.receive(Rank{1}, Rank{0}, activation(9), {});
+  }
+  std::jthread stopper([&] {
+    std::this_thread::sleep_for(2ms);
+    link.abort();
+  });
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_THROW((void)link.receive(Rank{1}, Rank{0}, activation(2), {}), Aborted);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
+}
+
 }  // namespace
 }  // namespace gpipe::exec
