@@ -12,8 +12,20 @@ namespace gpipe::exec::cpu {
 
 namespace {
 
-// Row i of scores[S,S] becomes the softmax of its first i+1 entries; the
-// masked entries become exactly 0, so the backward needs no mask of its own.
+// The causal mask leaves the upper triangle of every S x S product zero, so
+// the products run in bands of kBand query rows, each only as far as its last
+// row sees: 62.5 % of the full products' FLOPs at S = 128 (bands of 32), with
+// GEMMs still large enough to run near OpenBLAS's speed.
+constexpr std::int64_t kBand = 32;
+
+// Calls band(first_row, end_row) for the bands of [0, seq).
+template <class F>
+void for_bands(std::int64_t seq, F&& band) {
+  for (std::int64_t i0 = 0; i0 < seq; i0 += kBand) band(i0, std::min(seq, i0 + kBand));
+}
+
+// Row i of scores[S,S] becomes the softmax of its first i+1 entries (the rest
+// need not have been computed); the masked entries become exactly 0.
 GPIPE_VECTOR_CLONES void causal_softmax(std::int64_t seq, float* scores) {
   for (std::int64_t i = 0; i < seq; ++i) {
     float* row = scores + i * seq;
@@ -25,8 +37,9 @@ GPIPE_VECTOR_CLONES void causal_softmax(std::int64_t seq, float* scores) {
   }
 }
 
-// Softmax's backward, row by row: dS = P * (dP - sum_j P dP), in place of dP.
-// The masked P are 0, so the masked dS are too.
+// Softmax's backward, row by row: dS = P * (dP - sum_j P dP), in place of dP,
+// over each row's first i+1 entries; the masked dS are set to exactly 0 (dP
+// there was never computed).
 GPIPE_VECTOR_CLONES void causal_softmax_backward(std::int64_t seq, const float* probs,
                                                  float* dscores) {
   for (std::int64_t i = 0; i < seq; ++i) {
@@ -36,7 +49,8 @@ GPIPE_VECTOR_CLONES void causal_softmax_backward(std::int64_t seq, const float* 
 #pragma omp simd reduction(+ : dot)
     for (std::int64_t j = 0; j <= i; ++j) dot += pr[j] * dr[j];
 #pragma omp simd
-    for (std::int64_t j = 0; j < seq; ++j) dr[j] = pr[j] * (dr[j] - dot);
+    for (std::int64_t j = 0; j <= i; ++j) dr[j] = pr[j] * (dr[j] - dot);
+    std::fill(dr + i + 1, dr + seq, 0.0F);
   }
 }
 
@@ -58,11 +72,17 @@ void attention_forward(const AttentionShape& shape, const float* qkv, float* pro
       const float* k = sample + h + a * d;
       const float* v = sample + 2 * h + a * d;
       float* p = probs + pair * s * s;
-      // The full S x S product, as the FLOP model counts it; the mask is applied after.
-      gemm(Transpose::no, Transpose::yes, s, s, d, scale, q, 3 * h, k, 3 * h, 0.0F, p, s);
+      float* o = out + n * s * h + a * d;
+      // S[i0:i1, 0:i1] = scale q[i0:i1] k[0:i1]^T, band by band; then the mask and softmax.
+      for_bands(s, [&](std::int64_t i0, std::int64_t i1) {
+        gemm(Transpose::no, Transpose::yes, i1 - i0, i1, d, scale, q + i0 * 3 * h, 3 * h, k, 3 * h, 0.0F,
+             p + i0 * s, s);
+      });
       causal_softmax(s, p);
-      gemm(Transpose::no, Transpose::no, s, d, s, 1.0F, p, s, v, 3 * h, 0.0F,
-           out + n * s * h + a * d, h);
+      // out[i0:i1] = P[i0:i1, 0:i1] v[0:i1].
+      for_bands(s, [&](std::int64_t i0, std::int64_t i1) {
+        gemm(Transpose::no, Transpose::no, i1 - i0, d, i1, 1.0F, p + i0 * s, s, v, 3 * h, 0.0F, o + i0 * h, h);
+      });
     }
   });
 }
@@ -87,17 +107,26 @@ void attention_backward(const AttentionShape& shape, const float* qkv, const flo
       const float* v = sample + 2 * h + a * d;
       const float* p = probs + pair * s * s;
       const float* dout_head = dout + n * s * h + a * d;
+      float* dq = dsample + a * d;
+      float* dk = dsample + h + a * d;
+      float* dv = dsample + 2 * h + a * d;
       float* ds = dscores.data();
-      // dP = dout v^T, dv = P^T dout.
-      gemm(Transpose::no, Transpose::yes, s, s, d, 1.0F, dout_head, h, v, 3 * h, 0.0F, ds, s);
-      gemm(Transpose::yes, Transpose::no, s, d, s, 1.0F, p, s, dout_head, h, 0.0F,
-           dsample + 2 * h + a * d, 3 * h);
+      // dP[i0:i1, 0:i1] = dout[i0:i1] v[0:i1]^T; then dS over the same entries, 0 above.
+      for_bands(s, [&](std::int64_t i0, std::int64_t i1) {
+        gemm(Transpose::no, Transpose::yes, i1 - i0, i1, d, 1.0F, dout_head + i0 * h, h, v, 3 * h, 0.0F,
+             ds + i0 * s, s);
+      });
       causal_softmax_backward(s, p, ds);
-      // dq = scale dS k, dk = scale dS^T q.
-      gemm(Transpose::no, Transpose::no, s, d, s, scale, ds, s, k, 3 * h, 0.0F, dsample + a * d,
-           3 * h);
-      gemm(Transpose::yes, Transpose::no, s, d, s, scale, ds, s, q, 3 * h, 0.0F,
-           dsample + h + a * d, 3 * h);
+      for_bands(s, [&](std::int64_t j0, std::int64_t j1) {
+        // Key rows j0:j1 are seen by query rows j0 and after: dv = P^T dout, dk = scale dS^T q.
+        gemm(Transpose::yes, Transpose::no, j1 - j0, d, s - j0, 1.0F, p + j0 * s + j0, s, dout_head + j0 * h, h,
+             0.0F, dv + j0 * 3 * h, 3 * h);
+        gemm(Transpose::yes, Transpose::no, j1 - j0, d, s - j0, scale, ds + j0 * s + j0, s, q + j0 * 3 * h, 3 * h,
+             0.0F, dk + j0 * 3 * h, 3 * h);
+        // Query rows j0:j1 see key rows 0:j1: dq = scale dS k.
+        gemm(Transpose::no, Transpose::no, j1 - j0, d, j1, scale, ds + j0 * s, s, k, 3 * h, 0.0F,
+             dq + j0 * 3 * h, 3 * h);
+      });
     }
   });
 }
