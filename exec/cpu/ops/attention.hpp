@@ -1,7 +1,9 @@
 // Causal multi-head self-attention (the part between the qkv and output
 // projections): per sample and head, P = softmax(q k^T / sqrt(d) + causal
 // mask), out = P v, with d = H / A; forward and backward, GEMMs per (sample,
-// head) addressing the head's columns in place (strided leading dimensions).
+// head) addressing the head's columns in place (strided leading dimensions),
+// in bands of query rows that stop at the diagonal (the masked products are
+// never computed).
 //
 // Layouts: qkv [b, S, 3H], each token's row [q | k | v], head h owning columns
 // [h d, (h+1) d) of each third; probs [b, A, S, S], zero above the diagonal;
