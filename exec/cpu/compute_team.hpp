@@ -6,10 +6,11 @@
 // team of 1 (the default without the flag, and where no team is entered) runs
 // every kernel on the calling thread alone, exactly as before.
 //
-// Every split is fixed by the shapes and the team's size, never by timing, so
-// a run is as deterministic at 2 threads as at 1 (though not bitwise equal to
-// it: a GEMM split by columns sums in the same order, one split by rows too,
-// but a reduction over parts does not).
+// Every split is fixed by the shapes and the team's size, never by timing, and
+// each output element is computed by one part, summing in the order it does
+// alone (no kernel reduces over parts: LayerNorm's backward, whose gamma and
+// beta gradients sum over rows, stays on one thread), so a team gives bit for
+// bit what one thread gives (tests/exec/compute_team_test.cpp).
 #pragma once
 
 #include <atomic>
