@@ -6,7 +6,9 @@ scripts/compare-torch runs it beside tests/bench/train_bench.
   transformer:layers=L,hidden=H,heads=A,seq=S (vocab 256): token and position
   embedding, L pre-LN blocks with biases (LN, QKV, causal attention, proj; LN,
   4H MLP with tanh GELU), final LN, unembedding without bias, cross-entropy.
-Usage: python torch_gpt.py L H A S BATCH THREADS [STEPS]
+Usage: python torch_gpt.py L H A S BATCH THREADS [STEPS] [ATTENTION]
+ATTENTION: explicit (default: q k^T, mask, softmax, times v, as written out
+in GPT-2) or sdpa (torch's fused F.scaled_dot_product_attention, causal).
 Prints samples/s over STEPS steps after 2 warm-up steps."""
 import sys
 import time
@@ -17,6 +19,9 @@ import torch.nn.functional as F
 
 L, H, A, S, BATCH, THREADS = (int(v) for v in sys.argv[1:7])
 STEPS = int(sys.argv[7]) if len(sys.argv) > 7 else 10
+ATTENTION = sys.argv[8] if len(sys.argv) > 8 else "explicit"
+if ATTENTION not in ("explicit", "sdpa"):
+    sys.exit(f"torch_gpt.py: ATTENTION is explicit or sdpa, not {ATTENTION}")
 VOCAB = 256
 torch.set_num_threads(THREADS)
 torch.manual_seed(0)
@@ -36,9 +41,12 @@ class Block(nn.Module):
         b, s, h = x.shape
         q, k, v = self.qkv(self.ln1(x)).split(H, dim=2)
         q, k, v = (t.view(b, s, A, H // A).transpose(1, 2) for t in (q, k, v))
-        scores = (q @ k.transpose(-2, -1)) / (H // A) ** 0.5
-        mask = torch.triu(torch.ones(s, s, dtype=torch.bool), 1)
-        att = scores.masked_fill(mask, float('-inf')).softmax(-1) @ v
+        if ATTENTION == "sdpa":
+            att = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
+            scores = (q @ k.transpose(-2, -1)) / (H // A) ** 0.5
+            mask = torch.triu(torch.ones(s, s, dtype=torch.bool), 1)
+            att = scores.masked_fill(mask, float('-inf')).softmax(-1) @ v
         x = x + self.proj(att.transpose(1, 2).reshape(b, s, h))
         return x + self.fc2(F.gelu(self.fc1(self.ln2(x)), approximate='tanh'))
 
@@ -76,5 +84,5 @@ start = time.perf_counter()
 for _ in range(STEPS):
     step()
 elapsed = time.perf_counter() - start
-print(f"torch {torch.__version__} threads {THREADS}: {BATCH * STEPS / elapsed:.1f} samples/s "
+print(f"torch {torch.__version__} threads {THREADS} ({ATTENTION} attention): {BATCH * STEPS / elapsed:.1f} samples/s "
       f"({elapsed / STEPS * 1e3:.1f} ms/step)")

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "exec/cpu/ops/simd_level.hpp"
 #include "exec/cpu/ops/vector_math.hpp"
 
 namespace gpipe::exec::cpu {
@@ -51,6 +52,18 @@ TEST(VectorMath, SigmoidIsWithinTwoTenthsOfAMillionthRelative) {
   // diverging run's NaN still reaches --check-finite.
   EXPECT_TRUE(std::isfinite(sigmoid_approx(std::numeric_limits<float>::quiet_NaN())));
   EXPECT_EQ(exp_nonpositive(std::numeric_limits<float>::quiet_NaN()), exp_nonpositive(-87.0F));
+}
+
+// The kernels run the best build this CPU can: AVX-512 where it has x86-64-v4,
+// AVX2 and FMA where v3.
+TEST(VectorMath, TheKernelsRunTheBestBuildTheCpuSupports) {
+#if defined(GPIPE_HAVE_VECTOR_CLONES)
+  __builtin_cpu_init();
+  const int expected = __builtin_cpu_supports("x86-64-v4") ? 4 : __builtin_cpu_supports("x86-64-v3") ? 3 : 0;
+  EXPECT_EQ(simd_level(), expected);
+#else
+  EXPECT_EQ(simd_level(), 0);  // one baseline build
+#endif
 }
 
 }  // namespace

@@ -30,6 +30,7 @@ namespace gpipe::exec::cpu {
 #define GPIPE_SANITIZED_BUILD 1
 #endif
 #if defined(__x86_64__) && !defined(GPIPE_SANITIZED_BUILD)
+#define GPIPE_HAVE_VECTOR_CLONES 1
 #define GPIPE_VECTOR_CLONES \
   __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
