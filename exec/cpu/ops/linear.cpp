@@ -32,7 +32,11 @@ GPIPE_VECTOR_CLONES void seed_rows(std::int64_t rows, std::int64_t cols, const f
 
 void linear_forward(const LinearShape& shape, const float* x, const float* w, const float* bias,
                     float* y, const float* residual) {
-  const auto [rows, in, out] = shape;
+  // Named copies, not a structured binding: the lambda below captures them
+  // (clang 14, the sanitize build's compiler, cannot capture a binding).
+  const std::int64_t rows = shape.rows;
+  const std::int64_t in = shape.in;
+  const std::int64_t out = shape.out;
   // Seed y with the bias and the residual so the GEMM adds the product in the same pass.
   const bool seeded = bias != nullptr || residual != nullptr;
   if (seeded) {
