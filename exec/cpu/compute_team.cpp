@@ -149,7 +149,7 @@ int parts_for(std::int64_t work, std::int64_t min_per_part) {
   return static_cast<int>(std::min<std::int64_t>(team->size(), most));
 }
 
-void for_ranges(std::int64_t count, int parts, const std::function<void(std::int64_t, std::int64_t)>& body) {
+void split_ranges(std::int64_t count, int parts, const std::function<void(std::int64_t, std::int64_t)>& body) {
   ComputeTeam* team = ComputeTeam::current();
   if (parts <= 1 || team == nullptr || count <= 1) {
     body(0, count);

@@ -20,6 +20,7 @@
 #include <functional>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "exec/runtime/spin_wait.hpp"
@@ -103,7 +104,27 @@ class ComputeTeam {
 
 // Calls body(begin, end) over [0, count) split into `parts` contiguous ranges
 // (as equal as they can be), on the current team; on the calling thread
-// alone when parts <= 1.
-void for_ranges(std::int64_t count, int parts, const std::function<void(std::int64_t, std::int64_t)>& body);
+// alone when parts <= 1 (directly: the common case of a kernel call on a rank
+// of one thread builds no std::function).
+void split_ranges(std::int64_t count, int parts, const std::function<void(std::int64_t, std::int64_t)>& body);
+template <class Body>
+void for_ranges(std::int64_t count, int parts, Body&& body) {
+  if (parts <= 1 || count <= 1) {
+    body(std::int64_t{0}, count);
+    return;
+  }
+  split_ranges(count, parts, body);
+}
+
+// The elementwise passes' split: parts of at least 64 Ki elements (tens of
+// microseconds; a helper's wake-up is worth no less).
+inline constexpr std::int64_t kMinElementsPerPart = std::int64_t{1} << 16;
+
+// for_ranges over [0, count) where each unit of count holds `width` elements
+// (a row's width; 1 for a flat array), in parts of kMinElementsPerPart or more.
+template <class Body>
+void for_element_ranges(std::int64_t count, std::int64_t width, Body&& body) {
+  for_ranges(count, parts_for(count * width, kMinElementsPerPart), std::forward<Body>(body));
+}
 
 }  // namespace gpipe::exec::cpu

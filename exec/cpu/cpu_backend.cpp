@@ -97,12 +97,11 @@ CpuBackend::Run::Run(const TrainOptions& options, const RunSettings& settings,
     : timer_(settings.schedule->num_ranks, settings.measured_steps),
       // Every rank's threads on this machine's cores (with ranks as
       // processes, all K on one node at worst): waiters poll when each has a core.
-      in_process_link_(settings.schedule->num_ranks, &timer_,
-                       polling_budget(settings.schedule->num_ranks * options.threads_per_rank)),
+      spin_(polling_budget(settings.schedule->num_ranks * options.threads_per_rank)),
+      in_process_link_(settings.schedule->num_ranks, &timer_, spin_),
       threads_per_rank_(options.threads_per_rank) {
-  const SpinBudget spin = polling_budget(settings.schedule->num_ranks * options.threads_per_rank);
   devices_.reserve(static_cast<std::size_t>(settings.schedule->num_ranks));
-  for (int r = 0; r < settings.schedule->num_ranks; ++r) devices_.emplace_back(options.threads_per_rank, spin);
+  for (int r = 0; r < settings.schedule->num_ranks; ++r) devices_.emplace_back(options.threads_per_rank, spin_);
   if (where.group != nullptr) {
     if (!backend_options.process_link) {
       throw InputError("the cpu backend has no link between processes here: start it without a launcher");

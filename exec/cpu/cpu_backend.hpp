@@ -110,6 +110,7 @@ struct CpuBackend {
 
    private:
     HostTimer timer_;
+    SpinBudget spin_;  // how long this run's waiting threads poll (polling_budget)
     InProcessLink in_process_link_;
     std::unique_ptr<ProcessLink> process_link_;  // ranks as processes
     std::vector<RankDevice> devices_;

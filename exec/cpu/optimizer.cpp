@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
 #include <stdexcept>
 
 #include "exec/cpu/compute_team.hpp"
@@ -44,10 +43,10 @@ GPIPE_VECTOR_CLONES void adamw_update(std::size_t count, const AdamWCoefficients
   }
 }
 
-// Elements are independent: split over the rank's team, 64 Ki elements a part at least.
-void in_ranges(std::size_t size, const std::function<void(std::size_t at, std::size_t count)>& update) {
-  const auto count = static_cast<std::int64_t>(size);
-  for_ranges(count, parts_for(count, std::int64_t{1} << 16), [&](std::int64_t begin, std::int64_t end) {
+// Elements are independent: update(at, count) over ranges split over the rank's team.
+template <class Update>
+void in_ranges(std::size_t size, Update&& update) {
+  for_element_ranges(static_cast<std::int64_t>(size), 1, [&](std::int64_t begin, std::int64_t end) {
     update(static_cast<std::size_t>(begin), static_cast<std::size_t>(end - begin));
   });
 }

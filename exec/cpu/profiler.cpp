@@ -140,10 +140,7 @@ profiles::Profile profile_cpu(const models::Model& model, std::span<const int> m
   const std::vector<int> sizes = checked_micro_batch_sizes(micro_batch_sizes);
   if (options.warmup < 0) throw InputError(fmt::format("--warmup must be 0 or more, got {}", options.warmup));
   if (options.repeats < 1) throw InputError(fmt::format("--repeats must be at least 1, got {}", options.repeats));
-  if (options.threads_per_rank < 1 || options.threads_per_rank > kMaxThreadsPerRank) {
-    throw InputError(fmt::format("--threads-per-rank must be in [1, {}], got {}", kMaxThreadsPerRank,
-                                 options.threads_per_rank));
-  }
+  check_threads_per_rank(options.threads_per_rank);
   // Measured as a rank of that many threads computes: on a team of them.
   std::unique_ptr<ComputeTeam> team;
   if (options.threads_per_rank > 1) {

@@ -65,16 +65,16 @@ class Mailboxes {
     };
     // Poll (unlocked) while the budget lasts, re-checking at each change of
     // the box (another message, or abort); then sleep until it is here.
-    const auto spin_until = std::chrono::steady_clock::now() + spin_;
+    const auto polling_ends = std::chrono::steady_clock::now() + spin_;
     while (!here()) {
-      const auto left = std::chrono::duration_cast<SpinBudget>(spin_until - std::chrono::steady_clock::now());
+      const auto left = std::chrono::duration_cast<SpinBudget>(polling_ends - std::chrono::steady_clock::now());
       if (left.count() <= 0) {
         box.arrived.wait(lock, here);
         break;
       }
       const std::uint64_t seen = box.changes.load(std::memory_order_acquire);
       lock.unlock();
-      (void)exec::spin_until([&] { return box.changes.load(std::memory_order_acquire) != seen; }, left);
+      (void)spin_until([&] { return box.changes.load(std::memory_order_acquire) != seen; }, left);
       lock.lock();
     }
     if (box.aborted) throw Aborted();

@@ -15,6 +15,12 @@ namespace gpipe::exec {
 using schedules::Action;
 using schedules::ActionKind;
 
+void check_threads_per_rank(int threads) {
+  if (threads < 1 || threads > kMaxThreadsPerRank) {
+    throw InputError(fmt::format("--threads-per-rank must be in [1, {}], got {}", kMaxThreadsPerRank, threads));
+  }
+}
+
 void check_train_options(const TrainOptions& o, std::string_view backend, bool runs_split_backward) {
   const int num_layers = static_cast<int>(o.model.layers.size());
   if (o.steps < 1) throw InputError(fmt::format("--steps must be at least 1, got {}", o.steps));
@@ -22,10 +28,7 @@ void check_train_options(const TrainOptions& o, std::string_view backend, bool r
     throw InputError(fmt::format("measured steps must be in [1, steps = {}], got {}", o.steps,
                                  o.measured_steps));
   }
-  if (o.threads_per_rank < 1 || o.threads_per_rank > kMaxThreadsPerRank) {
-    throw InputError(fmt::format("--threads-per-rank must be in [1, {}], got {}", kMaxThreadsPerRank,
-                                 o.threads_per_rank));
-  }
+  check_threads_per_rank(o.threads_per_rank);
   if (o.threads_per_rank > 1 && backend != "cpu") {
     throw InputError(fmt::format("--threads-per-rank applies to --backend cpu only (the {} backend was asked for {})",
                                  backend, o.threads_per_rank));

@@ -37,6 +37,9 @@ struct RunSettings {
 // The most threads a rank may compute with (--threads-per-rank).
 inline constexpr int kMaxThreadsPerRank = 1024;
 
+// Throws InputError unless 1 <= threads <= kMaxThreadsPerRank.
+void check_threads_per_rank(int threads);
+
 // Throws InputError for options no run can have: steps, measured steps,
 // threads per rank (above 1 on the cpu backend only), the watchdog, a partition that does not match the schedule or the model, and a
 // split backward (I/W) unless `runs_split_backward`; `backend` ("cpu",

@@ -73,10 +73,9 @@ std::string describe_backend(const std::string& backend, const exec::BackendOpti
   return exec::find_backend(backend).describe(schedule, options, role.launch);
 }
 
-int threads_per_rank(const std::string& backend, const CpuFlags& cpu, const schedules::Schedule& schedule,
-                     const ProcessRole& role) {
+int threads_per_rank(const std::string& backend, const CpuFlags& cpu, int ranks, const exec::LaunchInfo& launch) {
   if (backend != "cpu") return 1;
-  return cpu.threads_for(role.launch.distributed ? role.launch.launch.local_size : schedule.num_ranks);
+  return cpu.threads_for(launch.world_size > 1 ? launch.local_size : ranks);
 }
 
 profiles::Profile measure_profile(const std::string& backend, const CudaFlags& cuda, int stages,

@@ -68,11 +68,11 @@ struct ProcessRole {
                                            const schedules::Schedule& schedule, const ProcessRole& role);
 
 // The threads each rank of this process computes with: --threads-per-rank, or
-// its default for the ranks on this machine (every rank of `schedule` when
-// they are threads here; the processes on this node under a launcher); 1 for
-// a backend other than cpu.
-[[nodiscard]] int threads_per_rank(const std::string& backend, const CpuFlags& cpu,
-                                   const schedules::Schedule& schedule, const ProcessRole& role);
+// its default for the ranks on this machine (the `ranks` of the run when they
+// are threads here; the processes on this node under a launcher with more
+// than one); 1 for a backend other than cpu.
+[[nodiscard]] int threads_per_rank(const std::string& backend, const CpuFlags& cpu, int ranks,
+                                   const exec::LaunchInfo& launch);
 
 // Measures a profile of `model` at `sizes` where `backend` says, on the part
 // of the device one stage of a `stages`-stage run gets; notes go to stderr.

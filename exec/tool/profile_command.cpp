@@ -90,10 +90,10 @@ int run_profile(const ProfileFlags& f) {
   options.repeats = f.repeats;
   options.seed = f.seed;
   options.optimizer.kind = *models::parse_optimizer(f.optimizer);
-  // Under a launcher the processes on this node share its cores; else the K ranks of the run to predict.
+  // As a rank of a K-stage run computes (under a launcher: as one of this node's processes).
   if (f.backend == "cpu") {
-    const exec::LaunchInfo launch = exec::parse_launch_environment(exec::current_environment(), false);
-    options.threads_per_rank = f.cpu.threads_for(launch.world_size > 1 ? launch.local_size : f.stages);
+    options.threads_per_rank = threads_per_rank(f.backend, f.cpu, f.stages,
+                                                exec::parse_launch_environment(exec::current_environment(), false));
   }
   options.on_pass = report_profiler_pass;
   options.on_layer = report_profiled_layer;

@@ -162,7 +162,7 @@ int run_train(const TrainFlags& f, const CLI::App& cmd) {
   if (!f.inject_fault.empty()) t.fault = exec::parse_fault_injection(f.inject_fault);
   t.watchdog_seconds = f.run.watchdog_seconds;
   const ProcessRole role = process_role(f.run.backend, plan.schedule);
-  t.threads_per_rank = threads_per_rank(f.run.backend, f.cpu, plan.schedule, role);
+  t.threads_per_rank = threads_per_rank(f.run.backend, f.cpu, plan.schedule.num_ranks, role.launch.launch);
   // Text: one line per step on stdout as it ends. JSON: stdout holds the JSON
   // alone, so the steps go to stderr, and only on a terminal (logs stay clean).
   const bool progress = role.reports && (!f.json || isatty(STDERR_FILENO) != 0);

@@ -36,21 +36,18 @@ GPIPE_VECTOR_CLONES void cross_entropy_backward_rows(std::int64_t rows, std::int
   }
 }
 
-// Rows are independent: split over the rank's team, 64 Ki elements a part at least.
-int row_parts(std::int64_t rows, std::int64_t vocab) { return parts_for(rows * vocab, std::int64_t{1} << 16); }
-
 }  // namespace
 
 void cross_entropy_forward(std::int64_t rows, std::int64_t vocab, float* logits,
                            const std::int32_t* targets, float* loss) {
-  for_ranges(rows, row_parts(rows, vocab), [&](std::int64_t begin, std::int64_t end) {
+  for_element_ranges(rows, vocab, [&](std::int64_t begin, std::int64_t end) {
     cross_entropy_forward_rows(end - begin, vocab, logits + begin * vocab, targets + begin, loss + begin);
   });
 }
 
 void cross_entropy_backward(std::int64_t rows, std::int64_t vocab, const float* probs,
                             const std::int32_t* targets, const float* scale, float* dlogits) {
-  for_ranges(rows, row_parts(rows, vocab), [&](std::int64_t begin, std::int64_t end) {
+  for_element_ranges(rows, vocab, [&](std::int64_t begin, std::int64_t end) {
     cross_entropy_backward_rows(end - begin, vocab, probs + begin * vocab, targets + begin, scale + begin,
                                 dlogits + begin * vocab);
   });

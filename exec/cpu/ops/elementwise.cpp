@@ -17,14 +17,11 @@ GPIPE_VECTOR_CLONES void add_column_sums_band(std::int64_t rows, std::int64_t co
   }
 }
 
-// Split over the rank's team in ranges of at least 64 Ki elements.
-constexpr std::int64_t kMinPerPart = std::int64_t{1} << 16;
-
 }  // namespace
 
 void add_column_sums(std::int64_t rows, std::int64_t cols, const float* x, float* sums) {
   // By bands of columns, so that each sum is one part's alone.
-  for_ranges(cols, parts_for(rows * cols, kMinPerPart), [&](std::int64_t begin, std::int64_t end) {
+  for_element_ranges(cols, rows, [&](std::int64_t begin, std::int64_t end) {
     add_column_sums_band(rows, end - begin, cols, x + begin, sums + begin);
   });
 }

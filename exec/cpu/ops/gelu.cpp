@@ -11,8 +11,6 @@ namespace {
 
 constexpr float k2Sqrt2OverPi = static_cast<float>(2 * std::numbers::sqrt2 * std::numbers::inv_sqrtpi);
 constexpr float kCubic = 0.044715F;
-// Split over the rank's team in ranges of at least 64 Ki elements.
-constexpr std::int64_t kMinPerPart = std::int64_t{1} << 16;
 
 // 0.5 v (1 + tanh(u)) = v sigmoid(2u), and its derivative
 // sigmoid(2u) + v sigmoid(2u) (1 - sigmoid(2u)) 2 du/dv: one exp and one
@@ -39,13 +37,13 @@ GPIPE_VECTOR_CLONES void gelu_backward_range(std::int64_t count, const float* x,
 }  // namespace
 
 void gelu_forward(std::int64_t count, const float* x, float* y) {
-  for_ranges(count, parts_for(count, kMinPerPart), [&](std::int64_t begin, std::int64_t end) {
+  for_element_ranges(count, 1, [&](std::int64_t begin, std::int64_t end) {
     gelu_forward_range(end - begin, x + begin, y + begin);
   });
 }
 
 void gelu_backward(std::int64_t count, const float* x, const float* dy, float* dx) {
-  for_ranges(count, parts_for(count, kMinPerPart), [&](std::int64_t begin, std::int64_t end) {
+  for_element_ranges(count, 1, [&](std::int64_t begin, std::int64_t end) {
     gelu_backward_range(end - begin, x + begin, dy + begin, dx + begin);
   });
 }

@@ -41,8 +41,8 @@ GPIPE_VECTOR_CLONES void layernorm_forward_rows(std::int64_t rows, std::int64_t 
 
 void layernorm_forward(std::int64_t rows, std::int64_t width, const float* x, const float* gamma,
                        const float* beta, float* y, float* stats) {
-  // Rows are independent: split over the rank's team, 64 Ki elements a part at least.
-  for_ranges(rows, parts_for(rows * width, std::int64_t{1} << 16), [&](std::int64_t begin, std::int64_t end) {
+  // Rows are independent: split over the rank's team.
+  for_element_ranges(rows, width, [&](std::int64_t begin, std::int64_t end) {
     layernorm_forward_rows(end - begin, width, x + begin * width, gamma, beta, y + begin * width,
                            stats + 2 * begin);
   });

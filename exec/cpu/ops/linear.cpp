@@ -40,7 +40,7 @@ void linear_forward(const LinearShape& shape, const float* x, const float* w, co
   // Seed y with the bias and the residual so the GEMM adds the product in the same pass.
   const bool seeded = bias != nullptr || residual != nullptr;
   if (seeded) {
-    for_ranges(rows, parts_for(rows * out, std::int64_t{1} << 16), [&](std::int64_t begin, std::int64_t end) {
+    for_element_ranges(rows, out, [&](std::int64_t begin, std::int64_t end) {
       seed_rows(end - begin, out, bias, residual == nullptr ? nullptr : residual + begin * out, y + begin * out);
     });
   }
