@@ -14,7 +14,7 @@
 namespace gpipe::cli {
 
 void add_backend_flag(CLI::App& cmd, std::string& backend) {
-  cmd.add_option("--backend", backend, "Where to run: cpu (a thread per rank) or cuda (one GPU, a rank per SM partition; one GPU per process under torchrun, mpirun or srun)")
+  cmd.add_option("--backend", backend, "Where to run: cpu (a thread per rank, with --threads-per-rank helpers) or cuda (one GPU, a rank per SM partition; one GPU per process under torchrun, mpirun or srun)")
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
 }

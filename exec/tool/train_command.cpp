@@ -208,7 +208,7 @@ int run_train(const TrainFlags& f, const CLI::App& cmd) {
 Subcommand add_train_command(CLI::App& app) {
   auto f = std::make_shared<TrainFlags>();
   CLI::App* cmd = app.add_subcommand(
-      "train", "Train a model through a pipeline schedule (cpu: a thread per rank; cuda: a rank per "
+      "train", "Train a model through a pipeline schedule (cpu: a thread per rank, with --threads-per-rank helpers; cuda: a rank per "
                "SM partition of one GPU) and measure it: loss per step, then step time, bubble, "
                "utilisation and memory of the last step");
   f->run.add_to(*cmd, "Profile of the model (gpipe-run profile) whose costs --partition balanced balances");
