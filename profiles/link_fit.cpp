@@ -42,13 +42,41 @@ Link fit_link(std::vector<LinkPoint> points, std::string measured_with) {
   return link;
 }
 
+Link refit_bandwidth(Link link, std::vector<LinkPoint> pipeline_points, std::string measured_with) {
+  if (pipeline_points.empty()) throw InputError("refitting a link's bandwidth needs at least one pipeline point");
+  std::sort(pipeline_points.begin(), pipeline_points.end(),
+            [](const LinkPoint& a, const LinkPoint& b) { return a.bytes < b.bytes; });
+  // Minimise sum ((L + b x - t) / t)^2 over b alone (us per byte), L fixed:
+  // b = sum(w x (t - L)) / sum(w x^2), weights 1 / t^2.
+  double num = 0, den = 0;
+  for (const LinkPoint& p : pipeline_points) {
+    if (!(p.one_way_us > link.latency_us) || p.bytes <= 0) {
+      throw InputError(fmt::format("a pipeline message of {} bytes took {:.2f} us, no more than the link's latency of "
+                                   "{:.2f} us: no bandwidth to fit",
+                                   p.bytes, p.one_way_us, link.latency_us));
+    }
+    const double w = 1.0 / (p.one_way_us * p.one_way_us);
+    const auto x = static_cast<double>(p.bytes);
+    num += w * x * (p.one_way_us - link.latency_us);
+    den += w * x * x;
+  }
+  link.bandwidth_GBps = 1.0 / (num / den * 1e3);
+  link.pipeline_points = std::move(pipeline_points);
+  link.measured_with = std::move(measured_with);
+  return link;
+}
+
 double link_time_us(const Link& link, double bytes) {
   return link.latency_us + bytes / (link.bandwidth_GBps * 1e3);
 }
 
 double link_fit_max_relative_error(const Link& link) {
+  return link_fit_max_relative_error(link, link.pipeline_points.empty() ? link.points : link.pipeline_points);
+}
+
+double link_fit_max_relative_error(const Link& link, const std::vector<LinkPoint>& points) {
   double worst = 0;
-  for (const LinkPoint& p : link.points) {
+  for (const LinkPoint& p : points) {
     if (p.one_way_us > 0) {
       worst = std::max(worst, std::abs(link_time_us(link, static_cast<double>(p.bytes)) - p.one_way_us) / p.one_way_us);
     }

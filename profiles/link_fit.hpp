@@ -15,10 +15,20 @@ namespace gpipe::profiles {
 // kept. Throws InputError otherwise.
 [[nodiscard]] Link fit_link(std::vector<LinkPoint> points, std::string measured_with);
 
+// `link` (a ping-pong's fit) with its latency kept and its bandwidth refitted
+// to `pipeline_points`, the median messages of a real pipeline (least
+// squares on the relative error, through the fixed latency), which are kept
+// as link.pipeline_points; `measured_with` replaces the description. At
+// least one point, each slower than the latency; InputError otherwise.
+[[nodiscard]] Link refit_bandwidth(Link link, std::vector<LinkPoint> pipeline_points, std::string measured_with);
+
 // The model's one-way time of `bytes`, in us.
 [[nodiscard]] double link_time_us(const Link& link, double bytes);
 
-// The largest |model - measured| / measured over the link's points (0 with none).
+// The largest |model - measured| / measured over `points` (0 with none).
+[[nodiscard]] double link_fit_max_relative_error(const Link& link, const std::vector<LinkPoint>& points);
+// ... over the points the link's bandwidth was fitted to: its pipeline points
+// when it has them, else its ping-pong's.
 [[nodiscard]] double link_fit_max_relative_error(const Link& link);
 
 }  // namespace gpipe::profiles

@@ -206,6 +206,23 @@ LayerProfile read_layer(const Field& at) {
   return layer;
 }
 
+// A non-empty list of {bytes, one_way_us}, ascending in bytes.
+std::vector<LinkPoint> read_link_points(const Field& points) {
+  std::vector<LinkPoint> out;
+  const std::size_t count = points.non_empty_array_size();
+  for (std::size_t i = 0; i < count; ++i) {
+    const Field point = points.element(i);
+    point.expect_object();
+    LinkPoint p{.bytes = point.object_member("bytes").bytes(),
+                .one_way_us = point.object_member("one_way_us").time_us()};
+    if (!out.empty() && p.bytes <= out.back().bytes) {
+      point.object_member("bytes").fail("must be larger than the point before");
+    }
+    out.push_back(p);
+  }
+  return out;
+}
+
 Link read_link(const Field& at) {
   at.expect_object();
   Link link{.latency_us = at.object_member("latency_us").time_us(),
@@ -219,17 +236,9 @@ Link read_link(const Field& at) {
   if (!measured) return link;
   measured->expect_object();
   link.measured_with = measured->object_member("with").non_empty_string();
-  const Field points = measured->object_member("points");
-  const std::size_t count = points.non_empty_array_size();
-  for (std::size_t i = 0; i < count; ++i) {
-    const Field point = points.element(i);
-    point.expect_object();
-    LinkPoint p{.bytes = point.object_member("bytes").bytes(),
-                .one_way_us = point.object_member("one_way_us").time_us()};
-    if (!link.points.empty() && p.bytes <= link.points.back().bytes) {
-      point.object_member("bytes").fail("must be larger than the point before");
-    }
-    link.points.push_back(p);
+  link.points = read_link_points(measured->object_member("points"));
+  if (const auto pipeline = measured->optional_member("pipeline_points")) {
+    link.pipeline_points = read_link_points(*pipeline);
   }
   return link;
 }
@@ -246,9 +255,13 @@ std::string read_source(const Field& at) {
 json link_to_json(const Link& link) {
   json out = {{"latency_us", link.latency_us}, {"bandwidth_GBps", link.bandwidth_GBps}};
   if (link.measured_with.empty()) return out;
-  json points = json::array();
-  for (const LinkPoint& p : link.points) points.push_back({{"bytes", p.bytes}, {"one_way_us", p.one_way_us}});
-  out["measured"] = {{"with", link.measured_with}, {"points", std::move(points)}};
+  const auto points_json = [](const std::vector<LinkPoint>& points) {
+    json list = json::array();
+    for (const LinkPoint& p : points) list.push_back({{"bytes", p.bytes}, {"one_way_us", p.one_way_us}});
+    return list;
+  };
+  out["measured"] = {{"with", link.measured_with}, {"points", points_json(link.points)}};
+  if (!link.pipeline_points.empty()) out["measured"]["pipeline_points"] = points_json(link.pipeline_points);
   return out;
 }
 

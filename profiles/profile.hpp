@@ -71,12 +71,15 @@ struct LinkPoint {
 // A directed rank-to-rank link: a message of n bytes takes
 // latency_us + n / (bandwidth_GBps * 1e3) microseconds. GB = 1e9 bytes.
 // A measured link also keeps how, and the points it was fitted to
-// (profiles/link_fit.hpp), so that the fit's error can be shown.
+// (profiles/link_fit.hpp), so that the fit's error can be shown: a
+// ping-pong's points, and, where the bandwidth was refitted to the messages
+// of a real pipeline, those (one per micro-batch size: its median message).
 struct Link {
   double latency_us = 0;
   double bandwidth_GBps = 0;
   std::string measured_with;      // "" when not measured: "MPI ping-pong, ranks 0 and 1 on one node"
   std::vector<LinkPoint> points;  // ascending bytes; empty when not measured
+  std::vector<LinkPoint> pipeline_points;  // ascending bytes; empty when the ping-pong alone decided
 
   bool operator==(const Link&) const = default;
 };

@@ -18,6 +18,7 @@
 #include "schedules/error.hpp"
 #include "schedules/metrics.hpp"
 #include "schedules/report_check.hpp"
+#include "schedules/transfers.hpp"
 
 namespace gpipe::sim {
 namespace {
@@ -141,40 +142,18 @@ void list_unmatched(std::string_view title, const std::vector<std::string>& name
   out += '\n';
 }
 
-// Each message's SEND, by action (stage and micro-batch say which message).
-std::map<Action, const TimedAction*> sends_of(const Timeline& timeline) {
-  std::map<Action, const TimedAction*> sends;
-  for (const auto& a : timeline.actions) {
-    if (a.action.kind == ActionKind::SEND_F || a.action.kind == ActionKind::SEND_B) sends.emplace(a.action, &a);
-  }
-  return sends;
-}
-
-// The SEND whose message `receive` takes: from the stage before (activations) or after (gradients).
-Action send_of(const Action& receive) {
-  const bool forward = receive.kind == ActionKind::RECV_F;
-  return Action{schedules::Stage{receive.stage.value + (forward ? -1 : 1)},
-                forward ? ActionKind::SEND_F : ActionKind::SEND_B, receive.microbatch};
-}
-
-TransferError transfer_errors(const ActionIndex& pred, const ActionIndex& meas, const Timeline& measured) {
-  const auto sends = sends_of(measured);
+TransferError transfer_errors(const ActionIndex& pred, const Timeline& measured) {
   TransferError t;
   std::int64_t predicted_ns = 0, measured_ns = 0;
   std::vector<double> abs_errors;
-  for (const auto& [key, p] : pred) {
-    const Action& a = key.second;
-    if (a.kind != ActionKind::RECV_F && a.kind != ActionKind::RECV_B) continue;
-    const auto it = meas.find(key);
-    if (it == meas.end()) continue;
-    const TimedAction& m = *it->second;
-    const auto send = sends.find(send_of(a));
-    const std::int64_t from = send == sends.end() ? m.start_ns : std::max(m.start_ns, send->second->start_ns);
-    const std::int64_t took = std::max<std::int64_t>(m.end_ns - from, 0);
+  for (const MeasuredTransfer& m : measured_transfers(measured)) {
+    const auto it = pred.find({m.receive->rank, m.receive->action});
+    if (it == pred.end()) continue;
+    const std::int64_t predicted = it->second->duration_ns();
     ++t.count;
-    predicted_ns += p->duration_ns();
-    measured_ns += took;
-    const double e = percent_error(static_cast<double>(p->duration_ns()), static_cast<double>(took));
+    predicted_ns += predicted;
+    measured_ns += m.took_ns;
+    const double e = percent_error(static_cast<double>(predicted), static_cast<double>(m.took_ns));
     if (!std::isnan(e)) abs_errors.push_back(std::abs(e));
   }
   if (t.count == 0) return t;
@@ -263,7 +242,7 @@ TimelineDiff diff_timelines(const Timeline& predicted, const Timeline& measured,
         percent_error(static_cast<double>(pm.ranks[r].peak_activation_bytes),
                       static_cast<double>(mm.ranks[r].peak_activation_bytes)));
   }
-  d.transfers = transfer_errors(pred, meas, measured);
+  d.transfers = transfer_errors(pred, measured);
   // Stable: equal errors stay in (rank, action) order.
   std::ranges::stable_sort(errors, std::greater{},
                            [](const ActionError& e) { return std::abs(e.error_us); });

@@ -22,46 +22,71 @@ std::int64_t max_peak(const schedules::Metrics& m) {
   return peak;
 }
 
-CalibrationRow validate_one(const profiles::Profile& profile, const CalibrationOptions& options,
-                           const plan::PlanRequest& request) {
+// A configuration of the grid: its prediction, and what its runs measured.
+struct Configuration {
   CalibrationRow row;
-  row.request = request;
-  sim::Prediction p;
+  sim::Prediction prediction;
+  std::vector<TrainResult> runs;  // one a round; only the timelines and step times are kept
+};
+
+Configuration predict_one(const profiles::Profile& profile, const CalibrationOptions& options,
+                          const plan::PlanRequest& request) {
+  Configuration c;
+  c.row.request = request;
   try {
     plan::check_request_for_model(options.model, profile, request);
-    p = sim::predict(profile, sim::Scenario{.request = request, .conditions = {}}, /*record_timeline=*/true);
+    c.prediction = sim::predict(profile, sim::Scenario{.request = request, .conditions = {}}, /*record_timeline=*/true);
   } catch (const InputError& e) {
-    row.skipped = e.what();
-    return row;
+    c.row.skipped = e.what();
   }
+  return c;
+}
+
+TrainResult train_once(const CalibrationOptions& options, const sim::Prediction& p) {
   TrainOptions t;
   t.model = options.model;
   t.schedule = p.plan.schedule;
   t.partition = p.plan.partition;
   t.batch = p.plan.batch;
   t.steps = options.steps;
-  // Every step but the first (cold caches, first-touch page faults) is measured
-  // and the one of median step time compared: one step slowed by another
-  // process on the machine does not decide the row.
+  // Every step but the first (cold caches, first-touch page faults) is measured.
   t.measured_steps = options.steps - 1;
   t.seed = options.seed;
   t.optimizer = options.optimizer;
   t.watchdog_seconds = options.watchdog_seconds;
   t.threads_per_rank = options.threads_per_rank;
-  const TrainResult measured = options.train ? options.train(t) : cpu::train(t);
+  TrainResult measured = options.train ? options.train(t) : cpu::train(t);
+  measured.weights.clear();  // kept for every round: only the timeline and times matter here
+  measured.losses.clear();
+  return measured;
+}
+
+// The row from every round's run: the step times pooled, and the measured
+// step nearest their median (each run offers its own median step) diffed.
+void finish_row(Configuration& c) {
+  CalibrationRow& row = c.row;
+  const sim::Prediction& p = c.prediction;
+  for (const TrainResult& run : c.runs) {
+    for (const std::int64_t ns : run.step_times_ns) row.step_us.push_back(static_cast<double>(ns) / 1e3);
+  }
+  row.noise = step_noise(row.step_us);
+  const auto distance = [&row](const TrainResult& run) {
+    return std::abs(static_cast<double>(schedules::makespan_ns(run.timeline)) / 1e3 - row.noise.median_us);
+  };
+  const TrainResult& nearest = *std::ranges::min_element(
+      c.runs, [&](const TrainResult& a, const TrainResult& b) { return distance(a) < distance(b); });
   row.partition = p.plan.partition.layers_per_stage;
   row.request.stages_per_rank = p.plan.schedule.num_stages / p.plan.schedule.num_ranks;
   row.microbatch_sizes = p.plan.microbatch_sizes;
   row.predicted = p.metrics;
-  row.measured = measured.metrics;
+  row.measured = nearest.metrics;
   schedules::check_report(row.predicted, "a validation row's prediction");
   schedules::check_report(row.measured, "a validation row's measurement");
-  row.diff = sim::diff_timelines(p.timeline, measured.timeline, /*worst=*/5);
+  row.diff = sim::diff_timelines(p.timeline, nearest.timeline, /*worst=*/5);
   row.predicted_peak_activation_bytes = max_peak(row.predicted);
   row.measured_peak_activation_bytes = max_peak(row.measured);
-  return row;
+  c.runs.clear();
 }
-
 
 // NaN (a measured step of 0) as an empty cell, never "nan".
 std::string number(double value, int decimals) {
@@ -84,15 +109,31 @@ std::vector<CalibrationRow> run_calibration(const profiles::Profile& profile,
                                  options.steps));
   }
   if (grid.base.batch < 1) throw InputError(fmt::format("--batch must be at least 1, got {}", grid.base.batch));
+  if (options.rounds < 1) throw InputError(fmt::format("--rounds must be at least 1, got {}", options.rounds));
   plan::check_profile_matches(options.model, profile);  // one bad profile is no skipped row
-  std::vector<CalibrationRow> rows;
+  std::vector<Configuration> configurations;
   for (plan::PlanRequest& request : grid.requests()) {
     request.optimizer = options.optimizer.kind;
     const profiles::Profile& row_profile = options.profile_for ? options.profile_for(request.stages) : profile;
     if (&row_profile != &profile) plan::check_profile_matches(options.model, row_profile);
-    rows.push_back(validate_one(row_profile, options, request));
-    if (options.on_row) options.on_row(rows.back());
+    configurations.push_back(predict_one(row_profile, options, request));
   }
+  const auto runnable = static_cast<int>(
+      std::ranges::count_if(configurations, [](const Configuration& c) { return c.row.ok(); }));
+  for (int round = 0; round < options.rounds; ++round) {
+    const bool last = round + 1 == options.rounds;
+    int index = 0;
+    for (Configuration& c : configurations) {
+      if (c.row.ok()) {
+        if (options.on_run) options.on_run(round, index++, runnable);
+        c.runs.push_back(train_once(options, c.prediction));
+        if (last) finish_row(c);
+      }
+      if (last && options.on_row) options.on_row(c.row);
+    }
+  }
+  std::vector<CalibrationRow> rows;
+  for (Configuration& c : configurations) rows.push_back(std::move(c.row));
   return rows;
 }
 
@@ -101,21 +142,25 @@ std::string calibration_csv(const std::vector<CalibrationRow>& rows) {
       std::string(plan::kGridCsvHead) + ",predicted_step_us,measured_step_us,step_time_error_pct,predicted_bubble,measured_bubble,"
       "bubble_fraction_analytic,bubble_error_points,predicted_peak_activation_bytes,"
       "measured_peak_activation_bytes,peak_activation_equal,transfers,predicted_transfer_us,measured_transfer_us,"
-      "transfer_error_pct\n";
+      "transfer_error_pct,transfer_median_abs_error_pct,step_samples,measured_step_q1_us,measured_step_q3_us,"
+      "noise_band_pct,outside_band_points\n";
   for (const CalibrationRow& r : rows) {
     const plan::PlanRequest& req = r.request;
-    out += plan::grid_row_csv(req, r.skipped, 14);
+    out += plan::grid_row_csv(req, r.skipped, 20);
     if (!r.ok()) continue;
     const sim::TransferError& t = r.diff.transfers;
-    out += fmt::format("{},{},{},ok,,{:.3f},{:.3f},{},{:.6f},{:.6f},{},{},{},{},{},{},{:.3f},{:.3f},{}\n",
+    out += fmt::format("{},{},{},ok,,{:.3f},{:.3f},{},{:.6f},{:.6f},{},{},{},{},{},{},{:.3f},{:.3f},{},{},{},{:.3f},"
+                       "{:.3f},{:.3f},{:.3f}\n",
                        r.microbatch_sizes.front(), req.batch,
-                       plan::csv_cell(fmt::format("{}", fmt::join(r.partition, ","))), r.diff.predicted_step_us,
-                       r.diff.measured_step_us, number(r.diff.step_time_error_pct, 3),
+                       plan::csv_cell(fmt::format("{}", fmt::join(r.partition, ","))), r.predicted_step_us(),
+                       r.noise.median_us, number(r.step_error_pct(), 3),
                        r.diff.predicted_bubble, r.diff.measured_bubble,
                        plan::csv_number(r.predicted.bubble_fraction_analytic, 6), number(r.diff.bubble_error_points, 3),
                        r.predicted_peak_activation_bytes, r.measured_peak_activation_bytes,
                        r.peak_activation_equal() ? 1 : 0, t.count, t.predicted_mean_us, t.measured_mean_us,
-                       t.count > 0 ? number(t.mean_error_pct, 3) : std::string());
+                       t.count > 0 ? number(t.mean_error_pct, 3) : std::string(),
+                       t.count > 0 ? number(t.median_abs_error_pct, 3) : std::string(), r.noise.samples,
+                       r.noise.q1_us, r.noise.q3_us, r.noise.band_pct(), r.outside_band_points());
   }
   return out;
 }
@@ -130,6 +175,14 @@ nlohmann::json calibration_json(const std::vector<CalibrationRow>& rows) {
       row["predicted"] = schedules::to_json(r.predicted);
       row["measured"] = schedules::to_json(r.measured);
       row["diff"] = sim::to_json(r.diff);
+      row["step_us"] = r.step_us;
+      row["noise"] = {{"samples", r.noise.samples},
+                      {"median_us", r.noise.median_us},
+                      {"q1_us", r.noise.q1_us},
+                      {"q3_us", r.noise.q3_us},
+                      {"band_pct", r.noise.band_pct()},
+                      {"step_error_pct", r.step_error_pct()},
+                      {"outside_band_points", r.outside_band_points()}};
       row["peak_activation_equal"] = r.peak_activation_equal();
     }
     out.push_back(std::move(row));

@@ -1,10 +1,14 @@
 // Calibration, the simulator against real runs (`gpipe-run validate`): for
 // each configuration of a grid (schedule x recompute x K x M, one mini-batch
 // of N samples) predict it from a profile, train it for a few steps (CPU
-// threads, or one GPU) with the SAME partition and schedule, and diff the last (warm) step's
-// measured timeline with the prediction. Configurations that cannot exist
-// (K > layers, M > N) stay in the result as skipped rows with the reason, as
-// in a sweep, so the grid stays whole.
+// threads, or one GPU) with the SAME partition and schedule, and compare.
+// The grid runs in rounds, every configuration once a round (A B C A B C, not
+// A A B B C C), so that a slow minute of a shared machine spreads over all of
+// them; a configuration's step time is the median of its warm steps over every
+// round, and their interquartile range is its noise band (step_noise.hpp).
+// The measured step nearest that median is diffed action by action with the
+// prediction. Configurations that cannot exist (K > layers, M > N) stay in the
+// result as skipped rows with the reason, as in a sweep, so the grid stays whole.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +24,7 @@
 #include "plan/grid.hpp"
 #include "profiles/profile.hpp"
 #include "schedules/metrics.hpp"
+#include "exec/calibration/step_noise.hpp"
 #include "sim/diff.hpp"
 
 namespace gpipe::exec {
@@ -30,14 +35,21 @@ struct CalibrationRow {
   std::vector<int> partition;
   std::vector<int> microbatch_sizes;  // largest first
   schedules::Metrics predicted;
-  schedules::Metrics measured;  // of the step of median time among all but the first
-  sim::TimelineDiff diff;       // predicted vs measured, action by action
+  schedules::Metrics measured;  // of the measured step nearest the median step time
+  sim::TimelineDiff diff;       // predicted vs that step, action by action
+  // Every warm step's time over every round, in the order they ran, and
+  // their median and quartiles. The row's step error is against the median.
+  std::vector<double> step_us;
+  StepNoise noise;
   // The largest peak over ranks of each; equal when the executor keeps exactly
   // what the simulator's memory rules say.
   std::int64_t predicted_peak_activation_bytes = 0;
   std::int64_t measured_peak_activation_bytes = 0;
 
   [[nodiscard]] bool ok() const { return skipped.empty(); }
+  [[nodiscard]] double predicted_step_us() const { return diff.predicted_step_us; }
+  [[nodiscard]] double step_error_pct() const { return noise.error_pct(diff.predicted_step_us); }
+  [[nodiscard]] double outside_band_points() const { return noise.outside_points(diff.predicted_step_us); }
   [[nodiscard]] bool peak_activation_equal() const {
     return predicted_peak_activation_bytes == measured_peak_activation_bytes;
   }
@@ -50,7 +62,8 @@ struct CalibrationOptions {
   // the prediction) is set from `optimizer`. Each row is predicted with the
   // profile's own link.
   plan::Grid grid;
-  int steps = 2;  // at least 2: the first step runs cold and is not compared
+  int steps = 2;   // per run, at least 2: the first step runs cold and is not measured
+  int rounds = 1;  // runs of the whole grid, one after the other
   std::uint64_t seed = 1;
   OptimizerConfig optimizer;
   double watchdog_seconds = 60.0;
@@ -63,12 +76,15 @@ struct CalibrationOptions {
   std::function<const profiles::Profile&(int stages)> profile_for;
   // cpu: the threads each rank computes with, in every row (TrainOptions::threads_per_rank).
   int threads_per_rank = 1;
-  // Called with each row as soon as it is done (rows come in grid order).
+  // Called with each row as soon as it is done: in the last round, in grid order.
   std::function<void(const CalibrationRow&)> on_row;
+  // Called before each training: the round (0-based), the configuration's
+  // index among those run in a round, and how many are run in a round.
+  std::function<void(int round, int index, int count)> on_run;
 };
 
 // Rows in grid order: schedule, recompute, K, M (M fastest). InputError for a
-// bad grid (empty lists, steps < 2) or a profile of another model; RunError
+// bad grid (empty lists, steps < 2, rounds < 1) or a profile of another model; RunError
 // from a run that fails (a worker fault, a stall).
 [[nodiscard]] std::vector<CalibrationRow> run_calibration(const profiles::Profile& profile,
                                                         const CalibrationOptions& options);
@@ -78,8 +94,11 @@ struct CalibrationOptions {
 //   status,reason,predicted_step_us,measured_step_us,step_time_error_pct,
 //   predicted_bubble,measured_bubble,bubble_fraction_analytic,bubble_error_points,
 //   predicted_peak_activation_bytes,measured_peak_activation_bytes,peak_activation_equal,
-//   transfers,predicted_transfer_us,measured_transfer_us,transfer_error_pct
-// (the last four: the link model alone, sim/diff.hpp TransferError)
+//   transfers,predicted_transfer_us,measured_transfer_us,transfer_error_pct,
+//   transfer_median_abs_error_pct,step_samples,measured_step_q1_us,measured_step_q3_us,
+//   noise_band_pct,outside_band_points
+// (transfers..transfer_median_abs_error_pct: the link model alone, sim/diff.hpp
+// TransferError; measured_step_us is the median over step_samples warm steps)
 // (a skipped row leaves the metric cells empty; the error is (pred - meas) / meas).
 [[nodiscard]] std::string calibration_csv(const std::vector<CalibrationRow>& rows);
 [[nodiscard]] nlohmann::json calibration_json(const std::vector<CalibrationRow>& rows);

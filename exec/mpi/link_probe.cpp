@@ -1,13 +1,19 @@
 #include "exec/mpi/link_probe.hpp"
 
 #include <algorithm>
+#include <array>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "exec/mpi/mpi_world.hpp"
+#include "exec/mpi/world_training.hpp"
+#include "plan/microbatches.hpp"
+#include "plan/model_profile.hpp"
+#include "plan/plan.hpp"
 #include "profiles/link_fit.hpp"
 #include "schedules/error.hpp"
+#include "schedules/transfers.hpp"
 
 namespace gpipe::exec::mpi {
 namespace {
@@ -41,6 +47,44 @@ double ping_pong(const MpiWorld& world, std::vector<char>& buffer, std::int64_t 
   return times[times.size() / 2];
 }
 
+// One size's pipeline: K = 2 ranks, gpipe, M micro-batches of `size`
+// samples, partitioned on the model's analytic costs (the same in every
+// process, without a message). On the reporter (rank 1, the loss stage) the
+// median of its messages; elsewhere 0.
+PipelineTransfer pipeline_transfers(MpiWorld& world, const PipelineProbe& probe, int size,
+                                    std::vector<int>& partition) {
+  const std::vector<int> sizes(static_cast<std::size_t>(probe.microbatches), size);
+  plan::PlanRequest request;
+  request.schedule = "gpipe";
+  request.stages = 2;
+  request.microbatches = probe.microbatches;
+  request.batch = std::int64_t{size} * probe.microbatches;
+  const profiles::Profile costs = plan::balancing_profile(probe.model, plan::distinct_sizes(sizes));
+  const plan::Plan plan = plan::make_plan(costs, request, sizes);
+  partition = plan.partition.layers_per_stage;
+  TrainOptions t;
+  t.model = probe.model;
+  t.schedule = plan.schedule;
+  t.partition = plan.partition;
+  t.batch = request.batch;
+  t.steps = probe.steps;
+  t.measured_steps = 1;
+  t.seed = probe.seed;
+  t.optimizer = probe.optimizer;
+  t.threads_per_rank = probe.threads_per_rank;
+  const TrainResult result = train_in_world(world, t, "the launcher").result;
+  PipelineTransfer out{size, 0, 0};
+  if (!result.reporter) return out;
+  std::vector<double> took;
+  for (const auto& m : schedules::measured_transfers(result.timeline)) took.push_back(static_cast<double>(m.took_ns) / 1e3);
+  out.messages = static_cast<int>(took.size());
+  if (!took.empty()) {
+    std::nth_element(took.begin(), took.begin() + static_cast<std::ptrdiff_t>(took.size() / 2), took.end());
+    out.median_us = took[took.size() / 2];
+  }
+  return out;
+}
+
 }  // namespace
 
 ProbedLink probe_mpi_link(const LinkProbeOptions& options) {
@@ -48,6 +92,11 @@ ProbedLink probe_mpi_link(const LinkProbeOptions& options) {
   ProbedLink out{world.rank(), world.size(), {}};
   if (world.size() < 2) {
     throw InputError("measuring the link needs two processes: start it with mpirun -np 2 (or srun -n 2)");
+  }
+  if (options.pipeline && world.size() != 2) {
+    throw InputError(fmt::format("measuring the link in a pipeline takes exactly two processes, not {}: start "
+                                 "it with mpirun -np 2 (or srun -n 2)",
+                                 world.size()));
   }
   // Where ranks 0 and 1 run, for the profile's record of how it was measured.
   std::vector<char> hosts(2 * MPI_MAX_PROCESSOR_NAME, '\0');
@@ -69,6 +118,22 @@ ProbedLink probe_mpi_link(const LinkProbeOptions& options) {
     }
   }
   check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+  if (options.pipeline) {
+    for (const int size : options.pipeline->micro_batch_sizes) {
+      PipelineTransfer measured = pipeline_transfers(world, *options.pipeline, size, out.pipeline_partition);
+      // The reporter, rank 1, has the timeline: its medians go to rank 0.
+      std::array<double, 2> sent{static_cast<double>(measured.messages), measured.median_us};
+      if (world.rank() == 1) {
+        check(MPI_Send(sent.data(), 2, MPI_DOUBLE, 0, kProbeTag, MPI_COMM_WORLD), "MPI_Send");
+      } else {
+        check(MPI_Recv(sent.data(), 2, MPI_DOUBLE, 1, kProbeTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE), "MPI_Recv");
+        measured.messages = static_cast<int>(sent[0]);
+        measured.median_us = sent[1];
+        out.pipeline.push_back(measured);
+        if (options.on_pipeline) options.on_pipeline(size, measured.median_us);
+      }
+    }
+  }
   if (world.rank() == 0) {
     const std::string host0(hosts.data());
     const std::string host1(hosts.data() + MPI_MAX_PROCESSOR_NAME);

@@ -1,34 +1,73 @@
-// The link between two ranks that are processes, measured: a ping-pong over
-// MPI between ranks 0 and 1 at message sizes from 8 B to 64 MiB, the median
-// round trip of each halved, then fitted as latency + bytes / bandwidth
-// (profiles/link_fit.hpp). What `gpipe-run profile --backend cpu` writes as
-// the profile's link when started under mpirun or srun. Declared in every
-// build; without MPI it says so.
+// The link between two ranks that are processes, measured two ways, in one
+// MPI world (what `gpipe-run profile --backend cpu` does under mpirun or srun):
+//
+// - a ping-pong over MPI between ranks 0 and 1 at message sizes from 8 B to
+//   64 MiB, the median round trip of each halved, then fitted as latency +
+//   bytes / bandwidth (profiles/link_fit.hpp): two idle processes, the data
+//   hot in cache. Its latency is the link's.
+// - the transfers of a real pipeline (when `pipeline` is given and there are
+//   exactly two processes): the model trained as K = 2 ranks, gpipe, at each
+//   micro-batch size, each message timed as `gpipe-sim diff` times it
+//   (schedules/transfers.hpp). There the receiver copies an activation its
+//   peer has just written while the peer computes: slower per byte than the
+//   ping-pong says, which is why the profile's bandwidth is fitted to these.
+//
+// Declared in every build; without MPI it says so.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <optional>
+#include <vector>
 
+#include "exec/runtime/optimizer_config.hpp"
+#include "models/model.hpp"
 #include "profiles/profile.hpp"
 
 namespace gpipe::exec::mpi {
+
+struct PipelineProbe {
+  models::Model model;
+  std::vector<int> micro_batch_sizes;
+  int microbatches = 4;  // M of each run: 2M messages a step
+  int steps = 2;         // of which the first (cold) is not measured
+  int threads_per_rank = 1;
+  std::uint64_t seed = 1;
+  OptimizerConfig optimizer;
+};
 
 struct LinkProbeOptions {
   std::int64_t min_bytes = 8;
   std::int64_t max_bytes = std::int64_t{64} << 20;  // sizes double from min to max
   // Called on rank 0 as each size is measured.
   std::function<void(const profiles::LinkPoint&)> on_point;
+  std::optional<PipelineProbe> pipeline;
+  // Called on rank 0 as each micro-batch size's pipeline is measured: the
+  // size, and its messages' median time in us.
+  std::function<void(int micro_batch_size, double median_us)> on_pipeline;
+};
+
+// One micro-batch size's pipeline messages: their median time.
+struct PipelineTransfer {
+  int micro_batch_size = 0;
+  int messages = 0;
+  double median_us = 0;
 };
 
 struct ProbedLink {
   int rank = 0;  // this process's
   int world_size = 1;
-  profiles::Link link;  // on rank 0: fitted, with its points; elsewhere empty
+  profiles::Link link;  // on rank 0: fitted to the ping-pong, with its points; elsewhere empty
+  // On rank 0, with `pipeline`: the partition the runs used (layers per
+  // stage), and each size's transfers.
+  std::vector<int> pipeline_partition;
+  std::vector<PipelineTransfer> pipeline;
 };
 
 // Collective: every process of the launch calls it (ranks past 1 only wait).
-// Starts and ends MPI. Throws InputError with fewer than two processes,
-// RunError without MPI in this build or when MPI fails.
+// Starts and ends MPI. Throws InputError with fewer than two processes, or a
+// pipeline asked of more than two; RunError without MPI in this build or
+// when MPI or a run fails.
 [[nodiscard]] ProbedLink probe_mpi_link(const LinkProbeOptions& options);
 
 }  // namespace gpipe::exec::mpi

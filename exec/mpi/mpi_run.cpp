@@ -4,15 +4,14 @@
 #include "exec/mpi/mpi_link.hpp"
 #include "exec/mpi/mpi_process_group.hpp"
 #include "exec/mpi/mpi_world.hpp"
+#include "exec/mpi/world_training.hpp"
 #include "exec/runtime/termination.hpp"
 
 namespace gpipe::exec::mpi {
 
 bool built_with_mpi() { return true; }
 
-Trained<cpu::CpuBackend> train_as_mpi_process(const TrainOptions& options, const std::string& launcher) {
-  MpiWorld world;
-  catch_termination_signals();  // after MPI's start, so that ours are the handlers
+Trained<cpu::CpuBackend> train_in_world(MpiWorld& world, const TrainOptions& options, const std::string& launcher) {
   FailureWatch watch(world);
   try {
     check_launch_fits(options, world.size(), launcher);
@@ -28,6 +27,12 @@ Trained<cpu::CpuBackend> train_as_mpi_process(const TrainOptions& options, const
     world.skip_finalize();
     throw;
   }
+}
+
+Trained<cpu::CpuBackend> train_as_mpi_process(const TrainOptions& options, const std::string& launcher) {
+  MpiWorld world;
+  catch_termination_signals();  // after MPI's start, so that ours are the handlers
+  return train_in_world(world, options, launcher);
 }
 
 }  // namespace gpipe::exec::mpi

@@ -2,6 +2,7 @@
 
 #include "exec/runtime/run_settings.hpp"
 #include "schedules/metrics.hpp"
+#include "schedules/timeline.hpp"
 
 namespace gpipe::exec {
 
@@ -60,6 +61,7 @@ int assemble_timeline(TrainResult& result, const std::vector<RankPart>& parts,
   std::vector<schedules::Timeline> measured;
   for (std::size_t k = 0; k < measured_steps; ++k) {
     measured.push_back(measured_step(parts, k, lowered, info, placement));
+    result.step_times_ns.push_back(schedules::makespan_ns(measured.back()));
   }
   const std::size_t median = median_step(measured);
   result.timeline = std::move(measured[median]);

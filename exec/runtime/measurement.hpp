@@ -44,7 +44,7 @@ struct RankPart {
 
 // From every rank's part: result.timeline (the measured step of median time,
 // described by `info`, whose static bytes come from the parts),
-// result.timeline_step and result.metrics. Returns the median's measured step
+// result.timeline_step, result.step_times_ns and result.metrics. Returns the median's measured step
 // (0: the first measured). `steps` is the run's step count.
 int assemble_timeline(TrainResult& result, const std::vector<RankPart>& parts,
                       const schedules::Schedule& lowered, schedules::TimelineInfo info,

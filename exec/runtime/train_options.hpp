@@ -55,6 +55,9 @@ struct TrainResult {
   // median for an even count); source the backend's name, device its hardware.
   schedules::Timeline timeline;
   int timeline_step = 0;       // which step (0-based) that is
+  // Every measured step's makespan in ns, in step order: its spread is the
+  // run's noise (exec/calibration/step_noise.hpp).
+  std::vector<std::int64_t> step_times_ns;
   schedules::Metrics metrics;  // compute_metrics(timeline)
   // The weights after the last step: [layer][parameter] values, in model
   // order, of the stages this process holds.

@@ -23,6 +23,7 @@
 #include "models/model_spec.hpp"
 #include "models/optimizer.hpp"
 #include "profiles/link_fit.hpp"
+#include "profiles/stage_costs.hpp"
 #include "schedules/error.hpp"
 
 namespace gpipe::cli {
@@ -40,6 +41,7 @@ struct ProfileFlags {
   CudaFlags cuda;
   CpuFlags cpu;
   int stages = 1;  // measure as a rank of a K-stage run computes (its SM partition, its threads)
+  std::string link_fit = "pipeline";  // under mpirun: what the bandwidth is fitted to
 };
 
 }  // namespace
@@ -69,6 +71,31 @@ void report_profiled_layer(int index, int count, const profiles::LayerProfile& l
 
 namespace {
 
+// The profile's link: the ping-pong's latency, and, when the model's
+// pipeline ran, the bandwidth its messages show. A message's bytes are the
+// first stage's output at that micro-batch size, as the simulator prices it.
+profiles::Link link_of(const exec::mpi::ProbedLink& probed, const profiles::Profile& profile) {
+  if (probed.pipeline.empty()) return probed.link;
+  std::vector<profiles::LinkPoint> points;
+  for (const exec::mpi::PipelineTransfer& t : probed.pipeline) {
+    const auto stages = profiles::stage_costs(profile, probed.pipeline_partition, t.micro_batch_size);
+    points.push_back({stages.front().output_bytes, t.median_us});
+  }
+  std::vector<int> sizes;
+  for (const auto& t : probed.pipeline) sizes.push_back(t.micro_batch_size);
+  try {
+    return profiles::refit_bandwidth(
+        probed.link, std::move(points),
+        fmt::format("latency: {}; bandwidth: the median message of a K=2 gpipe pipeline of the model at "
+                    "micro-batch sizes {}, measured as gpipe-sim diff measures transfers",
+                    probed.link.measured_with, fmt::join(sizes, ",")));
+  } catch (const InputError& e) {
+    // Messages too small to time apart from the latency: the ping-pong's line stands.
+    std::cerr << "note: the ping-pong's bandwidth is kept: " << e.what() << "\n";
+    return probed.link;
+  }
+}
+
 std::string size_list(const profiles::Profile& profile) {
   return fmt::format("{}", fmt::join(profile.layers.front().micro_batch_sizes(), ","));
 }
@@ -83,7 +110,9 @@ int run_profile(const ProfileFlags& f) {
                                  "interpolation fills the sizes between",
                                  sizes.size(), kMaxProfiledSizes));
   }
-  check_writable(f.out, "--out");
+  const exec::LaunchInfo launch = exec::parse_launch_environment(exec::current_environment(), false);
+  // Rank 0 alone writes it (two processes probing one path could leave an empty file).
+  if (launch.rank == 0) check_writable(f.out, "--out");
   require_backend(f.backend);  // exit 1: "no CUDA device: ..." or no CUDA backend in this build
   exec::ProfilerOptions options;
   options.warmup = f.warmup;
@@ -92,32 +121,42 @@ int run_profile(const ProfileFlags& f) {
   options.optimizer.kind = *models::parse_optimizer(f.optimizer);
   // As a rank of a K-stage run computes (under a launcher: as one of this node's processes).
   if (f.backend == "cpu") {
-    options.threads_per_rank = threads_per_rank(f.backend, f.cpu, f.stages,
-                                                exec::parse_launch_environment(exec::current_environment(), false));
+    options.threads_per_rank = threads_per_rank(f.backend, f.cpu, f.stages, launch);
   }
   options.on_pass = report_profiler_pass;
   options.on_layer = report_profiled_layer;
   // Under mpirun or srun: first the link between two processes, which every
-  // process joins; then rank 0 alone measures the layers and writes the profile.
-  std::optional<profiles::Link> probed;
-  if (f.backend == "cpu" && exec::parse_launch_environment(exec::current_environment(), false).world_size > 1) {
+  // process joins (a ping-pong, then the model's own pipeline); then rank 0
+  // alone measures the layers and writes the profile.
+  std::optional<exec::mpi::ProbedLink> probed;
+  if (f.backend == "cpu" && launch.world_size > 1) {
     exec::mpi::LinkProbeOptions probe;
     probe.on_point = [](const profiles::LinkPoint& p) {
       std::cerr << fmt::format("link {:>9} one way {}\n", format_bytes(p.bytes), format_time_us(p.one_way_us));
     };
-    exec::mpi::ProbedLink measured = exec::mpi::probe_mpi_link(probe);
-    if (measured.rank != 0) return 0;
-    probed = std::move(measured.link);
+    if (f.link_fit == "pipeline" && model.layers.size() >= 2) {
+      probe.pipeline = exec::mpi::PipelineProbe{.model = model,
+                                                .micro_batch_sizes = sizes,
+                                                .threads_per_rank = options.threads_per_rank,
+                                                .seed = f.seed,
+                                                .optimizer = options.optimizer};
+      probe.on_pipeline = [](int size, double median_us) {
+        std::cerr << fmt::format("link in a K=2 pipeline, b={}: median message {}\n", size, format_time_us(median_us));
+      };
+    }
+    probed = exec::mpi::probe_mpi_link(probe);
+    if (probed->rank != 0) return 0;
   }
   profiles::Profile profile = measure_profile(f.backend, f.cuda, f.stages, model, sizes, options);
-  if (probed) profile.link = std::move(*probed);
+  if (probed) profile.link = link_of(*probed, profile);
   profiles::write_profile(profile, f.out);
+  const std::vector<profiles::LinkPoint>& fitted =
+      profile.link.pipeline_points.empty() ? profile.link.points : profile.link.pipeline_points;
   const std::string link =
-      probed ? fmt::format("link {:.2f} us + bytes at {:.2f} GB/s, fitted to {} at {} sizes {}-{} (the model within "
-                           "{:.0f} % of every size)",
+      probed ? fmt::format("link {:.2f} us + bytes at {:.2f} GB/s, fitted to {} ({} sizes {}-{}, the model within "
+                           "{:.0f} % of each)",
                            profile.link.latency_us, profile.link.bandwidth_GBps, profile.link.measured_with,
-                           profile.link.points.size(), format_bytes(profile.link.points.front().bytes),
-                           format_bytes(profile.link.points.back().bytes),
+                           fitted.size(), format_bytes(fitted.front().bytes), format_bytes(fitted.back().bytes),
                            100 * profiles::link_fit_max_relative_error(profile.link))
       : f.backend == "cuda"
           ? fmt::format("link {:.2f} us at {:.1f} GB/s (device-to-device copy between SM partitions)",
@@ -160,6 +199,12 @@ Subcommand add_profile_run_command(CLI::App& app) {
                   "Measure as each rank of a K-stage run computes: cpu, with its threads (cores / K unless "
                   "--threads-per-rank); cuda, in its SM partition")
       ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  cmd->add_option("--link-fit", f->link_fit,
+                  "cpu under mpirun -np 2: fit the link's bandwidth to the messages of a K=2 pipeline of the model "
+                  "(pipeline: the receiver copies data just written while its peer computes), or to the idle "
+                  "ping-pong alone (ping-pong); the latency is the ping-pong's either way")
+      ->check(CLI::IsMember({"pipeline", "ping-pong"}))
       ->capture_default_str();
   f->cpu.add_to(*cmd);
   f->cuda.add_to(*cmd, /*with_timing=*/false);

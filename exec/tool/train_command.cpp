@@ -2,8 +2,9 @@
 // or on one GPU (a stage per SM partition), printing the loss of every step as it comes, then the last step's measured
 // metrics as gpipe-sim run prints a prediction (both bubble conventions,
 // per-rank busy time, utilisation, peak activation and static bytes);
-// --json prints {"losses": [...], "metrics": {...}} and nothing else on
-// stdout; --trace writes the measured step's timeline as a Chrome trace (with
+// --json prints {"losses": [...], "metrics": {...}, "step_times_us": [...]}
+// and nothing else on stdout; --measure-steps N measures the last N steps and
+// reports the one of median time; --trace writes the measured step's timeline as a Chrome trace (with
 // the GPU's kernels beside the actions, from CUPTI, on --backend cuda).
 #include <unistd.h>
 
@@ -50,6 +51,7 @@ struct TrainFlags {
   int microbatches = 0;
   std::int64_t batch = 0;
   int steps = 0;
+  int measure_steps = 1;
   std::string recompute = "never";
   std::string trace;
   bool json = false;
@@ -155,6 +157,10 @@ int run_train(const TrainFlags& f, const CLI::App& cmd) {
   t.partition = plan.partition;
   t.batch = f.batch;
   t.steps = f.steps;
+  if (f.measure_steps > f.steps) {
+    throw InputError(fmt::format("--measure-steps {} exceeds --steps {}", f.measure_steps, f.steps));
+  }
+  t.measured_steps = f.measure_steps;
   t.seed = f.run.seed;
   t.optimizer = f.run.optimizer_config();
   t.check_finite = f.check_finite;
@@ -189,11 +195,17 @@ int run_train(const TrainFlags& f, const CLI::App& cmd) {
   }
   if (!run.note.empty()) std::cerr << "note: " << run.note << "\n";
   if (f.json) {
-    const nlohmann::json out{{"losses", result.losses}, {"metrics", schedules::to_json(result.metrics)}};
+    std::vector<double> step_times_us;
+    for (const std::int64_t ns : result.step_times_ns) step_times_us.push_back(static_cast<double>(ns) / 1e3);
+    const nlohmann::json out{{"losses", result.losses},
+                             {"metrics", schedules::to_json(result.metrics)},
+                             {"step_times_us", step_times_us}};
     std::cout << out.dump(2) << "\n";
     return 0;
   }
-  std::cout << fmt::format("\nlast step, measured ({}):\n", run.where);
+  const std::string which = f.measure_steps > 1 ? fmt::format("the step of median time of the last {}", f.measure_steps)
+                                                : std::string("last step");
+  std::cout << fmt::format("\n{}, measured ({}):\n", which, run.where);
   std::cout << format_metrics_summary(result.metrics, plan.schedule.name);
   std::cout << format_rank_table(result.metrics, plan.partition,
                                  fmt::format("static ({}, fp32)", models::to_string(t.optimizer.kind)),
@@ -230,6 +242,11 @@ Subcommand add_train_command(CLI::App& app) {
   cmd->add_option("--steps", f->steps, "Training steps (one mini-batch and one optimizer step each)")
       ->required()
       ->check(CLI::Range(1, 100000000));
+  cmd->add_option("--measure-steps", f->measure_steps,
+                  "Measure the last N steps: the metrics and --trace are of the one of median time, --json "
+                  "lists every one's time")
+      ->check(CLI::Range(1, 100000000))
+      ->capture_default_str();
   cmd->add_option("--schedule", f->schedule,
                   "Schedule (zb-auto: the simulator's search on the profile's costs)")
       ->check(CLI::IsMember(sim::predictable_schedule_names()))
@@ -242,7 +259,7 @@ Subcommand add_train_command(CLI::App& app) {
                   "with the GPU's kernels)");
   f->cpu.add_to(*cmd);
   f->cuda.add_to(*cmd);
-  cmd->add_flag("--json", f->json, "Print {\"losses\": [...], \"metrics\": {...}} only");
+  cmd->add_flag("--json", f->json, "Print {\"losses\": [...], \"metrics\": {...}, \"step_times_us\": [...]} only");
   cmd->add_flag("--check-finite", f->check_finite, "Fail the run on a non-finite loss or gradient");
   cmd->add_option("--inject-fault", f->inject_fault,
                   "For testing: RANK:ACTION makes rank RANK fail at ACTION (e.g. 1:1F0); "

@@ -1,9 +1,11 @@
 // gpipe-run validate: the simulator against real runs over a grid. Profile the
 // model on this CPU at every micro-batch size the grid needs (or read
-// --profile), then for each configuration predict, train and diff
-// (exec/calibration/calibration.hpp), printing a row of predicted vs measured step time,
-// bubble and peak activation as each finishes; --out writes the CSV that
-// plots/validation.py draws, --json prints every row with its full diff.
+// --profile), then run the grid --rounds times, interleaved, predicting,
+// training and diffing each configuration (exec/calibration/calibration.hpp);
+// in the last round print a row of predicted vs measured step time (the
+// median of every warm step), its noise band, bubble and peak activation as
+// each finishes; --out writes the CSV that plots/validation.py draws, --json
+// prints every row with its full diff.
 #include <unistd.h>
 
 #include <algorithm>
@@ -51,6 +53,7 @@ struct ValidateFlags {
   CpuFlags cpu;
   GridFlags grid;
   int steps = 5;
+  int rounds = 3;
   std::string save_profile;
   std::string out;
   bool json = false;
@@ -60,12 +63,23 @@ struct ValidateFlags {
 };
 
 constexpr const char* kRowFormat =
-    "{:<6} {:<11} {:>3} {:>4} {:>4}  {:>10} {:>10} {:>8}  {:>7} {:>7}  {:>11} {:>11}  {}\n";
+    "{:<6} {:<11} {:>3} {:>4} {:>4}  {:>10} {:>10} {:>6} {:>7} {:>7}  {:>7} {:>7}  {:>11} {:>11}  {}\n";
+
+// A configuration's noise band is under this (percent of its median step) for
+// its error to count as evidence in the summary.
+constexpr double kQuietBandPct = 2.0;
 
 void print_table_header() {
-  std::cout << fmt::format(fmt::runtime(kRowFormat), "sched", "recompute", "K", "M", "b",
-                           "step pred", "measured", "error", "bubble", "meas", "peak act", "measured",
+  std::cout << fmt::format(fmt::runtime(kRowFormat), "sched", "recompute", "K", "M", "b", "step pred",
+                           "measured", "noise", "error", "band", "bubble", "meas", "peak act", "measured",
                            "equal");
+}
+
+// Inside the noise band: "in"; else how far outside, in points of the median.
+std::string band_cell(const exec::CalibrationRow& r) {
+  const double outside = r.outside_band_points();
+  if (outside == 0) return "in";
+  return fmt::format("{}{:.1f}", r.predicted_step_us() > r.noise.median_us ? "+" : "-", outside);
 }
 
 std::string percent(double fraction) { return fmt::format("{:.2f}%", 100 * fraction); }
@@ -78,12 +92,12 @@ void print_row(const exec::CalibrationRow& r) {
                              req.stages, req.microbatches, r.skipped);
     return;
   }
-  const double error = r.diff.step_time_error_pct;
+  const double error = r.step_error_pct();
   std::cout << fmt::format(
                    fmt::runtime(kRowFormat), req.schedule, recompute, req.stages, req.microbatches,
-                   r.microbatch_sizes.front(), format_time_us(r.diff.predicted_step_us),
-                   format_time_us(r.diff.measured_step_us),
-                   std::isnan(error) ? std::string("n/a") : fmt::format("{:+.1f}%", error),
+                   r.microbatch_sizes.front(), format_time_us(r.predicted_step_us()),
+                   format_time_us(r.noise.median_us), fmt::format("{:.1f}%", r.noise.band_pct()),
+                   std::isnan(error) ? std::string("n/a") : fmt::format("{:+.1f}%", error), band_cell(r),
                    percent(r.diff.predicted_bubble), percent(r.diff.measured_bubble),
                    format_bytes(r.predicted_peak_activation_bytes),
                    format_bytes(r.measured_peak_activation_bytes), r.peak_activation_equal() ? "yes" : "NO")
@@ -102,21 +116,65 @@ ErrorSummary summarise(const std::vector<exec::CalibrationRow>& rows, Keep keep)
   ErrorSummary s;
   double sum = 0;
   for (const auto& r : rows) {
-    const double e = std::abs(r.diff.step_time_error_pct);
-    if (!r.ok() || !keep(r) || std::isnan(e)) continue;
+    if (!r.ok() || !keep(r)) continue;
+    const double e = std::abs(r.step_error_pct());
+    if (std::isnan(e)) continue;
     ++s.count;
     sum += e;
-    if (s.worst == nullptr || e > std::abs(s.worst->diff.step_time_error_pct)) s.worst = &r;
+    if (s.worst == nullptr || e > std::abs(s.worst->step_error_pct())) s.worst = &r;
   }
   s.mean_abs_pct = s.count > 0 ? sum / s.count : 0.0;
   return s;
 }
 
+std::string name_of(const exec::CalibrationRow& r) {
+  return fmt::format("{} {} K={} M={}", r.request.schedule, schedules::to_string(r.request.recompute),
+                     r.request.stages, r.request.microbatches);
+}
+
 std::string error_line(const ErrorSummary& s) {
-  const auto& w = *s.worst;
-  return fmt::format("mean |error| {:.1f} % over {}, largest {:+.1f} % ({} {} K={} M={})", s.mean_abs_pct,
-                     s.count, w.diff.step_time_error_pct, w.request.schedule,
-                     schedules::to_string(w.request.recompute), w.request.stages, w.request.microbatches);
+  return fmt::format("mean |error| {:.1f} % over {}, largest {:+.1f} % ({})", s.mean_abs_pct, s.count,
+                     s.worst->step_error_pct(), name_of(*s.worst));
+}
+
+// The evidence: over the rows `keep` takes, how many have a quiet noise band,
+// the median |error| of those, and how far outside its band any prediction lies.
+template <typename Keep>
+void print_noise_summary(const std::vector<exec::CalibrationRow>& rows, Keep keep, const std::string& which) {
+  int run = 0, inside = 0;
+  std::vector<double> quiet_errors;
+  const exec::CalibrationRow* farthest = nullptr;
+  std::vector<double> bands;
+  for (const auto& r : rows) {
+    if (!r.ok() || !keep(r)) continue;
+    ++run;
+    bands.push_back(r.noise.band_pct());
+    if (r.noise.band_pct() < kQuietBandPct && !std::isnan(r.step_error_pct())) {
+      quiet_errors.push_back(std::abs(r.step_error_pct()));
+    }
+    if (r.outside_band_points() == 0) ++inside;
+    if (farthest == nullptr || r.outside_band_points() > farthest->outside_band_points()) farthest = &r;
+  }
+  if (run == 0) return;
+  std::ranges::sort(bands);
+  std::cout << fmt::format("noise{}: the band (interquartile range of the warm steps) is {:.1f} % at the median, "
+                           "{:.1f} % at the widest\n",
+                           which, exec::quantile(bands, 0.5), bands.back());
+  if (quiet_errors.empty()) {
+    std::cout << fmt::format("  no configuration has a band under {:.0f} %: this machine is too noisy for the "
+                             "step times to be evidence (longer steps, --rounds or --steps help)\n",
+                             kQuietBandPct);
+  } else {
+    std::ranges::sort(quiet_errors);
+    std::cout << fmt::format("  median |error| {:.1f} % over the {} of {} configurations whose band is under {:.0f} %\n",
+                             exec::quantile(quiet_errors, 0.5), quiet_errors.size(), run, kQuietBandPct);
+  }
+  std::cout << fmt::format("  {} of {} predictions inside their band", inside, run);
+  if (farthest->outside_band_points() > 0) {
+    std::cout << fmt::format("; the farthest outside by {:.1f} points ({})", farthest->outside_band_points(),
+                             name_of(*farthest));
+  }
+  std::cout << "\n";
 }
 
 // The link model alone (sim/diff.hpp TransferError), over every message of
@@ -157,8 +215,13 @@ void print_summary(const std::vector<exec::CalibrationRow>& rows) {
   // turns on the cores, which the simulator (one processor per rank) does not model.
   const int cores = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
   const ErrorSummary fits = summarise(rows, [cores](const auto& r) { return r.request.stages <= cores; });
+
+  const auto fits_cores = [cores](const auto& r) { return r.request.stages <= cores; };
   if (fits.count < all.count && fits.worst != nullptr) {
     std::cout << fmt::format("  with K <= {} (this machine's hardware threads): {}\n", cores, error_line(fits));
+    print_noise_summary(rows, fits_cores, fmt::format(" with K <= {}", cores));
+  } else {
+    print_noise_summary(rows, fits_cores, "");
   }
   double bubble = 0;
   int equal = 0;
@@ -170,6 +233,20 @@ void print_summary(const std::vector<exec::CalibrationRow>& rows) {
   std::cout << fmt::format("bubble error: mean |error| {:.1f} points\n", bubble / static_cast<double>(run));
   std::cout << fmt::format("peak activation equal to the prediction in {} of {} configurations\n", equal, run);
   print_link_summary(rows);
+}
+
+// Where the rounds are, on stderr: a line redrawn on a terminal, a line per
+// round otherwise (rows print only in the last round).
+void report_run(int round, int index, int count) {
+  if (isatty(STDERR_FILENO) != 0) {
+    std::cerr << fmt::format("\rround {}, configuration {} of {} ", round + 1, index + 1, count) << std::flush;
+  } else if (index == 0) {
+    std::cerr << fmt::format("validate: round {}: {} configurations\n", round + 1, count);
+  }
+}
+
+void clear_progress() {
+  if (isatty(STDERR_FILENO) != 0) std::cerr << "\r\033[K" << std::flush;
 }
 
 // The last line a launched gpipe-run printed about its failure, else the
@@ -228,7 +305,8 @@ exec::TrainResult launched_training(const ValidateFlags& f, const exec::TrainOpt
                                    std::string(models::to_string(t.optimizer.kind)), "--lr",
                                    fmt::format("{}", t.optimizer.learning_rate), "--watchdog-seconds",
                                    fmt::format("{}", t.watchdog_seconds), "--threads-per-rank",
-                                   std::to_string(t.threads_per_rank), "--trace", trace_path, "--json"};
+                                   std::to_string(t.threads_per_rank), "--measure-steps",
+                                   std::to_string(t.measured_steps), "--trace", trace_path, "--json"};
   const Launcher::Outcome outcome = launcher.run(t.schedule.num_ranks, args);
   std::filesystem::remove(schedule_path);
   if (outcome.status != 0) throw RunError(failure_of(outcome));
@@ -240,6 +318,7 @@ exec::TrainResult launched_training(const ValidateFlags& f, const exec::TrainOpt
   // temporary destroyed before the loop's first step (ASan: heap-use-after-free).
   const nlohmann::json printed = nlohmann::json::parse(outcome.out);
   for (const double loss : printed.at("losses")) result.losses.push_back(loss);
+  for (const double us : printed.at("step_times_us")) result.step_times_ns.push_back(std::llround(us * 1e3));
   return result;
 }
 
@@ -315,6 +394,7 @@ int run_validate(const ValidateFlags& f) {
   grid.base.partition = models::parse_partition_spec(f.run.partition);
   grid.base.backward_order = *schedules::parse_backward_order(f.run.backward_order);
   options.steps = f.steps;
+  options.rounds = f.rounds;
   options.seed = f.run.seed;
   options.optimizer = f.run.optimizer_config();
   options.watchdog_seconds = f.run.watchdog_seconds;
@@ -351,11 +431,20 @@ int run_validate(const ValidateFlags& f) {
                                                                        options.threads_per_rank);
   plan::check_profile_matches(options.model, profile);
   if (!f.json) {
-    std::cout << fmt::format("model       {}, batch {}, {} steps per configuration (the median of all but the first compared)\n\n",
-                             options.model.spec, f.grid.batch, f.steps);
-    print_table_header();
-    options.on_row = print_row;
+    std::cout << fmt::format("model       {}, batch {}; the grid runs {} times, interleaved, {} steps a run: each "
+                             "row's measured step is the median of its {} warm steps, its noise band their "
+                             "interquartile range\n\n",
+                             options.model.spec, f.grid.batch, f.rounds, f.steps, f.rounds * (f.steps - 1));
+    options.on_row = [first = true](const exec::CalibrationRow& row) mutable {
+      if (first) {
+        clear_progress();
+        print_table_header();
+        first = false;
+      }
+      print_row(row);
+    };
   }
+  options.on_run = report_run;
   const auto rows = exec::run_calibration(profile, options);
   if (!f.out.empty()) write_text_file(f.out, exec::calibration_csv(rows));
   if (f.json) {
@@ -385,8 +474,14 @@ Subcommand add_validate_command(CLI::App& app) {
   f->grid.add_to(*cmd, std::int64_t{1} << 30);
   f->cpu.add_to(*cmd);
   f->cuda.add_to(*cmd);
-  cmd->add_option("--steps", f->steps, "Training steps per configuration; the step of median time among all but the first is compared")
+  cmd->add_option("--steps", f->steps, "Training steps per configuration and round; every one but the first (cold) is measured")
       ->check(CLI::Range(2, 1000000))
+      ->capture_default_str();
+  cmd->add_option("--rounds", f->rounds,
+                  "Runs of the whole grid, interleaved (A B C A B C), so that a slow minute of the machine "
+                  "spreads over every configuration; each row compares the median of every warm step of every "
+                  "round, and their interquartile range is its noise band")
+      ->check(CLI::Range(1, 1000))
       ->capture_default_str();
   cmd->add_option("--save-profile", f->save_profile, "Write the profile measured for the grid");
   cmd->add_option("--warmup", f->warmup, "Profiler: untimed runs per layer and size")

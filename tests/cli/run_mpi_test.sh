@@ -51,11 +51,13 @@ assert [f"{loss:.6f}" for loss in out["losses"]] == threads, (out["losses"], thr
 PY
 
 # gpipe-run profile under mpirun -np 2 measures the link between the processes
-# (a ping-pong from 8 B to 64 MiB, fitted), and rank 0 alone writes the profile.
+# (a ping-pong from 8 B to 64 MiB, fitted; then the bandwidth refitted to the
+# messages of the model's own K=2 pipeline), and rank 0 alone writes the profile.
 expect_status 0 timeout 120 "${launch[@]}" -np 2 "$run" profile --model $mlp --micro-batch-sizes 1,2 \
   --warmup 0 --repeats 1 --out "$tmp/prof.json"
-[ "$(grep -c 'fitted to MPI ping-pong between ranks 0 and 1' "$tmp/out")" -eq 1 ] ||
+[ "$(grep -c 'fitted to latency: MPI ping-pong between ranks 0 and 1 .*; bandwidth: the median message of a K=2 gpipe pipeline of the model at micro-batch sizes 1,2' "$tmp/out")" -eq 1 ] ||
   fail "expected rank 0's summary alone: $(cat "$tmp/out")"
+grep -q "link in a K=2 pipeline, b=2: median message" "$tmp/err" || fail "no pipeline line: $(cat "$tmp/err")"
 python3 - "$tmp/prof.json" <<'PY' || fail "the measured link: $(head -c 600 "$tmp/prof.json")"
 import json, sys
 link = json.load(open(sys.argv[1]))["link"]
@@ -63,8 +65,18 @@ points = link["measured"]["points"]
 assert [p["bytes"] for p in points] == [8 << i for i in range(24)], points  # 8 B .. 64 MiB
 assert all(p["one_way_us"] > 0 for p in points)
 assert link["latency_us"] >= 0 and link["bandwidth_GBps"] > 0
-assert link["measured"]["with"].startswith("MPI ping-pong between ranks 0 and 1 on one node")
+assert link["measured"]["with"].startswith("latency: MPI ping-pong between ranks 0 and 1 on one node")
+# The pipeline's messages: an activation of b x 16 fp32 values at each size.
+pipeline = link["measured"]["pipeline_points"]
+assert [p["bytes"] for p in pipeline] == [64, 128], pipeline
+assert all(p["one_way_us"] > link["latency_us"] for p in pipeline), pipeline
 PY
+# --link-fit ping-pong: the idle ping-pong alone, as before.
+expect_status 0 timeout 120 "${launch[@]}" -np 2 "$run" profile --model $mlp --micro-batch-sizes 1 \
+  --warmup 0 --repeats 1 --link-fit ping-pong --out "$tmp/pp.json"
+expect_out "fitted to MPI ping-pong between ranks 0 and 1 on one node"
+python3 -c 'import json,sys; assert "pipeline_points" not in json.load(open(sys.argv[1]))["link"]["measured"]' \
+  "$tmp/pp.json" || fail "--link-fit ping-pong kept pipeline points"
 "$sim" run --profile "$tmp/prof.json" -K 2 -M 2 -N 2 >/dev/null 2>&1 || fail "gpipe-sim does not read the measured link"
 expect_status 0 "$run" profile --model $mlp --micro-batch-sizes 1 --warmup 0 --repeats 1 --out "$tmp/p1.json"
 expect_out "under mpirun -np 2 the link between processes is measured"
@@ -74,7 +86,7 @@ expect_out "under mpirun -np 2 the link between processes is measured"
 expect_status 0 timeout 300 "$run" validate --model $mlp -K 2 -M 2,4 -N 8 --schedule 1f1b --steps 2 \
   --launcher mpirun --warmup 0 --repeats 1 --out "$tmp/val.csv"
 expect_out "profile     measured now by \`mpirun -np 2"
-expect_out "fitted to MPI ping-pong between ranks 0 and 1"
+expect_out "fitted to latency: MPI ping-pong between ranks 0 and 1.*; bandwidth: the median message of a K=2"
 expect_out "^1f1b   never         2    4 "
 expect_out "^link model: 12 transfers, mean "  # 2 + 2 x 2 messages at M = 2, 2 x 2 x 2 at M = 4
 python3 - "$tmp/val.csv" <<'PY' || fail "validate's CSV: $(cat "$tmp/val.csv")"

@@ -38,15 +38,20 @@ status=$?
 [ "$status" -le 1 ] || fail "gpipe-sim diff of a measured trace exited $status: $(cat "$tmp/err")"
 expect_out "step time"
 
-# --json: exactly {"losses": [...], "metrics": {...}}, one loss per step, nothing else on stdout.
-expect_status 0 "$run" train "${tiny[@]}" --steps 2 --schedule 1f1b --recompute always \
+# --json: exactly {"losses": [...], "metrics": {...}, "step_times_us": [...]}, one loss per
+# step and one time per measured step (--measure-steps), nothing else on stdout.
+expect_status 0 "$run" train "${tiny[@]}" --steps 3 --measure-steps 2 --schedule 1f1b --recompute always \
   --optimizer momentum --lr 0.01 --seed 7 --check-finite --json
 /usr/bin/python3 - "$tmp/out" <<'PY' || fail "--json output: $(cat "$tmp/out")"
 import json, sys
 doc = json.load(open(sys.argv[1]))
-assert sorted(doc) == ["losses", "metrics"], sorted(doc)
-assert len(doc["losses"]) == 2 and all(isinstance(x, float) for x in doc["losses"])
+assert sorted(doc) == ["losses", "metrics", "step_times_us"], sorted(doc)
+assert len(doc["losses"]) == 3 and all(isinstance(x, float) for x in doc["losses"])
 assert len(doc["metrics"]["ranks"]) == 2 and doc["metrics"]["step_time_us"] > 0
+# The metrics are of the measured step of median time: the lower median of two.
+times = doc["step_times_us"]
+assert len(times) == 2 and all(t > 0 for t in times), times
+assert abs(doc["metrics"]["step_time_us"] - min(times)) < 1e-3, (doc["metrics"]["step_time_us"], times)
 PY
 [ ! -s "$tmp/err" ] || fail "--json wrote to stderr: $(cat "$tmp/err")"
 # An explicit partition and the transformer.
@@ -81,6 +86,8 @@ expect_status 2 "$run" train "${tiny[@]}" --steps 1 --schedule zb-h9
 expect_one_error_line "--schedule"
 expect_status 2 "$run" train "${tiny[@]}" --steps 1 --partition 1,1
 expect_one_error_line "--partition 1,1 sums to 2 layers"
+expect_status 2 "$run" train "${tiny[@]}" --steps 2 --measure-steps 3
+expect_one_error_line "--measure-steps 3 exceeds --steps 2"
 expect_status 2 "$run" train "${tiny[@]}" --steps 1 --lr 0
 expect_one_error_line "--lr must be a positive number, got 0"
 expect_status 2 "$run" train "${tiny[@]}" --steps 1 --inject-fault 1-1F0

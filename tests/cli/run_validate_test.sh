@@ -23,9 +23,14 @@ expect_out "skipped: --stages 4 exceeds the 3 layers of the model"
 expect_out "skipped: --microbatches 8 exceeds --batch 4"
 expect_out "9 configurations: 4 run, 5 skipped (cannot exist)"
 expect_out "step time error: mean |error|"
+expect_out "the grid runs 3 times, interleaved, 2 steps a run: each row's measured step is the median of its 3 warm steps"
+expect_out "^noise: the band (interquartile range of the warm steps) is [0-9.]* % at the median"
+expect_out "predictions inside their band"
+grep -q "validate: round 3: 4 configurations" "$tmp/err" || fail "no line for round 3 on stderr: $(cat "$tmp/err")"
 expect_out "peak activation equal to the prediction in 4 of 4 configurations"
 [ "$(wc -l <"$tmp/v.csv")" -eq 10 ] || fail "v.csv has $(wc -l <"$tmp/v.csv") lines, expected 10"
-grep -q '^gpipe,never,2,1,2,2,4,"[12],[12]",ok,,.*,1,4,[0-9.]*,[0-9.]*,[-0-9.]*$' "$tmp/v.csv" || fail "no ok row for K=2 M=2: $(cat "$tmp/v.csv")"
+grep -q '^gpipe,never,2,1,2,2,4,"[12],[12]",ok,,.*,1,4,[0-9.]*,[0-9.]*,[-0-9.]*,[0-9.]*,3,[0-9.]*,[0-9.]*,[0-9.]*,[0-9.]*$' \
+  "$tmp/v.csv" || fail "no ok row for K=2 M=2 (3 rounds x 1 warm step): $(cat "$tmp/v.csv")"
 [ -s "$tmp/p.json" ] || fail "--save-profile wrote nothing"
 
 # The CSV plots (where the Debian Python has matplotlib).
@@ -36,7 +41,7 @@ if /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
 fi
 
 # The saved profile, reused; --json rows with the full diff.
-expect_status 0 "$run" validate --model $mlp -K 2 -M 2 -N 4 --steps 2 --profile "$tmp/p.json" \
+expect_status 0 "$run" validate --model $mlp -K 2 -M 2 -N 4 --steps 3 --rounds 2 --profile "$tmp/p.json" \
   --schedule 1f1b --recompute always,except_last --json
 /usr/bin/python3 - "$tmp/out" <<'PY' || fail "--json output: $(cat "$tmp/out")"
 import json, sys
@@ -44,6 +49,10 @@ rows = json.load(open(sys.argv[1]))
 assert [r["recompute"] for r in rows] == ["always", "except_last"], rows
 for r in rows:
     assert r["status"] == "ok" and r["schedule"] == "1f1b"
+    # --rounds 2 of --steps 3: four warm steps, their median the row's.
+    assert len(r["step_us"]) == 4 and r["noise"]["samples"] == 4, r["noise"]
+    n = r["noise"]
+    assert n["q1_us"] <= n["median_us"] <= n["q3_us"], n
     assert r["peak_activation_equal"] is True
     assert r["diff"]["only_in_predicted"] == [] and r["diff"]["only_in_measured"] == []
 PY
@@ -51,6 +60,8 @@ PY
 expect_cuda "$run" validate --backend cuda --model $mlp -K 2 -M 2 -N 4 --profile "$tmp/p.json"
 expect_status 2 "$run" validate --model $mlp -K 2 -M 2 -N 4 --steps 1
 expect_one_error_line "--steps"
+expect_status 2 "$run" validate --model $mlp -K 2 -M 2 -N 4 --rounds 0
+expect_one_error_line "--rounds"
 expect_status 2 "$run" validate --model $mlp -K 2 -M 2 -N 4 --schedule gpipe,zb
 expect_one_error_line "--schedule: unknown value 'zb' (known: gpipe, 1f1b, "
 expect_status 2 "$run" validate --model $mlp -K 2..1 -M 2 -N 4

@@ -9,8 +9,10 @@
 #include <algorithm>
 #include <sstream>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "exec/cpu/cpu_backend.hpp"
 #include "exec/cpu/profiler.hpp"
 #include "models/model_spec.hpp"
 #include "plan/model_profile.hpp"
@@ -106,7 +108,8 @@ TEST(Calibration, CsvHasOneRowPerConfiguration) {
   CalibrationOptions options = tiny_grid();
   options.grid.schedules = {"gpipe"};
   options.grid.recompute = {RecomputePolicy::never};
-  const std::string csv = calibration_csv(run_calibration(tiny_profile(), options));
+  const std::vector<CalibrationRow> rows = run_calibration(tiny_profile(), options);
+  const std::string csv = calibration_csv(rows);
   std::istringstream in(csv);
   std::vector<std::string> lines;
   for (std::string line; std::getline(in, line);) lines.push_back(line);
@@ -116,22 +119,78 @@ TEST(Calibration, CsvHasOneRowPerConfiguration) {
             "status,reason,predicted_step_us,measured_step_us,step_time_error_pct,predicted_bubble,measured_bubble,"
             "bubble_fraction_analytic,bubble_error_points,predicted_peak_activation_bytes,"
             "measured_peak_activation_bytes,peak_activation_equal,transfers,predicted_transfer_us,"
-            "measured_transfer_us,transfer_error_pct");
+            "measured_transfer_us,transfer_error_pct,transfer_median_abs_error_pct,step_samples,"
+            "measured_step_q1_us,measured_step_q3_us,noise_band_pct,outside_band_points");
   // The partition is quoted ("2,1" or "1,2": balanced on measured costs).
   EXPECT_TRUE(lines[1].starts_with("gpipe,never,2,1,2,2,4,\"2,1\",ok,,") ||
               lines[1].starts_with("gpipe,never,2,1,2,2,4,\"1,2\",ok,,"))
       << lines[1];
   // Peak activation equal, then the link model over the 2 x 2 messages of K=2, M=2.
   EXPECT_NE(lines[1].find(",1,4,"), std::string::npos) << lines[1];
+  // The noise columns close the row: one warm step (steps 2) in one round is
+  // one sample, so both quartiles are its time and the band is 0.
+  const CalibrationRow& r = rows.front();
+  EXPECT_EQ(r.noise.samples, 1);
+  EXPECT_EQ(r.noise.q1_us, r.noise.q3_us);
+  EXPECT_TRUE(lines[1].ends_with(fmt::format(",1,{:.3f},{:.3f},0.000,{:.3f}", r.noise.q1_us, r.noise.q3_us,
+                                             r.outside_band_points())))
+      << lines[1];
   // bubble_fraction_analytic of K=2, M=2: 1/3.
   EXPECT_NE(lines[1].find(",0.333333,"), std::string::npos);
   EXPECT_EQ(lines[2], "gpipe,never,2,,8,,4,,skipped,--microbatches 8 exceeds --batch 4: every micro-batch "
-                      "needs a sample,,,,,,,,,,,,,,");
+                      "needs a sample,,,,,,,,,,,,,,,,,,,,");
   EXPECT_EQ(lines[3].substr(0, 29), "gpipe,never,4,,2,,4,,skipped,");
+}
+
+TEST(Calibration, RoundsInterleaveTheGridAndPoolEveryWarmStep) {
+  CalibrationOptions options = tiny_grid();
+  options.grid.schedules = {"gpipe", "1f1b"};
+  options.grid.recompute = {RecomputePolicy::never};
+  options.grid.stages = {2};
+  options.grid.microbatches = {2, 8};  // M=8 cannot exist: never trained
+  options.steps = 3;
+  options.rounds = 3;
+  std::vector<std::string> trained;
+  std::vector<std::string> runs;
+  options.train = [&](const TrainOptions& t) {
+    trained.push_back(t.schedule.name);
+    EXPECT_EQ(t.measured_steps, 2);
+    return cpu::train(t);
+  };
+  options.on_run = [&](int round, int index, int count) {
+    runs.push_back(::testing::PrintToString(round) + "." + ::testing::PrintToString(index) + "/" +
+                   ::testing::PrintToString(count));
+  };
+  std::vector<std::string> finished;
+  options.on_row = [&](const CalibrationRow& r) { finished.push_back(r.request.schedule); };
+  const std::vector<CalibrationRow> rows = run_calibration(tiny_profile(), options);
+  // A B A B A B, not A A A B B B.
+  EXPECT_EQ(trained, (std::vector<std::string>{"gpipe", "1f1b", "gpipe", "1f1b", "gpipe", "1f1b"}));
+  EXPECT_EQ(runs, (std::vector<std::string>{"0.0/2", "0.1/2", "1.0/2", "1.1/2", "2.0/2", "2.1/2"}));
+  // Each row once, skipped ones included, in the last round.
+  EXPECT_EQ(finished, (std::vector<std::string>{"gpipe", "gpipe", "1f1b", "1f1b"}));
+  ASSERT_EQ(rows.size(), 4U);
+  for (const CalibrationRow& r : rows) {
+    if (!r.ok()) {
+      EXPECT_TRUE(r.step_us.empty());
+      continue;
+    }
+    // 3 rounds x 2 warm steps, pooled; the median lies within the quartiles.
+    ASSERT_EQ(r.step_us.size(), 6U);
+    EXPECT_EQ(r.noise.samples, 6);
+    EXPECT_LE(r.noise.q1_us, r.noise.median_us);
+    EXPECT_LE(r.noise.median_us, r.noise.q3_us);
+    EXPECT_DOUBLE_EQ(r.step_error_pct(), (r.diff.predicted_step_us - r.noise.median_us) / r.noise.median_us * 100);
+    EXPECT_TRUE(r.diff.only_in_predicted.empty());
+    EXPECT_EQ(r.measured_peak_activation_bytes, r.predicted_peak_activation_bytes);
+  }
 }
 
 TEST(Calibration, RejectsWhatIsNoGrid) {
   CalibrationOptions options = tiny_grid();
+  options.rounds = 0;
+  EXPECT_EQ(error_of([&] { (void)run_calibration(tiny_profile(), options); }), "--rounds must be at least 1, got 0");
+  options = tiny_grid();
   options.steps = 1;
   EXPECT_EQ(error_of([&] { (void)run_calibration(tiny_profile(), options); }),
             "--steps must be at least 2 so that the compared step runs warm, got 1");

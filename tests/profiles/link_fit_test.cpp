@@ -1,7 +1,8 @@
 // The link's fit and its measured points: exact recovery of a link that is
 // exactly latency + bytes / bandwidth, the relative weighting (an 8-byte
 // point counts as much as a 64 MiB one), a refit through the origin instead
-// of a negative latency, refusals, and the points surviving a write and read.
+// of a negative latency, refusals, the bandwidth refitted to a pipeline's
+// messages, and the points surviving a write and read.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -63,10 +64,51 @@ TEST(LinkFit, RefusesTooFewOrTimelessPoints) {
             "a link fit needs at least two distinct message sizes");
 }
 
+TEST(LinkFit, RefitsTheBandwidthToPipelineMessagesKeepingTheLatency) {
+  // A ping-pong at 12 GB/s; a pipeline's messages exactly 1.5 us + bytes at
+  // 4 GB/s: the refit keeps 1.5 us and finds 4 GB/s, and every pipeline point
+  // lies on the model.
+  const Link pingpong = fit_link(exact_points(1.5, 12.0), "ping-pong");
+  std::vector<LinkPoint> pipeline;
+  for (const std::int64_t bytes : {std::int64_t{4} << 20, std::int64_t{1} << 20, std::int64_t{2} << 20}) {
+    pipeline.push_back({bytes, 1.5 + static_cast<double>(bytes) / 4e3});
+  }
+  const Link link = refit_bandwidth(pingpong, pipeline, "both");
+  EXPECT_DOUBLE_EQ(link.latency_us, 1.5);
+  EXPECT_NEAR(link.bandwidth_GBps, 4.0, 1e-12);
+  EXPECT_EQ(link.points, pingpong.points);
+  ASSERT_EQ(link.pipeline_points.size(), 3u);
+  EXPECT_EQ(link.pipeline_points.front().bytes, std::int64_t{1} << 20);  // sorted
+  EXPECT_EQ(link.measured_with, "both");
+  EXPECT_NEAR(link_fit_max_relative_error(link), 0.0, 1e-12);         // over the pipeline points
+  EXPECT_GT(link_fit_max_relative_error(link, link.points), 0.5);     // the idle ping-pong is far faster
+}
+
+TEST(LinkFit, RefitWeighsEachPipelineSizeByItsRelativeError) {
+  // One message 10 % slow and one 10 % fast: the per-byte cost between them,
+  // neither message off by much more than 10 %.
+  const Link pingpong = fit_link(exact_points(0.0, 10.0), "ping-pong");
+  const Link link = refit_bandwidth(pingpong, {{1000, 1.1}, {2000, 1.8}}, "t");  // 1 us per 1000 B, +-10 %
+  EXPECT_LT(link_fit_max_relative_error(link), 0.11);
+  EXPECT_NEAR(link.bandwidth_GBps, 1.0, 0.03);
+}
+
+TEST(LinkFit, RefitRefusesMessagesNoSlowerThanTheLatency) {
+  const Link pingpong = fit_link(exact_points(5.0, 10.0), "ping-pong");
+  EXPECT_EQ(error_of([&] { (void)refit_bandwidth(pingpong, {}, "t"); }),
+            "refitting a link's bandwidth needs at least one pipeline point");
+  EXPECT_EQ(error_of([&] { (void)refit_bandwidth(pingpong, {{1000, 4.0}}, "t"); }),
+            "a pipeline message of 1000 bytes took 4.00 us, no more than the link's latency of 5.00 us: no bandwidth "
+            "to fit");
+}
+
 TEST(LinkFit, MeasuredPointsSurviveWritingAndReading) {
   Profile profile = load_profile(std::filesystem::path(GPIPE_TEST_DATA_DIR) / "profiles" / "valid_two_layers.json");
   profile.link = fit_link(exact_points(3.0, 5.0), "MPI ping-pong between ranks 0 and 1 on one node (vm)");
   const auto path = std::filesystem::path(::testing::TempDir()) / "link_fit_round_trip.json";
+  write_profile(profile, path);
+  EXPECT_EQ(load_profile(path), profile);
+  profile.link = refit_bandwidth(profile.link, {{1 << 20, 400.0}, {4 << 20, 1500.0}}, "ping-pong and pipeline");
   write_profile(profile, path);
   EXPECT_EQ(load_profile(path), profile);
 }
