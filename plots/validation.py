@@ -10,8 +10,11 @@ Right: the bubble fraction the same way, with GPipe's closed form
 paper's idealised bubble and the real one shows too. Marker shape and colour
 name the schedule and recompute policy, and a small label the stage count K
 (a K above the machine's cores drifts below the diagonal: ranks share cores); configurations whose measured
-activation peak differs from the prediction are ringed in red. Skipped rows
-(configurations that cannot exist) are counted in the title.
+activation peak differs from the prediction are ringed in red. Where the CSV
+has them (validate's rounds), a horizontal bar spans each configuration's
+noise band, the interquartile range of its warm steps, and the title counts
+the predictions inside their band. Skipped rows (configurations that cannot
+exist) are counted in the title.
 """
 
 import csv
@@ -28,6 +31,7 @@ COLUMNS = [
 ]
 _REQUIRED_OK = ["predicted_step_us", "measured_step_us", "predicted_bubble", "measured_bubble",
                 "bubble_fraction_analytic"]
+_NOISE = ["measured_step_q1_us", "measured_step_q3_us", "outside_band_points"]
 BAND = 0.10  # the shaded agreement band, +-10 %
 
 
@@ -74,6 +78,8 @@ def load_validation(path):
         for c in ("predicted_step_us", "measured_step_us"):
             if row[c] <= 0:
                 raise common.InputError(f"{path}:{line}: column '{c}' must be positive")
+        for c in _NOISE:  # absent from older files; present, they must be numbers
+            row[c] = _float(raw, c, path, line) if c in raw else None
         row.update(schedule=raw["schedule"], recompute=raw["recompute"],
                    stages=raw["stages"], microbatches=raw["microbatches"],
                    peak_equal=raw["peak_activation_equal"] == "1")
@@ -99,6 +105,13 @@ def draw(rows, skipped, out):
                      ls="none", ms=7, label=f"{group[0]}, recompute {group[1]}")
         left.plot([r["measured_step_us"] / scale for r in chosen],
                   [r["predicted_step_us"] / scale for r in chosen], **style)
+        banded = [r for r in chosen if r["measured_step_q1_us"] is not None and r["measured_step_q3_us"] is not None]
+        if banded:  # the noise band: where the measured steps' middle half lies
+            left.errorbar([r["measured_step_us"] / scale for r in banded],
+                          [r["predicted_step_us"] / scale for r in banded],
+                          xerr=[[(r["measured_step_us"] - r["measured_step_q1_us"]) / scale for r in banded],
+                                [(r["measured_step_q3_us"] - r["measured_step_us"]) / scale for r in banded]],
+                          fmt="none", ecolor=style["color"], elinewidth=1, capsize=2, alpha=0.7)
         right.plot([r["measured_bubble"] for r in chosen], [r["predicted_bubble"] for r in chosen], **style)
         right.plot([r["measured_bubble"] for r in chosen], [r["bubble_fraction_analytic"] for r in chosen],
                    marker=style["marker"], color=style["color"], mfc="none", ls="none", ms=7)
@@ -142,8 +155,12 @@ def draw(rows, skipped, out):
 
     errors = [abs(r["predicted_step_us"] - r["measured_step_us"]) / r["measured_step_us"] for r in rows]
     note = f", {skipped} skipped" if skipped else ""
+    banded = [r for r in rows if r["outside_band_points"] is not None]
+    inside = f"; {sum(r['outside_band_points'] == 0 for r in banded)} of {len(banded)} inside their noise band" \
+        if banded else ""
+    errors.sort()
     fig.suptitle(f"gpipe-sim against gpipe-run: {len(rows)} configurations{note}; "
-                 f"mean |step time error| {100 * sum(errors) / len(errors):.1f} %")
+                 f"median |step time error| {100 * errors[len(errors) // 2]:.1f} %{inside}")
     fig.tight_layout()
     common.save_figure(fig, out)
 

@@ -248,6 +248,22 @@ class TraceLoaderTest(TempDirTest):
             common.load_trace(self.write("list.json", "[1, 2]"))
 
 
+def with_noise(text):
+    """The validation CSV with validate's noise columns: every ok row's steps spread +-50 us."""
+    lines = text.splitlines()
+    out = [lines[0] + ",measured_step_q1_us,measured_step_q3_us,outside_band_points"]
+    for line in lines[1:]:
+        if ",ok," not in line:
+            out.append(line + ",,,")
+            continue
+        measured = float(line.split(",ok,,")[1].split(",")[1])
+        predicted = float(line.split(",ok,,")[1].split(",")[0])
+        q1, q3 = measured - 50, measured + 50
+        outside = max(0.0, q1 - predicted, predicted - q3) / measured * 100
+        out.append(line + f",{q1:.3f},{q3:.3f},{outside:.3f}")
+    return "\n".join(out) + "\n"
+
+
 class ValidationLoaderTest(TempDirTest):
     def test_reads_ok_rows_and_counts_skipped(self):
         rows, skipped = validation.load_validation(VALIDATION)
@@ -256,6 +272,13 @@ class ValidationLoaderTest(TempDirTest):
         self.assertEqual(rows[1]["measured_bubble"], 0.3)
         self.assertEqual([r["peak_equal"] for r in rows], [True, True, False])
         self.assertEqual((rows[2]["schedule"], rows[2]["recompute"]), ("1f1b", "always"))
+
+    def test_reads_the_noise_band_where_the_csv_has_it(self):
+        rows, _ = validation.load_validation(self.write("noise.csv", with_noise(read(VALIDATION))))
+        self.assertEqual((rows[0]["measured_step_q1_us"], rows[0]["measured_step_q3_us"]), (1050.0, 1150.0))
+        self.assertEqual(rows[0]["outside_band_points"], 4.545)
+        old, _ = validation.load_validation(VALIDATION)  # older files: no band
+        self.assertIsNone(old[0]["measured_step_q1_us"])
 
     def test_rejects_bad_rows_naming_line_and_column(self):
         text = read(VALIDATION)
@@ -371,6 +394,9 @@ class ScriptTest(TempDirTest):
 
     def test_validation(self):
         self.assert_png("validation.py", VALIDATION)
+
+    def test_validation_with_noise_bands(self):
+        self.assert_png("validation.py", self.write("noise.csv", with_noise(read(VALIDATION))))
 
     def test_bad_validation_inputs(self):
         self.assert_fails("validation.py", [os.path.join(self.tmp, "none.csv"), "--out", "x.png"],
