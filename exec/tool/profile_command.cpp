@@ -14,6 +14,7 @@
 #include <fmt/ranges.h>
 
 #include "cli/int_list.hpp"
+#include "cli/path_flag.hpp"
 #include "cli/units.hpp"
 #include "exec/mpi/link_probe.hpp"
 #include "exec/profiling/profiler_options.hpp"
@@ -145,7 +146,7 @@ Subcommand add_profile_run_command(CLI::App& app) {
   cmd->add_option("--micro-batch-sizes", f->micro_batch_sizes,
                   "Micro-batch sizes to measure: 1,2,4,8 or 1..8")
       ->required();
-  cmd->add_option("--out", f->out, "Profile file to write (JSON)")->required();
+  cmd->add_option("--out", f->out, "Profile file to write (JSON)")->required()->check(nonempty_path());
   cmd->add_option("--warmup", f->warmup, "Untimed runs of each layer and size before timing")
       ->check(CLI::Range(0, 100000))
       ->capture_default_str();

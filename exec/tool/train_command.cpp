@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/metrics_table.hpp"
+#include "cli/path_flag.hpp"
 #include "cli/schedule_file.hpp"
 #include "cli/units.hpp"
 #include "exec/runtime/fault.hpp"
@@ -223,6 +224,7 @@ Subcommand add_train_command(CLI::App& app) {
                   "Train the schedule of this IR JSON or torch CSV file (K, its stages and M from the file; the "
                   "executor runs its compute order, with its own transfers, each receive just before its "
                   "consumer)")
+      ->check(nonempty_path())
       ->check(CLI::ExistingFile);
   cmd->add_option("--batch,-N", f->batch, "Samples per mini-batch N, split over the M micro-batches")
       ->required()
@@ -239,7 +241,8 @@ Subcommand add_train_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--trace", f->trace,
                   "Write the last step's measured timeline as a Chrome trace (cuda with cupti: "
-                  "with the GPU's kernels)");
+                  "with the GPU's kernels)")
+      ->check(nonempty_path());
   f->cpu.add_to(*cmd);
   f->cuda.add_to(*cmd);
   cmd->add_flag("--json", f->json, "Print {\"losses\": [...], \"metrics\": {...}} only");

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/grid_flags.hpp"
+#include "cli/path_flag.hpp"
 #include "cli/schedule_file.hpp"
 #include "cli/units.hpp"
 #include "profiles/profile.hpp"
@@ -93,6 +94,9 @@ int run(const SweepFlags& f, const CLI::App& cmd) {
 
   const auto path = profiles::resolve_profile(f.fixed.profile);
   const profiles::Profile profile = profiles::load_profile(path);
+  // A typo in an output path fails before the sweep, not after it.
+  if (!f.out.empty()) check_writable(f.out, "--out");
+  if (!f.json_out.empty()) check_writable(f.json_out, "--json-out");
   const int threads = f.threads > 0 ? f.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::cout << fmt::format("profile {} ({}, {}, {}), batch {}\n", path.string(), profile.source,
                            profile.device, profile.dtype, f.grid.batch);
@@ -123,8 +127,8 @@ Subcommand add_sweep_command(CLI::App& app) {
   cmd->add_option("--memory-limit", f->memory_limit,
                   "Memory per rank (static + activations), e.g. 80GB: the summary keeps what fits, "
                   "and zb-auto searches within it");
-  cmd->add_option("--out", f->out, "Write every configuration as CSV");
-  cmd->add_option("--json-out", f->json_out, "Write every configuration as JSON");
+  cmd->add_option("--out", f->out, "Write every configuration as CSV")->check(nonempty_path());
+  cmd->add_option("--json-out", f->json_out, "Write every configuration as JSON")->check(nonempty_path());
   cmd->add_option("--threads", f->threads, "Worker threads (default: all cores)")->check(CLI::Range(1, 1024));
   cmd->add_option("--max-configurations", f->max_configurations,
                   "Refuse a grid of more configurations than this (schedules x V x recompute x K x M)")
