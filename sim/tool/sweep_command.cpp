@@ -1,10 +1,9 @@
 // gpipe-sim sweep: a what-if grid over K, M, schedules and recompute policies
 // (or the recompute policies of one schedule file) for one mini-batch, in parallel, with a progress bar on a terminal, every row
 // to CSV/JSON, and the best configuration per K that fits a memory limit.
-#include <unistd.h>
-
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <thread>
 
 #include <fmt/format.h>
@@ -12,6 +11,7 @@
 
 #include "cli/grid_flags.hpp"
 #include "cli/path_flag.hpp"
+#include "cli/progress.hpp"
 #include "cli/schedule_file.hpp"
 #include "cli/units.hpp"
 #include "profiles/profile.hpp"
@@ -38,15 +38,6 @@ struct SweepFlags {
   // A bound on the work a command line asks for; a user who means it raises it.
   std::int64_t max_configurations = 100'000;
 };
-
-// A bar on stderr, only when stderr is a terminal: logs stay clean.
-void show_progress(std::size_t done, std::size_t total) {
-  constexpr int kWidth = 40;
-  const int filled = total == 0 ? kWidth : static_cast<int>(kWidth * done / total);
-  std::cerr << fmt::format("\r[{}{}] {}/{} configurations", std::string(filled, '#'),
-                           std::string(kWidth - filled, ' '), done, total)
-            << (done == total ? "\n" : "") << std::flush;
-}
 
 void print_summary(const std::vector<sim::SweepRow>& rows, std::optional<std::int64_t> limit) {
   std::size_t skipped = 0;
@@ -100,8 +91,16 @@ int run(const SweepFlags& f, const CLI::App& cmd) {
   const int threads = f.threads > 0 ? f.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::cout << fmt::format("profile {} ({}, {}, {}), batch {}\n", path.string(), profile.source,
                            profile.device, profile.dtype, f.grid.batch);
-  const auto rows = sim::run_sweep(profile, sweep, threads,
-                                   isatty(STDERR_FILENO) ? sim::SweepProgress(show_progress) : nullptr);
+  // A bar and an estimate on a terminal only: the sweep's main thread reports
+  // in place of simulating, which is worth it only where someone watches.
+  std::optional<Progress> progress;
+  const auto show = [&progress](std::size_t done, std::size_t total) {
+    if (!progress) {
+      progress.emplace(static_cast<std::int64_t>(total), "configurations", std::cerr, Progress::Options{.bar = true});
+    }
+    progress->update(static_cast<std::int64_t>(done));
+  };
+  const auto rows = sim::run_sweep(profile, sweep, threads, stderr_is_terminal() ? sim::SweepProgress(show) : nullptr);
   for (const auto& r : rows) {
     if (r.skipped.empty()) schedules::check_report(r.metrics, "a sweep row");
   }
