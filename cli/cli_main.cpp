@@ -1,5 +1,7 @@
 #include "cli/cli_main.hpp"
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -56,9 +58,55 @@ bool echoes_another_process() {
   return false;
 }
 
+// The program's name for on_terminate(), which takes no arguments: a fixed
+// array, which no later call can leave dangling.
+char terminating_program[64] = "gpipe";
+
+// Writes `text` to stderr without locks or allocation: the one thing left to
+// do where a thread is being terminated, perhaps for want of memory.
+void write_stderr(std::string_view text) {
+  while (!text.empty()) {
+    const ssize_t n = ::write(STDERR_FILENO, text.data(), text.size());
+    if (n <= 0) return;
+    text.remove_prefix(static_cast<std::size_t>(n));
+  }
+}
+
+// An exception that escapes a thread of a library (a sweep's pool, where a
+// worker's bad_alloc is not carried back) or a noexcept function ends in
+// std::terminate: it still ends in one line, with exit status 1, as it would
+// on the main thread. Anything else keeps the default (abort, core dump).
+std::terminate_handler previous_terminate = nullptr;
+
+[[noreturn]] void on_terminate() noexcept {
+  if (const std::exception_ptr escaped = std::current_exception()) {
+    std::string_view what = "failed: out of memory";
+    std::string detail;  // built only for an exception other than bad_alloc
+    try {
+      std::rethrow_exception(escaped);
+    } catch (const std::bad_alloc&) {
+    } catch (const std::exception& e) {
+      detail = "internal error: " + printable_line(e.what());
+      what = detail;
+    } catch (...) {
+      what = "internal error: unknown exception";
+    }
+    write_stderr(terminating_program);
+    write_stderr(": ");
+    write_stderr(what);
+    write_stderr("\n");
+    std::_Exit(1);
+  }
+  if (previous_terminate != nullptr) previous_terminate();
+  std::abort();
+}
+
 }  // namespace
 
 int run_main(CLI::App& app, const std::vector<Subcommand>& commands, int argc, char** argv) {
+  const std::size_t length = app.get_name().copy(terminating_program, sizeof terminating_program - 1);
+  terminating_program[length] = '\0';
+  if (std::get_terminate() != on_terminate) previous_terminate = std::set_terminate(on_terminate);
   if (const std::string why = unknown_command(commands, argc, argv); !why.empty()) {
     say(app.get_name() + ": error: " + why + " (see --help)");
     return 2;

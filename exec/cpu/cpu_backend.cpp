@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "exec/cpu/device_name.hpp"
+#include "exec/cpu/ops/gemm.hpp"
 #include "exec/cpu/profiler.hpp"
 #include "exec/mpi/mpi_run.hpp"
 #include "schedules/error.hpp"
@@ -80,6 +81,7 @@ std::vector<float> CpuBackend::to_host(const Tensor& tensor, const Context& /*co
 }
 
 void CpuBackend::RankDevice::enter_thread() {
+  prepare_blas_thread();
   if (threads_ > 1) team_ = std::make_unique<ComputeTeam>(threads_, spin_);
   ComputeTeam::enter_for_thread(team_.get());
 }

@@ -39,9 +39,12 @@ class MemoryLog {
   void start_step(Clock::time_point start);
   // The worker's position: the index of its current action, -1 between actions.
   void set_action(int index) { action_.store(index, std::memory_order_relaxed); }
-  // The account's observer: the rank now holds `bytes`.
-  void record(std::int64_t bytes);
-  // The changes of the i-th measured step (0: the first started).
+  // The account's observer: the rank now holds `bytes`. Never throws: it runs
+  // where a tensor is released, in destructors; a change it has no memory to
+  // log marks the log incomplete instead.
+  void record(std::int64_t bytes) noexcept;
+  // The changes of the i-th measured step (0: the first started); throws
+  // std::bad_alloc when a change could not be logged for want of memory.
   [[nodiscard]] std::vector<MemoryChange> changes(std::size_t slot) const;
 
  private:
@@ -50,6 +53,7 @@ class MemoryLog {
   // The account calls record() under its own lock; this one nests inside it.
   mutable std::mutex mutex_;
   bool logging_ = false;
+  bool incomplete_ = false;  // a change was lost: out of memory
   Clock::time_point step_start_;
   std::vector<std::vector<MemoryChange>> steps_;
 };

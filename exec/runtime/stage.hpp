@@ -114,6 +114,9 @@ class Stage {
     book_.consumed(microbatch);
   }
 
+  // After a failed run: frees what the stashes hold (the run will not go on).
+  void drop_stashes() noexcept { book_.clear(); }
+
   // STEP(s): applies and zeroes every layer's accumulated gradients.
   void step() {
     for (std::size_t l = 0; l < layers_.size(); ++l) optimizers_[l].step(layers_[l]->parameters());

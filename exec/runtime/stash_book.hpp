@@ -8,6 +8,7 @@
 // of the first layer is the stage's input, as every layer kind keeps it.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <stdexcept>
@@ -83,6 +84,12 @@ class StashBook {
   void consumed(int microbatch) {
     stashes_[static_cast<std::size_t>(microbatch)].clear();
     kept_[static_cast<std::size_t>(microbatch)] = Kept::nothing;
+  }
+
+  // After a failed run: every stash is dropped, whatever it held.
+  void clear() noexcept {
+    for (auto& stash : stashes_) stash.clear();
+    std::fill(kept_.begin(), kept_.end(), Kept::nothing);
   }
 
  private:

@@ -12,7 +12,8 @@
 // What differs between backends is behind `B` (exec/cpu/cpu_backend.hpp,
 // exec/cuda/backend/cuda_backend.hpp):
 //   B::Tensor, B::Message      what stages compute with, what a receive yields
-//   B::Stage                   F, B, I, W, R, STEP of a stage (exec/runtime/stage.hpp)
+//   B::Stage                   F, B, I, W, R, STEP of a stage (exec/runtime/stage.hpp), and
+//                              drop_stashes() noexcept after a failure
 //   B::RankDevice              what the rank computes on:
 //     enter_thread()              on the worker's thread, before anything else
 //     upload(host tensor)         a step's data, before the step starts
@@ -51,6 +52,7 @@
 #include "exec/runtime/run_control.hpp"
 #include "exec/runtime/run_settings.hpp"
 #include "exec/runtime/step_sync.hpp"
+#include "exec/runtime/storage_pool.hpp"
 #include "exec/runtime/synthetic_data.hpp"
 #include "schedules/error.hpp"
 #include "schedules/schedule.hpp"
@@ -104,6 +106,7 @@ class Worker {
     // run outlives its workers but what the trainer reads back.
     slots_.clear();
     clear_step_data();
+    if (!completed) give_back_memory();
     links_.control->exit_worker(rank_, completed);
   }
 
@@ -130,6 +133,19 @@ class Worker {
       control.fail(failure(step, "unknown exception"));
     }
     return false;
+  }
+
+  // After a failure, and most of all after running out of memory: the
+  // stashes go, and the pool's kept blocks go back to the heap. Another rank
+  // may be inside an allocation that retries until it succeeds (OpenBLAS up
+  // to 0.3.29 takes its GEMM buffer so: OpenMathLib/OpenBLAS#5289); with the
+  // memory held until every worker had left, that rank, and the run, would
+  // never end.
+  void give_back_memory() noexcept {
+    for (Stage* stage : stages_) {
+      if (stage != nullptr) stage->drop_stashes();
+    }
+    StoragePool::instance().trim();
   }
 
   // "rank R failed in ACTION: what" while an action ran, "rank R failed at

@@ -2,10 +2,10 @@
 // measure every layer on this CPU (exec/cpu/profiler.hpp) or on the GPU with
 // CUPTI, in the SM partition a --stages K run gives each stage
 // (exec/cuda/profiler/layer_profiler.hpp), and write the profile that
-// `gpipe-sim run --profile` reads; progress per layer on stderr, a one-line
-// summary on stdout.
-#include <unistd.h>
-
+// `gpipe-sim run --profile` reads; on stderr the passes' progress (a bar on a
+// terminal, an estimate when long) and a line per layer, a one-line summary
+// on stdout.
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -14,6 +14,8 @@
 #include <fmt/ranges.h>
 
 #include "cli/int_list.hpp"
+#include "cli/path_flag.hpp"
+#include "cli/progress.hpp"
 #include "cli/units.hpp"
 #include "exec/mpi/link_probe.hpp"
 #include "exec/profiling/profiler_options.hpp"
@@ -28,6 +30,8 @@
 
 namespace gpipe::cli {
 namespace {
+
+constexpr const char* kPassUnits = "passes over every micro-batch size";
 
 struct ProfileFlags {
   std::string backend = "cpu";
@@ -48,12 +52,8 @@ struct ProfileFlags {
 
 void report_profiler_pass(int pass, int passes) {
   // A bar that redraws itself, only on a terminal: logs keep the layer lines alone.
-  if (isatty(STDERR_FILENO) == 0) return;
-  constexpr int kWidth = 40;
-  const int filled = kWidth * (pass + 1) / passes;
-  std::cerr << fmt::format("\r[{}{}] pass {}/{} over every micro-batch size", std::string(filled, '#'),
-                           std::string(kWidth - filled, ' '), pass + 1, passes)
-            << (pass + 1 == passes ? "\n" : "") << std::flush;
+  if (!stderr_is_terminal()) return;
+  std::cerr << "\r" << progress_bar(pass + 1, passes, kPassUnits) << (pass + 1 == passes ? "\n" : "") << std::flush;
 }
 
 void report_profiled_layer(int index, int count, const profiles::LayerProfile& layer) {
@@ -96,6 +96,18 @@ profiles::Link link_of(const exec::mpi::ProbedLink& probed, const profiles::Prof
   }
 }
 
+// The profiler's passes, each over every layer at every size: a bar on a
+// terminal, and "about 2 h 5 min for 100002 passes ..." when long.
+std::function<void(int pass, int passes)> pass_progress() {
+  auto progress = std::make_shared<std::optional<Progress>>();
+  return [progress, start = Progress::Clock::now()](int pass, int passes) {
+    if (!*progress) {
+      progress->emplace(passes, kPassUnits, std::cerr, Progress::Options{.bar = stderr_is_terminal()}, start);
+    }
+    (*progress)->update(pass + 1);
+  };
+}
+
 std::string size_list(const profiles::Profile& profile) {
   return fmt::format("{}", fmt::join(profile.layers.front().micro_batch_sizes(), ","));
 }
@@ -123,7 +135,7 @@ int run_profile(const ProfileFlags& f) {
   if (f.backend == "cpu") {
     options.threads_per_rank = threads_per_rank(f.backend, f.cpu, f.stages, launch);
   }
-  options.on_pass = report_profiler_pass;
+  options.on_pass = pass_progress();
   options.on_layer = report_profiled_layer;
   // Under mpirun or srun: first the link between two processes, which every
   // process joins (a ping-pong, then the model's own pipeline); then rank 0
@@ -184,7 +196,7 @@ Subcommand add_profile_run_command(CLI::App& app) {
   cmd->add_option("--micro-batch-sizes", f->micro_batch_sizes,
                   "Micro-batch sizes to measure: 1,2,4,8 or 1..8")
       ->required();
-  cmd->add_option("--out", f->out, "Profile file to write (JSON)")->required();
+  cmd->add_option("--out", f->out, "Profile file to write (JSON)")->required()->check(nonempty_path());
   cmd->add_option("--warmup", f->warmup, "Untimed runs of each layer and size before timing")
       ->check(CLI::Range(0, 100000))
       ->capture_default_str();

@@ -1,10 +1,6 @@
 #include "exec/tool/run_flags.hpp"
 
-#include <cerrno>
 #include <cmath>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
 
 #include <fmt/format.h>
 
@@ -19,16 +15,6 @@ void add_backend_flag(CLI::App& cmd, std::string& backend) {
       ->capture_default_str();
 }
 
-void check_writable(const std::string& path, const char* flag) {
-  std::error_code ignored;
-  const bool existed = std::filesystem::exists(path, ignored);
-  {
-    std::ofstream probe(path, std::ios::app);  // appends nothing: an existing file is untouched
-    if (!probe) throw InputError(fmt::format("{} {}: cannot write: {}", flag, path, std::strerror(errno)));
-  }
-  if (!existed) std::filesystem::remove(path, ignored);
-}
-
 void RunFlags::add_to(CLI::App& cmd, const std::string& profile_help) {
   add_backend_flag(cmd, backend);
   cmd.add_option("--model", model,
@@ -41,7 +27,7 @@ void RunFlags::add_to(CLI::App& cmd, const std::string& profile_help) {
                  "Layers per stage: balanced (GPipe's partitioner on --profile's costs, or on the "
                  "model's analytic fp32 costs), uniform, or a list n1,n2,...")
       ->capture_default_str();
-  cmd.add_option("--profile", profile, profile_help);
+  cmd.add_option("--profile", profile, profile_help)->check(nonempty_path());
   add_seed_flag(cmd, seed, "Seed of the weights and the synthetic data");
   cmd.add_option("--optimizer", optimizer, "Optimizer applied at each stage's STEP")
       ->check(CLI::IsMember(models::optimizer_names()))

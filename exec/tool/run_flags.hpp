@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/path_flag.hpp"  // check_writable, for the commands that include this
 #include "cli/seed_flag.hpp"
 #include "exec/runtime/optimizer_config.hpp"
 
@@ -32,11 +33,5 @@ struct RunFlags {
 
 // Adds --backend cpu|cuda to `cmd`, stored in `backend`.
 void add_backend_flag(CLI::App& cmd, std::string& backend);
-
-
-// Throws InputError "FLAG PATH: cannot write: why" unless `path` can be
-// written, so that a typo in an output path fails before a long run, not after.
-// Leaves no file behind.
-void check_writable(const std::string& path, const char* flag);
 
 }  // namespace gpipe::cli

@@ -5,7 +5,8 @@
 // --json prints {"losses": [...], "metrics": {...}, "step_times_us": [...]}
 // and nothing else on stdout; --measure-steps N measures the last N steps and
 // reports the one of median time; --trace writes the measured step's timeline as a Chrome trace (with
-// the GPU's kernels beside the actions, from CUPTI, on --backend cuda).
+// the GPU's kernels beside the actions, from CUPTI, on --backend cuda). A
+// long run says on stderr how long it will take (cli/progress.hpp).
 #include <unistd.h>
 
 #include <iostream>
@@ -16,6 +17,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/metrics_table.hpp"
+#include "cli/path_flag.hpp"
+#include "cli/progress.hpp"
 #include "cli/schedule_file.hpp"
 #include "cli/units.hpp"
 #include "exec/runtime/fault.hpp"
@@ -170,17 +173,21 @@ int run_train(const TrainFlags& f, const CLI::App& cmd) {
   const ProcessRole role = process_role(f.run.backend, plan.schedule);
   t.threads_per_rank = threads_per_rank(f.run.backend, f.cpu, plan.schedule.num_ranks, role.launch.launch);
   // Text: one line per step on stdout as it ends. JSON: stdout holds the JSON
-  // alone, so the steps go to stderr, and only on a terminal (logs stay clean).
-  const bool progress = role.reports && (!f.json || isatty(STDERR_FILENO) != 0);
-  std::ostream& log = f.json ? std::cerr : std::cout;
+  // alone. On stderr (cli/progress.hpp), from the process that reports: the
+  // estimate when the run is long, and on a terminal a bar with the loss,
+  // unless the step lines already scroll by on the same terminal.
+  std::optional<Progress> progress;
   const int width = static_cast<int>(std::to_string(f.steps).size());
-  if (progress) {
-    t.on_step = [&log, width, steps = f.steps](int step, double loss) {
-      log << fmt::format("step {:>{}}/{}  loss {:.6f}", step + 1, width, steps, loss) << std::endl;
+  if (role.reports) {
+    t.on_step = [&f, &progress, width](int step, double loss) {
+      if (!f.json) std::cout << fmt::format("step {:>{}}/{}  loss {:.6f}", step + 1, width, f.steps, loss) << std::endl;
+      progress->update(step + 1, fmt::format("loss {:.6f}", loss));
     };
   }
   if (!f.json && role.reports) print_header(f, model, plan, searched, t, balanced_on, role);
 
+  progress.emplace(f.steps, "steps", std::cerr,
+                   Progress::Options{.bar = stderr_is_terminal() && (f.json || isatty(STDOUT_FILENO) == 0)});
   const exec::BackendRun run = run_training(f.run.backend, f.cuda, t, role);
   if (!role.reports) return 0;  // the process of the loss stage reports for all
   const exec::TrainResult& result = run.result;
@@ -235,6 +242,7 @@ Subcommand add_train_command(CLI::App& app) {
                   "Train the schedule of this IR JSON or torch CSV file (K, its stages and M from the file; the "
                   "executor runs its compute order, with its own transfers, each receive just before its "
                   "consumer)")
+      ->check(nonempty_path())
       ->check(CLI::ExistingFile);
   cmd->add_option("--batch,-N", f->batch, "Samples per mini-batch N, split over the M micro-batches")
       ->required()
@@ -256,7 +264,8 @@ Subcommand add_train_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--trace", f->trace,
                   "Write the last step's measured timeline as a Chrome trace (cuda with cupti: "
-                  "with the GPU's kernels)");
+                  "with the GPU's kernels)")
+      ->check(nonempty_path());
   f->cpu.add_to(*cmd);
   f->cuda.add_to(*cmd);
   cmd->add_flag("--json", f->json, "Print {\"losses\": [...], \"metrics\": {...}, \"step_times_us\": [...]} only");

@@ -14,6 +14,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -22,6 +23,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/grid_flags.hpp"
+#include "cli/path_flag.hpp"
+#include "cli/progress.hpp"
 #include "cli/units.hpp"
 #include "exec/calibration/calibration.hpp"
 #include "exec/profiling/profiler_options.hpp"
@@ -235,19 +238,34 @@ void print_summary(const std::vector<exec::CalibrationRow>& rows) {
   print_link_summary(rows);
 }
 
-// Where the rounds are, on stderr: a line redrawn on a terminal, a line per
-// round otherwise (rows print only in the last round).
-void report_run(int round, int index, int count) {
-  if (isatty(STDERR_FILENO) != 0) {
-    std::cerr << fmt::format("\rround {}, configuration {} of {} ", round + 1, index + 1, count) << std::flush;
-  } else if (index == 0) {
-    std::cerr << fmt::format("validate: round {}: {} configurations\n", round + 1, count);
-  }
-}
+// Where the rounds are, on stderr: an estimate of the whole when it is long
+// and, on a terminal, a bar over every run of every round (cli/progress.hpp);
+// in a log, a line as each round starts.
+class RoundsProgress {
+ public:
+  explicit RoundsProgress(int rounds) : rounds_(rounds) {}
 
-void clear_progress() {
-  if (isatty(STDERR_FILENO) != 0) std::cerr << "\r\033[K" << std::flush;
-}
+  void before_run(int round, int index, int count) {
+    if (!progress_) {
+      total_ = std::int64_t{rounds_} * count;
+      progress_.emplace(total_, "runs", std::cerr, Progress::Options{.bar = stderr_is_terminal()}, start_);
+    }
+    if (!stderr_is_terminal() && index == 0) {
+      std::cerr << fmt::format("validate: round {} of {}: {} configurations\n", round + 1, rounds_, count);
+    }
+    progress_->update(std::int64_t{round} * count + index);
+  }
+  // Before a row goes to stdout: the bar's line cleared, so the row stands alone.
+  static void clear_bar() {
+    if (stderr_is_terminal()) std::cerr << "\r\x1b[K" << std::flush;
+  }
+
+ private:
+  int rounds_;
+  std::int64_t total_ = 0;
+  Progress::Clock::time_point start_ = Progress::Clock::now();
+  std::optional<Progress> progress_;
+};
 
 // The last line a launched gpipe-run printed about its failure, else the
 // launcher's own last words.
@@ -436,16 +454,18 @@ int run_validate(const ValidateFlags& f) {
                              "interquartile range\n\n",
                              options.model.spec, f.grid.batch, f.rounds, f.steps, f.rounds * (f.steps - 1));
     options.on_row = [first = true](const exec::CalibrationRow& row) mutable {
+      RoundsProgress::clear_bar();
       if (first) {
-        clear_progress();
         print_table_header();
         first = false;
       }
       print_row(row);
     };
   }
-  options.on_run = report_run;
+  auto progress = std::make_shared<RoundsProgress>(f.rounds);
+  options.on_run = [progress](int round, int index, int count) { progress->before_run(round, index, count); };
   const auto rows = exec::run_calibration(profile, options);
+  RoundsProgress::clear_bar();
   if (!f.out.empty()) write_text_file(f.out, exec::calibration_csv(rows));
   if (f.json) {
     std::cout << exec::calibration_json(rows).dump(2) << "\n";
@@ -483,14 +503,15 @@ Subcommand add_validate_command(CLI::App& app) {
                   "round, and their interquartile range is its noise band")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
-  cmd->add_option("--save-profile", f->save_profile, "Write the profile measured for the grid");
+  cmd->add_option("--save-profile", f->save_profile, "Write the profile measured for the grid")->check(nonempty_path());
   cmd->add_option("--warmup", f->warmup, "Profiler: untimed runs per layer and size")
       ->check(CLI::Range(0, 100000))
       ->capture_default_str();
   cmd->add_option("--repeats", f->repeats, "Profiler: timed runs per layer and size (median kept)")
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();
-  cmd->add_option("--out", f->out, "Write one CSV row per configuration (plots/validation.py)");
+  cmd->add_option("--out", f->out, "Write one CSV row per configuration (plots/validation.py)")
+      ->check(nonempty_path());
   cmd->add_flag("--json", f->json, "Print every row, with its full diff, as JSON");
   cmd->add_option("--launcher", f->launcher,
                   "Train each configuration as K processes, one rank each, over MPI: mpirun (as mpirun -np K, "

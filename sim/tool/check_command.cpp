@@ -4,6 +4,7 @@
 #include <iostream>
 #include <memory>
 
+#include "cli/path_flag.hpp"
 #include "schedules/error.hpp"
 #include "schedules/files.hpp"
 #include "schedules/grid.hpp"
@@ -42,7 +43,7 @@ Subcommand add_check_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "check", "Validate a schedule file (IR JSON or CSV): missing or duplicated actions, "
                "backward before forward, unmatched send/recv, deadlocks");
-  cmd->add_option("FILE", *file, "Schedule file, IR JSON or CSV")->required();
+  cmd->add_option("FILE", *file, "Schedule file, IR JSON or CSV")->required()->check(nonempty_path());
   return {cmd, [file] { return run_check(*file); }};
 }
 

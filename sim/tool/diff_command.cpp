@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/path_flag.hpp"
 #include "schedules/chrome_trace.hpp"
 #include "schedules/error.hpp"
 #include "sim/diff.hpp"
@@ -71,9 +72,11 @@ Subcommand add_diff_command(CLI::App& app) {
       "diff", "Compare a predicted trace with a measured one, action by action: step time, "
               "bubble, per-kind durations, start drift, peak memory, worst actions");
   cmd->add_option("PREDICTED", flags->predicted, "Chrome trace predicted by gpipe-sim run")
-      ->required();
+      ->required()
+      ->check(nonempty_path());
   cmd->add_option("MEASURED", flags->measured, "Chrome trace measured by gpipe-run train")
-      ->required();
+      ->required()
+      ->check(nonempty_path());
   cmd->add_flag("--json", flags->json, "Print the comparison as JSON");
   cmd->add_option("--tolerance", flags->tolerance_pct,
                   "Largest |step time error| in percent that exits 0 (else exit 1)")

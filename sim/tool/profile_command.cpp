@@ -11,6 +11,7 @@
 #include <fmt/ranges.h>
 
 #include "cli/int_list.hpp"
+#include "cli/path_flag.hpp"
 #include "models/model_spec.hpp"
 #include "profiles/analytic.hpp"
 #include "profiles/device.hpp"
@@ -76,7 +77,7 @@ Subcommand add_profile_command(CLI::App& app) {
   cmd->add_option("--micro-batch-sizes", flags->micro_batch_sizes,
                   "Micro-batch sizes to sample: 1,2,4,8 or 1..8 or 1..4,8,16")
       ->required();
-  cmd->add_option("--out", flags->out, "Profile file to write (JSON)")->required();
+  cmd->add_option("--out", flags->out, "Profile file to write (JSON)")->required()->check(nonempty_path());
   cmd->add_option("--mfu", flags->options.mfu, "Fraction of the peak FLOP rate reached, in (0, 1]")
       ->capture_default_str();
   cmd->add_option("--bw-efficiency", flags->options.bw_efficiency,

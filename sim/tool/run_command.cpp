@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/metrics_table.hpp"
+#include "cli/path_flag.hpp"
 #include "cli/units.hpp"
 #include "profiles/profile.hpp"
 #include "profiles/shipped.hpp"
@@ -110,6 +111,7 @@ int run(const RunFlags& f, const CLI::App& cmd) {
   const std::string path = profiles::resolve_profile(f.scenario.fixed.profile).string();
   const profiles::Profile profile = profiles::load_profile(path);
   const sim::Scenario sc = f.scenario.scenario(cmd);
+  if (!f.trace.empty()) check_writable(f.trace, "--trace");  // before the simulation, not after
   const sim::Prediction p = sim::predict(profile, sc, !f.trace.empty());
   schedules::check_report(p.metrics, "the prediction");
   if (p.stochastic) {
@@ -137,7 +139,8 @@ Subcommand add_run_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "run", "Predict one configuration: step time, bubble, per-rank utilisation and memory");
   flags->scenario.add_to(*cmd);
-  cmd->add_option("--trace", flags->trace, "Write the predicted timeline as a Chrome trace (Perfetto)");
+  cmd->add_option("--trace", flags->trace, "Write the predicted timeline as a Chrome trace (Perfetto)")
+      ->check(nonempty_path());
   cmd->add_flag("--json", flags->json, "Print the configuration and metrics as JSON");
   return {cmd, [flags, cmd] { return run(*flags, *cmd); }};
 }

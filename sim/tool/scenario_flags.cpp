@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "cli/path_flag.hpp"
 #include "cli/seed_flag.hpp"
 #include "cli/schedule_file.hpp"
 #include "cli/units.hpp"
@@ -17,6 +18,7 @@ namespace gpipe::cli {
 void FixedFlags::add_to(CLI::App& cmd) {
   cmd.add_option("--profile", profile,
                  "Profile file, or the name of a shipped profile (profiles/data/NAME.json)")
+      ->check(nonempty_path())
       ->capture_default_str();
   cmd.add_option("--backward-order", backward_order, "GPipe backward order")
       ->check(CLI::IsMember({"reverse", "forward"}))
@@ -34,7 +36,8 @@ void FixedFlags::add_to(CLI::App& cmd) {
       ->capture_default_str();
   cmd.add_option("--schedule-file", schedule_file,
                  "Simulate this schedule (IR JSON or torch CSV, compute-only or with comms) instead of a "
-                 "generated one: K, the stages and M come from it");
+                 "generated one: K, the stages and M come from it")
+      ->check(nonempty_path());
   // The range is checked by sim::validate_overlap_share, which names the flag.
   cmd.add_option("--overlap-f-b", overlap_f_b,
                  "Run overlapped F&B pairs ((0F3;3B1)OVERLAP_F_B) concurrently, each at this share (0.5..1) "

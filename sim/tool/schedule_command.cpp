@@ -1,5 +1,6 @@
 // gpipe-sim schedule: generate a schedule and print it as text, JSON or CSV
 // (torch.distributed.pipelining's schedule CSV, which torch's _load_csv reads).
+#include <cstdint>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -35,6 +36,26 @@ struct ScheduleFlags {
   std::string format = "text";
 };
 
+// What the chosen format can hold is known from the flags alone: refused
+// here, before a schedule of K x M actions or more is built (-K 1000 -M 1000
+// --lowered took 1 GB and 10 s to be told no).
+void check_format_fits(const ScheduleFlags& f) {
+  if (f.format == "csv" && f.lowered && f.recompute != "never") {
+    throw InputError(fmt::format("--format csv --lowered: torch's schedule CSV has no recompute action, so "
+                                 "--recompute {} cannot be written; use --recompute never, or --format json",
+                                 f.recompute));
+  }
+  // Every stage has at least an action per micro-batch (its F, or an
+  // OVERLAP_F_B holding it), so the grid's K rows have K x M actions or more
+  // between them: a lower bound of what grid_too_large() counts once built.
+  const std::int64_t at_least = std::int64_t{f.stages} * f.microbatches;
+  if (f.format == "text" && at_least > kMaxGridCells / f.stages) {
+    throw InputError(fmt::format("a grid of {} ranks and {} actions or more is too large to print (more than {} "
+                                 "cells): use --format json or --format csv",
+                                 f.stages, at_least, kMaxGridCells));
+  }
+}
+
 int run_schedule(const ScheduleFlags& f, const CLI::App& cmd) {
   if (f.schedule == sim::kZbAuto) {
     throw InputError("--schedule zb-auto searches with the simulator and needs a profile: use gpipe-sim run "
@@ -43,6 +64,7 @@ int run_schedule(const ScheduleFlags& f, const CLI::App& cmd) {
   if (f.schedule != "gpipe" && cmd.count("--backward-order") > 0) {
     throw InputError("--backward-order applies to --schedule gpipe only");
   }
+  check_format_fits(f);
   ScheduleOptions options;
   options.num_ranks = f.stages;
   options.stages_per_rank = f.stages_per_rank;

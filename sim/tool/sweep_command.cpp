@@ -1,16 +1,17 @@
 // gpipe-sim sweep: a what-if grid over K, M, schedules and recompute policies
 // (or the recompute policies of one schedule file) for one mini-batch, in parallel, with a progress bar on a terminal, every row
 // to CSV/JSON, and the best configuration per K that fits a memory limit.
-#include <unistd.h>
-
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <thread>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "cli/grid_flags.hpp"
+#include "cli/path_flag.hpp"
+#include "cli/progress.hpp"
 #include "cli/schedule_file.hpp"
 #include "cli/units.hpp"
 #include "profiles/profile.hpp"
@@ -37,15 +38,6 @@ struct SweepFlags {
   // A bound on the work a command line asks for; a user who means it raises it.
   std::int64_t max_configurations = 100'000;
 };
-
-// A bar on stderr, only when stderr is a terminal: logs stay clean.
-void show_progress(std::size_t done, std::size_t total) {
-  constexpr int kWidth = 40;
-  const int filled = total == 0 ? kWidth : static_cast<int>(kWidth * done / total);
-  std::cerr << fmt::format("\r[{}{}] {}/{} configurations", std::string(filled, '#'),
-                           std::string(kWidth - filled, ' '), done, total)
-            << (done == total ? "\n" : "") << std::flush;
-}
 
 void print_summary(const std::vector<sim::SweepRow>& rows, std::optional<std::int64_t> limit) {
   std::size_t skipped = 0;
@@ -93,11 +85,22 @@ int run(const SweepFlags& f, const CLI::App& cmd) {
 
   const auto path = profiles::resolve_profile(f.fixed.profile);
   const profiles::Profile profile = profiles::load_profile(path);
+  // A typo in an output path fails before the sweep, not after it.
+  if (!f.out.empty()) check_writable(f.out, "--out");
+  if (!f.json_out.empty()) check_writable(f.json_out, "--json-out");
   const int threads = f.threads > 0 ? f.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::cout << fmt::format("profile {} ({}, {}, {}), batch {}\n", path.string(), profile.source,
                            profile.device, profile.dtype, f.grid.batch);
-  const auto rows = sim::run_sweep(profile, sweep, threads,
-                                   isatty(STDERR_FILENO) ? sim::SweepProgress(show_progress) : nullptr);
+  // A bar and an estimate on a terminal only: the sweep's main thread reports
+  // in place of simulating, which is worth it only where someone watches.
+  std::optional<Progress> progress;
+  const auto show = [&progress](std::size_t done, std::size_t total) {
+    if (!progress) {
+      progress.emplace(static_cast<std::int64_t>(total), "configurations", std::cerr, Progress::Options{.bar = true});
+    }
+    progress->update(static_cast<std::int64_t>(done));
+  };
+  const auto rows = sim::run_sweep(profile, sweep, threads, stderr_is_terminal() ? sim::SweepProgress(show) : nullptr);
   for (const auto& r : rows) {
     if (r.skipped.empty()) schedules::check_report(r.metrics, "a sweep row");
   }
@@ -123,8 +126,8 @@ Subcommand add_sweep_command(CLI::App& app) {
   cmd->add_option("--memory-limit", f->memory_limit,
                   "Memory per rank (static + activations), e.g. 80GB: the summary keeps what fits, "
                   "and zb-auto searches within it");
-  cmd->add_option("--out", f->out, "Write every configuration as CSV");
-  cmd->add_option("--json-out", f->json_out, "Write every configuration as JSON");
+  cmd->add_option("--out", f->out, "Write every configuration as CSV")->check(nonempty_path());
+  cmd->add_option("--json-out", f->json_out, "Write every configuration as JSON")->check(nonempty_path());
   cmd->add_option("--threads", f->threads, "Worker threads (default: all cores)")->check(CLI::Range(1, 1024));
   cmd->add_option("--max-configurations", f->max_configurations,
                   "Refuse a grid of more configurations than this (schedules x V x recompute x K x M)")

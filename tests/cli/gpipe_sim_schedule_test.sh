@@ -114,8 +114,23 @@ grep -q "dualpipev" "$tmp/out" || fail "schedule --help lists the schedules"
 
 # A grid past 10^7 cells is refused, with the formats that still work; those do.
 expect_status 2 "$sim" schedule --schedule gpipe -K 20000 -M 1
-expect_one_error_line "a grid of 20000 ranks and up to 40000 steps is too large to print (more than 10000000 cells): use --format json or --format csv"
+expect_one_error_line "a grid of 20000 ranks and 20000 actions or more is too large to print (more than 10000000 cells): use --format json or --format csv"
+# Past the bound only once built (K x M is below it, the actions are not).
+expect_status 2 "$sim" schedule --schedule gpipe -K 200 -M 100 --lowered
+expect_one_error_line "a grid of 200 ranks and up to 119800 steps is too large to print (more than 10000000 cells)"
 expect_status 0 "$sim" schedule --schedule gpipe -K 20000 -M 1 --format csv
 [ "$(wc -l <"$tmp/out")" -eq 20000 ] || fail "the CSV of K=20000 has $(wc -l <"$tmp/out") lines"
+
+# What a format cannot hold is refused before the schedule is built: in 256
+# MiB, where building K = M = 1000 lowered took 1 GB (issue 23).
+small() { bash -c 'ulimit -v 262144 && exec "$@"' small "$@"; }
+[ -n "${GPIPE_SANITIZED:-}" ] && small() { "$@"; }  # ASan's shadow memory needs more
+expect_status 2 small "$sim" schedule -K 1000 -M 1000 --format csv --lowered --recompute always
+expect_one_error_line "--format csv --lowered: torch's schedule CSV has no recompute action, so --recompute always cannot be written; use --recompute never, or --format json"
+expect_status 2 small "$sim" schedule -K 1000 -M 1000 --lowered
+expect_one_error_line "a grid of 1000 ranks and 1000000 actions or more is too large to print"
+# Compute-only, the CSV has no R to hold: torch's stage does its own checkpointing.
+expect_status 0 "$sim" schedule -K 2 -M 2 --format csv --recompute always
+[ "$(cat "$tmp/out")" = $'0F0,0F1,0B1,0B0\n1F0,1F1,1B1,1B0' ] || fail "compute-only csv with recompute: $(cat "$tmp/out")"
 
 finish "gpipe-sim schedule/check"

@@ -26,7 +26,7 @@ expect_out "step time error: mean |error|"
 expect_out "the grid runs 3 times, interleaved, 2 steps a run: each row's measured step is the median of its 3 warm steps"
 expect_out "^noise: the band (interquartile range of the warm steps) is [0-9.]* % at the median"
 expect_out "predictions inside their band"
-grep -q "validate: round 3: 4 configurations" "$tmp/err" || fail "no line for round 3 on stderr: $(cat "$tmp/err")"
+grep -q "validate: round 3 of 3: 4 configurations" "$tmp/err" || fail "no line for round 3 on stderr: $(cat "$tmp/err")"
 expect_out "peak activation equal to the prediction in 4 of 4 configurations"
 [ "$(wc -l <"$tmp/v.csv")" -eq 10 ] || fail "v.csv has $(wc -l <"$tmp/v.csv") lines, expected 10"
 grep -q '^gpipe,never,2,1,2,2,4,"[12],[12]",ok,,.*,1,4,[0-9.]*,[0-9.]*,[-0-9.]*,[0-9.]*,3,[0-9.]*,[0-9.]*,[0-9.]*,[0-9.]*$' \
@@ -62,6 +62,10 @@ expect_status 2 "$run" validate --model $mlp -K 2 -M 2 -N 4 --steps 1
 expect_one_error_line "--steps"
 expect_status 2 "$run" validate --model $mlp -K 2 -M 2 -N 4 --rounds 0
 expect_one_error_line "--rounds"
+expect_status 2 "$run" validate --model $mlp -K 2 -M 2 -N 4 --out ''
+expect_one_error_line "--out: an empty path names no file"
+expect_status 2 "$run" validate --model $mlp -K 2 -M 2 -N 4 --save-profile ''
+expect_one_error_line "--save-profile: an empty path names no file"
 expect_status 2 "$run" validate --model $mlp -K 2 -M 2 -N 4 --schedule gpipe,zb
 expect_one_error_line "--schedule: unknown value 'zb' (known: gpipe, 1f1b, "
 expect_status 2 "$run" validate --model $mlp -K 2..1 -M 2 -N 4

@@ -243,6 +243,13 @@ class ScriptedStage {
     return script.non_finite_gradient;
   }
 
+  // After a failed run (Stage::drop_stashes): every micro-batch's bytes go.
+  void drop_stashes() noexcept {
+    ++stash_drops_;
+    for (std::size_t m = 0; m < held_.size(); ++m) charge(static_cast<int>(m), -held_[m]);
+  }
+  [[nodiscard]] int stash_drops() const { return stash_drops_; }
+
  private:
   [[nodiscard]] std::string name(const char* kind, int m) const {
     return fmt::format("{}{}{}", stage_, kind, m);
@@ -263,6 +270,7 @@ class ScriptedStage {
   int stage_;
   bool is_last_;
   int steps_ = 0;
+  int stash_drops_ = 0;
   std::vector<std::int64_t> held_;  // bytes per micro-batch
   CallLog& log_;
   MemoryAccount* account_;
@@ -607,6 +615,7 @@ class WorkerHarness {
   [[nodiscard]] ScriptedStage& stage(int s) { return *stages_.at(static_cast<std::size_t>(s)); }
   [[nodiscard]] FakeDevice& device(int r) { return *devices_.at(static_cast<std::size_t>(r)); }
   [[nodiscard]] MemoryLog& memory(int r) { return *memory_.at(static_cast<std::size_t>(r)); }
+  [[nodiscard]] MemoryAccount& account(int r) { return *accounts_.at(static_cast<std::size_t>(r)); }
   [[nodiscard]] CallLog& log() { return log_; }
   [[nodiscard]] ScriptedLink& link() { return link_; }
   [[nodiscard]] RecordingTimer& timer() { return timer_; }

@@ -442,6 +442,25 @@ TEST(Worker, AStageThatThrowsFailsTheRunNamingTheRankAndTheAction) {
   }
 }
 
+TEST(Worker, AFailedRunsWorkersDropTheirStashesAndAFinishedRunsKeepNone) {
+  WorkerHarness failed(two_by_two());
+  failed.stage(1).script.throw_at = "1B0";
+  failed.run();
+  EXPECT_EQ(failed.error(), "rank 1 failed in 1B0: scripted failure");
+  // Rank 0 held both forwards' stashes, rank 1 that of 1F0 (1B1 had run):
+  // each worker gave them back as it left, the one that failed and the one
+  // the abort stopped.
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(failed.stage(r).stash_drops(), 1) << "rank " << r;
+    EXPECT_EQ(failed.account(r).bytes(), 0) << "rank " << r;
+    EXPECT_GT(failed.account(r).peak(), 0) << "rank " << r;
+  }
+  WorkerHarness finished(two_by_two());
+  finished.run();
+  EXPECT_EQ(finished.error(), "no error");
+  for (int r = 0; r < 2; ++r) EXPECT_EQ(finished.stage(r).stash_drops(), 0) << "rank " << r;
+}
+
 TEST(Worker, AStageThatThrowsANonStandardExceptionIsNamedByItsAction) {
   const std::string error = run_error(two_by_two(), [](WorkerHarness& h) {
     h.stage(1).script.throw_at = "1F1";

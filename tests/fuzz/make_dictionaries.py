@@ -67,15 +67,16 @@ def main(build):
           ['..', ',', 'GB', 'GiB', 'MB', 'MiB', 'TB', 'TiB', 'KB', 'B', 'e9', 'balanced', 'uniform', ':fail',
            ':stall', ':oom', '(', ';', ')', '2147483648'] + kinds)
     write('partition_fuzz', 'partition specs', ['balanced', 'uniform', ',', '\n', '2147483647'])
+    # '\n\n' is an empty argument (--trace '', FILE ''), which every path flag refuses.
     sim_commands = ['schedule', 'check', 'run', 'sweep', 'diff', 'profile']
     write('gpipe_sim_argv_fuzz', 'gpipe-sim argv, one argument per line: commands, flags, values, scratch files',
-          ['\n'] + sim_commands + help_flags(f'{build}/sim/gpipe-sim', sim_commands) +
+          ['\n', '\n\n'] + sim_commands + help_flags(f'{build}/sim/gpipe-sim', sim_commands) +
           ['s.json', 's.csv', 'p.json', 't.json', 'o.json', 'gpipe', '1f1b', 'zbv', 'dualpipev', 'zb-auto',
-           'zb-h1', 'interleaved-1f1b', 'never', 'always', 'json', 'csv', 'grid', 'h100', 'fifo', 'shared',
+           'zb-h1', 'interleaved-1f1b', 'never', 'always', 'except_last', 'json', 'csv', 'grid', 'h100', 'fifo', 'shared',
            'mlp:layers=4,hidden=8', '8GB'])
     run_commands = ['train', 'profile', 'validate']
     write('gpipe_run_argv_fuzz', 'gpipe-run argv, one argument per line: commands, flags, values, scratch files',
-          ['\n'] + run_commands + help_flags(f'{build}/exec/gpipe-run', run_commands) +
+          ['\n', '\n\n'] + run_commands + help_flags(f'{build}/exec/gpipe-run', run_commands) +
           ['s.json', 'p.json', 'o.json', 'cpu', 'gpipe', '1f1b', 'zbv', 'never', 'always', 'adamw', 'sgd',
            'mlp:layers=4,hidden=8', 'transformer:layers=2,hidden=8,heads=2,seq=4', ':fail', ':stall', ':oom'])
 

@@ -4,9 +4,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <limits>
+#include <memory>
 #include <mutex>
 #include <stdexcept>
+#include <vector>
 
 #include "exec/cpu/compute_team.hpp"
 
@@ -62,5 +65,19 @@ void gemm(Transpose trans_a, Transpose trans_b, std::int64_t m, std::int64_t n, 
 }
 
 int blas_threads() { return openblas_get_num_threads(); }
+
+void prepare_blas_thread() {
+  pin_blas_to_one_thread();
+  // Room for a buffer and malloc's own, reserved and given back untouched:
+  // without it, this fails here with bad_alloc rather than loop in OpenBLAS.
+  constexpr std::size_t kBufferRoom = std::size_t{160} << 20;
+  { const std::unique_ptr<std::byte[]> room(new std::byte[kBufferRoom]); }
+  // Large enough for OpenBLAS's buffered path: its small-matrix path, up to
+  // about 100^3 multiply-adds, takes no buffer.
+  constexpr blasint n = 256;
+  const std::vector<float> a(static_cast<std::size_t>(n) * n, 0.0F);
+  std::vector<float> c(a.size());
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0F, a.data(), n, a.data(), n, 0.0F, c.data(), n);
+}
 
 }  // namespace gpipe::exec::cpu

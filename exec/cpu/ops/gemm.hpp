@@ -23,4 +23,12 @@ void gemm(Transpose trans_a, Transpose trans_b, std::int64_t m, std::int64_t n, 
 // The number of threads OpenBLAS uses: 1 once any gemm() has run.
 [[nodiscard]] int blas_threads();
 
+// For a rank's thread, when it starts: has OpenBLAS take a GEMM buffer (128
+// MiB on x86-64) now, while memory is there. OpenBLAS takes one at the first
+// large GEMM that finds none free, and when memory has run out by then (an
+// address-space limit, ulimit -v), releases up to 0.3.29 retry forever
+// (OpenMathLib/OpenBLAS#5289): the rank would hang instead of failing.
+// Throws std::bad_alloc when there is no room for a buffer.
+void prepare_blas_thread();
+
 }  // namespace gpipe::exec::cpu
