@@ -1,20 +1,28 @@
 #include "sim/profile_costs.hpp"
 
-#include <stdexcept>
+#include <algorithm>
 
 namespace gpipe::sim {
 
 ProfileCosts::ProfileCosts(const profiles::Profile& profile, std::span<const int> layers_per_stage,
                            std::vector<int> microbatch_sizes)
-    : microbatch_sizes_(std::move(microbatch_sizes)) {
+    : microbatch_sizes_(std::move(microbatch_sizes)), num_stages_(layers_per_stage.size()) {
+  const auto find = [this](int b) {
+    return std::find_if(by_size_.begin(), by_size_.end(), [b](const auto& entry) { return entry.first == b; });
+  };
   for (const int b : microbatch_sizes_) {
-    if (!by_size_.contains(b)) by_size_.emplace(b, profiles::stage_costs(profile, layers_per_stage, b));
+    if (find(b) == by_size_.end()) by_size_.emplace_back(b, profiles::stage_costs(profile, layers_per_stage, b));
   }
+  // Pointers only once by_size_ no longer grows.
+  of_microbatch_.reserve(microbatch_sizes_.size());
+  for (const int b : microbatch_sizes_) of_microbatch_.push_back(find(b)->second.data());
 }
 
-const profiles::StageCost& ProfileCosts::stage(schedules::Stage s, schedules::Microbatch m) const {
-  // STEP carries micro-batch 0; its optimizer cost does not depend on the size.
-  return by_size_.at(microbatch_sizes_.at(m.at())).at(s.at());
+const std::vector<profiles::StageCost>& ProfileCosts::at_size(int micro_batch_size) const {
+  for (const auto& [b, stages] : by_size_) {
+    if (b == micro_batch_size) return stages;
+  }
+  throw std::out_of_range("ProfileCosts::at_size: not one of the micro-batch sizes given");
 }
 
 std::int64_t ProfileCosts::duration_ns(const schedules::Action& action) const {

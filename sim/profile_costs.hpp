@@ -4,8 +4,9 @@
 // (UNSHARD, RESHARD, REDUCE_GRAD, WAIT_REDUCE_GRAD) 0, as no profile prices it yet.
 #pragma once
 
-#include <map>
 #include <span>
+#include <stdexcept>
+#include <utility>
 #include <vector>
 
 #include "profiles/profile.hpp"
@@ -19,6 +20,11 @@ class ProfileCosts final : public CostModel {
   // microbatch_sizes[m]: the samples in micro-batch m.
   ProfileCosts(const profiles::Profile& profile, std::span<const int> layers_per_stage,
                std::vector<int> microbatch_sizes);
+  // of_microbatch_ points into by_size_'s vectors: a move keeps them, a copy would not.
+  ProfileCosts(const ProfileCosts&) = delete;
+  ProfileCosts& operator=(const ProfileCosts&) = delete;
+  ProfileCosts(ProfileCosts&&) = default;
+  ProfileCosts& operator=(ProfileCosts&&) = default;
 
   [[nodiscard]] std::int64_t duration_ns(const schedules::Action& action) const override;
   [[nodiscard]] std::int64_t boundary_bytes(schedules::Stage s, schedules::Microbatch m) const override {
@@ -34,15 +40,26 @@ class ProfileCosts final : public CostModel {
     return stage(s, m).weight_grad_stash_bytes;
   }
   // The stage costs at one micro-batch size (it must be one of the sizes given).
-  [[nodiscard]] const std::vector<profiles::StageCost>& at_size(int micro_batch_size) const {
-    return by_size_.at(micro_batch_size);
+  [[nodiscard]] const std::vector<profiles::StageCost>& at_size(int micro_batch_size) const;
+  [[nodiscard]] const std::vector<int>& microbatch_sizes() const { return microbatch_sizes_; }
+  [[nodiscard]] std::size_t num_stages() const { return num_stages_; }
+
+  // The costs of stage s for micro-batch m. (STEP carries micro-batch 0; its
+  // optimizer cost does not depend on the size.) The engine asks for every
+  // action, so this is two indexed loads, not a search.
+  [[nodiscard]] const profiles::StageCost& stage(schedules::Stage s, schedules::Microbatch m) const {
+    if (m.at() >= of_microbatch_.size() || s.at() >= num_stages_) {
+      throw std::out_of_range("ProfileCosts: no such stage or micro-batch");
+    }
+    return of_microbatch_[m.at()][s.at()];
   }
 
  private:
-  [[nodiscard]] const profiles::StageCost& stage(schedules::Stage s, schedules::Microbatch m) const;
-
   std::vector<int> microbatch_sizes_;
-  std::map<int, std::vector<profiles::StageCost>> by_size_;  // at most two sizes: b and b+1
+  // One entry per distinct size (at most two: b and b+1), in order of first use.
+  std::vector<std::pair<int, std::vector<profiles::StageCost>>> by_size_;
+  std::vector<const profiles::StageCost*> of_microbatch_;  // per micro-batch: its size's stages
+  std::size_t num_stages_ = 0;
 };
 
 }  // namespace gpipe::sim
