@@ -5,14 +5,14 @@
 #pragma once
 
 #include "schedules/schedule.hpp"
-#include "sim/cost_model.hpp"
+#include "sim/profile_costs.hpp"
 
 namespace gpipe::sim {
 
 // Throws InputError naming the total when every compute action of
 // `schedule` (F, B, I, W, R, STEP) and every message between stages, at
 // latency_us + bytes / bandwidth_GBps each, add up past the bound.
-void check_step_fits(const schedules::Schedule& schedule, const CostModel& costs, double latency_us,
+void check_step_fits(const schedules::Schedule& schedule, const ProfileCosts& costs, double latency_us,
                      double bandwidth_GBps);
 
 }  // namespace gpipe::sim
