@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "schedules/action.hpp"
+#include "sim/activation_memory.hpp"
 
 namespace gpipe::sim {
 
@@ -28,6 +29,11 @@ class CostModel {
   // All of it unless the model knows better.
   [[nodiscard]] virtual std::int64_t weight_grad_stash_bytes(schedules::Stage s, schedules::Microbatch m) const {
     return activation_bytes(s, m);
+  }
+  // A_s, In_s and W_s together: the engine asks at every memory change, and
+  // a model that keeps them side by side answers with one lookup.
+  [[nodiscard]] virtual StageMemory stage_memory(schedules::Stage s, schedules::Microbatch m) const {
+    return {activation_bytes(s, m), stashed_input_bytes(s, m), weight_grad_stash_bytes(s, m)};
   }
 };
 

@@ -50,6 +50,9 @@ class JitteredCosts final : public CostModel {
   [[nodiscard]] std::int64_t weight_grad_stash_bytes(schedules::Stage s, schedules::Microbatch m) const override {
     return base_.weight_grad_stash_bytes(s, m);
   }
+  [[nodiscard]] StageMemory stage_memory(schedules::Stage s, schedules::Microbatch m) const override {
+    return base_.stage_memory(s, m);
+  }
 
  private:
   const CostModel& base_;

@@ -20,6 +20,8 @@ enum class LinkSharing { fifo, shared };
 [[nodiscard]] std::string_view to_string(LinkSharing sharing);
 [[nodiscard]] std::optional<LinkSharing> parse_link_sharing(std::string_view text);
 
+// A price depends on the ends and the bytes alone: the engine asks once for
+// a run of messages of one size on one link (stage_links.hpp).
 class LinkModel {
  public:
   virtual ~LinkModel() = default;

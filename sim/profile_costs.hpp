@@ -39,6 +39,10 @@ class ProfileCosts final : public CostModel {
   [[nodiscard]] std::int64_t weight_grad_stash_bytes(schedules::Stage s, schedules::Microbatch m) const override {
     return stage(s, m).weight_grad_stash_bytes;
   }
+  [[nodiscard]] StageMemory stage_memory(schedules::Stage s, schedules::Microbatch m) const override {
+    const profiles::StageCost& c = stage(s, m);
+    return {c.activation_bytes, c.input_bytes, c.weight_grad_stash_bytes};
+  }
   // The stage costs at one micro-batch size (it must be one of the sizes given).
   [[nodiscard]] const std::vector<profiles::StageCost>& at_size(int micro_batch_size) const;
   [[nodiscard]] const std::vector<int>& microbatch_sizes() const { return microbatch_sizes_; }

@@ -121,8 +121,7 @@ class Replay {
 
  private:
   [[nodiscard]] StageMemory stage_memory(const schedules::Action& a) const {
-    return {costs_.activation_bytes(a.stage, a.microbatch), costs_.stashed_input_bytes(a.stage, a.microbatch),
-            costs_.weight_grad_stash_bytes(a.stage, a.microbatch)};
+    return costs_.stage_memory(a.stage, a.microbatch);
   }
   void begin(int rank, std::size_t node, std::int64_t start) {
     if (record_) start_ns_[node] = start;

@@ -22,6 +22,7 @@ StageLinks::StageLinks(const schedules::Schedule& s, const ActionGraph& graph, c
     forward_[static_cast<std::size_t>(st)] = link_between(a, b);
     backward_[static_cast<std::size_t>(st)] = link_between(b, a);
   }
+  last_price_.resize(ends_.size());
 }
 
 std::int64_t StageLinks::latency_ns(int link) const {

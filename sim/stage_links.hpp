@@ -20,7 +20,8 @@ namespace gpipe::sim {
 
 class StageLinks {
  public:
-  // `graph`, `costs` and `links` must outlive it.
+  // `graph`, `costs` and `links` must outlive it. One replay's: message()
+  // keeps the last price per link.
   StageLinks(const schedules::Schedule& schedule, const ActionGraph& graph, const CostModel& costs,
              const LinkModel& links);
 
@@ -38,17 +39,33 @@ class StageLinks {
     const bool forward = dep.kind == schedules::ActionKind::F;
     const schedules::Stage boundary = forward ? dep.stage : graph_.action(static_cast<std::size_t>(consumer)).stage;
     const int link = (forward ? forward_ : backward_)[boundary.at()];
-    const schedules::Rank from{graph_.rank(static_cast<std::size_t>(producer))};
-    const schedules::Rank to{graph_.rank(static_cast<std::size_t>(consumer))};
-    return {link, links_.transfer_ns(from, to, costs_.boundary_bytes(boundary, dep.microbatch))};
+    const std::int64_t bytes = costs_.boundary_bytes(boundary, dep.microbatch);
+    Price& last = last_price_[static_cast<std::size_t>(link)];
+    if (last.bytes != bytes) {
+      const schedules::Rank from{graph_.rank(static_cast<std::size_t>(producer))};
+      const schedules::Rank to{graph_.rank(static_cast<std::size_t>(consumer))};
+      last = {bytes, links_.transfer_ns(from, to, bytes)};
+    }
+    return {link, last.ns};
   }
 
  private:
+  // The last price asked of the link model on a link. The model prices a
+  // message by its ends and bytes alone (link_model.hpp), and most messages
+  // on a link carry the bytes of the one before (a plan has at most two
+  // micro-batch sizes), so the engine asks it about once per link, not once
+  // per message: a sweep spent a tenth of its time there.
+  struct Price {
+    std::int64_t bytes = -1;
+    std::int64_t ns = 0;
+  };
+
   const ActionGraph& graph_;
   const CostModel& costs_;
   const LinkModel& links_;
   std::vector<int> forward_, backward_;  // per stage boundary: its link, or -1
   std::vector<std::pair<int, int>> ends_;  // per link: (from rank, to rank)
+  mutable std::vector<Price> last_price_;  // per link
 };
 
 }  // namespace gpipe::sim

@@ -83,6 +83,37 @@ TEST(StageLinks, StagesOnOneRankHaveNoLink) {
   EXPECT_EQ(StageLinks(s, graph, costs, ScriptedLinks()).size(), 0u);
 }
 
+// Micro-batches of two sizes, in turn: even ones send 10 bytes, odd ones 20.
+class AlternatingBytes final : public CostModel {
+ public:
+  std::int64_t duration_ns(const Action&) const override { return 1; }
+  std::int64_t boundary_bytes(schedules::Stage, schedules::Microbatch m) const override {
+    return m.value % 2 == 0 ? 10 : 20;
+  }
+  std::int64_t activation_bytes(schedules::Stage, schedules::Microbatch) const override { return 0; }
+  std::int64_t stashed_input_bytes(schedules::Stage, schedules::Microbatch) const override { return 0; }
+};
+
+TEST(StageLinks, EachMessageHasThePriceOfItsOwnBytes) {
+  // StageLinks keeps the last price per link: sizes in turn must not reuse a stale one.
+  const schedules::Schedule s = gpipe(2, 4);
+  const AlternatingBytes costs;
+  const ScriptedLinks links;
+  const ActionGraph graph(s, costs);
+  const StageLinks stage_links(s, graph, costs, links);
+  const auto price = [&](const char* from, const char* to) {
+    return stage_links.message(node_of(graph, from), node_of(graph, to)).transfer_ns;
+  };
+  EXPECT_EQ(price("0F0", "1F0"), 100 + 10);
+  EXPECT_EQ(price("0F1", "1F1"), 100 + 20);
+  EXPECT_EQ(price("0F2", "1F2"), 100 + 10);
+  EXPECT_EQ(price("0F2", "1F2"), 100 + 10);
+  EXPECT_EQ(price("1B3", "0B3"), 1000 + 20);  // the other way: its own link
+  EXPECT_EQ(price("0F3", "1F3"), 100 + 20);
+  EXPECT_EQ(price("1B1", "0B1"), 1000 + 20);
+  EXPECT_EQ(price("1B0", "0B0"), 1000 + 10);
+}
+
 TEST(Replay, StartsWhenTheRankIsFreeAndTheLastInputIsIn) {
   const schedules::Schedule s = gpipe(2, 1);
   const ScriptedCosts costs;
