@@ -19,18 +19,6 @@ using schedules::Rank;
 using schedules::Schedule;
 using schedules::Stage;
 
-constexpr int compute_slot(ActionKind k) {
-  switch (k) {
-    case ActionKind::F: return 0;
-    case ActionKind::B: return 1;
-    case ActionKind::I: return 2;
-    case ActionKind::W: return 3;
-    case ActionKind::R: return 4;
-    case ActionKind::STEP: return 5;
-    default: return -1;
-  }
-}
-
 // Calls visit(action) for each action of the rank's compute stream, in the
 // order the lowered schedule has them: unless the schedule is lowered already,
 // R before each backward lowering recomputes (before the pair, for the
@@ -40,9 +28,11 @@ template <class Visit>
 void for_each_compute_action(const Schedule& s, bool lowered, const schedules::OverlapIndex& pairs,
                              const std::vector<bool>& listed_step, int rank, const Visit& visit) {
   const auto& list = s.ranks[static_cast<std::size_t>(rank)];
+  // (The policy first: recomputes() is a call, and most schedules never recompute.)
+  const bool may_recompute = !lowered && s.recompute != schedules::RecomputePolicy::never;
   const auto recompute = [&](std::size_t i) {
     const Action& a = list[i];
-    if (!lowered && schedules::is_input_backward(a.kind) &&
+    if (may_recompute && schedules::is_input_backward(a.kind) &&
         schedules::recomputes(s, Rank{rank}, static_cast<int>(i))) {
       visit(Action{a.stage, ActionKind::R, a.microbatch});
     }
@@ -68,11 +58,6 @@ void for_each_compute_action(const Schedule& s, bool lowered, const schedules::O
 
 }  // namespace
 
-std::size_t ActionGraph::slot(Stage stage, ActionKind kind, schedules::Microbatch mb) const {
-  return ((stage.at() * static_cast<std::size_t>(num_microbatches_) + mb.at()) * kComputeSlots) +
-         static_cast<std::size_t>(compute_slot(kind));
-}
-
 ActionGraph::ActionGraph(const Schedule& schedule, const CostModel& costs, int inline_edges,
                          std::optional<double> overlap_share)
     : num_microbatches_(schedule.num_microbatches),
@@ -89,30 +74,49 @@ ActionGraph::ActionGraph(const Schedule& schedule, const CostModel& costs, int i
 std::vector<std::size_t> ActionGraph::add_nodes(const Schedule& s, const CostModel& costs) {
   std::vector<std::size_t> send_waits;
   std::vector<bool> listed_step(static_cast<std::size_t>(s.num_stages), false);
-  std::size_t total = static_cast<std::size_t>(s.num_stages);
+  // The arrays are sized once, for the most a program can hold: every action,
+  // an R before each input backward and a STEP per stage; then cut to fit.
+  // (Growing them as nodes come copied them over and over.)
+  const bool lowered = s.is_lowered();
+  const bool may_recompute = !lowered && s.recompute != schedules::RecomputePolicy::never;
+  std::size_t bound = static_cast<std::size_t>(s.num_stages);
   for (const auto& list : s.ranks) {
-    total += list.size();
+    bound += list.size();
     for (const Action& a : list) {
       if (a.kind == ActionKind::STEP) listed_step[a.stage.at()] = true;
+      bound += may_recompute && schedules::is_input_backward(a.kind) ? 1 : 0;
     }
   }
-  action_.reserve(total);
-  rank_.reserve(total);
-  duration_.reserve(total);
+  action_.resize(bound);
+  rank_.resize(bound);
+  duration_.resize(bound);
   rank_end_.resize(static_cast<std::size_t>(s.num_ranks));
-  const bool lowered = s.is_lowered();
+  Action* const action = action_.data();
+  int* const rank = rank_.data();
+  std::int64_t* const duration = duration_.data();
+  int* const ids = ids_.data();
+  std::size_t n = 0;
   const schedules::OverlapIndex pairs(s);
   for (int r = 0; r < s.num_ranks; ++r) {
     for_each_compute_action(s, lowered, pairs, listed_step, r, [&](const Action& a) {
-      if (compute_slot(a.kind) >= 0) ids_[slot(a.stage, a.kind, a.microbatch)] = static_cast<int>(action_.size());
-      action_.push_back(a);
-      rank_.push_back(r);
+      const int kind_slot = compute_slot(a.kind);
+      if (kind_slot >= 0) ids[slot(a.stage, kind_slot, a.microbatch)] = static_cast<int>(n);
+      action[n] = a;
+      rank[n] = r;
       // A send wait is no work: it only waits (send_waiter).
-      if (schedules::is_send_wait(a.kind)) send_waits.push_back(action_.size() - 1);
-      duration_.push_back(schedules::is_send_wait(a.kind) ? 0 : costs.duration_ns(a));
+      if (schedules::is_send_wait(a.kind)) {
+        send_waits.push_back(n);
+        duration[n] = 0;
+      } else {
+        duration[n] = costs.duration_ns(a);
+      }
+      ++n;
     });
-    rank_end_[static_cast<std::size_t>(r)] = static_cast<int>(action_.size());
+    rank_end_[static_cast<std::size_t>(r)] = static_cast<int>(n);
   }
+  action_.resize(n);
+  rank_.resize(n);
+  duration_.resize(n);
   return send_waits;
 }
 
@@ -120,25 +124,37 @@ std::vector<std::size_t> ActionGraph::add_nodes(const Schedule& s, const CostMod
 // consumers come in node order.
 void ActionGraph::add_edges(const Schedule& s) {
   const std::size_t n = action_.size();
-  const auto contains = [this](const Action& a) { return compute_slot(a.kind) >= 0 && id_of(a) >= 0; };
   inputs_.assign(n, 0);
   out_count_.assign(n, 0);
   out_.resize(n * inline_edges_);
+  const int* const ids = ids_.data();
+  const int* const rank = rank_.data();
+  int* const inputs = inputs_.data();
+  std::uint8_t* const out_count = out_count_.data();
+  int* const out = out_.data();
+  const std::size_t width = inline_edges_;
+  const auto id = [ids, this](const Action& a) { return ids[slot(a.stage, compute_slot(a.kind), a.microbatch)]; };
+  const auto contains = [&](const Action& a) { return compute_slot(a.kind) >= 0 && id(a) >= 0; };
+  std::size_t messages = 0;
   for (std::size_t c = 0; c < n; ++c) {
-    if (!schedules::is_work(action_[c].kind)) continue;  // send waits: add_send_waiters
-    schedules::for_each_dependency(s, false, action_[c], contains, [&](const Action& dep) {
-      const auto p = static_cast<std::size_t>(id_of(dep));
-      ++inputs_[c];
-      if (rank_[p] != rank_[c]) ++num_messages_;
-      std::uint8_t& count = out_count_[p];
-      if (count < inline_edges_) {
-        out_[p * inline_edges_ + count++] = static_cast<int>(c);
+    const Action a = action_[c];
+    if (!schedules::is_work(a.kind)) continue;  // send waits: add_send_waiters
+    int needs = 0;
+    schedules::for_each_dependency(s, false, a, contains, [&](const Action& dep) __attribute__((always_inline)) {
+      const auto p = static_cast<std::size_t>(id(dep));
+      ++needs;
+      messages += rank[p] != rank[c] ? 1 : 0;
+      std::uint8_t& count = out_count[p];
+      if (count < width) {
+        out[p * width + count++] = static_cast<int>(c);
       } else {
-        count = static_cast<std::uint8_t>(inline_edges_ + 1);  // the rest are in overflow_
+        count = static_cast<std::uint8_t>(width + 1);  // the rest are in overflow_
         overflow_.emplace_back(static_cast<int>(p), static_cast<int>(c));
       }
     });
+    inputs[c] = needs;
   }
+  num_messages_ = messages;
   std::stable_sort(overflow_.begin(), overflow_.end(),
                    [](const auto& x, const auto& y) { return x.first < y.first; });
 }

@@ -70,7 +70,7 @@ class ActionGraph {
   [[nodiscard]] bool ends_pair(std::size_t node) const { return !pair_second_.empty() && pair_second_[node] != 0; }
   // Whether (s, m) is recomputed, so its F keeps only the stashed input.
   [[nodiscard]] bool recomputed(const schedules::Action& a) const {
-    return ids_[slot(a.stage, schedules::ActionKind::R, a.microbatch)] >= 0;
+    return ids_[slot(a.stage, compute_slot(schedules::ActionKind::R), a.microbatch)] >= 0;
   }
 
   // Calls f(consumer) for each node that needs `node`, in node order.
@@ -86,9 +86,26 @@ class ActionGraph {
  private:
   static constexpr int kComputeSlots = 6;  // F B I W R STEP
 
-  [[nodiscard]] std::size_t slot(schedules::Stage stage, schedules::ActionKind kind,
-                                 schedules::Microbatch mb) const;
-  [[nodiscard]] int id_of(const schedules::Action& a) const { return ids_[slot(a.stage, a.kind, a.microbatch)]; }
+  // The place of (stage, micro-batch, kind) in ids_; kind_slot: F B I W R STEP = 0..5.
+  [[nodiscard]] std::size_t slot(schedules::Stage stage, int kind_slot, schedules::Microbatch mb) const {
+    return ((stage.at() * static_cast<std::size_t>(num_microbatches_) + mb.at()) * kComputeSlots) +
+           static_cast<std::size_t>(kind_slot);
+  }
+  [[nodiscard]] static constexpr int compute_slot(schedules::ActionKind k) {
+    using K = schedules::ActionKind;
+    switch (k) {
+      case K::F: return 0;
+      case K::B: return 1;
+      case K::I: return 2;
+      case K::W: return 3;
+      case K::R: return 4;
+      case K::STEP: return 5;
+      default: return -1;
+    }
+  }
+  [[nodiscard]] int id_of(const schedules::Action& a) const {
+    return ids_[slot(a.stage, compute_slot(a.kind), a.microbatch)];
+  }
   // Returns the send waits' nodes.
   std::vector<std::size_t> add_nodes(const schedules::Schedule& s, const CostModel& costs);
   void add_edges(const schedules::Schedule& s);
