@@ -42,18 +42,22 @@ LayerCost cost_at(const LayerProfile& layer, int micro_batch_size) {
     return s.micro_batch_size == micro_batch_size;
   });
 
+  // The first sample above the size; the line runs through it and the one
+  // before, clamped to the two first or the two last samples outside. Found
+  // once for all the quantities (a sweep asks for thousands of sizes).
+  auto hi = samples.end();
+  if (exact == samples.end() && samples.size() > 1) {
+    const auto above = std::upper_bound(
+        samples.begin(), samples.end(), micro_batch_size,
+        [](int size, const ProfileSample& s) { return size < s.micro_batch_size; });
+    hi = std::clamp(above, samples.begin() + 1, samples.end() - 1);
+  }
   // Every quantity goes through `at`, so the three regimes are written once.
   auto at = [&](auto get) -> double {
     if (exact != samples.end()) return get(*exact);
     if (samples.size() == 1) {
       return get(samples.front()) * micro_batch_size / samples.front().micro_batch_size;
     }
-    // The first sample above the size; the line runs through it and the one
-    // before, clamped to the two first or the two last samples outside.
-    const auto above = std::upper_bound(
-        samples.begin(), samples.end(), micro_batch_size,
-        [](int size, const ProfileSample& s) { return size < s.micro_batch_size; });
-    const auto hi = std::clamp(above, samples.begin() + 1, samples.end() - 1);
     return line_through(*(hi - 1), *hi, micro_batch_size, get);
   };
   auto time = [&](auto get) { return std::max(at(get), 0.0); };
