@@ -7,24 +7,25 @@ namespace gpipe::plan {
 
 std::vector<PlanRequest> Grid::requests() const {
   std::vector<PlanRequest> all;
-  for (const auto& name : schedules) {
-    for (const int v : stages_per_rank) {
-      for (const auto policy : recompute) {
-        for (const int k : stages) {
-          for (const int m : microbatches) {
-            PlanRequest r = base;
-            r.schedule = name;
-            r.stages_per_rank = v;
-            r.recompute = policy;
-            r.stages = k;
-            r.microbatches = m;
-            all.push_back(std::move(r));
-          }
-        }
-      }
-    }
-  }
+  all.reserve(static_cast<std::size_t>(size()));
+  for (std::int64_t i = 0; i < size(); ++i) all.push_back(request(i));
   return all;
+}
+
+PlanRequest Grid::request(std::int64_t index) const {
+  // Mixed-radix digits of the index, M the fastest.
+  const auto digit = [&index](std::size_t radix) {
+    const auto d = static_cast<std::size_t>(index % static_cast<std::int64_t>(radix));
+    index /= static_cast<std::int64_t>(radix);
+    return d;
+  };
+  PlanRequest r = base;
+  r.microbatches = microbatches[digit(microbatches.size())];
+  r.stages = stages[digit(stages.size())];
+  r.recompute = recompute[digit(recompute.size())];
+  r.stages_per_rank = stages_per_rank[digit(stages_per_rank.size())];
+  r.schedule = schedules[digit(schedules.size())];
+  return r;
 }
 
 nlohmann::json grid_row_json(const PlanRequest& r, const std::string& skipped) {

@@ -28,6 +28,9 @@ struct Grid {
 
   // The requests in grid order: schedule, V, recompute, K, M (M fastest).
   [[nodiscard]] std::vector<PlanRequest> requests() const;
+  // The one at `index` (< size()) in that order, made alone: a sweep of a
+  // million requests makes each when it needs it instead of holding them all.
+  [[nodiscard]] PlanRequest request(std::int64_t index) const;
   // How many requests there are, counted without making them.
   [[nodiscard]] std::int64_t size() const {
     return static_cast<std::int64_t>(schedules.size()) * static_cast<std::int64_t>(stages_per_rank.size()) *

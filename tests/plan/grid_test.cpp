@@ -32,6 +32,36 @@ TEST(Grid, RequestsInGridOrder) {
   EXPECT_TRUE(g.requests().empty());
 }
 
+TEST(Grid, RequestAtAnIndexIsTheOneInGridOrder) {
+  Grid g;
+  g.stages = {1, 2, 3};
+  g.microbatches = {4, 5};
+  g.schedules = {"gpipe", "interleaved-1f1b"};
+  g.stages_per_rank = {0, 2, 3};
+  g.recompute = {schedules::RecomputePolicy::never, schedules::RecomputePolicy::except_last};
+  g.base.batch = 40;
+  std::size_t i = 0;
+  for (const std::string& name : g.schedules) {
+    for (const int v : g.stages_per_rank) {
+      for (const auto policy : g.recompute) {
+        for (const int k : g.stages) {
+          for (const int m : g.microbatches) {
+            const PlanRequest r = g.request(static_cast<std::int64_t>(i));
+            EXPECT_EQ(r.schedule, name) << i;
+            EXPECT_EQ(r.stages_per_rank, v) << i;
+            EXPECT_EQ(r.recompute, policy) << i;
+            EXPECT_EQ(r.stages, k) << i;
+            EXPECT_EQ(r.microbatches, m) << i;
+            EXPECT_EQ(r.batch, 40) << i;
+            ++i;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(static_cast<std::int64_t>(i), g.size());
+}
+
 TEST(Grid, RowJsonStartsEveryRow) {
   PlanRequest r;
   r.schedule = "1f1b";
