@@ -1,15 +1,19 @@
 // gpipe-sim sweep: a what-if grid over K, M, schedules and recompute policies
 // (or the recompute policies of one schedule file) for one mini-batch, in parallel, with a progress bar on a terminal, every row
 // to CSV/JSON, and the best configuration per K that fits a memory limit.
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "cli/grid_flags.hpp"
+#include "cli/json_array_writer.hpp"
 #include "cli/path_flag.hpp"
 #include "cli/progress.hpp"
 #include "cli/schedule_file.hpp"
@@ -39,20 +43,21 @@ struct SweepFlags {
   std::int64_t max_configurations = 100'000;
 };
 
-void print_summary(const std::vector<sim::SweepRow>& rows, std::optional<std::int64_t> limit) {
+struct SweepCounts {
+  std::size_t rows = 0;
   std::size_t skipped = 0;
-  std::size_t too_big = 0;
-  for (const auto& r : rows) {
-    skipped += !r.ok();
-    too_big += r.ok() && limit && r.peak_memory_bytes > *limit;
-  }
-  std::cout << fmt::format("{} configurations: {} simulated, {} skipped (cannot exist)", rows.size(),
-                           rows.size() - skipped, skipped);
-  if (limit) std::cout << fmt::format(", {} over the memory limit of {}", too_big, format_bytes(*limit));
+  std::size_t too_big = 0;  // over the memory limit
+};
+
+void print_summary(const SweepCounts& n, const std::vector<const sim::SweepRow*>& best,
+                   std::optional<std::int64_t> limit) {
+  std::cout << fmt::format("{} configurations: {} simulated, {} skipped (cannot exist)", n.rows,
+                           n.rows - n.skipped, n.skipped);
+  if (limit) std::cout << fmt::format(", {} over the memory limit of {}", n.too_big, format_bytes(*limit));
   std::cout << "\n\nbest configuration per K" << (limit ? " within the memory limit" : "") << ":\n";
   std::cout << fmt::format("{:>4}  {:>2}  {:>5}  {:>4}  {:<16}  {:<11}  {:>10}  {:>14}  {:>7}  {:>11}\n", "K",
                            "V", "M", "b", "schedule", "recompute", "step", "samples/s", "bubble", "peak memory");
-  for (const sim::SweepRow* r : sim::best_per_stage_count(rows, limit)) {
+  for (const sim::SweepRow* r : best) {
     std::cout << fmt::format("{:>4}  {:>2}  {:>5}  {:>4}  {:<16}  {:<11}  {:>10}  {:>14.1f}  {:>6.2f}%  {:>11}\n",
                              r->request.stages, r->request.stages_per_rank, r->request.microbatches,
                              r->micro_batch_size, r->request.schedule, schedules::to_string(r->request.recompute),
@@ -91,8 +96,7 @@ int run(const SweepFlags& f, const CLI::App& cmd) {
   const int threads = f.threads > 0 ? f.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::cout << fmt::format("profile {} ({}, {}, {}), batch {}\n", path.string(), profile.source,
                            profile.device, profile.dtype, f.grid.batch);
-  // A bar and an estimate on a terminal only: the sweep's main thread reports
-  // in place of simulating, which is worth it only where someone watches.
+  // A bar and an estimate on a terminal only.
   std::optional<Progress> progress;
   const auto show = [&progress](std::size_t done, std::size_t total) {
     if (!progress) {
@@ -100,13 +104,39 @@ int run(const SweepFlags& f, const CLI::App& cmd) {
     }
     progress->update(static_cast<std::int64_t>(done));
   };
-  const auto rows = sim::run_sweep(profile, sweep, threads, stderr_is_terminal() ? sim::SweepProgress(show) : nullptr);
-  for (const auto& r : rows) {
-    if (r.skipped.empty()) schedules::check_report(r.metrics, "a sweep row");
+  // Rows go to the files as they come: a million of them are never all held.
+  std::optional<std::ofstream> csv;
+  std::optional<std::ofstream> json;
+  std::optional<JsonArrayWriter> json_rows;
+  if (!f.out.empty()) {
+    csv = open_for_writing(f.out);
+    *csv << sim::sweep_csv_head();
   }
-  if (!f.out.empty()) write_text_file(f.out, sim::sweep_csv(rows, limit));
-  if (!f.json_out.empty()) write_text_file(f.json_out, sim::sweep_json(rows, limit).dump(1) + "\n");
-  print_summary(rows, limit);
+  if (!f.json_out.empty()) {
+    json = open_for_writing(f.json_out);
+    json_rows.emplace(*json);
+  }
+  SweepCounts counts;
+  sim::BestPerStageCount best(limit);
+  const auto take = [&](sim::SweepRow&& r) {
+    ++counts.rows;
+    if (r.ok()) {
+      schedules::check_report(r.metrics, "a sweep row");
+      counts.too_big += limit && r.peak_memory_bytes > *limit ? 1 : 0;
+      best.offer(r);
+    } else {
+      ++counts.skipped;
+    }
+    if (csv) *csv << sim::sweep_csv_row(r, limit);
+    if (json_rows) json_rows->add(sim::sweep_json_row(r, limit));
+  };
+  sim::stream_sweep(profile, sweep, threads, take, stderr_is_terminal() ? sim::SweepProgress(show) : nullptr);
+  if (csv) finish_writing(*csv, f.out);
+  if (json) {
+    json_rows->finish();
+    finish_writing(*json, f.json_out);
+  }
+  print_summary(counts, best.rows(), limit);
   if (!f.out.empty()) std::cout << "\nevery configuration: " << f.out << "\n";
   return 0;
 }

@@ -2,6 +2,10 @@
 // the thread count, the CSV the plots read, and the best row per K.
 #include <gtest/gtest.h>
 
+#include <optional>
+#include <stdexcept>
+#include <string>
+
 #include <nlohmann/json.hpp>
 
 #include "sim/sweep.hpp"
@@ -98,6 +102,60 @@ TEST(Sweep, BestPerStageCountWithinTheMemoryLimit) {
   const auto json = sweep_json(rows, std::int64_t{16000});
   EXPECT_EQ(json.size(), rows.size());
   EXPECT_EQ(json[0]["status"], "ok");
+}
+
+// More rows than stream_sweep's window (256 per worker): rows must wait their turn.
+SweepGrid grid_of_1024() {
+  SweepGrid g;
+  g.grid.stages = {1, 2, 4, 8};
+  for (int m = 1; m <= 64; ++m) g.grid.microbatches.push_back(m);
+  g.grid.schedules = {"gpipe", "1f1b"};
+  g.grid.recompute = {schedules::RecomputePolicy::never, schedules::RecomputePolicy::always};
+  g.grid.base.batch = 48;  // M above 48 skipped
+  return g;
+}
+
+TEST(Sweep, StreamedRowsComeInGridOrder) {
+  const auto profile = testing::uniform_profile(8, 10.0, 20.0, 100, 10);
+  const SweepGrid g = grid_of_1024();
+  const std::string expected = sweep_csv(run_sweep(profile, g, 1), std::int64_t{5000});
+  for (const int threads : {1, 3}) {
+    std::string csv = sweep_csv_head();
+    std::size_t rows = 0;
+    stream_sweep(profile, g, threads, [&](SweepRow&& r) {
+      csv += sweep_csv_row(r, std::int64_t{5000});
+      ++rows;
+    });
+    EXPECT_EQ(rows, 1024u);
+    EXPECT_EQ(csv, expected) << threads << " threads";
+  }
+}
+
+TEST(Sweep, ASinkThatThrowsStopsTheWorkers) {
+  const auto profile = testing::uniform_profile(8, 10.0, 20.0, 100, 10);
+  std::size_t rows = 0;
+  EXPECT_THROW(stream_sweep(profile, grid_of_1024(), 2,
+                            [&](SweepRow&&) {
+                              if (++rows == 10) throw std::runtime_error("disk full");
+                            }),
+               std::runtime_error);
+  EXPECT_EQ(rows, 10u);
+}
+
+TEST(Sweep, BestPerStageCountAsRowsComeIsTheOneOfTheWholeVector) {
+  const auto profile = testing::uniform_profile(8, 10.0, 20.0, 100, 10);
+  const auto rows = run_sweep(profile, grid_of_1024(), 2);
+  for (const std::optional<std::int64_t> limit : {std::optional<std::int64_t>{}, std::optional<std::int64_t>{3000}}) {
+    BestPerStageCount streamed(limit);
+    for (const SweepRow& r : rows) streamed.offer(r);
+    const auto expected = best_per_stage_count(rows, limit);
+    const auto got = streamed.rows();
+    ASSERT_EQ(got.size(), expected.size());
+    ASSERT_FALSE(got.empty());
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      EXPECT_EQ(sweep_csv_row(*got[i], limit), sweep_csv_row(*expected[i], limit));
+    }
+  }
 }
 
 }  // namespace
