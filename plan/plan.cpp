@@ -96,8 +96,12 @@ schedules::Schedule given_schedule(const PlanRequest& r) {
   return s;
 }
 
-// Everything after the micro-batches, which the callers make in their own order.
-Plan plan_with(const profiles::Profile& profile, const PlanRequest& r, std::vector<int> sizes) {
+// Everything after the micro-batches, which the callers make in their own
+// order. partition_of(spec, micro-batch size, stage count) is the partition:
+// made here, or kept by a Planner.
+template <class PartitionOf>
+Plan plan_with(const profiles::Profile& profile, const PlanRequest& r, std::vector<int> sizes,
+               const PartitionOf& partition_of) {
   assert(static_cast<int>(sizes.size()) == r.microbatches && "the sizes of another request");
   Plan p;
   p.batch = std::accumulate(sizes.begin(), sizes.end(), std::int64_t{0});
@@ -114,8 +118,7 @@ Plan plan_with(const profiles::Profile& profile, const PlanRequest& r, std::vect
     p.schedule = schedules::generate(r.schedule, options);
   }
   check_stages(profile, p.schedule);
-  p.partition = models::make_partition(r.partition, layer_costs_ns(profile, p.microbatch_sizes.front()),
-                                       p.schedule.num_stages);
+  p.partition = partition_of(r.partition, p.microbatch_sizes.front(), p.schedule.num_stages);
   p.static_bytes = static_bytes_per_rank(profile, p.partition, p.schedule, r.optimizer);
   return p;
 }
@@ -133,16 +136,55 @@ PlanRequest for_schedule(PlanRequest base, schedules::Schedule schedule) {
   return base;
 }
 
+namespace {
+
+// The partition as make_plan makes it, afresh.
+auto made_partition(const profiles::Profile& profile) {
+  return [&profile](const models::PartitionSpec& spec, int b, int num_stages) {
+    return models::make_partition(spec, layer_costs_ns(profile, b), num_stages);
+  };
+}
+
+}  // namespace
+
 Plan make_plan(const profiles::Profile& profile, const PlanRequest& request) {
   check_stages(profile, request);
   return plan_with(profile, request,
-                   microbatch_sizes(request.microbatches, request.batch, request.micro_batch_size));
+                   microbatch_sizes(request.microbatches, request.batch, request.micro_batch_size),
+                   made_partition(profile));
 }
 
 Plan make_plan(const profiles::Profile& profile, const PlanRequest& request,
                std::vector<int> microbatch_sizes) {
   check_stages(profile, request);
-  return plan_with(profile, request, std::move(microbatch_sizes));
+  return plan_with(profile, request, std::move(microbatch_sizes), made_partition(profile));
+}
+
+Plan Planner::make(const PlanRequest& request) {
+  check_stages(profile_, request);
+  std::vector<int> sizes = microbatch_sizes(request.microbatches, request.batch, request.micro_batch_size);
+  return plan_with(profile_, request, std::move(sizes),
+                   [this](const models::PartitionSpec& spec, int b, int num_stages) {
+                     return partition(spec, b, num_stages);
+                   });
+}
+
+models::Partition Planner::partition(const models::PartitionSpec& spec, int micro_batch_size, int num_stages) {
+  auto key = std::tuple{static_cast<int>(spec.method), spec.counts, micro_batch_size, num_stages};
+  if (const auto it = partitions_.find(key); it != partitions_.end()) return it->second;
+  models::Partition made = models::make_partition(spec, layer_costs_ns(profile_, micro_batch_size), num_stages);
+  if (partitions_.size() >= kMaxKept) partitions_.clear();
+  partitions_.emplace(std::move(key), made);
+  return made;
+}
+
+std::vector<profiles::StageCost> Planner::stage_costs(std::span<const int> layers_per_stage, int micro_batch_size) {
+  auto key = std::pair{std::vector<int>(layers_per_stage.begin(), layers_per_stage.end()), micro_batch_size};
+  if (const auto it = stage_costs_.find(key); it != stage_costs_.end()) return it->second;
+  std::vector<profiles::StageCost> made = profiles::stage_costs(profile_, layers_per_stage, micro_batch_size);
+  if (stage_costs_.size() >= kMaxKept) stage_costs_.clear();
+  stage_costs_.emplace(std::move(key), made);
+  return made;
 }
 
 }  // namespace gpipe::plan

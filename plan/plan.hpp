@@ -8,13 +8,18 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <span>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "models/optimizer.hpp"
 #include "models/partition.hpp"
 #include "profiles/profile.hpp"
+#include "profiles/stage_costs.hpp"
 #include "schedules/generate.hpp"
 #include "schedules/schedule.hpp"
 
@@ -64,5 +69,34 @@ struct Plan {
 // had a profile, to build one at those sizes: the batch is split once.
 [[nodiscard]] Plan make_plan(const profiles::Profile& profile, const PlanRequest& request,
                              std::vector<int> microbatch_sizes);
+
+// make_plan for many requests of one profile (a sweep's): it keeps what they
+// share, the partition of each (spec, micro-batch size, stage count) -- the
+// balanced one is an O(K L^2) search, a sweep asks for each thousands of
+// times -- and the stage costs of each (partition, micro-batch size). Each
+// is made as make_plan and profiles::stage_costs make it, and kept only when
+// made, so the plans, the costs and the errors are theirs. One per thread.
+class Planner {
+ public:
+  explicit Planner(const profiles::Profile& profile) : profile_(profile) {}
+
+  [[nodiscard]] const profiles::Profile& profile() const { return profile_; }
+  // make_plan(profile(), request).
+  [[nodiscard]] Plan make(const PlanRequest& request);
+  // profiles::stage_costs(profile(), layers_per_stage, micro_batch_size).
+  [[nodiscard]] std::vector<profiles::StageCost> stage_costs(std::span<const int> layers_per_stage,
+                                                             int micro_batch_size);
+
+ private:
+  [[nodiscard]] models::Partition partition(const models::PartitionSpec& spec, int micro_batch_size,
+                                            int num_stages);
+
+  // A bound on what is kept: past it a table starts over (a sweep's keys
+  // number in the thousands).
+  static constexpr std::size_t kMaxKept = 4096;
+  const profiles::Profile& profile_;
+  std::map<std::tuple<int, std::vector<int>, int, int>, models::Partition> partitions_;
+  std::map<std::pair<std::vector<int>, int>, std::vector<profiles::StageCost>> stage_costs_;
+};
 
 }  // namespace gpipe::plan

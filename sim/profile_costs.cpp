@@ -4,19 +4,30 @@
 
 namespace gpipe::sim {
 
-ProfileCosts::ProfileCosts(const profiles::Profile& profile, std::span<const int> layers_per_stage,
-                           std::vector<int> microbatch_sizes)
-    : microbatch_sizes_(std::move(microbatch_sizes)), num_stages_(layers_per_stage.size()) {
+template <class StageCostsAt>
+ProfileCosts::ProfileCosts(std::size_t num_stages, std::vector<int> microbatch_sizes,
+                           const StageCostsAt& stage_costs_at)
+    : microbatch_sizes_(std::move(microbatch_sizes)), num_stages_(num_stages) {
   const auto find = [this](int b) {
     return std::find_if(by_size_.begin(), by_size_.end(), [b](const auto& entry) { return entry.first == b; });
   };
   for (const int b : microbatch_sizes_) {
-    if (find(b) == by_size_.end()) by_size_.emplace_back(b, profiles::stage_costs(profile, layers_per_stage, b));
+    if (find(b) == by_size_.end()) by_size_.emplace_back(b, stage_costs_at(b));
   }
   // Pointers only once by_size_ no longer grows.
   of_microbatch_.reserve(microbatch_sizes_.size());
   for (const int b : microbatch_sizes_) of_microbatch_.push_back(find(b)->second.data());
 }
+
+ProfileCosts::ProfileCosts(const profiles::Profile& profile, std::span<const int> layers_per_stage,
+                           std::vector<int> microbatch_sizes)
+    : ProfileCosts(layers_per_stage.size(), std::move(microbatch_sizes),
+                   [&](int b) { return profiles::stage_costs(profile, layers_per_stage, b); }) {}
+
+ProfileCosts::ProfileCosts(plan::Planner& planner, std::span<const int> layers_per_stage,
+                           std::vector<int> microbatch_sizes)
+    : ProfileCosts(layers_per_stage.size(), std::move(microbatch_sizes),
+                   [&](int b) { return planner.stage_costs(layers_per_stage, b); }) {}
 
 const std::vector<profiles::StageCost>& ProfileCosts::at_size(int micro_batch_size) const {
   for (const auto& [b, stages] : by_size_) {

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "plan/plan.hpp"
 #include "profiles/profile.hpp"
 #include "profiles/stage_costs.hpp"
 #include "sim/cost_model.hpp"
@@ -20,6 +21,8 @@ class ProfileCosts final : public CostModel {
   // microbatch_sizes[m]: the samples in micro-batch m.
   ProfileCosts(const profiles::Profile& profile, std::span<const int> layers_per_stage,
                std::vector<int> microbatch_sizes);
+  // The same costs, from the planner's profile, which may have them already.
+  ProfileCosts(plan::Planner& planner, std::span<const int> layers_per_stage, std::vector<int> microbatch_sizes);
   // of_microbatch_ points into by_size_'s vectors: a move keeps them, a copy would not.
   ProfileCosts(const ProfileCosts&) = delete;
   ProfileCosts& operator=(const ProfileCosts&) = delete;
@@ -59,6 +62,10 @@ class ProfileCosts final : public CostModel {
   }
 
  private:
+  // stage_costs_at(b): the stage costs at micro-batch size b.
+  template <class StageCostsAt>
+  ProfileCosts(std::size_t num_stages, std::vector<int> microbatch_sizes, const StageCostsAt& stage_costs_at);
+
   std::vector<int> microbatch_sizes_;
   // One entry per distinct size (at most two: b and b+1), in order of first use.
   std::vector<std::pair<int, std::vector<profiles::StageCost>>> by_size_;

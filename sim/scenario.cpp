@@ -12,6 +12,12 @@
 namespace gpipe::sim {
 
 Prediction predict(const profiles::Profile& profile, const Scenario& sc, bool record_timeline) {
+  plan::Planner planner(profile);
+  return predict(planner, sc, record_timeline);
+}
+
+Prediction predict(plan::Planner& planner, const Scenario& sc, bool record_timeline) {
+  const profiles::Profile& profile = planner.profile();
   Prediction p;
   const Conditions& c = sc.conditions;
   validate_jitter(c.jitter.cv, c.jitter.runs);
@@ -38,9 +44,9 @@ Prediction predict(const profiles::Profile& profile, const Scenario& sc, bool re
       throw InputError(fmt::format("--memory-limit {} bytes per rank: {}", *c.memory_limit_bytes, why));
     }
   } else {
-    p.plan = plan::make_plan(profile, sc.request);
+    p.plan = planner.make(sc.request);
   }
-  const ProfileCosts costs(profile, p.plan.partition.layers_per_stage, p.plan.microbatch_sizes);
+  const ProfileCosts costs(planner, p.plan.partition.layers_per_stage, p.plan.microbatch_sizes);
   check_step_fits(p.plan.schedule, costs, p.link_latency_us, p.link_bandwidth_GBps);
   SimOptions sim;
   sim.batch_size = p.plan.batch;

@@ -53,5 +53,8 @@ struct Prediction {
 // the memory limit, ...), naming the flag.
 [[nodiscard]] Prediction predict(const profiles::Profile& profile, const Scenario& scenario,
                                  bool record_timeline = true);
+// The same with the plan and the stage costs from `planner` (one per thread),
+// which keeps what the predictions of one profile share: a sweep's.
+[[nodiscard]] Prediction predict(plan::Planner& planner, const Scenario& scenario, bool record_timeline = true);
 
 }  // namespace gpipe::sim

@@ -14,12 +14,12 @@
 namespace gpipe::sim {
 namespace {
 
-SweepRow simulate_row(const profiles::Profile& profile, const SweepGrid& sweep, std::int64_t index) {
+SweepRow simulate_row(plan::Planner& planner, const SweepGrid& sweep, std::int64_t index) {
   SweepRow row;
   const Scenario sc{sweep.grid.request(index), sweep.conditions};
   row.request = sc.request;
   try {
-    Prediction p = predict(profile, sc, /*record_timeline=*/false);
+    Prediction p = predict(planner, sc, /*record_timeline=*/false);
     row.partition = p.plan.partition.layers_per_stage;
     row.request.stages_per_rank = p.plan.schedule.num_stages / p.plan.schedule.num_ranks;
     row.micro_batch_size = p.plan.microbatch_sizes.front();
@@ -67,6 +67,7 @@ void stream_sweep(const profiles::Profile& profile, const SweepGrid& sweep, int 
   std::atomic<std::size_t> handed{0};  // rows given to the sink
   std::atomic<bool> cancelled{false};  // the sink or the progress threw: workers stop
   const auto work = [&] {
+    plan::Planner planner(profile);  // what this worker's plans share
     for (std::size_t i = next++; i < total; i = next++) {
       for (std::size_t h = handed.load(std::memory_order_acquire); i >= h + window;
            h = handed.load(std::memory_order_acquire)) {
@@ -74,7 +75,7 @@ void stream_sweep(const profiles::Profile& profile, const SweepGrid& sweep, int 
         handed.wait(h, std::memory_order_acquire);
       }
       if (cancelled) return;
-      ring[i % window] = simulate_row(profile, sweep, static_cast<std::int64_t>(i));
+      ring[i % window] = simulate_row(planner, sweep, static_cast<std::int64_t>(i));
       done[i % window].store(true, std::memory_order_release);
       done[i % window].notify_one();
     }

@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 
 #include "plan/plan.hpp"
+#include "profiles/stage_costs.hpp"
 #include "schedules/generate.hpp"
 #include "schedules/ir_csv.hpp"
 #include "schedules/lower.hpp"
@@ -150,6 +151,49 @@ TEST(MakePlan, AGivenSchedule) {
             "--recompute always: schedule v is lowered already, with recompute never");
   lowered.recompute = schedules::RecomputePolicy::never;
   EXPECT_TRUE(make_plan(uniform_profile(8, 1.0, 1.0), lowered).schedule.is_lowered());
+}
+
+// A planner keeps partitions and stage costs: what it gives, kept or made,
+// and what it refuses, are make_plan's and profiles::stage_costs'.
+TEST(Planner, PlansAndStageCostsAreMakePlansKeptOrNot) {
+  profiles::Profile profile = uniform_profile(6, 10.0, 20.0, 100, 10);
+  profile.layers[4].samples[0].fwd_us = 70.0;  // uneven, so that the balanced partition depends on K
+  Planner planner(profile);
+  for (int round = 0; round < 2; ++round) {  // the second round finds everything kept
+    for (const char* name : {"gpipe", "1f1b", "interleaved-1f1b"}) {
+      for (const char* spec : {"balanced", "uniform", "1,2,3"}) {
+        for (int k = 1; k <= 7; ++k) {
+          for (int m : {1, 2, 3, 5, 8, 13}) {
+            PlanRequest r;
+            r.schedule = name;
+            r.stages = k;
+            r.microbatches = m;
+            r.batch = 12;
+            r.partition = models::parse_partition_spec(spec);
+            const std::string what = fmt::format("{} {} K={} M={}", name, spec, k, m);
+            const std::string expected_error = error_of([&] { (void)make_plan(profile, r); });
+            EXPECT_EQ(error_of([&] { (void)planner.make(r); }), expected_error) << what;
+            if (expected_error != "no error") continue;
+            const Plan expected = make_plan(profile, r);
+            const Plan got = planner.make(r);
+            EXPECT_EQ(got.partition, expected.partition) << what;
+            EXPECT_EQ(got.schedule, expected.schedule) << what;
+            EXPECT_EQ(got.microbatch_sizes, expected.microbatch_sizes) << what;
+            EXPECT_EQ(got.static_bytes, expected.static_bytes) << what;
+            for (const int b : got.microbatch_sizes) {
+              EXPECT_EQ(planner.stage_costs(got.partition.layers_per_stage, b),
+                        profiles::stage_costs(profile, got.partition.layers_per_stage, b))
+                  << what;
+            }
+          }
+        }
+      }
+    }
+  }
+  const std::vector<int> bad = {1, 1};  // 2 layers of 6
+  EXPECT_EQ(error_of([&] { (void)planner.stage_costs(bad, 1); }),
+            error_of([&] { (void)profiles::stage_costs(profile, bad, 1); }));
+  EXPECT_NE(error_of([&] { (void)planner.stage_costs(bad, 1); }), "no error");
 }
 
 }  // namespace
