@@ -59,14 +59,14 @@ void for_each_compute_action(const Schedule& s, bool lowered, const schedules::O
 }  // namespace
 
 ActionGraph::ActionGraph(const Schedule& schedule, const CostModel& costs, int inline_edges,
-                         std::optional<double> overlap_share)
+                         std::optional<double> overlap_share, Edges edges)
     : num_microbatches_(schedule.num_microbatches),
       inline_edges_(static_cast<std::size_t>(std::clamp(inline_edges, 1, 254))) {
   ids_.assign(static_cast<std::size_t>(schedule.num_stages) * kComputeSlots *
                   static_cast<std::size_t>(schedule.num_microbatches),
               -1);
   const std::vector<std::size_t> send_waits = add_nodes(schedule, costs);
-  add_edges(schedule);
+  add_edges(schedule, edges);
   add_send_waiters(schedule, send_waits);
   if (overlap_share && !schedule.overlapped.empty()) make_pairs_concurrent(schedule, *overlap_share);
 }
@@ -122,7 +122,7 @@ std::vector<std::size_t> ActionGraph::add_nodes(const Schedule& s, const CostMod
 
 // One pass over the dependencies, consumer by consumer, so each producer's
 // consumers come in node order.
-void ActionGraph::add_edges(const Schedule& s) {
+void ActionGraph::add_edges(const Schedule& s, Edges edges) {
   const std::size_t n = action_.size();
   inputs_.assign(n, 0);
   out_count_.assign(n, 0);
@@ -133,6 +133,7 @@ void ActionGraph::add_edges(const Schedule& s) {
   std::uint8_t* const out_count = out_count_.data();
   int* const out = out_.data();
   const std::size_t width = inline_edges_;
+  const bool timing_only = edges == Edges::timing;
   const auto id = [ids, this](const Action& a) { return ids[slot(a.stage, compute_slot(a.kind), a.microbatch)]; };
   const auto contains = [&](const Action& a) { return compute_slot(a.kind) >= 0 && id(a) >= 0; };
   std::size_t messages = 0;
@@ -142,8 +143,11 @@ void ActionGraph::add_edges(const Schedule& s) {
     int needs = 0;
     schedules::for_each_dependency(s, false, a, contains, [&](const Action& dep) __attribute__((always_inline)) {
       const auto p = static_cast<std::size_t>(id(dep));
-      ++needs;
       messages += rank[p] != rank[c] ? 1 : 0;
+      // Nodes are numbered in program order, rank after rank: p < c on one
+      // rank is an input made earlier there.
+      if (timing_only && rank[p] == rank[c] && p < c) return;
+      ++needs;
       std::uint8_t& count = out_count[p];
       if (count < width) {
         out[p * width + count++] = static_cast<int>(c);

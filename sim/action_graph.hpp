@@ -35,12 +35,21 @@ class ActionGraph {
   // still run (tests use fewer to exercise it).
   static constexpr int kInlineEdges = 3;
 
+  // Which of the rules' edges the graph keeps. An input made earlier on the
+  // consumer's own rank is in by the time that rank is free for the consumer
+  // (a rank runs its program in order, one action, or one concurrent pair,
+  // after the other), so it never decides a start: `timing` leaves those
+  // out, and with them about half a pipeline's edges (F to its own B, every
+  // backward to STEP) and all of a single rank's. `all` keeps every edge
+  // the rules give.
+  enum class Edges { all, timing };
+
   // Asks the cost model for every duration, in program order, rank after rank.
   // With an overlap share (overlap_model.hpp), the overlapped pairs run
   // concurrently; throws InputError for a pair that cannot (not side by side
   // in the rank's program, or its backward needs its forward).
   ActionGraph(const schedules::Schedule& schedule, const CostModel& costs, int inline_edges = kInlineEdges,
-              std::optional<double> overlap_share = std::nullopt);
+              std::optional<double> overlap_share = std::nullopt, Edges edges = Edges::all);
 
   [[nodiscard]] std::size_t size() const { return action_.size(); }
   [[nodiscard]] const schedules::Action& action(std::size_t node) const { return action_[node]; }
@@ -51,7 +60,7 @@ class ActionGraph {
   [[nodiscard]] int rank_end(int r) const { return rank_end_[static_cast<std::size_t>(r)]; }
   // How many inputs each node waits for; the engine counts them down.
   [[nodiscard]] BigVector<int> take_inputs() { return std::move(inputs_); }
-  // Edges between nodes on different ranks: the messages.
+  // Edges between nodes on different ranks: the messages (whichever Edges).
   [[nodiscard]] std::size_t num_messages() const { return num_messages_; }
   // The send wait (WAIT_SEND_F/B) on the producer's rank that waits for the
   // message to `consumer`, or -1. (The per-node tables below stay empty for a
@@ -108,7 +117,7 @@ class ActionGraph {
   }
   // Returns the send waits' nodes.
   std::vector<std::size_t> add_nodes(const schedules::Schedule& s, const CostModel& costs);
-  void add_edges(const schedules::Schedule& s);
+  void add_edges(const schedules::Schedule& s, Edges edges);
   void add_send_waiters(const schedules::Schedule& s, const std::vector<std::size_t>& send_waits);
   void make_pairs_concurrent(const schedules::Schedule& s, double share);
   template <class F>

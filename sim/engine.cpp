@@ -13,7 +13,7 @@ SimResult simulate(const schedules::Schedule& schedule, const CostModel& costs, 
                    const SimOptions& options) {
   if (options.validate) schedules::validate(schedule);
   validate_overlap_share(options.overlap_share);
-  Replay replay(schedule, costs, options.record_timeline, options.overlap_share);
+  Replay replay(schedule, costs, options.record_timeline, options.overlap_share, ActionGraph::Edges::timing);
   const StageLinks stage_links(schedule, replay.graph(), costs, links);
   if (options.link_sharing == LinkSharing::shared) {
     replay_shared_links(replay, stage_links);

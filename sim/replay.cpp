@@ -12,9 +12,9 @@ using schedules::ActionKind;
 using schedules::Rank;
 
 Replay::Replay(const schedules::Schedule& schedule, const CostModel& costs, bool record,
-               std::optional<double> overlap_share)
+               std::optional<double> overlap_share, ActionGraph::Edges edges)
     : costs_(costs), num_ranks_(schedule.num_ranks), record_(record),
-      graph_(schedule, costs, ActionGraph::kInlineEdges, overlap_share),
+      graph_(schedule, costs, ActionGraph::kInlineEdges, overlap_share, edges),
       pending_(graph_.take_inputs()), ready_(graph_.size(), 0) {
   const auto num_ranks = static_cast<std::size_t>(num_ranks_);
   next_.resize(num_ranks);

@@ -27,9 +27,11 @@ namespace gpipe::sim {
 
 class Replay {
  public:
-  // `overlap_share`: how overlapped pairs run (overlap_model.hpp); none: in turn.
+  // `overlap_share`: how overlapped pairs run (overlap_model.hpp); none: in
+  // turn. `edges`: the graph's (ActionGraph::Edges); the engine's replays
+  // need only the timing ones, and end() then hands on only those.
   Replay(const schedules::Schedule& schedule, const CostModel& costs, bool record,
-         std::optional<double> overlap_share = std::nullopt);
+         std::optional<double> overlap_share = std::nullopt, ActionGraph::Edges edges = ActionGraph::Edges::all);
   Replay(const Replay&) = delete;
   Replay& operator=(const Replay&) = delete;
 
