@@ -34,6 +34,7 @@ Schedule generate_gpipe(const ScheduleOptions& o) {
   const int M = o.num_microbatches;
   for (int r = 0; r < s.num_ranks; ++r) {
     auto& list = s.ranks[static_cast<std::size_t>(r)];
+    list.reserve(2 * static_cast<std::size_t>(M));  // a sweep makes thousands: no regrowing
     for (int m = 0; m < M; ++m) list.push_back(make_action(r, ActionKind::F, m));
     for (int i = 0; i < M; ++i) {
       const int m = o.backward_order == BackwardOrder::reverse ? M - 1 - i : i;
@@ -49,6 +50,7 @@ Schedule generate_1f1b(const ScheduleOptions& o) {
   const int M = o.num_microbatches;
   for (int r = 0; r < K; ++r) {
     auto& list = s.ranks[static_cast<std::size_t>(r)];
+    list.reserve(2 * static_cast<std::size_t>(M));
     int next_f = std::min(M, K - r);
     for (int m = 0; m < next_f; ++m) list.push_back(make_action(r, ActionKind::F, m));
     for (int next_b = 0; next_b < M; ++next_b) {

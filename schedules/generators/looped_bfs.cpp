@@ -21,6 +21,7 @@ Schedule generate_looped_bfs(const ScheduleOptions& o) {
   const int M = o.num_microbatches;
   for (int r = 0; r < K; ++r) {
     auto& list = s.ranks[static_cast<std::size_t>(r)];
+    list.reserve(2 * static_cast<std::size_t>(V) * static_cast<std::size_t>(M));
     for (int local = 0; local < V; ++local) {
       for (int m = 0; m < M; ++m) list.push_back(make_action(local * K + r, ActionKind::F, m));
     }

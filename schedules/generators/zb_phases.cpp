@@ -11,6 +11,7 @@ namespace gpipe::schedules {
 void append_zero_bubble_phases(std::vector<Action>& list, Stage stage, int num_microbatches, int warmup,
                                int growing) {
   const int M = num_microbatches;
+  list.reserve(list.size() + 3 * static_cast<std::size_t>(std::max(M, 0)));  // F, I and W of each
   int next_f = 0;
   int next_i = 0;
   int next_w = 0;
