@@ -53,16 +53,6 @@ std::optional<double> optional_number(const json& object, const std::string& key
 
 json or_null(const std::optional<double>& value) { return value ? json(*value) : json(nullptr); }
 
-int slot_of(ActionKind kind) {
-  switch (kind) {
-    case ActionKind::F: return 0;
-    case ActionKind::B: return 1;
-    case ActionKind::I: return 2;
-    case ActionKind::W: return 3;
-    default: return -1;
-  }
-}
-
 double number(const json& object, const std::string& key, const std::string& path = "") {
   const json& value = field(object, key, path);
   if (!value.is_number()) bad_field(join(path, key), "must be a number");
@@ -111,13 +101,6 @@ void add_overlap_busy(const Timeline& timeline, Metrics& m) {
 }
 
 }  // namespace
-
-void ComputeTimeTotals::add(ActionKind kind, std::int64_t duration_ns) {
-  const int slot = slot_of(kind);
-  if (slot < 0) return;
-  sum_[slot] += duration_ns;
-  ++count_[slot];
-}
 
 MeanComputeTimes ComputeTimeTotals::means() const {
   const auto mean = [this](int slot) {

@@ -60,7 +60,14 @@ struct Metrics {
 // micro-batch on a stage (one B, or an I and its W) and T_W.
 class ComputeTimeTotals {
  public:
-  void add(ActionKind kind, std::int64_t duration_ns);
+  // Inline: the simulator adds every action of every configuration of a sweep.
+  void add(ActionKind kind, std::int64_t duration_ns) {
+    const int slot = kind == ActionKind::F ? 0 : kind == ActionKind::B ? 1 : kind == ActionKind::I ? 2
+                   : kind == ActionKind::W ? 3 : -1;
+    if (slot < 0) return;
+    sum_[slot] += duration_ns;
+    ++count_[slot];
+  }
   [[nodiscard]] MeanComputeTimes means() const;
 
  private:
