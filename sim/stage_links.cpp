@@ -1,26 +1,44 @@
 #include "sim/stage_links.hpp"
 
-#include <map>
+#include <algorithm>
+#include <vector>
 
 namespace gpipe::sim {
 
 StageLinks::StageLinks(const schedules::Schedule& s, const ActionGraph& graph, const CostModel& costs,
                        const LinkModel& links)
     : graph_(graph), costs_(costs), links_(links) {
-  std::map<std::pair<int, int>, int> ids;
-  const auto link_between = [&](int from, int to) {
-    auto [it, added] = ids.try_emplace({from, to}, static_cast<int>(ends_.size()));
-    if (added) ends_.emplace_back(from, to);
-    return it->second;
-  };
-  forward_.assign(static_cast<std::size_t>(s.num_stages), -1);
-  backward_.assign(forward_.size(), -1);
-  for (int st = 0; st + 1 < s.num_stages; ++st) {
+  // The directed rank pair across each boundary, forward then backward; a
+  // pair gets its link id where it first appears. Sorted rather than looked
+  // up in a map: a sweep builds this for every configuration.
+  const int boundaries = std::max(s.num_stages - 1, 0);
+  std::vector<std::pair<std::pair<int, int>, int>> crossings;  // ((from, to), 2 * boundary + way)
+  crossings.reserve(2 * static_cast<std::size_t>(boundaries));
+  for (int st = 0; st < boundaries; ++st) {
     const int a = s.rank_of(schedules::Stage{st}).value;
     const int b = s.rank_of(schedules::Stage{st + 1}).value;
     if (a == b) continue;
-    forward_[static_cast<std::size_t>(st)] = link_between(a, b);
-    backward_[static_cast<std::size_t>(st)] = link_between(b, a);
+    crossings.push_back({{a, b}, 2 * st});
+    crossings.push_back({{b, a}, 2 * st + 1});
+  }
+  std::sort(crossings.begin(), crossings.end());
+  // Pairs numbered in order of their first crossing, as they appear.
+  std::vector<std::pair<int, std::size_t>> groups;  // (first crossing, where its pair's run starts)
+  for (std::size_t i = 0; i < crossings.size(); ++i) {
+    if (i == 0 || crossings[i].first != crossings[i - 1].first) groups.emplace_back(crossings[i].second, i);
+  }
+  std::sort(groups.begin(), groups.end());
+  forward_.assign(static_cast<std::size_t>(s.num_stages), -1);
+  backward_.assign(forward_.size(), -1);
+  ends_.reserve(groups.size());
+  for (const auto& [first, begin] : groups) {
+    const int id = static_cast<int>(ends_.size());
+    const std::pair<int, int> pair = crossings[begin].first;
+    ends_.push_back(pair);
+    for (std::size_t i = begin; i < crossings.size() && crossings[i].first == pair; ++i) {
+      const int crossing = crossings[i].second;
+      (crossing % 2 == 0 ? forward_ : backward_)[static_cast<std::size_t>(crossing / 2)] = id;
+    }
   }
   last_price_.resize(ends_.size());
 }
