@@ -178,10 +178,12 @@ models::Partition Planner::partition(const models::PartitionSpec& spec, int micr
   return made;
 }
 
-std::vector<profiles::StageCost> Planner::stage_costs(std::span<const int> layers_per_stage, int micro_batch_size) {
+std::shared_ptr<const std::vector<profiles::StageCost>> Planner::stage_costs(std::span<const int> layers_per_stage,
+                                                                            int micro_batch_size) {
   auto key = std::pair{std::vector<int>(layers_per_stage.begin(), layers_per_stage.end()), micro_batch_size};
   if (const auto it = stage_costs_.find(key); it != stage_costs_.end()) return it->second;
-  std::vector<profiles::StageCost> made = profiles::stage_costs(profile_, layers_per_stage, micro_batch_size);
+  auto made = std::make_shared<const std::vector<profiles::StageCost>>(
+      profiles::stage_costs(profile_, layers_per_stage, micro_batch_size));
   if (stage_costs_.size() >= kMaxKept) stage_costs_.clear();
   stage_costs_.emplace(std::move(key), made);
   return made;

@@ -83,9 +83,10 @@ class Planner {
   [[nodiscard]] const profiles::Profile& profile() const { return profile_; }
   // make_plan(profile(), request).
   [[nodiscard]] Plan make(const PlanRequest& request);
-  // profiles::stage_costs(profile(), layers_per_stage, micro_batch_size).
-  [[nodiscard]] std::vector<profiles::StageCost> stage_costs(std::span<const int> layers_per_stage,
-                                                             int micro_batch_size);
+  // profiles::stage_costs(profile(), layers_per_stage, micro_batch_size),
+  // shared with the planner's table.
+  [[nodiscard]] std::shared_ptr<const std::vector<profiles::StageCost>> stage_costs(
+      std::span<const int> layers_per_stage, int micro_batch_size);
 
  private:
   [[nodiscard]] models::Partition partition(const models::PartitionSpec& spec, int micro_batch_size,
@@ -96,7 +97,7 @@ class Planner {
   static constexpr std::size_t kMaxKept = 4096;
   const profiles::Profile& profile_;
   std::map<std::tuple<int, std::vector<int>, int, int>, models::Partition> partitions_;
-  std::map<std::pair<std::vector<int>, int>, std::vector<profiles::StageCost>> stage_costs_;
+  std::map<std::pair<std::vector<int>, int>, std::shared_ptr<const std::vector<profiles::StageCost>>> stage_costs_;
 };
 
 }  // namespace gpipe::plan

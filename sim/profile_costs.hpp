@@ -4,6 +4,7 @@
 // (UNSHARD, RESHARD, REDUCE_GRAD, WAIT_REDUCE_GRAD) 0, as no profile prices it yet.
 #pragma once
 
+#include <memory>
 #include <span>
 #include <stdexcept>
 #include <utility>
@@ -23,11 +24,7 @@ class ProfileCosts final : public CostModel {
                std::vector<int> microbatch_sizes);
   // The same costs, from the planner's profile, which may have them already.
   ProfileCosts(plan::Planner& planner, std::span<const int> layers_per_stage, std::vector<int> microbatch_sizes);
-  // of_microbatch_ points into by_size_'s vectors: a move keeps them, a copy would not.
-  ProfileCosts(const ProfileCosts&) = delete;
-  ProfileCosts& operator=(const ProfileCosts&) = delete;
-  ProfileCosts(ProfileCosts&&) = default;
-  ProfileCosts& operator=(ProfileCosts&&) = default;
+  // of_microbatch_ points into by_size_'s vectors, which copies share.
 
   [[nodiscard]] std::int64_t duration_ns(const schedules::Action& action) const override;
   [[nodiscard]] std::int64_t boundary_bytes(schedules::Stage s, schedules::Microbatch m) const override {
@@ -67,8 +64,9 @@ class ProfileCosts final : public CostModel {
   ProfileCosts(std::size_t num_stages, std::vector<int> microbatch_sizes, const StageCostsAt& stage_costs_at);
 
   std::vector<int> microbatch_sizes_;
-  // One entry per distinct size (at most two: b and b+1), in order of first use.
-  std::vector<std::pair<int, std::vector<profiles::StageCost>>> by_size_;
+  // One entry per distinct size (at most two: b and b+1), in order of first
+  // use; shared with a Planner's table, which keeps it for other plans.
+  std::vector<std::pair<int, std::shared_ptr<const std::vector<profiles::StageCost>>>> by_size_;
   std::vector<const profiles::StageCost*> of_microbatch_;  // per micro-batch: its size's stages
   std::size_t num_stages_ = 0;
 };

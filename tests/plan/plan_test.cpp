@@ -181,7 +181,7 @@ TEST(Planner, PlansAndStageCostsAreMakePlansKeptOrNot) {
             EXPECT_EQ(got.microbatch_sizes, expected.microbatch_sizes) << what;
             EXPECT_EQ(got.static_bytes, expected.static_bytes) << what;
             for (const int b : got.microbatch_sizes) {
-              EXPECT_EQ(planner.stage_costs(got.partition.layers_per_stage, b),
+              EXPECT_EQ(*planner.stage_costs(got.partition.layers_per_stage, b),
                         profiles::stage_costs(profile, got.partition.layers_per_stage, b))
                   << what;
             }
