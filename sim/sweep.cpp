@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <exception>
 #include <map>
 #include <thread>
 
@@ -64,6 +65,9 @@ void stream_sweep(const profiles::Profile& profile, const SweepGrid& sweep, int 
   const std::size_t window = 256 * workers;
   std::vector<SweepRow> ring(window);
   std::vector<std::atomic<std::uint32_t>> done(window);  // 1 when the slot's row is done (a futex word)
+  // What a row threw beyond the InputError that skips it (a stall, memory):
+  // rethrown on the calling thread in its turn, as a single thread would.
+  std::vector<std::exception_ptr> failed(window);
   std::atomic<std::size_t> next{0};
   std::atomic<std::size_t> handed{0};  // rows given to the sink
   std::atomic<bool> cancelled{false};  // the sink or the progress threw: workers stop
@@ -76,7 +80,11 @@ void stream_sweep(const profiles::Profile& profile, const SweepGrid& sweep, int 
         handed.wait(h, std::memory_order_acquire);
       }
       if (cancelled) return;
-      ring[i % window] = simulate_row(planner, sweep, static_cast<std::int64_t>(i));
+      try {
+        ring[i % window] = simulate_row(planner, sweep, static_cast<std::int64_t>(i));
+      } catch (...) {
+        failed[i % window] = std::current_exception();
+      }
       done[i % window].store(1, std::memory_order_release);
       done[i % window].notify_one();
     }
@@ -107,6 +115,7 @@ void stream_sweep(const profiles::Profile& profile, const SweepGrid& sweep, int 
       done[(std::min(i + kRun, total) - 1) % window].wait(0, std::memory_order_acquire);
       ready.wait(0, std::memory_order_acquire);  // should another worker still have row i
     }
+    if (failed[i % window]) std::rethrow_exception(failed[i % window]);
     SweepRow row = std::move(ring[i % window]);
     ready.store(0, std::memory_order_relaxed);
     handed.store(i + 1, std::memory_order_release);
