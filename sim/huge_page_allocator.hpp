@@ -4,6 +4,9 @@
 // of MB afresh, and faulting them in 4 KiB at a time cost the engine about a
 // third of its time (K=64, M=4096: ~18 ms of ~42 ms; with huge pages ~26 ms
 // in all). Small arrays, and systems without MADV_HUGEPAGE, get plain memory.
+// A freed block of 64 KiB or more stays with its thread for the next
+// simulation (huge_block_cache.hpp), its pages still in: malloc gave such
+// blocks back and a sweep faulted them in again for every configuration.
 #pragma once
 
 #include <cstddef>
@@ -13,6 +16,8 @@
 #include <type_traits>
 #include <utility>
 #include <vector>
+
+#include "sim/huge_block_cache.hpp"
 
 #if __has_include(<sys/mman.h>)
 #include <sys/mman.h>
@@ -31,19 +36,20 @@ class HugePageAllocator {
 
   [[nodiscard]] T* allocate(std::size_t n) {
     const std::size_t bytes = n * sizeof(T);
-    if (!huge(bytes)) return std::allocator<T>{}.allocate(n);
+    if (!kept(bytes)) return std::allocator<T>{}.allocate(n);
     const std::size_t size = rounded(bytes);
-    void* p = std::aligned_alloc(kHugePage, size);
+    if (void* memory = HugeBlockCache::of_this_thread().take(size)) return static_cast<T*>(memory);
+    void* p = std::aligned_alloc(size >= kHugePage ? kHugePage : kLine, size);
     if (p == nullptr) throw std::bad_alloc();
 #ifdef MADV_HUGEPAGE
-    (void)madvise(p, size, MADV_HUGEPAGE);  // a hint: without it the memory is still good
+    if (size >= kHugePage) (void)madvise(p, size, MADV_HUGEPAGE);  // a hint: without it the memory is still good
 #endif
     return static_cast<T*>(p);
   }
 
   void deallocate(T* p, std::size_t n) noexcept {
-    if (huge(n * sizeof(T))) {
-      std::free(p);
+    if (kept(n * sizeof(T))) {
+      if (!HugeBlockCache::of_this_thread().keep(p, rounded(n * sizeof(T)))) std::free(p);
     } else {
       std::allocator<T>{}.deallocate(p, n);
     }
@@ -66,9 +72,14 @@ class HugePageAllocator {
 
  private:
   static constexpr std::size_t kHugePage = std::size_t{2} << 20;
-  static constexpr bool huge(std::size_t bytes) { return bytes >= kHugePage; }
+  static constexpr std::size_t kSmallest = std::size_t{64} << 10;  // below: plain memory
+  static constexpr std::size_t kLine = 64;
+  static constexpr bool kept(std::size_t bytes) { return bytes >= kSmallest; }
+  // A power of two, 64 KiB or more: the sizes a thread's cache keeps blocks by.
   static constexpr std::size_t rounded(std::size_t bytes) {
-    return (bytes + kHugePage - 1) / kHugePage * kHugePage;
+    std::size_t size = kSmallest;
+    while (size < bytes) size *= 2;
+    return size;
   }
 };
 
