@@ -72,10 +72,11 @@ void write_stderr(std::string_view text) {
   }
 }
 
-// An exception that escapes a thread of a library (a sweep's pool, where a
-// worker's bad_alloc is not carried back) or a noexcept function ends in
-// std::terminate: it still ends in one line, with exit status 1, as it would
-// on the main thread. Anything else keeps the default (abort, core dump).
+// An exception that escapes a thread of a library (one that carries nothing
+// back; a sweep's workers now hand theirs to the main thread) or a noexcept
+// function ends in std::terminate: it still ends in one line, with exit
+// status 1, as it would on the main thread. Anything else keeps the default
+// (abort, core dump).
 std::terminate_handler previous_terminate = nullptr;
 
 [[noreturn]] void on_terminate() noexcept {
