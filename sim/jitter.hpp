@@ -32,9 +32,11 @@ namespace gpipe::sim {
 
 class JitteredCosts final : public CostModel {
  public:
-  // Keeps a reference to base, which must outlive this object. Throws
-  // InputError naming --jitter for a negative or non-finite cv.
+  // Keeps a reference to base, which must outlive this object (a temporary
+  // base is refused). Throws InputError naming --jitter for a negative or
+  // non-finite cv.
   JitteredCosts(const CostModel& base, double cv, std::uint64_t seed);
+  JitteredCosts(const CostModel&& base, double cv, std::uint64_t seed) = delete;
 
   // Compute actions (F, B, I, W, R, STEP): llround(base * X); comm actions as the base.
   [[nodiscard]] std::int64_t duration_ns(const schedules::Action& action) const override;

@@ -30,8 +30,14 @@ class Replay {
   // `overlap_share`: how overlapped pairs run (overlap_model.hpp); none: in
   // turn. `edges`: the graph's (ActionGraph::Edges); the engine's replays
   // need only the timing ones, and end() then hands on only those.
+  // `costs` must outlive it: it keeps a reference (and asks it for memory
+  // as the replay runs), so a temporary, destroyed at the end of the
+  // declaration, is refused.
   Replay(const schedules::Schedule& schedule, const CostModel& costs, bool record,
          std::optional<double> overlap_share = std::nullopt, ActionGraph::Edges edges = ActionGraph::Edges::all);
+  Replay(const schedules::Schedule& schedule, const CostModel&& costs, bool record,
+         std::optional<double> overlap_share = std::nullopt,
+         ActionGraph::Edges edges = ActionGraph::Edges::all) = delete;
   Replay(const Replay&) = delete;
   Replay& operator=(const Replay&) = delete;
 

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -20,10 +21,17 @@ namespace gpipe::sim {
 
 class StageLinks {
  public:
-  // `graph`, `costs` and `links` must outlive it. One replay's: message()
-  // keeps the last price per link.
+  // `graph`, `costs` and `links` must outlive it: it keeps references to
+  // them. One replay's: message() keeps the last price per link.
   StageLinks(const schedules::Schedule& schedule, const ActionGraph& graph, const CostModel& costs,
              const LinkModel& links);
+  // A temporary for any of the three is refused: it would be destroyed at the
+  // end of the declaration, and message() would then call a destroyed model
+  // (`StageLinks links(s, graph, costs, UniformLink(...));`). Name it first.
+  template <class Graph, class Costs, class Links>
+    requires(!(std::is_lvalue_reference_v<Graph> && std::is_lvalue_reference_v<Costs> &&
+               std::is_lvalue_reference_v<Links>))
+  StageLinks(const schedules::Schedule& schedule, Graph&& graph, Costs&& costs, Links&& links) = delete;
 
   [[nodiscard]] std::size_t size() const { return ends_.size(); }
   // What the link takes for a message of no bytes: its latency.

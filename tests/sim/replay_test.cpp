@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "schedules/error.hpp"
@@ -79,9 +80,27 @@ TEST(StageLinks, OneLinkEachWayPerBoundaryPricedByItsBytes) {
 TEST(StageLinks, StagesOnOneRankHaveNoLink) {
   const schedules::Schedule s = gpipe(1, 2);
   const ScriptedCosts costs;
+  const ScriptedLinks links;
   const ActionGraph graph(s, costs);
-  EXPECT_EQ(StageLinks(s, graph, costs, ScriptedLinks()).size(), 0u);
+  EXPECT_EQ(StageLinks(s, graph, costs, links).size(), 0u);
 }
+
+// StageLinks and Replay keep references to their models, so a temporary model,
+// destroyed at the end of the declaration, does not compile (a StageLinks
+// once priced every message with a destroyed link model).
+static_assert(std::is_constructible_v<StageLinks, const schedules::Schedule&, const ActionGraph&,
+                                      const ScriptedCosts&, const ScriptedLinks&>);
+static_assert(!std::is_constructible_v<StageLinks, const schedules::Schedule&, const ActionGraph&,
+                                       const ScriptedCosts&, ScriptedLinks>);
+static_assert(!std::is_constructible_v<StageLinks, const schedules::Schedule&, const ActionGraph&,
+                                       ScriptedCosts, const ScriptedLinks&>);
+static_assert(!std::is_constructible_v<StageLinks, const schedules::Schedule&, ActionGraph,
+                                       const ScriptedCosts&, const ScriptedLinks&>);
+static_assert(!std::is_constructible_v<StageLinks, const schedules::Schedule&, ActionGraph, ScriptedCosts,
+                                       ScriptedLinks>);
+static_assert(std::is_constructible_v<Replay, const schedules::Schedule&, const ScriptedCosts&, bool>);
+static_assert(!std::is_constructible_v<Replay, const schedules::Schedule&, ScriptedCosts, bool>);
+static_assert(!std::is_constructible_v<Replay, const schedules::Schedule&, const ScriptedCosts, bool>);
 
 // Micro-batches of two sizes, in turn: even ones send 10 bytes, odd ones 20.
 class AlternatingBytes final : public CostModel {

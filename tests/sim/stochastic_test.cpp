@@ -7,6 +7,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <type_traits>
 #include <vector>
 
 #include "schedules/error.hpp"
@@ -68,6 +69,10 @@ SimOptions options() {
   o.batch_size = 32;
   return o;
 }
+
+// It keeps a reference to its base: a temporary base does not compile.
+static_assert(std::is_constructible_v<JitteredCosts, const DistinctCosts&, double, std::uint64_t>);
+static_assert(!std::is_constructible_v<JitteredCosts, DistinctCosts, double, std::uint64_t>);
 
 TEST(JitteredCosts, CvZeroIsTheBaseExactly) {
   const DistinctCosts base;

@@ -56,8 +56,9 @@ class DistinctLinks final : public LinkModel {
 
 SimResult replayed(const Schedule& s, LinkSharing sharing, std::optional<double> overlap, ActionGraph::Edges edges) {
   const DistinctCosts costs;
+  const DistinctLinks link_model;  // named: StageLinks keeps a reference to it
   Replay replay(s, costs, /*record=*/true, overlap, edges);
-  const StageLinks links(s, replay.graph(), costs, DistinctLinks());
+  const StageLinks links(s, replay.graph(), costs, link_model);
   if (sharing == LinkSharing::shared) {
     replay_shared_links(replay, links);
   } else {
