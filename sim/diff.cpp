@@ -164,6 +164,7 @@ TransferError transfer_errors(const ActionIndex& pred, const Timeline& measured)
     std::ranges::sort(abs_errors);
     t.median_abs_error_pct = abs_errors[abs_errors.size() / 2];
     t.max_abs_error_pct = abs_errors.back();
+    t.abs_errors_pct = std::move(abs_errors);
   } else {
     t.median_abs_error_pct = t.max_abs_error_pct = kNaN;
   }

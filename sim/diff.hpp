@@ -52,6 +52,7 @@ struct TransferError {
   double mean_error_pct = 0.0;        // of the means
   double median_abs_error_pct = 0.0;  // over messages
   double max_abs_error_pct = 0.0;
+  std::vector<double> abs_errors_pct;  // every message's |error|, ascending (to pool over traces)
 };
 
 // Every percentage is (pred - meas) / meas * 100: 0 when both are 0, and NaN

@@ -8,7 +8,9 @@
 #include <nlohmann/json.hpp>
 
 #include "exec/cpu/cpu_backend.hpp"
+#include "plan/microbatches.hpp"
 #include "plan/model_profile.hpp"
+#include "profiles/stage_costs.hpp"
 #include "schedules/error.hpp"
 #include "schedules/report_check.hpp"
 #include "sim/scenario.hpp"
@@ -25,6 +27,7 @@ std::int64_t max_peak(const schedules::Metrics& m) {
 // A configuration of the grid: its prediction, and what its runs measured.
 struct Configuration {
   CalibrationRow row;
+  const profiles::Profile* profile = nullptr;
   sim::Prediction prediction;
   std::vector<TrainResult> runs;  // one a round; only the timelines and step times are kept
 };
@@ -33,6 +36,7 @@ Configuration predict_one(const profiles::Profile& profile, const CalibrationOpt
                           const plan::PlanRequest& request) {
   Configuration c;
   c.row.request = request;
+  c.profile = &profile;
   try {
     plan::check_request_for_model(options.model, profile, request);
     c.prediction = sim::predict(profile, sim::Scenario{.request = request, .conditions = {}}, /*record_timeline=*/true);
@@ -83,6 +87,14 @@ void finish_row(Configuration& c) {
   schedules::check_report(row.predicted, "a validation row's prediction");
   schedules::check_report(row.measured, "a validation row's measurement");
   row.diff = sim::diff_timelines(p.timeline, nearest.timeline, /*worst=*/5);
+  for (const int size : plan::distinct_sizes(row.microbatch_sizes)) {
+    const auto stages = profiles::stage_costs(*c.profile, row.partition, size);
+    for (std::size_t s = 0; s + 1 < stages.size(); ++s) {
+      const std::int64_t bytes = stages[s].output_bytes;
+      row.message_bytes_min = row.message_bytes_min == 0 ? bytes : std::min(row.message_bytes_min, bytes);
+      row.message_bytes_max = std::max(row.message_bytes_max, bytes);
+    }
+  }
   row.predicted_peak_activation_bytes = max_peak(row.predicted);
   row.measured_peak_activation_bytes = max_peak(row.measured);
   c.runs.clear();

@@ -41,6 +41,10 @@ struct CalibrationRow {
   // their median and quartiles. The row's step error is against the median.
   std::vector<double> step_us;
   StepNoise noise;
+  // The smallest and largest message between stages (activations and their
+  // gradients alike), as the profile prices them; 0 with one stage.
+  std::int64_t message_bytes_min = 0;
+  std::int64_t message_bytes_max = 0;
   // The largest peak over ranks of each; equal when the executor keeps exactly
   // what the simulator's memory rules say.
   std::int64_t predicted_peak_activation_bytes = 0;

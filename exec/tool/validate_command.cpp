@@ -182,28 +182,33 @@ void print_noise_summary(const std::vector<exec::CalibrationRow>& rows, Keep kee
 
 // The link model alone (sim/diff.hpp TransferError), over every message of
 // the configurations run: what the profile's link predicts against the time
-// the bytes took.
+// the bytes took, each message's error pooled over every row.
 void print_link_summary(const std::vector<exec::CalibrationRow>& rows) {
   int messages = 0;
-  double predicted = 0, measured = 0, worst = 0;
-  std::vector<double> medians;
+  double predicted = 0, measured = 0;
+  std::int64_t smallest = 0, largest = 0;
+  std::vector<double> errors;
   for (const auto& r : rows) {
     const sim::TransferError& t = r.diff.transfers;
     if (!r.ok() || t.count == 0) continue;
     messages += t.count;
     predicted += t.predicted_mean_us * t.count;
     measured += t.measured_mean_us * t.count;
-    if (!std::isnan(t.median_abs_error_pct)) medians.push_back(t.median_abs_error_pct);
-    if (!std::isnan(t.max_abs_error_pct)) worst = std::max(worst, t.max_abs_error_pct);
+    errors.insert(errors.end(), t.abs_errors_pct.begin(), t.abs_errors_pct.end());
+    smallest = smallest == 0 ? r.message_bytes_min : std::min(smallest, r.message_bytes_min);
+    largest = std::max(largest, r.message_bytes_max);
   }
   if (messages == 0) return;
-  std::ranges::sort(medians);
-  std::cout << fmt::format(
-      "link model: {} transfers, mean {} predicted against {} measured ({:+.1f} %); a message's |error|: "
-      "median {:.1f} % (the median over configurations of each one's median), largest {:.1f} %\n",
-      messages, format_time_us(predicted / messages), format_time_us(measured / messages),
-      measured > 0 ? (predicted - measured) / measured * 100 : 0.0,
-      medians.empty() ? 0.0 : medians[medians.size() / 2], worst);
+  std::cout << fmt::format("link model: {} transfers of {} to {}, mean {} predicted against {} measured ({:+.1f} %)",
+                           messages, format_bytes(smallest), format_bytes(largest), format_time_us(predicted / messages),
+                           format_time_us(measured / messages),
+                           measured > 0 ? (predicted - measured) / measured * 100 : 0.0);
+  if (!errors.empty()) {
+    std::ranges::sort(errors);
+    std::cout << fmt::format("; a message's |error|: median {:.1f} %, largest {:.1f} %", exec::quantile(errors, 0.5),
+                             errors.back());
+  }
+  std::cout << "\n";
 }
 
 void print_summary(const std::vector<exec::CalibrationRow>& rows) {

@@ -55,8 +55,15 @@ PY
 # messages of the model's own K=2 pipeline), and rank 0 alone writes the profile.
 expect_status 0 timeout 120 "${launch[@]}" -np 2 "$run" profile --model $mlp --micro-batch-sizes 1,2 \
   --warmup 0 --repeats 1 --out "$tmp/prof.json"
-[ "$(grep -c 'fitted to latency: MPI ping-pong between ranks 0 and 1 .*; bandwidth: the median message of a K=2 gpipe pipeline of the model at micro-batch sizes 1,2' "$tmp/out")" -eq 1 ] ||
-  fail "expected rank 0's summary alone: $(cat "$tmp/out")"
+# The bandwidth comes from the pipeline's messages, or, when a message is no
+# slower than the latency (this model's are small, and a loaded machine's
+# timings jitter), from the ping-pong with a note saying so.
+if grep -q "note: the ping-pong's bandwidth is kept: " "$tmp/err"; then
+  summary='fitted to MPI ping-pong between ranks 0 and 1 '
+else
+  summary='fitted to latency: MPI ping-pong between ranks 0 and 1 .*; bandwidth: the median message of a K=2 gpipe pipeline of the model at micro-batch sizes 1,2'
+fi
+[ "$(grep -c "$summary" "$tmp/out")" -eq 1 ] || fail "expected rank 0's summary alone: $(cat "$tmp/out")"
 grep -q "link in a K=2 pipeline, b=2: median message" "$tmp/err" || fail "no pipeline line: $(cat "$tmp/err")"
 python3 - "$tmp/prof.json" <<'PY' || fail "the measured link: $(head -c 600 "$tmp/prof.json")"
 import json, sys
@@ -86,9 +93,10 @@ expect_out "under mpirun -np 2 the link between processes is measured"
 expect_status 0 timeout 300 "$run" validate --model $mlp -K 2 -M 2,4 -N 8 --schedule 1f1b --steps 2 \
   --launcher mpirun --warmup 0 --repeats 1 --out "$tmp/val.csv"
 expect_out "profile     measured now by \`mpirun -np 2"
-expect_out "fitted to latency: MPI ping-pong between ranks 0 and 1.*; bandwidth: the median message of a K=2"
+grep -q "note: the ping-pong's bandwidth is kept: " "$tmp/err" ||
+  expect_out "fitted to latency: MPI ping-pong between ranks 0 and 1.*; bandwidth: the median message of a K=2"
 expect_out "^1f1b   never         2    4 "
-expect_out "^link model: 12 transfers, mean "  # 2 + 2 x 2 messages at M = 2, 2 x 2 x 2 at M = 4
+expect_out "^link model: 12 transfers of .* to .*, mean .*; a message.s |error|: median "  # 2 + 2 x 2 messages at M = 2, 2 x 2 x 2 at M = 4
 python3 - "$tmp/val.csv" <<'PY' || fail "validate's CSV: $(cat "$tmp/val.csv")"
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
