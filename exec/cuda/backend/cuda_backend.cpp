@@ -104,14 +104,16 @@ class CudaEntry final : public Backend {
     c.on_partitions = [note = options.on_note](const SmPartitions& partitions) {
       if (!note) return;
       if (partitions.green()) {
-        note(fmt::format("SM partitions: {} in green contexts; the layers run in the first",
-                         cuda::describe(partitions.split(), partitions.total_sms())));
+        note(fmt::format("SM partitions: {} in green contexts{}; the layers run in the first",
+                         cuda::describe(partitions.split(), partitions.total_sms()),
+                         partitions.note().empty() ? "" : " (" + partitions.note() + ")"));
       } else {
         note(fmt::format("SM partitions: none, {}", partitions.why()));
       }
     };
     c.on_pass = options.on_pass;
     c.on_layer = options.on_layer;
+    c.on_note = options.on_note;
     return profiler::profile_cuda(model, sizes, c);
   }
 };
@@ -139,7 +141,8 @@ CudaBackend::Run::Run(const TrainOptions& options, const RunSettings& settings,
     partitions_ = SmPartitions::create(device_index_, num_ranks, backend_options.sm_per_stage);
     report_.green = partitions_->green();
     report_.partitions = partitions_->green()
-                             ? describe(partitions_->split(), partitions_->total_sms())
+                             ? describe(partitions_->split(), partitions_->total_sms()) +
+                                   (partitions_->note().empty() ? "" : " (" + partitions_->note() + ")")
                              : fmt::format("{} plain streams sharing all {} SMs ({})", num_ranks,
                                            partitions_->total_sms(), partitions_->why());
     for (int r = 0; r < num_ranks; ++r) {

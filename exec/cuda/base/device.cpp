@@ -1,11 +1,29 @@
 #include "exec/cuda/base/device.hpp"
 
+#include <cstdlib>
+
 #include <cuda_runtime.h>
 
 #include "exec/cuda/base/check.hpp"
 #include "schedules/error.hpp"
 
 namespace gpipe::exec::cuda {
+
+namespace {
+
+// CUDA gives a device 8 hardware work queues unless CUDA_DEVICE_MAX_CONNECTIONS
+// says otherwise, and reads the variable once, when it initializes. K = 4
+// ranks with three streams each (compute, send, receive) need 12: with 8,
+// streams share queues and independent stages can serialize. This file is in
+// every program that uses the backend (device_count), so its static
+// initializer runs before main and before any CUDA call; a value the user set
+// is kept.
+[[maybe_unused]] const bool kConnectionsSet = [] {
+  (void)::setenv("CUDA_DEVICE_MAX_CONNECTIONS", kDeviceMaxConnections, /*overwrite=*/0);
+  return true;
+}();
+
+}  // namespace
 
 int device_count() {
   int count = 0;
@@ -34,6 +52,12 @@ void require_device() {
   if (const std::string reason = no_device_reason(); !reason.empty()) {
     throw RunError("no CUDA device: " + reason);
   }
+}
+
+int compute_capability_major(int device) {
+  int major = 0;
+  GPIPE_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  return major;
 }
 
 std::string device_name(int device) {

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "exec/cuda/base/check.hpp"
+#include "exec/cuda/base/device.hpp"
 #include "schedules/error.hpp"
 
 namespace gpipe::exec::cuda {
@@ -18,6 +19,12 @@ namespace {
 int round_up(int value, int multiple) { return (value + multiple - 1) / multiple * multiple; }
 
 }  // namespace
+
+SmGranularity effective_granularity(SmGranularity reported, int compute_capability_major) {
+  if (compute_capability_major < 9) return reported;
+  return SmGranularity{std::max(reported.min_partition_sms, kHopperGranularity.min_partition_sms),
+                       std::max(reported.alignment_sms, kHopperGranularity.alignment_sms)};
+}
 
 SmSplit plan_sm_split(int total_sms, int stages, int sm_per_stage, SmGranularity granularity) {
   if (total_sms <= 0) throw RunError(fmt::format("the device reports {} SMs", total_sms));
@@ -137,8 +144,9 @@ SmPartitions SmPartitions::create(int device, int stages, int sm_per_stage) {
     check(name, driver->device_get_resource(handle, &all, CU_DEV_RESOURCE_TYPE_SM),
           "cuDeviceGetDevResource(SM)");
     partitions.total_sms_ = static_cast<int>(all.sm.smCount);
-    const SmGranularity granularity{static_cast<int>(all.sm.minSmPartitionSize),
-                                    static_cast<int>(all.sm.smCoscheduledAlignment)};
+    const SmGranularity granularity = effective_granularity(
+        SmGranularity{static_cast<int>(all.sm.minSmPartitionSize), static_cast<int>(all.sm.smCoscheduledAlignment)},
+        compute_capability_major(device));
     // Bad input (the split does not fit) is the caller's error, not a reason to fall back.
     partitions.split_ = plan_sm_split(partitions.total_sms_, stages, sm_per_stage, granularity);
 
@@ -153,8 +161,14 @@ SmPartitions SmPartitions::create(int device, int stages, int sm_per_stage) {
       throw Unavailable{fmt::format("cuDevSmResourceSplitByCount made {} groups of {} SMs, not {}", made,
                                     partitions.split_.sms_per_stage, stages)};
     }
-    // The driver may round further than the documented granularity: report what it made.
-    partitions.split_.sms_per_stage = static_cast<int>(groups[0].sm.smCount);
+    // The driver may round further than the documented granularity: use,
+    // and say, what it made.
+    const int made_sms = static_cast<int>(groups[0].sm.smCount);
+    if (made_sms != partitions.split_.sms_per_stage) {
+      partitions.note_ = fmt::format("the driver made partitions of {} SMs where {} were planned", made_sms,
+                                     partitions.split_.sms_per_stage);
+    }
+    partitions.split_.sms_per_stage = made_sms;
     partitions.split_.unused_sms = partitions.total_sms_ - partitions.split_.sms_per_stage * stages;
 
     for (CUdevResource& group : groups) {
@@ -216,6 +230,7 @@ SmPartitions::SmPartitions(SmPartitions&& other) noexcept
       contexts_(std::move(other.contexts_)),
       green_(std::exchange(other.green_, false)),
       why_(std::move(other.why_)),
+      note_(std::move(other.note_)),
       split_(other.split_),
       total_sms_(other.total_sms_) {}
 
@@ -226,6 +241,7 @@ SmPartitions& SmPartitions::operator=(SmPartitions&& other) noexcept {
     contexts_ = std::move(other.contexts_);
     green_ = std::exchange(other.green_, false);
     why_ = std::move(other.why_);
+    note_ = std::move(other.note_);
     split_ = other.split_;
     total_sms_ = other.total_sms_;
   }

@@ -29,6 +29,11 @@ struct SmGranularity {
 };
 inline constexpr SmGranularity kHopperGranularity{8, 8};
 
+// The granularity to plan with: what the driver reports, but on compute
+// capability 9.x and later never finer than the documented 8 SMs (a driver
+// that reports less would have its split rounded up behind our back).
+[[nodiscard]] SmGranularity effective_granularity(SmGranularity reported, int compute_capability_major);
+
 struct SmSplit {
   int stages = 0;
   int sms_per_stage = 0;   // every partition has exactly this many
@@ -84,6 +89,9 @@ class SmPartitions {
 
   // Why there are no green contexts ("" when there are).
   [[nodiscard]] const std::string& why() const { return why_; }
+  // What the driver changed in the planned split, e.g. "the driver made
+  // partitions of 24 SMs where 16 were planned" ("" when nothing).
+  [[nodiscard]] const std::string& note() const { return note_; }
   // The split in use (sms_per_stage 0 with plain streams) and the device's SM count.
   [[nodiscard]] const SmSplit& split() const { return split_; }
   [[nodiscard]] int total_sms() const { return total_sms_; }
@@ -97,6 +105,7 @@ class SmPartitions {
   std::unique_ptr<GreenContexts> contexts_;
   bool green_ = false;
   std::string why_;
+  std::string note_;
   SmSplit split_;
   int total_sms_ = 0;
 };

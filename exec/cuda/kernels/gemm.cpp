@@ -3,6 +3,8 @@
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
+#include <array>
+#include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -93,36 +95,41 @@ struct Operands {
   void* c;
 };
 
-void matmul(BlasHandle& blas, StreamHandle stream, Transpose trans_a, Transpose trans_b, std::int64_t m,
-            std::int64_t n, std::int64_t k, float alpha, std::int64_t lda, std::int64_t ldb,
-            float beta, std::int64_t ldc, const GemmBatch& batch, const Operands& ops) {
-  const ColumnMajorGemm p = column_major_gemm(trans_a, trans_b, m, n, k, lda, ldb, ldc);
-  check_nonnegative("batch count", batch.count);
-  if (m == 0 || n == 0 || batch.count == 0) return;
-  if (k == 0) throw std::invalid_argument("gemm: k = 0 is not supported on the device");
-  if (batch.count > INT32_MAX) throw std::invalid_argument("gemm: batch count over 2^31");
+// Everything that decides a GEMM's descriptors and algorithm.
+using PlanKey = std::array<std::int64_t, 18>;
 
+// The descriptors of one GEMM shape and the algorithm chosen for it.
+struct GemmPlan {
+  MatmulDesc desc;
+  Layout first;
+  Layout second;
+  Layout out;
+  cublasLtMatmulAlgo_t algo{};
+};
+
+}  // namespace
+
+struct BlasHandle::PlanCache {
+  std::map<PlanKey, GemmPlan> plans;
+};
+
+namespace {
+
+// Asks cuBLASLt for the descriptors and algorithm of a new shape.
+GemmPlan make_plan(BlasHandle& blas, const ColumnMajorGemm& p, const GemmBatch& batch, const Operands& ops,
+                   std::uint32_t align_first, std::uint32_t align_second, std::uint32_t align_out) {
+  GemmPlan plan;
   // cuBLASLt's A is our B and its B our A (see gemm.hpp).
-  const Layout first = make_layout(ops.ab_type, p.first, batch.count, batch.stride_b);
-  const Layout second = make_layout(ops.ab_type, p.second, batch.count, batch.stride_a);
-  const Layout out = make_layout(ops.c_type, p.out, batch.count, batch.stride_c);
+  plan.first = make_layout(ops.ab_type, p.first, batch.count, batch.stride_b);
+  plan.second = make_layout(ops.ab_type, p.second, batch.count, batch.stride_a);
+  plan.out = make_layout(ops.c_type, p.out, batch.count, batch.stride_c);
 
   cublasLtMatmulPreference_t raw_pref = nullptr;
   GPIPE_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&raw_pref));
-  Preference pref(raw_pref);
+  const Preference pref(raw_pref);
   const std::uint64_t workspace = blas.workspace_bytes();
   GPIPE_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
       raw_pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof(workspace)));
-  const bool batched = batch.count > 1;
-  const auto stride_bytes = [&](std::int64_t stride, std::size_t bytes) {
-    return batched ? stride * static_cast<std::int64_t>(bytes) : 0;
-  };
-  const std::uint32_t align_first = operand_alignment(reinterpret_cast<std::uintptr_t>(ops.b),
-                                                      stride_bytes(batch.stride_b, ops.ab_bytes));
-  const std::uint32_t align_second = operand_alignment(reinterpret_cast<std::uintptr_t>(ops.a),
-                                                       stride_bytes(batch.stride_a, ops.ab_bytes));
-  const std::uint32_t align_out = operand_alignment(reinterpret_cast<std::uintptr_t>(ops.c),
-                                                    stride_bytes(batch.stride_c, ops.c_bytes));
   GPIPE_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
       raw_pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_first, sizeof(align_first)));
   GPIPE_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
@@ -135,31 +142,65 @@ void matmul(BlasHandle& blas, StreamHandle stream, Transpose trans_a, Transpose 
   // fp32 asks for the pedantic compute type (no TF32, no reduced-precision
   // shortcuts); where no algorithm offers it, plain COMPUTE_32F, which in
   // cuBLASLt also never uses TF32 (that takes COMPUTE_32F_FAST_TF32).
-  MatmulDesc desc;
   cublasLtMatmulHeuristicResult_t heuristic{};
   int found = 0;
   for (const cublasComputeType_t compute : {ops.compute, ops.fallback_compute}) {
-    desc = make_desc(compute, p);
-    if (!desc) continue;
+    plan.desc = make_desc(compute, p);
+    if (!plan.desc) continue;
     const cublasStatus_t status =
-        cublasLtMatmulAlgoGetHeuristic(blas.get(), desc.get(), first.get(), second.get(), out.get(),
-                                       out.get(), raw_pref, 1, &heuristic, &found);
+        cublasLtMatmulAlgoGetHeuristic(blas.get(), plan.desc.get(), plan.first.get(), plan.second.get(),
+                                       plan.out.get(), plan.out.get(), raw_pref, 1, &heuristic, &found);
     if (status == CUBLAS_STATUS_SUCCESS && found > 0) break;
     if (status != CUBLAS_STATUS_NOT_SUPPORTED && status != CUBLAS_STATUS_SUCCESS) {
       GPIPE_CUBLAS_CHECK(status);
     }
     found = 0;
   }
-  if (found == 0 || !desc) {
+  if (found == 0 || !plan.desc) {
     throw_cuda_error("cublasLtMatmulAlgoGetHeuristic", __FILE__, __LINE__,
-                     "no algorithm for this GEMM (" + std::to_string(m) + "x" + std::to_string(n) +
-                         "x" + std::to_string(k) + ")");
+                     "no algorithm for this GEMM (" + std::to_string(p.n) + "x" + std::to_string(p.m) + "x" +
+                         std::to_string(p.k) + ")");
   }
+  plan.algo = heuristic.algo;
+  return plan;
+}
+
+void matmul(BlasHandle& blas, StreamHandle stream, Transpose trans_a, Transpose trans_b, std::int64_t m,
+            std::int64_t n, std::int64_t k, float alpha, std::int64_t lda, std::int64_t ldb,
+            float beta, std::int64_t ldc, const GemmBatch& batch, const Operands& ops) {
+  const ColumnMajorGemm p = column_major_gemm(trans_a, trans_b, m, n, k, lda, ldb, ldc);
+  check_nonnegative("batch count", batch.count);
+  if (m == 0 || n == 0 || batch.count == 0) return;
+  if (k == 0) throw std::invalid_argument("gemm: k = 0 is not supported on the device");
+  if (batch.count > INT32_MAX) throw std::invalid_argument("gemm: batch count over 2^31");
+
+  const bool batched = batch.count > 1;
+  const auto stride_bytes = [&](std::int64_t stride, std::size_t bytes) {
+    return batched ? stride * static_cast<std::int64_t>(bytes) : 0;
+  };
+  // The operands' alignment is part of the shape: the chosen algorithm may rely on it.
+  const std::uint32_t align_first = operand_alignment(reinterpret_cast<std::uintptr_t>(ops.b),
+                                                      stride_bytes(batch.stride_b, ops.ab_bytes));
+  const std::uint32_t align_second = operand_alignment(reinterpret_cast<std::uintptr_t>(ops.a),
+                                                       stride_bytes(batch.stride_a, ops.ab_bytes));
+  const std::uint32_t align_out = operand_alignment(reinterpret_cast<std::uintptr_t>(ops.c),
+                                                    stride_bytes(batch.stride_c, ops.c_bytes));
+  const PlanKey key{ops.ab_type,     ops.c_type,     ops.compute,     static_cast<std::int64_t>(trans_a),
+                    static_cast<std::int64_t>(trans_b),
+                    m,               n,              k,               lda,
+                    ldb,             ldc,            batch.count,     batched ? batch.stride_a : 0,
+                    batched ? batch.stride_b : 0,    batched ? batch.stride_c : 0,
+                    align_first,     align_second,   align_out};
+  auto& plans = blas.plans().plans;
+  auto found = plans.find(key);
+  if (found == plans.end()) {
+    found = plans.emplace(key, make_plan(blas, p, batch, ops, align_first, align_second, align_out)).first;
+  }
+  const GemmPlan& plan = found->second;
   // C and D are the same matrix: beta C is read, the result written in place.
-  GPIPE_CUBLAS_CHECK(cublasLtMatmul(blas.get(), desc.get(), &alpha, ops.b, first.get(), ops.a,
-                                    second.get(), &beta, ops.c, out.get(), ops.c, out.get(),
-                                    &heuristic.algo, blas.workspace(), blas.workspace_bytes(),
-                                    stream));
+  GPIPE_CUBLAS_CHECK(cublasLtMatmul(blas.get(), plan.desc.get(), &alpha, ops.b, plan.first.get(), ops.a,
+                                    plan.second.get(), &beta, ops.c, plan.out.get(), ops.c, plan.out.get(),
+                                    &plan.algo, blas.workspace(), blas.workspace_bytes(), stream));
 }
 
 }  // namespace
@@ -195,7 +236,8 @@ std::uint32_t operand_alignment(std::uintptr_t address, std::int64_t stride_byte
   return alignment;
 }
 
-BlasHandle::BlasHandle(std::size_t workspace_bytes) : workspace_bytes_(workspace_bytes) {
+BlasHandle::BlasHandle(std::size_t workspace_bytes)
+    : plans_(std::make_unique<PlanCache>()), workspace_bytes_(workspace_bytes) {
   GPIPE_CUBLAS_CHECK(cublasLtCreate(&handle_));
   if (workspace_bytes_ > 0) {
     const cudaError_t status = cudaMalloc(&workspace_, workspace_bytes_);
@@ -207,8 +249,11 @@ BlasHandle::BlasHandle(std::size_t workspace_bytes) : workspace_bytes_(workspace
   }
 }
 
+std::size_t BlasHandle::planned_shapes() const { return plans_->plans.size(); }
+
 BlasHandle::~BlasHandle() {
   // Destructors do not throw; a failure here leaves nothing to recover.
+  plans_.reset();  // the descriptors before the handle
   if (workspace_ != nullptr) cudaFree(workspace_);
   cublasLtDestroy(handle_);
 }

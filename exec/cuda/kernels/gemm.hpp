@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 #include "exec/cpu/ops/gemm.hpp"
 #include "exec/cuda/kernels/launch.hpp"
@@ -64,9 +65,15 @@ struct ColumnMajorGemm {
 
 // A cuBLASLt handle and its workspace (device memory), created together and
 // freed together. Not copyable; one per stream that runs GEMMs concurrently,
-// since the workspace is shared by the calls made through it.
+// since the workspace is shared by the calls made through it (and not used by
+// two threads at once). It keeps, per GEMM shape, the descriptors and the
+// algorithm the heuristic chose, so that a repeated GEMM costs one
+// cublasLtMatmul call on the host: small models then measure the GPU, not
+// the host building descriptors.
 class BlasHandle {
  public:
+  struct PlanCache;  // gemm.cpp: the shapes seen and their plans
+
   static constexpr std::size_t kDefaultWorkspaceBytes = std::size_t{32} << 20;  // Hopper's advice
 
   explicit BlasHandle(std::size_t workspace_bytes = kDefaultWorkspaceBytes);
@@ -77,8 +84,12 @@ class BlasHandle {
   [[nodiscard]] cublasLtContext* get() const { return handle_; }
   [[nodiscard]] void* workspace() const { return workspace_; }
   [[nodiscard]] std::size_t workspace_bytes() const { return workspace_bytes_; }
+  [[nodiscard]] PlanCache& plans() { return *plans_; }
+  // How many shapes have a plan (tests: a repeated GEMM adds none).
+  [[nodiscard]] std::size_t planned_shapes() const;
 
  private:
+  std::unique_ptr<PlanCache> plans_;
   cublasLtContext* handle_ = nullptr;
   void* workspace_ = nullptr;
   std::size_t workspace_bytes_ = 0;

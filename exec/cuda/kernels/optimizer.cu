@@ -1,7 +1,8 @@
 // Optimizer step kernels (see optimizer.hpp). Every operation is an explicit
 // round-to-nearest intrinsic: nvcc would otherwise contract a*b+c into one
-// fused multiply-add, which the CPU build (no -mfma) does not, and the
-// results would differ in the last bit from exec/cpu/optimizer.cpp.
+// fused multiply-add, which the CPU's optimizer does not (exec/CMakeLists.txt
+// builds it with -ffp-contract=off), and the results would differ in the last
+// bit from exec/cpu/optimizer.cpp.
 #include "exec/cuda/base/check.hpp"
 #include "exec/cuda/kernels/device_math.cuh"
 #include "exec/cuda/kernels/optimizer.hpp"

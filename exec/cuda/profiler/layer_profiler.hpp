@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <string>
 
 #include "exec/cuda/base/green_context.hpp"
 #include "exec/cuda/profiler/link_probe.hpp"
@@ -47,6 +48,11 @@ struct CudaProfilerOptions {
   int sm_per_stage = 0;  // its size (0: the even split), as --sm-per-stage
   int device = 0;
   LinkProbeOptions link;
+  // K > 1: the other partitions run the same passes, untimed, while partition
+  // 0 is timed, as the stages of a pipeline compute at once (layer_profiler.cpp).
+  bool load_other_partitions = true;
+  // One line of what the profile did, e.g. how many partitions carried the load.
+  std::function<void(const std::string&)> on_note;
   // Once the partitions exist (green contexts or why not), before any timing.
   std::function<void(const SmPartitions&)> on_partitions;
   // Progress, as ProfilerOptions: after each pass, then once per finished layer.

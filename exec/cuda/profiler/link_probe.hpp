@@ -35,7 +35,10 @@ struct LinkProbeOptions {
                                               std::int64_t large_bytes, const std::vector<double>& large_ns);
 
 // Measures the link from `from`'s partition to `to`'s on their device; `source`
-// must not be collecting (the probe starts and stops it). Needs a GPU.
+// must not be collecting (the probe starts and stops it). The calling thread
+// must be bound to `from`'s context (SmPartitions::ThreadBinding): the probe's
+// events are recorded on `from` and on a copy stream it makes in that context.
+// Needs a GPU.
 [[nodiscard]] profiles::Link probe_link(const Stream& from, Stream& to, CachingAllocator& allocator,
                                         cupti::ActivitySource& source, const LinkProbeOptions& options = {});
 

@@ -54,6 +54,23 @@ std::vector<Problem> problems(std::int64_t pad, std::int64_t align) {
   return all;
 }
 
+TEST(CudaGemm, ARepeatedShapeReusesItsPlanAndGivesTheSameProduct) {
+  if (gpipe::exec::cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  BlasHandle blas;
+  const std::int64_t m = 16, n = 32, k = 64;
+  const auto a = random_floats(m * k, 101);
+  const auto b = random_floats(k * n, 102);
+  DeviceBuffer<float> da(a), db(b), dc(m * n);
+  gemm(blas, nullptr, Transpose::no, Transpose::no, m, n, k, 1.0F, da.get(), k, db.get(), n, 0.0F, dc.get(), n);
+  const std::vector<float> first = dc.download();
+  EXPECT_EQ(blas.planned_shapes(), 1U);
+  gemm(blas, nullptr, Transpose::no, Transpose::no, m, n, k, 1.0F, da.get(), k, db.get(), n, 0.0F, dc.get(), n);
+  EXPECT_EQ(blas.planned_shapes(), 1U);  // the same shape: no new descriptors, no heuristic query
+  expect_close("gemm from a cached plan", dc.download(), first, test::kExact);
+  gemm(blas, nullptr, Transpose::yes, Transpose::no, k, n, m, 1.0F, da.get(), k, dc.get(), n, 0.0F, db.get(), n);
+  EXPECT_EQ(blas.planned_shapes(), 2U);  // another shape gets its own plan
+}
+
 TEST(CudaGemm, Fp32MatchesCpuForEveryTransposeWithBetaAccumulation) {
   if (gpipe::exec::cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
   BlasHandle blas;

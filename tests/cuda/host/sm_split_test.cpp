@@ -80,5 +80,18 @@ TEST(SmSplit, OtherGranularities) {
   EXPECT_EQ(plan_sm_split(10, 3, 0, SmGranularity{0, 0}).sms_per_stage, 3);
 }
 
+TEST(SmSplit, HopperNeverPlansFinerThanEightSms) {
+  // A driver reporting single SMs on compute capability 9.x is not trusted below 8.
+  const SmGranularity reported{1, 1};
+  const SmGranularity hopper = effective_granularity(reported, 9);
+  EXPECT_EQ(hopper.min_partition_sms, 8);
+  EXPECT_EQ(hopper.alignment_sms, 8);
+  EXPECT_EQ(plan_sm_split(kH100Sms, 3, 0, hopper).sms_per_stage, 40);  // 44 rounded down to a multiple of 8
+  // A coarser report stands, and older devices keep what the driver says.
+  EXPECT_EQ(effective_granularity(SmGranularity{16, 16}, 10).alignment_sms, 16);
+  EXPECT_EQ(effective_granularity(SmGranularity{4, 2}, 8).min_partition_sms, 4);
+  EXPECT_EQ(effective_granularity(SmGranularity{4, 2}, 8).alignment_sms, 2);
+}
+
 }  // namespace
 }  // namespace gpipe::exec::cuda
