@@ -7,8 +7,9 @@ namespace gpipe::cli {
 
 int gpipe_run_main(int argc, char** argv) {
   CLI::App app{
-      "gpipe-run: train a model through a pipeline schedule (GPipe, 1F1B), one thread per rank,\n"
-      "and measure it; profile its layers for gpipe-sim; validate gpipe-sim against real runs.",
+      "gpipe-run: train a model through a pipeline schedule (GPipe, 1F1B, interleaved, zero-bubble,\n"
+      "DualPipeV, or a schedule file) on CPU threads, MPI processes or a GPU's SM partitions, and\n"
+      "measure it; profile its layers for gpipe-sim; validate gpipe-sim against real runs.",
       "gpipe-run"};
   app.require_subcommand(1);
   const std::vector<Subcommand> commands = {

@@ -18,7 +18,8 @@ void add_backend_flag(CLI::App& cmd, std::string& backend) {
 void RunFlags::add_to(CLI::App& cmd, const std::string& profile_help) {
   add_backend_flag(cmd, backend);
   cmd.add_option("--model", model,
-                 "Model SPEC: mlp:layers=L,hidden=H or transformer:layers=L,hidden=H,heads=A,seq=S[,vocab=V]")
+                 "Model SPEC: mlp:layers=L,hidden=H, transformer:layers=L,hidden=H,heads=A,seq=S[,vocab=V] "
+                 "or unbalanced:layers=L,hidden=H")
       ->required();
   cmd.add_option("--backward-order", backward_order, "GPipe backward order")
       ->check(CLI::IsMember({"reverse", "forward"}))

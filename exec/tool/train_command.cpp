@@ -272,7 +272,8 @@ Subcommand add_train_command(CLI::App& app) {
   cmd->add_flag("--check-finite", f->check_finite, "Fail the run on a non-finite loss or gradient");
   cmd->add_option("--inject-fault", f->inject_fault,
                   "For testing: RANK:ACTION makes rank RANK fail at ACTION (e.g. 1:1F0); "
-                  "RANK:ACTION:stall makes it hang there until the watchdog ends the run");
+                  "RANK:ACTION:stall makes it hang there until the watchdog ends the run; "
+                  "RANK:ACTION:oom makes it run out of memory there");
   return {cmd, [f, cmd] { return run_train(*f, *cmd); }};
 }
 

@@ -7,8 +7,9 @@ namespace gpipe::cli {
 
 int gpipe_sim_main(int argc, char** argv) {
   CLI::App app{
-      "gpipe-sim: pipeline-parallel schedules (GPipe, 1F1B): print and check the schedule IR,\n"
-      "and predict step time, bubble and memory from per-layer costs.",
+      "gpipe-sim: pipeline-parallel schedules (GPipe, 1F1B, interleaved, zero-bubble, DualPipeV):\n"
+      "print and check the schedule IR, predict step time, bubble and memory from per-layer costs,\n"
+      "sweep K x M, and diff a prediction against a measured trace.",
       "gpipe-sim"};
   app.require_subcommand(1);
   const std::vector<Subcommand> commands = {
