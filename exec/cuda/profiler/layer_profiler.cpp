@@ -142,10 +142,15 @@ class PartitionLoad {
   PartitionLoad(SmPartitions& partitions, CudaDeviceMemory& memory, const models::Model& model,
                 std::span<const int> sizes, const CudaProfilerOptions& options) {
     if (!partitions.green()) return;  // plain streams share every SM: nothing to load apart
-    for (int p = 1; p < partitions.size(); ++p) {
-      threads_.emplace_back([this, &partitions, &memory, &model, sizes, &options, p] {
-        work(partitions, memory, model, sizes, options, p);
-      });
+    try {
+      for (int p = 1; p < partitions.size(); ++p) {
+        threads_.emplace_back([this, &partitions, &memory, &model, sizes, &options, p] {
+          work(partitions, memory, model, sizes, options, p);
+        });
+      }
+    } catch (...) {
+      stop();  // the threads started so far, before the exception leaves
+      throw;
     }
     // Timing starts once every replica is built and running (or has failed).
     std::unique_lock lock(mutex_);
@@ -155,7 +160,7 @@ class PartitionLoad {
   PartitionLoad(const PartitionLoad&) = delete;
   PartitionLoad& operator=(const PartitionLoad&) = delete;
 
-  // Stops the load and waits for it; returns the partitions that ran it.
+  // Stops the load and waits for it; returns the partitions that ran it to the end.
   int stop() {
     stop_ = true;
     for (std::thread& t : threads_) {
@@ -197,8 +202,13 @@ class PartitionLoad {
         stream.synchronize();
       }
     } catch (const std::exception& error) {
-      if (!counted) report_ready(error.what());
-      // A failure after the start only ends this partition's load early.
+      if (!counted) {
+        report_ready(error.what());
+      } else {  // a failure after the start ends this partition's load early: not counted as loaded
+        const std::scoped_lock lock(mutex_);
+        --loaded_;
+        failures_.push_back(fmt::format("partition {} stopped: {}", p, error.what()));
+      }
     }
   }
 
