@@ -34,7 +34,7 @@ echo test >"$tmp/bundle/COMMIT"
 expect_status 1 "$check" --dry-run --bundle "$tmp/bundle"
 grep -q "gpipe-run needs libraries the GPU machine lacks: .*libfmt" "$tmp/err" || fail "no missing library named: $(cat "$tmp/err")"
 expect_out "^total: 480 s (the limit is 480 s)"
-expect_out "^  6   150  gpipe-run validate --backend cuda"
+expect_out "^  6   200  gpipe-run validate --backend cuda"
 # A longer step than 8 minutes allow is refused.
 expect_status 1 "$check" --dry-run --bundle "$tmp/bundle" --limit 6=400
 grep -q "the steps add up to over 8 minutes" "$tmp/err" || fail "no over-time line: $(cat "$tmp/err")"
