@@ -19,7 +19,7 @@ namespace {
 // initializer runs before main and before any CUDA call; a value the user set
 // is kept.
 [[maybe_unused]] const bool kConnectionsSet = [] {
-  (void)::setenv("CUDA_DEVICE_MAX_CONNECTIONS", kDeviceMaxConnections, /*overwrite=*/0);
+  (void)::setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", /*overwrite=*/0);
   return true;
 }();
 

@@ -20,9 +20,6 @@ void require_device();
 void use_device(int device);
 // The compute capability's major number (9 on Hopper). Requires a device.
 [[nodiscard]] int compute_capability_major(int device = 0);
-// What gpipe sets CUDA_DEVICE_MAX_CONNECTIONS to before CUDA starts, unless
-// the environment already sets it (device.cpp says why).
-inline constexpr const char* kDeviceMaxConnections = "32";
 // The device's name, e.g. "NVIDIA H100 80GB HBM3". Requires a device.
 [[nodiscard]] std::string device_name(int device = 0);
 

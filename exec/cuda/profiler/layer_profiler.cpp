@@ -277,7 +277,6 @@ profiles::Profile profile_cuda(const models::Model& model, std::span<const int> 
     stream.synchronize();  // bounds the launch queue; no timing depends on it
     if (options.on_pass) options.on_pass(pass, passes);
   }
-  stream.synchronize();
   if (load) {
     // Stopped before the records are read and the link is probed: a copy is
     // timed between otherwise idle partitions, as the link model assumes.
