@@ -22,6 +22,15 @@ namespace gpipe::profiles {
 // least one point, each slower than the latency; InputError otherwise.
 [[nodiscard]] Link refit_bandwidth(Link link, std::vector<LinkPoint> pipeline_points, std::string measured_with);
 
+// The link as a pipeline's messages show it (what `gpipe-run profile` keeps
+// under mpirun): with two or more distinct sizes, both terms fitted to
+// `pipeline_points` as fit_link fits them, so that the latency holds what
+// every pipeline message pays whatever its size (the receiver noticing the
+// message, its buffer). Where that fit is below the ping-pong's latency or
+// above its bandwidth, and with one size, it is refit_bandwidth's line.
+[[nodiscard]] Link fit_pipeline_link(Link ping_pong, std::vector<LinkPoint> pipeline_points,
+                                     std::string measured_with);
+
 // The model's one-way time of `bytes`, in us.
 [[nodiscard]] double link_time_us(const Link& link, double bytes);
 

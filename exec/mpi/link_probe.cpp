@@ -49,8 +49,8 @@ double ping_pong(const MpiWorld& world, std::vector<char>& buffer, std::int64_t 
 
 // One size's pipeline: K = 2 ranks, gpipe, M micro-batches of `size`
 // samples, partitioned on the model's analytic costs (the same in every
-// process, without a message). On the reporter (rank 1, the loss stage) the
-// median of its messages; elsewhere 0.
+// process, without a message), run probe.runs times. On the reporter (rank 1,
+// the loss stage) the median of every run's messages; elsewhere 0.
 PipelineTransfer pipeline_transfers(MpiWorld& world, const PipelineProbe& probe, int size,
                                     std::vector<int>& partition) {
   const std::vector<int> sizes(static_cast<std::size_t>(probe.microbatches), size);
@@ -72,11 +72,15 @@ PipelineTransfer pipeline_transfers(MpiWorld& world, const PipelineProbe& probe,
   t.seed = probe.seed;
   t.optimizer = probe.optimizer;
   t.threads_per_rank = probe.threads_per_rank;
-  const TrainResult result = train_in_world(world, t, "the launcher").result;
   PipelineTransfer out{size, 0, 0};
-  if (!result.reporter) return out;
   std::vector<double> took;
-  for (const auto& m : schedules::measured_transfers(result.timeline)) took.push_back(static_cast<double>(m.took_ns) / 1e3);
+  for (int run = 0; run < probe.runs; ++run) {
+    const TrainResult result = train_in_world(world, t, "the launcher").result;
+    if (!result.reporter) continue;
+    for (const auto& m : schedules::measured_transfers(result.timeline)) {
+      took.push_back(static_cast<double>(m.took_ns) / 1e3);
+    }
+  }
   out.messages = static_cast<int>(took.size());
   if (!took.empty()) {
     std::nth_element(took.begin(), took.begin() + static_cast<std::ptrdiff_t>(took.size() / 2), took.end());

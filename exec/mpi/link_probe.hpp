@@ -10,7 +10,8 @@
 //   micro-batch size, each message timed as `gpipe-sim diff` times it
 //   (schedules/transfers.hpp). There the receiver copies an activation its
 //   peer has just written while the peer computes: slower per byte than the
-//   ping-pong says, which is why the profile's bandwidth is fitted to these.
+//   ping-pong says, and each message pays a fixed cost besides (noticing it,
+//   its buffer), which is why the profile's link is fitted to these.
 //
 // Declared in every build; without MPI it says so.
 #pragma once
@@ -31,6 +32,9 @@ struct PipelineProbe {
   std::vector<int> micro_batch_sizes;
   int microbatches = 4;  // M of each run: 2M messages a step
   int steps = 2;         // of which the first (cold) is not measured
+  // Runs of each size, their messages pooled: one step's few messages are
+  // too few for a median on a machine whose messages vary by half.
+  int runs = 3;
   int threads_per_rank = 1;
   std::uint64_t seed = 1;
   OptimizerConfig optimizer;

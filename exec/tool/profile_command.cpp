@@ -71,9 +71,10 @@ void report_profiled_layer(int index, int count, const profiles::LayerProfile& l
 
 namespace {
 
-// The profile's link: the ping-pong's latency, and, when the model's
-// pipeline ran, the bandwidth its messages show. A message's bytes are the
-// first stage's output at that micro-batch size, as the simulator prices it.
+// The profile's link: the ping-pong's, or, when the model's pipeline ran,
+// the latency and bandwidth its messages show (profiles::fit_pipeline_link).
+// A message's bytes are the first stage's output at that micro-batch size,
+// as the simulator prices it.
 profiles::Link link_of(const exec::mpi::ProbedLink& probed, const profiles::Profile& profile) {
   if (probed.pipeline.empty()) return probed.link;
   std::vector<profiles::LinkPoint> points;
@@ -84,11 +85,16 @@ profiles::Link link_of(const exec::mpi::ProbedLink& probed, const profiles::Prof
   std::vector<int> sizes;
   for (const auto& t : probed.pipeline) sizes.push_back(t.micro_batch_size);
   try {
-    return profiles::refit_bandwidth(
+    profiles::Link link = profiles::fit_pipeline_link(
         probed.link, std::move(points),
-        fmt::format("latency: {}; bandwidth: the median message of a K=2 gpipe pipeline of the model at "
-                    "micro-batch sizes {}, measured as gpipe-sim diff measures transfers",
-                    probed.link.measured_with, fmt::join(sizes, ",")));
+        fmt::format("the median message of a K=2 gpipe pipeline of the model at micro-batch sizes {} ({} runs), "
+                    "measured as gpipe-sim diff measures transfers",
+                    fmt::join(sizes, ","), exec::mpi::PipelineProbe{}.runs));
+    // Only the bandwidth came from the pipeline: say where the latency did.
+    if (link.latency_us == probed.link.latency_us) {
+      link.measured_with = fmt::format("latency: {}; bandwidth: {}", probed.link.measured_with, link.measured_with);
+    }
+    return link;
   } catch (const InputError& e) {
     // Messages too small to time apart from the latency: the ping-pong's line stands.
     std::cerr << "note: the ping-pong's bandwidth is kept: " << e.what() << "\n";

@@ -51,17 +51,21 @@ assert [f"{loss:.6f}" for loss in out["losses"]] == threads, (out["losses"], thr
 PY
 
 # gpipe-run profile under mpirun -np 2 measures the link between the processes
-# (a ping-pong from 8 B to 64 MiB, fitted; then the bandwidth refitted to the
-# messages of the model's own K=2 pipeline), and rank 0 alone writes the profile.
+# (a ping-pong from 8 B to 64 MiB, then the messages of the model's own K=2
+# pipeline, to which the link is fitted), and rank 0 alone writes the profile.
 expect_status 0 timeout 120 "${launch[@]}" -np 2 "$run" profile --model $mlp --micro-batch-sizes 1,2 \
   --warmup 0 --repeats 1 --out "$tmp/prof.json"
-# The bandwidth comes from the pipeline's messages, or, when a message is no
-# slower than the latency (this model's are small, and a loaded machine's
-# timings jitter), from the ping-pong with a note saying so.
+# Latency and bandwidth come from the pipeline's messages; the bandwidth
+# alone when their fitted latency is below the ping-pong's; or, when a
+# message is no slower than the latency (this model's are small, and a loaded
+# machine's timings jitter), the ping-pong's line with a note saying so.
+pipeline_fit='the median message of a K=2 gpipe pipeline of the model at micro-batch sizes 1,2 (3 runs)'
 if grep -q "note: the ping-pong's bandwidth is kept: " "$tmp/err"; then
   summary='fitted to MPI ping-pong between ranks 0 and 1 '
+elif grep -q "fitted to latency: " "$tmp/out"; then
+  summary="fitted to latency: MPI ping-pong between ranks 0 and 1 .*; bandwidth: $pipeline_fit"
 else
-  summary='fitted to latency: MPI ping-pong between ranks 0 and 1 .*; bandwidth: the median message of a K=2 gpipe pipeline of the model at micro-batch sizes 1,2'
+  summary="fitted to $pipeline_fit"
 fi
 [ "$(grep -c "$summary" "$tmp/out")" -eq 1 ] || fail "expected rank 0's summary alone: $(cat "$tmp/out")"
 grep -q "link in a K=2 pipeline, b=2: median message" "$tmp/err" || fail "no pipeline line: $(cat "$tmp/err")"
@@ -72,11 +76,13 @@ points = link["measured"]["points"]
 assert [p["bytes"] for p in points] == [8 << i for i in range(24)], points  # 8 B .. 64 MiB
 assert all(p["one_way_us"] > 0 for p in points)
 assert link["latency_us"] >= 0 and link["bandwidth_GBps"] > 0
-assert link["measured"]["with"].startswith("latency: MPI ping-pong between ranks 0 and 1 on one node")
+with_ = link["measured"]["with"]
+assert with_.startswith("latency: MPI ping-pong between ranks 0 and 1 on one node") or \
+    with_.startswith("the median message of a K=2 gpipe pipeline"), with_
 # The pipeline's messages: an activation of b x 16 fp32 values at each size.
 pipeline = link["measured"]["pipeline_points"]
 assert [p["bytes"] for p in pipeline] == [64, 128], pipeline
-assert all(p["one_way_us"] > link["latency_us"] for p in pipeline), pipeline
+assert all(p["one_way_us"] > 0 for p in pipeline), pipeline
 PY
 # --link-fit ping-pong: the idle ping-pong alone, as before.
 expect_status 0 timeout 120 "${launch[@]}" -np 2 "$run" profile --model $mlp --micro-batch-sizes 1 \
@@ -93,8 +99,7 @@ expect_out "under mpirun -np 2 the link between processes is measured"
 expect_status 0 timeout 300 "$run" validate --model $mlp -K 2 -M 2,4 -N 8 --schedule 1f1b --steps 2 \
   --launcher mpirun --warmup 0 --repeats 1 --out "$tmp/val.csv"
 expect_out "profile     measured now by \`mpirun -np 2"
-grep -q "note: the ping-pong's bandwidth is kept: " "$tmp/err" ||
-  expect_out "fitted to latency: MPI ping-pong between ranks 0 and 1.*; bandwidth: the median message of a K=2"
+grep -q "note: the ping-pong's bandwidth is kept: " "$tmp/err" || expect_out "the median message of a K=2 gpipe pipeline"
 expect_out "^1f1b   never         2    4 "
 expect_out "^link model: 12 transfers of .* to .*, mean .*; a message.s |error|: median "  # 2 + 2 x 2 messages at M = 2, 2 x 2 x 2 at M = 4
 python3 - "$tmp/val.csv" <<'PY' || fail "validate's CSV: $(cat "$tmp/val.csv")"

@@ -102,6 +102,46 @@ TEST(LinkFit, RefitRefusesMessagesNoSlowerThanTheLatency) {
             "to fit");
 }
 
+TEST(LinkFit, PipelineLinkFitsBothTermsToThePipelineMessages) {
+  // Pipeline messages exactly 80 us + bytes at 6 GB/s (a fixed cost the idle
+  // ping-pong's 1.5 us does not show): both terms come from them, the
+  // ping-pong's points stay beside them.
+  const Link pingpong = fit_link(exact_points(1.5, 12.0), "ping-pong");
+  std::vector<LinkPoint> pipeline;
+  for (const std::int64_t bytes : {std::int64_t{4} << 20, std::int64_t{1} << 20, std::int64_t{2} << 20}) {
+    pipeline.push_back({bytes, 80.0 + static_cast<double>(bytes) / 6e3});
+  }
+  const Link link = fit_pipeline_link(pingpong, pipeline, "pipeline");
+  EXPECT_NEAR(link.latency_us, 80.0, 1e-9);
+  EXPECT_NEAR(link.bandwidth_GBps, 6.0, 1e-9);
+  EXPECT_EQ(link.points, pingpong.points);
+  ASSERT_EQ(link.pipeline_points.size(), 3u);
+  EXPECT_EQ(link.pipeline_points.front().bytes, std::int64_t{1} << 20);  // sorted
+  EXPECT_EQ(link.measured_with, "pipeline");
+  EXPECT_NEAR(link_fit_max_relative_error(link), 0.0, 1e-12);
+}
+
+TEST(LinkFit, PipelineLinkKeepsThePingPongLatencyWhenTheFitFallsBelowIt) {
+  // Messages with no fixed cost (exactly bytes at 4 GB/s) fit a latency of
+  // 0, below the ping-pong's 1.5 us: the ping-pong's latency stays and the
+  // bandwidth is refitted through it. Too small a per-byte cost, and one
+  // size alone, do the same.
+  const Link pingpong = fit_link(exact_points(1.5, 12.0), "ping-pong");
+  const std::vector<LinkPoint> pipeline = {{1 << 20, (1 << 20) / 4e3}, {4 << 20, (4 << 20) / 4e3}};
+  const Link link = fit_pipeline_link(pingpong, pipeline, "t");
+  EXPECT_DOUBLE_EQ(link.latency_us, 1.5);
+  EXPECT_EQ(link, refit_bandwidth(pingpong, pipeline, "t"));
+  // Two tiny messages that take the same time fit no per-byte cost: an
+  // endless bandwidth, above the ping-pong's, so refit_bandwidth's line.
+  const std::vector<LinkPoint> tiny = {{64, 20.0}, {128, 20.0}};
+  EXPECT_EQ(fit_pipeline_link(pingpong, tiny, "t"), refit_bandwidth(pingpong, tiny, "t"));
+  const std::vector<LinkPoint> faster = {{64, 30.0}, {128, 20.0}};  // fewer bytes, slower: no bandwidth
+  EXPECT_EQ(fit_pipeline_link(pingpong, faster, "t"), refit_bandwidth(pingpong, faster, "t"));
+  const Link one = fit_pipeline_link(pingpong, {{1 << 20, 300.0}}, "t");
+  EXPECT_DOUBLE_EQ(one.latency_us, 1.5);
+  EXPECT_NEAR(one.bandwidth_GBps, (1 << 20) / (298.5 * 1e3), 1e-9);
+}
+
 TEST(LinkFit, MeasuredPointsSurviveWritingAndReading) {
   Profile profile = load_profile(std::filesystem::path(GPIPE_TEST_DATA_DIR) / "profiles" / "valid_two_layers.json");
   profile.link = fit_link(exact_points(3.0, 5.0), "MPI ping-pong between ranks 0 and 1 on one node (vm)");
