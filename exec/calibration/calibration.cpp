@@ -10,6 +10,7 @@
 #include "exec/cpu/cpu_backend.hpp"
 #include "plan/microbatches.hpp"
 #include "plan/model_profile.hpp"
+#include "profiles/median_profile.hpp"
 #include "profiles/stage_costs.hpp"
 #include "schedules/error.hpp"
 #include "schedules/report_check.hpp"
@@ -44,6 +45,23 @@ Configuration predict_one(const profiles::Profile& profile, const CalibrationOpt
     c.row.skipped = e.what();
   }
   return c;
+}
+
+// Each configuration predicted again from `profile` (the rounds' median),
+// with the partition it has been training with, so that only the times move.
+void repredict(std::vector<Configuration>& configurations, const profiles::Profile& profile,
+               const CalibrationOptions& options) {
+  for (Configuration& c : configurations) {
+    if (!c.row.ok()) continue;
+    plan::PlanRequest request = c.row.request;
+    request.partition = models::PartitionSpec{.method = models::PartitionMethod::counts,
+                                              .counts = c.prediction.plan.partition.layers_per_stage};
+    Configuration again = predict_one(profile, options, request);
+    if (!again.row.ok()) throw RunError("validate: a configuration the first profile predicted, its median "
+                                        "did not: " + again.row.skipped);
+    c.prediction = std::move(again.prediction);
+    c.profile = &profile;
+  }
 }
 
 TrainResult train_once(const CalibrationOptions& options, const sim::Prediction& p) {
@@ -132,8 +150,20 @@ std::vector<CalibrationRow> run_calibration(const profiles::Profile& profile,
   }
   const auto runnable = static_cast<int>(
       std::ranges::count_if(configurations, [](const Configuration& c) { return c.row.ok(); }));
+  const bool remeasure = options.measure_profile && !options.profile_for && options.rounds > 1;
+  std::vector<profiles::Profile> measured{profile};  // one a round, when remeasured
+  profiles::Profile median;
   for (int round = 0; round < options.rounds; ++round) {
     const bool last = round + 1 == options.rounds;
+    if (remeasure && round > 0) {
+      measured.push_back(options.measure_profile(round + 1));
+      plan::check_profile_matches(options.model, measured.back());
+    }
+    if (remeasure && last) {
+      median = profiles::median_profile(measured);
+      if (options.on_median_profile) options.on_median_profile(median);
+      repredict(configurations, median, options);
+    }
     int index = 0;
     for (Configuration& c : configurations) {
       if (c.row.ok()) {

@@ -78,6 +78,14 @@ struct CalibrationOptions {
   // given: the CUDA backend measures one per SM partition size, since a stage
   // of a K-stage run has 1/K of the GPU.
   std::function<const profiles::Profile&(int stages)> profile_for;
+  // When set (and profile_for is not), the profile is measured again before
+  // each round after the first, and the rows predict from the median of
+  // every round's (profiles/median_profile.hpp), with the partition the
+  // first profile balanced: a noisy minute while profiling then weighs as
+  // little as one in the grid's runs. Called with the round (1-based).
+  std::function<profiles::Profile(int round)> measure_profile;
+  // Called with that median once the last round's profile is in.
+  std::function<void(const profiles::Profile&)> on_median_profile;
   // cpu: the threads each rank computes with, in every row (TrainOptions::threads_per_rank).
   int threads_per_rank = 1;
   // Called with each row as soon as it is done: in the last round, in grid order.

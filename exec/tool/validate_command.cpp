@@ -453,11 +453,39 @@ int run_validate(const ValidateFlags& f) {
                                         : grid_profile(f, options.model, grid.microbatches, options.optimizer,
                                                                        options.threads_per_rank);
   plan::check_profile_matches(options.model, profile);
+  // On the CPU, in this process, the profile is measured again before each
+  // round and the rows predict from the median (exec/calibration). Under a
+  // launcher each profile would cost a launch and the link's probe; on the
+  // GPU the partitions' profiles barely vary.
+  const bool remeasure = f.run.backend == "cpu" && f.run.profile.empty() && f.launcher.empty() && f.rounds > 1;
+  if (remeasure) {
+    options.measure_profile = [&f, &options](int round) {
+      if (!f.json) std::cerr << fmt::format("validate: round {} of {}: the profile again\n", round, f.rounds);
+      exec::ProfilerOptions again;
+      again.threads_per_rank = options.threads_per_rank;
+      again.warmup = f.warmup;
+      again.repeats = f.repeats;
+      again.seed = f.run.seed;
+      again.optimizer = options.optimizer;
+      again.on_pass = report_profiler_pass;
+      return measure_profile(f.run.backend, f.cuda, 1, options.model,
+                             plan::microbatch_sizes_needed(f.grid.batch, options.grid.microbatches), again);
+    };
+    if (!f.save_profile.empty()) {
+      options.on_median_profile = [&f](const profiles::Profile& median) {
+        profiles::write_profile(median, f.save_profile);
+      };
+    }
+  }
   if (!f.json) {
     std::cout << fmt::format("model       {}, batch {}; the grid runs {} times, interleaved, {} steps a run: each "
                              "row's measured step is the median of its {} warm steps, its noise band their "
-                             "interquartile range\n\n",
-                             options.model.spec, f.grid.batch, f.rounds, f.steps, f.rounds * (f.steps - 1));
+                             "interquartile range{}\n\n",
+                             options.model.spec, f.grid.batch, f.rounds, f.steps, f.rounds * (f.steps - 1),
+                             remeasure ? fmt::format("; the profile is measured before each round and every row "
+                                                     "predicted from the median of the {}",
+                                                     f.rounds)
+                                       : std::string());
     options.on_row = [first = true](const exec::CalibrationRow& row) mutable {
       RoundsProgress::clear_bar();
       if (first) {
@@ -505,10 +533,13 @@ Subcommand add_validate_command(CLI::App& app) {
   cmd->add_option("--rounds", f->rounds,
                   "Runs of the whole grid, interleaved (A B C A B C), so that a slow minute of the machine "
                   "spreads over every configuration; each row compares the median of every warm step of every "
-                  "round, and their interquartile range is its noise band")
+                  "round, and their interquartile range is its noise band; on the CPU the profile is measured "
+                  "before each round too, and every row predicted from their median")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
-  cmd->add_option("--save-profile", f->save_profile, "Write the profile measured for the grid")->check(nonempty_path());
+  cmd->add_option("--save-profile", f->save_profile,
+                  "Write the profile measured for the grid (on the CPU with several --rounds: the median of the "
+                  "rounds' profiles, which the rows predict from)")->check(nonempty_path());
   cmd->add_option("--warmup", f->warmup, "Profiler: untimed runs per layer and size")
       ->check(CLI::Range(0, 100000))
       ->capture_default_str();

@@ -7,6 +7,7 @@
 #include "exec/calibration/calibration.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -184,6 +185,50 @@ TEST(Calibration, RoundsInterleaveTheGridAndPoolEveryWarmStep) {
     EXPECT_TRUE(r.diff.only_in_predicted.empty());
     EXPECT_EQ(r.measured_peak_activation_bytes, r.predicted_peak_activation_bytes);
   }
+}
+
+TEST(Calibration, RemeasuredProfilesPredictFromTheirMedian) {
+  // The profile again before rounds 2 and 3: the given one's times x 1, x 3
+  // and x 2, so the median is twice the given one's, and every prediction
+  // of the last round is that of the median, with the first partition.
+  CalibrationOptions options = tiny_grid();
+  options.grid.schedules = {"gpipe"};
+  options.grid.recompute = {RecomputePolicy::never};
+  options.grid.stages = {2};
+  options.grid.microbatches = {2};
+  options.rounds = 3;
+  const auto times = [](double factor) {
+    profiles::Profile p = tiny_profile();
+    for (profiles::LayerProfile& layer : p.layers) {
+      layer.optimizer_us *= factor;
+      for (profiles::ProfileSample& s : layer.samples) {
+        s.fwd_us *= factor;
+        s.bwd_us *= factor;
+        if (s.bwd_input_us) *s.bwd_input_us *= factor;
+        if (s.bwd_weight_us) *s.bwd_weight_us *= factor;
+      }
+    }
+    return p;
+  };
+  std::vector<int> asked;
+  options.measure_profile = [&](int round) {
+    asked.push_back(round);
+    return times(round == 2 ? 3.0 : 2.0);
+  };
+  std::optional<profiles::Profile> median;
+  options.on_median_profile = [&](const profiles::Profile& p) { median = p; };
+  const std::vector<CalibrationRow> rows = run_calibration(tiny_profile(), options);
+  EXPECT_EQ(asked, (std::vector<int>{2, 3}));
+  ASSERT_TRUE(median.has_value());
+  EXPECT_EQ(*median, times(2.0));
+  ASSERT_EQ(rows.size(), 1U);
+  plan::PlanRequest request = rows[0].request;
+  request.optimizer = options.optimizer.kind;
+  request.partition = {.method = models::PartitionMethod::counts, .counts = rows[0].partition};
+  const sim::Prediction expected = sim::predict(times(2.0), sim::Scenario{.request = request, .conditions = {}});
+  EXPECT_DOUBLE_EQ(rows[0].diff.predicted_step_us, expected.metrics.step_time_us);
+  const sim::Prediction first = sim::predict(tiny_profile(), sim::Scenario{.request = request, .conditions = {}});
+  EXPECT_GT(rows[0].diff.predicted_step_us, 1.5 * first.metrics.step_time_us);
 }
 
 TEST(Calibration, RejectsWhatIsNoGrid) {

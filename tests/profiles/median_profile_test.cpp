@@ -1,0 +1,72 @@
+// The median of profiles: every time is its own median over the profiles
+// (exact on these values), everything else is the first's, and profiles of
+// different layers or sizes are refused with one line.
+#include "profiles/median_profile.hpp"
+
+#include <gtest/gtest.h>
+
+#include "tests/error_of.hpp"
+
+namespace gpipe::profiles {
+namespace {
+
+using testing::error_of;
+
+// A small profile with split backwards, its times scaled by `scale`.
+Profile scaled(double scale) {
+  Profile p;
+  p.source = "cpu";
+  p.device = "test";
+  p.dtype = "fp32";
+  LayerProfile layer;
+  layer.name = "block0";
+  layer.kind = "mlp_block";
+  layer.param_bytes = 64;
+  layer.optimizer_us = 2 * scale;
+  for (const int b : {1, 2}) {
+    layer.samples.push_back({.micro_batch_size = b,
+                             .fwd_us = 10 * b * scale,
+                             .bwd_us = 20 * b * scale,
+                             .bwd_input_us = 12 * b * scale,
+                             .bwd_weight_us = 8 * b * scale,
+                             .input_bytes = 16L * b,
+                             .output_bytes = 16L * b,
+                             .activation_bytes = 32L * b});
+  }
+  p.layers = {layer, layer};
+  p.layers[1].name = "block1";
+  return p;
+}
+
+TEST(MedianProfile, EachTimeIsItsMedianAndTheRestTheFirsts) {
+  const Profile slow = scaled(1.3);
+  const Profile median = median_profile({scaled(1.0), slow, scaled(0.5)});
+  for (const LayerProfile& layer : median.layers) {
+    EXPECT_DOUBLE_EQ(layer.optimizer_us, 2.0);
+    for (const ProfileSample& s : layer.samples) {
+      EXPECT_DOUBLE_EQ(s.fwd_us, 10.0 * s.micro_batch_size);
+      EXPECT_DOUBLE_EQ(s.bwd_us, 20.0 * s.micro_batch_size);
+      EXPECT_DOUBLE_EQ(*s.bwd_input_us, 12.0 * s.micro_batch_size);
+      EXPECT_DOUBLE_EQ(*s.bwd_weight_us, 8.0 * s.micro_batch_size);
+      EXPECT_EQ(s.activation_bytes, 32 * s.micro_batch_size);
+    }
+  }
+  // Two: the mean of both; one: itself.
+  EXPECT_DOUBLE_EQ(median_profile({scaled(1.0), scaled(0.5)}).layers[0].samples[1].fwd_us, 15.0);
+  EXPECT_EQ(median_profile({slow}), slow);
+}
+
+TEST(MedianProfile, RefusesProfilesThatDoNotMatch) {
+  EXPECT_EQ(error_of([] { (void)median_profile({}); }), "a median of profiles needs at least one");
+  Profile fewer = scaled(1.0);
+  fewer.layers.pop_back();
+  EXPECT_EQ(error_of([&] { (void)median_profile({scaled(1.0), fewer}); }),
+            "profile 1 of a median differs from the first in its number of layers");
+  Profile other_size = scaled(1.0);
+  other_size.layers[1].samples[1].micro_batch_size = 4;
+  EXPECT_EQ(error_of([&] { (void)median_profile({scaled(1.0), scaled(2.0), other_size}); }),
+            "profile 2 of a median differs from the first in layer block1 at micro-batch size 2");
+}
+
+}  // namespace
+}  // namespace gpipe::profiles
