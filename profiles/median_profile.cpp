@@ -38,6 +38,10 @@ void check_matches(const Profile& first, const Profile& other, std::size_t index
     return InputError(fmt::format("profile {} of a median differs from the first in {}", index, what));
   };
   if (other.layers.size() != first.layers.size()) throw mismatch("its number of layers");
+  if (other.contention.size() != first.contention.size()) throw mismatch("its contention points");
+  for (std::size_t c = 0; c < first.contention.size(); ++c) {
+    if (other.contention[c].busy_peers != first.contention[c].busy_peers) throw mismatch("its contention points");
+  }
   for (std::size_t l = 0; l < first.layers.size(); ++l) {
     const LayerProfile& a = first.layers[l];
     const LayerProfile& b = other.layers[l];
@@ -59,6 +63,9 @@ Profile median_profile(const std::vector<Profile>& profiles) {
   if (profiles.empty()) throw InputError("a median of profiles needs at least one");
   for (std::size_t i = 1; i < profiles.size(); ++i) check_matches(profiles.front(), profiles[i], i);
   Profile out = profiles.front();
+  for (std::size_t c = 0; c < out.contention.size(); ++c) {
+    out.contention[c].slowdown = median_over(profiles, [c](const Profile& p) { return p.contention[c].slowdown; });
+  }
   for (std::size_t l = 0; l < out.layers.size(); ++l) {
     LayerProfile& layer = out.layers[l];
     layer.optimizer_us = median_over(profiles, [l](const Profile& p) { return p.layers[l].optimizer_us; });

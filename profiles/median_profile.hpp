@@ -1,6 +1,7 @@
 // The median of several measurements of one model's profile: each time
-// (forward, backward, its input and weight halves, the optimizer's share) is
-// the median of that time over the profiles; everything else, sizes and bytes
+// (forward, backward, its input and weight halves, the optimizer's share) and
+// each contention point's slowdown is the median of that value over the
+// profiles; everything else, sizes and bytes
 // and the link, comes from the first, which the others must match. A profile
 // measured once in a noisy minute of a shared machine slows or speeds every
 // prediction made from it alike; `gpipe-run validate` measures one before

@@ -243,6 +243,27 @@ Link read_link(const Field& at) {
   return link;
 }
 
+// A non-empty list of {busy_peers, slowdown}, ascending in busy_peers.
+std::vector<ContentionPoint> read_contention(const Field& points) {
+  std::vector<ContentionPoint> out;
+  const std::size_t count = points.non_empty_array_size();
+  for (std::size_t i = 0; i < count; ++i) {
+    const Field point = points.element(i);
+    point.expect_object();
+    ContentionPoint c{.busy_peers = point.object_member("busy_peers").positive_int(),
+                      .slowdown = point.object_member("slowdown").non_negative_number()};
+    if (c.slowdown > kMaxSlowdown) {
+      point.object_member("slowdown").fail(fmt::format("{:g} is more than the {:g} a slowdown may be", c.slowdown,
+                                                       kMaxSlowdown));
+    }
+    if (!out.empty() && c.busy_peers <= out.back().busy_peers) {
+      point.object_member("busy_peers").fail("must be larger than the point before");
+    }
+    out.push_back(c);
+  }
+  return out;
+}
+
 std::string read_source(const Field& at) {
   std::string source = at.string();
   if (std::find(std::begin(kProfileSources), std::end(kProfileSources), source) ==
@@ -300,6 +321,7 @@ Profile profile_from_json(const json& document, std::string_view origin) {
   profile.dtype = root.object_member("dtype").string();
   profile.model = root.object_member("model").string();
   profile.link = read_link(root.object_member("link"));
+  if (const auto contention = root.optional_member("contention")) profile.contention = read_contention(*contention);
 
   const Field layers = root.object_member("layers");
   const std::size_t count = layers.non_empty_array_size();
@@ -336,14 +358,22 @@ json layer_to_json(const LayerProfile& layer) {
 }
 
 json head_to_json(const Profile& profile, json layers) {
-  return {{"format", kProfileFormat},
-          {"version", kProfileVersion},
-          {"device", profile.device},
-          {"source", profile.source},
-          {"dtype", profile.dtype},
-          {"model", profile.model},
-          {"link", link_to_json(profile.link)},
-          {"layers", std::move(layers)}};
+  json out = {{"format", kProfileFormat},
+              {"version", kProfileVersion},
+              {"device", profile.device},
+              {"source", profile.source},
+              {"dtype", profile.dtype},
+              {"model", profile.model},
+              {"link", link_to_json(profile.link)},
+              {"layers", std::move(layers)}};
+  if (!profile.contention.empty()) {
+    json points = json::array();
+    for (const ContentionPoint& c : profile.contention) {
+      points.push_back({{"busy_peers", c.busy_peers}, {"slowdown", c.slowdown}});
+    }
+    out["contention"] = std::move(points);
+  }
+  return out;
 }
 
 }  // namespace

@@ -84,6 +84,19 @@ struct Link {
   bool operator==(const Link&) const = default;
 };
 
+// Ranks that compute at the same time share the machine (memory bandwidth
+// and caches; on a GPU its L2 and HBM): while `busy_peers` other ranks
+// compute throughout, an action takes (1 + slowdown) times its profiled
+// time (sim/contention.hpp).
+struct ContentionPoint {
+  int busy_peers = 0;
+  double slowdown = 0;
+
+  bool operator==(const ContentionPoint&) const = default;
+};
+
+inline constexpr double kMaxSlowdown = 100;  // what a contention point may say: 101 times as long
+
 struct Profile {
   std::string device;  // the hardware it was measured on
   std::string source;  // one of kProfileSources
@@ -91,6 +104,9 @@ struct Profile {
   std::string model;   // the model SPEC string
   Link link;
   std::vector<LayerProfile> layers;  // in model order, names unique
+  // Ascending busy_peers, each at least 1; empty when not measured (the
+  // layers' times then stand whatever runs beside them).
+  std::vector<ContentionPoint> contention;
 
   bool operator==(const Profile&) const = default;
 };

@@ -4,6 +4,7 @@
 
 #include "schedules/error.hpp"
 #include "profiles/limits.hpp"
+#include "sim/contention.hpp"
 #include "sim/engine.hpp"
 #include "sim/step_bounds.hpp"
 #include "sim/profile_costs.hpp"
@@ -56,7 +57,8 @@ Prediction predict(plan::Planner& planner, const Scenario& sc, bool record_timel
   sim.validate = sc.request.given != nullptr;
   sim.link_sharing = c.link_sharing;
   sim.overlap_share = c.overlap_share;
-  SimResult result = simulate(p.plan.schedule, costs, link, sim);
+  // A profile that measured how ranks slow each other prices that too.
+  SimResult result = simulate_with_contention(p.plan.schedule, costs, link, sim, profile.contention);
   if (c.jitter.cv > 0) {
     p.stochastic = run_stochastic(p.plan.schedule, costs, link, sim, c.jitter.cv, c.jitter.runs, c.jitter.seed);
   }

@@ -1,6 +1,9 @@
 #include "exec/cpu/profiler.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <exception>
+#include <optional>
 #include <chrono>
 #include <random>
 #include <thread>
@@ -99,6 +102,112 @@ void run_pass(ProfiledModel& pm, SizeRuns& s, bool first, bool timed, std::mt199
   }
 }
 
+ProfiledModel profiled_model(const models::Model& model, const ProfilerOptions& options) {
+  ProfiledModel pm;
+  for (int index = 0; index < static_cast<int>(model.layers.size()); ++index) {
+    pm.layers.push_back(make_layer(model, index, options.seed));
+    pm.optimizers.emplace_back(options.optimizer, pm.layers.back()->parameters());
+  }
+  pm.step_us.resize(model.layers.size());
+  return pm;
+}
+
+// Ranks computing beside each other share the cores' memory bandwidth and the
+// last-level cache. At the largest size, whole passes timed alone and timed
+// while `peers` other threads run the same passes on replicas of the model
+// (as the other ranks of a pipeline compute theirs), in turn, alone then
+// loaded, so that the machine's own noise falls on both alike: the slowdown
+// is the ratio of the medians, less one (0 if noise made it negative).
+profiles::ContentionPoint measure_contention(ProfiledModel& pm, const models::Model& model, int b, int peers,
+                                             const ProfilerOptions& options, std::mt19937_64& rng) {
+  SizeRuns mine = size_runs(model, b, rng);
+  std::atomic<bool> stop{false};
+  std::atomic<int> loaded{0};    // 1 while the peers should compute (a futex word)
+  std::atomic<int> started{0};   // passes the peers began since the last change
+  std::atomic<int> resting{0};   // peers that have seen the pause and wait
+  std::vector<std::exception_ptr> failed(static_cast<std::size_t>(peers));
+  std::vector<std::jthread> others;
+  for (int i = 0; i < peers; ++i) {
+    others.emplace_back([&, i] {
+      // A peer that fails (out of memory) says so to the main thread, which
+      // rethrows it, and keeps answering as if it ran, so that nothing hangs.
+      std::optional<ProfiledModel> replica;
+      std::optional<SizeRuns> runs;
+      std::mt19937_64 own(options.seed + 1 + static_cast<std::uint64_t>(i));
+      bool first = true;  // its first pass records the sizes the later ones are checked against
+      try {
+        replica.emplace(profiled_model(model, options));
+        runs.emplace(size_runs(model, b, own));
+      } catch (...) {
+        failed[static_cast<std::size_t>(i)] = std::current_exception();
+      }
+      for (;;) {
+        ++resting;
+        resting.notify_all();
+        loaded.wait(0);
+        --resting;
+        if (stop) return;
+        while (loaded.load() == 1 && !stop) {
+          ++started;
+          started.notify_all();
+          if (failed[static_cast<std::size_t>(i)]) continue;
+          try {
+            run_pass(*replica, *runs, /*first=*/first, /*timed=*/false, own);
+            first = false;
+          } catch (...) {
+            failed[static_cast<std::size_t>(i)] = std::current_exception();
+          }
+        }
+        if (stop) return;
+      }
+    });
+  }
+  // Destroyed before `others` joins them: a main thread that throws stops the peers.
+  struct StopPeers {
+    std::atomic<bool>& stop;
+    std::atomic<int>& loaded;
+    ~StopPeers() {
+      stop = true;
+      loaded = 1;
+      loaded.notify_all();
+    }
+  } const stop_peers{stop, loaded};
+  const auto pause = [&] {
+    loaded = 0;
+    for (int r = resting.load(); r < peers; r = resting.load()) resting.wait(r);
+  };
+  bool first = true;
+  const auto time_pass = [&] {
+    const auto t0 = Clock::now();
+    run_pass(pm, mine, first, /*timed=*/false, rng);
+    first = false;
+    return elapsed_us(t0, Clock::now());
+  };
+  std::vector<double> alone, beside;
+  const int passes = 1 + options.repeats;  // the first of each kind warms up
+  for (int pass = 0; pass < passes; ++pass) {
+    pause();
+    const double a = time_pass();
+    started = 0;
+    loaded = 1;
+    loaded.notify_all();
+    for (int s = started.load(); s < peers; s = started.load()) started.wait(s);
+    const double l = time_pass();
+    if (pass > 0) {
+      alone.push_back(a);
+      beside.push_back(l);
+    }
+  }
+  stop = true;
+  loaded = 1;
+  loaded.notify_all();
+  others.clear();  // joined (stop_peers has nothing left to do)
+  for (const std::exception_ptr& e : failed) {
+    if (e) std::rethrow_exception(e);
+  }
+  return {.busy_peers = peers, .slowdown = std::max(0.0, median(std::move(beside)) / median(std::move(alone)) - 1)};
+}
+
 }  // namespace
 
 double measure_handoff_latency_us(int round_trips) {
@@ -157,12 +266,7 @@ profiles::Profile profile_cpu(const models::Model& model, std::span<const int> m
   // One generator for every random input, seeded apart from the weights.
   std::mt19937_64 rng(options.seed ^ 0x9e3779b97f4a7c15ULL);
   const int count = static_cast<int>(model.layers.size());
-  ProfiledModel pm;
-  for (int index = 0; index < count; ++index) {
-    pm.layers.push_back(make_layer(model, index, options.seed));
-    pm.optimizers.emplace_back(options.optimizer, pm.layers.back()->parameters());
-  }
-  pm.step_us.resize(static_cast<std::size_t>(count));
+  ProfiledModel pm = profiled_model(model, options);
   std::vector<SizeRuns> runs;
   for (const int b : sizes) runs.push_back(size_runs(model, b, rng));
   // Passes go round the sizes (b1, b2, ..., b1, b2, ...), not size after
@@ -193,6 +297,14 @@ profiles::Profile profile_cpu(const models::Model& model, std::span<const int> m
     lp.optimizer_us = pm.step_us[i].empty() ? 0.0 : median(pm.step_us[i]);
     if (options.on_layer) options.on_layer(index, count, lp);
     profile.layers.push_back(std::move(lp));
+  }
+  const int cores = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
+  const int peers = options.threads_per_rank > 1   ? 0
+                    : options.contention_peers < 0 ? std::min(cores - 1, kMaxContentionPeers)
+                                                   : std::min(options.contention_peers, cores - 1);
+  // At 1, 2, 4, ... peers and at the most, between which the simulator interpolates.
+  for (int n = 1; n <= peers; n = n * 2 > peers && n < peers ? peers : n * 2) {
+    profile.contention.push_back(measure_contention(pm, model, sizes.back(), n, options, rng));
   }
   return profile;
 }

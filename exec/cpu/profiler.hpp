@@ -25,6 +25,12 @@
 // after I, so a layer that keeps more or less than models::bytes_at() and
 // models::weight_grad_stash_bytes_at() say shows up in the profile.
 //
+// Then, with one thread per rank, how ranks slow each other (the profile's
+// `contention`): at the largest size, whole passes timed alone and beside
+// 1, 2, 4, ... other threads running the same passes on replicas, and beside
+// the most (the cores less one, at most kMaxContentionPeers), alone and
+// loaded in turn (exec/cpu/profiler.cpp).
+//
 // The link is the in-process hand-off between two rank threads: its latency
 // the median one-way time of a message between two threads through the
 // executor's InProcessLink (half a round trip), its bandwidth
@@ -45,6 +51,9 @@ namespace gpipe::exec::cpu {
 // nothing per byte. Large and finite, because a profile's bandwidth must be.
 inline constexpr double kInProcessBandwidthGBps = 1e6;
 
+
+// The most other ranks the contention is measured with (ProfilerOptions::contention_peers).
+inline constexpr int kMaxContentionPeers = 7;
 
 // InputError when the sizes are empty, hold a size < 1 or a duplicate, when
 // warmup < 0, repeats < 1 or link_round_trips < 1; a layer kind the CPU

@@ -22,6 +22,11 @@ struct ProfilerOptions {
   // cpu: the threads the layers are measured with, as many as each rank of the
   // run to predict computes with (TrainOptions::threads_per_rank).
   int threads_per_rank = 1;
+  // cpu: how many other ranks to measure the contention with (the slowdown of
+  // a pass while 1, 2, ... others run beside it: profiles::ContentionPoint),
+  // at most the cores less one; -1: as many as that; 0: none. Only with one
+  // thread per rank.
+  int contention_peers = -1;
   // Progress: after each pass over every size (warm-up passes included), then
   // once per layer with its finished profile.
   std::function<void(int pass, int passes)> on_pass;

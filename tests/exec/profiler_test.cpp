@@ -5,6 +5,7 @@
 #include "exec/cpu/profiler.hpp"
 
 #include <filesystem>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -162,6 +163,30 @@ TEST(Profiler, RejectsBadSizesAndCounts) {
   EXPECT_EQ(error_of([&] { (void)cpu::profile_cpu(model, std::vector<int>{1}, options); }),
             "--warmup must be 0 or more, got -1");
   EXPECT_EQ(error_of([] { (void)cpu::measure_handoff_latency_us(0); }), "link round trips must be at least 1");
+}
+
+TEST(Profiler, MeasuresContentionWithAsManyPeersAsAsked) {
+  // One point per peer, ascending, each a slowdown: finite, 0 or more (noise
+  // that made the loaded passes faster reads as none). With more threads per
+  // rank, or 0 peers asked, none is measured.
+  const models::Model model = models::parse_model("mlp:layers=2,hidden=16");
+  ProfilerOptions options = quick();
+  options.contention_peers = 1;
+  const int cores = static_cast<int>(std::thread::hardware_concurrency());
+  const profiles::Profile one = cpu::profile_cpu(model, std::vector<int>{1, 2}, options);
+  if (cores >= 2) {
+    ASSERT_EQ(one.contention.size(), 1U);
+    EXPECT_EQ(one.contention[0].busy_peers, 1);
+    EXPECT_GE(one.contention[0].slowdown, 0.0);
+    EXPECT_LE(one.contention[0].slowdown, profiles::kMaxSlowdown);
+  } else {
+    EXPECT_TRUE(one.contention.empty());
+  }
+  options.contention_peers = 0;
+  EXPECT_TRUE(cpu::profile_cpu(model, std::vector<int>{1}, options).contention.empty());
+  options.contention_peers = 1;
+  options.threads_per_rank = 2;
+  EXPECT_TRUE(cpu::profile_cpu(model, std::vector<int>{1}, options).contention.empty());
 }
 
 TEST(Profiler, HandoffLatencyIsPositive) {

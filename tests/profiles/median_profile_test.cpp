@@ -51,6 +51,13 @@ TEST(MedianProfile, EachTimeIsItsMedianAndTheRestTheFirsts) {
       EXPECT_EQ(s.activation_bytes, 32 * s.micro_batch_size);
     }
   }
+  // Contention points too, slowdown by slowdown.
+  std::vector<Profile> three = {scaled(1.0), scaled(1.0), scaled(1.0)};
+  for (std::size_t i = 0; i < 3; ++i) three[i].contention = {{1, 0.01 * static_cast<double>(3 - i)}};
+  EXPECT_EQ(median_profile(three).contention, (std::vector<ContentionPoint>{{1, 0.02}}));
+  three[2].contention = {{2, 0.01}};
+  EXPECT_EQ(error_of([&] { (void)median_profile(three); }),
+            "profile 2 of a median differs from the first in its contention points");
   // Two: the mean of both; one: itself.
   EXPECT_DOUBLE_EQ(median_profile({scaled(1.0), scaled(0.5)}).layers[0].samples[1].fwd_us, 15.0);
   EXPECT_EQ(median_profile({slow}), slow);

@@ -252,6 +252,23 @@ TEST_F(ProfileFromJson, RejectsAMissingSampleField) {
   EXPECT_EQ(error(), "inline: layers[0].samples[0].activation_bytes: is missing");
 }
 
+TEST_F(ProfileFromJson, ReadsContentionPointsAndRefusesBadOnes) {
+  doc_["contention"] = json::parse(R"([{"busy_peers": 1, "slowdown": 0.03}, {"busy_peers": 3, "slowdown": 0.1}])");
+  EXPECT_EQ(profile_from_json(doc_, "inline").contention,
+            (std::vector<ContentionPoint>{{1, 0.03}, {3, 0.1}}));
+  doc_["contention"][1]["busy_peers"] = 1;
+  EXPECT_EQ(error(), "inline: contention[1].busy_peers: must be larger than the point before");
+  doc_["contention"][1]["busy_peers"] = 0;
+  EXPECT_EQ(error(), "inline: contention[1].busy_peers: expected a positive integer");
+  doc_["contention"][1]["busy_peers"] = 2;
+  doc_["contention"][1]["slowdown"] = -0.1;
+  EXPECT_EQ(error(), "inline: contention[1].slowdown: expected a non-negative number");
+  doc_["contention"][1]["slowdown"] = 1000;
+  EXPECT_EQ(error(), "inline: contention[1].slowdown: 1000 is more than the 100 a slowdown may be");
+  doc_["contention"] = json::array();
+  EXPECT_EQ(error(), "inline: contention: expected a non-empty array");
+}
+
 TEST(ProfileRoundTrip, WriteThenReadIsEqual) {
   const Profile original = load_profile(data("valid_two_layers.json"));
   const auto path = temp_file("profile.json");
@@ -266,9 +283,11 @@ TEST(ProfileRoundTrip, StreamedTextEqualsTheWholeDump) {
   Profile p = load_profile(data("valid_two_layers.json"));
   p.link.measured_with = "MPI ping-pong";
   p.link.points = {{8, 1.5}, {1 << 20, 40.25}};
+  p.contention = {{1, 0.03}};
   const auto path = temp_file("streamed.json");
   write_profile(p, path);
   EXPECT_EQ(read_text_file(path), to_json(p).dump(2) + "\n");
+  EXPECT_EQ(load_profile(path), p);
   std::filesystem::remove(path);
 }
 
