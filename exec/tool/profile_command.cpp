@@ -137,6 +137,10 @@ int run_profile(const ProfileFlags& f) {
   options.repeats = f.repeats;
   options.seed = f.seed;
   options.optimizer.kind = *models::parse_optimizer(f.optimizer);
+  // Under a launcher the other processes of the launch wait in MPI, polling a
+  // core each, while rank 0 measures: peer threads would share a core with
+  // them and read as a slowdown of 100 %. So no contention is measured there.
+  if (launch.world_size > 1) options.contention_peers = 0;
   // As a rank of a K-stage run computes (under a launcher: as one of this node's processes).
   if (f.backend == "cpu") {
     options.threads_per_rank = threads_per_rank(f.backend, f.cpu, f.stages, launch);
