@@ -197,8 +197,12 @@ TEST(Calibration, RemeasuredProfilesPredictFromTheirMedian) {
   options.grid.stages = {2};
   options.grid.microbatches = {2};
   options.rounds = 3;
+  // (The link's latency and the contention left out, so that doubling every
+  // time doubles the step.)
   const auto times = [](double factor) {
     profiles::Profile p = tiny_profile();
+    p.link.latency_us = 0;
+    p.contention.clear();
     for (profiles::LayerProfile& layer : p.layers) {
       layer.optimizer_us *= factor;
       for (profiles::ProfileSample& s : layer.samples) {
@@ -217,7 +221,7 @@ TEST(Calibration, RemeasuredProfilesPredictFromTheirMedian) {
   };
   std::optional<profiles::Profile> median;
   options.on_median_profile = [&](const profiles::Profile& p) { median = p; };
-  const std::vector<CalibrationRow> rows = run_calibration(tiny_profile(), options);
+  const std::vector<CalibrationRow> rows = run_calibration(times(1.0), options);
   EXPECT_EQ(asked, (std::vector<int>{2, 3}));
   ASSERT_TRUE(median.has_value());
   EXPECT_EQ(*median, times(2.0));
@@ -227,7 +231,7 @@ TEST(Calibration, RemeasuredProfilesPredictFromTheirMedian) {
   request.partition = {.method = models::PartitionMethod::counts, .counts = rows[0].partition};
   const sim::Prediction expected = sim::predict(times(2.0), sim::Scenario{.request = request, .conditions = {}});
   EXPECT_DOUBLE_EQ(rows[0].diff.predicted_step_us, expected.metrics.step_time_us);
-  const sim::Prediction first = sim::predict(tiny_profile(), sim::Scenario{.request = request, .conditions = {}});
+  const sim::Prediction first = sim::predict(times(1.0), sim::Scenario{.request = request, .conditions = {}});
   EXPECT_GT(rows[0].diff.predicted_step_us, 1.5 * first.metrics.step_time_us);
 }
 
