@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <exception>
 #include <optional>
-#include <chrono>
 #include <random>
 #include <thread>
 #include <vector>
@@ -304,6 +304,10 @@ profiles::Profile profile_cpu(const models::Model& model, std::span<const int> m
                                                    : std::min(options.contention_peers, cores - 1);
   // At 1, 2, 4, ... peers and at the most, between which the simulator interpolates.
   for (int n = 1; n <= peers; n = n * 2 > peers && n < peers ? peers : n * 2) {
+    if (options.on_note) {
+      options.on_note(fmt::format("contention: {} passes at b={} alone and beside {} other rank{}",
+                                  2 * (1 + options.repeats), sizes.back(), n, n == 1 ? "" : "s"));
+    }
     profile.contention.push_back(measure_contention(pm, model, sizes.back(), n, options, rng));
   }
   return profile;
