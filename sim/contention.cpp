@@ -52,7 +52,9 @@ std::unordered_map<std::uint64_t, double> busy_peers(const schedules::Timeline& 
     const auto& intervals = busy[r];
     auto it = std::ranges::lower_bound(intervals, start, {}, [](const auto& i) { return i.second; });
     std::int64_t total = 0;
-    for (; it != intervals.end() && it->first < end; ++it) total += std::min(end, it->second) - std::max(start, it->first);
+    for (; it != intervals.end() && it->first < end; ++it) {
+      total += std::min(end, it->second) - std::max(start, it->first);
+    }
     return total;
   };
   std::unordered_map<std::uint64_t, double> out;

@@ -2,8 +2,11 @@
 // and memory, as a table (default), JSON (--json) and a Chrome trace (--trace).
 #include <iostream>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "cli/metrics_table.hpp"
@@ -88,6 +91,15 @@ void print_table(const sim::Prediction& p, const sim::Scenario& sc, const profil
   if (sc.conditions.overlap_share) {
     std::cout << fmt::format("overlap     F&B pairs concurrently, each at {} of the compute stream\n",
                              *sc.conditions.overlap_share);
+  }
+  if (!profile.contention.empty() && p.plan.schedule.num_ranks > 1) {
+    std::vector<std::string> points;
+    for (const profiles::ContentionPoint& c : profile.contention) {
+      points.push_back(fmt::format("+{:.1f} % beside {}", 100 * c.slowdown, c.busy_peers));
+    }
+    std::cout << fmt::format("contention  {} other rank(s) computing (the profile's): each action priced by the "
+                             "ranks busy beside it\n",
+                             fmt::join(points, ", "));
   }
   std::cout << fmt::format("link        {} us + bytes at {} GB/s, {}\n\n", p.link_latency_us,
                            p.link_bandwidth_GBps,
