@@ -45,6 +45,22 @@ expect_one_error_line "--out /nonexistent/dir/p.json: cannot write: No such file
 expect_status 2 "$run" profile --model $mlp --out "$tmp/q.json"
 expect_one_error_line "--micro-batch-sizes is required"
 
+# With one thread per rank and a core to spare it measures how ranks slow each
+# other (beside 1, 2, 4, ... others, as the cores allow), says so, and the
+# simulator names it in its header.
+if [ "$(nproc)" -ge 2 ]; then
+  expect_status 0 "$run" profile --model $mlp --micro-batch-sizes 1,2 --threads-per-rank 1 --warmup 0 --repeats 1 \
+    --out "$tmp/c.json"
+  grep -q "^contention: 4 passes at b=2 alone and beside 1 other rank$" "$tmp/err" ||
+    fail "no contention note: $(cat "$tmp/err")"
+  python3 -c 'import json,sys; c = json.load(open(sys.argv[1]))["contention"]; assert c[0]["busy_peers"] == 1 and all(p["slowdown"] >= 0 for p in c), c' \
+    "$tmp/c.json" || fail "the contention point: $(head -c 400 "$tmp/c.json")"
+  expect_status 0 "$sim" run --profile "$tmp/c.json" -K 2 -M 2 -N 4
+  expect_out "^contention  +[0-9.]* % beside 1 other rank(s) computing (the profile's)"
+  expect_status 0 "$sim" run --profile "$tmp/c.json" -K 1 -M 2 -N 4
+  grep -q "^contention" "$tmp/out" && fail "one rank has no one beside it: $(cat "$tmp/out")"
+fi
+
 # Bounded work: a million micro-batch sizes, or a million layers, are refused at once.
 expect_status 2 "$run" profile --model mlp:layers=2,hidden=8 --micro-batch-sizes 1..1000000 --out "$tmp/p.json"
 expect_one_error_line "--micro-batch-sizes: 1000000 sizes, more than the 256 a profile measures"
