@@ -71,7 +71,7 @@ Link refit_bandwidth(Link link, std::vector<LinkPoint> pipeline_points, std::str
 Link fit_pipeline_link(Link ping_pong, std::vector<LinkPoint> pipeline_points, std::string measured_with) {
   std::vector<std::int64_t> sizes;
   for (const LinkPoint& p : pipeline_points) sizes.push_back(p.bytes);
-  std::ranges::sort(sizes);
+  std::sort(sizes.begin(), sizes.end());
   // (Messages that do not get slower with more bytes fit no bandwidth at all.)
   const auto fit_both = [&]() -> std::optional<Link> {
     try {
@@ -80,7 +80,7 @@ Link fit_pipeline_link(Link ping_pong, std::vector<LinkPoint> pipeline_points, s
       return std::nullopt;
     }
   };
-  if (std::ranges::unique(sizes).begin() - sizes.begin() >= 2) {
+  if (std::unique(sizes.begin(), sizes.end()) - sizes.begin() >= 2) {
     std::optional<Link> fitted = fit_both();
     if (!fitted) return refit_bandwidth(std::move(ping_pong), std::move(pipeline_points), std::move(measured_with));
     Link& both = *fitted;
