@@ -4,7 +4,8 @@
 // - a ping-pong over MPI between ranks 0 and 1 at message sizes from 8 B to
 //   64 MiB, the median round trip of each halved, then fitted as latency +
 //   bytes / bandwidth (profiles/link_fit.hpp): two idle processes, the data
-//   hot in cache. Its latency is the link's.
+//   hot in cache. Its latency is the link's where the pipeline's messages
+//   cannot tell theirs apart (profiles::fit_pipeline_link).
 // - the transfers of a real pipeline (when `pipeline` is given and there are
 //   exactly two processes): the model trained as K = 2 ranks, gpipe, at each
 //   micro-batch size, each message timed as `gpipe-sim diff` times it
