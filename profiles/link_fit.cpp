@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <optional>
 
 #include <fmt/format.h>
 
@@ -72,25 +71,19 @@ Link fit_pipeline_link(Link ping_pong, std::vector<LinkPoint> pipeline_points, s
   std::vector<std::int64_t> sizes;
   for (const LinkPoint& p : pipeline_points) sizes.push_back(p.bytes);
   std::sort(sizes.begin(), sizes.end());
-  // (Messages that do not get slower with more bytes fit no bandwidth at all.)
-  const auto fit_both = [&]() -> std::optional<Link> {
-    try {
-      return fit_link(pipeline_points, measured_with);
-    } catch (const InputError&) {
-      return std::nullopt;
-    }
-  };
   if (std::unique(sizes.begin(), sizes.end()) - sizes.begin() >= 2) {
-    std::optional<Link> fitted = fit_both();
-    if (!fitted) return refit_bandwidth(std::move(ping_pong), std::move(pipeline_points), std::move(measured_with));
-    Link& both = *fitted;
-    // A pipeline's message costs no less per byte, nor less fixed, than an
-    // idle ping-pong's: a fit that says so (sizes too small or too close to
-    // tell the terms apart) is noise.
-    if (both.latency_us >= ping_pong.latency_us && both.bandwidth_GBps <= ping_pong.bandwidth_GBps) {
-      both.pipeline_points = std::move(both.points);
-      both.points = std::move(ping_pong.points);
-      return both;
+    try {
+      Link both = fit_link(pipeline_points, measured_with);
+      // A pipeline's message costs no less per byte, nor less fixed, than an
+      // idle ping-pong's: a fit that says so (sizes too small or too close to
+      // tell the terms apart) is noise.
+      if (both.latency_us >= ping_pong.latency_us && both.bandwidth_GBps <= ping_pong.bandwidth_GBps) {
+        both.pipeline_points = std::move(both.points);
+        both.points = std::move(ping_pong.points);
+        return both;
+      }
+    } catch (const InputError&) {
+      // Messages that do not get slower with more bytes: no bandwidth of their own.
     }
   }
   return refit_bandwidth(std::move(ping_pong), std::move(pipeline_points), std::move(measured_with));

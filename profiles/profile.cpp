@@ -206,21 +206,34 @@ LayerProfile read_layer(const Field& at) {
   return layer;
 }
 
-// A non-empty list of {bytes, one_way_us}, ascending in bytes.
-std::vector<LinkPoint> read_link_points(const Field& points) {
-  std::vector<LinkPoint> out;
+// A non-empty list of points, each read by read_point(field), strictly
+// ascending in the member `key` (key_of: its value in a point).
+template <class ReadPoint, class KeyOf>
+auto read_ascending_points(const Field& points, std::string_view key, const ReadPoint& read_point,
+                           const KeyOf& key_of) {
+  std::vector<decltype(read_point(points))> out;
   const std::size_t count = points.non_empty_array_size();
   for (std::size_t i = 0; i < count; ++i) {
     const Field point = points.element(i);
     point.expect_object();
-    LinkPoint p{.bytes = point.object_member("bytes").bytes(),
-                .one_way_us = point.object_member("one_way_us").time_us()};
-    if (!out.empty() && p.bytes <= out.back().bytes) {
-      point.object_member("bytes").fail("must be larger than the point before");
+    auto p = read_point(point);
+    if (!out.empty() && key_of(p) <= key_of(out.back())) {
+      point.object_member(key).fail("must be larger than the point before");
     }
     out.push_back(p);
   }
   return out;
+}
+
+// {bytes, one_way_us}, ascending in bytes.
+std::vector<LinkPoint> read_link_points(const Field& points) {
+  return read_ascending_points(
+      points, "bytes",
+      [](const Field& point) {
+        return LinkPoint{.bytes = point.object_member("bytes").bytes(),
+                         .one_way_us = point.object_member("one_way_us").time_us()};
+      },
+      [](const LinkPoint& p) { return p.bytes; });
 }
 
 Link read_link(const Field& at) {
@@ -243,25 +256,20 @@ Link read_link(const Field& at) {
   return link;
 }
 
-// A non-empty list of {busy_peers, slowdown}, ascending in busy_peers.
+// {busy_peers, slowdown}, ascending in busy_peers.
 std::vector<ContentionPoint> read_contention(const Field& points) {
-  std::vector<ContentionPoint> out;
-  const std::size_t count = points.non_empty_array_size();
-  for (std::size_t i = 0; i < count; ++i) {
-    const Field point = points.element(i);
-    point.expect_object();
-    ContentionPoint c{.busy_peers = point.object_member("busy_peers").positive_int(),
-                      .slowdown = point.object_member("slowdown").non_negative_number()};
-    if (c.slowdown > kMaxSlowdown) {
-      point.object_member("slowdown").fail(fmt::format("{:g} is more than the {:g} a slowdown may be", c.slowdown,
-                                                       kMaxSlowdown));
-    }
-    if (!out.empty() && c.busy_peers <= out.back().busy_peers) {
-      point.object_member("busy_peers").fail("must be larger than the point before");
-    }
-    out.push_back(c);
-  }
-  return out;
+  return read_ascending_points(
+      points, "busy_peers",
+      [](const Field& point) {
+        ContentionPoint c{.busy_peers = point.object_member("busy_peers").positive_int(),
+                          .slowdown = point.object_member("slowdown").non_negative_number()};
+        if (c.slowdown > kMaxSlowdown) {
+          point.object_member("slowdown").fail(
+              fmt::format("{:g} is more than the {:g} a slowdown may be", c.slowdown, kMaxSlowdown));
+        }
+        return c;
+      },
+      [](const ContentionPoint& c) { return c.busy_peers; });
 }
 
 std::string read_source(const Field& at) {

@@ -4,7 +4,6 @@
 #include <cmath>
 #include <vector>
 
-#include "schedules/error.hpp"
 
 namespace gpipe::sim {
 
@@ -17,11 +16,6 @@ double contention_slowdown(std::span<const profiles::ContentionPoint> points, do
     y0 = p.slowdown;
   }
   return y0;
-}
-
-std::uint64_t action_key(const schedules::Action& a) {
-  return (static_cast<std::uint64_t>(a.stage.at()) << 40) | (static_cast<std::uint64_t>(a.microbatch.at()) << 8) |
-         static_cast<std::uint64_t>(a.kind);
 }
 
 std::unordered_map<std::uint64_t, double> busy_peers(const schedules::Timeline& timeline) {
@@ -73,7 +67,7 @@ std::unordered_map<std::uint64_t, double> busy_peers(const schedules::Timeline& 
 }
 
 std::int64_t ContendedCosts::duration_ns(const schedules::Action& action) const {
-  const std::int64_t base = base_.duration_ns(action);
+  const std::int64_t base = this->base().duration_ns(action);
   const auto it = factors_.find(action_key(action));
   if (it == factors_.end()) return base;
   return std::llround(static_cast<double>(base) * it->second);

@@ -31,41 +31,22 @@ namespace gpipe::sim {
 // without points.
 [[nodiscard]] double contention_slowdown(std::span<const profiles::ContentionPoint> points, double busy_peers);
 
-// (stage, kind, micro-batch): one compute action of a schedule.
-[[nodiscard]] std::uint64_t action_key(const schedules::Action& a);
-
-// For each compute action of `timeline` (the compute and overlap streams): the
-// mean number of other ranks computing while it runs, its overlap with their
+// For each compute action of `timeline` (the compute and overlap streams), by
+// its action_key (cost_model.hpp): the mean number of other ranks computing while it runs, its overlap with their
 // compute actions over its duration (0 for an action that takes no time).
 [[nodiscard]] std::unordered_map<std::uint64_t, double> busy_peers(const schedules::Timeline& timeline);
 
 // `base`'s costs with each action's duration stretched by its factor (1 when
 // it has none), rounded to the ns; memory and message sizes as `base` says.
-class ContendedCosts final : public CostModel {
+class ContendedCosts final : public RepricedCosts {
  public:
   ContendedCosts(const CostModel& base, std::unordered_map<std::uint64_t, double> factors)
-      : base_(base), factors_(std::move(factors)) {}
+      : RepricedCosts(base), factors_(std::move(factors)) {}
   ContendedCosts(const CostModel&& base, std::unordered_map<std::uint64_t, double> factors) = delete;
 
   [[nodiscard]] std::int64_t duration_ns(const schedules::Action& action) const override;
-  [[nodiscard]] std::int64_t boundary_bytes(schedules::Stage s, schedules::Microbatch m) const override {
-    return base_.boundary_bytes(s, m);
-  }
-  [[nodiscard]] std::int64_t activation_bytes(schedules::Stage s, schedules::Microbatch m) const override {
-    return base_.activation_bytes(s, m);
-  }
-  [[nodiscard]] std::int64_t stashed_input_bytes(schedules::Stage s, schedules::Microbatch m) const override {
-    return base_.stashed_input_bytes(s, m);
-  }
-  [[nodiscard]] std::int64_t weight_grad_stash_bytes(schedules::Stage s, schedules::Microbatch m) const override {
-    return base_.weight_grad_stash_bytes(s, m);
-  }
-  [[nodiscard]] StageMemory stage_memory(schedules::Stage s, schedules::Microbatch m) const override {
-    return base_.stage_memory(s, m);
-  }
 
  private:
-  const CostModel& base_;
   std::unordered_map<std::uint64_t, double> factors_;
 };
 

@@ -37,4 +37,43 @@ class CostModel {
   }
 };
 
+// One 64-bit key per action: micro-batch in the low 32 bits, kind in the next
+// 8, stage above, so distinct actions (stage < 2^24) never share a key. (The
+// jitter's seeds are drawn from it: changing it changes every jittered run.)
+[[nodiscard]] inline std::uint64_t action_key(const schedules::Action& a) {
+  return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(a.stage.value)) << 40) |
+         (static_cast<std::uint64_t>(a.kind) << 32) |
+         static_cast<std::uint64_t>(static_cast<std::uint32_t>(a.microbatch.value));
+}
+
+// Another model's costs with the durations priced anew (jitter.hpp,
+// contention.hpp): bytes and memory are the base's. It keeps a reference to
+// the base, which must outlive it (subclasses refuse a temporary).
+class RepricedCosts : public CostModel {
+ public:
+  explicit RepricedCosts(const CostModel& base) : base_(base) {}
+
+  [[nodiscard]] std::int64_t boundary_bytes(schedules::Stage s, schedules::Microbatch m) const final {
+    return base_.boundary_bytes(s, m);
+  }
+  [[nodiscard]] std::int64_t activation_bytes(schedules::Stage s, schedules::Microbatch m) const final {
+    return base_.activation_bytes(s, m);
+  }
+  [[nodiscard]] std::int64_t stashed_input_bytes(schedules::Stage s, schedules::Microbatch m) const final {
+    return base_.stashed_input_bytes(s, m);
+  }
+  [[nodiscard]] std::int64_t weight_grad_stash_bytes(schedules::Stage s, schedules::Microbatch m) const final {
+    return base_.weight_grad_stash_bytes(s, m);
+  }
+  [[nodiscard]] StageMemory stage_memory(schedules::Stage s, schedules::Microbatch m) const final {
+    return base_.stage_memory(s, m);
+  }
+
+ protected:
+  [[nodiscard]] const CostModel& base() const { return base_; }
+
+ private:
+  const CostModel& base_;
+};
+
 }  // namespace gpipe::sim

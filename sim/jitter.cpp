@@ -10,18 +10,6 @@
 #include "schedules/error.hpp"
 
 namespace gpipe::sim {
-namespace {
-
-// One 64-bit key per action: micro-batch in the low 32 bits, kind in the next
-// 8, stage above, so distinct actions (stage < 2^24) never share a key.
-std::uint64_t action_key(const schedules::Action& a) {
-  return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(a.stage.value)) << 40) |
-         (static_cast<std::uint64_t>(a.kind) << 32) |
-         static_cast<std::uint64_t>(static_cast<std::uint32_t>(a.microbatch.value));
-}
-
-}  // namespace
-
 void validate_jitter_cv(double cv) {
   if (!std::isfinite(cv) || cv < 0 || cv > kMaxJitterCv) {
     throw InputError(
@@ -39,12 +27,12 @@ double jitter_factor(const schedules::Action& action, double cv, std::uint64_t s
 }
 
 JitteredCosts::JitteredCosts(const CostModel& base, double cv, std::uint64_t seed)
-    : base_(base), cv_(cv), seed_(seed) {
+    : RepricedCosts(base), cv_(cv), seed_(seed) {
   validate_jitter_cv(cv);
 }
 
 std::int64_t JitteredCosts::duration_ns(const schedules::Action& action) const {
-  const std::int64_t base = base_.duration_ns(action);
+  const std::int64_t base = this->base().duration_ns(action);
   if (cv_ == 0 || schedules::is_comm(action.kind)) return base;
   // A factor from the far tail of a wide lognormal, on a long action, can
   // leave what a step's integer ns add up: held at a tenth of that instead.

@@ -30,7 +30,7 @@ namespace gpipe::sim {
 // negative or non-finite cv.
 [[nodiscard]] double jitter_factor(const schedules::Action& action, double cv, std::uint64_t seed);
 
-class JitteredCosts final : public CostModel {
+class JitteredCosts final : public RepricedCosts {
  public:
   // Keeps a reference to base, which must outlive this object (a temporary
   // base is refused). Throws InputError naming --jitter for a negative or
@@ -40,24 +40,8 @@ class JitteredCosts final : public CostModel {
 
   // Compute actions (F, B, I, W, R, STEP): llround(base * X); comm actions as the base.
   [[nodiscard]] std::int64_t duration_ns(const schedules::Action& action) const override;
-  [[nodiscard]] std::int64_t boundary_bytes(schedules::Stage s, schedules::Microbatch m) const override {
-    return base_.boundary_bytes(s, m);
-  }
-  [[nodiscard]] std::int64_t activation_bytes(schedules::Stage s, schedules::Microbatch m) const override {
-    return base_.activation_bytes(s, m);
-  }
-  [[nodiscard]] std::int64_t stashed_input_bytes(schedules::Stage s, schedules::Microbatch m) const override {
-    return base_.stashed_input_bytes(s, m);
-  }
-  [[nodiscard]] std::int64_t weight_grad_stash_bytes(schedules::Stage s, schedules::Microbatch m) const override {
-    return base_.weight_grad_stash_bytes(s, m);
-  }
-  [[nodiscard]] StageMemory stage_memory(schedules::Stage s, schedules::Microbatch m) const override {
-    return base_.stage_memory(s, m);
-  }
 
  private:
-  const CostModel& base_;
   double cv_;
   std::uint64_t seed_;
 };

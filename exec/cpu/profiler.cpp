@@ -126,82 +126,81 @@ profiles::ContentionPoint measure_contention(ProfiledModel& pm, const models::Mo
   std::atomic<int> started{0};   // passes the peers began since the last change
   std::atomic<int> resting{0};   // peers that have seen the pause and wait
   std::vector<std::exception_ptr> failed(static_cast<std::size_t>(peers));
-  std::vector<std::jthread> others;
-  for (int i = 0; i < peers; ++i) {
-    others.emplace_back([&, i] {
-      // A peer that fails (out of memory) says so to the main thread, which
-      // rethrows it, and keeps answering as if it ran, so that nothing hangs.
-      std::optional<ProfiledModel> replica;
-      std::optional<SizeRuns> runs;
-      std::mt19937_64 own(options.seed + 1 + static_cast<std::uint64_t>(i));
-      bool first = true;  // its first pass records the sizes the later ones are checked against
-      try {
-        replica.emplace(profiled_model(model, options));
-        runs.emplace(size_runs(model, b, own));
-      } catch (...) {
-        failed[static_cast<std::size_t>(i)] = std::current_exception();
-      }
-      for (;;) {
-        ++resting;
-        resting.notify_all();
-        loaded.wait(0);
-        --resting;
-        if (stop) return;
-        while (loaded.load() == 1 && !stop) {
-          ++started;
-          started.notify_all();
-          if (failed[static_cast<std::size_t>(i)]) continue;
-          try {
-            run_pass(*replica, *runs, /*first=*/first, /*timed=*/false, own);
-            first = false;
-          } catch (...) {
-            failed[static_cast<std::size_t>(i)] = std::current_exception();
-          }
+  std::vector<double> alone, beside;
+  {
+    std::vector<std::jthread> others;
+    for (int i = 0; i < peers; ++i) {
+      others.emplace_back([&, i] {
+        // A peer that fails (out of memory) says so to the main thread, which
+        // rethrows it, and keeps answering as if it ran, so that nothing hangs.
+        std::optional<ProfiledModel> replica;
+        std::optional<SizeRuns> runs;
+        std::mt19937_64 own(options.seed + 1 + static_cast<std::uint64_t>(i));
+        bool first = true;  // its first pass records the sizes the later ones are checked against
+        try {
+          replica.emplace(profiled_model(model, options));
+          runs.emplace(size_runs(model, b, own));
+        } catch (...) {
+          failed[static_cast<std::size_t>(i)] = std::current_exception();
         }
-        if (stop) return;
+        for (;;) {
+          ++resting;
+          resting.notify_all();
+          loaded.wait(0);
+          --resting;
+          if (stop) return;
+          while (loaded.load() == 1 && !stop) {
+            ++started;
+            started.notify_all();
+            if (failed[static_cast<std::size_t>(i)]) continue;
+            try {
+              run_pass(*replica, *runs, first, /*timed=*/false, own);
+              first = false;
+            } catch (...) {
+              failed[static_cast<std::size_t>(i)] = std::current_exception();
+            }
+          }
+          if (stop) return;
+        }
+      });
+    }
+    // Destroyed before `others` joins them, at the end of this block or when
+    // the main thread throws: the peers stop.
+    struct StopPeers {
+      std::atomic<bool>& stop;
+      std::atomic<int>& loaded;
+      ~StopPeers() {
+        stop = true;
+        loaded = 1;
+        loaded.notify_all();
       }
-    });
-  }
-  // Destroyed before `others` joins them: a main thread that throws stops the peers.
-  struct StopPeers {
-    std::atomic<bool>& stop;
-    std::atomic<int>& loaded;
-    ~StopPeers() {
-      stop = true;
+    } const stop_peers{stop, loaded};
+    const auto pause = [&] {
+      loaded = 0;
+      for (int r = resting.load(); r < peers; r = resting.load()) resting.wait(r);
+    };
+    bool first = true;
+    const auto time_pass = [&] {
+      const auto t0 = Clock::now();
+      run_pass(pm, mine, first, /*timed=*/false, rng);
+      first = false;
+      return elapsed_us(t0, Clock::now());
+    };
+    const int passes = 1 + options.repeats;  // the first of each kind warms up
+    for (int pass = 0; pass < passes; ++pass) {
+      pause();
+      const double a = time_pass();
+      started = 0;
       loaded = 1;
       loaded.notify_all();
-    }
-  } const stop_peers{stop, loaded};
-  const auto pause = [&] {
-    loaded = 0;
-    for (int r = resting.load(); r < peers; r = resting.load()) resting.wait(r);
-  };
-  bool first = true;
-  const auto time_pass = [&] {
-    const auto t0 = Clock::now();
-    run_pass(pm, mine, first, /*timed=*/false, rng);
-    first = false;
-    return elapsed_us(t0, Clock::now());
-  };
-  std::vector<double> alone, beside;
-  const int passes = 1 + options.repeats;  // the first of each kind warms up
-  for (int pass = 0; pass < passes; ++pass) {
-    pause();
-    const double a = time_pass();
-    started = 0;
-    loaded = 1;
-    loaded.notify_all();
-    for (int s = started.load(); s < peers; s = started.load()) started.wait(s);
-    const double l = time_pass();
-    if (pass > 0) {
-      alone.push_back(a);
-      beside.push_back(l);
+      for (int s = started.load(); s < peers; s = started.load()) started.wait(s);
+      const double l = time_pass();
+      if (pass > 0) {
+        alone.push_back(a);
+        beside.push_back(l);
+      }
     }
   }
-  stop = true;
-  loaded = 1;
-  loaded.notify_all();
-  others.clear();  // joined (stop_peers has nothing left to do)
   for (const std::exception_ptr& e : failed) {
     if (e) std::rethrow_exception(e);
   }

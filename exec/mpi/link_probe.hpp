@@ -28,14 +28,16 @@
 
 namespace gpipe::exec::mpi {
 
+// Runs of each size, their messages pooled: one step's few messages are too
+// few for a median on a machine whose messages vary by half.
+inline constexpr int kPipelineRuns = 3;
+
 struct PipelineProbe {
   models::Model model;
   std::vector<int> micro_batch_sizes;
   int microbatches = 4;  // M of each run: 2M messages a step
   int steps = 2;         // of which the first (cold) is not measured
-  // Runs of each size, their messages pooled: one step's few messages are
-  // too few for a median on a machine whose messages vary by half.
-  int runs = 3;
+  int runs = kPipelineRuns;
   int threads_per_rank = 1;
   std::uint64_t seed = 1;
   OptimizerConfig optimizer;

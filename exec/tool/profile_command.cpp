@@ -89,7 +89,7 @@ profiles::Link link_of(const exec::mpi::ProbedLink& probed, const profiles::Prof
         probed.link, std::move(points),
         fmt::format("the median message of a K=2 gpipe pipeline of the model at micro-batch sizes {} ({} runs), "
                     "measured as gpipe-sim diff measures transfers",
-                    fmt::join(sizes, ","), exec::mpi::PipelineProbe{}.runs));
+                    fmt::join(sizes, ","), exec::mpi::kPipelineRuns));
     // Only the bandwidth came from the pipeline: say where the latency did.
     if (link.latency_us == probed.link.latency_us) {
       link.measured_with = fmt::format("latency: {}; bandwidth: {}", probed.link.measured_with, link.measured_with);

@@ -345,6 +345,20 @@ exec::TrainResult launched_training(const ValidateFlags& f, const exec::TrainOpt
   return result;
 }
 
+// How validate's profiles are measured: --warmup, --repeats and --seed, with
+// the rows' optimizer and threads per rank; a bar on a terminal.
+exec::ProfilerOptions profiler_options(const ValidateFlags& f, const exec::OptimizerConfig& optimizer,
+                                       int threads_per_rank) {
+  exec::ProfilerOptions options;
+  options.threads_per_rank = threads_per_rank;
+  options.warmup = f.warmup;
+  options.repeats = f.repeats;
+  options.seed = f.run.seed;
+  options.optimizer = optimizer;
+  options.on_pass = report_profiler_pass;
+  return options;
+}
+
 // The profile to predict with: --profile, else one measured now at every
 // micro-batch size the grid can use, as a rank of a `stages`-stage run
 // computes (on the GPU: in its SM partition; on the CPU: with
@@ -369,13 +383,7 @@ profiles::Profile grid_profile(const ValidateFlags& f, const models::Model& mode
                                  f.grid.batch));
   }
   if (!f.launcher.empty()) return launched_profile(f, model, sizes, optimizer, threads_per_rank);
-  exec::ProfilerOptions options;
-  options.threads_per_rank = threads_per_rank;
-  options.warmup = f.warmup;
-  options.repeats = f.repeats;
-  options.seed = f.run.seed;
-  options.optimizer = optimizer;
-  options.on_pass = report_profiler_pass;
+  exec::ProfilerOptions options = profiler_options(f, optimizer, threads_per_rank);
   options.on_layer = report_profiled_layer;
   profiles::Profile profile = measure_profile(f.run.backend, f.cuda, stages, model, sizes, options);
   if (!f.save_profile.empty()) profiles::write_profile(profile, f.save_profile);
@@ -461,15 +469,9 @@ int run_validate(const ValidateFlags& f) {
   if (remeasure) {
     options.measure_profile = [&f, &options](int round) {
       if (!f.json) std::cerr << fmt::format("validate: round {} of {}: the profile again\n", round, f.rounds);
-      exec::ProfilerOptions again;
-      again.threads_per_rank = options.threads_per_rank;
-      again.warmup = f.warmup;
-      again.repeats = f.repeats;
-      again.seed = f.run.seed;
-      again.optimizer = options.optimizer;
-      again.on_pass = report_profiler_pass;
       return measure_profile(f.run.backend, f.cuda, 1, options.model,
-                             plan::microbatch_sizes_needed(f.grid.batch, options.grid.microbatches), again);
+                             plan::microbatch_sizes_needed(f.grid.batch, options.grid.microbatches),
+                             profiler_options(f, options.optimizer, options.threads_per_rank));
     };
     if (!f.save_profile.empty()) {
       options.on_median_profile = [&f](const profiles::Profile& median) {
