@@ -1,5 +1,7 @@
 #include "schedules/overlap.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "schedules/error.hpp"
@@ -84,14 +86,37 @@ std::vector<std::string> cells_of(const Schedule& schedule, Rank rank) {
   return cells;
 }
 
-OverlapIndex::OverlapIndex(const Schedule& schedule) {
-  backward_of_.reserve(schedule.overlapped.size());
-  for (const OverlapPair& p : schedule.overlapped) backward_of_.emplace(p.forward, p.backward);
+OverlapIndex::OverlapIndex(const Schedule& schedule)
+    : num_microbatches_(static_cast<std::size_t>(std::max(schedule.num_microbatches, 0))),
+      count_(schedule.overlapped.size()) {
+  if (count_ == 0) return;
+  const auto stages = static_cast<std::size_t>(std::max(schedule.num_stages, 0));
+  by_forward_.assign(stages * num_microbatches_, Action{});  // Action{} is 0F0: no pair
+  for (const OverlapPair& p : schedule.overlapped) {
+    const Action& f = p.forward;
+    if (f.kind == ActionKind::F && f.stage.value >= 0 && f.stage.at() < stages && f.microbatch.value >= 0 &&
+        f.microbatch.at() < num_microbatches_) {
+      Action& slot = by_forward_[f.stage.at() * num_microbatches_ + f.microbatch.at()];
+      if (slot.kind == ActionKind::F) slot = p.backward;  // the first pair of a forward, as a map's emplace
+    } else {
+      others_.emplace(f, p.backward);
+    }
+  }
 }
 
 std::optional<Action> OverlapIndex::backward_of(const Action& forward) const {
-  const auto it = backward_of_.find(forward);
-  if (it == backward_of_.end()) return std::nullopt;
+  if (count_ == 0) return std::nullopt;
+  if (forward.kind == ActionKind::F && forward.stage.value >= 0 && forward.microbatch.value >= 0 &&
+      forward.microbatch.at() < num_microbatches_) {
+    const std::size_t at = forward.stage.at() * num_microbatches_ + forward.microbatch.at();
+    if (at < by_forward_.size()) {
+      const Action& b = by_forward_[at];
+      if (b.kind == ActionKind::F) return std::nullopt;
+      return b;
+    }
+  }
+  const auto it = others_.find(forward);
+  if (it == others_.end()) return std::nullopt;
   return it->second;
 }
 

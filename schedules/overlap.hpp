@@ -38,19 +38,27 @@ void append_cell(std::string_view cell, std::vector<Action>& list, std::vector<O
 class OverlapIndex {
  public:
   explicit OverlapIndex(const Schedule& schedule);
+  OverlapIndex() = default;  // no pairs
 
-  [[nodiscard]] bool empty() const { return backward_of_.empty(); }
+  [[nodiscard]] bool empty() const { return count_ == 0; }
   [[nodiscard]] std::optional<Action> backward_of(const Action& forward) const;
   // Whether list[i] and list[i + 1] are an overlapped pair. (Inline and
   // quick for a schedule without pairs: the simulator asks for every action.)
   [[nodiscard]] bool pair_at(const std::vector<Action>& list, std::size_t i) const {
-    return !backward_of_.empty() && pair_in(list, i);
+    return count_ != 0 && pair_in(list, i);
   }
 
  private:
   [[nodiscard]] bool pair_in(const std::vector<Action>& list, std::size_t i) const;
 
-  std::unordered_map<Action, Action> backward_of_;
+  // Per forward F(s, m), at s x M + m, its backward, or F where it has none:
+  // an array, not a map, as the engine asks for every action of a schedule
+  // with pairs. A pair whose forward is not an F within the schedule's
+  // stages and micro-batches (a file not yet validated) goes to others_.
+  std::vector<Action> by_forward_;
+  std::unordered_map<Action, Action> others_;
+  std::size_t num_microbatches_ = 0;
+  std::size_t count_ = 0;  // pairs
 };
 
 }  // namespace gpipe::schedules

@@ -8,55 +8,14 @@
 #include "schedules/error.hpp"
 #include "schedules/lower.hpp"
 #include "schedules/overlap.hpp"
+#include "sim/compute_program.hpp"
 #include "sim/overlap_model.hpp"
 
 namespace gpipe::sim {
-namespace {
-
 using schedules::Action;
 using schedules::ActionKind;
-using schedules::Rank;
 using schedules::Schedule;
 using schedules::Stage;
-
-// Calls visit(action) for each action of the rank's compute stream, in the
-// order the lowered schedule has them: unless the schedule is lowered already,
-// R before each backward lowering recomputes (before the pair, for the
-// backward of an overlapped pair, as lower() puts it); STEP of each of the
-// rank's stages at the end unless the schedule lists it; comm actions skipped.
-template <class Visit>
-void for_each_compute_action(const Schedule& s, bool lowered, const schedules::OverlapIndex& pairs,
-                             const std::vector<bool>& listed_step, int rank, const Visit& visit) {
-  const auto& list = s.ranks[static_cast<std::size_t>(rank)];
-  // (The policy first: recomputes() is a call, and most schedules never recompute.)
-  const bool may_recompute = !lowered && s.recompute != schedules::RecomputePolicy::never;
-  const auto recompute = [&](std::size_t i) {
-    const Action& a = list[i];
-    if (may_recompute && schedules::is_input_backward(a.kind) &&
-        schedules::recomputes(s, Rank{rank}, static_cast<int>(i))) {
-      visit(Action{a.stage, ActionKind::R, a.microbatch});
-    }
-  };
-  for (std::size_t i = 0; i < list.size(); ++i) {
-    const Action& a = list[i];
-    if (schedules::is_comm(a.kind)) continue;
-    if (pairs.pair_at(list, i)) {
-      recompute(i + 1);
-      visit(a);
-      visit(list[++i]);
-      continue;
-    }
-    recompute(i);
-    visit(a);
-  }
-  for (int st = 0; st < s.num_stages; ++st) {
-    if (s.rank_of(Stage{st}) == Rank{rank} && !listed_step[static_cast<std::size_t>(st)]) {
-      visit(Action{Stage{st}, ActionKind::STEP, schedules::Microbatch{0}});
-    }
-  }
-}
-
-}  // namespace
 
 ActionGraph::ActionGraph(const Schedule& schedule, const CostModel& costs, int inline_edges,
                          std::optional<double> overlap_share, Edges edges)
@@ -73,7 +32,7 @@ ActionGraph::ActionGraph(const Schedule& schedule, const CostModel& costs, int i
 
 std::vector<std::size_t> ActionGraph::add_nodes(const Schedule& s, const CostModel& costs) {
   std::vector<std::size_t> send_waits;
-  std::vector<bool> listed_step(static_cast<std::size_t>(s.num_stages), false);
+  const std::vector<bool> listed_step = listed_steps(s);
   // The arrays are sized once, for the most a program can hold: every action,
   // an R before each input backward and a STEP per stage; then cut to fit.
   // (Growing them as nodes come copied them over and over.)
@@ -82,10 +41,7 @@ std::vector<std::size_t> ActionGraph::add_nodes(const Schedule& s, const CostMod
   std::size_t bound = static_cast<std::size_t>(s.num_stages);
   for (const auto& list : s.ranks) {
     bound += list.size();
-    for (const Action& a : list) {
-      if (a.kind == ActionKind::STEP) listed_step[a.stage.at()] = true;
-      bound += may_recompute && schedules::is_input_backward(a.kind) ? 1 : 0;
-    }
+    for (const Action& a : list) bound += may_recompute && schedules::is_input_backward(a.kind) ? 1 : 0;
   }
   action_.resize(bound);
   rank_.resize(bound);

@@ -5,12 +5,10 @@
 
 namespace gpipe::sim {
 
-StageLinks::StageLinks(const schedules::Schedule& s, const ActionGraph& graph, const CostModel& costs,
-                       const LinkModel& links)
-    : graph_(graph), costs_(costs), links_(links) {
+LinkLayout link_layout(const schedules::Schedule& s) {
   // The directed rank pair across each boundary, forward then backward; a
   // pair gets its link id where it first appears. Sorted rather than looked
-  // up in a map: a sweep builds this for every configuration.
+  // up in a map: a sweep lays out links for every configuration.
   const int boundaries = std::max(s.num_stages - 1, 0);
   std::vector<std::pair<std::pair<int, int>, int>> crossings;  // ((from, to), 2 * boundary + way)
   crossings.reserve(2 * static_cast<std::size_t>(boundaries));
@@ -28,23 +26,30 @@ StageLinks::StageLinks(const schedules::Schedule& s, const ActionGraph& graph, c
     if (i == 0 || crossings[i].first != crossings[i - 1].first) groups.emplace_back(crossings[i].second, i);
   }
   std::sort(groups.begin(), groups.end());
-  forward_.assign(static_cast<std::size_t>(s.num_stages), -1);
-  backward_.assign(forward_.size(), -1);
-  ends_.reserve(groups.size());
+  LinkLayout layout;
+  layout.forward.assign(static_cast<std::size_t>(s.num_stages), -1);
+  layout.backward.assign(layout.forward.size(), -1);
+  layout.ends.reserve(groups.size());
   for (const auto& [first, begin] : groups) {
-    const int id = static_cast<int>(ends_.size());
+    const int id = static_cast<int>(layout.ends.size());
     const std::pair<int, int> pair = crossings[begin].first;
-    ends_.push_back(pair);
+    layout.ends.push_back(pair);
     for (std::size_t i = begin; i < crossings.size() && crossings[i].first == pair; ++i) {
       const int crossing = crossings[i].second;
-      (crossing % 2 == 0 ? forward_ : backward_)[static_cast<std::size_t>(crossing / 2)] = id;
+      (crossing % 2 == 0 ? layout.forward : layout.backward)[static_cast<std::size_t>(crossing / 2)] = id;
     }
   }
-  last_price_.resize(ends_.size());
+  return layout;
+}
+
+StageLinks::StageLinks(const schedules::Schedule& s, const ActionGraph& graph, const CostModel& costs,
+                       const LinkModel& links)
+    : graph_(graph), costs_(costs), links_(links), layout_(link_layout(s)) {
+  last_price_.resize(layout_.ends.size());
 }
 
 std::int64_t StageLinks::latency_ns(int link) const {
-  const auto [from, to] = ends_[static_cast<std::size_t>(link)];
+  const auto [from, to] = layout_.ends[static_cast<std::size_t>(link)];
   return links_.transfer_ns(schedules::Rank{from}, schedules::Rank{to}, 0);
 }
 

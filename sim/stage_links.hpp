@@ -19,6 +19,15 @@
 
 namespace gpipe::sim {
 
+// Which link each stage boundary's messages take: the activations forward
+// from s to s+1, the gradients back (-1 where both stages share a rank); and
+// each link's ends, numbered in order of the first boundary that crosses them.
+struct LinkLayout {
+  std::vector<int> forward, backward;      // per stage boundary
+  std::vector<std::pair<int, int>> ends;   // per link: (from rank, to rank)
+};
+[[nodiscard]] LinkLayout link_layout(const schedules::Schedule& schedule);
+
 class StageLinks {
  public:
   // `graph`, `costs` and `links` must outlive it: it keeps references to
@@ -33,7 +42,7 @@ class StageLinks {
                std::is_lvalue_reference_v<Links>))
   StageLinks(const schedules::Schedule& schedule, Graph&& graph, Costs&& costs, Links&& links) = delete;
 
-  [[nodiscard]] std::size_t size() const { return ends_.size(); }
+  [[nodiscard]] std::size_t size() const { return layout_.ends.size(); }
   // What the link takes for a message of no bytes: its latency.
   [[nodiscard]] std::int64_t latency_ns(int link) const;
 
@@ -46,7 +55,7 @@ class StageLinks {
     const schedules::Action& dep = graph_.action(static_cast<std::size_t>(producer));
     const bool forward = dep.kind == schedules::ActionKind::F;
     const schedules::Stage boundary = forward ? dep.stage : graph_.action(static_cast<std::size_t>(consumer)).stage;
-    const int link = (forward ? forward_ : backward_)[boundary.at()];
+    const int link = (forward ? layout_.forward : layout_.backward)[boundary.at()];
     const std::int64_t bytes = costs_.boundary_bytes(boundary, dep.microbatch);
     Price& last = last_price_[static_cast<std::size_t>(link)];
     if (last.bytes != bytes) {
@@ -71,8 +80,7 @@ class StageLinks {
   const ActionGraph& graph_;
   const CostModel& costs_;
   const LinkModel& links_;
-  std::vector<int> forward_, backward_;  // per stage boundary: its link, or -1
-  std::vector<std::pair<int, int>> ends_;  // per link: (from rank, to rank)
+  LinkLayout layout_;
   mutable std::vector<Price> last_price_;  // per link
 };
 

@@ -131,7 +131,13 @@ Schedule generate_dualpipev(const ScheduleOptions& o) {
         "--microbatches {} < 2 x --stages {}",
         o.num_microbatches, o.num_ranks));
   }
-  for (int r = 0; r < o.num_ranks; ++r) build_rank(s, r);
+  // At most a pair per forward of a rank's second stage and per backward
+  // of its first: reserved once, not grown pair by pair.
+  s.overlapped.reserve(2 * static_cast<std::size_t>(o.num_ranks) * static_cast<std::size_t>(o.num_microbatches));
+  for (int r = 0; r < o.num_ranks; ++r) {
+    s.ranks[static_cast<std::size_t>(r)].reserve(6 * static_cast<std::size_t>(o.num_microbatches));
+    build_rank(s, r);
+  }
   return s;
 }
 

@@ -5,6 +5,10 @@
 // BM_Sweep_K32_M256: the sweep of issue 3, K 1..32 x M 1..256, N = 256,
 // GPipe: 8,192 configurations, every one simulated.
 //
+// BM_Sweep_Families_M256: the same K and M, N = 256, for the nine generated
+// families x the three recompute policies: 221,184 configurations of the
+// 8,192's size, the families with two stages per rank twice the work.
+//
 // BM_Sweep_Million: about a million, K 1..32 x M 1..1024, N = 1024, the nine
 // generated families x the three recompute policies: 884,736 configurations.
 // Some cannot exist and are skipped, as a sweep skips them (a V = 2 family
@@ -49,15 +53,17 @@ void BM_Sweep_K32_M256(benchmark::State& state) {
 
 BENCHMARK(BM_Sweep_K32_M256)->Arg(1)->Arg(2)->Unit(benchmark::kSecond)->UseRealTime();
 
-void BM_Sweep_Million(benchmark::State& state) {
+// K 1..32 x M 1..max_m, N = max_m, every family and recompute policy,
+// streamed: the rows simulated and skipped are counted.
+void sweep_every_family(benchmark::State& state, int max_m) {
   const profiles::Profile profile = shipped_profile();
   sim::SweepGrid sweep;
   for (int k = 1; k <= 32; ++k) sweep.grid.stages.push_back(k);
-  for (int m = 1; m <= 1024; ++m) sweep.grid.microbatches.push_back(m);
+  for (int m = 1; m <= max_m; ++m) sweep.grid.microbatches.push_back(m);
   sweep.grid.schedules = schedules::schedule_names();
   sweep.grid.recompute = {schedules::RecomputePolicy::never, schedules::RecomputePolicy::always,
                           schedules::RecomputePolicy::except_last};
-  sweep.grid.base.batch = 1024;
+  sweep.grid.base.batch = max_m;
   const int threads = static_cast<int>(state.range(0));
   std::int64_t configurations = 0;
   std::int64_t simulated = 0;
@@ -76,6 +82,10 @@ void BM_Sweep_Million(benchmark::State& state) {
   state.counters["configurations"] = static_cast<double>(configurations);
 }
 
+void BM_Sweep_Families_M256(benchmark::State& state) { sweep_every_family(state, 256); }
+BENCHMARK(BM_Sweep_Families_M256)->Arg(1)->Arg(2)->Iterations(1)->Unit(benchmark::kSecond)->UseRealTime();
+
+void BM_Sweep_Million(benchmark::State& state) { sweep_every_family(state, 1024); }
 // One iteration: a run takes minutes.
 BENCHMARK(BM_Sweep_Million)->Arg(1)->Arg(2)->Iterations(1)->Unit(benchmark::kSecond)->UseRealTime();
 

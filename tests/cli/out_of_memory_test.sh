@@ -34,8 +34,9 @@ under 4194304 1 "ran out of memory" \
 
 # A sweep's pool thread runs out of memory: the bad_alloc is not carried back
 # to the main thread, and ends the process in std::terminate, which says it
-# in one line too.
+# in one line too. (K = 16 x a million micro-batches: the schedule alone is
+# 32 M actions, about 400 MB.)
 under 600000 1 "gpipe-sim: failed: out of memory" \
-  "$sim" sweep --profile mlp-16L-h4096-h100 -K 2,4 -M 1000000 -N 1000000 --threads 2
+  "$sim" sweep --profile mlp-16L-h4096-h100 -K 2,16 -M 1000000 -N 1000000 --threads 2
 
 finish out_of_memory_test
