@@ -57,12 +57,34 @@ void check_matches(const Profile& first, const Profile& other, std::size_t index
   }
 }
 
+// Each point's one-way time its median, where every profile measured the
+// same sizes (else the first's points stand).
+void median_points(std::vector<LinkPoint>& points, const std::vector<Profile>& profiles,
+                   std::vector<LinkPoint> Link::*which) {
+  for (const Profile& p : profiles) {
+    const std::vector<LinkPoint>& other = p.link.*which;
+    if (other.size() != points.size()) return;
+    for (std::size_t i = 0; i < points.size(); ++i) {
+      if (other[i].bytes != points[i].bytes) return;
+    }
+  }
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    points[i].one_way_us = median_over(profiles, [&](const Profile& p) { return (p.link.*which)[i].one_way_us; });
+  }
+}
+
 }  // namespace
 
 Profile median_profile(const std::vector<Profile>& profiles) {
   if (profiles.empty()) throw InputError("a median of profiles needs at least one");
   for (std::size_t i = 1; i < profiles.size(); ++i) check_matches(profiles.front(), profiles[i], i);
   Profile out = profiles.front();
+  // The link too: a transfer between two processes drifts by a fifth from
+  // one minute to the next on a shared machine (validation.md).
+  out.link.latency_us = median_over(profiles, [](const Profile& p) { return p.link.latency_us; });
+  out.link.bandwidth_GBps = median_over(profiles, [](const Profile& p) { return p.link.bandwidth_GBps; });
+  median_points(out.link.points, profiles, &Link::points);
+  median_points(out.link.pipeline_points, profiles, &Link::pipeline_points);
   for (std::size_t c = 0; c < out.contention.size(); ++c) {
     out.contention[c].slowdown = median_over(profiles, [c](const Profile& p) { return p.contention[c].slowdown; });
   }

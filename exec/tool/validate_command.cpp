@@ -289,7 +289,8 @@ std::string failure_of(const Launcher::Outcome& outcome) {
 // `gpipe-run profile` under the launcher (exec/mpi/link_probe.hpp), so that
 // the predictions use the real link.
 profiles::Profile launched_profile(const ValidateFlags& f, const models::Model& model, const std::vector<int>& sizes,
-                                   const exec::OptimizerConfig& optimizer, int threads_per_rank) {
+                                   const exec::OptimizerConfig& optimizer, int threads_per_rank,
+                                   bool announce = true) {
   const Launcher launcher(f.launcher);
   const std::string path = f.save_profile.empty() ? scratch_path("profile.json") : f.save_profile;
   const Launcher::Outcome outcome =
@@ -301,7 +302,7 @@ profiles::Profile launched_profile(const ValidateFlags& f, const models::Model& 
   if (outcome.status != 0) throw RunError("measuring the profile: " + failure_of(outcome));
   profiles::Profile profile = profiles::load_profile(path);
   if (f.save_profile.empty()) std::filesystem::remove(path);
-  if (!f.json) {
+  if (announce && !f.json) {
     std::cout << fmt::format("profile     measured now by `{}` at micro-batch sizes {} ({}, {}); link {:.2f} us + "
                              "bytes at {:.2f} GB/s, fitted to {}{}\n",
                              launcher.prefix(2) + " gpipe-run profile", fmt::join(sizes, ","), profile.device,
@@ -461,16 +462,20 @@ int run_validate(const ValidateFlags& f) {
                                         : grid_profile(f, options.model, grid.microbatches, options.optimizer,
                                                                        options.threads_per_rank);
   plan::check_profile_matches(options.model, profile);
-  // On the CPU, in this process, the profile is measured again before each
-  // round and the rows predict from the median (exec/calibration). Under a
-  // launcher each profile would cost a launch and the link's probe; on the
-  // GPU the partitions' profiles barely vary.
-  const bool remeasure = f.run.backend == "cpu" && f.run.profile.empty() && f.launcher.empty() && f.rounds > 1;
+  // On the CPU the profile is measured again before each round, in this
+  // process or under the launcher (its link too), and the rows predict from
+  // the median (exec/calibration). On the GPU the partitions' profiles
+  // barely vary.
+  const bool remeasure = f.run.backend == "cpu" && f.run.profile.empty() && f.rounds > 1;
   if (remeasure) {
     options.measure_profile = [&f, &options](int round) {
       if (!f.json) std::cerr << fmt::format("validate: round {} of {}: the profile again\n", round, f.rounds);
-      return measure_profile(f.run.backend, f.cuda, 1, options.model,
-                             plan::microbatch_sizes_needed(f.grid.batch, options.grid.microbatches),
+      const std::vector<int> sizes = plan::microbatch_sizes_needed(f.grid.batch, options.grid.microbatches);
+      if (!f.launcher.empty()) {
+        return launched_profile(f, options.model, sizes, options.optimizer, options.threads_per_rank,
+                                /*announce=*/false);
+      }
+      return measure_profile(f.run.backend, f.cuda, 1, options.model, sizes,
                              profiler_options(f, options.optimizer, options.threads_per_rank));
     };
     if (!f.save_profile.empty()) {
@@ -535,8 +540,9 @@ Subcommand add_validate_command(CLI::App& app) {
   cmd->add_option("--rounds", f->rounds,
                   "Runs of the whole grid, interleaved (A B C A B C), so that a slow minute of the machine "
                   "spreads over every configuration; each row compares the median of every warm step of every "
-                  "round, and their interquartile range is its noise band; on the CPU the profile is measured "
-                  "before each round too, and every row predicted from their median")
+                  "round, and their interquartile range is its noise band; on the CPU the profile (under a "
+                  "--launcher, its link too) is measured before each round too, and every row predicted from "
+                  "their median")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
   cmd->add_option("--save-profile", f->save_profile,

@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 #include "tests/error_of.hpp"
 
 namespace gpipe::profiles {
@@ -61,6 +64,29 @@ TEST(MedianProfile, EachTimeIsItsMedianAndTheRestTheFirsts) {
   // Two: the mean of both; one: itself.
   EXPECT_DOUBLE_EQ(median_profile({scaled(1.0), scaled(0.5)}).layers[0].samples[1].fwd_us, 15.0);
   EXPECT_EQ(median_profile({slow}), slow);
+}
+
+// A link measured in three rounds: latency, bandwidth and each point their
+// median; points of other sizes leave the first's; how it was measured, the first's.
+TEST(MedianProfile, TheLinkIsTheMedianOfTheRounds) {
+  std::vector<Profile> three = {scaled(1.0), scaled(1.0), scaled(1.0)};
+  const double latency[] = {30.0, 50.0, 10.0};
+  const double bandwidth[] = {4.0, 5.0, 6.5};
+  for (std::size_t i = 0; i < 3; ++i) {
+    Link& link = three[i].link;
+    link.latency_us = latency[i];
+    link.bandwidth_GBps = bandwidth[i];
+    link.measured_with = "round " + std::to_string(i);
+    link.points = {{1024, 2.0 + static_cast<double>(i)}, {1 << 20, 300.0 - 10 * static_cast<double>(i)}};
+    link.pipeline_points = {{1 << 20, 400.0 + (i == 1 ? 100.0 : 0.0)}};
+  }
+  three[2].link.pipeline_points = {{2 << 20, 700.0}};  // another size: the first's points stand
+  const Link median = median_profile(three).link;
+  EXPECT_DOUBLE_EQ(median.latency_us, 30.0);
+  EXPECT_DOUBLE_EQ(median.bandwidth_GBps, 5.0);
+  EXPECT_EQ(median.points, (std::vector<LinkPoint>{{1024, 3.0}, {1 << 20, 290.0}}));
+  EXPECT_EQ(median.pipeline_points, (std::vector<LinkPoint>{{1 << 20, 400.0}}));
+  EXPECT_EQ(median.measured_with, "round 0");
 }
 
 TEST(MedianProfile, RefusesProfilesThatDoNotMatch) {
