@@ -103,6 +103,9 @@ expect_status 0 timeout 300 "$run" validate --model $mlp -K 2 -M 2,4 -N 8 --sche
   --launcher mpirun --warmup 0 --repeats 1 --out "$tmp/val.csv"
 expect_out "profile     measured now by \`mpirun -np 2"
 grep -q "note: the ping-pong's bandwidth is kept: " "$tmp/err" || expect_out "the median message of a K=2 gpipe pipeline"
+# The profile and its link again before each later round, the rows from their median.
+grep -q "validate: round 3 of 3: the profile again" "$tmp/err" || fail "no profile in round 3: $(cat "$tmp/err")"
+expect_out "the profile is measured before each round and every row predicted from the median of the 3"
 expect_out "^1f1b   never         2    4 "
 expect_out "^link model: 12 transfers of .* to .*, mean .*; a message.s |error|: median "  # 2 + 2 x 2 messages at M = 2, 2 x 2 x 2 at M = 4
 python3 - "$tmp/val.csv" <<'PY' || fail "validate's CSV: $(cat "$tmp/val.csv")"
