@@ -40,7 +40,7 @@ void check_request_for_model(const models::Model& model, const profiles::Profile
 profiles::Profile balancing_profile(const models::Model& model, std::span<const int> micro_batch_sizes) {
   profiles::AnalyticOptions options;
   options.launch_overhead_us = 0.0;  // a fixed cost per pass would pull the split towards uniform
-  return profiles::analytic_profile(model, profiles::known_devices().front(), models::DType::fp32,
+  return profiles::analytic_profile(model, profiles::device_named("h100"), models::DType::fp32,
                                     micro_batch_sizes, options);
 }
 

@@ -1,4 +1,4 @@
-// gpipe-sim profile --model SPEC --device h100|h200|a100 [--dtype bf16|fp32]
+// gpipe-sim profile --model SPEC --device KEY [--device-file F] [--dtype bf16|fp32]
 //   --micro-batch-sizes LIST --out P.json: the analytic profile of the model,
 //   written as a DESIGN.md profile file, with a one-line summary on stdout.
 #include "sim/tool/commands.hpp"
@@ -23,6 +23,7 @@ namespace {
 struct ProfileFlags {
   std::string model;
   std::string device;
+  std::string device_file;
   std::string dtype = "bf16";
   std::string micro_batch_sizes;
   std::string out;
@@ -31,10 +32,13 @@ struct ProfileFlags {
 
 int run_profile(const ProfileFlags& f) {
   const models::Model model = models::parse_model(f.model);
-  const auto device = profiles::find_device(f.device);
+  // A user's table first, so that its rows may stand in for shipped ones.
+  std::vector<profiles::Device> table;
+  if (!f.device_file.empty()) table = profiles::load_device_file(f.device_file);
+  table.insert(table.end(), profiles::known_devices().begin(), profiles::known_devices().end());
+  const auto device = profiles::find_device(f.device, table);
   if (!device) {
-    throw InputError(fmt::format("--device: unknown device '{}' (known: {})", f.device,
-                                 profiles::device_keys()));
+    throw InputError(fmt::format("--device: unknown device '{}' (known: {})", f.device, profiles::device_keys(table)));
   }
   const auto dtype = models::parse_dtype(f.dtype);
   if (!dtype) {
@@ -68,10 +72,16 @@ Subcommand add_profile_command(CLI::App& app) {
   cmd->add_option("--model", flags->model,
                   "Model SPEC, e.g. transformer:layers=24,hidden=1024,heads=16,seq=1024")
       ->required();
-  cmd->add_option(
-         "--device", flags->device,
-         fmt::format("Device whose datasheet peak rates to use: {}", profiles::device_keys()))
+  cmd->add_option("--device", flags->device,
+                  fmt::format("Device whose datasheet peak rates to use (profiles/devices.json, each row with "
+                              "its source): {}; or one of --device-file's",
+                              profiles::device_keys()))
       ->required();
+  cmd->add_option("--device-file", flags->device_file,
+                  "Devices of your own, in the form of profiles/devices.json (key, name, bf16_tflops, "
+                  "fp8_tflops, fp32_tflops, memory_GB, memory_TBps, link_GBps, source); they come before the "
+                  "shipped ones")
+      ->check(nonempty_path());
   cmd->add_option("--dtype", flags->dtype, "Element type: bf16 (tensor cores) or fp32 (no TF32)")
       ->capture_default_str();
   cmd->add_option("--micro-batch-sizes", flags->micro_batch_sizes,

@@ -53,7 +53,28 @@ profile_sizes "4.." 2>"$tmp/err"; expect_one_error_line "range '4..' needs a sta
 
 # Bad device, dtype, spec, options, output: one line, exit 2.
 expect_status 2 "$sim" profile --model "$spec" --device v100 --micro-batch-sizes 1 --out "$tmp/p.json"
-expect_one_error_line "--device: unknown device 'v100' (known: h100, h200, a100)"
+expect_one_error_line "--device: unknown device 'v100' (known: a100, h100, h100-pcie, h200, b200, gb200, l40s, rtx4090, mi300x, mi355x)"
+
+# A device of the user's own (--device-file), named in the profile; and its
+# mistakes, one line naming the device and the field.
+cat >"$tmp/devices.json" <<'JSON'
+{"devices": [{"key": "mygpu", "name": "My GPU 16GB", "bf16_tflops": 100, "fp8_tflops": null, "fp32_tflops": 10,
+              "memory_GB": 16, "memory_TBps": 1.0, "link_GBps": 25, "source": "my own measurements"}]}
+JSON
+expect_status 0 "$sim" profile --model "$spec" --device mygpu --device-file "$tmp/devices.json" --micro-batch-sizes 1 \
+  --out "$tmp/mine.json"
+grep -q '"device": "My GPU 16GB"' "$tmp/mine.json" || fail "the profile names the user's device: $(head -c 300 "$tmp/mine.json")"
+expect_status 0 "$sim" profile --model "$spec" --device h200 --device-file "$tmp/devices.json" --micro-batch-sizes 1 \
+  --out "$tmp/shipped.json"  # the shipped ones stay known
+sed 's/"bf16_tflops": 100, //' "$tmp/devices.json" >"$tmp/bad_devices.json"
+expect_status 2 "$sim" profile --model "$spec" --device mygpu --device-file "$tmp/bad_devices.json" \
+  --micro-batch-sizes 1 --out "$tmp/p.json"
+expect_one_error_line "--device-file $tmp/bad_devices.json: device 1 (\"mygpu\"): missing field 'bf16_tflops'"
+expect_status 2 "$sim" profile --model "$spec" --device mygpu --device-file "$tmp/absent.json" --micro-batch-sizes 1 \
+  --out "$tmp/p.json"
+expect_one_error_line "--device-file $tmp/absent.json: cannot read it"
+expect_status 2 "$sim" profile --model "$spec" --device mi355x --dtype fp32 --micro-batch-sizes 1 --out "$tmp/p.json"
+expect_one_error_line "--dtype fp32: the device table gives mi355x no fp32 rate"
 expect_status 2 "$sim" profile --model "$spec" --device h100 --dtype fp16 --micro-batch-sizes 1 --out "$tmp/p.json"
 expect_one_error_line "--dtype: unknown dtype 'fp16' (known: fp32, bf16)"
 expect_status 2 "$sim" profile --model cnn:layers=2 --device h100 --micro-batch-sizes 1 --out "$tmp/p.json"

@@ -27,6 +27,7 @@ empty --schedule-file "$sim" sweep --profile "$profile" --schedule-file '' -N 8
 empty --out "$sim" sweep --profile "$profile" "${fixed[@]}" --out ''
 empty --json-out "$sim" sweep --profile "$profile" "${fixed[@]}" --json-out ''
 empty --out "$sim" profile "${model[@]}" --device h100 --micro-batch-sizes 1 --out ''
+empty --device-file "$sim" profile "${model[@]}" --device h100 --device-file '' --micro-batch-sizes 1 --out "$tmp/p.json"
 empty FILE "$sim" check ''
 empty PREDICTED "$sim" diff '' "$tmp/m.json"
 empty MEASURED "$sim" diff "$tmp/p.json" ''

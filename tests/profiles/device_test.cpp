@@ -1,8 +1,11 @@
-// The device table: the datasheet numbers the analytic model relies on, and
-// the lookup by key or by full name (as a profile's "device" field holds it).
+// The device table (profiles/devices.json, built in): the datasheet numbers
+// the analytic model relies on, the lookup by key or by full name (as a
+// profile's "device" field holds it), and a user's table with one clear
+// error per bad field.
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "profiles/device.hpp"
 #include "schedules/error.hpp"
@@ -41,6 +44,20 @@ TEST(Devices, A100DatasheetNumbers) {
   EXPECT_EQ(d.memory_bytes, 80'000'000'000);
 }
 
+TEST(Devices, TheIssuesRowsEachWithASource) {
+  EXPECT_EQ(device_keys(), "a100, h100, h100-pcie, h200, b200, gb200, l40s, rtx4090, mi300x, mi355x");
+  for (const Device& d : known_devices()) EXPECT_GT(d.source.size(), 40U) << d.key;
+  const Device b200 = device_named("b200");
+  EXPECT_EQ(b200.bf16_tflops, 2250.0);
+  EXPECT_EQ(b200.fp8_tflops, 4500.0);
+  EXPECT_EQ(b200.memory_bytes, 180'000'000'000);
+  EXPECT_EQ(b200.link_GBps, 900.0);
+  EXPECT_EQ(device_named("h100").fp8_tflops, 1979.0);
+  EXPECT_EQ(device_named("a100").fp8_tflops, std::nullopt);  // no fp8 on Ampere
+  EXPECT_EQ(device_named("AMD Instinct MI300X").memory_bytes, 192'000'000'000);
+  EXPECT_EQ(device_named("l40s").hbm_TBps, 0.864);
+}
+
 TEST(Devices, RatesInSiUnits) {
   const Device d = device_named("h100");
   EXPECT_DOUBLE_EQ(peak_flops(d, models::DType::bf16), 989e12);
@@ -60,7 +77,6 @@ TEST(Devices, FoundByKeyOrFullNameIgnoringCase) {
 TEST(Devices, KeysListEveryDeviceInOrder) {
   std::string keys;
   for (const Device& d : known_devices()) keys += (keys.empty() ? "" : ", ") + std::string(d.key);
-  EXPECT_EQ(keys, "h100, h200, a100");
   EXPECT_EQ(device_keys(), keys);
   for (const Device& d : known_devices()) {
     EXPECT_EQ(device_named(d.key), d);
@@ -74,8 +90,66 @@ TEST(Devices, UnknownDeviceNamesItAndListsTheKnownOnes) {
     (void)device_named("v100");
     FAIL() << "no InputError";
   } catch (const InputError& e) {
-    EXPECT_STREQ(e.what(), "unknown device 'v100' (known: h100, h200, a100)");
+    EXPECT_STREQ(e.what(),
+                 "unknown device 'v100' (known: a100, h100, h100-pcie, h200, b200, gb200, l40s, rtx4090, mi300x, "
+                 "mi355x)");
   }
+}
+
+TEST(Devices, AFp32RateTheTableLacksIsRefusedByName) {
+  EXPECT_EQ(device_named("mi355x").fp32_tflops, std::nullopt);
+  EXPECT_DOUBLE_EQ(peak_flops(device_named("mi355x"), models::DType::bf16), 2516.6e12);
+  try {
+    (void)peak_flops(device_named("mi355x"), models::DType::fp32);
+    FAIL() << "no InputError";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "--dtype fp32: the device table gives mi355x no fp32 rate");
+  }
+}
+
+// A user's table: the same form, and each mistake one line naming the device and the field.
+std::string error_of_table(const std::string& text) {
+  try {
+    (void)parse_devices(text, "mine.json");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::string row(const std::string& key, const std::string& fields) {
+  return R"({"key": ")" + key + R"(", "name": "My )" + key + R"(", "source": "measured by me")" + fields + "}";
+}
+
+constexpr const char* kRates =
+    R"(, "bf16_tflops": 100, "fp8_tflops": null, "fp32_tflops": 10, "memory_GB": 16, "memory_TBps": 1, "link_GBps": 25)";
+
+TEST(Devices, AUsersTableParsesAndItsMistakesNameTheField) {
+  const std::vector<Device> mine = parse_devices(R"({"devices": [)" + row("x1", kRates) + "]}", "mine.json");
+  ASSERT_EQ(mine.size(), 1U);
+  EXPECT_EQ(mine[0].name, "My x1");
+  EXPECT_EQ(mine[0].memory_bytes, 16'000'000'000);
+  EXPECT_EQ(mine[0].fp8_tflops, std::nullopt);
+  EXPECT_EQ(device_named("MY X1", mine).key, "x1");
+
+  EXPECT_EQ(error_of_table(R"({"devices": [)" + row("x1", kRates) + "," +
+                           row("x2", R"(, "fp8_tflops": null, "fp32_tflops": 1, "memory_GB": 1, "memory_TBps": 1, "link_GBps": 1)") +
+                           "]}"),
+            "mine.json: device 2 (\"x2\"): missing field 'bf16_tflops'");
+  EXPECT_EQ(error_of_table(R"({"devices": [)" +
+                           row("x3", R"(, "bf16_tflops": -1, "fp8_tflops": null, "fp32_tflops": 1, "memory_GB": 1, "memory_TBps": 1, "link_GBps": 1)") +
+                           "]}"),
+            "mine.json: device 1 (\"x3\"): field 'bf16_tflops' must be a positive number");
+  EXPECT_EQ(error_of_table(R"({"devices": [)" +
+                           row("x4", R"(, "bf16_tflops": 1, "fp8_tflops": "fast", "fp32_tflops": 1, "memory_GB": 1, "memory_TBps": 1, "link_GBps": 1)") +
+                           "]}"),
+            "mine.json: device 1 (\"x4\"): field 'fp8_tflops' must be a positive number, or null for none");
+  EXPECT_EQ(error_of_table(R"({"devices": [{"name": "no key"}]})"), "mine.json: device 1: missing field 'key'");
+  EXPECT_EQ(error_of_table(R"({"devices": [)" + row("x1", kRates) + "," + row("X1", kRates) + "]}"),
+            "mine.json: device 2 (\"X1\"): its key or name is another device's");
+  EXPECT_EQ(error_of_table(R"({"devices": []})"),
+            "mine.json: expected {\"devices\": [...]} with at least one device");
+  EXPECT_EQ(error_of_table("{").rfind("mine.json: not JSON: ", 0), 0U);
 }
 
 }  // namespace
