@@ -94,12 +94,13 @@ OverlapIndex::OverlapIndex(const Schedule& schedule)
   by_forward_.assign(stages * num_microbatches_, Action{});  // Action{} is 0F0: no pair
   for (const OverlapPair& p : schedule.overlapped) {
     const Action& f = p.forward;
-    if (f.kind == ActionKind::F && f.stage.value >= 0 && f.stage.at() < stages && f.microbatch.value >= 0 &&
-        f.microbatch.at() < num_microbatches_) {
-      Action& slot = by_forward_[f.stage.at() * num_microbatches_ + f.microbatch.at()];
-      if (slot.kind == ActionKind::F) slot = p.backward;  // the first pair of a forward, as a map's emplace
-    } else {
-      others_.emplace(f, p.backward);
+    const bool in_array = f.kind == ActionKind::F && p.backward.kind != ActionKind::F && f.stage.value >= 0 &&
+                          f.stage.at() < stages && f.microbatch.value >= 0 && f.microbatch.at() < num_microbatches_;
+    Action* slot = in_array ? &by_forward_[f.stage.at() * num_microbatches_ + f.microbatch.at()] : nullptr;
+    if (slot != nullptr && slot->kind == ActionKind::F && !others_.contains(f)) {
+      *slot = p.backward;
+    } else if (slot == nullptr || slot->kind == ActionKind::F) {
+      others_.emplace(f, p.backward);  // (emplace keeps the first pair of a forward, as the array does)
     }
   }
 }
@@ -109,12 +110,9 @@ std::optional<Action> OverlapIndex::backward_of(const Action& forward) const {
   if (forward.kind == ActionKind::F && forward.stage.value >= 0 && forward.microbatch.value >= 0 &&
       forward.microbatch.at() < num_microbatches_) {
     const std::size_t at = forward.stage.at() * num_microbatches_ + forward.microbatch.at();
-    if (at < by_forward_.size()) {
-      const Action& b = by_forward_[at];
-      if (b.kind == ActionKind::F) return std::nullopt;
-      return b;
-    }
+    if (at < by_forward_.size() && by_forward_[at].kind != ActionKind::F) return by_forward_[at];
   }
+  if (others_.empty()) return std::nullopt;
   const auto it = others_.find(forward);
   if (it == others_.end()) return std::nullopt;
   return it->second;

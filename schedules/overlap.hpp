@@ -53,8 +53,9 @@ class OverlapIndex {
 
   // Per forward F(s, m), at s x M + m, its backward, or F where it has none:
   // an array, not a map, as the engine asks for every action of a schedule
-  // with pairs. A pair whose forward is not an F within the schedule's
-  // stages and micro-batches (a file not yet validated) goes to others_.
+  // with pairs. A pair the array cannot hold (a forward that is not an F
+  // within the schedule's stages and micro-batches, or a "backward" that is
+  // an F: a schedule built in code and not yet validated) goes to others_.
   std::vector<Action> by_forward_;
   std::unordered_map<Action, Action> others_;
   std::size_t num_microbatches_ = 0;

@@ -57,11 +57,21 @@ TEST(OverlapIndex, PairsOutsideTheStagesAndMicroBatchesStillAnswer) {
   EXPECT_EQ(index.backward_of(act(0, ActionKind::F, 0)), std::nullopt);
 }
 
+TEST(OverlapIndex, AForwardPairedWithAForwardStillAnswers) {
+  Schedule s = two_stages_three_microbatches();
+  s.overlapped = {{act(0, ActionKind::F, 1), act(1, ActionKind::F, 0)}};
+  EXPECT_EQ(OverlapIndex(s).backward_of(act(0, ActionKind::F, 1)), act(1, ActionKind::F, 0));
+}
+
 TEST(OverlapIndex, TheFirstPairOfAForwardWins) {
   Schedule s = two_stages_three_microbatches();
   s.overlapped = {{act(0, ActionKind::F, 1), act(1, ActionKind::B, 0)},
                   {act(0, ActionKind::F, 1), act(1, ActionKind::B, 2)}};
   EXPECT_EQ(OverlapIndex(s).backward_of(act(0, ActionKind::F, 1)), act(1, ActionKind::B, 0));
+  // Also where the first goes to the map and the second would fit the array.
+  s.overlapped = {{act(0, ActionKind::F, 1), act(1, ActionKind::F, 0)},
+                  {act(0, ActionKind::F, 1), act(1, ActionKind::B, 2)}};
+  EXPECT_EQ(OverlapIndex(s).backward_of(act(0, ActionKind::F, 1)), act(1, ActionKind::F, 0));
 }
 
 TEST(OverlapIndex, PairAtNeedsTheBackwardRightAfterItsForward) {
