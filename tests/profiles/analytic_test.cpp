@@ -26,13 +26,13 @@ using models::DType;
 
 // 1000 FLOP/s and 1000 bytes/s with mfu = bw_efficiency = 1: a FLOP or a
 // byte costs 1000 us, so the hand numbers below read off the counts.
-constexpr Device kToy{.key = "toy",
-                      .name = "toy",
-                      .bf16_tflops = 1e-9,
-                      .fp32_tflops = 1e-9,
-                      .hbm_TBps = 1e-9,
-                      .link_GBps = 7.0,
-                      .memory_bytes = 1};
+const Device kToy{.key = "toy",
+                  .name = "toy",
+                  .bf16_tflops = 1e-9,
+                  .fp32_tflops = 1e-9,
+                  .hbm_TBps = 1e-9,
+                  .link_GBps = 7.0,
+                  .memory_bytes = 1};
 constexpr AnalyticOptions kExact{.mfu = 1.0, .bw_efficiency = 1.0};
 
 template <typename Call>
