@@ -94,13 +94,12 @@ OverlapIndex::OverlapIndex(const Schedule& schedule)
   by_forward_.assign(stages * num_microbatches_, Action{});  // Action{} is 0F0: no pair
   for (const OverlapPair& p : schedule.overlapped) {
     const Action& f = p.forward;
-    const bool in_array = f.kind == ActionKind::F && p.backward.kind != ActionKind::F && f.stage.value >= 0 &&
-                          f.stage.at() < stages && f.microbatch.value >= 0 && f.microbatch.at() < num_microbatches_;
-    Action* slot = in_array ? &by_forward_[f.stage.at() * num_microbatches_ + f.microbatch.at()] : nullptr;
-    if (slot != nullptr && slot->kind == ActionKind::F && !others_.contains(f)) {
-      *slot = p.backward;
-    } else if (slot == nullptr || slot->kind == ActionKind::F) {
-      others_.emplace(f, p.backward);  // (emplace keeps the first pair of a forward, as the array does)
+    if (backward_of(f)) continue;  // the first pair of a forward stands
+    if (f.kind == ActionKind::F && p.backward.kind != ActionKind::F && f.stage.value >= 0 && f.stage.at() < stages &&
+        f.microbatch.value >= 0 && f.microbatch.at() < num_microbatches_) {
+      by_forward_[f.stage.at() * num_microbatches_ + f.microbatch.at()] = p.backward;
+    } else {
+      others_.emplace(f, p.backward);
     }
   }
 }

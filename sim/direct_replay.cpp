@@ -127,17 +127,13 @@ class DirectReplay {
   SimResult finish(const Schedule& schedule, const SimOptions& options) const {
     for (std::size_t r = 0; r < next_.size(); ++r) {
       if (next_[r] < rank_end_[r]) {
-        throw RunError("simulation stalled: rank " + std::to_string(r) + " waits at " +
-                       schedules::to_string(schedule.ranks[r][static_cast<std::size_t>(next_[r])]));
+        throw stalled(static_cast<int>(r), schedule.ranks[r][static_cast<std::size_t>(next_[r])]);
       }
     }
     SimResult result;
-    schedules::TimelineInfo& info = result.timeline.info;
-    info = schedules::info_of(schedule);
-    info.source = "sim";
-    info.batch_size = options.batch_size;
-    info.static_bytes = options.static_bytes;
-    result.metrics = schedules::metrics_from_totals(info, makespan_, busy_, peak_memory_, compute_times_.means());
+    result.timeline.info = simulated_info(schedule, options);
+    result.metrics =
+        schedules::metrics_from_totals(result.timeline.info, makespan_, busy_, peak_memory_, compute_times_.means());
     return result;
   }
 

@@ -1,5 +1,6 @@
 #include "sim/engine.hpp"
 
+#include <string>
 #include <utility>
 
 #include "schedules/validate.hpp"
@@ -12,6 +13,18 @@
 #include "sim/stage_links.hpp"
 
 namespace gpipe::sim {
+
+RunError stalled(int rank, const schedules::Action& waits_at) {
+  return RunError("simulation stalled: rank " + std::to_string(rank) + " waits at " + schedules::to_string(waits_at));
+}
+
+schedules::TimelineInfo simulated_info(const schedules::Schedule& schedule, const SimOptions& options) {
+  schedules::TimelineInfo info = schedules::info_of(schedule);
+  info.source = "sim";
+  info.batch_size = options.batch_size;
+  info.static_bytes = options.static_bytes;
+  return info;
+}
 
 SimResult simulate(const schedules::Schedule& schedule, const CostModel& costs, const LinkModel& links,
                    const SimOptions& options) {

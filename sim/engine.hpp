@@ -28,6 +28,7 @@
 #include <optional>
 #include <vector>
 
+#include "schedules/error.hpp"
 #include "schedules/metrics.hpp"
 #include "schedules/schedule.hpp"
 #include "schedules/timeline.hpp"
@@ -56,6 +57,11 @@ struct SimResult {
   schedules::Timeline timeline;  // info always; actions and memory when recorded
   schedules::Metrics metrics;
 };
+
+// What every replay ends with (replay.hpp, direct_replay.hpp): the error of a
+// rank that did not run its whole program, and the info of the result.
+[[nodiscard]] RunError stalled(int rank, const schedules::Action& waits_at);
+[[nodiscard]] schedules::TimelineInfo simulated_info(const schedules::Schedule& schedule, const SimOptions& options);
 
 // Throws InputError for an invalid schedule.
 [[nodiscard]] SimResult simulate(const schedules::Schedule& schedule, const CostModel& costs,

@@ -47,8 +47,7 @@ SimResult Replay::finish(const schedules::Schedule& schedule, const SimOptions& 
   for (int r = 0; r < num_ranks_; ++r) {
     const int at = next(r);
     if (at < graph_.rank_end(r)) {
-      throw RunError("simulation stalled: rank " + std::to_string(r) + " waits at " +
-                     schedules::to_string(graph_.action(static_cast<std::size_t>(at))));
+      throw stalled(r, graph_.action(static_cast<std::size_t>(at)));
     }
   }
   if (record_) {
@@ -63,10 +62,7 @@ SimResult Replay::finish(const schedules::Schedule& schedule, const SimOptions& 
   SimResult result;
   result.timeline = std::move(timeline_);
   schedules::TimelineInfo& info = result.timeline.info;
-  info = schedules::info_of(schedule);
-  info.source = "sim";
-  info.batch_size = options.batch_size;
-  info.static_bytes = options.static_bytes;
+  info = simulated_info(schedule, options);
   // The mean F, I and W times the zero-bubble closed forms read: one pass
   // over the graph's durations, off the replay's hot path.
   schedules::ComputeTimeTotals compute_times;
