@@ -1,5 +1,5 @@
 // The model families a SPEC can name, one builder each (mlp.cpp,
-// transformer.cpp, unbalanced.cpp), and the builders of their layers. What each
+// transformer.cpp, unbalanced.cpp, llama.cpp, dit.cpp), and the builders of their layers. What each
 // layer kind computes and keeps for its backward is the contract in
 // models/model.hpp. Builders take shapes that parse_model() has validated
 // (every value >= 1, hidden divisible by heads).
@@ -13,6 +13,21 @@
 //   embed (embedding), block0 .. block{L-1} (transformer_block), head (lm_head).
 //   Untied embedding and unembedding, so no weight is shared between stages.
 //   Data: token ids [S] int32, next-token targets [S] int32.
+//
+// transformer's attn=naive|flash (default naive): what its blocks keep of
+//   the attention (model.hpp).
+//
+// llama:layers=L,hidden=H,heads=A[,kv_heads=G],ffn=F,seq=S,vocab=V[,attn=flash|naive][,rope_theta=R]
+//   embed (token_embedding), block0 .. block{L-1} (llama_block), head (rms_head).
+//   G defaults to A, attn to flash, R to 500000 (Llama 3). Untied.
+//   Data: as transformer's.
+//
+// dit:layers=L,hidden=H,heads=A,tokens=T[,patch=P,channels=C,classes=N][,attn=flash|naive]
+//   embed (dit_embed), block0 .. block{L-1} (dit_block, F = 4H), head (dit_head).
+//   P defaults to 2, C to 4, N to 1000 (DiT at 256 x 256: a 32 x 32 x 4
+//   latent, T = 256), attn to flash. Data: the latent as T patches of P*P*C
+//   values, then a timestep in [0, 1000) and a label in [0, N), as floats;
+//   target [T, P*P*2C] (dit_head's).
 //
 // unbalanced:layers=L,hidden=H
 //   As mlp, but block i has inner width F_i = H * (1 + floor(7 i / (L-1)))
@@ -31,6 +46,7 @@
 namespace gpipe::models {
 
 inline constexpr int kDefaultVocab = 256;
+inline constexpr int kDefaultRopeTheta = 500000;
 
 struct TransformerShape {
   int layers = 1;
@@ -38,6 +54,30 @@ struct TransformerShape {
   int heads = 1;
   int seq = 1;
   int vocab = kDefaultVocab;
+  Attention attention = Attention::naive;
+};
+
+struct LlamaShape {
+  int layers = 1;
+  int hidden = 1;
+  int heads = 1;
+  int kv_heads = 1;
+  int ffn = 1;
+  int seq = 1;
+  int vocab = 1;
+  Attention attention = Attention::flash;
+  int rope_theta = kDefaultRopeTheta;
+};
+
+struct DitShape {
+  int layers = 1;
+  int hidden = 1;
+  int heads = 1;
+  int tokens = 1;
+  int patch = 2;
+  int channels = 4;
+  int classes = 1000;
+  Attention attention = Attention::flash;
 };
 
 // One layer of each kind, as model.hpp describes it.
@@ -54,6 +94,16 @@ struct TransformerShape {
                                        const std::function<std::int64_t(int)>& ffn_width);
 [[nodiscard]] Model build_transformer(const TransformerShape& shape);
 [[nodiscard]] Model build_unbalanced(int layers, int hidden);
+[[nodiscard]] Model build_llama(const LlamaShape& shape);
+[[nodiscard]] Model build_dit(const DitShape& shape);
+
+// The llama and dit families' layers, of `model` (its shape fields set).
+[[nodiscard]] Layer token_embedding_layer(const Model& model);
+[[nodiscard]] Layer llama_block_layer(std::string name, const Model& model, std::int64_t ffn_width);
+[[nodiscard]] Layer rms_head_layer(const Model& model);
+[[nodiscard]] Layer dit_embed_layer(const Model& model);
+[[nodiscard]] Layer dit_block_layer(std::string name, const Model& model);
+[[nodiscard]] Layer dit_head_layer(const Model& model);
 
 // F_i of block `block` of unbalanced:layers=`layers`,hidden=`hidden`.
 [[nodiscard]] std::int64_t unbalanced_ffn_width(int block, int layers, int hidden);

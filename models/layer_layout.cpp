@@ -56,7 +56,7 @@ LayerLayout embedding_layout(const LayerDims& d) {
 
 LayerLayout transformer_block_layout(const LayerDims& d) {
   using namespace layout::transformer_block;
-  const std::int64_t h = d.hidden, f = d.ffn_width, s = d.seq, a = d.heads;
+  const std::int64_t h = d.hidden, f = d.ffn_width, s = d.seq;
   LayerLayout l;
   l.parameters.resize(kParamCount);
   l.parameters[kGamma1] = {"ln1.gamma", {h}, Init::ones};
@@ -75,7 +75,8 @@ LayerLayout transformer_block_layout(const LayerDims& d) {
   l.kept[kX] = {"x", {s, h}};
   l.kept[kNormed1] = {"ln1", {s, h}};
   l.kept[kQkv] = {"qkv", {s, 3 * h}};
-  l.kept[kProbs] = {"attention.probs", {a, s, s}};
+  l.kept[kProbs] = {d.attention == Attention::flash ? "attention.lse" : "attention.probs",
+                    d.attention_kept()};
   l.kept[kAttn] = {"attention", {s, h}};
   l.kept[kA] = {"a", {s, h}};
   l.kept[kNormed2] = {"ln2", {s, h}};
@@ -112,6 +113,172 @@ LayerLayout lm_head_layout(const LayerDims& d) {
   l.weight_kept.resize(weight_kept::kCount);
   l.weight_kept[weight_kept::kNormed] = {"ln", {s, h}};
   l.weight_kept[weight_kept::kDLogits] = {"d_logits", {s, v}};
+  return l;
+}
+
+LayerLayout token_embedding_layout(const LayerDims& d) {
+  using namespace layout::token_embedding;
+  LayerLayout l;
+  l.parameters.resize(kParamCount);
+  l.parameters[kTok] = {"tok", {d.vocab, d.hidden}, Init::normal};
+  l.kept.resize(kKeptCount);
+  l.kept[kIds] = {"ids", {d.seq}, Element::index};
+  return l;
+}
+
+// The attention's kept tensor of a block, P or its log-sum-exp.
+KeptLayout attention_scores(const LayerDims& d) {
+  return {d.attention == Attention::flash ? "attention.lse" : "attention.probs", d.attention_kept()};
+}
+
+LayerLayout llama_block_layout(const LayerDims& d) {
+  using namespace layout::llama_block;
+  const std::int64_t h = d.hidden, f = d.ffn_width, s = d.seq, qkv = d.qkv_width();
+  LayerLayout l;
+  l.parameters.resize(kParamCount);
+  l.parameters[kNorm1] = {"norm1.gamma", {h}, Init::ones};
+  l.parameters[kWqkv] = {"wqkv", {qkv, h}, Init::normal};
+  l.parameters[kWo] = {"wo", {h, h}, Init::normal};
+  l.parameters[kNorm2] = {"norm2.gamma", {h}, Init::ones};
+  l.parameters[kW1] = {"w1", {f, h}, Init::normal};
+  l.parameters[kW3] = {"w3", {f, h}, Init::normal};
+  l.parameters[kW2] = {"w2", {h, f}, Init::normal};
+  l.kept.resize(kKeptCount);
+  l.kept[kX] = {"x", {s, h}};
+  l.kept[kNormed1] = {"norm1", {s, h}};
+  l.kept[kRstd1] = {"norm1.rstd", {s}};
+  l.kept[kQkv] = {"qkv", {s, qkv}};
+  l.kept[kScores] = attention_scores(d);
+  l.kept[kAttn] = {"attention", {s, h}};
+  l.kept[kA] = {"a", {s, h}};
+  l.kept[kNormed2] = {"norm2", {s, h}};
+  l.kept[kRstd2] = {"norm2.rstd", {s}};
+  l.kept[kGate] = {"gate", {s, f}};
+  l.kept[kUp] = {"up", {s, f}};
+  l.kept[kH] = {"swiglu", {s, f}};
+  namespace w = weight_kept;
+  l.weight_kept.resize(w::kCount);
+  l.weight_kept[w::kNormed1] = {"norm1", {s, h}};
+  l.weight_kept[w::kDQkv] = {"d_qkv", {s, qkv}};
+  l.weight_kept[w::kAttn] = {"attention", {s, h}};
+  l.weight_kept[w::kDA] = {"d_a", {s, h}};
+  l.weight_kept[w::kNormed2] = {"norm2", {s, h}};
+  l.weight_kept[w::kDGate] = {"d_gate", {s, f}};
+  l.weight_kept[w::kDUp] = {"d_up", {s, f}};
+  l.weight_kept[w::kH] = {"swiglu", {s, f}};
+  l.weight_kept[w::kDOut] = {"d_out", {s, h}};
+  return l;
+}
+
+LayerLayout rms_head_layout(const LayerDims& d) {
+  using namespace layout::rms_head;
+  const std::int64_t h = d.hidden, s = d.seq, v = d.vocab;
+  LayerLayout l;
+  l.parameters.resize(kParamCount);
+  l.parameters[kGamma] = {"norm.gamma", {h}, Init::ones};
+  l.parameters[kWu] = {"wu", {v, h}, Init::normal};
+  l.kept.resize(kKeptCount);
+  l.kept[kX] = {"x", {s, h}};
+  l.kept[kNormed] = {"norm", {s, h}};
+  l.kept[kRstd] = {"norm.rstd", {s}};
+  l.kept[kProbs] = {"probs", {s, v}};
+  l.kept[kTargets] = {"targets", {s}, Element::index};
+  l.weight_kept.resize(weight_kept::kCount);
+  l.weight_kept[weight_kept::kNormed] = {"norm", {s, h}};
+  l.weight_kept[weight_kept::kDLogits] = {"d_logits", {s, v}};
+  return l;
+}
+
+LayerLayout dit_embed_layout(const LayerDims& d) {
+  using namespace layout::dit_embed;
+  const std::int64_t h = d.hidden, t = d.seq;
+  LayerLayout l;
+  l.parameters.resize(kParamCount);
+  l.parameters[kPatchW] = {"patch.w", {h, d.patch_in}, Init::normal};
+  l.parameters[kPatchB] = {"patch.b", {h}, Init::zeros};
+  l.parameters[kPos] = {"pos", {t, h}, Init::normal};
+  l.parameters[kT1] = {"t.w1", {h, kTimestepFeatures}, Init::normal};
+  l.parameters[kT1b] = {"t.b1", {h}, Init::zeros};
+  l.parameters[kT2] = {"t.w2", {h, h}, Init::normal};
+  l.parameters[kT2b] = {"t.b2", {h}, Init::zeros};
+  l.parameters[kLabels] = {"labels", {d.classes + 1, h}, Init::normal};
+  l.kept.resize(kKeptCount);
+  l.kept[kInput] = {"input", {t * d.patch_in + 2}};
+  l.kept[kFreq] = {"t.features", {kTimestepFeatures}};
+  l.kept[kTPre] = {"t.pre_silu", {h}};
+  l.kept[kTAct] = {"t.silu", {h}};
+  return l;
+}
+
+LayerLayout dit_block_layout(const LayerDims& d) {
+  using namespace layout::dit_block;
+  const std::int64_t h = d.hidden, f = d.ffn_width, t = d.seq;
+  LayerLayout l;
+  l.parameters.resize(kParamCount);
+  l.parameters[kAdaW] = {"ada.w", {6 * h, h}, Init::normal};
+  l.parameters[kAdaB] = {"ada.b", {6 * h}, Init::zeros};
+  l.parameters[kWqkv] = {"wqkv", {3 * h, h}, Init::normal};
+  l.parameters[kBqkv] = {"bqkv", {3 * h}, Init::zeros};
+  l.parameters[kWo] = {"wo", {h, h}, Init::normal};
+  l.parameters[kBo] = {"bo", {h}, Init::zeros};
+  l.parameters[kW1] = {"w1", {f, h}, Init::normal};
+  l.parameters[kB1] = {"b1", {f}, Init::zeros};
+  l.parameters[kW2] = {"w2", {h, f}, Init::normal};
+  l.parameters[kB2] = {"b2", {h}, Init::zeros};
+  l.kept.resize(kKeptCount);
+  l.kept[kX] = {"x", {t + 1, h}};
+  l.kept[kSiluC] = {"silu_c", {h}};
+  l.kept[kMod] = {"modulation", {6 * h}};
+  l.kept[kStats1] = {"ln1.stats", {t, 2}};
+  l.kept[kMod1] = {"ln1.modulated", {t, h}};
+  l.kept[kQkv] = {"qkv", {t, 3 * h}};
+  l.kept[kScores] = attention_scores(d);
+  l.kept[kAttn] = {"attention", {t, h}};
+  l.kept[kO] = {"attention.out", {t, h}};
+  l.kept[kA] = {"a", {t, h}};
+  l.kept[kStats2] = {"ln2.stats", {t, 2}};
+  l.kept[kMod2] = {"ln2.modulated", {t, h}};
+  l.kept[kPreGelu] = {"pre_gelu", {t, f}};
+  l.kept[kGelu] = {"gelu", {t, f}};
+  l.kept[kF] = {"mlp.out", {t, h}};
+  namespace w = weight_kept;
+  l.weight_kept.resize(w::kCount);
+  l.weight_kept[w::kSiluC] = {"silu_c", {h}};
+  l.weight_kept[w::kDMod] = {"d_modulation", {6 * h}};
+  l.weight_kept[w::kMod1] = {"ln1.modulated", {t, h}};
+  l.weight_kept[w::kDQkv] = {"d_qkv", {t, 3 * h}};
+  l.weight_kept[w::kAttn] = {"attention", {t, h}};
+  l.weight_kept[w::kDO] = {"d_attention.out", {t, h}};
+  l.weight_kept[w::kMod2] = {"ln2.modulated", {t, h}};
+  l.weight_kept[w::kDPreGelu] = {"d_pre_gelu", {t, f}};
+  l.weight_kept[w::kGelu] = {"gelu", {t, f}};
+  l.weight_kept[w::kDF] = {"d_mlp.out", {t, h}};
+  return l;
+}
+
+LayerLayout dit_head_layout(const LayerDims& d) {
+  using namespace layout::dit_head;
+  const std::int64_t h = d.hidden, t = d.seq, o = d.patch_out;
+  LayerLayout l;
+  l.parameters.resize(kParamCount);
+  l.parameters[kAdaW] = {"ada.w", {2 * h, h}, Init::normal};
+  l.parameters[kAdaB] = {"ada.b", {2 * h}, Init::zeros};
+  l.parameters[kW] = {"w", {o, h}, Init::normal};
+  l.parameters[kB] = {"b", {o}, Init::zeros};
+  l.kept.resize(kKeptCount);
+  l.kept[kX] = {"x", {t + 1, h}};
+  l.kept[kSiluC] = {"silu_c", {h}};
+  l.kept[kMod] = {"modulation", {2 * h}};
+  l.kept[kStats] = {"ln.stats", {t, 2}};
+  l.kept[kModulated] = {"ln.modulated", {t, h}};
+  l.kept[kOut] = {"prediction", {t, o}};
+  l.kept[kTarget] = {"target", {t, o}};
+  namespace w = weight_kept;
+  l.weight_kept.resize(w::kCount);
+  l.weight_kept[w::kSiluC] = {"silu_c", {h}};
+  l.weight_kept[w::kDMod] = {"d_modulation", {2 * h}};
+  l.weight_kept[w::kModulated] = {"ln.modulated", {t, h}};
+  l.weight_kept[w::kDOut] = {"d_prediction", {t, o}};
   return l;
 }
 
@@ -163,15 +330,36 @@ LayerLayout layer_layout(std::string_view kind, const LayerDims& dims) {
   if (kind == layer_kind::embedding) return embedding_layout(dims);
   if (kind == layer_kind::transformer_block) return transformer_block_layout(dims);
   if (kind == layer_kind::lm_head) return lm_head_layout(dims);
+  if (kind == layer_kind::token_embedding) return token_embedding_layout(dims);
+  if (kind == layer_kind::llama_block) return llama_block_layout(dims);
+  if (kind == layer_kind::rms_head) return rms_head_layout(dims);
+  if (kind == layer_kind::dit_embed) return dit_embed_layout(dims);
+  if (kind == layer_kind::dit_block) return dit_block_layout(dims);
+  if (kind == layer_kind::dit_head) return dit_head_layout(dims);
   throw InputError(fmt::format("layer kind '{}': unknown", kind));
 }
 
 LayerLayout layer_layout(const Model& model, const Layer& layer) {
-  return layer_layout(layer.kind, {.hidden = model.hidden,
-                                   .ffn_width = layer.ffn_width,
-                                   .seq = model.seq,
-                                   .heads = model.heads,
-                                   .vocab = model.vocab});
+  return layer_layout(layer.kind, layer_dims(model, layer.ffn_width));
+}
+
+LayerDims layer_dims(const Model& model, std::int64_t ffn_width) {
+  const std::int64_t patch_cells = static_cast<std::int64_t>(model.patch) * model.patch;
+  return {.hidden = model.hidden,
+          .ffn_width = ffn_width,
+          .seq = model.seq,
+          .heads = model.heads,
+          .vocab = model.vocab,
+          .kv_heads = model.kv_heads,
+          .attention = model.attention,
+          .patch_in = patch_cells * model.channels,
+          .patch_out = patch_cells * 2 * model.channels,
+          .classes = model.classes};
+}
+
+std::vector<std::int64_t> LayerDims::attention_kept() const {
+  if (attention == Attention::flash) return {heads, seq};
+  return {heads, seq, seq};
 }
 
 void count_from_layout(Layer& layer, const LayerLayout& layout) {

@@ -14,10 +14,9 @@
 #include <string_view>
 #include <vector>
 
-namespace gpipe::models {
+#include "models/model.hpp"
 
-struct Layer;
-struct Model;
+namespace gpipe::models {
 
 // GPT-2's initialisation: normal(0, 0.02) weights, zero biases, LayerNorm gamma 1 and beta 0.
 enum class Init : std::uint8_t { normal, zeros, ones };
@@ -59,14 +58,32 @@ struct LayerLayout {
 // What a kind's layout depends on (0 where a kind has no such dimension).
 struct LayerDims {
   std::int64_t hidden = 0;     // H
-  std::int64_t ffn_width = 0;  // F of an mlp_block or transformer_block
-  std::int64_t seq = 0;        // S
+  std::int64_t ffn_width = 0;  // F of an mlp_block, transformer_block, llama_block or dit_block
+  std::int64_t seq = 0;        // S (dit: T, the tokens)
   std::int64_t heads = 0;      // A
   std::int64_t vocab = 0;      // V
+  std::int64_t kv_heads = 0;   // G (llama_block); 0: = A
+  Attention attention = Attention::naive;  // what a block keeps of its attention
+  std::int64_t patch_in = 0;   // dit: P*P*C, one patch's latent values
+  std::int64_t patch_out = 0;  // dit: P*P*2C, one token's prediction (noise and variance)
+  std::int64_t classes = 0;    // dit: N (its label table has N+1 rows)
+
+  // A block's query heads' width: H (d = H/A).
+  [[nodiscard]] std::int64_t kv_groups() const { return kv_heads > 0 ? kv_heads : heads; }
+  // One token's packed q, k, v row: (A + 2G) d.
+  [[nodiscard]] std::int64_t qkv_width() const { return (heads + 2 * kv_groups()) * (hidden / heads); }
+  // The shape, per sample, of what a block's attention keeps: P [A,S,S]
+  // (naive) or its log-sum-exp per query row [A,S] (flash).
+  [[nodiscard]] std::vector<std::int64_t> attention_kept() const;
 };
+
+// DiT's sinusoidal timestep features (facebookresearch/DiT, TimestepEmbedder).
+inline constexpr std::int64_t kTimestepFeatures = 256;
 
 // The layout of a kind (one of models::layer_kind); InputError for another name.
 [[nodiscard]] LayerLayout layer_layout(std::string_view kind, const LayerDims& dims);
+// The dimensions of `model`'s layers, with a block's FFN width `ffn_width`.
+[[nodiscard]] LayerDims layer_dims(const Model& model, std::int64_t ffn_width = 0);
 // The layout of `layer`, a layer of `model`.
 [[nodiscard]] LayerLayout layer_layout(const Model& model, const Layer& layer);
 
@@ -107,8 +124,8 @@ namespace transformer_block {
 enum Param : std::size_t {
   kGamma1, kBeta1, kWqkv, kBqkv, kWo, kBo, kGamma2, kBeta2, kW1, kB1, kW2, kB2, kParamCount
 };
-// x, LN1 out, qkv, P, attention out, a, LN2 out, pre-GELU, GELU out, LN1 and
-// LN2 (mean, rstd).
+// x, LN1 out, qkv, P (attn=flash: its log-sum-exp), attention out, a, LN2
+// out, pre-GELU, GELU out, LN1 and LN2 (mean, rstd).
 enum Kept : std::size_t {
   kX, kNormed1, kQkv, kProbs, kAttn, kA, kNormed2, kPreGelu, kGelu, kStats1, kStats2, kKeptCount
 };
@@ -130,6 +147,77 @@ namespace weight_kept {
 enum Kept : std::size_t { kNormed, kDLogits, kCount };
 }  // namespace weight_kept
 }  // namespace lm_head
+
+namespace token_embedding {
+enum Param : std::size_t { kTok, kParamCount };
+enum Kept : std::size_t { kIds, kKeptCount };
+// As embedding's: I does the weight gradient, W keeps nothing.
+}  // namespace token_embedding
+
+namespace llama_block {
+// RMSNorm gammas, no biases; w1 the SwiGLU gate, w3 its up projection, w2 down.
+enum Param : std::size_t { kNorm1, kWqkv, kWo, kNorm2, kW1, kW3, kW2, kParamCount };
+// x, norm1 out, its rstd, qkv after the rotary embedding, P or its
+// log-sum-exp, attention out, a, norm2 out, its rstd, gate, up, silu(gate) up.
+enum Kept : std::size_t {
+  kX, kNormed1, kRstd1, kQkv, kScores, kAttn, kA, kNormed2, kRstd2, kGate, kUp, kH, kKeptCount
+};
+// Each Linear's input and output gradient: Wqkv (norm1 out, d qkv before
+// the rotary embedding), Wo (attention out, d a), w1 and w3 (norm2 out,
+// d gate, d up), w2 (silu(gate) up, d y); the gammas are done in I.
+namespace weight_kept {
+enum Kept : std::size_t { kNormed1, kDQkv, kAttn, kDA, kNormed2, kDGate, kDUp, kH, kDOut, kCount };
+}  // namespace weight_kept
+}  // namespace llama_block
+
+namespace rms_head {
+enum Param : std::size_t { kGamma, kWu, kParamCount };
+// x, norm out, its rstd, softmax probabilities, targets.
+enum Kept : std::size_t { kX, kNormed, kRstd, kProbs, kTargets, kKeptCount };
+namespace weight_kept {
+enum Kept : std::size_t { kNormed, kDLogits, kCount };
+}  // namespace weight_kept
+}  // namespace rms_head
+
+namespace dit_embed {
+// Patch embedding (a P x P convolution of stride P: one Linear per patch),
+// position table, timestep MLP (256 -> H -> H), label table (N+1 rows).
+enum Param : std::size_t { kPatchW, kPatchB, kPos, kT1, kT1b, kT2, kT2b, kLabels, kParamCount };
+// The input (patches, timestep, label), the timestep's sinusoidal features,
+// the MLP's pre-SiLU and SiLU output. Its weight gradients need d tokens
+// [T,H], more than it keeps: I does them, W keeps nothing.
+enum Kept : std::size_t { kInput, kFreq, kTPre, kTAct, kKeptCount };
+}  // namespace dit_embed
+
+namespace dit_block {
+enum Param : std::size_t { kAdaW, kAdaB, kWqkv, kBqkv, kWo, kBo, kW1, kB1, kW2, kB2, kParamCount };
+// x (with the conditioning row c), SiLU(c), the six modulation vectors,
+// LN1 (mean, rstd), modulated LN1 out, qkv, P or its log-sum-exp, attention
+// out, Wo's out, a, LN2 (mean, rstd), modulated LN2 out, pre-GELU, GELU out,
+// W2's out.
+enum Kept : std::size_t {
+  kX, kSiluC, kMod, kStats1, kMod1, kQkv, kScores, kAttn, kO, kA, kStats2, kMod2, kPreGelu, kGelu,
+  kF, kKeptCount
+};
+// Each Linear's input and output gradient: adaLN (SiLU(c), d modulation),
+// Wqkv (modulated LN1 out, d qkv), Wo (attention out, d o), W1 (modulated
+// LN2 out, d pre-GELU), W2 (GELU out, d f).
+namespace weight_kept {
+enum Kept : std::size_t {
+  kSiluC, kDMod, kMod1, kDQkv, kAttn, kDO, kMod2, kDPreGelu, kGelu, kDF, kCount
+};
+}  // namespace weight_kept
+}  // namespace dit_block
+
+namespace dit_head {
+enum Param : std::size_t { kAdaW, kAdaB, kW, kB, kParamCount };
+// x (with c), SiLU(c), shift and scale, LN (mean, rstd), modulated LN out,
+// the prediction, the target.
+enum Kept : std::size_t { kX, kSiluC, kMod, kStats, kModulated, kOut, kTarget, kKeptCount };
+namespace weight_kept {
+enum Kept : std::size_t { kSiluC, kDMod, kModulated, kDOut, kCount };
+}  // namespace weight_kept
+}  // namespace dit_head
 
 }  // namespace layout
 

@@ -8,21 +8,33 @@ namespace gpipe::models {
 
 int bytes_per_element(std::string_view dtype) {
   if (dtype == "fp32") return 4;
-  if (dtype == "bf16" || dtype == "fp16") return 2;
-  throw InputError(fmt::format("dtype '{}': unknown (fp32, bf16, fp16)", dtype));
+  if (dtype == "bf16" || dtype == "fp16" || dtype == "fp8") return 2;
+  throw InputError(fmt::format("dtype '{}': unknown (fp32, bf16, fp16, fp8)", dtype));
 }
 
 int bytes_per_element(DType dtype) { return bytes_per_element(to_string(dtype)); }
 
-std::string_view to_string(DType dtype) { return dtype == DType::fp32 ? "fp32" : "bf16"; }
+std::string_view to_string(DType dtype) {
+  switch (dtype) {
+    case DType::fp32: return "fp32";
+    case DType::bf16: return "bf16";
+    case DType::fp8: return "fp8";
+  }
+  return "bf16";
+}
+
+std::string_view to_string(Attention attention) {
+  return attention == Attention::flash ? "flash" : "naive";
+}
 
 std::optional<DType> parse_dtype(std::string_view text) {
   if (text == "fp32") return DType::fp32;
   if (text == "bf16") return DType::bf16;
+  if (text == "fp8") return DType::fp8;
   return std::nullopt;
 }
 
-std::string_view dtype_names() { return "fp32, bf16"; }
+std::string_view dtype_names() { return "fp32, bf16, fp8"; }
 
 namespace {
 

@@ -94,16 +94,23 @@
 
 namespace gpipe::models {
 
-enum class DType { fp32, bf16 };
+// fp8: the GEMMs in fp8 at the device's fp8 rate (Transformer Engine's
+// recipe), every stored tensor as under bf16: weights, gradients,
+// activations and messages 2 bytes an element, with the fp32 master copy and
+// optimizer state of mixed precision. (Transformer Engine may keep a GEMM's
+// input as its fp8 cast instead, 1 byte; gpipe counts 2: an upper bound.)
+// Only the analytic profile takes fp8; the executors run fp32 and bf16.
+enum class DType { fp32, bf16, fp8 };
 
-// Bytes of one element of a dtype named as a profile's "dtype" field names it:
-// fp32 4, bf16 2, and fp16 2 (a measured profile may carry it, though no run
-// here makes one); throws InputError naming the dtype otherwise.
+// Bytes of one stored element of a dtype named as a profile's "dtype" field
+// names it: fp32 4, bf16 2, fp16 2 (a measured profile may carry it, though
+// no run here makes one), fp8 2 (stored as bf16, above); throws InputError
+// naming the dtype otherwise.
 [[nodiscard]] int bytes_per_element(std::string_view dtype);
-[[nodiscard]] int bytes_per_element(DType dtype);  // bytes_per_element(to_string(dtype)): 4 or 2
+[[nodiscard]] int bytes_per_element(DType dtype);  // bytes_per_element(to_string(dtype))
 [[nodiscard]] std::string_view to_string(DType dtype);
 [[nodiscard]] std::optional<DType> parse_dtype(std::string_view text);
-// The names parse_dtype() accepts ("fp32, bf16"), for help texts and errors.
+// The names parse_dtype() accepts ("fp32, bf16, fp8"), for help texts and errors.
 [[nodiscard]] std::string_view dtype_names();
 
 // The kind names above; the profile JSON's "kind" field uses the same strings.
@@ -113,7 +120,20 @@ inline constexpr std::string_view mse_loss = "mse_loss";
 inline constexpr std::string_view embedding = "embedding";
 inline constexpr std::string_view transformer_block = "transformer_block";
 inline constexpr std::string_view lm_head = "lm_head";
+// The llama family's (models/llama.cpp) and the dit family's (models/dit.cpp).
+inline constexpr std::string_view token_embedding = "token_embedding";
+inline constexpr std::string_view llama_block = "llama_block";
+inline constexpr std::string_view rms_head = "rms_head";
+inline constexpr std::string_view dit_embed = "dit_embed";
+inline constexpr std::string_view dit_block = "dit_block";
+inline constexpr std::string_view dit_head = "dit_head";
 }  // namespace layer_kind
+
+// How a block computes attention (the spec's attn=): naive keeps the softmax
+// probabilities [A,S,S] for the backward; flash keeps one log-sum-exp per
+// query row and head [A,S] and recomputes the probabilities in the backward.
+enum class Attention : std::uint8_t { naive, flash };
+[[nodiscard]] std::string_view to_string(Attention attention);
 
 struct Layer {
   std::string name;  // "embed", "block0", ..., "head" (lm_head) / "loss" (mse_loss)
@@ -160,14 +180,20 @@ struct LayerBytes {
 
 struct Model {
   std::string spec;    // canonical SPEC: keys in fixed order, defaults left out
-  std::string family;  // "mlp", "transformer", "unbalanced"
+  std::string family;  // "mlp", "transformer", "unbalanced", "llama", "dit"
   std::vector<Layer> layers;
   // Shape, for the executor. num_blocks is the SPEC's `layers=` (blocks only).
   int num_blocks = 0;
   int hidden = 0;
-  int heads = 0;  // transformer only, else 0
-  int seq = 0;    // transformer only (tokens per sample), else 0
-  int vocab = 0;  // transformer only, else 0
+  int heads = 0;     // transformer, llama, dit; else 0
+  int kv_heads = 0;  // key/value heads G (llama's grouped-query attention; = heads otherwise), else 0
+  int seq = 0;       // tokens per sample: transformer, llama, dit (its T); else 0
+  int vocab = 0;     // transformer, llama; else 0
+  Attention attention = Attention::naive;
+  int rope_theta = 0;   // llama: the rotary embedding's base
+  int patch = 0;        // dit: patch side P
+  int channels = 0;     // dit: latent channels C (the output has 2C: noise and variance)
+  int classes = 0;      // dit: class labels (the table has one more row, the unconditional label)
 
   [[nodiscard]] std::int64_t params() const;
   bool operator==(const Model&) const = default;

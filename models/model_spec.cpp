@@ -1,6 +1,5 @@
 #include "models/model_spec.hpp"
 
-#include <array>
 #include <charconv>
 #include <map>
 #include <optional>
@@ -10,14 +9,21 @@
 #include <fmt/format.h>
 
 #include "models/families.hpp"
+#include "models/presets.hpp"
 #include "schedules/error.hpp"
 
 namespace gpipe::models {
 namespace {
 
+// A key's value is an integer in [1, most] (layers: up to kMaxModelLayers),
+// or one of attn's names, held as its Attention's integer.
+enum class ValueKind { integer, attention };
+
 struct Key {
   std::string_view name;
-  std::optional<int> default_value;  // nullopt: required
+  std::optional<int> default_value;  // nullopt: required, unless default_key
+  std::string_view default_key = {};  // the key whose value it defaults to (kv_heads: heads)
+  ValueKind kind = ValueKind::integer;
 };
 
 struct Family {
@@ -25,12 +31,23 @@ struct Family {
   std::vector<Key> keys;  // in canonical order
 };
 
+constexpr int kNaive = static_cast<int>(Attention::naive);
+constexpr int kFlash = static_cast<int>(Attention::flash);
+
 std::vector<Family> families() {
   return {
       {"mlp", {{"layers", {}}, {"hidden", {}}}},
       {"transformer",
-       {{"layers", {}}, {"hidden", {}}, {"heads", {}}, {"seq", {}}, {"vocab", kDefaultVocab}}},
+       {{"layers", {}}, {"hidden", {}}, {"heads", {}}, {"seq", {}}, {"vocab", kDefaultVocab},
+        {"attn", kNaive, {}, ValueKind::attention}}},
       {"unbalanced", {{"layers", {}}, {"hidden", {}}}},
+      {"llama",
+       {{"layers", {}}, {"hidden", {}}, {"heads", {}}, {"kv_heads", {}, "heads"}, {"ffn", {}},
+        {"seq", {}}, {"vocab", {}}, {"attn", kFlash, {}, ValueKind::attention},
+        {"rope_theta", kDefaultRopeTheta}}},
+      {"dit",
+       {{"layers", {}}, {"hidden", {}}, {"heads", {}}, {"tokens", {}}, {"patch", 2},
+        {"channels", 4}, {"classes", 1000}, {"attn", kFlash, {}, ValueKind::attention}}},
   };
 }
 
@@ -52,22 +69,21 @@ class SpecParser {
   Model parse() {
     const std::size_t colon = spec_.find(':');
     const std::string_view name = spec_.substr(0, colon);
-    const Family family = find_family(name);
-    const Values values =
-        read_values(family, colon == std::string_view::npos ? "" : spec_.substr(colon + 1));
-    if (family.name == "mlp") return build_mlp(values.at("layers"), values.at("hidden"));
-    if (family.name == "unbalanced") {
-      return build_unbalanced(values.at("layers"), values.at("hidden"));
+    const std::string_view body = colon == std::string_view::npos ? "" : spec_.substr(colon + 1);
+    Values values;
+    Family family;
+    if (const Preset* preset = find_preset(name)) {
+      // The preset's own spec first, then the user's overrides over it.
+      const std::string_view base = preset->spec;
+      family = find_family(base.substr(0, base.find(':')));
+      values = read_values(family, base.substr(base.find(':') + 1));
+      for (auto& [key, value] : read_values(family, body)) values[key] = value;
+    } else {
+      family = find_family(name);
+      values = read_values(family, body);
     }
-    const TransformerShape shape{.layers = values.at("layers"),
-                                 .hidden = values.at("hidden"),
-                                 .heads = values.at("heads"),
-                                 .seq = values.at("seq"),
-                                 .vocab = values.at("vocab")};
-    if (shape.hidden % shape.heads != 0) {
-      throw fail(fmt::format("hidden={} is not divisible by heads={}", shape.hidden, shape.heads));
-    }
-    return build_transformer(shape);
+    fill_defaults(family, values);
+    return build(family, values);
   }
 
  private:
@@ -79,7 +95,45 @@ class SpecParser {
     for (Family& family : families()) {
       if (family.name == name) return family;
     }
-    throw fail(fmt::format("unknown family '{}' (known: {})", name, model_families()));
+    throw fail(fmt::format("unknown family or preset '{}' (families: {}; presets: {})", name,
+                           model_families(), preset_names()));
+  }
+
+  Model build(const Family& family, const Values& v) const {
+    const auto attention = [&] { return static_cast<Attention>(v.at("attn")); };
+    if (family.name == "mlp") return build_mlp(v.at("layers"), v.at("hidden"));
+    if (family.name == "unbalanced") return build_unbalanced(v.at("layers"), v.at("hidden"));
+    check_heads(v.at("hidden"), v.at("heads"));
+    if (family.name == "transformer") {
+      return build_transformer({.layers = v.at("layers"), .hidden = v.at("hidden"),
+                                .heads = v.at("heads"), .seq = v.at("seq"),
+                                .vocab = v.at("vocab"), .attention = attention()});
+    }
+    if (family.name == "llama") {
+      const int heads = v.at("heads");
+      const int kv_heads = v.at("kv_heads");
+      if (heads % kv_heads != 0) {
+        throw fail(fmt::format("heads={} is not divisible by kv_heads={}", heads, kv_heads));
+      }
+      if ((v.at("hidden") / heads) % 2 != 0) {
+        throw fail(fmt::format("head width hidden/heads = {} is odd; the rotary embedding "
+                               "rotates pairs", v.at("hidden") / heads));
+      }
+      return build_llama({.layers = v.at("layers"), .hidden = v.at("hidden"), .heads = heads,
+                          .kv_heads = kv_heads, .ffn = v.at("ffn"), .seq = v.at("seq"),
+                          .vocab = v.at("vocab"), .attention = attention(),
+                          .rope_theta = v.at("rope_theta")});
+    }
+    return build_dit({.layers = v.at("layers"), .hidden = v.at("hidden"), .heads = v.at("heads"),
+                      .tokens = v.at("tokens"), .patch = v.at("patch"),
+                      .channels = v.at("channels"), .classes = v.at("classes"),
+                      .attention = attention()});
+  }
+
+  void check_heads(int hidden, int heads) const {
+    if (hidden % heads != 0) {
+      throw fail(fmt::format("hidden={} is not divisible by heads={}", hidden, heads));
+    }
   }
 
   Values read_values(const Family& family, std::string_view body) const {
@@ -94,31 +148,47 @@ class SpecParser {
         throw fail(fmt::format("entry '{}' is not key=value", entry));
       }
       const std::string_view key = entry.substr(0, equals);
-      bool known = false;
-      for (const Key& k : family.keys) known = known || k.name == key;
-      if (!known) {
+      const Key* known = nullptr;
+      for (const Key& k : family.keys) {
+        if (k.name == key) known = &k;
+      }
+      if (known == nullptr) {
         throw fail(fmt::format("unknown key '{}' for family '{}' (keys: {})", key, family.name,
                                key_names(family)));
       }
       if (values.contains(key)) throw fail(fmt::format("duplicated key '{}'", key));
-      values.emplace(std::string(key), read_value(key, entry.substr(equals + 1)));
-    }
-    for (const Key& key : family.keys) {
-      if (values.contains(key.name)) continue;
-      if (!key.default_value) throw fail(fmt::format("missing required key '{}'", key.name));
-      values.emplace(std::string(key.name), *key.default_value);
+      values.emplace(std::string(key), read_value(*known, entry.substr(equals + 1)));
     }
     return values;
   }
 
-  int read_value(std::string_view key, std::string_view text) const {
+  void fill_defaults(const Family& family, Values& values) const {
+    for (const Key& key : family.keys) {
+      if (values.contains(key.name)) continue;
+      if (!key.default_key.empty() && values.contains(key.default_key)) {
+        values.emplace(std::string(key.name), values.at(std::string(key.default_key)));
+      } else if (key.default_value) {
+        values.emplace(std::string(key.name), *key.default_value);
+      } else {
+        throw fail(fmt::format("missing required key '{}'", key.name));
+      }
+    }
+  }
+
+  int read_value(const Key& key, std::string_view text) const {
+    if (key.kind == ValueKind::attention) {
+      if (text == "flash") return kFlash;
+      if (text == "naive") return kNaive;
+      throw fail(fmt::format("key '{}' must be flash or naive, got '{}'", key.name, text));
+    }
     long long value = 0;
     const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
     const bool integer = !text.empty() && text.front() != '+' && end == text.data() + text.size();
     // Layers bound the partitioner's work (about quadratic in them) and every per-layer table.
-    const long long most = key == "layers" ? kMaxModelLayers : kMaxSpecValue;
+    const long long most = key.name == "layers" ? kMaxModelLayers : kMaxSpecValue;
     if (ec != std::errc{} || !integer || value < 1 || value > most) {
-      throw fail(fmt::format("key '{}' must be an integer from 1 to {}, got '{}'", key, most, text));
+      throw fail(fmt::format("key '{}' must be an integer from 1 to {}, got '{}'", key.name, most,
+                             text));
     }
     return static_cast<int>(value);
   }
@@ -130,6 +200,15 @@ class SpecParser {
 
 Model parse_model(std::string_view spec) { return SpecParser(spec).parse(); }
 
-std::string_view model_families() { return "mlp, transformer, unbalanced"; }
+std::string model_spec_help() {
+  return "Model SPEC: mlp:layers=L,hidden=H; unbalanced:layers=L,hidden=H; "
+         "transformer:layers=L,hidden=H,heads=A,seq=S[,vocab=V][,attn=naive|flash]; "
+         "llama:layers=L,hidden=H,heads=A[,kv_heads=G],ffn=F,seq=S,vocab=V[,attn=flash|naive]"
+         "[,rope_theta=R]; dit:layers=L,hidden=H,heads=A,tokens=T[,patch=P,channels=C,classes=N]"
+         "[,attn=flash|naive]; or a preset (" +
+         preset_names() + "), overridden as llama3-8b:seq=4096";
+}
+
+std::string_view model_families() { return "mlp, transformer, unbalanced, llama, dit"; }
 
 }  // namespace gpipe::models

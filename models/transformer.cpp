@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "models/attention_cost.hpp"
 #include "models/families.hpp"
 #include "models/layer_layout.hpp"
 
@@ -15,7 +16,7 @@ namespace {
 
 LayerDims dims_of(const TransformerShape& shape, std::int64_t ffn_width = 0) {
   return {.hidden = shape.hidden, .ffn_width = ffn_width, .seq = shape.seq, .heads = shape.heads,
-          .vocab = shape.vocab};
+          .vocab = shape.vocab, .attention = shape.attention};
 }
 
 }  // namespace
@@ -42,20 +43,21 @@ Layer transformer_block_layer(std::string name, const TransformerShape& shape) {
   const double sd = static_cast<double>(s);
   // Wqkv 6SH^2, Wo 2SH^2, W1 8SH^2, W2 8SH^2.
   const double linears = 24.0 * sd * hd * hd;
-  // One S x S product over all heads: 2 * S * S * (H/A) * A.
-  const double attention_product = 2.0 * sd * sd * hd;
+  // naive: q k^T and P v forward, dq, dk, dP, dv backward, full S x S each.
+  const AttentionFlops attention = attention_flops(s, h, /*causal=*/true, shape.attention);
   Layer layer;
   layer.name = std::move(name);
   layer.kind = std::string(layer_kind::transformer_block);
   layer.ffn_width = 4 * h;
-  layer.fwd_flops = linears + 2.0 * attention_product;        // q k^T, P v
-  layer.bwd_input_flops = linears + 4.0 * attention_product;  // dq, dk, dP, dv
+  layer.fwd_flops = linears + attention.forward;
+  layer.bwd_input_flops = linears + attention.backward;
   layer.bwd_weight_flops = linears;
   layer.input_elems = s * h;
   layer.output_elems = s * h;
   // 12H^2 + 13H parameters; it keeps x, LN1 out, q/k/v (3), attention out, a,
   // LN2 out, pre-GELU (4), GELU out (4) = 16 rows of H per token, two
-  // LayerNorms' mean and rstd, and P over all heads: 16SH + 4S + AS^2.
+  // LayerNorms' mean and rstd, and P over all heads: 16SH + 4S + AS^2
+  // (attn=flash: the log-sum-exp, AS, for P).
   count_from_layout(layer, layer_layout(layer.kind, dims_of(shape, layer.ffn_width)));
   return layer;
 }
@@ -88,12 +90,17 @@ Model build_transformer(const TransformerShape& shape) {
   model.spec = fmt::format("transformer:layers={},hidden={},heads={},seq={}", shape.layers,
                            shape.hidden, shape.heads, shape.seq);
   if (shape.vocab != kDefaultVocab) model.spec += fmt::format(",vocab={}", shape.vocab);
+  if (shape.attention != Attention::naive) {
+    model.spec += fmt::format(",attn={}", to_string(shape.attention));
+  }
   model.family = "transformer";
   model.num_blocks = shape.layers;
   model.hidden = shape.hidden;
   model.heads = shape.heads;
   model.seq = shape.seq;
   model.vocab = shape.vocab;
+  model.kv_heads = shape.heads;
+  model.attention = shape.attention;
   model.layers.push_back(embedding_layer(shape));
   for (int i = 0; i < shape.layers; ++i) {
     model.layers.push_back(transformer_block_layer(fmt::format("block{}", i), shape));

@@ -106,6 +106,7 @@ Profile analytic_profile(const models::Model& model, const Device& device, model
 
   Profile profile;
   profile.device = std::string(device.name);
+  profile.device_memory_bytes = device.memory_bytes;
   profile.source = "analytic";
   profile.dtype = std::string(models::to_string(dtype));
   profile.model = model.spec;

@@ -137,6 +137,12 @@ std::string device_keys(std::span<const Device> table) {
 
 double peak_flops(const Device& device, models::DType dtype) {
   if (dtype == models::DType::bf16) return device.bf16_tflops * 1e12;
+  if (dtype == models::DType::fp8) {
+    if (!device.fp8_tflops) {
+      throw InputError(fmt::format("--dtype fp8: {} has no fp8 tensor cores in the device table", device.key));
+    }
+    return *device.fp8_tflops * 1e12;
+  }
   if (!device.fp32_tflops) {
     throw InputError(fmt::format("--dtype fp32: the device table gives {} no fp32 rate", device.key));
   }

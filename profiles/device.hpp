@@ -31,6 +31,14 @@ struct Device {
   bool operator==(const Device&) const = default;
 };
 
+// What `--memory-limit device` leaves a rank of a device's capacity: 5 % is
+// held back for what no profile counts (the CUDA context, NCCL's buffers,
+// the caching allocator's fragmentation), so an 80 GB H100 gives 76 GB.
+inline constexpr int kDeviceMemoryReservePercent = 5;
+[[nodiscard]] constexpr std::int64_t usable_device_memory(std::int64_t capacity_bytes) {
+  return capacity_bytes - capacity_bytes / 100 * kDeviceMemoryReservePercent;
+}
+
 // The shipped table (profiles/devices.json), in its order.
 [[nodiscard]] std::span<const Device> known_devices();
 

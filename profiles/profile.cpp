@@ -325,6 +325,9 @@ Profile profile_from_json(const json& document, std::string_view origin) {
 
   Profile profile;
   profile.device = root.object_member("device").string();
+  if (const auto memory = root.optional_member("device_memory_bytes")) {
+    profile.device_memory_bytes = memory->non_negative_integer();
+  }
   profile.source = read_source(root.object_member("source"));
   profile.dtype = root.object_member("dtype").string();
   profile.model = root.object_member("model").string();
@@ -374,6 +377,7 @@ json head_to_json(const Profile& profile, json layers) {
               {"model", profile.model},
               {"link", link_to_json(profile.link)},
               {"layers", std::move(layers)}};
+  if (profile.device_memory_bytes) out["device_memory_bytes"] = *profile.device_memory_bytes;
   if (!profile.contention.empty()) {
     json points = json::array();
     for (const ContentionPoint& c : profile.contention) {

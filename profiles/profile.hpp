@@ -99,6 +99,9 @@ inline constexpr double kMaxSlowdown = 100;  // what a contention point may say:
 
 struct Profile {
   std::string device;  // the hardware it was measured on
+  // The device's memory capacity, where the profile knows it (an analytic
+  // profile: its device table's row); `--memory-limit device` starts from it.
+  std::optional<std::int64_t> device_memory_bytes;
   std::string source;  // one of kProfileSources
   std::string dtype;
   std::string model;   // the model SPEC string

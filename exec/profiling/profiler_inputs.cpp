@@ -5,14 +5,23 @@
 
 #include <fmt/format.h>
 
+#include "models/layer_layout.hpp"
 #include "schedules/error.hpp"
 
 namespace gpipe::exec {
 namespace {
 
-std::vector<std::int64_t> float_shape(const models::Model& model, int b, std::int64_t elems) {
-  if (model.seq > 0 && elems % model.seq == 0) return {b, model.seq, elems / model.seq};
-  return {b, elems};
+// The executor's shape of a layer's floating input (the first tensor it
+// keeps) or target (the one named "target"), from the kind's layout.
+std::vector<std::int64_t> input_shape(const models::LayerLayout& layout, int b) {
+  return layout.kept_shape(0, b);
+}
+
+std::vector<std::int64_t> target_shape(const models::LayerLayout& layout, int b) {
+  for (std::size_t i = 0; i < layout.kept.size(); ++i) {
+    if (layout.kept[i].name == "target") return layout.kept_shape(i, b);
+  }
+  throw std::logic_error("a layer with a floating target keeps no tensor named target");
 }
 
 Tensor random_tokens(std::int64_t b, std::int64_t per_sample, int vocab, std::mt19937_64& rng) {
@@ -47,15 +56,26 @@ std::vector<int> checked_micro_batch_sizes(std::span<const int> sizes) {
 LayerInputs random_layer_inputs(const models::Model& model, const models::Layer& layer, int b,
                                 std::mt19937_64& rng) {
   LayerInputs in;
+  const models::LayerLayout layout = models::layer_layout(model, layer);
   if (layer.input_index_bytes > 0) {
     in.input = random_tokens(b, layer.input_index_bytes / 4, model.vocab, rng);
   } else {
-    in.input = random_normal(float_shape(model, b, layer.input_elems), 1.0F, rng);
+    in.input = random_normal(input_shape(layout, b), 1.0F, rng);
+  }
+  if (layer.kind == models::layer_kind::dit_embed) {
+    // Each sample ends with its timestep and class label: integers, not noise.
+    const std::int64_t width = layer.input_elems;
+    std::uniform_int_distribution<int> step(0, 999);
+    std::uniform_int_distribution<int> label(0, std::max(model.classes, 1) - 1);
+    for (std::int64_t n = 0; n < b; ++n) {
+      in.input.f32()[static_cast<std::size_t>(n * width + width - 2)] = static_cast<float>(step(rng));
+      in.input.f32()[static_cast<std::size_t>(n * width + width - 1)] = static_cast<float>(label(rng));
+    }
   }
   if (layer.target_index_bytes > 0) {
     in.target = random_tokens(b, layer.target_index_bytes / 4, model.vocab, rng);
   } else if (layer.target_elems > 0) {
-    in.target = random_normal(float_shape(model, b, layer.target_elems), 1.0F, rng);
+    in.target = random_normal(target_shape(layout, b), 1.0F, rng);
   }
   return in;
 }

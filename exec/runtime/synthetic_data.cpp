@@ -41,6 +41,8 @@ Random sample_stream(std::uint64_t seed, int step, std::int64_t sample) {
 constexpr int kRecurrenceMultiplier = 5;
 constexpr int kRecurrenceIncrement = 3;
 constexpr int kNoiseOneIn = 8;
+// DiT's diffusion runs 1000 steps; a timestep is one of them.
+constexpr int kDiffusionSteps = 1000;
 
 }  // namespace
 
@@ -49,7 +51,8 @@ SyntheticTask::SyntheticTask(const models::Model& model, std::uint64_t seed)
 
 Batch SyntheticTask::batch(int step, std::int64_t samples) const {
   const std::int64_t hidden = model_->hidden;
-  if (model_->family != "transformer") {
+  if (model_->family == "dit") return diffusion_batch(step, samples);
+  if (model_->family != "transformer" && model_->family != "llama") {
     Batch batch{Tensor({samples, hidden}), Tensor({samples, hidden})};
     auto x = batch.inputs.f32();
     auto t = batch.targets.f32();
@@ -79,6 +82,30 @@ Batch SyntheticTask::batch(int step, std::int64_t samples) const {
     for (std::int64_t s = 0; s < seq; ++s) {
       ids[n * seq + s] = tokens[s];
       targets[n * seq + s] = tokens[s + 1];
+    }
+  }
+  return batch;
+}
+
+Batch SyntheticTask::diffusion_batch(int step, std::int64_t samples) const {
+  const std::int64_t tokens = model_->seq;
+  const std::int64_t patch_in = static_cast<std::int64_t>(model_->patch) * model_->patch * model_->channels;
+  const std::int64_t patch_out = 2 * patch_in;
+  const std::int64_t width = tokens * patch_in + 2;
+  Batch batch{Tensor({samples, width}), Tensor({samples, tokens, patch_out})};
+  float* x = batch.inputs.f32().data();
+  float* t = batch.targets.f32().data();
+  for (std::int64_t n = 0; n < samples; ++n) {
+    Random random = sample_stream(seed_, step, n);
+    float* row = x + n * width;
+    for (std::int64_t j = 0; j < tokens * patch_in; ++j) row[j] = static_cast<float>(random.normal());
+    row[tokens * patch_in] = static_cast<float>(random.below(kDiffusionSteps));
+    row[tokens * patch_in + 1] = static_cast<float>(random.below(model_->classes));
+    float* target = t + n * tokens * patch_out;
+    for (std::int64_t k = 0; k < tokens; ++k) {
+      for (std::int64_t j = 0; j < patch_out; ++j) {
+        target[k * patch_out + j] = 0.5F * row[k * patch_in + j % patch_in];
+      }
     }
   }
   return batch;

@@ -3,10 +3,13 @@
 //
 // mlp, unbalanced: input x ~ normal(0, 1) [H]; target t_j = 0.5 * x_{(j+1) mod H}
 //   (a fixed linear map the residual MLP can learn).
-// transformer: token sequences that follow t[s+1] = (5 t[s] + 3) mod V from a
+// transformer, llama: token sequences that follow t[s+1] = (5 t[s] + 3) mod V from a
 //   random first token, with 1 token in 8 replaced by a uniform random one; the
 //   target of position s is the token at s+1 (the sequence is drawn one token
 //   longer than S). Attention and the head can learn the recurrence.
+// dit: a latent of T patches x ~ normal(0, 1) [T, P*P*C], then a timestep in
+//   [0, 1000) and a class label in [0, N), as floats (input [T*P*P*C + 2]);
+//   target [T, P*P*2C], t[k][j] = 0.5 * x[k][j mod P*P*C] (a fixed linear map).
 //
 // A mini-batch depends only on (seed, step), never on how it is split, so
 // every schedule and every K, M trains on the same samples.
@@ -20,8 +23,8 @@
 namespace gpipe::exec {
 
 struct Batch {
-  Tensor inputs;   // f32 [N, H] or i32 [N, S]
-  Tensor targets;  // f32 [N, H] or i32 [N, S]
+  Tensor inputs;   // f32 [N, H], i32 [N, S] or (dit) f32 [N, T*P*P*C + 2]
+  Tensor targets;  // f32 [N, H], i32 [N, S] or (dit) f32 [N, T, P*P*2C]
 };
 
 class SyntheticTask {
@@ -31,6 +34,8 @@ class SyntheticTask {
   [[nodiscard]] Batch batch(int step, std::int64_t samples) const;
 
  private:
+  [[nodiscard]] Batch diffusion_batch(int step, std::int64_t samples) const;
+
   const models::Model* model_;
   std::uint64_t seed_;
 };

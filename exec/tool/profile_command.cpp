@@ -201,7 +201,7 @@ Subcommand add_profile_run_command(CLI::App& app) {
                  "times; input, output and stash bytes) and write a profile for gpipe-sim");
   add_backend_flag(*cmd, f->backend);
   cmd->add_option("--model", f->model,
-                  "Model SPEC, e.g. transformer:layers=2,hidden=64,heads=4,seq=16")
+                 models::model_spec_help())
       ->required();
   cmd->add_option("--micro-batch-sizes", f->micro_batch_sizes,
                   "Micro-batch sizes to measure: 1,2,4,8 or 1..8")

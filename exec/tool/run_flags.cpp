@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "models/model_spec.hpp"
 #include "models/optimizer.hpp"
 #include "schedules/error.hpp"
 
@@ -18,8 +19,7 @@ void add_backend_flag(CLI::App& cmd, std::string& backend) {
 void RunFlags::add_to(CLI::App& cmd, const std::string& profile_help) {
   add_backend_flag(cmd, backend);
   cmd.add_option("--model", model,
-                 "Model SPEC: mlp:layers=L,hidden=H, transformer:layers=L,hidden=H,heads=A,seq=S[,vocab=V] "
-                 "or unbalanced:layers=L,hidden=H")
+                 models::model_spec_help())
       ->required();
   cmd.add_option("--backward-order", backward_order, "GPipe backward order")
       ->check(CLI::IsMember({"reverse", "forward"}))

@@ -13,6 +13,7 @@
 #include "cli/int_list.hpp"
 #include "cli/path_flag.hpp"
 #include "models/model_spec.hpp"
+#include "models/presets.hpp"
 #include "profiles/analytic.hpp"
 #include "profiles/device.hpp"
 #include "schedules/error.hpp"
@@ -29,6 +30,33 @@ struct ProfileFlags {
   std::string out;
   profiles::AnalyticOptions options;
 };
+
+// 8030261248 as "8,030,261,248".
+std::string grouped(std::int64_t n) {
+  std::string digits = std::to_string(n);
+  for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3) digits.insert(static_cast<std::size_t>(i), ",");
+  return digits;
+}
+
+// "8,030,261,248 parameters; forward 140.6 TFLOP per sample", and, for a
+// preset the user did not override, what its authors publish.
+std::string model_size_line(std::string_view spec, const models::Model& model) {
+  double forward = 0;
+  for (const models::Layer& layer : model.layers) forward += layer.fwd_flops;
+  std::string line = fmt::format("{} parameters; forward {:.4g} GFLOP per sample", grouped(model.params()),
+                                 forward / 1e9);
+  const models::Preset* preset = models::find_preset(spec);
+  if (preset != nullptr) {
+    line += fmt::format("\npreset {}: published {} parameters", preset->name,
+                        grouped(preset->published_params));
+    if (preset->published_forward_macs > 0) {
+      line += fmt::format(", forward {:.4g} G multiply-adds ({:.4g} GFLOP)",
+                          preset->published_forward_macs / 1e9, 2 * preset->published_forward_macs / 1e9);
+    }
+    line += fmt::format("; source: {}", preset->source);
+  }
+  return line + "\n";
+}
 
 int run_profile(const ProfileFlags& f) {
   const models::Model model = models::parse_model(f.model);
@@ -58,6 +86,7 @@ int run_profile(const ProfileFlags& f) {
       "{}: analytic profile of {} on {} ({}), {} layers, micro-batch sizes {}\n", f.out,
       profile.model, profile.device, profile.dtype, profile.layers.size(),
       fmt::join(profile.layers.front().micro_batch_sizes(), ","));
+  std::cout << model_size_line(f.model, model);
   return 0;
 }
 
@@ -70,7 +99,7 @@ Subcommand add_profile_command(CLI::App& app) {
       "Write an analytic profile (roofline from FLOPs, bytes and a device's peak "
       "rates) of a model, for simulating hardware that is not at hand");
   cmd->add_option("--model", flags->model,
-                  "Model SPEC, e.g. transformer:layers=24,hidden=1024,heads=16,seq=1024")
+                 models::model_spec_help())
       ->required();
   cmd->add_option("--device", flags->device,
                   fmt::format("Device whose datasheet peak rates to use (profiles/devices.json, each row with "
@@ -82,7 +111,8 @@ Subcommand add_profile_command(CLI::App& app) {
                   "fp8_tflops, fp32_tflops, memory_GB, memory_TBps, link_GBps, source); they come before the "
                   "shipped ones")
       ->check(nonempty_path());
-  cmd->add_option("--dtype", flags->dtype, "Element type: bf16 (tensor cores) or fp32 (no TF32)")
+  cmd->add_option("--dtype", flags->dtype, "Element type: bf16 (tensor cores), fp32 (no TF32), or fp8 (GEMMs at the fp8 rate; weights, "
+                  "gradients, activations and messages stored as bf16, fp32 master weights and optimizer state)")
       ->capture_default_str();
   cmd->add_option("--micro-batch-sizes", flags->micro_batch_sizes,
                   "Micro-batch sizes to sample: 1,2,4,8 or 1..8 or 1..4,8,16")

@@ -113,6 +113,19 @@ void print_table(const sim::Prediction& p, const sim::Scenario& sc, const profil
       s.stage_to_rank);
 }
 
+// "memory      every rank fits in 76.00 GB (NVIDIA H100 80GB HBM3's 80.00 GB
+// less 5 %)", or the ranks over it.
+std::string memory_check(const schedules::Metrics& m, const MemoryLimit& limit) {
+  std::string over;
+  for (std::size_t r = 0; r < m.ranks.size(); ++r) {
+    const std::int64_t total = m.ranks[r].peak_activation_bytes + m.ranks[r].static_bytes;
+    if (total > limit.bytes) over += fmt::format("{}rank {} needs {}", over.empty() ? "" : ", ", r, format_bytes(total));
+  }
+  const std::string what = fmt::format("{} ({})", format_bytes(limit.bytes), limit.origin);
+  if (over.empty()) return fmt::format("\nmemory      every rank fits in {}\n", what);
+  return fmt::format("\nmemory      OVER the limit of {}: {}\n", what, over);
+}
+
 struct RunFlags {
   ScenarioFlags scenario;
   std::string trace;
@@ -122,7 +135,9 @@ struct RunFlags {
 int run(const RunFlags& f, const CLI::App& cmd) {
   const std::string path = profiles::resolve_profile(f.scenario.fixed.profile).string();
   const profiles::Profile profile = profiles::load_profile(path);
-  const sim::Scenario sc = f.scenario.scenario(cmd);
+  sim::Scenario sc = f.scenario.scenario(cmd);
+  const std::optional<MemoryLimit> limit = memory_limit_of(f.scenario.memory_limit, profile);
+  if (limit) sc.conditions.memory_limit_bytes = limit->bytes;
   if (!f.trace.empty()) check_writable(f.trace, "--trace");  // before the simulation, not after
   const sim::Prediction p = sim::predict(profile, sc, !f.trace.empty());
   schedules::check_report(p.metrics, "the prediction");
@@ -138,6 +153,7 @@ int run(const RunFlags& f, const CLI::App& cmd) {
     std::cout << out.dump(2) << "\n";
   } else {
     print_table(p, sc, profile, path);
+    if (limit) std::cout << memory_check(p.metrics, *limit);
     if (!note.empty()) std::cout << "\n" << note << "\n";
     if (!f.trace.empty()) std::cout << "\ntrace written to " << f.trace << " (open it in Perfetto)\n";
   }

@@ -8,6 +8,7 @@
 #include "cli/schedule_file.hpp"
 #include "cli/units.hpp"
 #include "models/optimizer.hpp"
+#include "profiles/device.hpp"
 #include "schedules/error.hpp"
 #include "schedules/generate.hpp"
 #include "sim/overlap_model.hpp"
@@ -89,7 +90,10 @@ void ScenarioFlags::add_to(CLI::App& cmd) {
       ->check(CLI::IsMember(sim::predictable_schedule_names()))
       ->capture_default_str();
   cmd.add_option("--memory-limit", memory_limit,
-                 "Memory per rank (static + activations), e.g. 80GB: --schedule zb-auto keeps to it");
+                 fmt::format("Memory per rank (static + activations), e.g. 80GB, or device: the profile's "
+                             "device memory less {} % (the default where the profile names it). "
+                             "--schedule zb-auto keeps to it; every schedule's ranks are checked against it",
+                             profiles::kDeviceMemoryReservePercent));
   cmd.add_option("--recompute", recompute, "Re-materialisation policy")
       ->check(CLI::IsMember(schedules::recompute_policy_names()))
       ->capture_default_str();
@@ -109,6 +113,20 @@ void ScenarioFlags::add_to(CLI::App& cmd) {
   add_seed_flag(cmd, seed, "First seed of the jittered runs");
 }
 
+std::optional<MemoryLimit> memory_limit_of(const std::string& flag, const profiles::Profile& profile) {
+  if (!flag.empty() && flag != "device") return MemoryLimit{parse_bytes(flag, "--memory-limit"), "--memory-limit"};
+  if (!profile.device_memory_bytes) {
+    if (flag.empty()) return std::nullopt;
+    throw InputError(fmt::format("--memory-limit device: the profile does not say how much memory its device "
+                                 "({}) has; give bytes, e.g. 80GB",
+                                 profile.device));
+  }
+  const std::int64_t capacity = *profile.device_memory_bytes;
+  return MemoryLimit{profiles::usable_device_memory(capacity),
+                     fmt::format("{}'s {} less {} %", profile.device, format_bytes(capacity),
+                                 profiles::kDeviceMemoryReservePercent)};
+}
+
 sim::Scenario ScenarioFlags::scenario(const CLI::App& cmd) const {
   if (batch == 0 && micro_batch_size == 0) throw InputError("give --batch N or --micro-batch-size b");
   refuse_beside_schedule_file(cmd, fixed.schedule_file);
@@ -126,10 +144,9 @@ sim::Scenario ScenarioFlags::scenario(const CLI::App& cmd) const {
   r.recompute = *schedules::parse_recompute_policy(recompute);
   r.partition = models::parse_partition_spec(partition);
   fixed.apply_to(r, sc.conditions);
-  if (!memory_limit.empty()) {
-    if (schedule != sim::kZbAuto) throw InputError("--memory-limit applies to --schedule zb-auto only");
-    sc.conditions.memory_limit_bytes = parse_bytes(memory_limit, "--memory-limit");
-  }
+  // The limit itself is settled beside the profile (memory_limit_of); a
+  // malformed one fails here, before any work.
+  if (!memory_limit.empty() && memory_limit != "device") (void)parse_bytes(memory_limit, "--memory-limit");
   if (!fixed.schedule_file.empty()) r = plan::for_schedule(std::move(r), read_checked_schedule(fixed.schedule_file));
   sim::validate_jitter(jitter_cv, runs);
   sc.conditions.jitter = {jitter_cv, runs, seed};

@@ -12,6 +12,7 @@
 #include <CLI/CLI.hpp>
 
 #include "plan/plan.hpp"
+#include "profiles/profile.hpp"
 #include "profiles/shipped.hpp"
 #include "schedules/schedule.hpp"
 #include "sim/scenario.hpp"
@@ -42,6 +43,17 @@ struct FixedFlags {
 // or empty.
 [[nodiscard]] std::string unpriced_note(const schedules::Schedule& schedule);
 
+// The memory limit per rank that --memory-limit (`flag`) and the profile
+// give, and what it is, for the report ("76 GB: NVIDIA H100 80GB HBM3's 80 GB
+// less 5 %"), or nullopt for none. InputError for "device" with a profile
+// that knows no device memory, or bytes that do not parse.
+struct MemoryLimit {
+  std::int64_t bytes = 0;
+  std::string origin;  // "--memory-limit" or the device's description
+};
+[[nodiscard]] std::optional<MemoryLimit> memory_limit_of(const std::string& flag,
+                                                         const profiles::Profile& profile);
+
 struct ScenarioFlags {
   FixedFlags fixed;
   std::string schedule = "gpipe";
@@ -52,7 +64,10 @@ struct ScenarioFlags {
   int micro_batch_size = 0;
   std::string recompute = "never";
   std::string partition = "balanced";
-  std::string memory_limit;  // for zb-auto's search; empty: none
+  // Bytes, or "device" (the profile's device memory less its reserve); empty:
+  // "device" where the profile knows its device's memory, else none.
+  // zb-auto searches within it; every schedule is checked against it.
+  std::string memory_limit;
   double jitter_cv = 0.0;  // stochastic mode (sim/stochastic.hpp) when > 0
   int runs = 100;
   std::uint64_t seed = 1;

@@ -84,12 +84,14 @@ int run(const SweepFlags& f, const CLI::App& cmd) {
   }
   sweep.grid.base.partition = models::parse_partition_spec(f.partition);
   f.fixed.apply_to(sweep.grid.base, sweep.conditions);
-  std::optional<std::int64_t> limit;
-  if (!f.memory_limit.empty()) limit = parse_bytes(f.memory_limit, "--memory-limit");
-  sweep.conditions.memory_limit_bytes = limit;  // zb-auto searches within it
+  if (!f.memory_limit.empty() && f.memory_limit != "device") (void)parse_bytes(f.memory_limit, "--memory-limit");
 
   const auto path = profiles::resolve_profile(f.fixed.profile);
   const profiles::Profile profile = profiles::load_profile(path);
+  const std::optional<MemoryLimit> memory_limit = memory_limit_of(f.memory_limit, profile);
+  std::optional<std::int64_t> limit;
+  if (memory_limit) limit = memory_limit->bytes;
+  sweep.conditions.memory_limit_bytes = limit;  // zb-auto searches within it
   // A typo in an output path fails before the sweep, not after it.
   if (!f.out.empty()) check_writable(f.out, "--out");
   if (!f.json_out.empty()) check_writable(f.json_out, "--json-out");
@@ -154,7 +156,8 @@ Subcommand add_sweep_command(CLI::App& app) {
       ->check(CLI::IsMember({"balanced", "uniform"}))
       ->capture_default_str();
   cmd->add_option("--memory-limit", f->memory_limit,
-                  "Memory per rank (static + activations), e.g. 80GB: the summary keeps what fits, "
+                  "Memory per rank (static + activations), e.g. 80GB, or device: the profile's device "
+                  "memory less 5 % (the default where the profile names it). The summary keeps what fits, "
                   "and zb-auto searches within it");
   cmd->add_option("--out", f->out, "Write every configuration as CSV")->check(nonempty_path());
   cmd->add_option("--json-out", f->json_out, "Write every configuration as JSON")->check(nonempty_path());

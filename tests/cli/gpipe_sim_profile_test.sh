@@ -17,7 +17,8 @@ expect_sizes() {
 }
 
 expect_status 0 "$sim" profile --model "$spec" --device h100 --micro-batch-sizes 1,2 --out "$tmp/p.json"
-[ "$(cat "$tmp/out")" = "$tmp/p.json: analytic profile of $spec on NVIDIA H100 80GB HBM3 (bf16), 4 layers, micro-batch sizes 1,2" ] \
+[ "$(cat "$tmp/out")" = "$tmp/p.json: analytic profile of $spec on NVIDIA H100 80GB HBM3 (bf16), 4 layers, micro-batch sizes 1,2
+133,888 parameters; forward 0.003801 GFLOP per sample" ] \
   || fail "summary: $(cat "$tmp/out")"
 grep -q '"source": "analytic"' "$tmp/p.json" || fail "source field"
 grep -q '"format": "gpipe-profile"' "$tmp/p.json" || fail "format field"
@@ -76,9 +77,14 @@ expect_one_error_line "--device-file $tmp/absent.json: cannot read it"
 expect_status 2 "$sim" profile --model "$spec" --device mi355x --dtype fp32 --micro-batch-sizes 1 --out "$tmp/p.json"
 expect_one_error_line "--dtype fp32: the device table gives mi355x no fp32 rate"
 expect_status 2 "$sim" profile --model "$spec" --device h100 --dtype fp16 --micro-batch-sizes 1 --out "$tmp/p.json"
-expect_one_error_line "--dtype: unknown dtype 'fp16' (known: fp32, bf16)"
+expect_one_error_line "--dtype: unknown dtype 'fp16' (known: fp32, bf16, fp8)"
+# fp8: the GEMMs at the fp8 rate (H100 989 -> 1979 TFLOP/s), the bytes as bf16.
+expect_status 0 "$sim" profile --model "$spec" --device h100 --dtype fp8 --micro-batch-sizes 1 --out "$tmp/fp8.json"
+grep -q '"dtype": "fp8"' "$tmp/fp8.json" || fail "the fp8 profile says so"
+expect_status 2 "$sim" profile --model "$spec" --device a100 --dtype fp8 --micro-batch-sizes 1 --out "$tmp/p.json"
+expect_one_error_line "--dtype fp8: a100 has no fp8 tensor cores in the device table"
 expect_status 2 "$sim" profile --model cnn:layers=2 --device h100 --micro-batch-sizes 1 --out "$tmp/p.json"
-expect_one_error_line "model spec 'cnn:layers=2': unknown family 'cnn'"
+expect_one_error_line "model spec 'cnn:layers=2': unknown family or preset 'cnn'"
 expect_status 2 "$sim" profile --model "$spec" --device h100 --micro-batch-sizes 1 --out "$tmp/p.json" --mfu 0
 expect_one_error_line "analytic option mfu: expected a number in (0, 1], got 0"
 expect_status 2 "$sim" profile --model "$spec" --device h100 --micro-batch-sizes 1 --out "$tmp/none/p.json"
@@ -87,5 +93,25 @@ expect_status 2 "$sim" profile --model "$spec" --device h100 --out "$tmp/p.json"
 expect_one_error_line "--micro-batch-sizes"
 expect_status 0 "$sim" profile --help
 grep -q -- "--micro-batch-sizes" "$tmp/out" || fail "profile --help lists its flags"
+grep -q -- "llama3-8b" "$tmp/out" || fail "profile --help lists the presets"
+
+# Presets: the header gives the counted and the published sizes.
+expect_status 0 "$sim" profile --model llama3-8b --device h100 --micro-batch-sizes 1 --out "$tmp/llama.json"
+expect_out "8,030,261,248 parameters; forward"
+expect_out "preset llama3-8b: published 8,030,261,248 parameters"
+expect_status 0 "$sim" profile --model dit-xl-2 --device h100 --micro-batch-sizes 1,2 --out "$tmp/dit.json"
+expect_out "675,129,632 parameters; forward 237.2 GFLOP per sample"
+expect_out "forward 118.6 G multiply-adds"
+expect_status 2 "$sim" profile --model llama3-8b:kv_heads=5 --device h100 --micro-batch-sizes 1 --out "$tmp/p.json"
+expect_one_error_line "heads=32 is not divisible by kv_heads=5"
+# An analytic profile knows its device's memory: runs are checked against it
+# less the reserve, and zb-auto searches within it, without a flag.
+grep -q '"device_memory_bytes": 80000000000' "$tmp/llama.json" || fail "the profile keeps the device's memory"
+expect_status 0 "$sim" run --profile "$tmp/llama.json" -K 4 -M 16 -N 16 --schedule 1f1b
+expect_out "memory      every rank fits in 76.00 GB (NVIDIA H100 80GB HBM3's 80.00 GB less 5 %)"
+expect_status 0 "$sim" run --profile "$tmp/llama.json" -K 4 -M 16 -N 16 --schedule zb-auto
+expect_out "within 76.00 GB per rank"
+expect_status 0 "$sim" run --profile "$tmp/llama.json" -K 2 -M 16 -N 16 --schedule gpipe --memory-limit device
+expect_out "memory      OVER the limit of 76.00 GB"
 
 finish "gpipe-sim profile"

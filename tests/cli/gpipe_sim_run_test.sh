@@ -61,8 +61,18 @@ for r in out["metrics"]["ranks"]:
 PY
 expect_status 2 "$sim" run -K 4 -M 8 -N 8 --schedule zb-auto --memory-limit 12GB
 expect_one_error_line "zb-auto: no schedule fits the memory limit"
-expect_status 2 "$sim" run -K 4 -M 8 -N 8 --schedule 1f1b --memory-limit 20GB
-expect_one_error_line "--memory-limit applies to --schedule zb-auto only"
+# Other schedules are checked against a limit, not searched within it.
+expect_status 0 "$sim" run -K 4 -M 8 -N 8 --schedule 1f1b --memory-limit 2GB
+expect_out "memory      OVER the limit of 2.00 GB (--memory-limit): rank 0 needs "
+expect_status 0 "$sim" run -K 4 -M 8 -N 8 --schedule 1f1b --memory-limit 200GB
+expect_out "memory      every rank fits in 200.00 GB (--memory-limit)"
+# The shipped profile is analytic: it knows its H100's 80 GB; a measured one does not.
+expect_status 0 "$sim" run -K 4 -M 8 -N 8 --schedule 1f1b --memory-limit device
+expect_out "memory      every rank fits in 76.00 GB (NVIDIA H100 80GB HBM3's 80.00 GB less 5 %)"
+expect_status 2 "$sim" run --profile $data/design_example.json -K 2 -M 2 -N 4 --memory-limit device
+expect_one_error_line "--memory-limit device: the profile does not say how much memory its device"
+expect_status 2 "$sim" run -K 4 -M 8 -N 8 --schedule 1f1b --memory-limit 20XB
+expect_one_error_line "--memory-limit"
 expect_status 0 "$sim" sweep -K 2,4 -M 4,8 -N 8 --schedule 1f1b,zb-h1,zb-h2,zb-auto --memory-limit 40GB \
   --out "$tmp/zb.csv"
 [ "$(grep -c '^zb-auto,never,[24],[12],[48],.*,ok,' "$tmp/zb.csv")" -eq 4 ] || fail "zb-auto sweep rows: $(cat "$tmp/zb.csv")"

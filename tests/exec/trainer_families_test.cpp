@@ -101,6 +101,34 @@ TEST(TrainerFamilies, TransformerEveryFamilyIsTransparentAndItsMemoryIsPredicted
   expect_every_family_trains(c, 2, 4);
 }
 
+// Llama blocks (GQA, RoPE, SwiGLU, RMSNorm) with flash attention, and with naive.
+TEST(TrainerFamilies, LlamaEveryFamilyIsTransparentAndItsMemoryIsPredicted) {
+  RunConfig c;
+  c.model = "llama:layers=4,hidden=16,heads=4,kv_heads=2,ffn=24,seq=8,vocab=32";
+  c.batch = 8;
+  c.steps = 2;
+  expect_every_family_trains(c, 2, 4);
+  c.model += ",attn=naive";
+  expect_every_family_trains(c, 2, 4);
+}
+
+// DiT blocks, the conditioning row travelling with the tokens.
+TEST(TrainerFamilies, DitEveryFamilyIsTransparentAndItsMemoryIsPredicted) {
+  RunConfig c;
+  c.model = "dit:layers=4,hidden=16,heads=2,tokens=6,patch=1,channels=2,classes=5";
+  c.batch = 8;
+  c.steps = 2;
+  expect_every_family_trains(c, 2, 4);
+}
+
+TEST(TrainerFamilies, TransformerWithFlashAttentionEveryFamily) {
+  RunConfig c;
+  c.model = "transformer:layers=4,hidden=16,heads=2,seq=8,vocab=32,attn=flash";
+  c.batch = 8;
+  c.steps = 2;
+  expect_every_family_trains(c, 2, 4);
+}
+
 // K = 3, M = 6: three ranks, and M not a power of two.
 TEST(TrainerFamilies, ThreeRanksEveryFamily) {
   RunConfig c;

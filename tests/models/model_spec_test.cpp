@@ -64,10 +64,12 @@ TEST(ModelSpec, AcceptsTheLargestValue) {
 }
 
 TEST(ModelSpecErrors, UnknownFamilyListsTheKnownOnes) {
-  expect_error("resnet:layers=2", {"unknown family 'resnet'", "mlp, transformer, unbalanced"});
-  expect_error("", {"unknown family ''"});
-  expect_error("MLP:layers=2,hidden=4", {"unknown family 'MLP'"});
-  EXPECT_EQ(model_families(), "mlp, transformer, unbalanced");
+  expect_error("resnet:layers=2",
+               {"unknown family or preset 'resnet'", "mlp, transformer, unbalanced, llama, dit",
+                "presets: llama3-8b"});
+  expect_error("", {"unknown family or preset ''"});
+  expect_error("MLP:layers=2,hidden=4", {"unknown family or preset 'MLP'"});
+  EXPECT_EQ(model_families(), "mlp, transformer, unbalanced, llama, dit");
 }
 
 TEST(ModelSpecErrors, UnknownKeyListsTheFamilysKeys) {

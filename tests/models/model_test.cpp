@@ -25,11 +25,14 @@ TEST(DType, NamesAndSizes) {
   EXPECT_EQ(bytes_per_element(DType::bf16), 2);
   EXPECT_EQ(to_string(DType::fp32), "fp32");
   EXPECT_EQ(to_string(DType::bf16), "bf16");
+  EXPECT_EQ(to_string(DType::fp8), "fp8");
+  EXPECT_EQ(bytes_per_element(DType::fp8), 2);  // fp8 GEMMs, tensors stored as bf16
+  EXPECT_EQ(parse_dtype("fp8"), DType::fp8);
   EXPECT_EQ(parse_dtype("fp32"), DType::fp32);
   EXPECT_EQ(parse_dtype("bf16"), DType::bf16);
   EXPECT_EQ(parse_dtype("fp16"), std::nullopt);
   EXPECT_EQ(parse_dtype("FP32"), std::nullopt);
-  EXPECT_EQ(dtype_names(), "fp32, bf16");
+  EXPECT_EQ(dtype_names(), "fp32, bf16, fp8");
 }
 
 TEST(DType, SizesByProfileName) {
@@ -38,7 +41,7 @@ TEST(DType, SizesByProfileName) {
   EXPECT_EQ(bytes_per_element("bf16"), 2);
   EXPECT_EQ(bytes_per_element("fp16"), 2);
   EXPECT_EQ(gpipe::testing::error_of([] { (void)bytes_per_element("int8"); }),
-            "dtype 'int8': unknown (fp32, bf16, fp16)");
+            "dtype 'int8': unknown (fp32, bf16, fp16, fp8)");
 }
 
 TEST(MlpBlock, CountsByHandAtHidden4) {

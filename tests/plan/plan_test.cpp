@@ -72,7 +72,7 @@ TEST(MakePlan, StaticBytesPerRankFromOptimizerAndDtype) {
   profile.dtype = "bf16";
   EXPECT_EQ(make_plan(profile, r).static_bytes, (std::vector<std::int64_t>{9600, 4800}));
   profile.dtype = "int4";
-  EXPECT_EQ(error_of([&] { (void)make_plan(profile, r); }), "dtype 'int4': unknown (fp32, bf16, fp16)");
+  EXPECT_EQ(error_of([&] { (void)make_plan(profile, r); }), "dtype 'int4': unknown (fp32, bf16, fp16, fp8)");
 }
 
 TEST(MakePlan, WithTheSizesSplitAlready) {

@@ -1,5 +1,7 @@
 // The constructors of the CPU layer kinds, one per file (mlp_block.cpp,
-// mse_loss.cpp, embedding.cpp, transformer_block.cpp, lm_head.cpp), behind
+// mse_loss.cpp, embedding.cpp, transformer_block.cpp, lm_head.cpp,
+// token_embedding.cpp, llama_block.cpp, rms_head.cpp, dit_embed.cpp,
+// dit_block.cpp, dit_head.cpp), behind
 // make_layer(). Each takes its shapes from the model and its layer spec and
 // draws its weights from `init`.
 #pragma once
@@ -22,5 +24,18 @@ namespace gpipe::exec::cpu {
                                                             NormalInit& init);
 [[nodiscard]] std::unique_ptr<Layer> make_lm_head(const models::Model& model,
                                                   const models::Layer& spec, NormalInit& init);
+[[nodiscard]] std::unique_ptr<Layer> make_token_embedding(const models::Model& model,
+                                                          const models::Layer& spec,
+                                                          NormalInit& init);
+[[nodiscard]] std::unique_ptr<Layer> make_llama_block(const models::Model& model,
+                                                      const models::Layer& spec, NormalInit& init);
+[[nodiscard]] std::unique_ptr<Layer> make_rms_head(const models::Model& model,
+                                                   const models::Layer& spec, NormalInit& init);
+[[nodiscard]] std::unique_ptr<Layer> make_dit_embed(const models::Model& model,
+                                                    const models::Layer& spec, NormalInit& init);
+[[nodiscard]] std::unique_ptr<Layer> make_dit_block(const models::Model& model,
+                                                    const models::Layer& spec, NormalInit& init);
+[[nodiscard]] std::unique_ptr<Layer> make_dit_head(const models::Model& model,
+                                                   const models::Layer& spec, NormalInit& init);
 
 }  // namespace gpipe::exec::cpu

@@ -16,12 +16,18 @@ std::unique_ptr<Layer> make_layer(const models::Model& model, int index, std::ui
                                  index, model.spec, model.layers.size()));
   }
   using Maker = std::unique_ptr<Layer> (*)(const models::Model&, const models::Layer&, NormalInit&);
-  static constexpr std::array<std::pair<std::string_view, Maker>, 5> kinds{{
+  static constexpr std::array<std::pair<std::string_view, Maker>, 11> kinds{{
       {models::layer_kind::mlp_block, &make_mlp_block},
       {models::layer_kind::mse_loss, &make_mse_loss},
       {models::layer_kind::embedding, &make_embedding},
       {models::layer_kind::transformer_block, &make_transformer_block},
       {models::layer_kind::lm_head, &make_lm_head},
+      {models::layer_kind::token_embedding, &make_token_embedding},
+      {models::layer_kind::llama_block, &make_llama_block},
+      {models::layer_kind::rms_head, &make_rms_head},
+      {models::layer_kind::dit_embed, &make_dit_embed},
+      {models::layer_kind::dit_block, &make_dit_block},
+      {models::layer_kind::dit_head, &make_dit_head},
   }};
   const models::Layer& spec = model.layers[static_cast<std::size_t>(index)];
   for (const auto& [kind, maker] : kinds) {

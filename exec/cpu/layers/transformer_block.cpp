@@ -1,6 +1,7 @@
 // The transformer_block layer, GPT-2 pre-LN (models/model.hpp):
 //   a = x + Wo attn(LN1(x)) + bo,   y = a + W2 gelu(W1 LN2(a) + b1) + b2,
-// with biases on every Linear and causal attention over A heads.
+// with biases on every Linear and causal attention over A heads (naive,
+// keeping P, or flash, keeping its log-sum-exp, as the model's attn= says).
 #include <fmt/format.h>
 
 #include <cstddef>
@@ -8,6 +9,7 @@
 #include "exec/cpu/layers/kind_base.hpp"
 #include "exec/cpu/layers/layer_kinds.hpp"
 #include "exec/cpu/ops/attention.hpp"
+#include "exec/cpu/ops/flash_attention.hpp"
 #include "exec/cpu/ops/gelu.hpp"
 #include "exec/cpu/ops/layernorm.hpp"
 #include "exec/cpu/ops/linear.hpp"
@@ -28,7 +30,8 @@ class TransformerBlock final : public KindLayer {
         h_(model.hidden),
         s_(model.seq),
         a_(model.heads),
-        f_(spec.ffn_width) {
+        f_(spec.ffn_width),
+        flash_(model.attention == models::Attention::flash) {
     if (a_ < 1 || h_ % a_ != 0 || f_ < 1) {
       throw InputError(fmt::format(
           "layer {} ({}): hidden {} is not split evenly by heads {} or ffn width {} < 1", spec.name,
@@ -53,7 +56,11 @@ class TransformerBlock final : public KindLayer {
     layernorm_forward(rows, h_, at(kX), value(kGamma1), value(kBeta1), at(kNormed1),
                       at(kStats1));
     linear_forward({rows, h_, 3 * h_}, at(kNormed1), value(kWqkv), value(kBqkv), at(kQkv));
-    attention_forward({b, s_, h_, a_}, at(kQkv), at(kProbs), at(kAttn));
+    if (flash_) {
+      flash_attention_forward({b, s_, h_, a_}, at(kQkv), at(kAttn), at(kProbs));
+    } else {
+      attention_forward({b, s_, h_, a_}, at(kQkv), at(kProbs), at(kAttn));
+    }
     linear_forward({rows, h_, h_}, at(kAttn), value(kWo), value(kBo), at(kA), at(kX));
     layernorm_forward(rows, h_, at(kA), value(kGamma2), value(kBeta2), at(kNormed2),
                       at(kStats2));
@@ -90,7 +97,12 @@ class TransformerBlock final : public KindLayer {
     // Attention branch, then LN1: dx = da + LN1'(Wqkv'(attn'(Wo'(da)))).
     linear_backward_input({rows, h_, h_}, value(kWo), da.data(), dh.data());
     Tensor dqkv = Tensor::uninitialized({b, s_, 3 * h_}, ElementType::f32, weight_account);
-    attention_backward({b, s_, h_, a_}, at(kQkv), at(kProbs), dh.data(), dqkv.data());
+    if (flash_) {
+      flash_attention_backward({b, s_, h_, a_}, at(kQkv), at(kAttn), at(kProbs), dh.data(),
+                               dqkv.data());
+    } else {
+      attention_backward({b, s_, h_, a_}, at(kQkv), at(kProbs), dh.data(), dqkv.data());
+    }
     linear_backward_input({rows, h_, 3 * h_}, value(kWqkv), dqkv.data(), dh.data());
     Tensor dx = da.clone();  // the residual's share; LN1 adds its own
     layernorm_backward(rows, h_, at(kX), at(kStats1), value(kGamma1), dh.data(), dx.data(),
@@ -126,6 +138,7 @@ class TransformerBlock final : public KindLayer {
   std::int64_t s_;
   std::int64_t a_;
   std::int64_t f_;
+  bool flash_;  // attn=flash: the kProbs slot holds the log-sum-exp [A,S]
 };
 
 }  // namespace

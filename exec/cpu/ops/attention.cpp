@@ -24,33 +24,36 @@ void for_bands(std::int64_t seq, F&& band) {
   for (std::int64_t i0 = 0; i0 < seq; i0 += kBand) band(i0, std::min(seq, i0 + kBand));
 }
 
-// Row i of scores[S,S] becomes the softmax of its first i+1 entries (the rest
-// need not have been computed); the masked entries become exactly 0.
-GPIPE_VECTOR_CLONES void causal_softmax(std::int64_t seq, float* scores) {
+// Row i of scores[S,S] becomes the softmax of the entries it sees: its first
+// i+1 when causal (the rest need not have been computed, and become exactly
+// 0), all S when not.
+GPIPE_VECTOR_CLONES void softmax_rows(std::int64_t seq, bool causal, float* scores) {
   for (std::int64_t i = 0; i < seq; ++i) {
     float* row = scores + i * seq;
-    const float max = max_of(i + 1, row);
-    const float inv = 1.0F / exp_shifted_sum(i + 1, row, max);
+    const std::int64_t seen = causal ? i + 1 : seq;
+    const float max = max_of(seen, row);
+    const float inv = 1.0F / exp_shifted_sum(seen, row, max);
 #pragma omp simd
-    for (std::int64_t j = 0; j <= i; ++j) row[j] *= inv;
-    std::fill(row + i + 1, row + seq, 0.0F);
+    for (std::int64_t j = 0; j < seen; ++j) row[j] *= inv;
+    std::fill(row + seen, row + seq, 0.0F);
   }
 }
 
 // Softmax's backward, row by row: dS = P * (dP - sum_j P dP), in place of dP,
-// over each row's first i+1 entries; the masked dS are set to exactly 0 (dP
+// over the entries each row sees; the masked dS are set to exactly 0 (dP
 // there was never computed).
-GPIPE_VECTOR_CLONES void causal_softmax_backward(std::int64_t seq, const float* probs,
-                                                 float* dscores) {
+GPIPE_VECTOR_CLONES void softmax_rows_backward(std::int64_t seq, bool causal, const float* probs,
+                                               float* dscores) {
   for (std::int64_t i = 0; i < seq; ++i) {
     const float* pr = probs + i * seq;
     float* dr = dscores + i * seq;
+    const std::int64_t seen = causal ? i + 1 : seq;
     float dot = 0.0F;
 #pragma omp simd reduction(+ : dot)
-    for (std::int64_t j = 0; j <= i; ++j) dot += pr[j] * dr[j];
+    for (std::int64_t j = 0; j < seen; ++j) dot += pr[j] * dr[j];
 #pragma omp simd
-    for (std::int64_t j = 0; j <= i; ++j) dr[j] = pr[j] * (dr[j] - dot);
-    std::fill(dr + i + 1, dr + seq, 0.0F);
+    for (std::int64_t j = 0; j < seen; ++j) dr[j] = pr[j] * (dr[j] - dot);
+    std::fill(dr + seen, dr + seq, 0.0F);
   }
 }
 
@@ -60,6 +63,10 @@ void attention_forward(const AttentionShape& shape, const float* qkv, float* pro
   const std::int64_t s = shape.seq;
   const std::int64_t h = shape.hidden;
   const std::int64_t d = shape.head_dim();
+  const std::int64_t w = shape.qkv_width();
+  const std::int64_t kv_base = shape.heads * d;  // k's first column
+  const std::int64_t v_base = kv_base + shape.kv_groups() * d;
+  const bool causal = shape.causal;
   const float scale = 1.0F / std::sqrt(static_cast<float>(d));
   const std::int64_t pairs = shape.batch * shape.heads;
   // (sample, head) pairs are independent: split over the rank's team.
@@ -67,21 +74,23 @@ void attention_forward(const AttentionShape& shape, const float* qkv, float* pro
     for (std::int64_t pair = begin; pair < end; ++pair) {
       const std::int64_t n = pair / shape.heads;
       const std::int64_t a = pair % shape.heads;
-      const float* sample = qkv + n * s * 3 * h;
+      const std::int64_t g = a / shape.group_size();
+      const float* sample = qkv + n * s * w;
       const float* q = sample + a * d;
-      const float* k = sample + h + a * d;
-      const float* v = sample + 2 * h + a * d;
+      const float* k = sample + kv_base + g * d;
+      const float* v = sample + v_base + g * d;
       float* p = probs + pair * s * s;
       float* o = out + n * s * h + a * d;
-      // S[i0:i1, 0:i1] = scale q[i0:i1] k[0:i1]^T, band by band; then the mask and softmax.
+      // S[i0:i1, 0:seen] = scale q[i0:i1] k[0:seen]^T, band by band; then the softmax.
       for_bands(s, [&](std::int64_t i0, std::int64_t i1) {
-        gemm(Transpose::no, Transpose::yes, i1 - i0, i1, d, scale, q + i0 * 3 * h, 3 * h, k, 3 * h, 0.0F,
+        gemm(Transpose::no, Transpose::yes, i1 - i0, causal ? i1 : s, d, scale, q + i0 * w, w, k, w, 0.0F,
              p + i0 * s, s);
       });
-      causal_softmax(s, p);
-      // out[i0:i1] = P[i0:i1, 0:i1] v[0:i1].
+      softmax_rows(s, causal, p);
+      // out[i0:i1] = P[i0:i1, 0:seen] v[0:seen].
       for_bands(s, [&](std::int64_t i0, std::int64_t i1) {
-        gemm(Transpose::no, Transpose::no, i1 - i0, d, i1, 1.0F, p + i0 * s, s, v, 3 * h, 0.0F, o + i0 * h, h);
+        const std::int64_t seen = causal ? i1 : s;
+        gemm(Transpose::no, Transpose::no, i1 - i0, d, seen, 1.0F, p + i0 * s, s, v, w, 0.0F, o + i0 * h, h);
       });
     }
   });
@@ -92,41 +101,54 @@ void attention_backward(const AttentionShape& shape, const float* qkv, const flo
   const std::int64_t s = shape.seq;
   const std::int64_t h = shape.hidden;
   const std::int64_t d = shape.head_dim();
+  const std::int64_t w = shape.qkv_width();
+  const std::int64_t group = shape.group_size();
+  const std::int64_t kv_base = shape.heads * d;
+  const std::int64_t v_base = kv_base + shape.kv_groups() * d;
+  const bool causal = shape.causal;
   const float scale = 1.0F / std::sqrt(static_cast<float>(d));
-  const std::int64_t pairs = shape.batch * shape.heads;
+  // (sample, kv head) pairs: the query heads of a group add into one dk and
+  // dv, so a group stays in one part, summing its heads in order.
+  const std::int64_t pairs = shape.batch * shape.kv_groups();
   for_ranges(pairs, parts_for(pairs, 1), [&](std::int64_t begin, std::int64_t end) {
     // Reused by this part's heads; from the tensor pool, so a step allocates nothing.
     Tensor dscores = Tensor::uninitialized({s, s});
     for (std::int64_t pair = begin; pair < end; ++pair) {
-      const std::int64_t n = pair / shape.heads;
-      const std::int64_t a = pair % shape.heads;
-      const float* sample = qkv + n * s * 3 * h;
-      float* dsample = dqkv + n * s * 3 * h;
-      const float* q = sample + a * d;
-      const float* k = sample + h + a * d;
-      const float* v = sample + 2 * h + a * d;
-      const float* p = probs + pair * s * s;
-      const float* dout_head = dout + n * s * h + a * d;
-      float* dq = dsample + a * d;
-      float* dk = dsample + h + a * d;
-      float* dv = dsample + 2 * h + a * d;
-      float* ds = dscores.data();
-      // dP[i0:i1, 0:i1] = dout[i0:i1] v[0:i1]^T; then dS over the same entries, 0 above.
-      for_bands(s, [&](std::int64_t i0, std::int64_t i1) {
-        gemm(Transpose::no, Transpose::yes, i1 - i0, i1, d, 1.0F, dout_head + i0 * h, h, v, 3 * h, 0.0F,
-             ds + i0 * s, s);
-      });
-      causal_softmax_backward(s, p, ds);
-      for_bands(s, [&](std::int64_t j0, std::int64_t j1) {
-        // Key rows j0:j1 are seen by query rows j0 and after: dv = P^T dout, dk = scale dS^T q.
-        gemm(Transpose::yes, Transpose::no, j1 - j0, d, s - j0, 1.0F, p + j0 * s + j0, s, dout_head + j0 * h, h,
-             0.0F, dv + j0 * 3 * h, 3 * h);
-        gemm(Transpose::yes, Transpose::no, j1 - j0, d, s - j0, scale, ds + j0 * s + j0, s, q + j0 * 3 * h, 3 * h,
-             0.0F, dk + j0 * 3 * h, 3 * h);
-        // Query rows j0:j1 see key rows 0:j1: dq = scale dS k.
-        gemm(Transpose::no, Transpose::no, j1 - j0, d, j1, scale, ds + j0 * s, s, k, 3 * h, 0.0F,
-             dq + j0 * 3 * h, 3 * h);
-      });
+      const std::int64_t n = pair / shape.kv_groups();
+      const std::int64_t g = pair % shape.kv_groups();
+      const float* sample = qkv + n * s * w;
+      float* dsample = dqkv + n * s * w;
+      const float* k = sample + kv_base + g * d;
+      const float* v = sample + v_base + g * d;
+      float* dk = dsample + kv_base + g * d;
+      float* dv = dsample + v_base + g * d;
+      for (std::int64_t a = g * group; a < (g + 1) * group; ++a) {
+        // The group's first head writes dk and dv, the others add to them.
+        const float into = a == g * group ? 0.0F : 1.0F;
+        const float* q = sample + a * d;
+        const float* p = probs + (n * shape.heads + a) * s * s;
+        const float* dout_head = dout + n * s * h + a * d;
+        float* dq = dsample + a * d;
+        float* ds = dscores.data();
+        // dP[i0:i1, 0:seen] = dout[i0:i1] v[0:seen]^T; then dS over the same entries, 0 beyond.
+        for_bands(s, [&](std::int64_t i0, std::int64_t i1) {
+          gemm(Transpose::no, Transpose::yes, i1 - i0, causal ? i1 : s, d, 1.0F, dout_head + i0 * h, h, v, w,
+               0.0F, ds + i0 * s, s);
+        });
+        softmax_rows_backward(s, causal, p, ds);
+        for_bands(s, [&](std::int64_t j0, std::int64_t j1) {
+          // Key rows j0:j1 are seen by query rows first:S (causal: from j0):
+          // dv = P^T dout, dk = scale dS^T q.
+          const std::int64_t first = causal ? j0 : 0;
+          gemm(Transpose::yes, Transpose::no, j1 - j0, d, s - first, 1.0F, p + first * s + j0, s,
+               dout_head + first * h, h, into, dv + j0 * w, w);
+          gemm(Transpose::yes, Transpose::no, j1 - j0, d, s - first, scale, ds + first * s + j0, s,
+               q + first * w, w, into, dk + j0 * w, w);
+          // Query rows j0:j1 see key rows 0:seen: dq = scale dS k.
+          gemm(Transpose::no, Transpose::no, j1 - j0, d, causal ? j1 : s, scale, ds + j0 * s, s, k, w, 0.0F,
+               dq + j0 * w, w);
+        });
+      }
     }
   });
 }

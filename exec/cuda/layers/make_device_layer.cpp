@@ -47,6 +47,11 @@ std::unique_ptr<DeviceLayer> make_device_layer(const models::Model& model, int i
   const std::unique_ptr<cpu::Layer> host = cpu::make_layer(model, index, seed);
   const models::Layer& spec = host->spec();
   layers::expect_context(spec, context);
+  if (model.attention == models::Attention::flash) {
+    throw InputError(fmt::format("make_device_layer: model {} uses flash attention, which the CUDA "
+                                 "backend lacks so far (attn=naive runs)",
+                                 model.spec));
+  }
   using Maker = std::unique_ptr<DeviceLayer> (*)(const models::Model&, const models::Layer&,
                                                  layers::Parameters, const LayerContext&);
   static constexpr std::array<std::pair<std::string_view, Maker>, 5> kinds{{

@@ -150,7 +150,20 @@ TEST_P(DeviceLayerTest, MatchesTheCpuLayer) {
   stream.synchronize();
 }
 
-INSTANTIATE_TEST_SUITE_P(Kinds, DeviceLayerTest, ::testing::ValuesIn(cpu::cases::layer_cases()),
+// The kinds the CUDA backend has so far: not yet llama's or DiT's, nor flash attention.
+std::vector<cpu::cases::LayerCase> device_cases() {
+  std::vector<cpu::cases::LayerCase> out;
+  for (const auto& c : cpu::cases::layer_cases()) {
+    const bool gpt_kind = c.kind() == models::layer_kind::mlp_block || c.kind() == models::layer_kind::mse_loss ||
+                          c.kind() == models::layer_kind::embedding ||
+                          c.kind() == models::layer_kind::transformer_block ||
+                          c.kind() == models::layer_kind::lm_head;
+    if (gpt_kind && c.model.attention == models::Attention::naive) out.push_back(c);
+  }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Kinds, DeviceLayerTest, ::testing::ValuesIn(device_cases()),
                          [](const auto& info) { return info.param.label; });
 
 }  // namespace
