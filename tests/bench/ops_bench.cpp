@@ -11,6 +11,7 @@
 #include "exec/cpu/layers/layer.hpp"
 #include "exec/cpu/ops/attention.hpp"
 #include "exec/cpu/ops/cross_entropy.hpp"
+#include "exec/cpu/ops/flash_attention.hpp"
 #include "exec/cpu/ops/gelu.hpp"
 #include "exec/cpu/ops/layernorm.hpp"
 #include "exec/cpu/ops/linear.hpp"
@@ -137,6 +138,77 @@ void BM_AttentionBackward(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * 8 * shape.batch * kSeq * kSeq * kHidden);
 }
 
+// Flash attention at the same shape, and at a Llama-like one: range(0)
+// samples; range(1) 0 for the transformer's (S 128, A 4, d 64), 1 for
+// S 512 with 8 query heads sharing 2 kv heads (d 64). items: the FLOPs of
+// the causal triangle the kernel computes, forward 2 products and backward 5
+// (models/attention_cost.hpp).
+AttentionShape flash_shape(const benchmark::State& state) {
+  if (state.range(1) == 0) return {state.range(0), kSeq, kHidden, kHeads, kHeads, true};
+  return {state.range(0), 512, 512, 8, 2, true};
+}
+
+double triangle_product_flops(const AttentionShape& s) {
+  return 2.0 * static_cast<double>(s.batch) * s.seq * (s.seq + 1) / 2.0 * static_cast<double>(s.hidden);
+}
+
+void BM_FlashAttentionForward(benchmark::State& state) {
+  const AttentionShape shape = flash_shape(state);
+  const std::vector<float> qkv = filled(shape.batch * shape.seq * shape.qkv_width());
+  std::vector<float> out(static_cast<std::size_t>(shape.batch * shape.seq * shape.hidden));
+  std::vector<float> lse(static_cast<std::size_t>(shape.batch * shape.heads * shape.seq));
+  for (auto _ : state) {
+    flash_attention_forward(shape, qkv.data(), out.data(), lse.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * 2 * triangle_product_flops(shape)));
+}
+
+void BM_FlashAttentionBackward(benchmark::State& state) {
+  const AttentionShape shape = flash_shape(state);
+  const std::vector<float> qkv = filled(shape.batch * shape.seq * shape.qkv_width());
+  std::vector<float> out(static_cast<std::size_t>(shape.batch * shape.seq * shape.hidden));
+  std::vector<float> lse(static_cast<std::size_t>(shape.batch * shape.heads * shape.seq));
+  flash_attention_forward(shape, qkv.data(), out.data(), lse.data());
+  const std::vector<float> dout = filled(shape.batch * shape.seq * shape.hidden, 1.0F);
+  std::vector<float> dqkv(qkv.size());
+  for (auto _ : state) {
+    flash_attention_backward(shape, qkv.data(), out.data(), lse.data(), dout.data(), dqkv.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * 5 * triangle_product_flops(shape)));
+}
+
+// The naive kernel at the Llama-like shape, beside the flash one.
+void BM_AttentionGqaForward(benchmark::State& state) {
+  const AttentionShape shape{state.range(0), 512, 512, 8, 2, true};
+  const std::vector<float> qkv = filled(shape.batch * shape.seq * shape.qkv_width());
+  std::vector<float> probs(static_cast<std::size_t>(shape.batch * shape.heads * shape.seq * shape.seq));
+  std::vector<float> out(static_cast<std::size_t>(shape.batch * shape.seq * shape.hidden));
+  for (auto _ : state) {
+    attention_forward(shape, qkv.data(), probs.data(), out.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * 4.0 * shape.batch * shape.seq *
+                                                    shape.seq * shape.hidden));
+}
+
+void BM_AttentionGqaBackward(benchmark::State& state) {
+  const AttentionShape shape{state.range(0), 512, 512, 8, 2, true};
+  const std::vector<float> qkv = filled(shape.batch * shape.seq * shape.qkv_width());
+  std::vector<float> probs(static_cast<std::size_t>(shape.batch * shape.heads * shape.seq * shape.seq));
+  std::vector<float> out(static_cast<std::size_t>(shape.batch * shape.seq * shape.hidden));
+  attention_forward(shape, qkv.data(), probs.data(), out.data());
+  const std::vector<float> dout = filled(shape.batch * shape.seq * shape.hidden, 1.0F);
+  std::vector<float> dqkv(qkv.size());
+  for (auto _ : state) {
+    attention_backward(shape, qkv.data(), probs.data(), dout.data(), dqkv.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * 8.0 * shape.batch * shape.seq *
+                                                    shape.seq * shape.hidden));
+}
+
 void BM_CrossEntropy(benchmark::State& state) {
   const std::int64_t rows = rows_of(state);
   const std::vector<float> logits = filled(rows * kVocab);
@@ -182,6 +254,10 @@ GPIPE_OPS_BENCHMARK(BM_LinearBackwardWeight);
 GPIPE_OPS_BENCHMARK(BM_AttentionForward);
 GPIPE_OPS_BENCHMARK(BM_AttentionBackward);
 GPIPE_OPS_BENCHMARK(BM_CrossEntropy);
+BENCHMARK(BM_FlashAttentionForward)->Args({16, 0})->Args({2, 0})->Args({1, 1})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_FlashAttentionBackward)->Args({16, 0})->Args({2, 0})->Args({1, 1})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_AttentionGqaForward)->Arg(1)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_AttentionGqaBackward)->Arg(1)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_AdamW)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
