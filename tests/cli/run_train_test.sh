@@ -127,6 +127,22 @@ expect_one_error_line "give --stages K and --microbatches M, or --schedule-file 
 expect_status 2 "$run" train --model $mlp4 -K 2 -M 4 -N 8 --steps 2 --schedule dualpipev -V 3
 expect_one_error_line "--stages-per-rank 3"
 
+# The llama and dit families train on the CPU; their bad specs are one line and exit 2.
+expect_status 0 "$run" train --model llama:layers=2,hidden=16,heads=4,kv_heads=2,ffn=24,seq=8,vocab=32 \
+  -K 2 -M 2 -N 4 --steps 2 --schedule zb-h1
+expect_out "step 2/2"
+expect_status 0 "$run" train --model dit:layers=2,hidden=16,heads=2,tokens=6,patch=1,channels=2,classes=5 \
+  -K 2 -M 2 -N 4 --steps 2 --schedule 1f1b
+expect_out "step 2/2"
+expect_status 2 "$run" train --model llama:layers=2,hidden=16,heads=4,kv_heads=3,ffn=24,seq=8,vocab=32 -K 1 -M 1 -N 1 --steps 1
+expect_one_error_line "heads=4 is not divisible by kv_heads=3"
+expect_status 2 "$run" train --model dit:layers=2,hidden=10,heads=4,tokens=6 -K 1 -M 1 -N 1 --steps 1
+expect_one_error_line "hidden=10 is not divisible by heads=4"
+expect_status 2 "$run" train --model llama4-8b -K 1 -M 1 -N 1 --steps 1
+expect_one_error_line "unknown family or preset 'llama4-8b'"
+expect_status 2 "$run" train --model llama3-8b:attn=sparse -K 1 -M 1 -N 1 --steps 1
+expect_one_error_line "key 'attn' must be flash or naive, got 'sparse'"
+
 # Out of memory on a worker: one line, exit 1, not a terminate.
 expect_status 1 "$run" train --model $mlp4 -K 2 -M 4 -N 8 --steps 2 --inject-fault 1:1B2:oom
 expect_one_error_line "gpipe-run train: failed: rank 1 ran out of memory in 1B2"

@@ -111,6 +111,25 @@ TEST(AnalyticByHand, DefaultsOnH100) {
   EXPECT_DOUBLE_EQ(f.fwd_us, 1024.0 * 4 * 4096 * 16384 / (67e12 * 0.5) * 1e6 + 5.0);
 }
 
+TEST(AnalyticByHand, Fp8RunsTheGemmsAtTheFp8RateAndStoresAsBf16) {
+  const models::Model big = models::parse_model("mlp:layers=1,hidden=4096");
+  const Device h100 = device_named("h100");
+  const PassTimes f8 = analytic_pass_times(big.layers[0], h100, DType::fp8, 1024);
+  const PassTimes b16 = analytic_pass_times(big.layers[0], h100, DType::bf16, 1024);
+  EXPECT_DOUBLE_EQ(f8.fwd_us, 1024.0 * 4 * 4096 * 16384 / (1979e12 * 0.5) * 1e6 + 5.0);
+  EXPECT_DOUBLE_EQ(b16.fwd_us, 1024.0 * 4 * 4096 * 16384 / (989e12 * 0.5) * 1e6 + 5.0);
+  // The bytes are bf16's, so the profile's sizes and parameters are too.
+  const std::vector<int> sizes = {2};
+  const Profile p8 = analytic_profile(big, h100, DType::fp8, sizes);
+  const Profile p16 = analytic_profile(big, h100, DType::bf16, sizes);
+  EXPECT_EQ(p8.dtype, "fp8");
+  EXPECT_EQ(p8.layers[0].param_bytes, p16.layers[0].param_bytes);
+  EXPECT_EQ(p8.layers[0].samples[0].activation_bytes, p16.layers[0].samples[0].activation_bytes);
+  EXPECT_EQ(p8.device_memory_bytes, 80'000'000'000);  // the device's, for --memory-limit device
+  EXPECT_EQ(error_of([&] { return analytic_profile(big, device_named("a100"), DType::fp8, sizes); }),
+            "--dtype fp8: a100 has no fp8 tensor cores in the device table");
+}
+
 TEST(AnalyticProfile, HeaderNamesSourceDeviceDtypeModelAndLink) {
   const models::Model model = models::parse_model("transformer:heads=2,hidden=8,seq=4,layers=2");
   const std::vector<int> sizes = {1};
