@@ -83,6 +83,50 @@
 //   W keeps     LN output [S,H], d logits [S,V] (in the probabilities'
 //               storage)  =  SH + SV
 //
+// attn=flash (transformer_block, llama_block, dit_block): the block keeps the
+//   attention's log-sum-exp per query row and head [A,S] in P's place, and its
+//   FLOPs count the products a flash kernel computes (models/attention_cost.hpp).
+//
+// The llama family (G kv heads, d = H/A, qkv = (A+2G)d; no biases; RMSNorm eps 1e-5):
+// token_embedding  h[s] = tok[id[s]], tok [V,H]; params VH; FLOPs 0; keeps the
+//   ids int32 [S]; W keeps nothing.
+// llama_block  a = x + Wo attn(rope(Wqkv RMS1(x))), y = a + W2 (silu(W1 n2) * W3 n2), n2 = RMS2(a)
+//   params      2H + qkv H + H^2 + 3HF
+//   FLOPs       fwd 2SH(qkv + H + 3F) + attention; bwd_input the same + attention's
+//               backward; bwd_weight 2SH(qkv + H + 3F)
+//   stash       x, norm1 out, attention out, a, norm2 out [S,H] each, q k v after
+//               rope [S,qkv], gate, up, silu(gate) up [S,F] each, two rstd [S], P
+//               [A,S,S] or lse [A,S]  =  5SH + S qkv + 3SF + 2S + (AS^2 | AS)
+//   W keeps     norm1 out, d qkv, attention out, d a, norm2 out, d gate, d up,
+//               silu(gate) up, d y  =  5SH + S qkv + 3SF
+// rms_head  as lm_head with RMSNorm (gamma only): params H + VH; stash x, norm
+//   out [S,H], rstd [S], probabilities [S,V], targets int32 [S].
+//
+// The dit family (T tokens, P patch, C channels, N classes, F = 4H; LayerNorms
+// without affine; activations [T+1, H]: the tokens, then the conditioning c):
+// dit_embed  tokens = patches Wp + bp + pos, c = MLP(timestep features) + labels[y]
+//   params      P^2 C H + H + TH + (256H + H) + (H^2 + H) + (N+1)H
+//   input       T P^2 C + 2 floats (patches, timestep, label); no input gradient
+//   FLOPs       fwd 2T P^2C H + 2*256H + 2H^2; bwd_input the same + 2H^2 (I does
+//               every weight gradient); bwd_weight 0
+//   stash       the input, the 256 timestep features, the MLP's pre-SiLU and SiLU [H]
+// dit_block  adaLN-Zero (docs/models.md has the formulas in full):
+//   params      18H^2 + 15H
+//   FLOPs       fwd 2TH(3H + H + 2F) + 12H^2 + attention (not causal); bwd_input
+//               the same + attention's backward; bwd_weight 2TH(3H + H + 2F) + 12H^2
+//   stash       x with c [T+1,H], SiLU(c) [H], the six modulation vectors [6H], per
+//               token the modulated LN1 and LN2 outputs, q k v, attention out, Wo's
+//               out, a, W2's out (10TH), pre-GELU and GELU [T,F] each, two LN
+//               (mean, rstd) [T,2] each, P [A,T,T] or lse [A,T]
+//   W keeps     SiLU(c), d modulation (7H), modulated LN1 out, d qkv, attention
+//               out, d o, modulated LN2 out, d f (8TH), d pre-GELU, GELU (2TF)
+// dit_head  prediction = W (LN(x)(1 + scale) + shift) + b, (shift, scale) from
+//   SiLU(c); loss = mean (prediction - target)^2 over T x P^2 2C
+//   params      2H^2 + 2H + 2P^2C H + 2P^2C
+//   stash       x with c, SiLU(c), shift and scale (2H), LN (mean, rstd) [T,2], the
+//               modulated output [T,H], prediction and target [T, P^2 2C] each
+//   W keeps     SiLU(c), d shift and scale, the modulated output, d prediction
+//
 // The mini-batch loss is the mean of the per-sample losses.
 #pragma once
 

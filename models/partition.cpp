@@ -24,7 +24,6 @@ __extension__ typedef __int128 Int128;
 
 constexpr std::int64_t kMax64 = std::numeric_limits<std::int64_t>::max();
 // "No split": above every real value of each pass.
-constexpr std::int64_t kNoSplit64 = kMax64;
 constexpr Int128 kNoSplit128 = Int128{1} << 126;
 
 void check_stage_count(int num_layers, int num_stages) {

@@ -16,8 +16,14 @@
 //   mlp_block, mse_loss   input f32 [b, H]
 //   embedding             input i32 [b, S] (token ids), output f32 [b, S, H]
 //   transformer_block     input/output f32 [b, S, H]
-//   lm_head               input f32 [b, S, H]
-//   loss layers (mse_loss, lm_head) read a target: f32 [b, H] / i32 [b, S], and
+//   lm_head, rms_head     input f32 [b, S, H]
+//   token_embedding       input i32 [b, S] (token ids), output f32 [b, S, H]
+//   llama_block           input/output f32 [b, S, H]
+//   dit_embed             input f32 [b, T*P*P*C + 2] (patches, timestep, label), output f32 [b, T+1, H]
+//   dit_block             input/output f32 [b, T+1, H] (the tokens, then the conditioning row)
+//   dit_head              input f32 [b, T+1, H]
+//   loss layers (mse_loss, lm_head, rms_head, dit_head) read a target: f32 [b, H] /
+//   i32 [b, S] / f32 [b, T, P*P*2C], and
 //   output the per-sample loss f32 [b]; their grad_output is d(mini-batch
 //   loss)/d(per-sample loss), which is 1/N for every sample of an N-sample
 //   mini-batch whose loss is the mean.

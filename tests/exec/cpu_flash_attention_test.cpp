@@ -5,7 +5,8 @@
 //   outputs: |flash - reference| <= 2e-5 (the naive kernel's own error is alike);
 //   lse: |flash - log(reference's softmax denominator)| <= 2e-5;
 //   gradients: max |flash - reference| <= 1e-4 of the largest |reference|.
-// And what must hold exactly: causality, and the same bits whatever the team.
+// And what must hold exactly: causality, the same bits whatever the team, and
+// a NaN input reaching the outputs and gradients it must.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -99,9 +100,16 @@ Reference reference(const AttentionShape& s, const std::vector<float>& qkv, cons
   return r;
 }
 
-double max_abs_diff(const std::vector<float>& a, const std::vector<double>& b) {
+// Infinite when any element differs by NaN: std::max would drop a NaN, and a
+// kernel that leaves an element unwritten or NaN would pass.
+template <class T>
+double max_abs_diff(const std::vector<float>& a, const std::vector<T>& b) {
   double m = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) m = std::max(m, std::abs(double(a[i]) - b[i]));
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const double diff = std::abs(double(a[i]) - double(b[i]));
+    if (std::isnan(diff)) return INFINITY;
+    m = std::max(m, diff);
+  }
   return m;
 }
 
@@ -120,6 +128,8 @@ std::vector<AttentionShape> shapes() {
       out.push_back({.batch = 2, .seq = seq, .hidden = 16, .heads = 4, .kv_heads = 2, .causal = causal});
       out.push_back({.batch = 2, .seq = seq, .hidden = 16, .heads = 4, .kv_heads = 1, .causal = causal});
     }
+    // A real head width (d 64: GEMMs past OpenBLAS's smallest kernels), grouped.
+    out.push_back({.batch = 2, .seq = 67, .hidden = 256, .heads = 4, .kv_heads = 2, .causal = causal});
   }
   return out;
 }
@@ -131,18 +141,24 @@ TEST(CpuFlashAttention, ForwardAndBackwardMatchTheReferenceAndTheNaiveKernel) {
     const std::vector<float> dout = random_values(out_size(s), 2, 1.0F);
     const Reference ref = reference(s, qkv, dout);
 
-    std::vector<float> out(out_size(s)), lse(ref.lse.size()), dqkv(qkv_size(s));
+    // Outputs start as NaN: each kernel must write them whole (dqkv is
+    // overwritten, not added to), or max_abs_diff comes out infinite.
+    std::vector<float> out(out_size(s), NAN), lse(ref.lse.size(), NAN), dqkv(qkv_size(s), NAN);
     flash_attention_forward(s, qkv.data(), out.data(), lse.data());
     flash_attention_backward(s, qkv.data(), out.data(), lse.data(), dout.data(), dqkv.data());
     EXPECT_LE(max_abs_diff(out, ref.out), 2e-5);
     EXPECT_LE(max_abs_diff(lse, ref.lse), 2e-5);
     EXPECT_LE(max_abs_diff(dqkv, ref.dqkv), 1e-4 * max_abs(ref.dqkv));
 
-    std::vector<float> naive_out(out_size(s)), probs(std::size_t(s.batch * s.heads * s.seq * s.seq)), naive_dqkv(qkv_size(s));
+    std::vector<float> naive_out(out_size(s), NAN), probs(std::size_t(s.batch * s.heads * s.seq * s.seq), NAN);
+    std::vector<float> naive_dqkv(qkv_size(s), NAN);
     attention_forward(s, qkv.data(), probs.data(), naive_out.data());
     attention_backward(s, qkv.data(), probs.data(), dout.data(), naive_dqkv.data());
     EXPECT_LE(max_abs_diff(naive_out, ref.out), 2e-5);
     EXPECT_LE(max_abs_diff(naive_dqkv, ref.dqkv), 1e-4 * max_abs(ref.dqkv));
+    // And the two fp32 kernels side by side, within both their errors.
+    EXPECT_LE(max_abs_diff(out, naive_out), 4e-5);
+    EXPECT_LE(max_abs_diff(dqkv, naive_dqkv), 2e-4 * max_abs(ref.dqkv));
   }
 }
 
@@ -158,6 +174,43 @@ TEST(CpuFlashAttention, LargeScoresStayFinite) {
   EXPECT_GT(max_abs(ref.lse), 50.0);
   EXPECT_LE(max_abs_diff(out, ref.out), 1e-4 * max_abs(ref.out));
   EXPECT_LE(max_abs_diff(dqkv, ref.dqkv), 1e-3 * max_abs(ref.dqkv));
+}
+
+// A diverging run must still fail --check-finite: a NaN in token 80's key
+// makes the output of every query row that sees it NaN, and no other; and every
+// gradient the naive kernel makes NaN is NaN here too (among them dv of the
+// keys before 80, through the P of the rows after it). Where a masked zero
+// meets the NaN (0 x NaN in a tile across the diagonal) depends on the tiles,
+// so beyond that the gradients' NaNs are not compared.
+TEST(CpuFlashAttention, ANaNReachesAtLeastWhatItReachesInTheNaiveKernel) {
+  const AttentionShape s{.batch = 1, .seq = 100, .hidden = 16, .heads = 4, .kv_heads = 2, .causal = true};
+  const std::int64_t at = 80;
+  std::vector<float> qkv = random_values(qkv_size(s), 10, 1.0F);
+  qkv[std::size_t(at * s.qkv_width() + s.hidden)] = NAN;  // kv head 0's key
+  const std::vector<float> dout = random_values(out_size(s), 11, 1.0F);
+  std::vector<float> out(out_size(s)), lse(std::size_t(s.heads * s.seq)), dqkv(qkv_size(s));
+  flash_attention_forward(s, qkv.data(), out.data(), lse.data());
+  flash_attention_backward(s, qkv.data(), out.data(), lse.data(), dout.data(), dqkv.data());
+  std::vector<float> naive_out(out_size(s)), probs(std::size_t(s.heads * s.seq * s.seq));
+  std::vector<float> naive_dqkv(qkv_size(s));
+  attention_forward(s, qkv.data(), probs.data(), naive_out.data());
+  attention_backward(s, qkv.data(), probs.data(), dout.data(), naive_dqkv.data());
+  const std::int64_t d = s.head_dim();
+  for (std::int64_t i = 0; i < s.seq; ++i) {
+    for (std::int64_t a = 0; a < s.heads; ++a) {
+      const bool sees = i >= at && a / s.group_size() == 0;
+      EXPECT_EQ(std::isnan(out[std::size_t(i * s.hidden + a * d)]), sees) << "row " << i << " head " << a;
+    }
+  }
+  const std::int64_t dv_of_key_0 = s.hidden + s.kv_groups() * d;  // kv head 0's v, token 0
+  EXPECT_TRUE(std::isnan(dqkv[std::size_t(dv_of_key_0)]));
+  std::int64_t naive_nans = 0, missed = 0;
+  for (std::size_t i = 0; i < dqkv.size(); ++i) {
+    naive_nans += std::isnan(naive_dqkv[i]) ? 1 : 0;
+    missed += std::isnan(naive_dqkv[i]) && !std::isnan(dqkv[i]) ? 1 : 0;
+  }
+  EXPECT_GT(naive_nans, 0);
+  EXPECT_EQ(missed, 0) << "of " << naive_nans << " gradients the naive kernel makes NaN";
 }
 
 TEST(CpuFlashAttention, ALaterTokenLeavesEarlierOutputsUnchanged) {
@@ -177,21 +230,32 @@ TEST(CpuFlashAttention, ALaterTokenLeavesEarlierOutputsUnchanged) {
   }
 }
 
+// Both kernels, flash and naive: the naive backward's split by (sample, kv
+// head) is new with grouped queries, so it is checked here too.
 TEST(CpuFlashAttention, ATeamGivesTheSameBitsAsOneThread) {
-  const AttentionShape s{.batch = 2, .seq = 90, .hidden = 16, .heads = 4, .kv_heads = 2, .causal = true};
-  const std::vector<float> qkv = random_values(qkv_size(s), 6, 1.0F);
-  const std::vector<float> dout = random_values(out_size(s), 7, 1.0F);
-  auto run = [&](ComputeTeam* team) {
-    const ComputeTeam::Scope scope(team);
-    std::vector<float> out(out_size(s)), lse(std::size_t(s.batch * s.heads * s.seq)), dqkv(qkv_size(s));
-    flash_attention_forward(s, qkv.data(), out.data(), lse.data());
-    flash_attention_backward(s, qkv.data(), out.data(), lse.data(), dout.data(), dqkv.data());
-    out.insert(out.end(), lse.begin(), lse.end());
-    out.insert(out.end(), dqkv.begin(), dqkv.end());
-    return out;
-  };
   ComputeTeam pair(2);
-  EXPECT_EQ(run(nullptr), run(&pair));
+  const AttentionShape grouped_causal{.batch = 2, .seq = 90, .hidden = 16, .heads = 4, .kv_heads = 2, .causal = true};
+  const AttentionShape multi_head_full{.batch = 3, .seq = 70, .hidden = 16, .heads = 4, .kv_heads = 4, .causal = false};
+  for (const AttentionShape& s : {grouped_causal, multi_head_full}) {
+    SCOPED_TRACE(label(s));
+    const std::vector<float> qkv = random_values(qkv_size(s), 6, 1.0F);
+    const std::vector<float> dout = random_values(out_size(s), 7, 1.0F);
+    auto run = [&](ComputeTeam* team) {
+      const ComputeTeam::Scope scope(team);
+      std::vector<float> out(out_size(s)), lse(std::size_t(s.batch * s.heads * s.seq)), dqkv(qkv_size(s));
+      flash_attention_forward(s, qkv.data(), out.data(), lse.data());
+      flash_attention_backward(s, qkv.data(), out.data(), lse.data(), dout.data(), dqkv.data());
+      std::vector<float> naive_out(out_size(s)), probs(std::size_t(s.batch * s.heads * s.seq * s.seq)),
+          naive_dqkv(qkv_size(s));
+      attention_forward(s, qkv.data(), probs.data(), naive_out.data());
+      attention_backward(s, qkv.data(), probs.data(), dout.data(), naive_dqkv.data());
+      for (const std::vector<float>* part : {&lse, &dqkv, &naive_out, &probs, &naive_dqkv}) {
+        out.insert(out.end(), part->begin(), part->end());
+      }
+      return out;
+    };
+    EXPECT_EQ(run(nullptr), run(&pair));
+  }
 }
 
 TEST(CpuNaiveAttention, GroupsOfOneAreMultiHeadAttentionBitForBit) {

@@ -7,9 +7,18 @@
 // (and masked) scores: [b, A, S] instead of P's [b, A, S, S]. The backward
 // rebuilds P = exp(score - lse) tile by tile from q, k and lse.
 //
-// FLOPs (models/attention_cost.hpp): causal, the tiles above the diagonal are
-// skipped; the backward's five products per tile (q k^T again, dv, dP, dq,
-// dk) make it 2.5 times the forward's two.
+// Why: P is the one activation of a block that grows as S^2 (A S^2 floats per
+// sample against a few S H); with lse in its place the block keeps O(S) for
+// attention, so longer sequences and more micro-batches in flight fit. The
+// price is FLOPs: the backward recomputes q k^T and P instead of reading P.
+//
+// FLOPs, as models/attention_cost.hpp counts them: one product over a head is
+// 2 S^2 d when full; the forward does two (q k^T, P v), 4 S^2 d per head; the
+// backward five (q k^T again, dv = P^T dout, dP = dout v^T, dq = dS k,
+// dk = dS^T q), 2.5 times the forward. Causal, the tiles above the diagonal are
+// skipped and the count is the triangle, S(S+1)/2 entries for S^2 (the kernel
+// also computes, and discards, the masked half of the block on the diagonal:
+// 64 x 64 per query tile forward, 32 x 32 per key tile backward).
 #pragma once
 
 #include "exec/cpu/ops/attention.hpp"
