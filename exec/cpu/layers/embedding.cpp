@@ -26,12 +26,7 @@ class Embedding final : public KindLayer {
                  MemoryAccount* account) override {
     const std::int64_t b = expect_tensor(spec_, "input", input, ElementType::i32, {kAnyBatch, s_});
     const std::int32_t* ids = input.i32().data();
-    for (std::int64_t i = 0; i < b * s_; ++i) {
-      if (ids[i] < 0 || ids[i] >= v_) {
-        throw InputError(fmt::format("layer {} ({}): token id {} at position {} is outside [0, {})",
-                                     spec_.name, spec_.kind, ids[i], i, v_));
-      }
-    }
+    expect_ids_below("token", ids, b * s_, v_);
     input.charge_to(account);
     Tensor out = Tensor::uninitialized({b, s_, h_});
     const float* tok = value(kTok);

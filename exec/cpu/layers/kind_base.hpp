@@ -7,13 +7,17 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 #include <initializer_list>
 #include <utility>
+
+#include <fmt/format.h>
 
 #include "exec/cpu/layers/layer.hpp"
 #include "exec/cpu/ops/init.hpp"
 #include "exec/layers/layer_checks.hpp"
 #include "models/layer_layout.hpp"
+#include "schedules/error.hpp"
 
 namespace gpipe::exec::cpu {
 
@@ -61,6 +65,31 @@ class KindLayer : public Layer {
       for (const std::size_t k : kept_for_weight) keep = keep || k == i;
       if (!keep) stash.tensors[i].charge_to(nullptr);
     }
+  }
+
+  // Throws InputError naming the first of ids[0, count) outside [0, vocab):
+  // "layer head (lm_head): target id 11 at position 2 is outside [0, 11)".
+  // `what` is "token" or "target".
+  void expect_ids_below(std::string_view what, const std::int32_t* ids, std::int64_t count,
+                        std::int64_t vocab) const {
+    for (std::int64_t i = 0; i < count; ++i) {
+      if (ids[i] < 0 || ids[i] >= vocab) {
+        throw InputError(fmt::format("layer {} ({}): {} id {} at position {} is outside [0, {})", spec_.name,
+                                     spec_.kind, what, ids[i], i, vocab));
+      }
+    }
+  }
+
+  // loss[n] = the mean of row_loss[n*seq, (n+1)*seq), summed in double: a
+  // per-sample loss from its positions' losses (lm_head, rms_head).
+  static Tensor mean_per_sample(const Tensor& row_loss, std::int64_t b, std::int64_t seq) {
+    Tensor loss({b});
+    for (std::int64_t n = 0; n < b; ++n) {
+      double sum = 0.0;
+      for (std::int64_t s = 0; s < seq; ++s) sum += row_loss.data()[n * seq + s];
+      loss.data()[n] = static_cast<float>(sum / static_cast<double>(seq));
+    }
+    return loss;
   }
 
   // An empty weight-gradient stash of the layout's size, for I to fill.

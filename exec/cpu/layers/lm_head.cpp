@@ -32,14 +32,7 @@ class LmHead final : public KindLayer {
         expect_tensor(spec_, "input", input, ElementType::f32, {kAnyBatch, s_, h_});
     expect_tensor(spec_, "target", expect_target(spec_, target), ElementType::i32, {b, s_});
     const std::int64_t rows = b * s_;
-    const std::int32_t* ids = target->i32().data();
-    for (std::int64_t i = 0; i < rows; ++i) {
-      if (ids[i] < 0 || ids[i] >= v_) {
-        throw InputError(
-            fmt::format("layer {} ({}): target id {} at position {} is outside [0, {})", spec_.name,
-                        spec_.kind, ids[i], i, v_));
-      }
-    }
+    expect_ids_below("target", target->i32().data(), rows, v_);
     input.charge_to(account);
     Tensor normed = kept(kNormed, b, account);
     Tensor stats = kept(kStats, b, account);
@@ -51,13 +44,7 @@ class LmHead final : public KindLayer {
     linear_forward({rows, h_, v_}, normed.data(), value(kWu), nullptr, probs.data());
     Tensor row_loss = Tensor::uninitialized({rows});
     cross_entropy_forward(rows, v_, probs.data(), targets.i32().data(), row_loss.data());
-    Tensor loss({b});
-    float* out = loss.data();
-    for (std::int64_t n = 0; n < b; ++n) {
-      double sum = 0.0;
-      for (std::int64_t s = 0; s < s_; ++s) sum += row_loss.data()[n * s_ + s];
-      out[n] = static_cast<float>(sum / static_cast<double>(s_));
-    }
+    Tensor loss = mean_per_sample(row_loss, b, s_);
 
     stash.tensors.clear();
     stash.tensors.push_back(std::move(input));
