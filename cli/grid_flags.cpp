@@ -12,12 +12,12 @@
 
 namespace gpipe::cli {
 
-void GridFlags::add_to(CLI::App& cmd, std::int64_t max_batch, bool lists_required) {
+void GridFlags::add_to(CLI::App& cmd, std::int64_t max_batch, bool lists_required, bool batch_required) {
   cmd.add_option("--stages,-K", stages, "Stage counts: 1,2,4 or a range 1..8")->required(lists_required);
   cmd.add_option("--microbatches,-M", microbatches, "Micro-batch counts: 1,2,4 or a range 1..64")
       ->required(lists_required);
   cmd.add_option("--batch,-N", batch, "Samples per mini-batch N")
-      ->required()
+      ->required(batch_required)
       ->check(CLI::Range(std::int64_t{1}, max_batch));
   cmd.add_option("--schedule", schedules,
                  fmt::format("Schedules, comma-separated: {}", fmt::join(known_schedules, ",")))

@@ -27,7 +27,8 @@ struct GridFlags {
 
   // `lists_required`: false where a schedule file may give K and M instead
   // (the caller then checks that one of the two was given).
-  void add_to(CLI::App& cmd, std::int64_t max_batch, bool lists_required = true);
+  // `batch_required`: false where the caller checks it (a sweep of inference has none).
+  void add_to(CLI::App& cmd, std::int64_t max_batch, bool lists_required = true, bool batch_required = true);
   // Sets those fields of `grid` (grid.base.batch included); throws InputError
   // naming the flag for a list that does not parse.
   void apply_to(plan::Grid& grid) const;

@@ -5,8 +5,8 @@
 
 namespace gpipe::cli {
 
-CLI::Option* add_seed_flag(CLI::App& cmd, std::uint64_t& seed, const std::string& help) {
-  return cmd.add_option("--seed", seed, help)
+CLI::Option* add_seed_flag(CLI::App& cmd, std::uint64_t& seed, const std::string& help, const std::string& name) {
+  return cmd.add_option(name, seed, help)
       ->check([](const std::string& text) -> std::string {
         std::uint64_t value = 0;
         const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);

@@ -10,7 +10,8 @@
 
 namespace gpipe::cli {
 
-// Adds --seed to `cmd`, stored in `seed`.
-CLI::Option* add_seed_flag(CLI::App& cmd, std::uint64_t& seed, const std::string& help);
+// Adds --seed (or `name`) to `cmd`, stored in `seed`.
+CLI::Option* add_seed_flag(CLI::App& cmd, std::uint64_t& seed, const std::string& help,
+                           const std::string& name = "--seed");
 
 }  // namespace gpipe::cli

@@ -43,4 +43,21 @@ std::int64_t parse_bytes(std::string_view text, std::string_view flag) {
                                flag, text));
 }
 
+double parse_time_us(std::string_view text, std::string_view flag) {
+  const std::string s(text);
+  char* end = nullptr;
+  const double value = std::strtod(s.c_str(), &end);
+  std::string_view unit(end);
+  while (!unit.empty() && unit.front() == ' ') unit.remove_prefix(1);
+  constexpr std::array<std::pair<std::string_view, double>, 5> kUnits = {
+      {{"", 1}, {"ns", 1e-3}, {"us", 1}, {"ms", 1e3}, {"s", 1e6}}};
+  for (const auto& [name, scale] : kUnits) {
+    if (end != s.c_str() && unit == name && std::isfinite(value) && value > 0 && value * scale < 1e15) {
+      return value * scale;
+    }
+  }
+  throw InputError(fmt::format("{} '{}': expected a positive time such as 500us, 2.5ms or 1s (a bare number is us)",
+                               flag, text));
+}
+
 }  // namespace gpipe::cli

@@ -13,5 +13,7 @@ namespace gpipe::cli {
 
 // "80GB", "80e9", "512MiB", "1.5 TB": a size in bytes; throws InputError naming `flag`.
 [[nodiscard]] std::int64_t parse_bytes(std::string_view text, std::string_view flag);
+// "500us", "2.5ms", "1s", "750" (us): a positive time in us; throws InputError naming `flag`.
+[[nodiscard]] double parse_time_us(std::string_view text, std::string_view flag);
 
 }  // namespace gpipe::cli

@@ -85,6 +85,7 @@ LayerCost cost_at(const LayerProfile& layer, int micro_batch_size) {
         }),
         cost.activation_bytes);
   }
+  cost.state_bytes = bytes([](const ProfileSample& s) { return double(s.state_bytes.value_or(0)); });
   return cost;
 }
 

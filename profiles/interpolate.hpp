@@ -24,6 +24,8 @@ struct LayerCost {
   // What W keeps of activation_bytes after I; all of them when the profile
   // does not say.
   std::int64_t weight_grad_stash_bytes = 0;
+  // What the layer keeps for one inference stream (0 where the profile says nothing).
+  std::int64_t state_bytes = 0;
 
   bool operator==(const LayerCost&) const = default;
 };

@@ -166,6 +166,7 @@ ProfileSample read_sample(const Field& at) {
                                  *s.weight_grad_stash_bytes, s.activation_bytes));
     }
   }
+  if (const auto state = at.optional_member("state_bytes")) s.state_bytes = state->bytes();
   return s;
 }
 
@@ -304,6 +305,7 @@ json sample_to_json(const ProfileSample& s) {
   if (s.bwd_input_us) out["bwd_input_us"] = *s.bwd_input_us;
   if (s.bwd_weight_us) out["bwd_weight_us"] = *s.bwd_weight_us;
   if (s.weight_grad_stash_bytes) out["weight_grad_stash_bytes"] = *s.weight_grad_stash_bytes;
+  if (s.state_bytes) out["state_bytes"] = *s.state_bytes;
   return out;
 }
 

@@ -33,6 +33,10 @@ struct ProfileSample {
   // Of those, what a split backward keeps from the end of I to the end of W
   // (<= activation_bytes). Absent: W keeps everything, an upper bound.
   std::optional<std::int64_t> weight_grad_stash_bytes;
+  // What the layer keeps across a stream of inference items, for one stream
+  // of micro-batches of this size (a KV cache over the previous chunk's
+  // tokens): DESIGN.md "Inference". Absent: 0, a layer without state.
+  std::optional<std::int64_t> state_bytes;
 
   bool operator==(const ProfileSample&) const = default;
 };

@@ -12,6 +12,20 @@
 
 namespace gpipe::sim {
 
+UniformLink link_of(const profiles::Profile& profile, const Conditions& c) {
+  const double latency_us = c.link_latency_us.value_or(profile.link.latency_us);
+  const double bandwidth_GBps = c.link_bandwidth_GBps.value_or(profile.link.bandwidth_GBps);
+  if (!(latency_us >= 0 && latency_us <= profiles::kMaxTimeUs)) {
+    throw InputError(fmt::format("--link-latency-us must be from 0 to {:g} us, got {:g}", profiles::kMaxTimeUs,
+                                 latency_us));
+  }
+  if (!(bandwidth_GBps >= profiles::kMinBandwidthGBps && bandwidth_GBps <= profiles::kMaxBandwidthGBps)) {
+    throw InputError(fmt::format("--link-bandwidth-gbps must be from {:g} to {:g} GB/s, got {:g}",
+                                 profiles::kMinBandwidthGBps, profiles::kMaxBandwidthGBps, bandwidth_GBps));
+  }
+  return {latency_us, bandwidth_GBps};
+}
+
 Prediction predict(const profiles::Profile& profile, const Scenario& sc, bool record_timeline) {
   plan::Planner planner(profile);
   return predict(planner, sc, record_timeline);
@@ -22,18 +36,9 @@ Prediction predict(plan::Planner& planner, const Scenario& sc, bool record_timel
   Prediction p;
   const Conditions& c = sc.conditions;
   validate_jitter(c.jitter.cv, c.jitter.runs);
-  p.link_latency_us = c.link_latency_us.value_or(profile.link.latency_us);
-  p.link_bandwidth_GBps = c.link_bandwidth_GBps.value_or(profile.link.bandwidth_GBps);
-  if (!(p.link_latency_us >= 0 && p.link_latency_us <= profiles::kMaxTimeUs)) {
-    throw InputError(fmt::format("--link-latency-us must be from 0 to {:g} us, got {:g}", profiles::kMaxTimeUs,
-                                 p.link_latency_us));
-  }
-  if (!(p.link_bandwidth_GBps >= profiles::kMinBandwidthGBps && p.link_bandwidth_GBps <= profiles::kMaxBandwidthGBps)) {
-    throw InputError(fmt::format("--link-bandwidth-gbps must be from {:g} to {:g} GB/s, got {:g}",
-                                 profiles::kMinBandwidthGBps, profiles::kMaxBandwidthGBps, p.link_bandwidth_GBps));
-  }
-
-  const UniformLink link(p.link_latency_us, p.link_bandwidth_GBps);
+  const UniformLink link = link_of(profile, c);
+  p.link_latency_us = link.latency_us();
+  p.link_bandwidth_GBps = link.bandwidth_GBps();
   if (sc.request.schedule == kZbAuto) {
     try {
       ZbAutoPlan found = plan_zb_auto(profile, sc.request, link, c);

@@ -46,6 +46,11 @@ struct Prediction {
   std::string searched;                        // zb-auto: the candidate its search kept
 };
 
+// The link a prediction assumes: the profile's, with the conditions'
+// overrides. Throws InputError naming --link-latency-us or
+// --link-bandwidth-gbps for a value out of range.
+[[nodiscard]] UniformLink link_of(const profiles::Profile& profile, const Conditions& conditions);
+
 // plan::make_plan, then the simulation; for zb-auto, the plan of the search
 // over stage layouts and schedules (sim/zb_auto_plan.hpp). Throws InputError for a configuration
 // that cannot exist (more stages than layers, M > N, a partition that does not

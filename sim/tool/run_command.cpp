@@ -19,6 +19,8 @@
 #include "schedules/report_check.hpp"
 #include "sim/scenario.hpp"
 #include "sim/tool/commands.hpp"
+#include "sim/tool/inference_flags.hpp"
+#include "sim/tool/inference_report.hpp"
 #include "sim/tool/scenario_flags.hpp"
 
 namespace gpipe::cli {
@@ -126,13 +128,49 @@ std::string memory_check(const schedules::Metrics& m, const MemoryLimit& limit) 
   return fmt::format("\nmemory      OVER the limit of {}: {}\n", what, over);
 }
 
+// The same for an inference stream: each rank's peak (state included) and weights.
+std::string memory_check(const sim::inference::Metrics& m, const MemoryLimit& limit) {
+  std::string over;
+  for (const auto& r : m.ranks) {
+    const std::int64_t total = r.peak_activation_bytes + r.static_bytes;
+    if (total > limit.bytes) over += fmt::format("{}rank {} needs {}", over.empty() ? "" : ", ", r.rank, format_bytes(total));
+  }
+  const std::string what = fmt::format("{} ({})", format_bytes(limit.bytes), limit.origin);
+  if (over.empty()) return fmt::format("\nmemory      every rank fits in {}\n", what);
+  return fmt::format("\nmemory      OVER the limit of {}: {}\n", what, over);
+}
+
 struct RunFlags {
   ScenarioFlags scenario;
+  InferenceFlags inference;
   std::string trace;
   bool json = false;
 };
 
+int run_inference(const RunFlags& f, const CLI::App& cmd) {
+  const sim::inference::Scenario sc = f.inference.scenario(f.scenario, cmd);
+  if (!f.scenario.memory_limit.empty() && f.scenario.memory_limit != "device") {
+    (void)parse_bytes(f.scenario.memory_limit, "--memory-limit");
+  }
+  const std::string path = profiles::resolve_profile(f.scenario.fixed.profile).string();
+  const profiles::Profile profile = profiles::load_profile(path);
+  const std::optional<MemoryLimit> limit = memory_limit_of(f.scenario.memory_limit, profile);
+  if (!f.trace.empty()) check_writable(f.trace, "--trace");
+  const sim::inference::Prediction p = sim::inference::predict(profile, sc, !f.trace.empty());
+  if (!f.trace.empty()) schedules::write_chrome_trace(p.run.timeline, f.trace);
+  if (f.json) {
+    std::cout << inference_json(p, sc, profile, path).dump(2) << "\n";
+    return 0;
+  }
+  std::cout << format_inference(p, sc, profile, path);
+  if (limit) std::cout << memory_check(p.metrics, *limit);
+  if (!f.trace.empty()) std::cout << "\ntrace written to " << f.trace << " (open it in Perfetto)\n";
+  return 0;
+}
+
 int run(const RunFlags& f, const CLI::App& cmd) {
+  if (f.inference.inference()) return run_inference(f, cmd);
+  f.inference.check_flags(cmd);
   const std::string path = profiles::resolve_profile(f.scenario.fixed.profile).string();
   const profiles::Profile profile = profiles::load_profile(path);
   sim::Scenario sc = f.scenario.scenario(cmd);
@@ -165,8 +203,11 @@ int run(const RunFlags& f, const CLI::App& cmd) {
 Subcommand add_run_command(CLI::App& app) {
   auto flags = std::make_shared<RunFlags>();
   CLI::App* cmd = app.add_subcommand(
-      "run", "Predict one configuration: step time, bubble, per-rank utilisation and memory");
+      "run",
+      "Predict one configuration: step time, bubble, per-rank utilisation and memory (training), or "
+      "throughput, latency and memory per rank (--workload inference)");
   flags->scenario.add_to(*cmd);
+  flags->inference.add_to(*cmd);
   cmd->add_option("--trace", flags->trace, "Write the predicted timeline as a Chrome trace (Perfetto)")
       ->check(nonempty_path());
   cmd->add_flag("--json", flags->json, "Print the configuration and metrics as JSON");

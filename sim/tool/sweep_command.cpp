@@ -25,6 +25,8 @@
 #include "schedules/report_check.hpp"
 #include "sim/sweep.hpp"
 #include "sim/tool/commands.hpp"
+#include "sim/tool/inference_flags.hpp"
+#include "sim/tool/inference_sweep.hpp"
 #include "sim/tool/scenario_flags.hpp"
 #include "sim/zb_auto.hpp"
 
@@ -34,6 +36,8 @@ namespace {
 struct SweepFlags {
   FixedFlags fixed;
   GridFlags grid;
+  InferenceFlags inference;
+  InferenceGridFlags inference_grid;
   std::string partition = "balanced";
   std::string memory_limit;
   std::string out;
@@ -68,6 +72,12 @@ void print_summary(const SweepCounts& n, const std::vector<const sim::SweepRow*>
 }
 
 int run(const SweepFlags& f, const CLI::App& cmd) {
+  if (f.inference.inference()) {
+    return run_inference_sweep(f.inference, f.inference_grid,
+                               {f.fixed, f.partition, f.memory_limit, f.out}, cmd);
+  }
+  f.inference.check_flags(cmd);
+  if (cmd.count("--batch") == 0) throw InputError("give --batch N");
   sim::SweepGrid sweep;
   refuse_beside_schedule_file(cmd, f.fixed.schedule_file);
   if (!f.fixed.schedule_file.empty()) {
@@ -148,10 +158,15 @@ int run(const SweepFlags& f, const CLI::App& cmd) {
 Subcommand add_sweep_command(CLI::App& app) {
   auto f = std::make_shared<SweepFlags>();
   CLI::App* cmd = app.add_subcommand(
-      "sweep", "Predict a grid of configurations (K x M x schedule x recompute) for one mini-batch");
+      "sweep",
+      "Predict a grid of configurations (K x M x schedule x recompute) for one mini-batch, or of an inference "
+      "stream (K x B in flight x b, --workload inference)");
   f->fixed.add_to(*cmd);
   f->grid.known_schedules = sim::predictable_schedule_names();
-  f->grid.add_to(*cmd, std::int64_t{1} << 40, /*lists_required=*/false);  // or --schedule-file
+  // The lists or --schedule-file; --batch for training (run() checks).
+  f->grid.add_to(*cmd, std::int64_t{1} << 40, /*lists_required=*/false, /*batch_required=*/false);
+  f->inference.add_to(*cmd, /*with_in_flight=*/false);
+  f->inference_grid.add_to(*cmd);
   cmd->add_option("--partition", f->partition, "balanced or uniform")
       ->check(CLI::IsMember({"balanced", "uniform"}))
       ->capture_default_str();

@@ -12,6 +12,8 @@ data/trace_sim_dualpipev_overlap.json: `gpipe-sim run --schedule-file
 tests/data/torch_csv/dualpipev_k2_m4_comms.csv --overlap-f-b 0.8` on the shipped
 transformer-24L-h1024-h100 profile, N = 8: the backward of each overlapped pair on
 its own lane (tid 1000000), send waits and housekeeping of zero length.
+data/inference_sweep.csv: `gpipe-sim sweep --workload inference -K 1,2,4 -B 1..4
+--micro-batch-sizes 1,2 -R 32` on an analytic dit-xl-2 profile on the H200.
 data/validation.csv: a `gpipe-run validate --out` file, 3 run configurations
 (one whose measured activation peak differs) and 2 skipped.
 Run: /usr/bin/python3 -m unittest discover -s tests/plots
@@ -32,8 +34,9 @@ SIM_TRACE = os.path.join(DATA, "trace_sim_gpipe_k2_m2.json")
 CPU_TRACE = os.path.join(DATA, "trace_cpu_gpipe_k2_m2.json")
 VALIDATION = os.path.join(DATA, "validation.csv")
 OVERLAP_TRACE = os.path.join(DATA, "trace_sim_dualpipev_overlap.json")
+INFERENCE_SWEEP = os.path.join(DATA, "inference_sweep.csv")
 SCRIPTS = ["bubble_vs_m.py", "bubble_by_schedule.py", "sweep_heatmap.py", "gantt.py", "memory.py",
-           "validation.py"]
+           "validation.py", "inference_tradeoff.py"]
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 sys.path.insert(0, PLOTS)
@@ -408,6 +411,22 @@ class ScriptTest(TempDirTest):
         skipped_only = self.write("skipped.csv", "\n".join([lines[0], lines[3], lines[5]]) + "\n")
         self.assert_fails("validation.py", [skipped_only, "--out", "x.png"],
                           "every configuration was skipped")
+
+    def test_inference_tradeoff(self):
+        self.assert_png("inference_tradeoff.py", INFERENCE_SWEEP)
+        self.assert_png("inference_tradeoff.py", INFERENCE_SWEEP, "--latency-limit-us", "3000")
+
+    def test_inference_pareto_front_and_errors(self):
+        import inference_tradeoff
+        # (K, B, b, samples/s, p99 us): the second is beaten by the third (faster and sooner).
+        points = [(1, 1, 1, 100.0, 10.0), (1, 2, 1, 150.0, 30.0), (1, 3, 1, 160.0, 20.0), (1, 4, 1, 90.0, 5.0)]
+        self.assertEqual(inference_tradeoff.pareto_front(points), [points[3], points[0], points[2]])
+        self.assertEqual(len(inference_tradeoff.load(INFERENCE_SWEEP)), 24)
+        self.assert_fails("inference_tradeoff.py", [SWEEP, "--out", "x.png"], "not an inference sweep CSV")
+        lines = read(INFERENCE_SWEEP).splitlines()
+        broken = self.write("broken.csv", "\n".join([lines[0], lines[1].replace(",ok,", ",ok,", 1).split(",ok,")[0]
+                                                     + ",ok,,x,x,x,x,x,x,x,x,x,x,x,x,x"]) + "\n")
+        self.assert_fails("inference_tradeoff.py", [broken, "--out", "x.png"], "broken.csv:2: a number is malformed")
 
     def test_unwritable_output(self):
         out = os.path.join(self.tmp, "no", "such", "dir", "m.png")

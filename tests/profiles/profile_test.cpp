@@ -269,6 +269,16 @@ TEST_F(ProfileFromJson, ReadsContentionPointsAndRefusesBadOnes) {
   EXPECT_EQ(error(), "inline: contention: expected a non-empty array");
 }
 
+TEST_F(ProfileFromJson, ReadsStateBytesAndRefusesBadOnes) {
+  EXPECT_FALSE(profile_from_json(doc_, "inline").layers[0].samples[0].state_bytes.has_value());
+  doc_["layers"][0]["samples"][0]["state_bytes"] = 4096;
+  const Profile p = profile_from_json(doc_, "inline");
+  EXPECT_EQ(p.layers[0].samples[0].state_bytes, 4096);
+  EXPECT_EQ(profile_from_json(to_json(p), "again"), p);  // written back
+  doc_["layers"][0]["samples"][0]["state_bytes"] = -1;
+  EXPECT_TRUE(error().starts_with("inline: layers[0].samples[0].state_bytes: ")) << error();
+}
+
 TEST(ProfileRoundTrip, WriteThenReadIsEqual) {
   const Profile original = load_profile(data("valid_two_layers.json"));
   const auto path = temp_file("profile.json");
