@@ -45,10 +45,10 @@ struct SizeRuns {
   std::vector<std::vector<double>> fwd_us, bwd_input_us, bwd_weight_us;  // per layer
 };
 
-SizeRuns size_runs(const models::Model& model, int b, std::mt19937_64& rng) {
+SizeRuns size_runs(const models::Model& model, int b, std::uint64_t seed) {
   const std::size_t n = model.layers.size();
   SizeRuns s;
-  s.data = random_size_inputs(model, b, rng);
+  s.data = training_size_inputs(model, b, seed);
   s.samples.resize(n);
   s.fwd_us.resize(n);
   s.bwd_input_us.resize(n);
@@ -120,7 +120,7 @@ ProfiledModel profiled_model(const models::Model& model, const ProfilerOptions& 
 // is the ratio of the medians, less one (0 if noise made it negative).
 profiles::ContentionPoint measure_contention(ProfiledModel& pm, const models::Model& model, int b, int peers,
                                              const ProfilerOptions& options, std::mt19937_64& rng) {
-  SizeRuns mine = size_runs(model, b, rng);
+  SizeRuns mine = size_runs(model, b, options.seed);
   std::atomic<bool> stop{false};
   std::atomic<int> loaded{0};    // 1 while the peers should compute (a futex word)
   std::atomic<int> started{0};   // passes the peers began since the last change
@@ -139,7 +139,7 @@ profiles::ContentionPoint measure_contention(ProfiledModel& pm, const models::Mo
         bool first = true;  // its first pass records the sizes the later ones are checked against
         try {
           replica.emplace(profiled_model(model, options));
-          runs.emplace(size_runs(model, b, own));
+          runs.emplace(size_runs(model, b, options.seed));
         } catch (...) {
           failed[static_cast<std::size_t>(i)] = std::current_exception();
         }
@@ -262,12 +262,13 @@ profiles::Profile profile_cpu(const models::Model& model, std::span<const int> m
   profile.model = model.spec;
   profile.link = {.latency_us = measure_handoff_latency_us(options.link_round_trips),
                   .bandwidth_GBps = kInProcessBandwidthGBps};
-  // One generator for every random input, seeded apart from the weights.
+  // One generator for the output gradients, seeded apart from the weights;
+  // the data is the run's own (training_size_inputs).
   std::mt19937_64 rng(options.seed ^ 0x9e3779b97f4a7c15ULL);
   const int count = static_cast<int>(model.layers.size());
   ProfiledModel pm = profiled_model(model, options);
   std::vector<SizeRuns> runs;
-  for (const int b : sizes) runs.push_back(size_runs(model, b, rng));
+  for (const int b : sizes) runs.push_back(size_runs(model, b, options.seed));
   // Passes go round the sizes (b1, b2, ..., b1, b2, ...), not size after
   // size: a stretch of load from elsewhere on the machine then slows every
   // size a little instead of one size a lot, and the medians shrug it off.

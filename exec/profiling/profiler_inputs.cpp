@@ -5,31 +5,11 @@
 
 #include <fmt/format.h>
 
-#include "models/layer_layout.hpp"
+#include "exec/runtime/synthetic_data.hpp"
 #include "schedules/error.hpp"
 
 namespace gpipe::exec {
 namespace {
-
-// The executor's shape of a layer's floating input (the first tensor it
-// keeps) or target (the one named "target"), from the kind's layout.
-std::vector<std::int64_t> input_shape(const models::LayerLayout& layout, int b) {
-  return layout.kept_shape(0, b);
-}
-
-std::vector<std::int64_t> target_shape(const models::LayerLayout& layout, int b) {
-  for (std::size_t i = 0; i < layout.kept.size(); ++i) {
-    if (layout.kept[i].name == "target") return layout.kept_shape(i, b);
-  }
-  throw std::logic_error("a layer with a floating target keeps no tensor named target");
-}
-
-Tensor random_tokens(std::int64_t b, std::int64_t per_sample, int vocab, std::mt19937_64& rng) {
-  Tensor t({b, per_sample}, ElementType::i32);
-  std::uniform_int_distribution<std::int32_t> token(0, std::max(vocab, 1) - 1);
-  for (auto& v : t.i32()) v = token(rng);
-  return t;
-}
 
 Tensor random_normal(std::vector<std::int64_t> shape, float scale, std::mt19937_64& rng) {
   Tensor t(std::move(shape));
@@ -53,38 +33,15 @@ std::vector<int> checked_micro_batch_sizes(std::span<const int> sizes) {
   return sorted;
 }
 
-LayerInputs random_layer_inputs(const models::Model& model, const models::Layer& layer, int b,
-                                std::mt19937_64& rng) {
-  LayerInputs in;
-  const models::LayerLayout layout = models::layer_layout(model, layer);
-  if (layer.input_index_bytes > 0) {
-    in.input = random_tokens(b, layer.input_index_bytes / 4, model.vocab, rng);
-  } else {
-    in.input = random_normal(input_shape(layout, b), 1.0F, rng);
-  }
-  if (layer.kind == models::layer_kind::dit_embed) {
-    // Each sample ends with its timestep and class label: integers, not noise.
-    const std::int64_t width = layer.input_elems;
-    std::uniform_int_distribution<int> step(0, 999);
-    std::uniform_int_distribution<int> label(0, std::max(model.classes, 1) - 1);
-    for (std::int64_t n = 0; n < b; ++n) {
-      in.input.f32()[static_cast<std::size_t>(n * width + width - 2)] = static_cast<float>(step(rng));
-      in.input.f32()[static_cast<std::size_t>(n * width + width - 1)] = static_cast<float>(label(rng));
-    }
-  }
-  if (layer.target_index_bytes > 0) {
-    in.target = random_tokens(b, layer.target_index_bytes / 4, model.vocab, rng);
-  } else if (layer.target_elems > 0) {
-    in.target = random_normal(target_shape(layout, b), 1.0F, rng);
-  }
-  return in;
-}
-
-SizeInputs random_size_inputs(const models::Model& model, int b, std::mt19937_64& rng) {
+SizeInputs training_size_inputs(const models::Model& model, int b, std::uint64_t seed) {
+  const Batch batch = SyntheticTask(model, seed).batch(0, b);
   SizeInputs s;
   s.micro_batch_size = b;
-  s.input = random_layer_inputs(model, model.layers.front(), b, rng).input;
-  for (const models::Layer& layer : model.layers) s.targets.push_back(random_layer_inputs(model, layer, b, rng).target);
+  s.input = batch.inputs.clone();
+  for (const models::Layer& layer : model.layers) {
+    const bool loss = layer.target_elems > 0 || layer.target_index_bytes > 0;
+    s.targets.push_back(loss ? batch.targets.clone() : Tensor());
+  }
   return s;
 }
 

@@ -1,7 +1,7 @@
 // What the CPU profiler (exec/cpu/profiler.cpp) and the CUDA profiler
 // (exec/cuda/profiler/layer_profiler.cpp) share on the host: the check of the
-// requested micro-batch sizes, the seeded random data a pass starts from (the
-// first layer's input and every loss layer's target, per size), the gradient
+// requested micro-batch sizes, the data a pass starts from (the first
+// layer's input and the loss layer's target, per size: the run's own), the gradient
 // the backward pass starts from, the bytes a pass records per layer, and the
 // median kept of the timed passes. One copy, so both backends draw the same
 // numbers from the same seed and refuse the same arguments with the same words.
@@ -23,19 +23,6 @@ namespace gpipe::exec {
 // one is below 1 or when one is given twice.
 [[nodiscard]] std::vector<int> checked_micro_batch_sizes(std::span<const int> sizes);
 
-// Random values of the shapes one layer reads at micro-batch size b: token ids
-// uniform in [0, vocab) for index tensors, N(0, 1) floats otherwise, shaped
-// [b, S, elems/S] for a sequence model (every floating tensor of a transformer
-// is per token), [b, elems] otherwise. The input is drawn first, then the
-// target (empty unless a loss layer).
-struct LayerInputs {
-  Tensor input;
-  Tensor target;
-};
-
-[[nodiscard]] LayerInputs random_layer_inputs(const models::Model& model, const models::Layer& layer,
-                                              int micro_batch_size, std::mt19937_64& rng);
-
 // The data of one micro-batch size: the first layer's input and a target for
 // every loss layer.
 struct SizeInputs {
@@ -44,12 +31,13 @@ struct SizeInputs {
   std::vector<Tensor> targets;  // per layer; empty but for a loss layer
 };
 
-// Draws random_layer_inputs for the first layer (keeping its input), then for
-// every layer in model order (keeping its target). The inputs and targets not
-// kept are drawn all the same: that is the order the CPU profiler has always
-// consumed its generator in, so a seed keeps giving the same data.
-[[nodiscard]] SizeInputs random_size_inputs(const models::Model& model, int micro_batch_size,
-                                            std::mt19937_64& rng);
+// The run's own data at size b: the synthetic task's mini-batch of step 0
+// and `seed` (exec/runtime/synthetic_data.hpp), its inputs for the first layer
+// and its targets for the loss layer. Not random values of the same shapes:
+// some kernels' speed depends on the values (how peaked attention's scores
+// are, where an exponential underflows), and Llama blocks profiled on random
+// token ids ran 2 to 4 % slower than on the run's sequences.
+[[nodiscard]] SizeInputs training_size_inputs(const models::Model& model, int micro_batch_size, std::uint64_t seed);
 
 // The gradient of the last layer's output: 1/b per sample for a loss layer's
 // per-sample output [b] (the mean over the micro-batch), small N(0, 0.01)

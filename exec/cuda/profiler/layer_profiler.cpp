@@ -113,7 +113,7 @@ struct Replica {
 
 void build_replica(Replica& replica, const models::Model& model, std::span<const int> sizes,
                    const CudaProfilerOptions& options, CachingAllocator& allocator, BlasHandle* blas,
-                   Stream& stream, std::mt19937_64& rng) {
+                   Stream& stream) {
   DeviceModel& dm = replica.dm;
   dm.context = LayerContext{&allocator, blas, &stream};
   const int count = static_cast<int>(model.layers.size());
@@ -122,7 +122,7 @@ void build_replica(Replica& replica, const models::Model& model, std::span<const
     dm.optimizers.emplace_back(options.optimizer, dm.layers.back()->parameters(), allocator, stream);
   }
   for (const int b : sizes) {
-    const SizeInputs host = random_size_inputs(model, b, rng);
+    const SizeInputs host = training_size_inputs(model, b, options.seed);
     DeviceSize& s = replica.runs.emplace_back();
     s.b = b;
     s.input = upload(host.input, allocator, stream);
@@ -192,7 +192,7 @@ class PartitionLoad {
       const layers::OwnedBlasHandle blas = layers::make_blas_handle();
       std::mt19937_64 rng(options.seed ^ 0x9e3779b97f4a7c15ULL ^ static_cast<std::uint64_t>(p));
       Replica replica;
-      build_replica(replica, model, sizes, options, allocator, blas.get(), stream, rng);
+      build_replica(replica, model, sizes, options, allocator, blas.get(), stream);
       CallTagger untagged;  // never tagged: CUPTI's records of the load match no call
       for (DeviceSize& s : replica.runs) run_pass(replica.dm, model, s, untagged, 0, true, rng);
       stream.synchronize();
@@ -250,10 +250,10 @@ profiles::Profile profile_cuda(const models::Model& model, std::span<const int> 
   CachingAllocator allocator(memory);
   const layers::OwnedBlasHandle blas = layers::make_blas_handle();
 
-  // One generator for every random input, seeded apart from the weights (as the CPU profiler).
+  // One generator for the output gradients, seeded apart from the weights (as the CPU profiler).
   std::mt19937_64 rng(options.seed ^ 0x9e3779b97f4a7c15ULL);
   Replica timed;
-  build_replica(timed, model, sizes, options, allocator, blas.get(), stream, rng);
+  build_replica(timed, model, sizes, options, allocator, blas.get(), stream);
   DeviceModel& dm = timed.dm;
   std::vector<DeviceSize>& runs = timed.runs;
   const int count = static_cast<int>(model.layers.size());
