@@ -7,6 +7,8 @@
 // always one of the observed values, so p5 <= p50 <= p95 holds by construction.
 #pragma once
 
+#include "schedules/percentile.hpp"
+
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -40,9 +42,8 @@ struct Spread {
   bool operator==(const Spread&) const = default;
 };
 
-// The nearest-rank percentile (0 < percent <= 100) of values sorted ascending;
-// the values must not be empty.
-[[nodiscard]] double nearest_rank(std::span<const double> sorted, int percent);
+// The nearest-rank percentile (schedules/percentile.hpp).
+using schedules::nearest_rank;
 // Percentiles, mean, min and max of values (not empty; any order).
 [[nodiscard]] Spread spread_of(std::vector<double> values);
 

@@ -54,14 +54,14 @@ StochasticResult run_jittered(const Prediction& p, const CostModel& base, const 
   for (int i = 0; i < j.runs; ++i) {
     const JitteredCosts costs(base, j.cv, j.seed + static_cast<std::uint64_t>(i));
     StreamRun run = replay(costs, link, p.plan.partition.num_stages(), sc.workload, state, false);
-    const Metrics m = compute_metrics(run, sc.workload.in_flight, p.plan.micro_batch_size, {});
+    const schedules::StreamMetrics m = schedules::compute_stream_metrics(run, sc.workload.in_flight, p.plan.micro_batch_size, {});
     step_us.push_back(m.step_time_us);
     throughput.push_back(m.throughput_items_per_s);
     pooled.items.insert(pooled.items.end(), run.items.begin(), run.items.end());
   }
   out.step_time_us = spread_of(std::move(step_us));
   out.throughput_items_per_s = spread_of(std::move(throughput));
-  out.latency = compute_metrics(pooled, sc.workload.in_flight, p.plan.micro_batch_size, {}).latency;
+  out.latency = schedules::compute_stream_metrics(pooled, sc.workload.in_flight, p.plan.micro_batch_size, {}).latency;
   return out;
 }
 
@@ -79,7 +79,7 @@ Prediction predict(const profiles::Profile& profile, const Scenario& sc, bool re
   for (const profiles::StageCost& stage : p.plan.stages) state.push_back(stage.state_bytes);
   const StageCosts costs(p.plan.stages);
   p.run = replay(costs, link, p.plan.partition.num_stages(), sc.workload, state, record_timeline);
-  p.metrics = compute_metrics(p.run, sc.workload.in_flight, p.plan.micro_batch_size, p.plan.static_bytes);
+  p.metrics = schedules::compute_stream_metrics(p.run, sc.workload.in_flight, p.plan.micro_batch_size, p.plan.static_bytes);
   if (record_timeline) p.run.timeline.info = info_of(p, sc.workload.requests, profile);
   if (sc.conditions.jitter.cv > 0) p.stochastic = run_jittered(p, costs, link, sc, state);
   return p;

@@ -9,13 +9,17 @@
 
 #include "plan/inference_plan.hpp"
 #include "profiles/profile.hpp"
-#include "sim/inference/metrics.hpp"
+#include "schedules/stream_metrics.hpp"
 #include "sim/inference/replay.hpp"
 #include "sim/inference/workload.hpp"
 #include "sim/scenario.hpp"
 #include "sim/stochastic.hpp"
 
 namespace gpipe::sim::inference {
+
+using schedules::Latency;
+using schedules::RankLoad;
+using schedules::StreamMetrics;
 
 struct Scenario {
   plan::InferenceRequest request;
@@ -41,7 +45,7 @@ struct Prediction {
   double link_latency_us = 0;
   double link_bandwidth_GBps = 0;
   StreamRun run;  // its timeline's info filled when recorded
-  Metrics metrics;
+  schedules::StreamMetrics metrics;
   std::optional<StochasticResult> stochastic;
 };
 

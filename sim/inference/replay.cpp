@@ -11,36 +11,14 @@
 namespace gpipe::sim::inference {
 namespace {
 
+using schedules::MemoryChange;
+using schedules::peak_of;
 using schedules::Action;
 using schedules::ActionKind;
 using schedules::Microbatch;
 using schedules::Rank;
 using schedules::Stage;
 using schedules::Stream;
-
-// One change of a rank's activation bytes.
-struct Change {
-  std::int64_t time_ns = 0;
-  std::int64_t delta = 0;
-};
-
-// The peak of a rank's bytes over its changes (and, with record, the samples),
-// frees before allocations at one instant.
-std::int64_t sweep(int rank, std::int64_t base, std::vector<Change>& changes,
-                   std::vector<schedules::MemorySample>* samples) {
-  std::ranges::sort(changes, [](const Change& a, const Change& b) {
-    return a.time_ns != b.time_ns ? a.time_ns < b.time_ns : a.delta < b.delta;
-  });
-  std::int64_t bytes = base;
-  std::int64_t peak = base;
-  if (samples != nullptr) samples->push_back({Rank{rank}, 0, base});
-  for (const Change& c : changes) {
-    bytes += c.delta;
-    peak = std::max(peak, bytes);
-    if (samples != nullptr) samples->push_back({Rank{rank}, c.time_ns, bytes});
-  }
-  return peak;
-}
 
 }  // namespace
 
@@ -68,7 +46,7 @@ StreamRun replay(const CostModel& costs, const LinkModel& links, int num_stages,
 
   std::vector<std::int64_t> compute_free(K, 0);  // end of the stage's last forward
   std::vector<std::int64_t> link_free(K, 0);     // link s -> s+1: end of its last message
-  std::vector<std::vector<Change>> changes(K);
+  std::vector<std::vector<MemoryChange>> changes(K);
   if (record) run.timeline.actions.reserve(R * (3 * K - 2));
 
   for (std::size_t r = 0; r < R; ++r) {
@@ -112,7 +90,7 @@ StreamRun replay(const CostModel& costs, const LinkModel& links, int num_stages,
   }
   run.peak_bytes.resize(K);
   for (std::size_t s = 0; s < K; ++s) {
-    run.peak_bytes[s] = sweep(static_cast<int>(s), run.state_bytes[s], changes[s],
+    run.peak_bytes[s] = peak_of(Rank{static_cast<int>(s)}, run.state_bytes[s], changes[s],
                               record ? &run.timeline.memory : nullptr);
   }
   return run;

@@ -27,31 +27,15 @@
 #include <span>
 #include <vector>
 
-#include "schedules/timeline.hpp"
+#include "schedules/stream.hpp"
 #include "sim/cost_model.hpp"
 #include "sim/inference/workload.hpp"
 #include "sim/link_model.hpp"
 
 namespace gpipe::sim::inference {
 
-struct ItemTimes {
-  std::int64_t arrival_ns = 0;
-  std::int64_t admitted_ns = 0;
-  std::int64_t completed_ns = 0;
-
-  [[nodiscard]] std::int64_t latency_ns() const { return completed_ns - arrival_ns; }
-  bool operator==(const ItemTimes&) const = default;
-};
-
-struct StreamRun {
-  std::vector<ItemTimes> items;                // in item order
-  std::vector<std::int64_t> busy_ns;           // per rank: its forwards
-  std::vector<std::int64_t> peak_bytes;        // per rank: activation bytes, state included
-  std::vector<std::int64_t> state_bytes;       // per rank: what the streams' state holds throughout
-  // With record: F, SEND_F and RECV_F of every item (micro-batch = item) and
-  // every memory change; info as the caller fills it.
-  schedules::Timeline timeline;
-};
+using schedules::ItemTimes;
+using schedules::StreamRun;
 
 // `state_bytes[s]`: the state stage s keeps for one stream (empty: none).
 // Throws InputError for a workload validate() refuses or R x K past

@@ -26,7 +26,7 @@ std::string latency_line(const Latency& l) {
 
 std::string format_inference(const sim::inference::Prediction& p, const sim::inference::Scenario& sc,
                              const profiles::Profile& profile, const std::string& profile_path) {
-  const sim::inference::Metrics& m = p.metrics;
+  const schedules::StreamMetrics& m = p.metrics;
   const auto& w = sc.workload;
   const int K = p.plan.partition.num_stages();
   std::string out;
@@ -92,7 +92,7 @@ nlohmann::json inference_json(const sim::inference::Prediction& p, const sim::in
              {"arrival", arrival},
              {"partition", p.plan.partition.layers_per_stage},
              {"link", {{"latency_us", p.link_latency_us}, {"bandwidth_GBps", p.link_bandwidth_GBps}, {"sharing", "fifo"}}}}},
-           {"metrics", sim::inference::to_json(p.metrics)}};
+           {"metrics", schedules::to_json(p.metrics)}};
   if (p.stochastic) out["stochastic"] = sim::inference::to_json(*p.stochastic);
   return out;
 }

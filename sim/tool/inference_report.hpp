@@ -15,7 +15,7 @@ namespace gpipe::cli {
 [[nodiscard]] std::string format_inference(const sim::inference::Prediction& p, const sim::inference::Scenario& sc,
                                            const profiles::Profile& profile, const std::string& profile_path);
 
-// {"config": {...}, "metrics": sim::inference::to_json, "stochastic": ... (with jitter)}.
+// {"config": {...}, "metrics": schedules::to_json, "stochastic": ... (with jitter)}.
 [[nodiscard]] nlohmann::json inference_json(const sim::inference::Prediction& p, const sim::inference::Scenario& sc,
                                             const profiles::Profile& profile, const std::string& profile_path);
 

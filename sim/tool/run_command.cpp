@@ -129,7 +129,7 @@ std::string memory_check(const schedules::Metrics& m, const MemoryLimit& limit) 
 }
 
 // The same for an inference stream: each rank's peak (state included) and weights.
-std::string memory_check(const sim::inference::Metrics& m, const MemoryLimit& limit) {
+std::string memory_check(const schedules::StreamMetrics& m, const MemoryLimit& limit) {
   std::string over;
   for (const auto& r : m.ranks) {
     const std::int64_t total = r.peak_activation_bytes + r.static_bytes;

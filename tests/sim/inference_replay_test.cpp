@@ -13,7 +13,7 @@
 
 #include <fmt/format.h>
 
-#include "sim/inference/metrics.hpp"
+#include "schedules/stream_metrics.hpp"
 #include "sim/inference/replay.hpp"
 
 namespace gpipe::sim::inference {
@@ -51,7 +51,7 @@ TEST(InferenceClosedForms, ABatchOfBItemsTakesBPlusKMinus1StageTimes) {
   for (int k = 1; k <= 6; ++k) {
     for (int b = 1; b <= 9; ++b) {
       const StreamRun run = replay(equal(k, t), FreeLink{}, k, closed(b, b), {}, false);
-      const Metrics m = compute_metrics(run, b, 1, {});
+      const schedules::StreamMetrics m = schedules::compute_stream_metrics(run, b, 1, {});
       EXPECT_EQ(m.step_time_ns, (b + k - 1) * t) << fmt::format("K={} B={}", k, b);
       EXPECT_DOUBLE_EQ(m.step_time_us, m.closed_form.batch_time_us) << fmt::format("K={} B={}", k, b);
       EXPECT_EQ(run.items.front().latency_ns(), k * t);
@@ -65,7 +65,7 @@ TEST(InferenceClosedForms, TheSteadyStateServesMinBKOverKStageTimes) {
   for (int k = 1; k <= 6; ++k) {
     for (int b = 1; b <= 8; ++b) {
       const int r = 5 * b;  // a multiple of B, more than 2B
-      const Metrics m = compute_metrics(replay(equal(k, t), FreeLink{}, k, closed(r, b), {}, false), b, 1, {});
+      const schedules::StreamMetrics m = schedules::compute_stream_metrics(replay(equal(k, t), FreeLink{}, k, closed(r, b), {}, false), b, 1, {});
       ASSERT_TRUE(m.steady_throughput_items_per_s.has_value());
       const double expected = std::min(b, k) * 1e9 / static_cast<double>(k * t);
       EXPECT_NEAR(*m.steady_throughput_items_per_s, expected, 1e-9 * expected) << fmt::format("K={} B={}", k, b);
@@ -83,7 +83,7 @@ TEST(InferenceClosedForms, TheSteadyStateServesMinBKOverKStageTimes) {
 }
 
 TEST(InferenceClosedForms, NoSteadyStateWithinTwoWindows) {
-  const Metrics m = compute_metrics(replay(equal(2, 10), FreeLink{}, 2, closed(8, 4), {}, false), 4, 1, {});
+  const schedules::StreamMetrics m = schedules::compute_stream_metrics(replay(equal(2, 10), FreeLink{}, 2, closed(8, 4), {}, false), 4, 1, {});
   EXPECT_FALSE(m.steady_throughput_items_per_s.has_value());
 }
 
@@ -259,7 +259,7 @@ TEST(InferenceMemory, StateCountsForEveryStreamFromTheStart) {
 TEST(InferenceMetrics, BottleneckIsTheBusiestStage) {
   const Stages costs({100, 300, 200}, {0, 0, 0});
   const std::vector<std::int64_t> weights{5, 6, 7};
-  const Metrics m = compute_metrics(replay(costs, FreeLink{}, 3, closed(30, 3), {}, false), 3, 2, weights);
+  const schedules::StreamMetrics m = schedules::compute_stream_metrics(replay(costs, FreeLink{}, 3, closed(30, 3), {}, false), 3, 2, weights);
   EXPECT_EQ(m.bottleneck_stage, 1);
   EXPECT_DOUBLE_EQ(m.ranks[1].forward_us, 0.3);
   EXPECT_DOUBLE_EQ(m.closed_form.stage_time_us, 0.3);
@@ -275,7 +275,7 @@ TEST(InferenceMetrics, LatencyPercentilesAreNearestRank) {
   // latencies 1000 + 900 r ns, r = 0..99.
   Workload w = closed(100, 1);
   w.arrival_interval_us = 0.1;
-  const Metrics m = compute_metrics(replay(equal(1, 1000), FreeLink{}, 1, w, {}, false), 1, 1, {});
+  const schedules::StreamMetrics m = schedules::compute_stream_metrics(replay(equal(1, 1000), FreeLink{}, 1, w, {}, false), 1, 1, {});
   EXPECT_DOUBLE_EQ(m.latency.first_us, 1.0);
   EXPECT_DOUBLE_EQ(m.latency.p50_us, (1000 + 900 * 49) / 1e3);
   EXPECT_DOUBLE_EQ(m.latency.p90_us, (1000 + 900 * 89) / 1e3);

@@ -1,11 +1,11 @@
-#include "sim/inference/metrics.hpp"
+#include "schedules/stream_metrics.hpp"
 
 #include <algorithm>
 #include <stdexcept>
 
-#include "sim/stochastic.hpp"
+#include "schedules/percentile.hpp"
 
-namespace gpipe::sim::inference {
+namespace gpipe::schedules {
 namespace {
 
 double us(std::int64_t ns) { return static_cast<double>(ns) / 1e3; }
@@ -29,13 +29,13 @@ Latency latency_of(const std::vector<ItemTimes>& items) {
 
 }  // namespace
 
-Metrics compute_metrics(const StreamRun& run, int in_flight, int micro_batch_size,
+StreamMetrics compute_stream_metrics(const StreamRun& run, int in_flight, int micro_batch_size,
                         std::span<const std::int64_t> static_bytes) {
-  if (run.items.empty()) throw std::invalid_argument("inference::compute_metrics: no items");
+  if (run.items.empty()) throw std::invalid_argument("compute_stream_metrics: no items");
   const auto R = static_cast<std::int64_t>(run.items.size());
   const std::int64_t B = in_flight;
   const auto K = static_cast<int>(run.busy_ns.size());
-  Metrics m;
+  StreamMetrics m;
   m.requests = static_cast<int>(R);
   m.in_flight = in_flight;
   m.micro_batch_size = micro_batch_size;
@@ -82,7 +82,7 @@ Metrics compute_metrics(const StreamRun& run, int in_flight, int micro_batch_siz
   return m;
 }
 
-nlohmann::json to_json(const Metrics& m) {
+nlohmann::json to_json(const StreamMetrics& m) {
   using nlohmann::json;
   json ranks = json::array();
   for (const RankLoad& r : m.ranks) {
@@ -116,4 +116,4 @@ nlohmann::json to_json(const Metrics& m) {
           {"ranks", ranks}};
 }
 
-}  // namespace gpipe::sim::inference
+}  // namespace gpipe::schedules

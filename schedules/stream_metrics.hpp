@@ -12,11 +12,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sim/inference/replay.hpp"
+#include "schedules/stream.hpp"
 
-namespace gpipe::sim::inference {
+namespace gpipe::schedules {
 
-// Nearest-rank percentiles (sim/stochastic.hpp's method) of the items' latencies.
+// Nearest-rank percentiles (schedules/percentile.hpp) of the items' latencies.
 struct Latency {
   double first_us = 0;  // item 0's
   double mean_us = 0;
@@ -52,7 +52,7 @@ struct RankLoad {
   bool operator==(const RankLoad&) const = default;
 };
 
-struct Metrics {
+struct StreamMetrics {
   int requests = 0;
   int in_flight = 0;
   int micro_batch_size = 0;
@@ -68,12 +68,12 @@ struct Metrics {
   ClosedForms closed_form;
   std::vector<RankLoad> ranks;
 
-  bool operator==(const Metrics&) const = default;
+  bool operator==(const StreamMetrics&) const = default;
 };
 
 // `static_bytes` per rank, or empty (0). Throws std::invalid_argument for a
 // run without items.
-[[nodiscard]] Metrics compute_metrics(const StreamRun& run, int in_flight, int micro_batch_size,
+[[nodiscard]] StreamMetrics compute_stream_metrics(const StreamRun& run, int in_flight, int micro_batch_size,
                                       std::span<const std::int64_t> static_bytes);
 
 // Keys: requests, in_flight, micro_batch_size, step_time_us,
@@ -83,6 +83,6 @@ struct Metrics {
 // first_latency_us, batch_time_us, steady_throughput_items_per_s}, ranks
 // [{rank, busy_us, utilization, forward_us, peak_activation_bytes,
 // state_bytes, static_bytes}].
-[[nodiscard]] nlohmann::json to_json(const Metrics& metrics);
+[[nodiscard]] nlohmann::json to_json(const StreamMetrics& metrics);
 
-}  // namespace gpipe::sim::inference
+}  // namespace gpipe::schedules
