@@ -9,6 +9,7 @@ namespace gpipe::cli {
 [[nodiscard]] Subcommand add_train_command(CLI::App& app);
 [[nodiscard]] Subcommand add_profile_run_command(CLI::App& app);
 [[nodiscard]] Subcommand add_validate_command(CLI::App& app);
+[[nodiscard]] Subcommand add_infer_command(CLI::App& app);
 
 // The whole command line: parses argv, runs the subcommand, returns the exit status.
 [[nodiscard]] int gpipe_run_main(int argc, char** argv);

@@ -1,8 +1,11 @@
 #include "sim/inference/predict.hpp"
 
+#include <span>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "sim/contention.hpp"
 #include "sim/jitter.hpp"
 
 namespace gpipe::sim::inference {
@@ -65,10 +68,27 @@ StochasticResult run_jittered(const Prediction& p, const CostModel& base, const 
   return out;
 }
 
+// With a profile's contention (sim/contention.hpp), as training does: replay,
+// count for every forward the ranks computing beside it, stretch it by the
+// slowdown there, and replay again, kContentionReplays times in all.
+StreamRun replay_contended(const CostModel& costs, const LinkModel& link, int num_stages, const Workload& w,
+                           const std::vector<std::int64_t>& state, bool record,
+                           std::span<const profiles::ContentionPoint> points) {
+  if (points.empty() || num_stages < 2) return replay(costs, link, num_stages, w, state, record);
+  StreamRun run = replay(costs, link, num_stages, w, state, true);
+  for (int i = 1; i < kContentionReplays; ++i) {
+    std::unordered_map<std::uint64_t, double> factors = busy_peers(run.timeline);
+    for (auto& [key, peers] : factors) peers = 1 + contention_slowdown(points, peers);
+    const ContendedCosts contended(costs, std::move(factors));
+    run = replay(contended, link, num_stages, w, state, record || i + 1 < kContentionReplays);
+  }
+  return run;
+}
+
 }  // namespace
 
 Prediction predict(const profiles::Profile& profile, const Scenario& sc, bool record_timeline) {
-  validate(sc.workload);
+  validate_workload(sc.workload);
   validate_jitter(sc.conditions.jitter.cv, sc.conditions.jitter.runs);
   Prediction p;
   const UniformLink link = link_of(profile, sc.conditions);
@@ -78,7 +98,8 @@ Prediction predict(const profiles::Profile& profile, const Scenario& sc, bool re
   std::vector<std::int64_t> state;
   for (const profiles::StageCost& stage : p.plan.stages) state.push_back(stage.state_bytes);
   const StageCosts costs(p.plan.stages);
-  p.run = replay(costs, link, p.plan.partition.num_stages(), sc.workload, state, record_timeline);
+  p.run = replay_contended(costs, link, p.plan.partition.num_stages(), sc.workload, state, record_timeline,
+                           profile.contention);
   p.metrics = schedules::compute_stream_metrics(p.run, sc.workload.in_flight, p.plan.micro_batch_size, p.plan.static_bytes);
   if (record_timeline) p.run.timeline.info = info_of(p, sc.workload.requests, profile);
   if (sc.conditions.jitter.cv > 0) p.stochastic = run_jittered(p, costs, link, sc, state);

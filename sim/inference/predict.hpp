@@ -11,7 +11,7 @@
 #include "profiles/profile.hpp"
 #include "schedules/stream_metrics.hpp"
 #include "sim/inference/replay.hpp"
-#include "sim/inference/workload.hpp"
+#include "schedules/stream_workload.hpp"
 #include "sim/scenario.hpp"
 #include "sim/stochastic.hpp"
 

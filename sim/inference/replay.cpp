@@ -78,7 +78,7 @@ StreamRun replay(const CostModel& costs, const LinkModel& links, int num_stages,
       const std::int64_t send_start = std::max(end, link_free[s]);
       const std::int64_t arrive = send_start + links.transfer_ns(from, to, out);
       link_free[s] = arrive;
-      changes[s].push_back({arrive, -out});
+      changes[s].push_back({send_start, -out});  // in flight it is charged to no rank
       changes[s + 1].push_back({arrive, out});
       if (record) {
         run.timeline.actions.push_back({{stage, ActionKind::SEND_F, m}, from, Stream::send, send_start, arrive});

@@ -19,7 +19,8 @@
 // streams in flight (the profile's state_bytes); an item's input from the
 // arrival of its message until its forward ends (stage 0's input is the
 // request, held by the caller, and not counted); its output from the start of
-// its forward until its send ends (the last stage's until its forward ends).
+// its forward until its send starts (the last stage's until its forward
+// ends). A message in flight is charged to no rank, as in training's links.
 // Frees at an instant are applied before allocations at that instant.
 #pragma once
 
@@ -29,12 +30,16 @@
 
 #include "schedules/stream.hpp"
 #include "sim/cost_model.hpp"
-#include "sim/inference/workload.hpp"
+#include "schedules/stream_workload.hpp"
 #include "sim/link_model.hpp"
 
 namespace gpipe::sim::inference {
 
 using schedules::ItemTimes;
+using schedules::Workload;
+using schedules::arrival_times_ns;
+using schedules::validate_workload;
+using schedules::kMaxForwards;
 using schedules::StreamRun;
 
 // `state_bytes[s]`: the state stage s keeps for one stream (empty: none).

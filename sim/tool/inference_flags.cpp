@@ -57,14 +57,14 @@ void InferenceFlags::check_flags(const CLI::App& cmd) const {
   }
 }
 
-sim::inference::Workload InferenceFlags::workload_of(int in_flight_default) const {
-  sim::inference::Workload w;
+schedules::Workload InferenceFlags::workload_of(int in_flight_default) const {
+  schedules::Workload w;
   w.requests = requests;
   w.in_flight = in_flight.value_or(in_flight_default);
   w.arrival_interval_us = arrival_interval_us;
   w.arrival_rate_per_s = arrival_rate;
   w.seed = arrival_seed;
-  sim::inference::validate(w);
+  schedules::validate_workload(w);
   return w;
 }
 

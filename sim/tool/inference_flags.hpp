@@ -31,7 +31,7 @@ struct InferenceFlags {
   // a training flag (schedule, M, N, recompute, ...) with inference.
   void check_flags(const CLI::App& cmd) const;
   // The workload, `in_flight_default` standing for an unsaid --in-flight.
-  [[nodiscard]] sim::inference::Workload workload_of(int in_flight_default) const;
+  [[nodiscard]] schedules::Workload workload_of(int in_flight_default) const;
   // The inference scenario of the shared flags and these.
   [[nodiscard]] sim::inference::Scenario scenario(const ScenarioFlags& shared, const CLI::App& cmd) const;
 };

@@ -17,6 +17,7 @@
 #include "schedules/chrome_trace.hpp"
 #include "schedules/error.hpp"
 #include "schedules/report_check.hpp"
+#include "schedules/stream_trace.hpp"
 #include "sim/scenario.hpp"
 #include "sim/tool/commands.hpp"
 #include "sim/tool/inference_flags.hpp"
@@ -157,7 +158,7 @@ int run_inference(const RunFlags& f, const CLI::App& cmd) {
   const std::optional<MemoryLimit> limit = memory_limit_of(f.scenario.memory_limit, profile);
   if (!f.trace.empty()) check_writable(f.trace, "--trace");
   const sim::inference::Prediction p = sim::inference::predict(profile, sc, !f.trace.empty());
-  if (!f.trace.empty()) schedules::write_chrome_trace(p.run.timeline, f.trace);
+  if (!f.trace.empty()) schedules::write_chrome_trace(schedules::stream_chrome_trace(p.run, p.metrics), f.trace);
   if (f.json) {
     std::cout << inference_json(p, sc, profile, path).dump(2) << "\n";
     return 0;

@@ -219,20 +219,20 @@ TEST(InferenceOpenLoop, LatencyIncludesTheWaitForAPlace) {
   for (const ItemTimes& item : slow.items) EXPECT_EQ(item.latency_ns(), 1500);
 }
 
-TEST(InferenceMemory, InputsUntilTheirForwardEndsOutputsUntilSent) {
+TEST(InferenceMemory, InputsUntilTheirForwardEndsOutputsUntilTheLinkTakesThem) {
   // Stage 0: 100 ns, output 10 bytes over a link of 1000 ns + 0 per byte;
   // stage 1: 50 ns, output 7 bytes (kept during its forward only).
   const Stages costs({100, 50}, {10, 7});
   const UniformLink link(1.0, 1e9);
-  // One item: stage 0 holds 10 bytes from 0 to 1100; stage 1 holds the 10
-  // received at 1100 and its own 7 during [1100, 1150).
+  // One item: stage 0 holds 10 bytes from 0 until the link takes them at 100;
+  // stage 1 holds the 10 arrived at 1100 and its own 7 during [1100, 1150).
   const StreamRun one = replay(costs, link, 2, closed(1, 1), {}, true);
   EXPECT_EQ(one.peak_bytes, (std::vector<std::int64_t>{10, 17}));
-  // Three at once: stage 0 makes outputs at 0, 100, 200 that leave at 1100,
-  // 2100, 3100 (a FIFO link), so it holds all three at 200: 30 bytes. Stage 1
-  // gets them one at a time: still 17.
+  // Three at once: stage 0 makes outputs at 0, 100 and 200, which the FIFO
+  // link takes at 100, 1100 and 2100: at 200 it holds the second and the
+  // third, 20 bytes. Stage 1 gets them one at a time: still 17.
   const StreamRun three = replay(costs, link, 2, closed(3, 3), {}, true);
-  EXPECT_EQ(three.peak_bytes, (std::vector<std::int64_t>{30, 17}));
+  EXPECT_EQ(three.peak_bytes, (std::vector<std::int64_t>{20, 17}));
   // The recorded samples end at the state (0) on both ranks.
   for (int rank : {0, 1}) {
     std::int64_t last = -1;

@@ -1,4 +1,4 @@
-// The inference workload (sim/inference/workload.hpp): arrival times, and the
+// The inference workload (schedules/stream_workload.hpp): arrival times, and the
 // refusals of what cannot be, each naming its flag.
 #include <gtest/gtest.h>
 
@@ -7,10 +7,10 @@
 #include <string>
 
 #include "schedules/error.hpp"
-#include "sim/inference/workload.hpp"
+#include "schedules/stream_workload.hpp"
 #include "tests/error_of.hpp"
 
-namespace gpipe::sim::inference {
+namespace gpipe::schedules {
 namespace {
 
 using gpipe::testing::error_of;
@@ -38,21 +38,21 @@ TEST(InferenceWorkload, PoissonArrivalsAreSeededAndHaveTheRate) {
 }
 
 TEST(InferenceWorkload, RefusesWhatCannotBe) {
-  EXPECT_EQ(error_of([] { validate({.requests = 0, .in_flight = 1}); }),
+  EXPECT_EQ(error_of([] { validate_workload({.requests = 0, .in_flight = 1}); }),
             "--requests must be at least 1, got 0");
-  EXPECT_EQ(error_of([] { validate({.requests = 1, .in_flight = 0}); }),
+  EXPECT_EQ(error_of([] { validate_workload({.requests = 1, .in_flight = 0}); }),
             "--in-flight must be at least 1, got 0");
   for (const double rate : {0.0, -1.0, std::numeric_limits<double>::infinity(), std::nan("")}) {
-    const std::string e = error_of([&] { validate({.requests = 1, .in_flight = 1, .arrival_rate_per_s = rate}); });
+    const std::string e = error_of([&] { validate_workload({.requests = 1, .in_flight = 1, .arrival_rate_per_s = rate}); });
     EXPECT_TRUE(e.starts_with("--arrival-rate must be a finite positive number")) << e;
   }
   EXPECT_TRUE(error_of([] {
-                validate({.requests = 1, .in_flight = 1, .arrival_interval_us = -1.0});
+                validate_workload({.requests = 1, .in_flight = 1, .arrival_interval_us = -1.0});
               }).starts_with("--arrival-interval-us must be"));
   EXPECT_TRUE(error_of([] {
-                validate({.requests = 1, .in_flight = 1, .arrival_interval_us = 1.0, .arrival_rate_per_s = 1.0});
+                validate_workload({.requests = 1, .in_flight = 1, .arrival_interval_us = 1.0, .arrival_rate_per_s = 1.0});
               }).starts_with("--arrival-interval-us and --arrival-rate exclude each other"));
 }
 
 }  // namespace
-}  // namespace gpipe::sim::inference
+}  // namespace gpipe::schedules

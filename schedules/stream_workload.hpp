@@ -1,4 +1,5 @@
-// An inference workload (DESIGN.md, "Inference"): R items, each one
+// An inference workload (DESIGN.md, "Inference"), which the simulator
+// predicts (sim/inference/) and the executor runs (exec/inference/): R items, each one
 // micro-batch of b samples, served in order through the pipeline's stages,
 // forward only, with at most B in flight.
 //   - Closed loop (no arrival process): items 0..B-1 are admitted at time 0,
@@ -14,7 +15,7 @@
 #include <optional>
 #include <vector>
 
-namespace gpipe::sim::inference {
+namespace gpipe::schedules {
 
 struct Workload {
   int requests = 0;   // R
@@ -33,10 +34,10 @@ inline constexpr int kMaxRequests = 1'000'000;
 // The most item-stage forwards one replay holds (R x K).
 inline constexpr std::int64_t kMaxForwards = std::int64_t{1} << 24;
 
-// Throws InputError naming the flag: --requests < 1 or > kMaxRequests, --in-flight < 1, an
+// validate_workload throws InputError naming the flag: --requests < 1 or > kMaxRequests, --in-flight < 1, an
 // interval that is negative or not finite, a rate that is not a finite
 // positive number, both an interval and a rate.
-void validate(const Workload& workload);
+void validate_workload(const Workload& workload);
 
 // When each item arrives, in integer ns from the stream's start: all 0 in the
 // closed loop; llround(r * T * 1000) for an interval; for a rate, the partial
@@ -45,4 +46,4 @@ void validate(const Workload& workload);
 // from the seed with one standard library).
 [[nodiscard]] std::vector<std::int64_t> arrival_times_ns(const Workload& workload);
 
-}  // namespace gpipe::sim::inference
+}  // namespace gpipe::schedules

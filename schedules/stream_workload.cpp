@@ -1,4 +1,4 @@
-#include "sim/inference/workload.hpp"
+#include "schedules/stream_workload.hpp"
 
 #include <cmath>
 #include <random>
@@ -7,9 +7,9 @@
 
 #include "schedules/error.hpp"
 
-namespace gpipe::sim::inference {
+namespace gpipe::schedules {
 
-void validate(const Workload& w) {
+void validate_workload(const Workload& w) {
   if (w.requests < 1) throw InputError(fmt::format("--requests must be at least 1, got {}", w.requests));
   if (w.requests > kMaxRequests) {
     throw InputError(fmt::format("--requests {} is more than the {} items a stream may have", w.requests, kMaxRequests));
@@ -29,7 +29,7 @@ void validate(const Workload& w) {
 }
 
 std::vector<std::int64_t> arrival_times_ns(const Workload& w) {
-  validate(w);
+  validate_workload(w);
   std::vector<std::int64_t> times(static_cast<std::size_t>(w.requests), 0);
   if (w.arrival_interval_us) {
     for (std::size_t r = 0; r < times.size(); ++r) {
@@ -48,4 +48,4 @@ std::vector<std::int64_t> arrival_times_ns(const Workload& w) {
   return times;
 }
 
-}  // namespace gpipe::sim::inference
+}  // namespace gpipe::schedules

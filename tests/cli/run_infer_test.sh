@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# gpipe-run infer as a user runs it: a Llama stream on CPU threads prints the
+# measured metrics (text and --json) and writes a trace with each item's
+# latency in its last forward's args; bad input is one error line, exit 2.
+# Usage: run_infer_test.sh GPIPE_SIM GPIPE_RUN
+set -u
+run=$2
+source "$(dirname "$0")/lib.sh"
+model=llama:layers=2,hidden=32,heads=4,kv_heads=2,ffn=48,seq=16,vocab=64
+
+expect_status 0 "$run" infer --model "$model" -K 2 -b 2 -R 12 -B 2 --trace "$tmp/stream.json"
+for line in "^workload    inference: 12 items of 2 samples, closed loop with at most 2 in flight" \
+            "^partition   .* (balanced on the forward costs of the model's analytic fp32 costs)" \
+            "^throughput  .* items/s" "^latency     first .* p99 " "^bottleneck  stage " "^ *rank  layers"; do
+  expect_out "$line"
+done
+python3 - "$tmp/stream.json" <<'PY' || fail "trace: $(head -c 400 "$tmp/stream.json")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+last = [e for e in d["traceEvents"] if e.get("ph") == "X" and e["args"].get("kind") == "F" and e["args"]["stage"] == 1]
+assert len(last) == 12, len(last)
+assert all(e["args"]["latency_us"] > 0 for e in last)
+assert d["otherData"]["gpipe"]["source"]["kind"] == "cpu"
+assert d["otherData"]["gpipe"]["stream"]["metrics"]["requests"] == 12
+PY
+
+expect_status 0 "$run" infer --model "$model" -K 2 -R 6 --arrival-interval-us 3000 --json
+python3 - "$tmp/out" <<'PY' || fail "--json: $(cat "$tmp/out")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+m = d["metrics"]
+assert d["config"]["in_flight"] == 2 and d["config"]["requests"] == 6, d["config"]
+for key in ("step_time_us", "throughput_items_per_s", "steady_throughput_items_per_s", "latency_us", "ranks",
+            "bottleneck_stage"):
+    assert key in m, key
+assert m["step_time_us"] >= 5 * 3000, m["step_time_us"]  # the last item arrives at 15 ms
+PY
+
+bad() {  # bad TEXT ARGS...: exit 2 with TEXT in one error line
+  local text=$1; shift
+  expect_status 2 "$run" "$@"
+  expect_one_error_line -- "$text"
+}
+bad "--in-flight must be at least 1" infer --model "$model" -K 2 -B 0
+bad "--requests must be at least 1" infer --model "$model" -K 2 -R 0
+bad "--arrival-rate must be a finite positive number" infer --model "$model" -K 2 --arrival-rate -3
+bad "give --stages K" infer --model "$model"
+bad "inference runs on the CPU so far" infer --backend cuda --model "$model" -K 2
+bad "--stages 9 exceeds the 4 layers" infer --model "$model" -K 9
+finish run_infer_test
