@@ -103,6 +103,10 @@ template <class PartitionOf>
 Plan plan_with(const profiles::Profile& profile, const PlanRequest& r, std::vector<int> sizes,
                const PartitionOf& partition_of) {
   assert(static_cast<int>(sizes.size()) == r.microbatches && "the sizes of another request");
+  if (profile.workload == "inference") {
+    throw InputError("the profile was measured for inference (forwards alone, gpipe-run profile --workload "
+                     "inference) and prices no backward: profile the model for training to plan a training run");
+  }
   Plan p;
   p.batch = std::accumulate(sizes.begin(), sizes.end(), std::int64_t{0});
   p.microbatch_sizes = std::move(sizes);

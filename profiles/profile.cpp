@@ -335,6 +335,12 @@ Profile profile_from_json(const json& document, std::string_view origin) {
   profile.model = root.object_member("model").string();
   profile.link = read_link(root.object_member("link"));
   if (const auto contention = root.optional_member("contention")) profile.contention = read_contention(*contention);
+  if (const auto workload = root.optional_member("workload")) {
+    profile.workload = workload->string();
+    if (profile.workload != "training" && profile.workload != "inference") {
+      workload->fail(fmt::format("'{}' is neither training nor inference", profile.workload));
+    }
+  }
 
   const Field layers = root.object_member("layers");
   const std::size_t count = layers.non_empty_array_size();
@@ -380,6 +386,7 @@ json head_to_json(const Profile& profile, json layers) {
               {"link", link_to_json(profile.link)},
               {"layers", std::move(layers)}};
   if (profile.device_memory_bytes) out["device_memory_bytes"] = *profile.device_memory_bytes;
+  if (profile.workload != "training") out["workload"] = profile.workload;
   if (!profile.contention.empty()) {
     json points = json::array();
     for (const ContentionPoint& c : profile.contention) {

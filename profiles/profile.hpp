@@ -102,6 +102,11 @@ struct ContentionPoint {
 inline constexpr double kMaxSlowdown = 100;  // what a contention point may say: 101 times as long
 
 struct Profile {
+  // What the layers were timed for: "training" (forward, backward and the
+  // optimizer's step in each pass) or "inference" (passes of forwards alone,
+  // gpipe-run profile --workload inference: each forward finds the caches as a
+  // stream leaves them; its backward times are 0, so training refuses it).
+  std::string workload = "training";
   std::string device;  // the hardware it was measured on
   // The device's memory capacity, where the profile knows it (an analytic
   // profile: its device table's row); `--memory-limit device` starts from it.

@@ -62,7 +62,7 @@ SizeRuns size_runs(const models::Model& model, int b, std::uint64_t seed) {
 // caches as the run leaves them (the other layers' weights and stashes passed
 // through since its last call); timed alone and repeated, a layer keeps its
 // weights in cache and runs faster than it ever does in training.
-void run_pass(ProfiledModel& pm, SizeRuns& s, bool first, bool timed, std::mt19937_64& rng) {
+void run_pass(ProfiledModel& pm, SizeRuns& s, bool first, bool timed, bool forward_only, std::mt19937_64& rng) {
   const std::size_t n = pm.layers.size();
   std::vector<MemoryAccount> accounts(n);  // one per layer: its stash alone
   std::vector<Stash> stashes(n);
@@ -78,6 +78,7 @@ void run_pass(ProfiledModel& pm, SizeRuns& s, bool first, bool timed, std::mt199
     record_sample_bytes(s.samples[i], first, pm.layers[i]->spec(), b, in_bytes, out.bytes(), accounts[i].bytes());
     x = std::move(out);
   }
+  if (forward_only) return;  // the stashes go unused, as in a stream
   Tensor grad = output_gradient(x.shape(), pm.layers.back()->spec(), b, rng);
   for (std::size_t i = n; i-- > 0;) {
     Stash weight_stash;
@@ -154,7 +155,7 @@ profiles::ContentionPoint measure_contention(ProfiledModel& pm, const models::Mo
             started.notify_all();
             if (failed[static_cast<std::size_t>(i)]) continue;
             try {
-              run_pass(*replica, *runs, first, /*timed=*/false, own);
+              run_pass(*replica, *runs, first, /*timed=*/false, options.forward_only, own);
               first = false;
             } catch (...) {
               failed[static_cast<std::size_t>(i)] = std::current_exception();
@@ -182,7 +183,7 @@ profiles::ContentionPoint measure_contention(ProfiledModel& pm, const models::Mo
     bool first = true;
     const auto time_pass = [&] {
       const auto t0 = Clock::now();
-      run_pass(pm, mine, first, /*timed=*/false, rng);
+      run_pass(pm, mine, first, /*timed=*/false, options.forward_only, rng);
       first = false;
       return elapsed_us(t0, Clock::now());
     };
@@ -260,6 +261,7 @@ profiles::Profile profile_cpu(const models::Model& model, std::span<const int> m
   profile.source = "cpu";
   profile.dtype = "fp32";
   profile.model = model.spec;
+  if (options.forward_only) profile.workload = "inference";
   profile.link = {.latency_us = measure_handoff_latency_us(options.link_round_trips),
                   .bandwidth_GBps = kInProcessBandwidthGBps};
   // One generator for the output gradients, seeded apart from the weights;
@@ -274,13 +276,16 @@ profiles::Profile profile_cpu(const models::Model& model, std::span<const int> m
   // size a little instead of one size a lot, and the medians shrug it off.
   const int passes = options.warmup + options.repeats;
   for (int pass = 0; pass < passes; ++pass) {
-    for (SizeRuns& s : runs) run_pass(pm, s, /*first=*/pass == 0, /*timed=*/pass >= options.warmup, rng);
+    for (SizeRuns& s : runs) {
+      run_pass(pm, s, /*first=*/pass == 0, /*timed=*/pass >= options.warmup, options.forward_only, rng);
+    }
     if (options.on_pass) options.on_pass(pass, passes);
   }
   for (SizeRuns& s : runs) {
     for (std::size_t i = 0; i < s.samples.size(); ++i) {
       profiles::ProfileSample& sample = s.samples[i];
       sample.fwd_us = median(s.fwd_us[i]);
+      if (options.forward_only) continue;  // no backward was run: bwd_us 0, no split
       sample.bwd_input_us = median(s.bwd_input_us[i]);
       sample.bwd_weight_us = median(s.bwd_weight_us[i]);
       // The CPU's full backward is I then W in one call (exec/cpu/layers/kind_base.hpp).

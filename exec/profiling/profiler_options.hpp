@@ -27,6 +27,10 @@ struct ProfilerOptions {
   // at most the cores less one; -1: as many as that; 0: none. Only with one
   // thread per rank.
   int contention_peers = -1;
+  // cpu: inference's profile (profiles::Profile::workload "inference"): passes
+  // of the forwards alone, no backward or optimizer step, so that each forward
+  // finds the caches as a stream of forwards leaves them; backward times 0.
+  bool forward_only = false;
   // Progress: after each pass over every size (warm-up passes included), then
   // once per layer with its finished profile.
   std::function<void(int pass, int passes)> on_pass;

@@ -46,6 +46,7 @@ struct ProfileFlags {
   CpuFlags cpu;
   int stages = 1;  // measure as a rank of a K-stage run computes (its SM partition, its threads)
   std::string link_fit = "pipeline";  // under mpirun: what the bandwidth is fitted to
+  std::string workload = "training";
 };
 
 }  // namespace
@@ -137,6 +138,10 @@ int run_profile(const ProfileFlags& f) {
   options.repeats = f.repeats;
   options.seed = f.seed;
   options.optimizer.kind = *models::parse_optimizer(f.optimizer);
+  if (f.workload == "inference") {
+    if (f.backend != "cpu") throw InputError("--workload inference profiles on the CPU so far");
+    options.forward_only = true;
+  }
   // Under a launcher the other processes of the launch wait in MPI, polling a
   // core each, while rank 0 measures: peer threads would share a core with
   // them and read as a slowdown of 100 %. So no contention is measured there.
@@ -221,6 +226,11 @@ Subcommand add_profile_run_command(CLI::App& app) {
                   "Measure as each rank of a K-stage run computes: cpu, with its threads (cores / K unless "
                   "--threads-per-rank); cuda, in its SM partition")
       ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  cmd->add_option("--workload", f->workload,
+                  "training (each pass: every forward, every backward, the optimizer's steps) or inference (passes "
+                  "of the forwards alone, as a stream runs them; the profile prices no backward)")
+      ->check(CLI::IsMember({"training", "inference"}))
       ->capture_default_str();
   cmd->add_option("--link-fit", f->link_fit,
                   "cpu under mpirun -np 2: fit the link's bandwidth to the messages of a K=2 pipeline of the model "

@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/grid_flags.hpp"
+#include "cli/int_list.hpp"
 #include "cli/path_flag.hpp"
 #include "cli/progress.hpp"
 #include "cli/units.hpp"
@@ -31,7 +32,9 @@
 #include "exec/tool/backend_flags.hpp"
 #include "exec/tool/commands.hpp"
 #include "exec/tool/launcher.hpp"
+#include "exec/tool/rounds_progress.hpp"
 #include "exec/tool/run_flags.hpp"
+#include "exec/tool/validate_inference.hpp"
 #include "models/model_spec.hpp"
 #include "plan/microbatches.hpp"
 #include "plan/model_profile.hpp"
@@ -63,6 +66,7 @@ struct ValidateFlags {
   int warmup = 2;
   int repeats = 5;
   std::string launcher;  // "": every configuration in this process
+  InferenceValidateFlags inference;
 };
 
 constexpr const char* kRowFormat =
@@ -243,35 +247,6 @@ void print_summary(const std::vector<exec::CalibrationRow>& rows) {
   print_link_summary(rows);
 }
 
-// Where the rounds are, on stderr: an estimate of the whole when it is long
-// and, on a terminal, a bar over every run of every round (cli/progress.hpp);
-// in a log, a line as each round starts.
-class RoundsProgress {
- public:
-  explicit RoundsProgress(int rounds) : rounds_(rounds) {}
-
-  void before_run(int round, int index, int count) {
-    if (!progress_) {
-      total_ = std::int64_t{rounds_} * count;
-      progress_.emplace(total_, "runs", std::cerr, Progress::Options{.bar = stderr_is_terminal()}, start_);
-    }
-    if (!stderr_is_terminal() && index == 0) {
-      std::cerr << fmt::format("validate: round {} of {}: {} configurations\n", round + 1, rounds_, count);
-    }
-    progress_->update(std::int64_t{round} * count + index);
-  }
-  // Before a row goes to stdout: the bar's line cleared, so the row stands alone.
-  static void clear_bar() {
-    if (stderr_is_terminal()) std::cerr << "\r\x1b[K" << std::flush;
-  }
-
- private:
-  int rounds_;
-  std::int64_t total_ = 0;
-  Progress::Clock::time_point start_ = Progress::Clock::now();
-  std::optional<Progress> progress_;
-};
-
 // The last line a launched gpipe-run printed about its failure, else the
 // launcher's own last words.
 std::string failure_of(const Launcher::Outcome& outcome) {
@@ -398,7 +373,48 @@ profiles::Profile grid_profile(const ValidateFlags& f, const models::Model& mode
   return profile;
 }
 
-int run_validate(const ValidateFlags& f) {
+int run_validate_stream(const ValidateFlags& f) {
+  if (f.run.backend != "cpu") throw InputError("--workload inference validates on the CPU so far");
+  if (!f.run.profile.empty() && !f.save_profile.empty()) {
+    throw InputError("--save-profile writes the profile measured when no --profile is given; drop one");
+  }
+  if (!f.out.empty()) check_writable(f.out, "--out");
+  if (!f.save_profile.empty()) check_writable(f.save_profile, "--save-profile");
+  InferenceValidation v;
+  v.model = models::parse_model(f.run.model);
+  v.stages = f.grid.stages;
+  v.partition = f.run.partition;
+  v.seed = f.run.seed;
+  v.rounds = f.rounds;
+  v.threads_per_rank = f.cpu.threads_for(std::ranges::max(parse_int_list(f.grid.stages, "--stages")));
+  v.out = f.out;
+  v.json = f.json;
+  v.remeasure = f.run.profile.empty() && f.rounds > 1;
+  v.profile = [&f, &v](const std::vector<int>& sizes, int round) {
+    if (!f.run.profile.empty()) {
+      profiles::Profile profile = profiles::load_profile(profiles::resolve_profile(f.run.profile));
+      plan::check_profile_matches(v.model, profile);
+      return profile;
+    }
+    if (!f.json) {
+      std::cerr << (round == 0 ? fmt::format("validate: measuring the profile at micro-batch sizes {}\n", fmt::join(sizes, ","))
+                               : fmt::format("validate: round {} of {}: the profile again\n", round, f.rounds));
+    }
+    exec::ProfilerOptions options = profiler_options(f, f.run.optimizer_config(), v.threads_per_rank);
+    options.forward_only = true;  // as the stream runs them
+    profiles::Profile profile = measure_profile("cpu", f.cuda, 1, v.model, sizes, options);
+    if (round == 0 && !f.save_profile.empty()) profiles::write_profile(profile, f.save_profile);
+    return profile;
+  };
+  return run_validate_inference(f.inference, v);
+}
+
+int run_validate(const ValidateFlags& f, const CLI::App& cmd) {
+  f.inference.check_flags(cmd);
+  if (cmd.count("--stages") == 0) throw InputError("give --stages LIST");
+  if (f.inference.inference()) return run_validate_stream(f);
+  if (cmd.count("--microbatches") == 0) throw InputError("give --microbatches LIST");
+  if (cmd.count("--batch") == 0) throw InputError("give --batch N");
   f.cuda.check_backend(f.run.backend);
   f.cpu.check_backend(f.run.backend);
   if (!f.launcher.empty()) {
@@ -531,7 +547,9 @@ Subcommand add_validate_command(CLI::App& app) {
                   "predict, train, and compare step time, bubble and peak activation");
   f->run.add_to(*cmd, "Profile of the model to predict with and balance on (default: measure one "
                       "now at the micro-batch sizes the grid needs)");
-  f->grid.add_to(*cmd, std::int64_t{1} << 30);
+  // Training's lists and --batch, or inference's (run_validate checks which).
+  f->grid.add_to(*cmd, std::int64_t{1} << 30, /*lists_required=*/false, /*batch_required=*/false);
+  f->inference.add_to(*cmd);
   f->cpu.add_to(*cmd);
   f->cuda.add_to(*cmd);
   cmd->add_option("--steps", f->steps, "Training steps per configuration and round; every one but the first (cold) is measured")
@@ -562,7 +580,7 @@ Subcommand add_validate_command(CLI::App& app) {
                   "adding --oversubscribe and --allow-run-as-root where needed), or a command prefix with {K}, "
                   "e.g. \"srun -n {K}\"; the profile (layers and the link between two processes) is measured "
                   "the same way unless --profile is given");
-  return {cmd, [f] { return run_validate(*f); }};
+  return {cmd, [f, cmd] { return run_validate(*f, *cmd); }};
 }
 
 }  // namespace gpipe::cli

@@ -36,6 +36,29 @@ for key in ("step_time_us", "throughput_items_per_s", "steady_throughput_items_p
 assert m["step_time_us"] >= 5 * 3000, m["step_time_us"]  # the last item arrives at 15 ms
 PY
 
+# An inference profile: forwards alone, no backward; training refuses it.
+expect_status 0 "$run" profile --model "$model" --micro-batch-sizes 2 --workload inference --repeats 2 --warmup 1 \
+  --out "$tmp/inference-profile.json"
+python3 - "$tmp/inference-profile.json" <<'PY' || fail "inference profile: $(head -c 300 "$tmp/inference-profile.json")"
+import json, sys
+p = json.load(open(sys.argv[1]))
+assert p["workload"] == "inference", p.get("workload")
+s = p["layers"][1]["samples"][0]
+assert s["fwd_us"] > 0 and s["bwd_us"] == 0 and "bwd_input_us" not in s, s
+PY
+expect_status 0 "$1" run --workload inference --profile "$tmp/inference-profile.json" -K 2 -b 2 -R 8
+expect_status 2 "$1" run --profile "$tmp/inference-profile.json" -K 2 -M 2 -N 4
+expect_one_error_line "the profile was measured for inference"
+
+# validate --workload inference: a small grid, its table, summary and CSV.
+expect_status 0 "$run" validate --workload inference --model "$model" --stages 1,2 --in-flight 1,2 \
+  --micro-batch-sizes 2 --requests 8 --rounds 2 --repeats 2 --warmup 1 --out "$tmp/validate.csv"
+expect_out "^  K   B   b     items/s   measured"
+expect_out "^4 configurations: 4 run, 0 skipped"
+expect_out "^throughput: median |error| "
+expect_out "^peak activation equal to the prediction on every rank in "
+[ "$(wc -l <"$tmp/validate.csv")" -eq 5 ] || fail "validate CSV: $(cat "$tmp/validate.csv")"
+
 bad() {  # bad TEXT ARGS...: exit 2 with TEXT in one error line
   local text=$1; shift
   expect_status 2 "$run" "$@"
@@ -47,4 +70,8 @@ bad "--arrival-rate must be a finite positive number" infer --model "$model" -K 
 bad "give --stages K" infer --model "$model"
 bad "inference runs on the CPU so far" infer --backend cuda --model "$model" -K 2
 bad "--stages 9 exceeds the 4 layers" infer --model "$model" -K 9
+bad "--batch is for training" validate --workload inference --model "$model" --stages 1 --micro-batch-sizes 1 --batch 4
+bad "--in-flight is for inference: add --workload inference" validate --model "$model" --stages 1 --microbatches 1 --batch 2 --in-flight 2
+bad "give --micro-batch-sizes LIST" validate --workload inference --model "$model" --stages 1
+bad "give --batch N" validate --model "$model" --stages 1 --microbatches 1
 finish run_infer_test

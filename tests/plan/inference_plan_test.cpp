@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "plan/inference_plan.hpp"
+#include "plan/plan.hpp"
 #include "tests/error_of.hpp"
 #include "tests/test_profiles.hpp"
 
@@ -40,6 +41,17 @@ TEST(InferencePlan, SumsTheLayersStateBytes) {
   const InferencePlan plan = make_inference_plan(p, {.stages = 2, .micro_batch_size = 2});
   EXPECT_EQ(plan.stages.at(0).state_bytes, 200);
   EXPECT_EQ(plan.stages.at(1).state_bytes, 0);
+}
+
+TEST(InferencePlan, AnInferenceProfileCannotPlanTraining) {
+  profiles::Profile p = lopsided();
+  p.workload = "inference";
+  EXPECT_EQ(make_inference_plan(p, {.stages = 2}).partition.layers_per_stage, (std::vector<int>{3, 1}));
+  PlanRequest training;
+  training.stages = 2;
+  training.microbatches = 2;
+  training.batch = 2;
+  EXPECT_TRUE(error_of([&] { (void)make_plan(p, training); }).starts_with("the profile was measured for inference"));
 }
 
 TEST(InferencePlan, RefusesWhatCannotBe) {

@@ -279,6 +279,17 @@ TEST_F(ProfileFromJson, ReadsStateBytesAndRefusesBadOnes) {
   EXPECT_TRUE(error().starts_with("inline: layers[0].samples[0].state_bytes: ")) << error();
 }
 
+TEST_F(ProfileFromJson, ReadsTheWorkloadAndRefusesAnUnknownOne) {
+  EXPECT_EQ(profile_from_json(doc_, "inline").workload, "training");
+  EXPECT_FALSE(to_json(profile_from_json(doc_, "inline")).contains("workload"));  // the default stays unsaid
+  doc_["workload"] = "inference";
+  const Profile p = profile_from_json(doc_, "inline");
+  EXPECT_EQ(p.workload, "inference");
+  EXPECT_EQ(profile_from_json(to_json(p), "again"), p);
+  doc_["workload"] = "serving";
+  EXPECT_EQ(error(), "inline: workload: 'serving' is neither training nor inference");
+}
+
 TEST(ProfileRoundTrip, WriteThenReadIsEqual) {
   const Profile original = load_profile(data("valid_two_layers.json"));
   const auto path = temp_file("profile.json");
