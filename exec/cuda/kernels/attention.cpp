@@ -3,14 +3,16 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "exec/cuda/kernels/heads.hpp"
 #include "exec/cuda/kernels/softmax.hpp"
 
 namespace gpipe::exec::cuda::kernels {
 
 namespace {
 
-HeadLayout layout(const AttentionShape& shape, std::int64_t parts) {
-  return HeadLayout{shape.batch, shape.seq, shape.heads, shape.head_dim(), parts};
+// out and dout: [b, S, A d] <-> [b, A, S, d].
+HeadLayout output_layout(const AttentionShape& shape) {
+  return HeadLayout{shape.batch, shape.seq, shape.heads, shape.head_dim(), 1};
 }
 
 // One strided-batched GEMM over the b*A (sample, head) matrices; each operand
@@ -32,11 +34,13 @@ struct Batched {
 
 void check_attention_shape(const AttentionShape& shape) {
   if (shape.batch < 0 || shape.seq < 0 || shape.hidden < 0 || shape.heads <= 0 ||
-      shape.hidden % shape.heads != 0) {
+      shape.hidden % shape.heads != 0 || shape.kv_heads < 0 ||
+      shape.heads % shape.kv_groups() != 0) {
     throw std::invalid_argument("attention: bad shape (batch " + std::to_string(shape.batch) +
                                 ", seq " + std::to_string(shape.seq) + ", hidden " +
                                 std::to_string(shape.hidden) + ", heads " +
-                                std::to_string(shape.heads) + ")");
+                                std::to_string(shape.heads) + ", kv_heads " +
+                                std::to_string(shape.kv_heads) + ")");
   }
 }
 
@@ -62,15 +66,15 @@ void attention_forward(BlasHandle& blas, const AttentionShape& shape, const floa
   float* k = q + bsh;
   float* v = k + bsh;
   float* out_heads = v + bsh;
-  split_heads(layout(shape, 3), qkv, q, stream);
+  split_qkv(shape, qkv, q, k, v, stream);
   const Batched batched{blas, stream, shape.batch * shape.heads};
   const float scale = 1.0F / std::sqrt(static_cast<float>(d));
-  // Scores = scale q k^T, the full S x S as the CPU computes it; masked after.
+  // Scores = scale q k^T, the full S x S (the causal mask applied after).
   batched(Transpose::no, Transpose::yes, s, s, d, scale, q, d, s * d, k, d, s * d, probs, s, s * s);
-  causal_softmax_forward(shape.batch * shape.heads, s, probs, stream);
+  attention_softmax_forward(shape.batch * shape.heads, s, shape.causal, probs, stream);
   batched(Transpose::no, Transpose::no, s, d, s, 1.0F, probs, s, s * s, v, d, s * d, out_heads, d,
           s * d);
-  merge_heads(layout(shape, 1), out_heads, out, stream);
+  merge_heads(output_layout(shape), out_heads, out, stream);
 }
 
 void attention_backward(BlasHandle& blas, const AttentionShape& shape, const float* qkv,
@@ -85,12 +89,12 @@ void attention_backward(BlasHandle& blas, const AttentionShape& shape, const flo
   float* k = q + bsh;
   float* v = k + bsh;
   float* dout_heads = v + bsh;
-  float* dq = dout_heads + bsh;  // dq, dk, dv contiguous: merged back in one permute
+  float* dq = dout_heads + bsh;
   float* dk = dq + bsh;
   float* dv = dk + bsh;
   float* dp = dv + bsh;
-  split_heads(layout(shape, 3), qkv, q, stream);
-  split_heads(layout(shape, 1), dout, dout_heads, stream);
+  split_qkv(shape, qkv, q, k, v, stream);
+  split_heads(output_layout(shape), dout, dout_heads, stream);
   const Batched batched{blas, stream, shape.batch * shape.heads};
   const float scale = 1.0F / std::sqrt(static_cast<float>(d));
   // dP = dout v^T, dv = P^T dout.
@@ -98,11 +102,12 @@ void attention_backward(BlasHandle& blas, const AttentionShape& shape, const flo
           s * s);
   batched(Transpose::yes, Transpose::no, s, d, s, 1.0F, probs, s, s * s, dout_heads, d, s * d, dv,
           d, s * d);
-  causal_softmax_backward(shape.batch * shape.heads, s, probs, dp, stream);
+  attention_softmax_backward(shape.batch * shape.heads, s, shape.causal, probs, dp, stream);
   // dq = scale dS k, dk = scale dS^T q.
   batched(Transpose::no, Transpose::no, s, d, s, scale, dp, s, s * s, k, d, s * d, dq, d, s * d);
   batched(Transpose::yes, Transpose::no, s, d, s, scale, dp, s, s * s, q, d, s * d, dk, d, s * d);
-  merge_heads(layout(shape, 3), dq, dqkv, stream);
+  // dk and dv per query head; a kv head's gradient is its group's sum.
+  merge_qkv_gradients(shape, dq, dk, dv, dqkv, stream);
 }
 
 }  // namespace gpipe::exec::cuda::kernels

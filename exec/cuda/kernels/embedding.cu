@@ -1,4 +1,5 @@
-// Embedding gather and scatter-add (see embedding.hpp); one thread per element of out.
+// Embedding gather and scatter-add (see embedding.hpp); one thread per element
+// of out. Without a position table (token_embedding) the gather is a copy.
 #include "exec/cuda/base/check.hpp"
 #include "exec/cuda/kernels/device_math.cuh"
 #include "exec/cuda/kernels/embedding.hpp"
@@ -13,8 +14,8 @@ __global__ void embedding_forward_kernel(EmbeddingShape shape, const std::int32_
   for (std::int64_t i = global_thread(); i < count; i += grid_threads()) {
     const std::int64_t token = i / shape.hidden;
     const std::int64_t j = i % shape.hidden;
-    out[i] = tok[static_cast<std::int64_t>(ids[token]) * shape.hidden + j] +
-             pos[(token % shape.seq) * shape.hidden + j];
+    const float t = tok[static_cast<std::int64_t>(ids[token]) * shape.hidden + j];
+    out[i] = pos == nullptr ? t : t + pos[(token % shape.seq) * shape.hidden + j];
   }
 }
 
@@ -25,7 +26,7 @@ __global__ void embedding_backward_kernel(EmbeddingShape shape, const std::int32
     const std::int64_t token = i / shape.hidden;
     const std::int64_t j = i % shape.hidden;
     atomicAdd(dtok + static_cast<std::int64_t>(ids[token]) * shape.hidden + j, dout[i]);
-    atomicAdd(dpos + (token % shape.seq) * shape.hidden + j, dout[i]);
+    if (dpos != nullptr) atomicAdd(dpos + (token % shape.seq) * shape.hidden + j, dout[i]);
   }
 }
 

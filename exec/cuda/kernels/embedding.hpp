@@ -1,6 +1,7 @@
 // The embedding layer on the device (models/model.hpp: h[s] = tok[id[s]] +
 // pos[s]), the same layouts as exec/cpu/layers/embedding.cpp: ids [b, S] int32,
-// tok [V, H], pos [S, H], out [b, S, H]. The caller checks ids against
+// tok [V, H], pos [S, H], out [b, S, H]. pos (and dpos) null is llama's
+// token_embedding, h[s] = tok[id[s]] (exec/cpu/layers/token_embedding.cpp). The caller checks ids against
 // [0, V) on the host, where they come from (the CPU layer throws InputError).
 #pragma once
 

@@ -3,6 +3,11 @@
 // parameters in the same order, the same stash, and the same initial
 // weights, copied from the CPU layer made from the same model, index and
 // seed), so the CPU backend is the numerical reference of every CUDA layer.
+// Every CPU kind has its twin (layer_kinds.hpp): GPT's embedding,
+// transformer_block, lm_head, mlp_block and mse_loss, Llama's token_embedding,
+// llama_block and rms_head, DiT's dit_embed, dit_block and dit_head; the
+// blocks' attention is naive (P kept) or flash (its log-sum-exp kept) as the
+// model says.
 //
 // A layer is made for one LayerContext (a stage's stream, its cuBLASLt handle
 // and its allocator) and enqueues everything on that stream: a call returns
@@ -36,8 +41,8 @@ using DeviceLayer = exec::Layer<DeviceTensor>;
 
 // Layer `index` of `model` on the device of `context`, its weights uploaded
 // from cpu::make_layer(model, index, seed) and its gradients zeroed, on the
-// context's stream. Throws InputError for a kind the CUDA backend lacks,
-// std::logic_error for an incomplete context.
+// context's stream. Throws InputError for a kind the CUDA backend lacks
+// (before the context is looked at), std::logic_error for an incomplete context.
 [[nodiscard]] std::unique_ptr<DeviceLayer> make_device_layer(const models::Model& model, int index,
                                                              std::uint64_t seed,
                                                              const LayerContext& context);

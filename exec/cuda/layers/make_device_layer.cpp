@@ -1,7 +1,8 @@
 // make_device_layer(): the CPU layer made from the same model, index and seed,
 // its parameters uploaded in order and their gradients zeroed, handed to the
-// CUDA kind of the same name; and what every kind shares (KindLayer's checks
-// of its parameters and context).
+// CUDA kind of the same name (every kind the CPU backend has: GPT's, Llama's
+// and DiT's, with naive or flash attention); and what every kind shares
+// (KindLayer's checks of its parameters and context).
 #include <fmt/format.h>
 
 #include <array>
@@ -39,6 +40,28 @@ KindLayer::KindLayer(const models::Model& model, const models::Layer& spec, Para
   parameters_ = std::move(parameters);
 }
 
+DeviceLayerMaker device_layer_maker(const models::Model& /*model*/, const models::Layer& spec) {
+  static constexpr std::array<std::pair<std::string_view, DeviceLayerMaker>, 11> kinds{{
+      {models::layer_kind::mlp_block, &make_mlp_block},
+      {models::layer_kind::mse_loss, &make_mse_loss},
+      {models::layer_kind::embedding, &make_embedding},
+      {models::layer_kind::transformer_block, &make_transformer_block},
+      {models::layer_kind::lm_head, &make_lm_head},
+      {models::layer_kind::token_embedding, &make_token_embedding},
+      {models::layer_kind::llama_block, &make_llama_block},
+      {models::layer_kind::rms_head, &make_rms_head},
+      {models::layer_kind::dit_embed, &make_dit_embed},
+      {models::layer_kind::dit_block, &make_dit_block},
+      {models::layer_kind::dit_head, &make_dit_head},
+  }};
+  for (const auto& [kind, maker] : kinds) {
+    if (kind == spec.kind) return maker;
+  }
+  throw InputError(fmt::format(
+      "make_device_layer: layer {} has kind '{}', which the CUDA backend lacks", spec.name,
+      spec.kind));
+}
+
 }  // namespace layers
 
 std::unique_ptr<DeviceLayer> make_device_layer(const models::Model& model, int index,
@@ -46,38 +69,19 @@ std::unique_ptr<DeviceLayer> make_device_layer(const models::Model& model, int i
   // The CPU layer checks the index and the kind, and draws the weights.
   const std::unique_ptr<cpu::Layer> host = cpu::make_layer(model, index, seed);
   const models::Layer& spec = host->spec();
+  const layers::DeviceLayerMaker maker = layers::device_layer_maker(model, spec);
   layers::expect_context(spec, context);
-  if (model.attention == models::Attention::flash) {
-    throw InputError(fmt::format("make_device_layer: model {} uses flash attention, which the CUDA "
-                                 "backend lacks so far (attn=naive runs)",
-                                 model.spec));
+  layers::Parameters parameters;
+  parameters.reserve(host->parameters().size());
+  for (const cpu::Parameter& p : host->parameters()) {
+    DeviceParameter& d = parameters.emplace_back();
+    d.name = p.name;
+    d.value =
+        DeviceTensor::from_host(*context.allocator, p.value, DeviceType::f32, *context.stream);
+    d.grad = DeviceTensor(*context.allocator, p.value.shape(), DeviceType::f32);
+    d.grad.zero(*context.stream);
   }
-  using Maker = std::unique_ptr<DeviceLayer> (*)(const models::Model&, const models::Layer&,
-                                                 layers::Parameters, const LayerContext&);
-  static constexpr std::array<std::pair<std::string_view, Maker>, 5> kinds{{
-      {models::layer_kind::mlp_block, &layers::make_mlp_block},
-      {models::layer_kind::mse_loss, &layers::make_mse_loss},
-      {models::layer_kind::embedding, &layers::make_embedding},
-      {models::layer_kind::transformer_block, &layers::make_transformer_block},
-      {models::layer_kind::lm_head, &layers::make_lm_head},
-  }};
-  for (const auto& [kind, maker] : kinds) {
-    if (kind != spec.kind) continue;
-    layers::Parameters parameters;
-    parameters.reserve(host->parameters().size());
-    for (const cpu::Parameter& p : host->parameters()) {
-      DeviceParameter& d = parameters.emplace_back();
-      d.name = p.name;
-      d.value = DeviceTensor::from_host(*context.allocator, p.value, DeviceType::f32,
-                                        *context.stream);
-      d.grad = DeviceTensor(*context.allocator, p.value.shape(), DeviceType::f32);
-      d.grad.zero(*context.stream);
-    }
-    return maker(model, spec, std::move(parameters), context);
-  }
-  throw InputError(fmt::format(
-      "make_device_layer: layer {} has kind '{}', which the CUDA backend lacks", spec.name,
-      spec.kind));
+  return maker(model, spec, std::move(parameters), context);
 }
 
 }  // namespace gpipe::exec::cuda

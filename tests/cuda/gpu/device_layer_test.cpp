@@ -1,6 +1,7 @@
 // The CUDA layers (exec/cuda/layers/layer.hpp) against the CPU layers made from the
-// same model, index and seed, one small case per kind (tests/exec/
-// cpu_layer_cases.hpp): the uploaded weights equal the CPU's; the forward
+// same model, index and seed, every case of tests/exec/cpu_layer_cases.hpp (each
+// kind of GPT, Llama and DiT, the blocks with naive and flash attention):
+// the uploaded weights equal the CPU's; the forward
 // output, every stash tensor, the input gradient and every parameter gradient
 // match within the stated tolerance, over two backwards (gradients
 // accumulate); the stash holds exactly the CPU's tensors and is charged the
@@ -39,7 +40,10 @@ constexpr std::uint64_t kSeed = 7;
 constexpr std::int64_t kBatch = 3;
 // fp32, summation orders differing from OpenBLAS's and the CPU loops': 1e-5
 // relative per element, and 1e-5 of the tensor's largest magnitude (at least
-// 1) absolute, for elements that are sums with cancellation.
+// 1) absolute, for elements that are sums with cancellation. The flash cases
+// get no more: at these sizes (S <= 6) both backends' flash kernels see one
+// key tile, so their online softmax is the plain one on either side; the
+// exponentials (the CPU's polynomial, the device's expf) differ by an ulp or two.
 constexpr double kRelative = 1e-5;
 
 std::vector<float> host_values(const Tensor& t) { return {t.f32().begin(), t.f32().end()}; }
@@ -150,20 +154,8 @@ TEST_P(DeviceLayerTest, MatchesTheCpuLayer) {
   stream.synchronize();
 }
 
-// The kinds the CUDA backend has so far: not yet llama's or DiT's, nor flash attention.
-std::vector<cpu::cases::LayerCase> device_cases() {
-  std::vector<cpu::cases::LayerCase> out;
-  for (const auto& c : cpu::cases::layer_cases()) {
-    const bool gpt_kind = c.kind() == models::layer_kind::mlp_block || c.kind() == models::layer_kind::mse_loss ||
-                          c.kind() == models::layer_kind::embedding ||
-                          c.kind() == models::layer_kind::transformer_block ||
-                          c.kind() == models::layer_kind::lm_head;
-    if (gpt_kind && c.model.attention == models::Attention::naive) out.push_back(c);
-  }
-  return out;
-}
-
-INSTANTIATE_TEST_SUITE_P(Kinds, DeviceLayerTest, ::testing::ValuesIn(device_cases()),
+// Every case the CPU layers are tested on: all kinds, naive and flash attention.
+INSTANTIATE_TEST_SUITE_P(Kinds, DeviceLayerTest, ::testing::ValuesIn(cpu::cases::layer_cases()),
                          [](const auto& info) { return info.param.label; });
 
 }  // namespace

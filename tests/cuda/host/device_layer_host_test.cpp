@@ -20,6 +20,7 @@
 #include "exec/cuda/layers/layer_kinds.hpp"
 #include "models/families.hpp"
 #include "schedules/error.hpp"
+#include "tests/cuda/host/fake_layer_context.hpp"
 #include "tests/error_of.hpp"
 
 namespace gpipe::exec::cuda {
@@ -28,6 +29,7 @@ namespace {
 using gpipe::testing::error_of;
 
 using gpipe::testing::logic_error_of;
+using test::UnusedHandles;
 
 // The mlp_block's parameters in `names` order, shaped as the CPU layer's (H 8, F 32).
 layers::Parameters mlp_parameters(CachingAllocator& allocator,
@@ -42,16 +44,6 @@ layers::Parameters mlp_parameters(CachingAllocator& allocator,
   }
   return parameters;
 }
-
-// A complete context for the kinds' checks, which only look that its handles
-// are there: the layers made with it are never run (that would need a GPU).
-struct UnusedHandles {
-  alignas(std::max_align_t) std::byte blas[1];
-  alignas(std::max_align_t) std::byte stream[1];
-  LayerContext context(CachingAllocator& allocator) {
-    return {&allocator, reinterpret_cast<BlasHandle*>(blas), reinterpret_cast<const Stream*>(stream)};
-  }
-};
 
 TEST(DeviceLayerHost, MakeDeviceLayerRejectsABadIndexBeforeAnyDeviceWork) {
   const models::Model mlp = models::build_mlp(1, 8);

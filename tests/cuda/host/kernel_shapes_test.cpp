@@ -1,7 +1,9 @@
 // The host-side logic of the CUDA kernels and GEMM wrapper, tested without a
 // GPU: launch geometry, bf16 rounding, the row-major to column-major GEMM
-// mapping and its checks, operand alignment, AdamW's per-step scalars and the
-// attention scratch sizes.
+// mapping and its checks, operand alignment, AdamW's per-step scalars, the
+// attention scratch sizes and shape checks (grouped-query heads included),
+// the flash kernels' grid, registers and shared memory, and the rotary
+// embedding's threads and checks.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -12,9 +14,11 @@
 
 #include "exec/cuda/kernels/attention.hpp"
 #include "exec/cuda/kernels/bf16.hpp"
+#include "exec/cuda/kernels/flash_attention.hpp"
 #include "exec/cuda/kernels/gemm.hpp"
 #include "exec/cuda/kernels/launch.hpp"
 #include "exec/cuda/kernels/optimizer.hpp"
+#include "exec/cuda/kernels/rope.hpp"
 
 namespace gpipe::exec::cuda {
 namespace {
@@ -134,6 +138,82 @@ TEST(CudaAttentionShape, ScratchSizesAndShapeChecks) {
   EXPECT_THROW(kernels::check_attention_shape({2, 8, 30, 4}), std::invalid_argument);
   EXPECT_THROW(kernels::check_attention_shape({2, 8, 32, 0}), std::invalid_argument);
   EXPECT_THROW(kernels::check_attention_shape({-1, 8, 32, 4}), std::invalid_argument);
+}
+
+TEST(CudaAttentionShape, GroupedQueryHeadsMustDivideTheQueryHeads) {
+  // {batch, seq, hidden, heads, kv_heads, causal}
+  EXPECT_NO_THROW(kernels::check_attention_shape({2, 8, 32, 4, 2, false}));
+  EXPECT_NO_THROW(kernels::check_attention_shape({2, 8, 32, 4, 1, true}));
+  EXPECT_NO_THROW(kernels::check_attention_shape({2, 8, 32, 4, 0, true}));  // 0: G = A
+  EXPECT_THROW(kernels::check_attention_shape({2, 8, 32, 4, 3, true}), std::invalid_argument);
+  EXPECT_THROW(kernels::check_attention_shape({2, 8, 32, 4, -1, true}), std::invalid_argument);
+  // k and v are copied to every query head, so the scratch does not shrink with G.
+  const cpu::AttentionShape gqa{2, 8, 32, 4, 2, false};
+  EXPECT_EQ(kernels::attention_forward_scratch_floats(gqa), 4 * 2 * 8 * 32);
+  EXPECT_EQ(kernels::attention_backward_scratch_floats(gqa), 7 * 2 * 8 * 32 + 2 * 4 * 8 * 8);
+}
+
+TEST(CudaFlashShape, RegistersPerLaneAreTheHeadWidthInWarpsRoundedUpToAPowerOfTwo) {
+  EXPECT_EQ(kernels::flash_chunks(1), 1);
+  EXPECT_EQ(kernels::flash_chunks(32), 1);
+  EXPECT_EQ(kernels::flash_chunks(33), 2);
+  EXPECT_EQ(kernels::flash_chunks(64), 2);
+  EXPECT_EQ(kernels::flash_chunks(65), 4);
+  EXPECT_EQ(kernels::flash_chunks(72), 4);  // DiT-XL's head
+  EXPECT_EQ(kernels::flash_chunks(128), 4);  // Llama's
+  EXPECT_EQ(kernels::flash_chunks(129), 8);
+  EXPECT_EQ(kernels::flash_chunks(kernels::kFlashMaxHeadDim), 8);
+}
+
+TEST(CudaFlashShape, OneBlockPerEightRowsOfEachHead) {
+  // b 2, S 37 (5 blocks of 8 rows), A 3 query heads of 16 sharing G 1.
+  const cpu::AttentionShape shape{2, 37, 48, 3, 1, true};
+  EXPECT_EQ(kernels::flash_query_blocks(shape), 2 * 3 * 5);
+  EXPECT_EQ(kernels::flash_key_blocks(shape), 2 * 1 * 5);
+  EXPECT_EQ(kernels::flash_attention_backward_scratch_floats(shape), 2 * 3 * 37);  // D per row
+  const cpu::AttentionShape exact{1, 16, 8, 2, 0, false};  // G = A, two blocks of 8
+  EXPECT_EQ(kernels::flash_query_blocks(exact), 4);
+  EXPECT_EQ(kernels::flash_key_blocks(exact), 4);
+}
+
+TEST(CudaFlashShape, SharedMemoryIsPaddedTilesAndTheWarpsRows) {
+  // d 64: tiles [32][65].
+  EXPECT_EQ(kernels::flash_forward_shared_bytes(64), (2 * 32 * 65 + 8 * 64) * 4U);
+  EXPECT_EQ(kernels::flash_query_grad_shared_bytes(64), (2 * 32 * 65 + 16 * 64) * 4U);
+  EXPECT_EQ(kernels::flash_key_grad_shared_bytes(64), (2 * 32 * 65 + 64 + 16 * 64) * 4U);
+  EXPECT_EQ(kernels::flash_forward_shared_bytes(128), 37120U);  // under the 48 KiB default
+  // d 256 needs more than the default 48 KiB (the launch asks for it), and
+  // stays under Hopper's 227 KiB a block.
+  EXPECT_EQ(kernels::flash_forward_shared_bytes(256), 73984U);
+  EXPECT_EQ(kernels::flash_key_grad_shared_bytes(256), 82432U);
+  for (const std::int64_t d : {std::int64_t{1}, std::int64_t{64}, kernels::kFlashMaxHeadDim}) {
+    EXPECT_LE(kernels::flash_key_grad_shared_bytes(d), 227U * 1024U) << d;
+    EXPECT_LE(kernels::flash_query_grad_shared_bytes(d), kernels::flash_key_grad_shared_bytes(d));
+    EXPECT_LE(kernels::flash_forward_shared_bytes(d), kernels::flash_query_grad_shared_bytes(d));
+  }
+}
+
+TEST(CudaFlashShape, ChecksAttentionsShapeAndTheWidestHead) {
+  EXPECT_NO_THROW(kernels::check_flash_shape({1, 4, 256, 1, 0, true}));  // d 256
+  EXPECT_THROW(kernels::check_flash_shape({1, 4, 257, 1, 0, true}), std::invalid_argument);
+  EXPECT_THROW(kernels::check_flash_shape({1, 4, 32, 4, 3, true}), std::invalid_argument);
+  EXPECT_THROW(kernels::check_flash_shape({1, 4, 30, 4, 0, true}), std::invalid_argument);
+}
+
+TEST(CudaRopeShape, OneThreadPerTokenAndPairAndEvenHeads) {
+  // q of 3 heads of 8 inside a row of 40 (a packed qkv): 2 x 7 tokens x 4 pairs.
+  const kernels::RopeShape q{.batch = 2, .seq = 7, .heads = 3, .head_dim = 8, .row_stride = 40};
+  EXPECT_EQ(kernels::rope_threads(q), 2 * 7 * 4);
+  EXPECT_NO_THROW(kernels::check_rope_shape(q));
+  kernels::RopeShape odd = q;
+  odd.head_dim = 7;
+  EXPECT_THROW(kernels::check_rope_shape(odd), std::invalid_argument);
+  kernels::RopeShape short_row = q;
+  short_row.row_stride = 20;  // 3 heads of 8 do not fit
+  EXPECT_THROW(kernels::check_rope_shape(short_row), std::invalid_argument);
+  kernels::RopeShape negative = q;
+  negative.batch = -1;
+  EXPECT_THROW(kernels::check_rope_shape(negative), std::invalid_argument);
 }
 
 }  // namespace
