@@ -17,7 +17,7 @@
 // transformer's attn=naive|flash (default naive): what its blocks keep of
 //   the attention (model.hpp).
 //
-// llama:layers=L,hidden=H,heads=A[,kv_heads=G],ffn=F,seq=S,vocab=V[,attn=flash|naive][,rope_theta=R]
+// llama:layers=L,hidden=H,heads=A[,kv_heads=G],ffn=F,seq=S,vocab=V[,attn=flash|naive][,rope_theta=R][,tied=0]
 //   embed (token_embedding), block0 .. block{L-1} (llama_block), head (rms_head).
 //   G defaults to A, attn to flash, R to 500000 (Llama 3). Untied.
 //   Data: as transformer's.

@@ -16,8 +16,8 @@ namespace gpipe::models {
 namespace {
 
 // A key's value is an integer in [1, most] (layers: up to kMaxModelLayers),
-// or one of attn's names, held as its Attention's integer.
-enum class ValueKind { integer, attention };
+// one of attn's names, held as its Attention's integer, or a flag, 0 or 1.
+enum class ValueKind { integer, attention, flag };
 
 struct Key {
   std::string_view name;
@@ -44,7 +44,7 @@ std::vector<Family> families() {
       {"llama",
        {{"layers", {}}, {"hidden", {}}, {"heads", {}}, {"kv_heads", {}, "heads"}, {"ffn", {}},
         {"seq", {}}, {"vocab", {}}, {"attn", kFlash, {}, ValueKind::attention},
-        {"rope_theta", kDefaultRopeTheta}}},
+        {"rope_theta", kDefaultRopeTheta}, {"tied", 0, {}, ValueKind::flag}}},
       {"dit",
        {{"layers", {}}, {"hidden", {}}, {"heads", {}}, {"tokens", {}}, {"patch", 2},
         {"channels", 4}, {"classes", 1000}, {"attn", kFlash, {}, ValueKind::attention}}},
@@ -115,6 +115,11 @@ class SpecParser {
       if (heads % kv_heads != 0) {
         throw fail(fmt::format("heads={} is not divisible by kv_heads={}", heads, kv_heads));
       }
+      if (v.at("tied") == 1) {
+        throw fail("tied=1 (one matrix for the embedding and the unembedding) is not modelled yet: the first and "
+                   "last stages would sum its two gradients before each step, the reduction data parallelism "
+                   "brings; the presets are untied, as Llama 3 8B, 70B and 405B are");
+      }
       if ((v.at("hidden") / heads) % 2 != 0) {
         throw fail(fmt::format("head width hidden/heads = {} is odd; the rotary embedding "
                                "rotates pairs", v.at("hidden") / heads));
@@ -181,6 +186,10 @@ class SpecParser {
       if (text == "naive") return kNaive;
       throw fail(fmt::format("key '{}' must be flash or naive, got '{}'", key.name, text));
     }
+    if (key.kind == ValueKind::flag) {
+      if (text == "0" || text == "1") return text == "1" ? 1 : 0;
+      throw fail(fmt::format("key '{}' must be 0 or 1, got '{}'", key.name, text));
+    }
     long long value = 0;
     const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
     const bool integer = !text.empty() && text.front() != '+' && end == text.data() + text.size();
@@ -204,7 +213,7 @@ std::string model_spec_help() {
   return "Model SPEC: mlp:layers=L,hidden=H; unbalanced:layers=L,hidden=H; "
          "transformer:layers=L,hidden=H,heads=A,seq=S[,vocab=V][,attn=naive|flash]; "
          "llama:layers=L,hidden=H,heads=A[,kv_heads=G],ffn=F,seq=S,vocab=V[,attn=flash|naive]"
-         "[,rope_theta=R]; dit:layers=L,hidden=H,heads=A,tokens=T[,patch=P,channels=C,classes=N]"
+         "[,rope_theta=R][,tied=0]; dit:layers=L,hidden=H,heads=A,tokens=T[,patch=P,channels=C,classes=N]"
          "[,attn=flash|naive]; or a preset (" +
          preset_names() + "), overridden as llama3-8b:seq=4096";
 }

@@ -128,6 +128,8 @@ void run_rank(Shared& shared, int s, RankRecord& record, std::vector<schedules::
   try {
     for (; item < rq.workload.requests; ++item) {
       const Microbatch m{item};
+      // The last stage's target is drawn while its input is on the way, not after.
+      const Tensor target = last ? task.batch(item, rq.micro_batch_size).targets : Tensor();
       Tensor input;
       std::int64_t input_bytes = 0;
       if (s == 0) {
@@ -140,7 +142,6 @@ void run_rank(Shared& shared, int s, RankRecord& record, std::vector<schedules::
         input_bytes = input.bytes();
         record.changes.push_back({shared.handed_ns[static_cast<std::size_t>(s - 1)][static_cast<std::size_t>(item)], input_bytes});
       }
-      const Tensor target = last ? task.batch(item, rq.micro_batch_size).targets : Tensor();
       const std::int64_t start = since(shared);
       Tensor x = std::move(input);
       for (std::size_t l = 0; l < layers.size(); ++l) {

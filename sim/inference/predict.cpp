@@ -43,31 +43,6 @@ schedules::TimelineInfo info_of(const Prediction& p, int requests, const profile
   return info;
 }
 
-StochasticResult run_jittered(const Prediction& p, const CostModel& base, const LinkModel& link,
-                              const Scenario& sc, const std::vector<std::int64_t>& state) {
-  const Jitter& j = sc.conditions.jitter;
-  StochasticResult out{.cv = j.cv, .runs = j.runs, .seed = j.seed};
-  std::vector<double> step_us, throughput;
-  // Every run's items, for the latency percentiles (its rank totals are unused).
-  StreamRun pooled;
-  const auto K = static_cast<std::size_t>(p.plan.partition.num_stages());
-  pooled.busy_ns.assign(K, 0);
-  pooled.peak_bytes.assign(K, 0);
-  pooled.state_bytes.assign(K, 0);
-  for (int i = 0; i < j.runs; ++i) {
-    const JitteredCosts costs(base, j.cv, j.seed + static_cast<std::uint64_t>(i));
-    StreamRun run = replay(costs, link, p.plan.partition.num_stages(), sc.workload, state, false);
-    const schedules::StreamMetrics m = schedules::compute_stream_metrics(run, sc.workload.in_flight, p.plan.micro_batch_size, {});
-    step_us.push_back(m.step_time_us);
-    throughput.push_back(m.throughput_items_per_s);
-    pooled.items.insert(pooled.items.end(), run.items.begin(), run.items.end());
-  }
-  out.step_time_us = spread_of(std::move(step_us));
-  out.throughput_items_per_s = spread_of(std::move(throughput));
-  out.latency = schedules::compute_stream_metrics(pooled, sc.workload.in_flight, p.plan.micro_batch_size, {}).latency;
-  return out;
-}
-
 // With a profile's contention (sim/contention.hpp), as training does: replay,
 // count for every forward the ranks computing beside it, stretch it by the
 // slowdown there, and replay again, kContentionReplays times in all.
@@ -83,6 +58,32 @@ StreamRun replay_contended(const CostModel& costs, const LinkModel& link, int nu
     run = replay(contended, link, num_stages, w, state, record || i + 1 < kContentionReplays);
   }
   return run;
+}
+
+StochasticResult run_jittered(const Prediction& p, const CostModel& base, const LinkModel& link,
+                              const Scenario& sc, const std::vector<std::int64_t>& state,
+                              std::span<const profiles::ContentionPoint> points) {
+  const Jitter& j = sc.conditions.jitter;
+  StochasticResult out{.cv = j.cv, .runs = j.runs, .seed = j.seed};
+  std::vector<double> step_us, throughput;
+  // Every run's items, for the latency percentiles (its rank totals are unused).
+  StreamRun pooled;
+  const auto K = static_cast<std::size_t>(p.plan.partition.num_stages());
+  pooled.busy_ns.assign(K, 0);
+  pooled.peak_bytes.assign(K, 0);
+  pooled.state_bytes.assign(K, 0);
+  for (int i = 0; i < j.runs; ++i) {
+    const JitteredCosts costs(base, j.cv, j.seed + static_cast<std::uint64_t>(i));
+    StreamRun run = replay_contended(costs, link, p.plan.partition.num_stages(), sc.workload, state, false, points);
+    const schedules::StreamMetrics m = schedules::compute_stream_metrics(run, sc.workload.in_flight, p.plan.micro_batch_size, {});
+    step_us.push_back(m.step_time_us);
+    throughput.push_back(m.throughput_items_per_s);
+    pooled.items.insert(pooled.items.end(), run.items.begin(), run.items.end());
+  }
+  out.step_time_us = spread_of(std::move(step_us));
+  out.throughput_items_per_s = spread_of(std::move(throughput));
+  out.latency = schedules::compute_stream_metrics(pooled, sc.workload.in_flight, p.plan.micro_batch_size, {}).latency;
+  return out;
 }
 
 }  // namespace
@@ -102,7 +103,7 @@ Prediction predict(const profiles::Profile& profile, const Scenario& sc, bool re
                            profile.contention);
   p.metrics = schedules::compute_stream_metrics(p.run, sc.workload.in_flight, p.plan.micro_batch_size, p.plan.static_bytes);
   if (record_timeline) p.run.timeline.info = info_of(p, sc.workload.requests, profile);
-  if (sc.conditions.jitter.cv > 0) p.stochastic = run_jittered(p, costs, link, sc, state);
+  if (sc.conditions.jitter.cv > 0) p.stochastic = run_jittered(p, costs, link, sc, state, profile.contention);
   return p;
 }
 

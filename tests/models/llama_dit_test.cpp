@@ -206,6 +206,13 @@ TEST(ModelSpecErrors, NewFamiliesAndPresets) {
             "hidden, heads, tokens, patch, channels, classes, attn)");
   EXPECT_EQ(error_of([] { (void)parse_model("llama:layers=1,hidden=8,heads=4,seq=2,vocab=3"); }),
             "model spec 'llama:layers=1,hidden=8,heads=4,seq=2,vocab=3': missing required key 'ffn'");
+  EXPECT_TRUE(error_of([] { (void)parse_model("llama3-8b:tied=1"); })
+                  .starts_with("model spec 'llama3-8b:tied=1': tied=1 (one matrix for the embedding and the "
+                               "unembedding) is not modelled yet"));
+  EXPECT_EQ(error_of([] { (void)parse_model("llama3-8b:tied=2"); }),
+            "model spec 'llama3-8b:tied=2': key 'tied' must be 0 or 1, got '2'");
+  // tied=0 is the default: the same model, and the canonical spec leaves it out.
+  EXPECT_EQ(parse_model("llama3-8b:tied=0").spec, parse_model("llama3-8b").spec);
 }
 
 }  // namespace
