@@ -18,7 +18,7 @@ void InferenceFlags::add_to(CLI::App& cmd, bool with_in_flight) {
                  "--requests items, forward only)")
       ->check(CLI::IsMember({"training", "inference"}))
       ->capture_default_str();
-  // Ranges are checked by sim::inference::validate, which names the flag.
+  // Ranges are checked by schedules::validate_workload, which names the flag.
   cmd.add_option("--requests,-R", requests, "Inference: items served, each one micro-batch of b samples")
       ->capture_default_str();
   if (with_in_flight) {

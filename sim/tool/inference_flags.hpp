@@ -1,5 +1,5 @@
 // The flags of `gpipe-sim run --workload inference` (and sweep's): the
-// workload (sim/inference/workload.hpp) beside the scenario flags that also
+// workload (schedules/stream_workload.hpp) beside the scenario flags that also
 // mean something for inference (--stages, --micro-batch-size, --partition,
 // the link, the jitter). Training's own flags are refused with inference, and
 // inference's with training, each in one line naming the flag.
