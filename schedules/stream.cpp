@@ -1,8 +1,24 @@
 #include "schedules/stream.hpp"
 
 #include <algorithm>
+#include <utility>
 
 namespace gpipe::schedules {
+
+TimelineInfo stream_info(int num_stages, int requests, int micro_batch_size, std::string source,
+                         std::string device, std::vector<std::int64_t> static_bytes) {
+  TimelineInfo info;
+  info.schedule_name = "inference";
+  info.num_ranks = num_stages;
+  info.num_stages = num_stages;
+  info.num_microbatches = requests;
+  for (int s = 0; s < num_stages; ++s) info.stage_to_rank.push_back(Rank{s});
+  info.source = std::move(source);
+  info.device = std::move(device);
+  info.batch_size = static_cast<std::int64_t>(requests) * micro_batch_size;
+  info.static_bytes = std::move(static_bytes);
+  return info;
+}
 
 std::int64_t peak_of(Rank rank, std::int64_t base, std::vector<MemoryChange>& changes,
                      std::vector<MemorySample>* samples) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "schedules/timeline.hpp"
@@ -30,6 +31,11 @@ struct StreamRun {
   // every memory change; info as the caller fills it.
   schedules::Timeline timeline;
 };
+
+// A stream's TimelineInfo: schedule "inference", K stages one per rank, R
+// items as its micro-batches, R x b samples, the weights per rank.
+[[nodiscard]] TimelineInfo stream_info(int num_stages, int requests, int micro_batch_size, std::string source,
+                                       std::string device, std::vector<std::int64_t> static_bytes);
 
 // One change of a rank's activation bytes in a stream.
 struct MemoryChange {

@@ -235,16 +235,8 @@ StreamResult run_cpu_stream(const StreamRequest& rq) {
     first += rq.layers_per_stage[static_cast<std::size_t>(s)];
     result.static_bytes.push_back(params);
   }
-  schedules::TimelineInfo& info = timeline.info;
-  info.schedule_name = "inference";
-  info.num_ranks = K;
-  info.num_stages = K;
-  info.num_microbatches = rq.workload.requests;
-  for (int s = 0; s < K; ++s) info.stage_to_rank.push_back(Rank{s});
-  info.source = "cpu";
-  info.device = cpu::device_name(rq.threads_per_rank);
-  info.batch_size = static_cast<std::int64_t>(rq.workload.requests) * rq.micro_batch_size;
-  info.static_bytes = result.static_bytes;
+  timeline.info = schedules::stream_info(K, rq.workload.requests, rq.micro_batch_size, "cpu",
+                                         cpu::device_name(rq.threads_per_rank), result.static_bytes);
   return result;
 }
 

@@ -29,20 +29,6 @@ class StageCosts final : public CostModel {
   const std::vector<profiles::StageCost>& stages_;
 };
 
-schedules::TimelineInfo info_of(const Prediction& p, int requests, const profiles::Profile& profile) {
-  schedules::TimelineInfo info;
-  info.schedule_name = "inference";
-  info.num_ranks = p.plan.partition.num_stages();
-  info.num_stages = info.num_ranks;
-  info.num_microbatches = requests;
-  for (int s = 0; s < info.num_stages; ++s) info.stage_to_rank.push_back(schedules::Rank{s});
-  info.source = "sim";
-  info.device = profile.device;
-  info.batch_size = static_cast<std::int64_t>(requests) * p.plan.micro_batch_size;
-  info.static_bytes = p.plan.static_bytes;
-  return info;
-}
-
 // With a profile's contention (sim/contention.hpp), as training does: replay,
 // count for every forward the ranks computing beside it, stretch it by the
 // slowdown there, and replay again, kContentionReplays times in all.
@@ -102,7 +88,10 @@ Prediction predict(const profiles::Profile& profile, const Scenario& sc, bool re
   p.run = replay_contended(costs, link, p.plan.partition.num_stages(), sc.workload, state, record_timeline,
                            profile.contention);
   p.metrics = schedules::compute_stream_metrics(p.run, sc.workload.in_flight, p.plan.micro_batch_size, p.plan.static_bytes);
-  if (record_timeline) p.run.timeline.info = info_of(p, sc.workload.requests, profile);
+  if (record_timeline) {
+    p.run.timeline.info = schedules::stream_info(p.plan.partition.num_stages(), sc.workload.requests,
+                                                 p.plan.micro_batch_size, "sim", profile.device, p.plan.static_bytes);
+  }
   if (sc.conditions.jitter.cv > 0) p.stochastic = run_jittered(p, costs, link, sc, state, profile.contention);
   return p;
 }
