@@ -240,6 +240,10 @@ struct Model {
   int classes = 0;      // dit: class labels (the table has one more row, the unconditional label)
 
   [[nodiscard]] std::int64_t params() const;
+  // Rows per sample of the activation between two blocks (what a stage sends):
+  // seq, and for dit one more, the conditioning row c that travels with the
+  // tokens; 0 for models without a sequence ([b, H] activations).
+  [[nodiscard]] int activation_rows() const { return family == "dit" ? seq + 1 : seq; }
   bool operator==(const Model&) const = default;
 };
 

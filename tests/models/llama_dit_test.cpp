@@ -3,6 +3,7 @@
 // (model.hpp's contract), and the presets' published sizes.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <string>
 
 #include "models/families.hpp"
@@ -98,6 +99,18 @@ TEST(DitModel, LayerListAndCanonicalSpec) {
   EXPECT_EQ(m.patch, 2);
   EXPECT_EQ(parse_model("dit:layers=1,hidden=8,heads=2,tokens=6,patch=2,attn=naive").spec,
             "dit:layers=1,hidden=8,heads=2,tokens=6,attn=naive");
+}
+
+// What a stage sends: DiT's blocks carry the conditioning row with the T
+// tokens (the block's input_elems says so), the other families S rows or none.
+TEST(Model, ActivationRowsAreWhatTheBlocksTake) {
+  const Model dit = parse_model(kSmallDit);
+  EXPECT_EQ(dit.activation_rows(), 7);
+  EXPECT_EQ(dit.layers[1].input_elems, std::int64_t{dit.activation_rows()} * dit.hidden);
+  const Model llama = parse_model(kSmallLlama);
+  EXPECT_EQ(llama.activation_rows(), 5);
+  EXPECT_EQ(llama.layers[1].input_elems, std::int64_t{llama.activation_rows()} * llama.hidden);
+  EXPECT_EQ(parse_model("mlp:layers=2,hidden=8").activation_rows(), 0);
 }
 
 TEST(DitModel, CountsByHand) {

@@ -36,8 +36,9 @@ struct MessageSpec {
 };
 
 // The shape of every message of a run: what a stage sends forward (and gets
-// back as its gradient) for a micro-batch of b samples is f32 [b, S, H] for
-// transformers, [b, H] otherwise.
+// back as its gradient) for a micro-batch of b samples is f32 [b, rows, H]
+// for models with a sequence (rows: S, or T+1 for dit, whose conditioning row
+// travels with the tokens; Model::activation_rows), [b, H] otherwise.
 class MessageShapes {
  public:
   MessageShapes(const models::Model& model, std::vector<int> microbatch_sizes)
@@ -45,7 +46,7 @@ class MessageShapes {
 
   [[nodiscard]] MessageSpec of(const MessageTag& tag) const {
     const std::int64_t b = sizes_.at(tag.microbatch.at());
-    if (model_->seq > 0) return {{b, model_->seq, model_->hidden}, DeviceType::f32};
+    if (model_->seq > 0) return {{b, model_->activation_rows(), model_->hidden}, DeviceType::f32};
     return {{b, model_->hidden}, DeviceType::f32};
   }
 

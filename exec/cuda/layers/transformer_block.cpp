@@ -1,9 +1,10 @@
 // The transformer_block layer on the GPU, GPT-2 pre-LN (models/model.hpp):
 //   a = x + Wo attn(LN1(x)) + bo,   y = a + W2 gelu(W1 LN2(a) + b1) + b2,
 // the twin of exec/cpu/layers/transformer_block.cpp: same parameters, the same 11
-// stash tensors in the same order, the same steps. Attention runs as
+// stash tensors in the same order, the same steps. Attention is naive, as
 // strided-batched GEMMs over head-major copies (exec/cuda/kernels/attention.hpp)
-// whose scratch is a temporary, charged to no account.
+// keeping P, or flash, keeping its log-sum-exp in the same slot, as the model's
+// attn= says; either's scratch is a temporary, charged to no account.
 #include <fmt/format.h>
 
 #include <cstddef>
@@ -27,7 +28,8 @@ class TransformerBlock final : public KindLayer {
         h_(model.hidden),
         s_(model.seq),
         a_(model.heads),
-        f_(spec.ffn_width) {
+        f_(spec.ffn_width),
+        flash_(model.attention == models::Attention::flash) {
     if (a_ < 1 || h_ % a_ != 0 || f_ < 1) {
       throw InputError(fmt::format(
           "layer {} ({}): hidden {} is not split evenly by heads {} or ffn width {} < 1", spec.name,
@@ -49,15 +51,19 @@ class TransformerBlock final : public KindLayer {
     const RawStream stream = raw(context);
     BlasHandle& blas = *context.blas;
     const AttentionDims dims{b, s_, h_, a_};
-    DeviceTensor attention_scratch = scratch(context, {attention_forward_scratch_floats(dims)});
     DeviceTensor y = scratch(context, {b, s_, h_});
 
     layernorm_forward(rows, h_, saved(kX), value(kGamma1), value(kBeta1), saved(kNormed1),
                       saved(kStats1), stream);
     linear_forward(blas, rows, h_, 3 * h_, saved(kNormed1), value(kWqkv), value(kBqkv),
                    saved(kQkv), stream);
-    attention_forward(blas, dims, saved(kQkv), saved(kProbs), saved(kAttn),
-                      attention_scratch.f32(), stream);
+    if (flash_) {
+      flash_attention_forward(dims, saved(kQkv), saved(kAttn), saved(kProbs), stream);
+    } else {
+      DeviceTensor attention_scratch = scratch(context, {attention_forward_scratch_floats(dims)});
+      attention_forward(blas, dims, saved(kQkv), saved(kProbs), saved(kAttn),
+                        attention_scratch.f32(), stream);
+    }
     linear_forward(blas, rows, h_, h_, saved(kAttn), value(kWo), value(kBo), saved(kA), stream);
     residual_add(rows * h_, saved(kA), saved(kX), saved(kA), stream);
     layernorm_forward(rows, h_, saved(kA), value(kGamma2), value(kBeta2), saved(kNormed2),
@@ -99,7 +105,11 @@ class TransformerBlock final : public KindLayer {
                     grad(kBo), stream);
     const AttentionDims dims{b, s_, h_, a_};
     DeviceTensor dqkv = scratch(context, {b, s_, 3 * h_});
-    {
+    if (flash_) {
+      DeviceTensor flash_scratch = scratch(context, {flash_attention_backward_scratch_floats(dims)});
+      flash_attention_backward(dims, saved(kQkv), saved(kAttn), saved(kProbs), dh.f32(),
+                               dqkv.f32(), flash_scratch.f32(), stream);
+    } else {
       DeviceTensor attention_scratch =
           scratch(context, {attention_backward_scratch_floats(dims)});
       attention_backward(blas, dims, saved(kQkv), saved(kProbs), dh.f32(), dqkv.f32(),
@@ -118,6 +128,7 @@ class TransformerBlock final : public KindLayer {
   std::int64_t s_;
   std::int64_t a_;
   std::int64_t f_;
+  bool flash_;  // attn=flash: the kProbs slot holds the log-sum-exp [A, S]
 };
 
 }  // namespace

@@ -8,15 +8,18 @@
 #include <gtest/gtest.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "exec/cpu/layers/layer.hpp"
 #include "exec/cuda/base/caching_allocator.hpp"
 #include "exec/cuda/base/device_memory.hpp"
+#include "exec/cuda/backend/device_link.hpp"
 #include "exec/cuda/base/device_tensor.hpp"
 #include "exec/cuda/layers/layer.hpp"
 #include "exec/cuda/layers/layer_kinds.hpp"
@@ -24,6 +27,7 @@
 #include "models/families.hpp"
 #include "models/layer_layout.hpp"
 #include "models/model.hpp"
+#include "models/model_spec.hpp"
 #include "tests/cuda/host/fake_layer_context.hpp"
 #include "tests/error_of.hpp"
 #include "tests/exec/cpu_layer_cases.hpp"
@@ -227,6 +231,21 @@ TEST(DeviceKindsHost, NewKindsCheckInputTargetAndStashLikeTheirCpuTwins) {
         << c.label;
     EXPECT_EQ(account.bytes(), 0) << c.label << ": nothing charged by a refused forward";
   }
+}
+
+// What a receiver expects before a message arrives: DiT's stages send the
+// conditioning row with the T tokens, [b, T+1, H] (the first GPU run's DiT
+// at K=4 failed here when it expected [b, T, H]).
+TEST(MessageShapesHost, DitSendsItsConditioningRowWithTheTokens) {
+  MessageTag tag;
+  tag.microbatch = schedules::Microbatch{1};
+  const models::Model dit = models::parse_model("dit:layers=2,hidden=8,heads=2,tokens=6,classes=5");
+  EXPECT_EQ(MessageShapes(dit, {2, 3}).of(tag).shape, (std::vector<std::int64_t>{3, 7, 8}));
+  const models::Model llama =
+      models::parse_model("llama:layers=2,hidden=8,heads=4,kv_heads=2,ffn=12,seq=5,vocab=11");
+  EXPECT_EQ(MessageShapes(llama, {2, 3}).of(tag).shape, (std::vector<std::int64_t>{3, 5, 8}));
+  EXPECT_EQ(MessageShapes(models::build_mlp(1, 8), {2, 3}).of(tag).shape,
+            (std::vector<std::int64_t>{3, 8}));
 }
 
 }  // namespace
