@@ -1,9 +1,10 @@
-# gpipe_library(NAME DEPENDS ... [EXCLUDE regex]): one library per folder of
-# DESIGN.md, made of every .cpp in that folder and its subfolders except the
-# command-line tools (tool/), what EXCLUDE matches, and CUDA sources (*.cu,
-# built only when GPIPE_CUDA is on).
+# gpipe_library(NAME DEPENDS ... [EXCLUDE regex] [NO_UNITY]): one library per
+# folder of DESIGN.md, made of every .cpp in that folder and its subfolders
+# except the command-line tools (tool/), what EXCLUDE matches, and CUDA
+# sources (*.cu, built only when GPIPE_CUDA is on). Built as one unity file
+# (gpipe_unity) unless NO_UNITY.
 function(gpipe_library name)
-  cmake_parse_arguments(ARG "" "EXCLUDE" "DEPENDS;PRIVATE" ${ARGN})
+  cmake_parse_arguments(ARG "NO_UNITY" "EXCLUDE" "DEPENDS;PRIVATE" ${ARGN})
   file(GLOB_RECURSE sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cpp)
   list(FILTER sources EXCLUDE REGEX "/tool/")
   if(ARG_EXCLUDE)
@@ -20,6 +21,9 @@ function(gpipe_library name)
     add_library(${name} STATIC ${sources})
     target_link_libraries(${name} PUBLIC ${ARG_DEPENDS} PRIVATE ${ARG_PRIVATE})
     gpipe_precompile(${name})
+    if(NOT ARG_NO_UNITY)
+      gpipe_unity(${name})
+    endif()
   else()
     add_library(${name} INTERFACE)
     target_link_libraries(${name} INTERFACE ${ARG_DEPENDS})
@@ -59,4 +63,18 @@ function(gpipe_precompile target)
   set(gcc12 "$<AND:$<COMPILE_LANGUAGE:CXX>,$<CXX_COMPILER_ID:GNU>,$<VERSION_LESS:$<CXX_COMPILER_VERSION>,13>>")
   target_compile_options(${target} PRIVATE
     "$<${gcc12}:-Wno-array-bounds;-Wno-stringop-overread;-Wno-stringop-overflow>")
+endfunction()
+
+# gpipe_unity(TARGET): the target's C++ files compiled together, up to 16 to a
+# file (a unity build). The command-line files each instantiated the same
+# CLI11, fmt and nlohmann/json templates: the tools' 22 files took 149 s of
+# CPU at -O2, 37 s as two unity files (CI builds them three times). Names in
+# anonymous namespaces must then differ across a target's files; gpipe_exec's
+# layers share the layout's names and stay out (NO_UNITY). A change to one
+# file recompiles its unity file: GPIPE_UNITY_BUILD=OFF for file-by-file work.
+option(GPIPE_UNITY_BUILD "Compile each library's C++ files together (unity build)" ON)
+function(gpipe_unity target)
+  if(GPIPE_UNITY_BUILD)
+    set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 16)
+  endif()
 endfunction()

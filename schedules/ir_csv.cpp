@@ -8,6 +8,7 @@
 
 #include "schedules/error.hpp"
 #include "schedules/overlap.hpp"
+#include "schedules/text.hpp"
 
 namespace gpipe::schedules {
 namespace {
@@ -15,12 +16,6 @@ namespace {
 // A guard against a typo such as 99999F0, which would otherwise allocate a
 // stage table that large before any other check could speak.
 constexpr std::size_t kMaxStages = 1'000'000;
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
-  return s;
-}
 
 std::vector<std::string_view> split(std::string_view text, char sep) {
   std::vector<std::string_view> parts;

@@ -5,17 +5,12 @@
 #include <fmt/format.h>
 
 #include "schedules/error.hpp"
+#include "schedules/text.hpp"
 
 namespace gpipe::schedules {
 namespace {
 
 constexpr std::string_view kOverlapKind = "OVERLAP_F_B";
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
 
 }  // namespace
 

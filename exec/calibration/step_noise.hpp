@@ -10,6 +10,10 @@
 
 namespace gpipe::exec {
 
+// A configuration's error counts as evidence in a validation's summary only
+// where its noise band is under this (percent of its median).
+constexpr double kQuietBandPct = 2.0;
+
 struct StepNoise {
   int samples = 0;
   double median_us = 0;

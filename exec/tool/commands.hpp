@@ -2,6 +2,7 @@
 #pragma once
 
 #include "cli/cli_main.hpp"
+#include "exec/tool/gpipe_run.hpp"
 #include "profiles/profile.hpp"
 
 namespace gpipe::cli {
@@ -10,9 +11,6 @@ namespace gpipe::cli {
 [[nodiscard]] Subcommand add_profile_run_command(CLI::App& app);
 [[nodiscard]] Subcommand add_validate_command(CLI::App& app);
 [[nodiscard]] Subcommand add_infer_command(CLI::App& app);
-
-// The whole command line: parses argv, runs the subcommand, returns the exit status.
-[[nodiscard]] int gpipe_run_main(int argc, char** argv);
 
 // The profiler's progress on stderr (profile, validate): a bar over the
 // passes (on a terminal only), then one line per layer with its times.

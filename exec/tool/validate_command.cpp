@@ -72,9 +72,6 @@ struct ValidateFlags {
 constexpr const char* kRowFormat =
     "{:<6} {:<11} {:>3} {:>4} {:>4}  {:>10} {:>10} {:>6} {:>7} {:>7}  {:>7} {:>7}  {:>11} {:>11}  {}\n";
 
-// A configuration's noise band is under this (percent of its median step) for
-// its error to count as evidence in the summary.
-constexpr double kQuietBandPct = 2.0;
 
 void print_table_header() {
   std::cout << fmt::format(fmt::runtime(kRowFormat), "sched", "recompute", "K", "M", "b", "step pred",
@@ -156,7 +153,7 @@ void print_noise_summary(const std::vector<exec::CalibrationRow>& rows, Keep kee
     if (!r.ok() || !keep(r)) continue;
     ++run;
     bands.push_back(r.noise.band_pct());
-    if (r.noise.band_pct() < kQuietBandPct && !std::isnan(r.step_error_pct())) {
+    if (r.noise.band_pct() < exec::kQuietBandPct && !std::isnan(r.step_error_pct())) {
       quiet_errors.push_back(std::abs(r.step_error_pct()));
     }
     if (r.outside_band_points() == 0) ++inside;
@@ -170,11 +167,11 @@ void print_noise_summary(const std::vector<exec::CalibrationRow>& rows, Keep kee
   if (quiet_errors.empty()) {
     std::cout << fmt::format("  no configuration has a band under {:.0f} %: this machine is too noisy for the "
                              "step times to be evidence (longer steps, --rounds or --steps help)\n",
-                             kQuietBandPct);
+                             exec::kQuietBandPct);
   } else {
     std::ranges::sort(quiet_errors);
     std::cout << fmt::format("  median |error| {:.1f} % over the {} of {} configurations whose band is under {:.0f} %\n",
-                             exec::quantile(quiet_errors, 0.5), quiet_errors.size(), run, kQuietBandPct);
+                             exec::quantile(quiet_errors, 0.5), quiet_errors.size(), run, exec::kQuietBandPct);
   }
   std::cout << fmt::format("  {} of {} predictions inside their band", inside, run);
   if (farthest->outside_band_points() > 0) {

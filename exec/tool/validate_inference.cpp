@@ -23,14 +23,11 @@
 namespace gpipe::cli {
 namespace {
 
-// A row's error counts as evidence only where its noise band is under this (percent).
-constexpr double kQuietBandPct = 2.0;
-
-constexpr const char* kRowFormat =
+constexpr const char* kStreamRowFormat =
     "{:>3} {:>3} {:>3}  {:>10} {:>10} {:>6} {:>7}  {:>10} {:>10} {:>6} {:>7}  {:>10} {:>10}  {:>6}  {}\n";
 
 void print_header() {
-  std::cout << fmt::format(fmt::runtime(kRowFormat), "K", "B", "b", "items/s", "measured", "band", "error",
+  std::cout << fmt::format(fmt::runtime(kStreamRowFormat), "K", "B", "b", "items/s", "measured", "band", "error",
                            "p50 pred", "measured", "band", "error", "p99 pred", "measured", "items", "peaks equal");
 }
 
@@ -39,7 +36,7 @@ void print_row(const exec::StreamCalibrationRow& r) {
     std::cout << fmt::format("{:>3} {:>3} {:>3}  skipped: {}\n", r.stages, r.in_flight, r.micro_batch_size, r.skipped);
     return;
   }
-  std::cout << fmt::format(fmt::runtime(kRowFormat), r.stages, r.in_flight, r.micro_batch_size,
+  std::cout << fmt::format(fmt::runtime(kStreamRowFormat), r.stages, r.in_flight, r.micro_batch_size,
                            fmt::format("{:.1f}", r.predicted.throughput_items_per_s),
                            fmt::format("{:.1f}", r.throughput.median_us), fmt::format("{:.1f}%", r.throughput.band_pct()),
                            fmt::format("{:+.1f}%", r.throughput_error_pct()), format_time_us(r.predicted.latency.p50_us),
@@ -58,7 +55,7 @@ void print_quantity(std::string_view name, const std::vector<const exec::StreamC
   double farthest = 0;
   int inside = 0;
   for (const auto* r : ok) {
-    if (noise(*r).band_pct() < kQuietBandPct) quiet.push_back(std::abs(error(*r)));
+    if (noise(*r).band_pct() < exec::kQuietBandPct) quiet.push_back(std::abs(error(*r)));
     const double outside = noise(*r).outside_points(predicted(*r));
     farthest = std::max(farthest, outside);
     inside += outside == 0 ? 1 : 0;
@@ -68,7 +65,7 @@ void print_quantity(std::string_view name, const std::vector<const exec::StreamC
                                            : fmt::format("{:.1f} %", quiet[quiet.size() / 2]);
   std::cout << fmt::format("{}: median |error| {} over the {} of {} configurations whose band is under {:g} %; "
                            "{} inside their band, the farthest outside by {:.1f} points\n",
-                           name, median, quiet.size(), ok.size(), kQuietBandPct, inside, farthest);
+                           name, median, quiet.size(), ok.size(), exec::kQuietBandPct, inside, farthest);
 }
 
 void print_summary(const std::vector<exec::StreamCalibrationRow>& rows) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "cli/cli_main.hpp"
+#include "sim/tool/gpipe_sim.hpp"
 
 namespace gpipe::cli {
 
@@ -11,8 +12,5 @@ namespace gpipe::cli {
 [[nodiscard]] Subcommand add_sweep_command(CLI::App& app);
 [[nodiscard]] Subcommand add_diff_command(CLI::App& app);
 [[nodiscard]] Subcommand add_profile_command(CLI::App& app);
-
-// The whole command line: parses argv, runs the subcommand, returns the exit status.
-[[nodiscard]] int gpipe_sim_main(int argc, char** argv);
 
 }  // namespace gpipe::cli

@@ -3,7 +3,7 @@
 // The scratch folder holds the files of tests/fuzz/seed_files.hpp for flags to name.
 #include <cstdint>
 
-#include "exec/tool/commands.hpp"
+#include "exec/tool/gpipe_run.hpp"
 #include "tests/fuzz/argv_fuzz.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 #include "tests/fuzz/seed_files.hpp"

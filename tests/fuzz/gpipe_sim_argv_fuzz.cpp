@@ -3,7 +3,7 @@
 // (s.json, s.csv), a profile (p.json) and a trace (t.json) for flags to name.
 #include <cstdint>
 
-#include "sim/tool/commands.hpp"
+#include "sim/tool/gpipe_sim.hpp"
 #include "tests/fuzz/argv_fuzz.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 #include "tests/fuzz/seed_files.hpp"
