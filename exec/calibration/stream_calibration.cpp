@@ -105,7 +105,7 @@ std::vector<StreamCalibrationRow> run_stream_calibration(const profiles::Profile
       rq.workload.in_flight = row.in_flight;
       rq.seed = o.seed;
       rq.threads_per_rank = o.threads_per_rank;
-      inference::StreamResult result = inference::run_cpu_stream(rq);
+      inference::StreamResult result = o.serve ? o.serve(rq) : inference::run_cpu_stream(rq);
       measured[i].push_back(schedules::compute_stream_metrics(result.run, row.in_flight, row.micro_batch_size,
                                                               result.static_bytes));
       runs[i].push_back(std::move(result.run));

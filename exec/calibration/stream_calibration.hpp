@@ -1,7 +1,8 @@
 // Calibration of inference streams (`gpipe-run validate --workload
 // inference`): for each configuration of a grid (K stages x B in flight x b
 // samples per item), predict the stream from a profile (sim/inference/) and
-// serve it for real on CPU threads (exec/inference/) with the SAME partition,
+// serve it for real on CPU threads (exec/inference/), or as processes under a
+// launcher, with the SAME partition,
 // and compare throughput, latency (item by item too) and peak memory. As in
 // training's calibration (calibration.hpp) the grid runs in rounds,
 // interleaved, and the profile is measured again before each round where a
@@ -19,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "exec/calibration/step_noise.hpp"
+#include "exec/inference/cpu_stream.hpp"
 #include "models/model.hpp"
 #include "models/partition.hpp"
 #include "profiles/profile.hpp"
@@ -66,6 +68,9 @@ struct StreamCalibrationOptions {
   // first (called with the round, 1-based), and the rows predict from the
   // median of every round's, with the partition the first profile balanced.
   std::function<profiles::Profile(int round)> measure_profile;
+  // How a configuration is served: when empty, on threads of this process
+  // (run_cpu_stream); validate's --launcher serves it as processes.
+  std::function<inference::StreamResult(const inference::StreamRequest&)> serve;
   std::function<void(const StreamCalibrationRow&)> on_row;           // each row, when done
   std::function<void(int round, int index, int count)> on_run;       // before each run
 };

@@ -1,22 +1,10 @@
 // `gpipe-run infer` on the CPU: an inference stream (schedules/stream_workload.hpp)
 // through K stages, each rank a thread of this process with its own compute
-// team, forward only (DESIGN.md, "Inference"). Stage 0's rank draws item r's
-// samples (the synthetic task's batch of "step" r, b samples), waits for its
-// admission and runs its forward; each later rank receives the activation
-// over the in-process link, runs its forward and hands it on; the last
-// rank's output is the model's (its loss layer's per-sample value against
-// the item's target). Each forward keeps nothing: the layers' stashes are
-// dropped as soon as they are made, and no gradient exists.
-//
-// Before the stream starts, each rank runs its forward `warmup_items` times
-// alone (untimed), so that the first items do not pay for first touches.
-// Measured, on the host clock from the stream's start: every item's
-// arrival, admission and completion; every F, and every send's hand-over
-// (the SEND_F and RECV_F of the timeline: an in-process message moves a
-// pointer). Memory follows the simulator's rules on the measured times: a
-// rank holds an item's input from the moment it was handed over until its
-// forward ends, and its output from the start of its forward until it is
-// handed on (the last rank's until its forward ends).
+// team, forward only (DESIGN.md, "Inference"; what each rank does:
+// stream_rank.hpp). The ranks hand activations over the in-process link (a
+// pointer moves: an item's input arrives as its sender hands it over), and
+// share one Admission. Measured on the host clock from the stream's start.
+// exec/mpi/mpi_stream.hpp runs the same ranks as processes.
 #pragma once
 
 #include <cstdint>

@@ -103,20 +103,28 @@ StepSync::Clock::time_point MpiProcessGroup::Sync::arrive(int /*step*/) {
 }
 
 std::vector<RankPart> MpiProcessGroup::exchange_parts(const RankPart& mine, schedules::Rank reporter) {
-  const auto between = [this] { watch_.check(); };
+  const std::vector<std::string> texts = gather_text(to_json(mine), reporter);
   std::vector<RankPart> parts;
-  if (mine.rank != reporter) {
-    const std::string text = to_json(mine);
+  for (std::size_t r = 0; r < texts.size(); ++r) {
+    parts.push_back(static_cast<int>(r) == reporter.value ? mine : parse_rank_part(texts[r]));
+  }
+  return parts;
+}
+
+std::vector<std::string> MpiProcessGroup::gather_text(const std::string& mine, schedules::Rank reporter) {
+  const auto between = [this] { watch_.check(); };
+  std::vector<std::string> texts;
+  if (world_.rank() != reporter.value) {
     MPI_Request request = MPI_REQUEST_NULL;
-    check(MPI_Isend(text.data(), static_cast<int>(text.size()), MPI_CHAR, reporter.value, kPartsTag, MPI_COMM_WORLD,
+    check(MPI_Isend(mine.data(), static_cast<int>(mine.size()), MPI_CHAR, reporter.value, kPartsTag, MPI_COMM_WORLD,
                     &request),
           "MPI_Isend");
     world_.wait(request, between);
-    return parts;
+    return texts;
   }
   for (int r = 0; r < world_.size(); ++r) {
     if (r == reporter.value) {
-      parts.push_back(mine);
+      texts.push_back(mine);
       continue;
     }
     MPI_Status status;
@@ -131,9 +139,9 @@ std::vector<RankPart> MpiProcessGroup::exchange_parts(const RankPart& mine, sche
     MPI_Get_count(&status, MPI_CHAR, &length);
     std::string text(static_cast<std::size_t>(length), '\0');
     check(MPI_Recv(text.data(), length, MPI_CHAR, r, kPartsTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE), "MPI_Recv");
-    parts.push_back(parse_rank_part(text));
+    texts.push_back(std::move(text));
   }
-  return parts;
+  return texts;
 }
 
 std::string MpiProcessGroup::share_from_rank0(const std::string& /*key*/, const std::string& value) {

@@ -34,6 +34,8 @@ class MpiProcessGroup final : public ProcessGroup {
   [[nodiscard]] StepSync& step_sync() override { return sync_; }
   [[nodiscard]] ClockAgreement clock() const override { return clock_; }
   [[nodiscard]] std::vector<RankPart> exchange_parts(const RankPart& mine, schedules::Rank reporter) override;
+  // Every process gives a text; the reporter gets them all, in rank order, the others none.
+  [[nodiscard]] std::vector<std::string> gather_text(const std::string& mine, schedules::Rank reporter);
   [[nodiscard]] std::string share_from_rank0(const std::string& key, const std::string& value) override;
   void announce_failure(const std::string& line) noexcept override;
 

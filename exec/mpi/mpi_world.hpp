@@ -24,6 +24,7 @@ enum ControlTag : int {
   kPartsTag = 3,    // a rank's measured part, to the reporter
   kClockTag = 4,    // the clock ping-pong
   kProbeTag = 5,    // the link profiler's ping-pong
+  kCompletionTag = 6,  // an inference item left the last stage: (item, ns), to stage 0
   kFirstDataTag = 16,
 };
 

@@ -1,7 +1,9 @@
 // gpipe-run infer: serve an inference stream through K stages on CPU threads
-// (exec/inference/cpu_stream.hpp), forward only, and measure it: throughput,
+// (exec/inference/cpu_stream.hpp), or as K processes under mpirun or srun
+// (exec/mpi/mpi_stream.hpp), forward only, and measure it: throughput,
 // latency per item, utilisation and memory per rank, as gpipe-sim run
-// --workload inference predicts them (schedules/stream_metrics.hpp).
+// --workload inference predicts them (schedules/stream_metrics.hpp). Under a
+// launcher the last stage's process reports; the others print nothing.
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -15,7 +17,10 @@
 #include "cli/path_flag.hpp"
 #include "cli/seed_flag.hpp"
 #include "cli/units.hpp"
+#include "exec/cpu/device_name.hpp"
+#include "exec/dist/bootstrap.hpp"
 #include "exec/inference/cpu_stream.hpp"
+#include "exec/mpi/mpi_stream.hpp"
 #include "exec/tool/backend_flags.hpp"
 #include "exec/tool/commands.hpp"
 #include "models/model_spec.hpp"
@@ -26,6 +31,7 @@
 #include "profiles/shipped.hpp"
 #include "schedules/chrome_trace.hpp"
 #include "schedules/error.hpp"
+#include "schedules/stream_json.hpp"
 #include "schedules/stream_metrics.hpp"
 #include "schedules/stream_trace.hpp"
 
@@ -126,12 +132,33 @@ int run_infer(const InferFlags& f, const CLI::App& cmd) {
   rq.micro_batch_size = f.micro_batch_size;
   rq.workload = w;
   rq.seed = f.seed;
-  rq.threads_per_rank = f.cpu.threads_for(f.stages);
   rq.warmup_items = f.warmup;
-  const exec::inference::StreamResult result = exec::inference::run_cpu_stream(rq);
+  rq.keep_outputs = f.json;  // the model's outputs go into the JSON
+  // Under mpirun or srun with more than one process: a stage per process.
+  const exec::LaunchInfo launch = exec::parse_launch_environment(exec::current_environment(), false);
+  exec::inference::StreamResult result;
+  std::optional<exec::ClockAgreement> clock;
+  if (launch.world_size > 1) {
+    rq.threads_per_rank = f.cpu.threads_for(launch.local_size);
+    const std::string where = fmt::format(
+        "one process per rank ({} processes, {}), MPI between ranks, {} on {}", launch.world_size, launch.launcher,
+        rq.threads_per_rank == 1 ? "one thread each" : fmt::format("{} threads each", rq.threads_per_rank),
+        exec::cpu::device_name(rq.threads_per_rank));
+    exec::mpi::ServedStream served = exec::mpi::serve_stream_as_mpi_process(rq, launch.launcher, where);
+    if (!served.result) return 0;  // the last stage's process reports for all
+    result = std::move(*served.result);
+    clock = served.clock;
+  } else {
+    rq.threads_per_rank = f.cpu.threads_for(f.stages);
+    result = exec::inference::run_cpu_stream(rq);
+  }
   const schedules::StreamMetrics metrics =
       schedules::compute_stream_metrics(result.run, w.in_flight, f.micro_batch_size, result.static_bytes);
-  if (!f.trace.empty()) schedules::write_chrome_trace(schedules::stream_chrome_trace(result.run, metrics), f.trace);
+  if (!f.trace.empty()) {
+    nlohmann::json trace = schedules::stream_chrome_trace(result.run, metrics);
+    if (clock) trace["otherData"]["clock"] = {{"method", clock->method}, {"max_error_ns", clock->max_error_ns}};
+    schedules::write_chrome_trace(trace, f.trace);
+  }
   if (f.json) {
     nlohmann::json out{{"config",
                         {{"model", model.spec},
@@ -143,6 +170,12 @@ int run_infer(const InferFlags& f, const CLI::App& cmd) {
                          {"micro_batch_size", f.micro_batch_size},
                          {"partition", plan.partition.layers_per_stage}}},
                        {"metrics", schedules::to_json(metrics)}};
+    // Per item, the model's output: its loss layer's value per sample.
+    nlohmann::json outputs = nlohmann::json::array();
+    for (const exec::Tensor& t : result.outputs) outputs.push_back(std::vector<float>(t.f32().begin(), t.f32().end()));
+    out["outputs"] = std::move(outputs);
+    out["run"] = schedules::stream_run_to_json(result.run);
+    out["run"]["static_bytes"] = result.static_bytes;
     std::cout << out.dump(2) << "\n";
     return 0;
   }
@@ -158,7 +191,9 @@ Subcommand add_infer_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "infer", "Serve an inference stream through K pipeline stages, forward only, and measure its throughput, "
                "latency per item and memory per rank (what gpipe-sim run --workload inference predicts)");
-  cmd->add_option("--backend", f->backend, "Where to run: cpu (a thread per rank)")->capture_default_str();
+  cmd->add_option("--backend", f->backend,
+                  "Where to run: cpu (a thread per rank; under mpirun or srun, a process per rank)")
+      ->capture_default_str();
   cmd->add_option("--model", f->model, models::model_spec_help())->required();
   cmd->add_option("--stages,-K", f->stages, "Pipeline stages K, one rank each")->check(CLI::Range(1, 4096));
   cmd->add_option("--micro-batch-size,-b", f->micro_batch_size, "Samples per item b")
@@ -184,7 +219,8 @@ Subcommand add_infer_command(CLI::App& app) {
       ->capture_default_str();
   f->cpu.add_to(*cmd);
   cmd->add_option("--trace", f->trace, "Write the measured stream as a Chrome trace (Perfetto)")->check(nonempty_path());
-  cmd->add_flag("--json", f->json, "Print the configuration and the measured metrics as JSON");
+  cmd->add_flag("--json", f->json,
+                "Print the configuration, the measured metrics and each item's outputs (its loss per sample) as JSON");
   return {cmd, [f, cmd] { return run_infer(*f, *cmd); }};
 }
 

@@ -44,6 +44,7 @@
 #include "schedules/files.hpp"
 #include "schedules/ir_json.hpp"
 #include "schedules/metrics.hpp"
+#include "schedules/stream_json.hpp"
 
 namespace gpipe::cli {
 namespace {
@@ -265,12 +266,15 @@ profiles::Profile launched_profile(const ValidateFlags& f, const models::Model& 
                                    bool announce = true) {
   const Launcher launcher(f.launcher);
   const std::string path = f.save_profile.empty() ? scratch_path("profile.json") : f.save_profile;
-  const Launcher::Outcome outcome =
-      launcher.run(2, {"profile", "--backend", "cpu", "--model", model.spec, "--micro-batch-sizes",
-                       fmt::format("{}", fmt::join(sizes, ",")), "--warmup", std::to_string(f.warmup), "--repeats",
-                       std::to_string(f.repeats), "--seed", std::to_string(f.run.seed), "--optimizer",
-                       std::string(models::to_string(optimizer.kind)), "--threads-per-rank",
-                       std::to_string(threads_per_rank), "--out", path});
+  std::vector<std::string> args{"profile", "--backend", "cpu", "--model", model.spec, "--micro-batch-sizes",
+                                fmt::format("{}", fmt::join(sizes, ",")), "--warmup", std::to_string(f.warmup),
+                                "--repeats", std::to_string(f.repeats), "--seed", std::to_string(f.run.seed),
+                                "--optimizer", std::string(models::to_string(optimizer.kind)),
+                                "--threads-per-rank", std::to_string(threads_per_rank), "--out", path};
+  if (f.inference.inference()) {  // forwards alone, as the stream runs them
+    args.insert(args.end(), {"--workload", "inference"});
+  }
+  const Launcher::Outcome outcome = launcher.run(2, args);
   if (outcome.status != 0) throw RunError("measuring the profile: " + failure_of(outcome));
   profiles::Profile profile = profiles::load_profile(path);
   if (f.save_profile.empty()) std::filesystem::remove(path);
@@ -315,6 +319,33 @@ exec::TrainResult launched_training(const ValidateFlags& f, const exec::TrainOpt
   const nlohmann::json printed = nlohmann::json::parse(outcome.out);
   for (const double loss : printed.at("losses")) result.losses.push_back(loss);
   for (const double us : printed.at("step_times_us")) result.step_times_ns.push_back(std::llround(us * 1e3));
+  return result;
+}
+
+// One inference configuration served as K processes under the launcher
+// (`gpipe-run infer --json`), its measured run read back from the JSON the
+// reporter prints.
+exec::inference::StreamResult launched_stream(const ValidateFlags& f, const exec::inference::StreamRequest& rq) {
+  const Launcher launcher(f.launcher);
+  const schedules::Workload& w = rq.workload;
+  std::vector<std::string> args = {"infer", "--backend", "cpu", "--model", rq.model->spec, "--partition",
+                                   fmt::format("{}", fmt::join(rq.layers_per_stage, ",")), "--stages",
+                                   std::to_string(rq.layers_per_stage.size()), "--micro-batch-size",
+                                   std::to_string(rq.micro_batch_size), "--requests", std::to_string(w.requests),
+                                   "--in-flight", std::to_string(w.in_flight), "--seed", std::to_string(rq.seed),
+                                   "--warmup", std::to_string(rq.warmup_items), "--threads-per-rank",
+                                   std::to_string(rq.threads_per_rank), "--json"};
+  if (w.arrival_interval_us) args.insert(args.end(), {"--arrival-interval-us", fmt::format("{}", *w.arrival_interval_us)});
+  if (w.arrival_rate_per_s) {
+    args.insert(args.end(), {"--arrival-rate", fmt::format("{}", *w.arrival_rate_per_s), "--arrival-seed",
+                             std::to_string(w.seed)});
+  }
+  const Launcher::Outcome outcome = launcher.run(static_cast<int>(rq.layers_per_stage.size()), args);
+  if (outcome.status != 0) throw RunError(failure_of(outcome));
+  const nlohmann::json printed = nlohmann::json::parse(outcome.out);
+  exec::inference::StreamResult result;
+  result.run = schedules::stream_run_from_json(printed.at("run"));
+  result.static_bytes = printed.at("run").at("static_bytes").get<std::vector<std::int64_t>>();
   return result;
 }
 
@@ -387,11 +418,19 @@ int run_validate_stream(const ValidateFlags& f) {
   v.out = f.out;
   v.json = f.json;
   v.remeasure = f.run.profile.empty() && f.rounds > 1;
+  if (!f.launcher.empty()) {
+    (void)Launcher(f.launcher);  // its error before any measurement
+    v.serve = [&f](const exec::inference::StreamRequest& rq) { return launched_stream(f, rq); };
+  }
   v.profile = [&f, &v](const std::vector<int>& sizes, int round) {
     if (!f.run.profile.empty()) {
       profiles::Profile profile = profiles::load_profile(profiles::resolve_profile(f.run.profile));
       plan::check_profile_matches(v.model, profile);
       return profile;
+    }
+    // Under the launcher: the layers and the link between two processes.
+    if (!f.launcher.empty()) {
+      return launched_profile(f, v.model, sizes, f.run.optimizer_config(), v.threads_per_rank, round == 0);
     }
     if (!f.json) {
       std::cerr << (round == 0 ? fmt::format("validate: measuring the profile at micro-batch sizes {}\n", fmt::join(sizes, ","))
@@ -573,7 +612,8 @@ Subcommand add_validate_command(CLI::App& app) {
       ->check(nonempty_path());
   cmd->add_flag("--json", f->json, "Print every row, with its full diff, as JSON");
   cmd->add_option("--launcher", f->launcher,
-                  "Train each configuration as K processes, one rank each, over MPI: mpirun (as mpirun -np K, "
+                  "Train (or, with --workload inference, serve) each configuration as K processes, one rank each, "
+                  "over MPI: mpirun (as mpirun -np K, "
                   "adding --oversubscribe and --allow-run-as-root where needed), or a command prefix with {K}, "
                   "e.g. \"srun -n {K}\"; the profile (layers and the link between two processes) is measured "
                   "the same way unless --profile is given");

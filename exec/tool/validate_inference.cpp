@@ -118,9 +118,8 @@ void InferenceValidateFlags::add_to(CLI::App& cmd) {
 void InferenceValidateFlags::check_flags(const CLI::App& cmd) const {
   static constexpr std::array<std::string_view, 6> inference_only{
       "--in-flight", "--micro-batch-sizes", "--requests", "--arrival-interval-us", "--arrival-rate", "--arrival-seed"};
-  static constexpr std::array<std::string_view, 8> training_only{
-      "--microbatches", "--batch", "--schedule", "--recompute", "--stages-per-rank", "--steps", "--launcher",
-      "--backward-order"};
+  static constexpr std::array<std::string_view, 7> training_only{
+      "--microbatches", "--batch", "--schedule", "--recompute", "--stages-per-rank", "--steps", "--backward-order"};
   const auto given = [&](std::string_view flag) {
     const CLI::Option* o = cmd.get_option_no_throw(std::string(flag));
     return o != nullptr && o->count() > 0;
@@ -152,6 +151,7 @@ int run_validate_inference(const InferenceValidateFlags& f, const InferenceValid
   o.rounds = v.rounds;
   o.seed = v.seed;
   o.threads_per_rank = v.threads_per_rank;
+  o.serve = v.serve;
   std::vector<int> sizes = o.micro_batch_sizes;
   std::ranges::sort(sizes);
   sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());

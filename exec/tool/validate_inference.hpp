@@ -12,6 +12,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "exec/inference/cpu_stream.hpp"
 #include "models/model.hpp"
 #include "profiles/profile.hpp"
 
@@ -45,6 +46,8 @@ struct InferenceValidation {
   bool json = false;
   std::function<profiles::Profile(const std::vector<int>& sizes, int round)> profile;
   bool remeasure = false;  // measure the profile again before each round after the first
+  // Serves a configuration (--launcher: as processes); empty: on threads here.
+  std::function<exec::inference::StreamResult(const exec::inference::StreamRequest&)> serve;
 };
 
 int run_validate_inference(const InferenceValidateFlags& flags, const InferenceValidation& v);
