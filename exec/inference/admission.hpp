@@ -12,14 +12,20 @@
 #include <mutex>
 #include <vector>
 
+#include "exec/runtime/spin_wait.hpp"
+
 namespace gpipe::exec::inference {
 
 class Admission {
  public:
   using Clock = std::chrono::steady_clock;
 
-  // `arrivals_ns[r]`: item r's arrival from the stream's start (all 0 in the closed loop).
-  Admission(std::vector<std::int64_t> arrivals_ns, int in_flight, bool closed_loop);
+  // `arrivals_ns[r]`: item r's arrival from the stream's start (all 0 in the
+  // closed loop). A waiter polls for `spin` before it sleeps, and an open
+  // loop's arrival is waited for by polling its last `spin` (a sleeping
+  // thread wakes tens of microseconds late: exec/runtime/spin_wait.hpp).
+  Admission(std::vector<std::int64_t> arrivals_ns, int in_flight, bool closed_loop,
+            SpinBudget spin = SpinBudget::zero());
 
   // Sets the stream's start; before any wait.
   void start(Clock::time_point origin) { origin_ = origin; }
@@ -41,6 +47,7 @@ class Admission {
   std::vector<std::int64_t> arrivals_ns_;
   int in_flight_;
   bool closed_loop_;
+  SpinBudget spin_;
   Clock::time_point origin_;
   std::mutex mutex_;
   std::condition_variable changed_;

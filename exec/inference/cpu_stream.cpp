@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "exec/cpu/compute_team.hpp"
 #include "exec/cpu/device_name.hpp"
 #include "exec/cpu/in_process_link.hpp"
 #include "exec/inference/admission.hpp"
@@ -87,9 +88,11 @@ StreamResult run_cpu_stream(const StreamRequest& rq) {
   check_stream_request(rq);
   const int K = static_cast<int>(rq.layers_per_stage.size());
   const auto R = static_cast<std::size_t>(rq.workload.requests);
+  // Waiters poll where every rank's threads have a core, as training's do.
+  const SpinBudget spin = cpu::polling_budget(K * rq.threads_per_rank);
   Shared shared{.admission = Admission(schedules::arrival_times_ns(rq.workload), rq.workload.in_flight,
-                                       rq.workload.closed_loop()),
-                .link = cpu::InProcessLink(K),
+                                       rq.workload.closed_loop(), spin),
+                .link = cpu::InProcessLink(K, nullptr, spin),
                 .origin = {},
                 .built = std::latch(K),
                 .go = std::latch(1),

@@ -9,6 +9,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "exec/cpu/compute_team.hpp"
 #include "exec/cpu/cpu_backend.hpp"
 #include "exec/cpu/layers/layer.hpp"
 #include "exec/runtime/aborted.hpp"
@@ -91,7 +92,8 @@ void run_stream_rank(const StreamRequest& rq, int s, int num_stages, StreamPeers
   record.received_ns.assign(s > 0 ? R : 0, -1);
   record.completed_ns.assign(last ? R : 0, -1);
   if (last && rq.keep_outputs) record.outputs.resize(R);
-  cpu::CpuBackend::RankDevice device(rq.threads_per_rank);  // this thread's compute team
+  // This thread's compute team, whose helpers poll where every rank's threads have a core.
+  cpu::CpuBackend::RankDevice device(rq.threads_per_rank, cpu::polling_budget(num_stages * rq.threads_per_rank));
   std::vector<std::unique_ptr<cpu::Layer>> layers = ready_stage(rq, s, last, task, device, peers);
 
   const Rank rank{s};

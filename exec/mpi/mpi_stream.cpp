@@ -51,10 +51,16 @@ class MpiPeers final : public inference::StreamPeers {
   [[nodiscard]] Admission::Entry admit(int item) override {
     const std::int64_t arrival = arrivals_ns_.at(static_cast<std::size_t>(item));
     if (!closed_loop_) {
-      // Sleeps in short steps, so that a peer's failure is seen.
+      // Sleeps in short steps, so that a peer's failure is seen, and polls
+      // the last millisecond (a sleeping thread wakes tens of us late).
+      constexpr std::int64_t kPollNs = 1'000'000;
       for (std::int64_t left = arrival - now_ns(); left > 0; left = arrival - now_ns()) {
         watch_.check();
-        std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<std::int64_t>(left, 1'000'000)));
+        if (left > kPollNs) {
+          std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<std::int64_t>(left - kPollNs, kPollNs)));
+        } else {
+          std::this_thread::yield();
+        }
       }
     }
     std::int64_t admitted = arrival;

@@ -19,11 +19,11 @@ namespace gpipe::exec::mpi {
 
 // Tags below kFirstDataTag are the run's own; data tags start there.
 enum ControlTag : int {
-  kFailureTag = 1,  // a process's error line, to every other process
-  kAckTag = 2,      // "your failure has been read"
-  kPartsTag = 3,    // a rank's measured part, to the reporter
-  kClockTag = 4,    // the clock ping-pong
-  kProbeTag = 5,    // the link profiler's ping-pong
+  kFailureTag = 1,     // a process's error line, to every other process
+  kAckTag = 2,         // "your failure has been read"
+  kPartsTag = 3,       // a rank's measured part, to the reporter
+  kClockTag = 4,       // the clock ping-pong
+  kProbeTag = 5,       // the link profiler's ping-pong
   kCompletionTag = 6,  // an inference item left the last stage: (item, ns), to stage 0
   kFirstDataTag = 16,
 };
