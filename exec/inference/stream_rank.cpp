@@ -90,6 +90,7 @@ void run_stream_rank(const StreamRequest& rq, int s, int num_stages, StreamPeers
   record.arrival_ns.assign(s == 0 ? R : 0, -1);
   record.admitted_ns.assign(s == 0 ? R : 0, -1);
   record.received_ns.assign(s > 0 ? R : 0, -1);
+  record.received_bytes.assign(s > 0 ? R : 0, 0);
   record.completed_ns.assign(last ? R : 0, -1);
   if (last && rq.keep_outputs) record.outputs.resize(R);
   // This thread's compute team, whose helpers poll where every rank's threads have a core.
@@ -115,7 +116,7 @@ void run_stream_rank(const StreamRequest& rq, int s, int num_stages, StreamPeers
         input = std::move(got.tensor);
         input_bytes = input.bytes();
         record.received_ns[at(item)] = got.arrived_ns;
-        record.changes.push_back({got.arrived_ns, input_bytes});
+        record.received_bytes[at(item)] = input_bytes;  // counted from its arrival (assemble_stream)
       }
       const std::int64_t start = peers.now_ns();
       Tensor x = std::move(input);
@@ -178,18 +179,21 @@ StreamResult assemble_stream(const StreamRequest& rq, std::vector<RankRecord> re
   }
   for (int s = 0; s < K; ++s) {
     RankRecord& record = records[static_cast<std::size_t>(s)];
+    if (s > 0) {
+      // Each item's RECV_F, from its sender's SEND_F start, and its input from its arrival.
+      for (const schedules::TimedAction& a : records[static_cast<std::size_t>(s - 1)].actions) {
+        if (a.action.kind != ActionKind::SEND_F) continue;
+        const auto item = static_cast<std::size_t>(a.action.microbatch.value);
+        const std::int64_t received = record.received_ns.at(item);
+        timeline.actions.push_back({{Stage{s}, ActionKind::RECV_F, a.action.microbatch}, Rank{s}, Stream::recv,
+                                    a.start_ns, std::max(a.end_ns, received)});
+        record.changes.push_back({std::min(received, a.end_ns), record.received_bytes.at(item)});
+      }
+    }
     run.busy_ns.push_back(record.busy_ns);
     run.state_bytes.push_back(0);
     run.peak_bytes.push_back(schedules::peak_of(Rank{s}, 0, record.changes, &timeline.memory));
     timeline.actions.insert(timeline.actions.end(), record.actions.begin(), record.actions.end());
-    if (s == 0) continue;
-    // The receiver's RECV_F of each item: from its sender's SEND_F start.
-    for (const schedules::TimedAction& a : records[static_cast<std::size_t>(s - 1)].actions) {
-      if (a.action.kind != ActionKind::SEND_F) continue;
-      const std::int64_t arrived = record.received_ns.at(static_cast<std::size_t>(a.action.microbatch.value));
-      timeline.actions.push_back({{Stage{s}, ActionKind::RECV_F, a.action.microbatch}, Rank{s}, Stream::recv,
-                                  a.start_ns, std::max(a.end_ns, arrived)});
-    }
   }
   if (rq.keep_outputs) result.outputs = std::move(records.back().outputs);
   result.static_bytes = stage_weight_bytes(rq);
@@ -212,6 +216,7 @@ std::string to_json_text(const RankRecord& r) {
                         {"arrival_ns", r.arrival_ns},
                         {"admitted_ns", r.admitted_ns},
                         {"received_ns", r.received_ns},
+                        {"received_bytes", r.received_bytes},
                         {"completed_ns", r.completed_ns}}
       .dump();
 }
@@ -232,6 +237,7 @@ RankRecord parse_rank_record(const std::string& text) {
   r.arrival_ns = j.at("arrival_ns").get<std::vector<std::int64_t>>();
   r.admitted_ns = j.at("admitted_ns").get<std::vector<std::int64_t>>();
   r.received_ns = j.at("received_ns").get<std::vector<std::int64_t>>();
+  r.received_bytes = j.at("received_bytes").get<std::vector<std::int64_t>>();
   r.completed_ns = j.at("completed_ns").get<std::vector<std::int64_t>>();
   return r;
 }

@@ -19,7 +19,11 @@
 // Memory follows the simulator's rules: a rank holds an item's input from
 // its arrival until its forward ends, and its output from the start of its
 // forward until its send starts (the last rank's until its forward ends);
-// in flight it is charged to no rank.
+// in flight it is charged to no rank. An input's arrival is the earlier of
+// the receive's return and the end of its SEND: between threads the
+// hand-over is the arrival; between processes a message that comes while
+// its receiver computes is not seen until the receive, and counts from its
+// SEND's end, as between threads.
 #pragma once
 
 #include <cstdint>
@@ -42,7 +46,8 @@ struct RankRecord {
   // Per item; -1 where this rank does not know it.
   std::vector<std::int64_t> arrival_ns;    // stage 0
   std::vector<std::int64_t> admitted_ns;   // stage 0
-  std::vector<std::int64_t> received_ns;   // stages > 0: the input is here
+  std::vector<std::int64_t> received_ns;   // stages > 0: the input is here (the receive returned)
+  std::vector<std::int64_t> received_bytes;  // stages > 0: the input's bytes
   std::vector<std::int64_t> completed_ns;  // the last stage
   std::vector<Tensor> outputs;             // the last stage, with keep_outputs
 };
@@ -84,7 +89,7 @@ void check_stream_request(const StreamRequest& request);
 // The stream as the simulator describes it, from every rank's record (in
 // stage order): items, busy, peaks, the timeline, described as run on `device`.
 // Each RECV_F spans its SEND_F's start to the later of the send's end and the
-// input's arrival.
+// receive's return; each input counts from its arrival (above).
 [[nodiscard]] StreamResult assemble_stream(const StreamRequest& request, std::vector<RankRecord> records,
                                            const std::string& device);
 

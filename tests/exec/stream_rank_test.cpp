@@ -2,8 +2,8 @@
 // (exec/inference/stream_rank.hpp): a rank's record survives its JSON exactly,
 // and the stream assembled from the ranks' records takes each item's times
 // from the stage that knows them, each RECV_F from its SEND_F's start to the
-// later of the send's end and the arrival, and each rank's peak from its
-// changes.
+// later of the send's end and the receive's return, each input from the
+// earlier of those, and each rank's peak from its changes.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -26,7 +26,8 @@ using schedules::Stream;
 
 // Two items through two stages, by hand (ns): stage 0 forwards item r over
 // [10 + 100r, 50 + 100r] and sends it over [50 + 100r, 55 + 100r]; item 0
-// arrives at stage 1 at 53 (before the send's end), item 1 at 170 (after).
+// arrives at stage 1 at 53 (before the send's end), item 1's receive returns
+// at 170 (after it: the message came while stage 1 computed).
 std::vector<RankRecord> two_stage_records() {
   RankRecord first;
   first.stage = 0;
@@ -45,10 +46,12 @@ std::vector<RankRecord> two_stage_records() {
   last.stage = 1;
   last.busy_ns = 50;
   last.received_ns = {53, 170};
+  last.received_bytes = {64, 64};
   last.completed_ns = {80, 200};
   last.actions.push_back({{Stage{1}, ActionKind::F, Microbatch{0}}, Rank{1}, Stream::compute, 60, 80});
   last.actions.push_back({{Stage{1}, ActionKind::F, Microbatch{1}}, Rank{1}, Stream::compute, 170, 200});
-  last.changes = {{53, 64}, {60, 8}, {80, -64}, {80, -8}, {170, 64}, {170, 8}, {200, -64}, {200, -8}};
+  // Its forwards' outputs (8 B) and the inputs' frees; the inputs' arrivals come from assembly.
+  last.changes = {{60, 8}, {80, -64}, {80, -8}, {170, 8}, {200, -64}, {200, -8}};
   std::vector<RankRecord> records;  // a record holds tensors: moved, not copied
   records.push_back(std::move(first));
   records.push_back(std::move(last));
@@ -77,6 +80,7 @@ TEST(StreamRank, ARecordSurvivesItsJsonExactly) {
     EXPECT_EQ(back.arrival_ns, record.arrival_ns);
     EXPECT_EQ(back.admitted_ns, record.admitted_ns);
     EXPECT_EQ(back.received_ns, record.received_ns);
+    EXPECT_EQ(back.received_bytes, record.received_bytes);
     EXPECT_EQ(back.completed_ns, record.completed_ns);
   }
 }
@@ -90,6 +94,12 @@ TEST(StreamRank, AssemblyTakesEachTimeFromTheStageThatKnowsIt) {
   EXPECT_EQ(run.items[1], (schedules::ItemTimes{5, 90, 200}));
   EXPECT_EQ(run.busy_ns, (std::vector<std::int64_t>{80, 50}));
   EXPECT_EQ(run.peak_bytes, (std::vector<std::int64_t>{64, 72}));
+  // Each input counts from the earlier of its receive's return and its SEND's end: 53, then 155.
+  std::vector<std::int64_t> rises;
+  for (const auto& sample : run.timeline.memory) {
+    if (sample.rank == Rank{1} && sample.activation_bytes == 64) rises.push_back(sample.time_ns);
+  }
+  EXPECT_EQ(rises, (std::vector<std::int64_t>{53, 155}));
   std::vector<schedules::TimedAction> recv;
   for (const auto& a : run.timeline.actions) {
     if (a.action.kind == ActionKind::RECV_F) recv.push_back(a);
