@@ -44,7 +44,10 @@ Layer dit_block_layer(std::string name, const Model& model) {
   layer.name = std::move(name);
   layer.kind = std::string(layer_kind::dit_block);
   layer.ffn_width = f;
-  layer.fwd_flops = linears + attention.forward;
+  // With the cache, T queries attend over 2T keys (the previous chunk's and
+  // their own): twice the attention's forward products.
+  layer.fwd_flops = linears + (model.attention_cache ? 2.0 : 1.0) * attention.forward;
+  if (model.attention_cache) layer.state_elems = 2 * d.seq * d.hidden;  // k and v of T tokens
   layer.bwd_input_flops = linears + attention.backward;
   layer.bwd_weight_flops = linears;
   layer.input_elems = (d.seq + 1) * d.hidden;
@@ -83,6 +86,7 @@ Model build_dit(const DitShape& shape) {
   model.patch = shape.patch;
   model.channels = shape.channels;
   model.classes = shape.classes;
+  model.attention_cache = shape.cache;
   model.spec = fmt::format("dit:layers={},hidden={},heads={},tokens={}", shape.layers, shape.hidden,
                            shape.heads, shape.tokens);
   const DitShape defaults;
@@ -92,6 +96,7 @@ Model build_dit(const DitShape& shape) {
   if (shape.attention != defaults.attention) {
     model.spec += fmt::format(",attn={}", to_string(shape.attention));
   }
+  if (shape.cache) model.spec += ",cache=1";
   model.layers.push_back(dit_embed_layer(model));
   for (int i = 0; i < shape.layers; ++i) {
     model.layers.push_back(dit_block_layer(fmt::format("block{}", i), model));

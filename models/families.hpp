@@ -22,7 +22,7 @@
 //   G defaults to A, attn to flash, R to 500000 (Llama 3). Untied.
 //   Data: as transformer's.
 //
-// dit:layers=L,hidden=H,heads=A,tokens=T[,patch=P,channels=C,classes=N][,attn=flash|naive]
+// dit:layers=L,hidden=H,heads=A,tokens=T[,patch=P,channels=C,classes=N][,attn=flash|naive][,cache=0|1]
 //   embed (dit_embed), block0 .. block{L-1} (dit_block, F = 4H), head (dit_head).
 //   P defaults to 2, C to 4, N to 1000 (DiT at 256 x 256: a 32 x 32 x 4
 //   latent, T = 256), attn to flash. Data: the latent as T patches of P*P*C
@@ -78,6 +78,10 @@ struct DitShape {
   int channels = 4;
   int classes = 1000;
   Attention attention = Attention::flash;
+  // cache=1: for an inference stream that generates chunk by chunk, each
+  // block attends over the previous chunk's tokens too, whose keys and
+  // values it keeps (2 T H per sample) from one item of a sequence to the next.
+  bool cache = false;
 };
 
 // One layer of each kind, as model.hpp describes it.

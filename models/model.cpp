@@ -55,6 +55,7 @@ LayerBytes bytes_at(const Layer& layer, int micro_batch_size, DType dtype) {
       .input_bytes = b * (layer.input_elems * e + layer.input_index_bytes),
       .output_bytes = b * layer.output_elems * e,
       .activation_bytes = b * (layer.activation_elems * e + layer.activation_index_bytes),
+      .state_bytes = b * layer.state_elems * e,
   };
 }
 

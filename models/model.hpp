@@ -200,6 +200,9 @@ struct Layer {
   std::int64_t activation_index_bytes = 0;
   std::int64_t weight_grad_stash_elems = 0;  // what a split backward's W keeps
   std::int64_t weight_grad_stash_index_bytes = 0;
+  // What the layer keeps from one item of an inference stream to the next
+  // (dit's attention cache: the previous chunk's keys and values); 0 for most.
+  std::int64_t state_elems = 0;
 
   [[nodiscard]] double bwd_flops() const { return bwd_input_flops + bwd_weight_flops; }
   bool operator==(const Layer&) const = default;
@@ -209,6 +212,7 @@ struct LayerBytes {
   std::int64_t input_bytes = 0;       // b * (input_elems * e + input_index_bytes)
   std::int64_t output_bytes = 0;      // b * output_elems * e
   std::int64_t activation_bytes = 0;  // b * (activation_elems * e + activation_index_bytes)
+  std::int64_t state_bytes = 0;       // b * state_elems * e: one stream of items of b samples
   bool operator==(const LayerBytes&) const = default;
 };
 
@@ -238,6 +242,7 @@ struct Model {
   int patch = 0;        // dit: patch side P
   int channels = 0;     // dit: latent channels C (the output has 2C: noise and variance)
   int classes = 0;      // dit: class labels (the table has one more row, the unconditional label)
+  bool attention_cache = false;  // dit's cache=1: blocks attend over the previous chunk too (inference)
 
   [[nodiscard]] std::int64_t params() const;
   // Rows per sample of the activation between two blocks (what a stage sends):

@@ -47,7 +47,8 @@ std::vector<Family> families() {
         {"rope_theta", kDefaultRopeTheta}, {"tied", 0, {}, ValueKind::flag}}},
       {"dit",
        {{"layers", {}}, {"hidden", {}}, {"heads", {}}, {"tokens", {}}, {"patch", 2},
-        {"channels", 4}, {"classes", 1000}, {"attn", kFlash, {}, ValueKind::attention}}},
+        {"channels", 4}, {"classes", 1000}, {"attn", kFlash, {}, ValueKind::attention},
+        {"cache", 0, {}, ValueKind::flag}}},
   };
 }
 
@@ -132,7 +133,7 @@ class SpecParser {
     return build_dit({.layers = v.at("layers"), .hidden = v.at("hidden"), .heads = v.at("heads"),
                       .tokens = v.at("tokens"), .patch = v.at("patch"),
                       .channels = v.at("channels"), .classes = v.at("classes"),
-                      .attention = attention()});
+                      .attention = attention(), .cache = v.at("cache") == 1});
   }
 
   void check_heads(int hidden, int heads) const {
@@ -213,7 +214,7 @@ std::string model_spec_help() {
   return "Model SPEC: mlp:layers=L,hidden=H; unbalanced:layers=L,hidden=H; "
          "transformer:layers=L,hidden=H,heads=A,seq=S[,vocab=V][,attn=naive|flash]; "
          "llama:layers=L,hidden=H,heads=A[,kv_heads=G],ffn=F,seq=S,vocab=V[,attn=flash|naive]"
-         "[,rope_theta=R][,tied=0]; dit:layers=L,hidden=H,heads=A,tokens=T[,patch=P,channels=C,classes=N]"
+         "[,rope_theta=R][,tied=0]; dit:layers=L,hidden=H,heads=A,tokens=T[,patch=P,channels=C,classes=N][,cache=0|1]"
          "[,attn=flash|naive]; or a preset (" +
          preset_names() + "), overridden as llama3-8b:seq=4096";
 }

@@ -107,6 +107,15 @@ Plan plan_with(const profiles::Profile& profile, const PlanRequest& r, std::vect
     throw InputError("the profile was measured for inference (forwards alone, gpipe-run profile --workload "
                      "inference) and prices no backward: profile the model for training to plan a training run");
   }
+  for (const profiles::LayerProfile& layer : profile.layers) {
+    for (const profiles::ProfileSample& s : layer.samples) {
+      if (s.state_bytes.value_or(0) == 0) continue;
+      throw InputError(fmt::format("layer {} ({}) keeps state from one item of an inference stream to the next "
+                                   "(dit's cache=1): a training step has no stream; drop cache=1, or serve it "
+                                   "with --workload inference",
+                                   layer.name, layer.kind));
+    }
+  }
   Plan p;
   p.batch = std::accumulate(sizes.begin(), sizes.end(), std::int64_t{0});
   p.microbatch_sizes = std::move(sizes);

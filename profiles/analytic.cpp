@@ -131,6 +131,7 @@ Profile analytic_profile(const models::Model& model, const Device& device, model
                                           .activation_bytes = bytes.activation_bytes,
                                           .weight_grad_stash_bytes =
                                               models::weight_grad_stash_bytes_at(layer, b, dtype)});
+      if (bytes.state_bytes > 0) out.samples.back().state_bytes = bytes.state_bytes;
     }
     profile.layers.push_back(std::move(out));
   }

@@ -73,6 +73,10 @@ std::size_t at(int item) { return static_cast<std::size_t>(item); }
 
 void check_stream_request(const StreamRequest& rq) {
   schedules::validate_workload(rq.workload);
+  if (rq.model->attention_cache) {
+    throw InputError("dit's cache=1 (an attention cache over the previous chunk) is predicted by gpipe-sim run "
+                     "--workload inference but not yet served by gpipe-run infer");
+  }
   const int K = static_cast<int>(rq.layers_per_stage.size());
   if (K < 1 || std::accumulate(rq.layers_per_stage.begin(), rq.layers_per_stage.end(), 0) !=
                    static_cast<int>(rq.model->layers.size())) {

@@ -3,7 +3,8 @@
 # prints the stream's metrics (text and --json) and equals the closed forms on
 # equal stages and free links; the open loop and jitter; `sweep --workload
 # inference` keeps the best throughput per K within a p99 limit and writes a
-# CSV the plot reads; and each bad input is one error line with exit 2.
+# CSV the plot reads; DiT's attention cache is state on its ranks, which
+# training refuses; and each bad input is one error line with exit 2.
 # Usage: gpipe_sim_inference_test.sh GPIPE_SIM
 set -u
 sim=$1
@@ -85,6 +86,21 @@ if /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
     --latency-limit-us 500 >/dev/null 2>"$tmp/err" || fail "plot: $(cat "$tmp/err")"
   [ -s "$tmp/tradeoff.png" ] || fail "no plot written"
 fi
+
+# DiT with its attention cache (cache=1): each block keeps 2 T H per sample of
+# one stream, so a rank holds min(B, R) streams' worth of each of its blocks'
+# from the start (fp32 here: 2 x 16 x 32 x 4 B x b = 2 x B = 2 -> 16 kB a block).
+dit=dit:layers=2,hidden=32,heads=4,tokens=16,patch=1,channels=2,classes=3,cache=1
+expect_status 0 "$sim" profile --model $dit --device h100 --dtype fp32 --micro-batch-sizes 2 --out "$tmp/dit.json"
+expect_status 0 "$sim" run --workload inference --profile "$tmp/dit.json" -K 2 -b 2 -R 8 -B 2 --partition 2,2 --json
+python3 - "$tmp/out" <<'PY' || fail "dit cache=1: $(head -c 600 "$tmp/out")"
+import json, sys
+ranks = json.load(open(sys.argv[1]))["metrics"]["ranks"]
+assert [r["state_bytes"] for r in ranks] == [16384, 16384], [r["state_bytes"] for r in ranks]
+assert all(r["peak_activation_bytes"] >= r["state_bytes"] for r in ranks), ranks
+PY
+expect_status 2 "$sim" run --profile "$tmp/dit.json" -K 2 -M 2 -N 4
+expect_one_error_line "layer block0 (dit_block) keeps state from one item of an inference stream to the next"
 
 # Bad input: one line, exit 2.
 bad() {  # bad TEXT ARGS...: exit 2 with TEXT in one error line

@@ -68,6 +68,8 @@ bad "--in-flight must be at least 1" infer --model "$model" -K 2 -B 0
 bad "--requests must be at least 1" infer --model "$model" -K 2 -R 0
 bad "--arrival-rate must be a finite positive number" infer --model "$model" -K 2 --arrival-rate -3
 bad "give --stages K" infer --model "$model"
+bad "dit's cache=1 (an attention cache over the previous chunk) is predicted by gpipe-sim run --workload inference but not yet served" \
+  infer --model dit:layers=2,hidden=32,heads=4,tokens=16,cache=1 -K 2
 bad "inference runs on the CPU so far" infer --backend cuda --model "$model" -K 2
 bad "--stages 9 exceeds the 4 layers" infer --model "$model" -K 9
 bad "--batch is for training" validate --workload inference --model "$model" --stages 1 --micro-batch-sizes 1 --batch 4

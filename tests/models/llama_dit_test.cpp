@@ -113,6 +113,28 @@ TEST(Model, ActivationRowsAreWhatTheBlocksTake) {
   EXPECT_EQ(parse_model("mlp:layers=2,hidden=8").activation_rows(), 0);
 }
 
+// cache=1: each block attends over the previous chunk's T tokens too, and
+// keeps their keys and values (2 T H per sample) across an inference stream.
+TEST(DitModel, TheAttentionCacheDoublesTheAttentionsForwardAndIsState) {
+  const Model plain = parse_model(kSmallDit);
+  const Model cached = parse_model(std::string(kSmallDit) + ",cache=1");
+  EXPECT_EQ(cached.spec, std::string(kSmallDit) + ",cache=1");
+  EXPECT_TRUE(cached.attention_cache);
+  EXPECT_EQ(parse_model(std::string(kSmallDit) + ",cache=0").spec, kSmallDit);
+  const std::int64_t h = 8, t = 6;
+  const double attention_forward = 4.0 * t * t * h;  // q k^T and P v over T keys
+  const Layer& b = cached.layers[1];
+  EXPECT_DOUBLE_EQ(b.fwd_flops, plain.layers[1].fwd_flops + attention_forward);
+  EXPECT_EQ(b.state_elems, 2 * t * h);
+  EXPECT_EQ(bytes_at(b, 3, DType::fp32).state_bytes, 3 * 2 * t * h * 4);
+  EXPECT_EQ(bytes_at(b, 3, DType::bf16).state_bytes, 3 * 2 * t * h * 2);
+  EXPECT_EQ(b.params, plain.layers[1].params);
+  EXPECT_EQ(b.activation_elems, plain.layers[1].activation_elems);
+  EXPECT_EQ(cached.layers[0].state_elems, 0);
+  EXPECT_EQ(cached.layers.back().state_elems, 0);
+  EXPECT_EQ(plain.layers[1].state_elems, 0);
+}
+
 TEST(DitModel, CountsByHand) {
   const Model m = parse_model(kSmallDit);
   const std::int64_t h = 8, t = 6, pin = 12, pout = 24, f = 32, a = 2;
@@ -216,7 +238,7 @@ TEST(ModelSpecErrors, NewFamiliesAndPresets) {
             "model spec 'llama3-8b:attn=fast': key 'attn' must be flash or naive, got 'fast'");
   EXPECT_EQ(error_of([] { (void)parse_model("dit-b-2:vocab=3"); }),
             "model spec 'dit-b-2:vocab=3': unknown key 'vocab' for family 'dit' (keys: layers, "
-            "hidden, heads, tokens, patch, channels, classes, attn)");
+            "hidden, heads, tokens, patch, channels, classes, attn, cache)");
   EXPECT_EQ(error_of([] { (void)parse_model("llama:layers=1,hidden=8,heads=4,seq=2,vocab=3"); }),
             "model spec 'llama:layers=1,hidden=8,heads=4,seq=2,vocab=3': missing required key 'ffn'");
   EXPECT_TRUE(error_of([] { (void)parse_model("llama3-8b:tied=1"); })

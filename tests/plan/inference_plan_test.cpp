@@ -54,6 +54,21 @@ TEST(InferencePlan, AnInferenceProfileCannotPlanTraining) {
   EXPECT_TRUE(error_of([&] { (void)make_plan(p, training); }).starts_with("the profile was measured for inference"));
 }
 
+// A layer with state (dit's cache=1) belongs to a stream: training refuses it, naming the layer.
+TEST(InferencePlan, StateCannotPlanTraining) {
+  profiles::Profile p = lopsided();
+  p.layers[2].name = "block1";
+  p.layers[2].kind = "dit_block";
+  p.layers[2].samples[0].state_bytes = 36;
+  PlanRequest training;
+  training.stages = 2;
+  training.microbatches = 2;
+  training.batch = 2;
+  EXPECT_EQ(error_of([&] { (void)make_plan(p, training); }),
+            "layer block1 (dit_block) keeps state from one item of an inference stream to the next (dit's "
+            "cache=1): a training step has no stream; drop cache=1, or serve it with --workload inference");
+}
+
 TEST(InferencePlan, RefusesWhatCannotBe) {
   EXPECT_EQ(error_of([] { (void)make_inference_plan(lopsided(), {.stages = 0}); }), "--stages must be at least 1, got 0");
   EXPECT_EQ(error_of([] { (void)make_inference_plan(lopsided(), {.stages = 5}); }),

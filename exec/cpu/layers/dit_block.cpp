@@ -44,6 +44,11 @@ class DitBlock final : public KindLayer {
       throw InputError(fmt::format("layer {} ({}): hidden {} is not split evenly by heads {}",
                                    spec.name, spec.kind, h_, a_));
     }
+    if (model.attention_cache) {
+      throw InputError(fmt::format("layer {} ({}): dit's cache=1 (an attention cache over the previous chunk) "
+                                   "is predicted by gpipe-sim but not yet run by the executor",
+                                   spec.name, spec.kind));
+    }
   }
 
   Tensor forward(Tensor input, const Tensor* /*target*/, Stash& stash,
