@@ -28,10 +28,7 @@ std::string threads_phrase(int threads_per_rank) {
 
 // "cpu: one process per rank (4 processes, mpirun), MPI between ranks, one thread each on <cpu>"
 std::string processes_where(const LaunchRole& role, const std::string& cpu, int threads_per_rank) {
-  return fmt::format("cpu: one process per rank ({} processes, {}), MPI between ranks, {} on {}",
-                     role.launch.world_size, role.launch.launcher,
-                     threads_per_rank == 1 ? "one thread each" : fmt::format("{} threads each", threads_per_rank),
-                     cpu);
+  return "cpu: " + processes_description(role.launch.world_size, role.launch.launcher, threads_per_rank, cpu);
 }
 
 // The CPU backend as the command lines see it.

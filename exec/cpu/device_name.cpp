@@ -32,4 +32,11 @@ std::string device_name(int threads_per_rank) {
   return threads_per_rank == 1 ? name : fmt::format("{}, {} threads per rank", name, threads_per_rank);
 }
 
+std::string processes_description(int processes, const std::string& launcher, int threads_per_rank,
+                                  const std::string& cpu) {
+  return fmt::format("one process per rank ({} processes, {}), MPI between ranks, {} on {}", processes, launcher,
+                     threads_per_rank == 1 ? "one thread each" : fmt::format("{} threads each", threads_per_rank),
+                     cpu);
+}
+
 }  // namespace gpipe::exec::cpu

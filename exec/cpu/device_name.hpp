@@ -11,4 +11,9 @@ namespace gpipe::exec::cpu {
 // or a trace measured so is not one of a thread per rank.
 [[nodiscard]] std::string device_name(int threads_per_rank = 1);
 
+// Ranks as processes: "one process per rank (4 processes, mpirun), MPI
+// between ranks, one thread each on <cpu>" (train's and infer's header).
+[[nodiscard]] std::string processes_description(int processes, const std::string& launcher, int threads_per_rank,
+                                                const std::string& cpu);
+
 }  // namespace gpipe::exec::cpu

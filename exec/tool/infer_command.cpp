@@ -140,10 +140,9 @@ int run_infer(const InferFlags& f, const CLI::App& cmd) {
   std::optional<exec::ClockAgreement> clock;
   if (launch.world_size > 1) {
     rq.threads_per_rank = f.cpu.threads_for(launch.local_size);
-    const std::string where = fmt::format(
-        "one process per rank ({} processes, {}), MPI between ranks, {} on {}", launch.world_size, launch.launcher,
-        rq.threads_per_rank == 1 ? "one thread each" : fmt::format("{} threads each", rq.threads_per_rank),
-        exec::cpu::device_name(rq.threads_per_rank));
+    const std::string where = exec::cpu::processes_description(launch.world_size, launch.launcher,
+                                                               rq.threads_per_rank,
+                                                               exec::cpu::device_name(rq.threads_per_rank));
     exec::mpi::ServedStream served = exec::mpi::serve_stream_as_mpi_process(rq, launch.launcher, where);
     if (!served.result) return 0;  // the last stage's process reports for all
     result = std::move(*served.result);
