@@ -17,9 +17,11 @@
 // transformer's attn=naive|flash (default naive): what its blocks keep of
 //   the attention (model.hpp).
 //
-// llama:layers=L,hidden=H,heads=A[,kv_heads=G],ffn=F,seq=S,vocab=V[,attn=flash|naive][,rope_theta=R][,tied=0]
+// llama:layers=L,hidden=H,heads=A[,kv_heads=G],ffn=F,seq=S,vocab=V[,attn=flash|naive][,rope_theta=R][,tied=0|1]
 //   embed (token_embedding), block0 .. block{L-1} (llama_block), head (rms_head).
-//   G defaults to A, attn to flash, R to 500000 (Llama 3). Untied.
+//   G defaults to A, attn to flash, R to 500000 (Llama 3), tied to 0 (the
+//   unembedding a matrix of its own, as Llama 3 8B, 70B and 405B have);
+//   tied=1 makes it one matrix with the token table (Model::tied).
 //   Data: as transformer's.
 //
 // dit:layers=L,hidden=H,heads=A,tokens=T[,patch=P,channels=C,classes=N][,attn=flash|naive][,cache=0|1]
@@ -67,6 +69,7 @@ struct LlamaShape {
   int vocab = 1;
   Attention attention = Attention::flash;
   int rope_theta = kDefaultRopeTheta;
+  bool tied = false;
 };
 
 struct DitShape {

@@ -1,7 +1,8 @@
 // The llama family (Llama 2/3: pre-norm RMSNorm blocks with grouped-query
-// attention, rotary position embedding and a SwiGLU feed-forward; untied
-// token table and unembedding) and its layer kinds token_embedding,
-// llama_block and rms_head (model.hpp gives what they compute and keep).
+// attention, rotary position embedding and a SwiGLU feed-forward; the token
+// table and the unembedding untied, or with tied=1 one matrix) and its layer
+// kinds token_embedding, llama_block and rms_head (model.hpp gives what they
+// compute and keep).
 #include <cassert>
 #include <utility>
 
@@ -26,6 +27,7 @@ Model llama_model(const LlamaShape& shape) {
   model.vocab = shape.vocab;
   model.attention = shape.attention;
   model.rope_theta = shape.rope_theta;
+  model.tied = shape.tied;
   return model;
 }
 
@@ -87,11 +89,22 @@ Model build_llama(const LlamaShape& shape) {
   model.spec += fmt::format(",ffn={},seq={},vocab={}", shape.ffn, shape.seq, shape.vocab);
   if (shape.attention != Attention::flash) model.spec += fmt::format(",attn={}", to_string(shape.attention));
   if (shape.rope_theta != kDefaultRopeTheta) model.spec += fmt::format(",rope_theta={}", shape.rope_theta);
+  if (shape.tied) model.spec += ",tied=1";
   model.layers.push_back(token_embedding_layer(model));
   for (int i = 0; i < shape.layers; ++i) {
     model.layers.push_back(llama_block_layer(fmt::format("block{}", i), model, shape.ffn));
   }
   model.layers.push_back(rms_head_layer(model));
+  if (shape.tied) {
+    // The token table tok [V,H] and the unembedding Wu [V,H]: one matrix.
+    const std::int64_t elems = static_cast<std::int64_t>(shape.vocab) * shape.hidden;
+    Layer& embed = model.layers.front();
+    Layer& head = model.layers.back();
+    embed.tied_param = static_cast<int>(layout::token_embedding::kTok);
+    head.tied_param = static_cast<int>(layout::rms_head::kWu);
+    embed.tied_elems = elems;
+    head.tied_elems = elems;
+  }
   return model;
 }
 

@@ -73,6 +73,8 @@ std::int64_t param_bytes(const Layer& layer, DType dtype) {
 std::int64_t Model::params() const {
   std::int64_t total = 0;
   for (const Layer& layer : layers) total += layer.params;
+  // The tied matrix is in the first layer's count and the last's.
+  if (tied && !layers.empty()) total -= layers.front().tied_elems;
   return total;
 }
 

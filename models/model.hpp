@@ -203,6 +203,13 @@ struct Layer {
   // What the layer keeps from one item of an inference stream to the next
   // (dit's attention cache: the previous chunk's keys and values); 0 for most.
   std::int64_t state_elems = 0;
+  // A tied embedding (llama's tied=1): the parameter, by its place in the
+  // layer's parameters (models/layer_layout.hpp), that is one matrix with a
+  // parameter of another layer (the token table and the unembedding), and its
+  // elements; -1 and 0 for every other layer. Each layer keeps its own copy;
+  // the two gradients are summed before every optimizer step (Model::tied).
+  int tied_param = -1;
+  std::int64_t tied_elems = 0;
 
   [[nodiscard]] double bwd_flops() const { return bwd_input_flops + bwd_weight_flops; }
   bool operator==(const Layer&) const = default;
@@ -243,7 +250,11 @@ struct Model {
   int channels = 0;     // dit: latent channels C (the output has 2C: noise and variance)
   int classes = 0;      // dit: class labels (the table has one more row, the unconditional label)
   bool attention_cache = false;  // dit's cache=1: blocks attend over the previous chunk too (inference)
+  // llama's tied=1: the first layer's token table and the last layer's
+  // unembedding are one matrix (Layer::tied_param), as in Llama 3.2 1B and 3B.
+  bool tied = false;
 
+  // The model's parameters, a tied matrix counted once.
   [[nodiscard]] std::int64_t params() const;
   // Rows per sample of the activation between two blocks (what a stage sends):
   // seq, and for dit one more, the conditioning row c that travels with the

@@ -116,11 +116,6 @@ class SpecParser {
       if (heads % kv_heads != 0) {
         throw fail(fmt::format("heads={} is not divisible by kv_heads={}", heads, kv_heads));
       }
-      if (v.at("tied") == 1) {
-        throw fail("tied=1 (one matrix for the embedding and the unembedding) is not modelled yet: the first and "
-                   "last stages would sum its two gradients before each step, the reduction data parallelism "
-                   "brings; the presets are untied, as Llama 3 8B, 70B and 405B are");
-      }
       if ((v.at("hidden") / heads) % 2 != 0) {
         throw fail(fmt::format("head width hidden/heads = {} is odd; the rotary embedding "
                                "rotates pairs", v.at("hidden") / heads));
@@ -128,7 +123,7 @@ class SpecParser {
       return build_llama({.layers = v.at("layers"), .hidden = v.at("hidden"), .heads = heads,
                           .kv_heads = kv_heads, .ffn = v.at("ffn"), .seq = v.at("seq"),
                           .vocab = v.at("vocab"), .attention = attention(),
-                          .rope_theta = v.at("rope_theta")});
+                          .rope_theta = v.at("rope_theta"), .tied = v.at("tied") == 1});
     }
     return build_dit({.layers = v.at("layers"), .hidden = v.at("hidden"), .heads = v.at("heads"),
                       .tokens = v.at("tokens"), .patch = v.at("patch"),
@@ -214,7 +209,7 @@ std::string model_spec_help() {
   return "Model SPEC: mlp:layers=L,hidden=H; unbalanced:layers=L,hidden=H; "
          "transformer:layers=L,hidden=H,heads=A,seq=S[,vocab=V][,attn=naive|flash]; "
          "llama:layers=L,hidden=H,heads=A[,kv_heads=G],ffn=F,seq=S,vocab=V[,attn=flash|naive]"
-         "[,rope_theta=R][,tied=0]; dit:layers=L,hidden=H,heads=A,tokens=T[,patch=P,channels=C,classes=N][,cache=0|1]"
+         "[,rope_theta=R][,tied=0|1]; dit:layers=L,hidden=H,heads=A,tokens=T[,patch=P,channels=C,classes=N][,cache=0|1]"
          "[,attn=flash|naive]; or a preset (" +
          preset_names() + "), overridden as llama3-8b:seq=4096";
 }

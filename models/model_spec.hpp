@@ -3,7 +3,7 @@
 //   mlp:layers=L,hidden=H
 //   transformer:layers=L,hidden=H,heads=A,seq=S[,vocab=V][,attn=naive|flash]
 //   unbalanced:layers=L,hidden=H
-//   llama:layers=L,hidden=H,heads=A[,kv_heads=G],ffn=F,seq=S,vocab=V[,attn=flash|naive][,rope_theta=R][,tied=0]
+//   llama:layers=L,hidden=H,heads=A[,kv_heads=G],ffn=F,seq=S,vocab=V[,attn=flash|naive][,rope_theta=R][,tied=0|1]
 //   dit:layers=L,hidden=H,heads=A,tokens=T[,patch=P,channels=C,classes=N][,attn=flash|naive][,cache=0|1]
 //   PRESET[:key=value,...]   a named shape (models/presets.hpp), keys overriding it
 //

@@ -22,6 +22,17 @@ constexpr std::array kPresets{
            "llama:layers=126,hidden=16384,heads=128,kv_heads=8,ffn=53248,seq=8192,vocab=128256",
            405'853'388'800, 0,
            "Meta-Llama-3.1-405B: 405,853,388,800 parameters in its safetensors index (model card: 405B)"},
+    // Llama 3.2's small models tie the unembedding to the token table.
+    Preset{"llama3.2-1b",
+           "llama:layers=16,hidden=2048,heads=32,kv_heads=8,ffn=8192,seq=8192,vocab=128256,tied=1",
+           1'235'814'400, 0,
+           "Llama-3.2-1B: its config.json (16 layers, hidden 2048, 32/8 heads, FFN 8192, tie_word_embeddings "
+           "true) counts 1,235,814,400 parameters, the token table once (model card: 1.23B)"},
+    Preset{"llama3.2-3b",
+           "llama:layers=28,hidden=3072,heads=24,kv_heads=8,ffn=8192,seq=8192,vocab=128256,tied=1",
+           3'212'749'824, 0,
+           "Llama-3.2-3B: its config.json (28 layers, hidden 3072, 24/8 heads, FFN 8192, tie_word_embeddings "
+           "true) counts 3,212,749,824 parameters, the token table once (model card: 3.21B)"},
     Preset{"dit-xl-2", "dit:layers=28,hidden=1152,heads=16,tokens=256", 675'129'632, 118.64e9,
            "DiT (arXiv 2212.09748) Table 4: DiT-XL/2 675 M parameters, 118.64 Gflops; "
            "675,129,632 is what facebookresearch/DiT's train.py prints"},

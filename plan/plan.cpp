@@ -131,6 +131,9 @@ Plan plan_with(const profiles::Profile& profile, const PlanRequest& r, std::vect
     p.schedule = schedules::generate(r.schedule, options);
   }
   check_stages(profile, p.schedule);
+  // A tied embedding's first and last stages exchange their gradient
+  // (schedules/tied_gradient.hpp); a lowered file keeps what it lists.
+  if (!p.schedule.is_lowered()) p.schedule.tied_embedding = profile.tied_bytes() > 0;
   p.partition = partition_of(r.partition, p.microbatch_sizes.front(), p.schedule.num_stages);
   p.static_bytes = static_bytes_per_rank(profile, p.partition, p.schedule, r.optimizer);
   return p;

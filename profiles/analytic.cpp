@@ -117,6 +117,7 @@ Profile analytic_profile(const models::Model& model, const Device& device, model
     out.name = layer.name;
     out.kind = layer.kind;
     out.param_bytes = models::param_bytes(layer, dtype);
+    out.tied_bytes = layer.tied_elems * models::bytes_per_element(dtype);
     out.optimizer_us = analytic_optimizer_us(layer, device, options);
     for (const int b : sizes) {
       const PassTimes t = analytic_pass_times(layer, device, dtype, b, options);

@@ -179,6 +179,7 @@ LayerProfile read_layer(const Field& at) {
   if (const auto optimizer = at.optional_member("optimizer_us")) {
     layer.optimizer_us = optimizer->time_us();
   }
+  if (const auto tied = at.optional_member("tied_bytes")) layer.tied_bytes = tied->bytes();
   const Field samples = at.object_member("samples");
   const std::size_t count = samples.non_empty_array_size();
   std::map<int, std::size_t> index_of_size;
@@ -255,6 +256,25 @@ Link read_link(const Field& at) {
     link.pipeline_points = read_link_points(*pipeline);
   }
   return link;
+}
+
+// A tied matrix is the first layer's and the last's, the same bytes in both.
+void check_tied(const Field& layers, const std::vector<LayerProfile>& read) {
+  const std::size_t last = read.size() - 1;
+  for (std::size_t i = 0; i < read.size(); ++i) {
+    if (read[i].tied_bytes == 0) continue;
+    if (last == 0 || (i != 0 && i != last)) {
+      layers.element(i).fail_member("tied_bytes", "only the first and the last layer may share a matrix "
+                                                  "(a tied embedding)");
+    }
+  }
+  if (last > 0 && read.front().tied_bytes != read.back().tied_bytes) {
+    const std::size_t at = read.front().tied_bytes == 0 ? 0 : last;
+    layers.element(at).fail_member(
+        "tied_bytes", fmt::format("layers[{}] gives {} and layers[{}] gives {}: the first and the last layer "
+                                  "share one matrix, so both give its bytes",
+                                  0, read.front().tied_bytes, last, read.back().tied_bytes));
+  }
 }
 
 // {busy_peers, slowdown}, ascending in busy_peers.
@@ -356,6 +376,7 @@ Profile profile_from_json(const json& document, std::string_view origin) {
     }
     profile.layers.push_back(std::move(layer));
   }
+  check_tied(layers, profile.layers);
   return profile;
 }
 
@@ -373,6 +394,7 @@ json layer_to_json(const LayerProfile& layer) {
               {"param_bytes", layer.param_bytes},
               {"samples", std::move(samples)}};
   if (layer.optimizer_us != 0) out["optimizer_us"] = layer.optimizer_us;
+  if (layer.tied_bytes != 0) out["tied_bytes"] = layer.tied_bytes;
   return out;
 }
 

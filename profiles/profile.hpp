@@ -48,6 +48,12 @@ struct LayerProfile {
   // This layer's share of the optimizer STEP; independent of micro-batch size.
   double optimizer_us = 0;
   std::vector<ProfileSample> samples;  // sorted by micro_batch_size, sizes distinct
+  // A tied embedding (llama's tied=1): the bytes of the matrix this layer
+  // holds as one with another layer's, the first layer's token table and the
+  // last layer's unembedding; both give it, equal, or neither does. Their
+  // gradients, this many bytes, are summed before each optimizer step
+  // (DESIGN.md "Tied embeddings"). 0: nothing shared.
+  std::int64_t tied_bytes = 0;
 
   // Whether the samples give bwd_input_us/bwd_weight_us (all of them do, or none).
   [[nodiscard]] bool has_split_backward() const {
@@ -116,6 +122,8 @@ struct Profile {
   std::string model;   // the model SPEC string
   Link link;
   std::vector<LayerProfile> layers;  // in model order, names unique
+  // The bytes of the tied matrix (LayerProfile::tied_bytes), 0 when none.
+  [[nodiscard]] std::int64_t tied_bytes() const { return layers.empty() ? 0 : layers.front().tied_bytes; }
   // Ascending busy_peers, each at least 1; empty when not measured (the
   // layers' times then stand whatever runs beside them).
   std::vector<ContentionPoint> contention;

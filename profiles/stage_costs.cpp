@@ -77,6 +77,7 @@ std::vector<StageCost> stage_costs(const Profile& profile, std::span<const int> 
       add_bytes(stage.weight_grad_stash_bytes, cost.weight_grad_stash_bytes, stages.size());
       add_bytes(stage.param_bytes, layer.param_bytes, stages.size());
       add_bytes(stage.state_bytes, cost.state_bytes, stages.size());
+      add_bytes(stage.tied_bytes, layer.tied_bytes, stages.size());
       if (i == 0) stage.input_bytes = cost.input_bytes;
       if (i == count - 1) stage.output_bytes = cost.output_bytes;
     }

@@ -23,6 +23,7 @@ struct StageCost {
   std::int64_t param_bytes = 0;      // sum of the layers' param_bytes
   std::int64_t weight_grad_stash_bytes = 0;  // W_s: what W keeps of A_s after I
   std::int64_t state_bytes = 0;      // sum of the layers' state_bytes: one inference stream's
+  std::int64_t tied_bytes = 0;       // sum of the layers' tied_bytes: the tied gradient it exchanges
 
   bool operator==(const StageCost&) const = default;
 };

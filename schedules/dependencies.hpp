@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "schedules/schedule.hpp"
+#include "schedules/tied_gradient.hpp"
 
 namespace gpipe::schedules {
 
@@ -37,6 +38,13 @@ void for_each_dependency(const Schedule& schedule, bool via_comm, const Action& 
     const Action input_grad{st, K::I, mb};
     return contains(input_grad) ? input_grad : Action{st, K::B, mb};
   };
+  // What finishes the stage's weight gradients: each micro-batch's B, or its W.
+  const auto final_backwards = [&] {
+    for (int mb = 0; mb < schedule.num_microbatches; ++mb) {
+      const Action b = backward(s, Microbatch{mb});
+      visit(b.kind == K::I ? Action{s, K::W, Microbatch{mb}} : b);
+    }
+  };
   switch (a.kind) {
     case K::F:
       if (s.value > 0) {
@@ -58,10 +66,7 @@ void for_each_dependency(const Schedule& schedule, bool via_comm, const Action& 
       visit(Action{s, K::I, m});
       break;
     case K::STEP:
-      for (int mb = 0; mb < schedule.num_microbatches; ++mb) {
-        const Action b = backward(s, Microbatch{mb});
-        visit(b.kind == K::I ? Action{s, K::W, Microbatch{mb}} : b);
-      }
+      final_backwards();
       break;
     case K::SEND_F:
       visit(Action{s, K::F, m});
@@ -85,10 +90,16 @@ void for_each_dependency(const Schedule& schedule, bool via_comm, const Action& 
       visit(Action{s, K::SEND_B, m});
       visit(Action{prev, K::RECV_B, m});
       break;
+    // A tied embedding's exchange (tied_gradient.hpp): a stage posts its
+    // gradient once it is final, and waits for the other stage's.
+    case K::REDUCE_GRAD:
+      if (tied_partner(schedule, s)) final_backwards();
+      break;
+    case K::WAIT_REDUCE_GRAD:
+      if (const auto partner = tied_partner(schedule, s)) visit(Action{*partner, K::REDUCE_GRAD, Microbatch{0}});
+      break;
     case K::UNSHARD:
     case K::RESHARD:
-    case K::REDUCE_GRAD:
-    case K::WAIT_REDUCE_GRAD:
       break;  // only program order: the collectives they stand for are the stage's own
   }
 }
@@ -109,7 +120,9 @@ class Dependencies {
   //   SEND_B(s,m) <- backward of (s,m);  RECV_B(s,m) <- SEND_B(s+1,m)
   //   WAIT_SEND_F(s,m) <- SEND_F(s,m), RECV_F(s+1,m)
   //   WAIT_SEND_B(s,m) <- SEND_B(s,m), RECV_B(s-1,m)
-  //   UNSHARD, RESHARD, REDUCE_GRAD, WAIT_REDUCE_GRAD <- nothing beyond program order
+  //   with a tied embedding (tied_gradient.hpp), for the first and the last stage:
+  //     REDUCE_GRAD(s) <- every last backward of s;  WAIT_REDUCE_GRAD(s) <- REDUCE_GRAD(its partner)
+  //   UNSHARD, RESHARD, and otherwise REDUCE_GRAD, WAIT_REDUCE_GRAD <- nothing beyond program order
   // Some of them may be missing from the schedule: see position().
   [[nodiscard]] std::vector<Action> of(const Action& action) const;
 

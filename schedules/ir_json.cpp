@@ -51,15 +51,17 @@ json to_json(const Schedule& s) {
   for (Rank r : s.stage_to_rank) stage_to_rank.push_back(r.value);
   json ranks = json::array();
   for (int r = 0; r < static_cast<int>(s.ranks.size()); ++r) ranks.push_back(cells_of(s, Rank{r}));
-  return json{{"format", "gpipe-schedule"},
-              {"version", 1},
-              {"name", s.name},
-              {"num_ranks", s.num_ranks},
-              {"num_stages", s.num_stages},
-              {"num_microbatches", s.num_microbatches},
-              {"stage_to_rank", std::move(stage_to_rank)},
-              {"recompute", std::string(to_string(s.recompute))},
-              {"ranks", std::move(ranks)}};
+  json out{{"format", "gpipe-schedule"},
+           {"version", 1},
+           {"name", s.name},
+           {"num_ranks", s.num_ranks},
+           {"num_stages", s.num_stages},
+           {"num_microbatches", s.num_microbatches},
+           {"stage_to_rank", std::move(stage_to_rank)},
+           {"recompute", std::string(to_string(s.recompute))},
+           {"ranks", std::move(ranks)}};
+  if (s.tied_embedding) out["tied_embedding"] = true;
+  return out;
 }
 
 Schedule schedule_from_json(const json& doc, std::string_view origin) {
@@ -82,6 +84,11 @@ Schedule schedule_from_json(const json& doc, std::string_view origin) {
     throw in.error("recompute", fmt::format("unknown policy '{}' (never, always, except_last)", policy));
   }
   s.recompute = *recompute;
+  if (doc.contains("tied_embedding")) {
+    const json& tied = doc["tied_embedding"];
+    if (!tied.is_boolean()) throw in.error("tied_embedding", "expected true or false");
+    s.tied_embedding = tied.get<bool>();
+  }
 
   const json& map = in.field("stage_to_rank");
   if (!map.is_array()) throw in.error("stage_to_rank", "expected an array of ranks");
@@ -133,6 +140,7 @@ std::string to_json_text(const Schedule& schedule) {
   const char* keys[] = {"format", "version", "name", "num_ranks", "num_stages",
                         "num_microbatches", "stage_to_rank", "recompute"};
   for (const char* key : keys) out += fmt::format("\"{}\": {},\n ", key, doc[key].dump());
+  if (schedule.tied_embedding) out += "\"tied_embedding\": true,\n ";
   out += "\"ranks\": [";
   const auto& ranks = doc["ranks"];
   for (std::size_t r = 0; r < ranks.size(); ++r) {

@@ -1,6 +1,7 @@
 #include "schedules/lower.hpp"
 
 #include "schedules/overlap.hpp"
+#include "schedules/tied_gradient.hpp"
 
 namespace gpipe::schedules {
 
@@ -57,6 +58,7 @@ Schedule lower(const Schedule& compute_only) {
       for (int j = i; j <= last; ++j) after(j);
       i = last;
     }
+    for_each_tied_exchange_action(compute_only, Rank{r}, [&](const Action& a) { list.push_back(a); });
     for (int s = 0; s < compute_only.num_stages; ++s) {
       if (compute_only.rank_of(Stage{s}) == Rank{r}) list.push_back({Stage{s}, K::STEP, Microbatch{0}});
     }

@@ -4,7 +4,9 @@
 //   - RECV_F / RECV_B just before the compute action that consumes the data,
 //     and SEND_F / SEND_B just after the one that produces it, where the two
 //     stages sit on different ranks;
-//   - STEP of each stage at the end of its rank's list.
+//   - a tied embedding's exchange, REDUCE_GRAD then WAIT_REDUCE_GRAD of the
+//     first and the last stage (tied_gradient.hpp), and STEP of each stage,
+//     at the end of its rank's list.
 // An overlapped pair (Schedule::overlapped) stays side by side: the R and
 // receives of both go before the pair, the sends of both after it.
 // R goes before RECV_B so that a rank blocked on a receive (the executor) and a

@@ -40,6 +40,9 @@ struct Schedule {
   RecomputePolicy recompute = RecomputePolicy::never;
   std::vector<std::vector<Action>> ranks;  // indexed by rank, in program order
   std::vector<OverlapPair> overlapped;     // empty unless the schedule overlaps F&B pairs
+  // The first and the last stage share a matrix (a tied embedding): lowering
+  // exchanges its gradient before their STEPs (schedules/tied_gradient.hpp).
+  bool tied_embedding = false;
 
   [[nodiscard]] Rank rank_of(Stage stage) const { return stage_to_rank.at(stage.at()); }
   [[nodiscard]] const std::vector<Action>& actions(Rank rank) const { return ranks.at(rank.at()); }

@@ -13,6 +13,7 @@
 #include "schedules/dependencies.hpp"
 #include "schedules/error.hpp"
 #include "schedules/overlap.hpp"
+#include "schedules/tied_gradient.hpp"
 
 namespace gpipe::schedules {
 namespace {
@@ -84,6 +85,7 @@ class Checker {
             fmt::format("rank {}: missing {}STEP (the schedule is lowered)", s_.rank_of(Stage{st}).value, st));
       }
     }
+    if (lowered_ && has_step_) check_tied_exchange();
     check_comm();
     check_waits();
     check_overlaps();
@@ -92,6 +94,19 @@ class Checker {
   }
 
  private:
+  // A lowered schedule with a tied embedding exchanges its gradient before the STEPs.
+  void check_tied_exchange() {
+    for (int r = 0; r < s_.num_ranks; ++r) {
+      for_each_tied_exchange_action(s_, Rank{r}, [&](const Action& a) {
+        if (find(a.stage, a.kind, a.microbatch)) return;
+        add(Kind::missing, {},
+            fmt::format("rank {}: missing {} (the schedule is lowered and its first and last stages share a "
+                        "matrix)",
+                        r, to_string(a)));
+      });
+    }
+  }
+
   void add(Kind kind, std::vector<Position> where, std::string message) {
     ++total_;
     if (errors_.size() < kMaxKeptErrors) errors_.push_back({kind, std::move(message), std::move(where)});

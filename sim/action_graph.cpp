@@ -8,6 +8,7 @@
 #include "schedules/error.hpp"
 #include "schedules/lower.hpp"
 #include "schedules/overlap.hpp"
+#include "schedules/tied_gradient.hpp"
 #include "sim/compute_program.hpp"
 #include "sim/overlap_model.hpp"
 
@@ -24,6 +25,7 @@ ActionGraph::ActionGraph(const Schedule& schedule, const CostModel& costs, int i
   ids_.assign(static_cast<std::size_t>(schedule.num_stages) * kComputeSlots *
                   static_cast<std::size_t>(schedule.num_microbatches),
               -1);
+  if (schedule.tied_embedding) exchange_ids_.assign(static_cast<std::size_t>(schedule.num_stages) * 2, -1);
   const std::vector<std::size_t> send_waits = add_nodes(schedule, costs);
   add_edges(schedule, edges);
   add_send_waiters(schedule, send_waits);
@@ -34,11 +36,12 @@ std::vector<std::size_t> ActionGraph::add_nodes(const Schedule& s, const CostMod
   std::vector<std::size_t> send_waits;
   const std::vector<bool> listed_step = listed_steps(s);
   // The arrays are sized once, for the most a program can hold: every action,
-  // an R before each input backward and a STEP per stage; then cut to fit.
-  // (Growing them as nodes come copied them over and over.)
+  // an R before each input backward, a STEP per stage and a tied embedding's
+  // four exchange actions; then cut to fit. (Growing them as nodes come
+  // copied them over and over.)
   const bool lowered = s.is_lowered();
   const bool may_recompute = !lowered && s.recompute != schedules::RecomputePolicy::never;
-  std::size_t bound = static_cast<std::size_t>(s.num_stages);
+  std::size_t bound = static_cast<std::size_t>(s.num_stages) + (s.tied_embedding ? 4 : 0);
   for (const auto& list : s.ranks) {
     bound += list.size();
     for (const Action& a : list) bound += may_recompute && schedules::is_input_backward(a.kind) ? 1 : 0;
@@ -57,6 +60,7 @@ std::vector<std::size_t> ActionGraph::add_nodes(const Schedule& s, const CostMod
     for_each_compute_action(s, lowered, pairs, listed_step, r, [&](const Action& a) {
       const int kind_slot = compute_slot(a.kind);
       if (kind_slot >= 0) ids[slot(a.stage, kind_slot, a.microbatch)] = static_cast<int>(n);
+      if (schedules::is_tied_exchange(s, a)) exchange_ids_[exchange_slot(a)] = static_cast<int>(n);
       action[n] = a;
       rank[n] = r;
       // A send wait is no work: it only waits (send_waiter).
@@ -90,12 +94,18 @@ void ActionGraph::add_edges(const Schedule& s, Edges edges) {
   int* const out = out_.data();
   const std::size_t width = inline_edges_;
   const bool timing_only = edges == Edges::timing;
-  const auto id = [ids, this](const Action& a) { return ids[slot(a.stage, compute_slot(a.kind), a.microbatch)]; };
-  const auto contains = [&](const Action& a) { return compute_slot(a.kind) >= 0 && id(a) >= 0; };
+  const auto id = [ids, this](const Action& a) {
+    const int kind_slot = compute_slot(a.kind);
+    return kind_slot >= 0 ? ids[slot(a.stage, kind_slot, a.microbatch)] : exchange_ids_[exchange_slot(a)];
+  };
+  const auto contains = [&](const Action& a) {
+    return (compute_slot(a.kind) >= 0 || schedules::is_tied_exchange(s, a)) && id(a) >= 0;
+  };
   std::size_t messages = 0;
   for (std::size_t c = 0; c < n; ++c) {
     const Action a = action_[c];
-    if (!schedules::is_work(a.kind)) continue;  // send waits: add_send_waiters
+    // Send waits: add_send_waiters. Other housekeeping only follows its rank.
+    if (!schedules::is_work(a.kind) && !schedules::is_tied_exchange(s, a)) continue;
     int needs = 0;
     schedules::for_each_dependency(s, false, a, contains, [&](const Action& dep) __attribute__((always_inline)) {
       const auto p = static_cast<std::size_t>(id(dep));

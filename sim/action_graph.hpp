@@ -10,6 +10,8 @@
 // torch's files add to the compute stream: housekeeping (UNSHARD, ...), priced
 // by the cost model like work, and send waits, which take no time and wait
 // for one input: the arrival of their message at its receiver (send_waiter).
+// A tied embedding's REDUCE_GRAD and WAIT_REDUCE_GRAD take no time, and the
+// wait waits for the other stage's gradient, a message between them.
 // A file without STEP (torch's leave the optimizer to the caller) gets STEP of
 // each stage at the end of its rank's program, as lowering would add it.
 #pragma once
@@ -115,6 +117,10 @@ class ActionGraph {
   [[nodiscard]] int id_of(const schedules::Action& a) const {
     return ids_[slot(a.stage, compute_slot(a.kind), a.microbatch)];
   }
+  // A tied embedding's REDUCE_GRAD / WAIT_REDUCE_GRAD of a stage (schedules/tied_gradient.hpp).
+  [[nodiscard]] static std::size_t exchange_slot(const schedules::Action& a) {
+    return a.stage.at() * 2 + (a.kind == schedules::ActionKind::WAIT_REDUCE_GRAD ? 1 : 0);
+  }
   // Returns the send waits' nodes.
   std::vector<std::size_t> add_nodes(const schedules::Schedule& s, const CostModel& costs);
   void add_edges(const schedules::Schedule& s, Edges edges);
@@ -129,6 +135,7 @@ class ActionGraph {
   int num_microbatches_ = 0;
   std::size_t inline_edges_ = kInlineEdges;
   BigVector<int> ids_;  // node of each (stage, microbatch, kind), or -1
+  std::vector<int> exchange_ids_;  // with a tied embedding: node of each exchange_slot, or -1
   BigVector<schedules::Action> action_;
   BigVector<int> rank_;
   BigVector<std::int64_t> duration_;

@@ -9,6 +9,7 @@
 #include "schedules/lower.hpp"
 #include "schedules/overlap.hpp"
 #include "schedules/schedule.hpp"
+#include "schedules/tied_gradient.hpp"
 
 namespace gpipe::sim {
 
@@ -27,8 +28,9 @@ namespace gpipe::sim {
 // Calls visit(action) for each action of the rank's compute stream, in the
 // order the lowered schedule has them: unless the schedule is lowered already,
 // R before each backward lowering recomputes (before the pair, for the
-// backward of an overlapped pair, as lower() puts it); STEP of each of the
-// rank's stages at the end unless the schedule lists it; comm actions skipped.
+// backward of an overlapped pair, as lower() puts it); a tied embedding's
+// exchange and STEP of each of the rank's stages at the end unless the
+// schedule lists them; comm actions skipped.
 template <class Visit>
 void for_each_compute_action(const schedules::Schedule& s, bool lowered, const schedules::OverlapIndex& pairs,
                              const std::vector<bool>& listed_step, int rank, const Visit& visit) {
@@ -56,6 +58,8 @@ void for_each_compute_action(const schedules::Schedule& s, bool lowered, const s
     recompute(i);
     visit(a);
   }
+  // (A lowered schedule lists its exchange; one without STEPs is not lowered.)
+  if (!lowered) schedules::for_each_tied_exchange_action(s, schedules::Rank{rank}, visit);
   for (int st = 0; st < s.num_stages; ++st) {
     if (s.rank_of(schedules::Stage{st}) == schedules::Rank{rank} && !listed_step[static_cast<std::size_t>(st)]) {
       visit(Action{schedules::Stage{st}, ActionKind::STEP, schedules::Microbatch{0}});

@@ -30,6 +30,9 @@ class CostModel {
   [[nodiscard]] virtual std::int64_t weight_grad_stash_bytes(schedules::Stage s, schedules::Microbatch m) const {
     return activation_bytes(s, m);
   }
+  // A tied embedding's gradient that stage s exchanges with its partner
+  // (schedules/tied_gradient.hpp) before its STEP; 0 without one.
+  [[nodiscard]] virtual std::int64_t tied_gradient_bytes(schedules::Stage /*s*/) const { return 0; }
   // A_s, In_s and W_s together: the engine asks at every memory change, and
   // a model that keeps them side by side answers with one lookup.
   [[nodiscard]] virtual StageMemory stage_memory(schedules::Stage s, schedules::Microbatch m) const {
@@ -67,6 +70,9 @@ class RepricedCosts : public CostModel {
   }
   [[nodiscard]] StageMemory stage_memory(schedules::Stage s, schedules::Microbatch m) const final {
     return base_.stage_memory(s, m);
+  }
+  [[nodiscard]] std::int64_t tied_gradient_bytes(schedules::Stage s) const final {
+    return base_.tied_gradient_bytes(s);
   }
 
  protected:

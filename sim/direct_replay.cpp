@@ -316,6 +316,8 @@ std::optional<SimResult> try_direct_replay(const Schedule& schedule, const Profi
                                            const LinkModel& links, const SimOptions& options) {
   if (options.record_timeline || options.link_sharing != LinkSharing::fifo) return std::nullopt;
   if (options.overlap_share && !schedule.overlapped.empty()) return std::nullopt;
+  // A tied embedding's exchange is a message between two stages' STEPs: the graph's.
+  if (schedule.tied_embedding && schedule.num_stages > 1) return std::nullopt;
   DirectReplay replay(schedule, costs, links);
   if (!replay.read_programs(schedule)) return std::nullopt;
   replay.run(schedule);

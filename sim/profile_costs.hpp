@@ -43,6 +43,9 @@ class ProfileCosts final : public CostModel {
     const profiles::StageCost& c = stage(s, m);
     return {c.activation_bytes, c.input_bytes, c.weight_grad_stash_bytes};
   }
+  [[nodiscard]] std::int64_t tied_gradient_bytes(schedules::Stage s) const override {
+    return stage(s, schedules::Microbatch{0}).tied_bytes;
+  }
   // The stage costs at one micro-batch size (it must be one of the sizes given).
   [[nodiscard]] const std::vector<profiles::StageCost>& at_size(int micro_batch_size) const;
   [[nodiscard]] const std::vector<int>& microbatch_sizes() const { return microbatch_sizes_; }

@@ -39,6 +39,16 @@ LinkLayout link_layout(const schedules::Schedule& s) {
       (crossing % 2 == 0 ? layout.forward : layout.backward)[static_cast<std::size_t>(crossing / 2)] = id;
     }
   }
+  if (s.tied_embedding && s.num_stages > 1) {
+    const int first = s.rank_of(schedules::Stage{0}).value;
+    const int last = s.rank_of(schedules::Stage{s.num_stages - 1}).value;
+    if (first != last) {
+      layout.tied_down = static_cast<int>(layout.ends.size());
+      layout.ends.emplace_back(first, last);
+      layout.tied_up = static_cast<int>(layout.ends.size());
+      layout.ends.emplace_back(last, first);
+    }
+  }
   return layout;
 }
 
@@ -46,6 +56,14 @@ StageLinks::StageLinks(const schedules::Schedule& s, const ActionGraph& graph, c
                        const LinkModel& links)
     : graph_(graph), costs_(costs), links_(links), layout_(link_layout(s)) {
   last_price_.resize(layout_.ends.size());
+}
+
+StageLinks::Message StageLinks::tied_message(int producer, int consumer) const {
+  const schedules::Action& dep = graph_.action(static_cast<std::size_t>(producer));
+  const int link = dep.stage.value == 0 ? layout_.tied_down : layout_.tied_up;
+  const schedules::Rank from{graph_.rank(static_cast<std::size_t>(producer))};
+  const schedules::Rank to{graph_.rank(static_cast<std::size_t>(consumer))};
+  return {link, links_.transfer_ns(from, to, costs_.tied_gradient_bytes(dep.stage))};
 }
 
 std::int64_t StageLinks::latency_ns(int link) const {

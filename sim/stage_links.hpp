@@ -4,7 +4,10 @@
 // the boundary bytes of stage s (CostModel::boundary_bytes). Each stage
 // boundary whose two stages sit on different ranks gets a link each way; two
 // boundaries between the same pair of ranks share it. Stages on one rank
-// exchange for free, on no link.
+// exchange for free, on no link. A tied embedding's gradient
+// (schedules/tied_gradient.hpp) travels between the first stage's rank and
+// the last's on a link of its own each way, its bytes
+// CostModel::tied_gradient_bytes.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +28,9 @@ namespace gpipe::sim {
 struct LinkLayout {
   std::vector<int> forward, backward;      // per stage boundary
   std::vector<std::pair<int, int>> ends;   // per link: (from rank, to rank)
+  // A tied embedding's gradient: from the first stage's rank to the last's,
+  // and back; -1 without one or where one rank holds both stages.
+  int tied_down = -1, tied_up = -1;
 };
 [[nodiscard]] LinkLayout link_layout(const schedules::Schedule& schedule);
 
@@ -53,6 +59,7 @@ class StageLinks {
   // The message from node `producer` to node `consumer`, on different ranks.
   [[nodiscard]] Message message(int producer, int consumer) const {
     const schedules::Action& dep = graph_.action(static_cast<std::size_t>(producer));
+    if (dep.kind == schedules::ActionKind::REDUCE_GRAD) [[unlikely]] return tied_message(producer, consumer);
     const bool forward = dep.kind == schedules::ActionKind::F;
     const schedules::Stage boundary = forward ? dep.stage : graph_.action(static_cast<std::size_t>(consumer)).stage;
     const int link = (forward ? layout_.forward : layout_.backward)[boundary.at()];
@@ -76,6 +83,9 @@ class StageLinks {
     std::int64_t bytes = -1;
     std::int64_t ns = 0;
   };
+
+  // The tied embedding's gradient, from REDUCE_GRAD(s) to its partner's WAIT_REDUCE_GRAD.
+  [[nodiscard]] Message tied_message(int producer, int consumer) const;
 
   const ActionGraph& graph_;
   const CostModel& costs_;

@@ -1,6 +1,7 @@
 #include "exec/cpu/cpu_backend.hpp"
 
 #include <cmath>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -68,6 +69,13 @@ class CpuEntry final : public Backend {
 };
 
 }  // namespace
+
+void CpuBackend::add_into(Tensor& dst, const Tensor& src, const Context& /*context*/) {
+  if (dst.shape() != src.shape()) throw std::logic_error("add_into: the two tensors differ in shape");
+  float* d = dst.data();
+  const float* s = src.data();
+  for (std::int64_t i = 0; i < dst.numel(); ++i) d[i] += s[i];
+}
 
 bool CpuBackend::all_finite(const Tensor& tensor, const Context& /*context*/) {
   return finite_values(tensor);

@@ -56,6 +56,10 @@ struct CpuBackend {
     return {config, parameters};
   }
   static bool all_finite(const Tensor& tensor, const Context& /*context*/);
+  // A tied embedding's gradients (exec/runtime/stage.hpp): a copy charged to
+  // none, and dst += src element by element.
+  static Tensor copy_of(const Tensor& tensor, const Context& /*context*/) { return tensor.clone(); }
+  static void add_into(Tensor& dst, const Tensor& src, const Context& /*context*/);
   static std::vector<float> to_host(const Tensor& tensor, const Context& /*context*/);
   static void require_available() {}
 

@@ -298,6 +298,10 @@ profiles::Profile profile_cpu(const models::Model& model, std::span<const int> m
     lp.name = pm.layers[i]->spec().name;
     lp.kind = pm.layers[i]->spec().kind;
     for (const Parameter& p : pm.layers[i]->parameters()) lp.param_bytes += p.value.bytes();
+    // The tied matrix (llama's tied=1): its bytes as held, a parameter of the layer.
+    if (const int tied = pm.layers[i]->spec().tied_param; tied >= 0) {
+      lp.tied_bytes = pm.layers[i]->parameters()[static_cast<std::size_t>(tied)].value.bytes();
+    }
     for (const SizeRuns& s : runs) lp.samples.push_back(s.samples[i]);
     lp.optimizer_us = pm.step_us[i].empty() ? 0.0 : median(pm.step_us[i]);
     if (options.on_layer) options.on_layer(index, count, lp);

@@ -20,7 +20,8 @@ void* bytes_of(Tensor& tensor) {
 MpiLink::MpiLink(const MpiWorld& world, FailureWatch& watch, int num_stages, int num_microbatches,
                  ActionTimer* timer)
     : world_(world), watch_(watch), num_stages_(num_stages), num_microbatches_(num_microbatches), timer_(timer) {
-  const std::int64_t needed = kFirstDataTag + std::int64_t{2} * num_stages * num_microbatches;
+  // Two per (stage, micro-batch), and a tied embedding's two gradients.
+  const std::int64_t needed = kFirstDataTag + std::int64_t{2} * num_stages * num_microbatches + 2;
   if (needed > world.max_tag()) {
     throw InputError(fmt::format("{} stages x {} micro-batches need MPI tags up to {}, over this MPI's "
                                  "largest, {}: use fewer micro-batches",
@@ -44,6 +45,9 @@ MpiLink::~MpiLink() {
 }
 
 int MpiLink::tag_of(const MessageTag& tag) const {
+  if (tag.kind == MessageKind::tied_gradient) {
+    return kFirstDataTag + 2 * num_stages_ * num_microbatches_ + (tag.stage.value == 0 ? 0 : 1);
+  }
   const int kind = tag.kind == MessageKind::activation ? 0 : 1;
   return kFirstDataTag + (kind * num_stages_ + tag.stage.value) * num_microbatches_ + tag.microbatch.value;
 }

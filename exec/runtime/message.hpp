@@ -1,6 +1,6 @@
 // What the ranks of a pipeline send each other: the activation a stage's
 // forward hands to the next stage, or the gradient its backward hands to the
-// previous one, named by a tag. Messages are matched by tag, not by arrival
+// previous one (and a tied embedding's weight gradient), named by a tag. Messages are matched by tag, not by arrival
 // order, so a receive waits for exactly the message its action names,
 // whatever else is already queued.
 #pragma once
@@ -16,6 +16,9 @@ namespace gpipe::exec {
 enum class MessageKind : std::uint8_t {
   activation,  // the output of F(stage, m), for F(stage + 1, m)
   gradient,    // the input gradient of B(stage, m), for B(stage - 1, m)
+  // A tied embedding's weight gradient of the first or the last stage, for
+  // the other (schedules/tied_gradient.hpp); micro-batch 0.
+  tied_gradient,
 };
 
 // Which message: the producing stage's data of one micro-batch in one step.

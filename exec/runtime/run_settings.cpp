@@ -85,8 +85,12 @@ void check_fault(const FaultInjection& fault, const schedules::Schedule& lowered
 }  // namespace
 
 schedules::Schedule lower_checked(const TrainOptions& o) {
-  schedules::validate(o.schedule);
-  schedules::Schedule lowered = schedules::lower(o.schedule);
+  // The model says whether the pipeline's ends share a matrix, whatever
+  // profile planned the run.
+  schedules::Schedule schedule = o.schedule;
+  if (!schedule.is_lowered()) schedule.tied_embedding = o.model.tied;
+  schedules::validate(schedule);
+  schedules::Schedule lowered = schedules::lower(schedule);
   if (o.fault) check_fault(*o.fault, lowered);
   return lowered;
 }

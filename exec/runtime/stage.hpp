@@ -15,6 +15,8 @@
 //   B::make_layer(model, index, seed, context)   the layer, weights from the seed
 //   B::all_finite(tensor, context)                whether every value is finite
 //   B::to_host(tensor, context)                   its f32 values on the host
+//   B::copy_of(tensor, context)                   a copy, charged to none
+//   B::add_into(dst, src, context)                dst += src (a tied embedding's gradients)
 // On a device every call enqueues on the context's stream and returns
 // without waiting, except the two that read values back.
 #pragma once
@@ -22,6 +24,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -55,6 +58,7 @@ class Stage {
     for (int l = first_layer; l < end_layer; ++l) {
       layers_.push_back(B::make_layer(model, l, seed, context_));
       optimizers_.push_back(B::make_optimizer(optimizer, layers_.back()->parameters(), context_));
+      if (layers_.back()->spec().tied_param >= 0) tied_layers_.push_back(layers_.size() - 1);
     }
   }
 
@@ -117,8 +121,30 @@ class Stage {
   // After a failed run: frees what the stashes hold (the run will not go on).
   void drop_stashes() noexcept { book_.clear(); }
 
-  // STEP(s): applies and zeroes every layer's accumulated gradients.
-  void step() {
+  // A tied embedding (schedules/tied_gradient.hpp): a copy of the gradient of
+  // the matrix this stage shares with the other end of the pipeline, for
+  // REDUCE_GRAD to post to it.
+  [[nodiscard]] Tensor tied_gradient_copy() {
+    if (tied_layers_.size() != 1) throw std::logic_error("the stage holds no tied layer of a pipeline's end");
+    return B::copy_of(tied_gradient(tied_layers_.front()), context_);
+  }
+
+  // STEP(s): applies and zeroes every layer's accumulated gradients. With a
+  // tied embedding the tied matrix's gradient first gets the other copy's:
+  // `partner`, the other end's that WAIT_REDUCE_GRAD received, or, where this
+  // stage holds both tied layers (the only stage), its other layer's. Both
+  // copies then take the same update from the same sum (a + b = b + a
+  // exactly), and stay equal.
+  void step(const Tensor* partner = nullptr) {
+    if (partner != nullptr) {
+      B::add_into(tied_gradient(tied_layers_.at(0)), *partner, context_);
+    } else if (tied_layers_.size() == 2) {
+      Tensor& first = tied_gradient(tied_layers_[0]);
+      Tensor& second = tied_gradient(tied_layers_[1]);
+      const Tensor first_alone = B::copy_of(first, context_);
+      B::add_into(first, second, context_);
+      B::add_into(second, first_alone, context_);
+    }
     for (std::size_t l = 0; l < layers_.size(); ++l) optimizers_[l].step(layers_[l]->parameters());
   }
 
@@ -160,6 +186,11 @@ class Stage {
  private:
   using Book = StashBook<Stash<Tensor>>;
 
+  [[nodiscard]] Tensor& tied_gradient(std::size_t layer) {
+    auto& parameters = layers_[layer]->parameters();
+    return parameters.at(static_cast<std::size_t>(layers_[layer]->spec().tied_param)).grad;
+  }
+
   [[nodiscard]] Tensor run_layers(int microbatch, Tensor input, const Tensor* target) {
     auto& stash = book_.fill(microbatch);
     Tensor x = std::move(input);
@@ -174,6 +205,7 @@ class Stage {
   Context context_;
   std::vector<std::unique_ptr<Layer<Tensor>>> layers_;
   std::vector<typename B::Optimizer> optimizers_;  // one per layer
+  std::vector<std::size_t> tied_layers_;  // the layers holding a tied embedding's matrix
   Book book_;
   MemoryAccount* account_;
 };

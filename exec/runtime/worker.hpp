@@ -56,6 +56,7 @@
 #include "exec/runtime/synthetic_data.hpp"
 #include "schedules/error.hpp"
 #include "schedules/schedule.hpp"
+#include "schedules/tied_gradient.hpp"
 
 namespace gpipe::exec {
 
@@ -261,19 +262,66 @@ class Worker {
         receive(mark, {step, MessageKind::gradient, next, a.microbatch}, rank_of(next));
         break;
       case schedules::ActionKind::STEP: {
-        const TimedScope timed(links_.timer, mark);
-        stage(a.stage).step();
+        Tensor& partner = tied_received_[a.stage.at()];
+        {
+          const TimedScope timed(links_.timer, mark);
+          stage(a.stage).step(partner.empty() ? nullptr : &partner);
+        }
+        partner = Tensor();
         break;
       }
+      case schedules::ActionKind::REDUCE_GRAD:
+        if (!schedules::is_tied_exchange(*settings_.schedule, a)) unsupported(a);
+        post_tied_gradient(mark, step);
+        break;
+      case schedules::ActionKind::WAIT_REDUCE_GRAD:
+        if (!schedules::is_tied_exchange(*settings_.schedule, a)) unsupported(a);
+        wait_tied_gradient(mark, step);
+        break;
       case schedules::ActionKind::WAIT_SEND_F:
       case schedules::ActionKind::WAIT_SEND_B:
       case schedules::ActionKind::UNSHARD:
       case schedules::ActionKind::RESHARD:
-      case schedules::ActionKind::REDUCE_GRAD:
-      case schedules::ActionKind::WAIT_REDUCE_GRAD:
-        // Only torch's schedule files hold these; the executor runs generated schedules.
-        throw std::logic_error(schedules::to_string(a) + " is not supported by the executor yet");
+        unsupported(a);
     }
+  }
+
+  // Only torch's schedule files hold these; the executor runs generated schedules.
+  [[noreturn]] static void unsupported(const schedules::Action& a) {
+    throw std::logic_error(schedules::to_string(a) + " is not supported by the executor yet");
+  }
+
+  // A tied embedding's exchange (schedules/tied_gradient.hpp). REDUCE_GRAD(s)
+  // posts a copy of the stage's tied gradient to the other end of the
+  // pipeline; WAIT_REDUCE_GRAD(s) takes that end's, which STEP(s) adds to its
+  // own. Timed as the simulator prices them: REDUCE_GRAD the copy and the
+  // post, WAIT_REDUCE_GRAD from the arrival on (its wait is idle, as a
+  // receive's is), so the link is timed for neither.
+  void post_tied_gradient(const ActionMark& mark, int step) {
+    const schedules::Stage partner = *schedules::tied_partner(*settings_.schedule, mark.action.stage);
+    const schedules::Rank to = settings_.schedule->rank_of(partner);
+    const MessageTag tag{step, MessageKind::tied_gradient, mark.action.stage, schedules::Microbatch{0}};
+    const TimedScope timed(links_.timer, mark);
+    Tensor copy = stage(mark.action.stage).tied_gradient_copy();
+    if (to == rank_) {
+      slots_.put(tag, device_.local(std::move(copy)));
+    } else {
+      links_.link->send(rank_, to, tag, std::move(copy), untimed(mark));
+    }
+  }
+
+  void wait_tied_gradient(const ActionMark& mark, int step) {
+    const schedules::Stage partner = *schedules::tied_partner(*settings_.schedule, mark.action.stage);
+    const schedules::Rank from = settings_.schedule->rank_of(partner);
+    const MessageTag tag{step, MessageKind::tied_gradient, partner, schedules::Microbatch{0}};
+    if (from != rank_) slots_.put(tag, links_.link->receive(rank_, from, tag, untimed(mark)));
+    tied_received_[mark.action.stage.at()] = take(tag, mark.action);
+    const TimedScope timed(links_.timer, mark);
+  }
+
+  [[nodiscard]] static ActionMark untimed(ActionMark mark) {
+    mark.slot = -1;
+    return mark;
   }
 
   void forward(const ActionMark& mark, int step) {
@@ -382,6 +430,8 @@ class Worker {
   std::vector<Tensor> targets_;         // per micro-batch, the loss stage
   std::vector<Tensor> loss_gradients_;  // per micro-batch, the loss stage: 1/N each
   std::vector<Tensor> losses_;          // per micro-batch, the loss stage: f32 [b]
+  // Per stage: the other end's tied embedding gradient, from WAIT_REDUCE_GRAD to STEP.
+  std::vector<Tensor> tied_received_ = std::vector<Tensor>(settings_.schedule->num_stages);
   MessageSlots<Message> slots_;
   int current_ = -1;  // index of the running action, -1 between actions
 };

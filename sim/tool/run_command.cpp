@@ -104,6 +104,17 @@ void print_table(const sim::Prediction& p, const sim::Scenario& sc, const profil
                              "ranks busy beside it\n",
                              fmt::join(points, ", "));
   }
+  if (s.tied_embedding && s.num_stages > 1) {
+    const std::int64_t tied = profile.tied_bytes();
+    const bool local = s.rank_of(schedules::Stage{0}) == s.rank_of(schedules::Stage{s.num_stages - 1});
+    std::cout << fmt::format(
+        "tied        stages 0 and {} share the token table: each posts its {} gradient to the other before "
+        "its step ({})\n",
+        s.num_stages - 1, format_bytes(tied),
+        local ? "one rank holds both: no transfer"
+              : fmt::format("{:.2f} ms on the link", (p.link_latency_us + static_cast<double>(tied) /
+                                                                             (p.link_bandwidth_GBps * 1e3)) / 1e3));
+  }
   std::cout << fmt::format("link        {} us + bytes at {} GB/s, {}\n\n", p.link_latency_us,
                            p.link_bandwidth_GBps,
                            sc.conditions.link_sharing == sim::LinkSharing::fifo

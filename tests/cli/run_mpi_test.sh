@@ -50,6 +50,17 @@ threads = [line.split()[-1] for line in open(sys.argv[3])]
 assert [f"{loss:.6f}" for loss in out["losses"]] == threads, (out["losses"], threads)
 PY
 
+# A tied embedding: the two processes exchange the token table's gradient
+# before they step (REDUCE_GRAD, WAIT_REDUCE_GRAD), and train as the threads do.
+tied=llama:layers=2,hidden=16,heads=4,kv_heads=2,ffn=24,seq=8,vocab=32,tied=1
+expect_status 0 "$run" train --model $tied -K 2 -M 2 -N 4 --steps 3 --schedule 1f1b
+grep '^step [0-9]' "$tmp/out" >"$tmp/threads"
+expect_status 0 timeout 120 "${launch[@]}" -np 2 "$run" train --model $tied -K 2 -M 2 -N 4 --steps 3 \
+  --schedule 1f1b --trace "$tmp/tied.json"
+grep '^step [0-9]' "$tmp/out" >"$tmp/processes"
+cmp -s "$tmp/threads" "$tmp/processes" || fail "tied: losses differ from the threads' run: $(cat "$tmp/threads" "$tmp/processes")"
+grep -q '"1WAIT_REDUCE_GRAD"' "$tmp/tied.json" || fail "tied: no exchange in the trace"
+
 # gpipe-run profile under mpirun -np 2 measures the link between the processes
 # (a ping-pong from 8 B to 64 MiB, then the messages of the model's own K=2
 # pipeline, to which the link is fitted), and rank 0 alone writes the profile.

@@ -232,7 +232,10 @@ class ScriptedStage {
     charge(m, -held_.at(static_cast<std::size_t>(m)));
   }
 
-  void step() {
+  // (No fake model ties a matrix: `partner` is always null, and no worker asks for a copy.)
+  [[nodiscard]] FakeTensor tied_gradient_copy() { throw std::logic_error("the fake stage has no tied embedding"); }
+  void step(const FakeTensor* partner = nullptr) {
+    if (partner != nullptr) throw std::logic_error("the fake stage has no tied embedding");
     const std::string action = fmt::format("{}STEP", stage_);
     log_.add(rank_, Call::compute(action));
     maybe_throw(action);

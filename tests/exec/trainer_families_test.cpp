@@ -15,6 +15,8 @@
 
 #include <fmt/format.h>
 
+#include "exec/cpu/layers/layer.hpp"
+#include "models/layer_layout.hpp"
 #include "plan/microbatches.hpp"
 #include "profiles/analytic.hpp"
 #include "profiles/device.hpp"
@@ -53,7 +55,9 @@ std::vector<std::int64_t> predicted_peaks(const TrainOptions& o) {
   const profiles::Profile profile = profiles::analytic_profile(
       o.model, profiles::device_named("h100"), models::DType::fp32, std::vector<int>(sizes.begin(), sizes.end()));
   const sim::ProfileCosts costs(profile, o.partition.layers_per_stage, split);
-  const sim::SimResult result = sim::simulate(o.schedule, costs, sim::UniformLink(0, 1e6));
+  schedules::Schedule schedule = o.schedule;
+  schedule.tied_embedding = o.model.tied;
+  const sim::SimResult result = sim::simulate(schedule, costs, sim::UniformLink(0, 1e6));
   std::vector<std::int64_t> peaks;
   for (const auto& rank : result.metrics.ranks) peaks.push_back(rank.peak_activation_bytes);
   return peaks;
@@ -110,6 +114,30 @@ TEST(TrainerFamilies, LlamaEveryFamilyIsTransparentAndItsMemoryIsPredicted) {
   expect_every_family_trains(c, 2, 4);
   c.model += ",attn=naive";
   expect_every_family_trains(c, 2, 4);
+}
+
+// A tied embedding (tied=1): the first and the last stage exchange the
+// token table's gradient before they step (REDUCE_GRAD, WAIT_REDUCE_GRAD),
+// so every family trains as the one stage that sums its two layers'
+// gradients itself, and the two copies of the matrix stay equal, bit for bit.
+TEST(TrainerFamilies, LlamaTiedEveryFamilyIsTransparentAndItsCopiesStayEqual) {
+  RunConfig c;
+  c.model = "llama:layers=4,hidden=16,heads=4,kv_heads=2,ffn=24,seq=8,vocab=32,tied=1";
+  c.batch = 8;
+  c.steps = 2;
+  expect_every_family_trains(c, 2, 4);
+  expect_every_family_trains(c, 3, 6);
+  for (const std::string& family : {"1f1b", "zbv", "interleaved-1f1b"}) {
+    const TrainOptions o = options_for(c, family, 2, 4, RecomputePolicy::never);
+    const TrainResult run = cpu::train(o);
+    const auto& table = run.weights.front()[models::layout::token_embedding::kTok];
+    const auto& unembedding = run.weights.back()[models::layout::rms_head::kWu];
+    EXPECT_EQ(table, unembedding) << family;
+    // ... and they moved: each took the sum of both gradients.
+    const auto first_layer = cpu::make_layer(o.model, 0, o.seed);
+    const auto initial = first_layer->parameters()[models::layout::token_embedding::kTok].value.f32();
+    EXPECT_NE(table, std::vector<float>(initial.begin(), initial.end())) << family;
+  }
 }
 
 // DiT blocks, the conditioning row travelling with the tokens.

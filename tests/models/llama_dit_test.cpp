@@ -84,6 +84,28 @@ TEST(LlamaModel, EmbeddingAndHeadByHand) {
   EXPECT_EQ(h.weight_grad_stash_elems, kS * kH + kS * kV);
 }
 
+// tied=1: the head's unembedding is the token table, one matrix of V x H in
+// the model's count, held by both layers.
+TEST(LlamaModel, TiedSharesTheTokenTable) {
+  const Model untied = parse_model("llama:layers=2,hidden=8,heads=2,ffn=16,seq=4,vocab=10");
+  const Model tied = parse_model("llama:layers=2,hidden=8,heads=2,ffn=16,seq=4,vocab=10,tied=1");
+  EXPECT_EQ(tied.spec, "llama:layers=2,hidden=8,heads=2,ffn=16,seq=4,vocab=10,tied=1");
+  EXPECT_TRUE(tied.tied);
+  EXPECT_FALSE(untied.tied);
+  EXPECT_EQ(tied.params(), untied.params() - 10 * 8);
+  EXPECT_EQ(tied.layers.front().tied_param, static_cast<int>(layout::token_embedding::kTok));
+  EXPECT_EQ(tied.layers.back().tied_param, static_cast<int>(layout::rms_head::kWu));
+  EXPECT_EQ(tied.layers.front().tied_elems, 80);
+  EXPECT_EQ(tied.layers.back().tied_elems, 80);
+  // Each layer keeps its own copy: the layers' own counts are the untied ones.
+  for (std::size_t l = 0; l < tied.layers.size(); ++l) {
+    EXPECT_EQ(tied.layers[l].params, untied.layers[l].params) << l;
+    if (l > 0 && l + 1 < tied.layers.size()) EXPECT_EQ(tied.layers[l].tied_param, -1) << l;
+  }
+  EXPECT_EQ(untied.layers.front().tied_param, -1);
+  EXPECT_EQ(untied.layers.back().tied_elems, 0);
+}
+
 // H 8, A 2, T 6, P 2, C 3 (patch 12 values in, 24 out), N 5 classes.
 const char* const kSmallDit = "dit:layers=2,hidden=8,heads=2,tokens=6,channels=3,classes=5";
 
@@ -233,7 +255,7 @@ TEST(ModelSpecErrors, NewFamiliesAndPresets) {
   EXPECT_EQ(error_of([] { (void)parse_model("llama3-9b"); }),
             "model spec 'llama3-9b': unknown family or preset 'llama3-9b' (families: mlp, "
             "transformer, unbalanced, llama, dit; presets: llama3-8b, llama3-70b, llama3.1-405b, "
-            "dit-xl-2, dit-l-2, dit-b-2)");
+            "llama3.2-1b, llama3.2-3b, dit-xl-2, dit-l-2, dit-b-2)");
   EXPECT_EQ(error_of([] { (void)parse_model("llama3-8b:attn=fast"); }),
             "model spec 'llama3-8b:attn=fast': key 'attn' must be flash or naive, got 'fast'");
   EXPECT_EQ(error_of([] { (void)parse_model("dit-b-2:vocab=3"); }),
@@ -241,9 +263,6 @@ TEST(ModelSpecErrors, NewFamiliesAndPresets) {
             "hidden, heads, tokens, patch, channels, classes, attn, cache)");
   EXPECT_EQ(error_of([] { (void)parse_model("llama:layers=1,hidden=8,heads=4,seq=2,vocab=3"); }),
             "model spec 'llama:layers=1,hidden=8,heads=4,seq=2,vocab=3': missing required key 'ffn'");
-  EXPECT_TRUE(error_of([] { (void)parse_model("llama3-8b:tied=1"); })
-                  .starts_with("model spec 'llama3-8b:tied=1': tied=1 (one matrix for the embedding and the "
-                               "unembedding) is not modelled yet"));
   EXPECT_EQ(error_of([] { (void)parse_model("llama3-8b:tied=2"); }),
             "model spec 'llama3-8b:tied=2': key 'tied' must be 0 or 1, got '2'");
   // tied=0 is the default: the same model, and the canonical spec leaves it out.

@@ -31,10 +31,22 @@ std::unique_ptr<Layer> make_layer(const models::Model& model, int index, std::ui
   }};
   const models::Layer& spec = model.layers[static_cast<std::size_t>(index)];
   for (const auto& [kind, maker] : kinds) {
-    if (kind == spec.kind) {
-      NormalInit init(seed, index);
-      return maker(model, spec, init);
+    if (kind != spec.kind) continue;
+    NormalInit init(seed, index);
+    std::unique_ptr<Layer> layer = maker(model, spec, init);
+    // A tied embedding: the last layer's copy of the matrix starts as the
+    // first layer's, whatever stage holds either.
+    if (spec.tied_param >= 0 && index > 0) {
+      const std::unique_ptr<Layer> first = make_layer(model, 0, seed);
+      const auto& from = first->parameters().at(static_cast<std::size_t>(model.layers.front().tied_param));
+      auto& to = layer->parameters().at(static_cast<std::size_t>(spec.tied_param));
+      if (from.value.shape() != to.value.shape()) {
+        throw InputError(fmt::format("make_layer: layer {}'s tied parameter {} is not shaped as layer {}'s {}",
+                                     spec.name, to.name, model.layers.front().name, from.name));
+      }
+      to.value = from.value.clone();
     }
+    return layer;
   }
   throw InputError(fmt::format("make_layer: layer {} has kind '{}', which the CPU backend lacks",
                                spec.name, spec.kind));

@@ -1,6 +1,7 @@
 #include "exec/cuda/backend/cuda_backend.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -11,6 +12,7 @@
 #include "exec/cuda/base/check.hpp"
 #include "exec/cuda/base/device.hpp"
 #include "exec/cuda/cupti/kernel_events.hpp"
+#include "exec/cuda/layers/ops.hpp"
 #include "exec/cuda/nccl/nccl_transport.hpp"
 #include "exec/cuda/profiler/layer_profiler.hpp"
 
@@ -124,6 +126,17 @@ std::vector<float> CudaBackend::to_host(const Tensor& tensor, const Context& con
   std::vector<float> values(static_cast<std::size_t>(tensor.numel()));
   tensor.download(values, *context.stream);
   return values;
+}
+
+DeviceTensor CudaBackend::copy_of(const Tensor& tensor, const Context& context) {
+  DeviceTensor copy(*context.allocator, tensor.shape(), tensor.type());
+  layers::copy_device(copy.raw(), tensor.raw(), tensor.bytes(), context.stream->get());
+  return copy;
+}
+
+void CudaBackend::add_into(Tensor& dst, const Tensor& src, const Context& context) {
+  if (dst.shape() != src.shape()) throw std::logic_error("add_into: the two tensors differ in shape");
+  layers::residual_add(dst.numel(), dst.f32(), src.f32(), dst.f32(), context.stream->get());
 }
 
 void CudaBackend::require_available() { require_device(); }

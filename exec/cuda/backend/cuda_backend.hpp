@@ -90,6 +90,10 @@ struct CudaBackend {
     return all_finite_on(tensor, *context.stream);
   }
   static std::vector<float> to_host(const Tensor& tensor, const Context& context);
+  // A tied embedding's gradients (exec/runtime/stage.hpp): a copy charged to
+  // none, and dst += src, on the context's stream.
+  static Tensor copy_of(const Tensor& tensor, const Context& context);
+  static void add_into(Tensor& dst, const Tensor& src, const Context& context);
   // RunError "no CUDA device: ..." without a usable GPU.
   static void require_available();
 

@@ -38,13 +38,16 @@ struct MessageSpec {
 // The shape of every message of a run: what a stage sends forward (and gets
 // back as its gradient) for a micro-batch of b samples is f32 [b, rows, H]
 // for models with a sequence (rows: S, or T+1 for dit, whose conditioning row
-// travels with the tokens; Model::activation_rows), [b, H] otherwise.
+// travels with the tokens; Model::activation_rows), [b, H] otherwise; a tied
+// embedding's gradient is f32 [V, H].
 class MessageShapes {
  public:
   MessageShapes(const models::Model& model, std::vector<int> microbatch_sizes)
       : model_(&model), sizes_(std::move(microbatch_sizes)) {}
 
   [[nodiscard]] MessageSpec of(const MessageTag& tag) const {
+    // A tied embedding's gradient: the token table's [V, H].
+    if (tag.kind == MessageKind::tied_gradient) return {{model_->vocab, model_->hidden}, DeviceType::f32};
     const std::int64_t b = sizes_.at(tag.microbatch.at());
     if (model_->seq > 0) return {{b, model_->activation_rows(), model_->hidden}, DeviceType::f32};
     return {{b, model_->hidden}, DeviceType::f32};

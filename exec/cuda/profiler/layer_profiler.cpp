@@ -305,6 +305,10 @@ profiles::Profile profile_cuda(const models::Model& model, std::span<const int> 
     lp.name = dm.layers[i]->spec().name;
     lp.kind = dm.layers[i]->spec().kind;
     for (const DeviceParameter& p : dm.layers[i]->parameters()) lp.param_bytes += p.value.bytes();
+    // The tied matrix (llama's tied=1): its bytes as held, a parameter of the layer.
+    if (const int tied = dm.layers[i]->spec().tied_param; tied >= 0) {
+      lp.tied_bytes = dm.layers[i]->parameters()[static_cast<std::size_t>(tied)].value.bytes();
+    }
     for (const DeviceSize& s : runs) lp.samples.push_back(s.samples[i]);
   }
   apply_timings(timings, profile.layers);

@@ -86,11 +86,13 @@ TEST_P(Transparency, FourStagesEightMicrobatchesMatchOneStageOneMicrobatch) {
   }
 }
 
-// Each family once; llama and dit with their default flash attention.
+// Each family once; llama and dit with their default flash attention, and
+// llama with a tied embedding (its ends exchange the gradient, not yet run on a GPU).
 INSTANTIATE_TEST_SUITE_P(Models, Transparency,
                          ::testing::Values("mlp:layers=6,hidden=32",
                                            "transformer:layers=2,hidden=32,heads=4,seq=16",
                                            "llama:layers=2,hidden=32,heads=4,kv_heads=2,ffn=48,seq=16,vocab=64",
+                                           "llama:layers=2,hidden=32,heads=4,kv_heads=2,ffn=48,seq=16,vocab=64,tied=1",
                                            "dit:layers=2,hidden=32,heads=4,tokens=16,patch=1,channels=2,classes=3"));
 
 TEST(CudaTrainer, StagesOverlapInTimeOnTheirPartitions) {

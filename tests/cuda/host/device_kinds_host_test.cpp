@@ -248,5 +248,17 @@ TEST(MessageShapesHost, DitSendsItsConditioningRowWithTheTokens) {
             (std::vector<std::int64_t>{3, 8}));
 }
 
+// A tied embedding's gradient, whichever end sends it: the token table's [V, H].
+TEST(MessageShapesHost, ATiedGradientIsTheTokenTable) {
+  const models::Model llama =
+      models::parse_model("llama:layers=2,hidden=8,heads=4,kv_heads=2,ffn=12,seq=5,vocab=11,tied=1");
+  MessageTag tag;
+  tag.kind = MessageKind::tied_gradient;
+  for (const int stage : {0, 3}) {
+    tag.stage = schedules::Stage{stage};
+    EXPECT_EQ(MessageShapes(llama, {2, 3}).of(tag).shape, (std::vector<std::int64_t>{11, 8})) << stage;
+  }
+}
+
 }  // namespace
 }  // namespace gpipe::exec::cuda
