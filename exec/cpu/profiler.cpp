@@ -250,6 +250,10 @@ profiles::Profile profile_cpu(const models::Model& model, std::span<const int> m
   if (options.warmup < 0) throw InputError(fmt::format("--warmup must be 0 or more, got {}", options.warmup));
   if (options.repeats < 1) throw InputError(fmt::format("--repeats must be at least 1, got {}", options.repeats));
   check_threads_per_rank(options.threads_per_rank);
+  if (model.attention_cache && !options.forward_only) {
+    throw InputError("dit's cache=1 serves inference streams, which have no backward: profile it with --workload "
+                     "inference");
+  }
   // Measured as a rank of that many threads computes: on a team of them.
   std::unique_ptr<ComputeTeam> team;
   if (options.threads_per_rank > 1) {
@@ -284,6 +288,12 @@ profiles::Profile profile_cpu(const models::Model& model, std::span<const int> m
   for (SizeRuns& s : runs) {
     for (std::size_t i = 0; i < s.samples.size(); ++i) {
       profiles::ProfileSample& sample = s.samples[i];
+      // What the layer keeps for one stream of items of this size (dit's
+      // cache=1): the bytes of the state it makes for one.
+      if (options.forward_only) {
+        const std::int64_t state = pm.layers[i]->start_streams(1, sample.micro_batch_size, nullptr);
+        if (state > 0) sample.state_bytes = state;
+      }
       sample.fwd_us = median(s.fwd_us[i]);
       if (options.forward_only) continue;  // no backward was run: bwd_us 0, no split
       sample.bwd_input_us = median(s.bwd_input_us[i]);

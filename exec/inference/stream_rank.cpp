@@ -43,10 +43,16 @@ void warm_up(const StreamRequest& rq, std::vector<std::unique_ptr<cpu::Layer>>& 
   }
 }
 
-// Builds and warms the stage; whatever happens, the rank reaches the start line.
+// The streams in flight, each with its own state (dit's cache=1): item r is
+// stream r mod B's, as it takes the place of item r - B.
+int stream_count(const StreamRequest& rq) { return std::min(rq.workload.in_flight, rq.workload.requests); }
+
+// Builds and warms the stage, then makes its layers' state for the streams,
+// zeroed (the warm-up's forwards touched none of it); whatever happens, the
+// rank reaches the start line.
 std::vector<std::unique_ptr<cpu::Layer>> ready_stage(const StreamRequest& rq, int s, bool last,
                                                     const SyntheticTask& task, cpu::CpuBackend::RankDevice& device,
-                                                    StreamPeers& peers) {
+                                                    StreamPeers& peers, RankRecord& record) {
   std::vector<std::unique_ptr<cpu::Layer>> layers;
   try {
     device.enter_thread();
@@ -59,6 +65,7 @@ std::vector<std::unique_ptr<cpu::Layer>> ready_stage(const StreamRequest& rq, in
   }
   try {
     warm_up(rq, layers, task, s == 0, last);
+    for (auto& layer : layers) record.state_bytes += layer->start_streams(stream_count(rq), rq.micro_batch_size, nullptr);
   } catch (const std::exception& e) {
     peers.start_line();
     throw RunError(fmt::format("rank {} failed warming up: {}", s, e.what()));
@@ -73,10 +80,6 @@ std::size_t at(int item) { return static_cast<std::size_t>(item); }
 
 void check_stream_request(const StreamRequest& rq) {
   schedules::validate_workload(rq.workload);
-  if (rq.model->attention_cache) {
-    throw InputError("dit's cache=1 (an attention cache over the previous chunk) is predicted by gpipe-sim run "
-                     "--workload inference but not yet served by gpipe-run infer");
-  }
   const int K = static_cast<int>(rq.layers_per_stage.size());
   if (K < 1 || std::accumulate(rq.layers_per_stage.begin(), rq.layers_per_stage.end(), 0) !=
                    static_cast<int>(rq.model->layers.size())) {
@@ -99,7 +102,8 @@ void run_stream_rank(const StreamRequest& rq, int s, int num_stages, StreamPeers
   if (last && rq.keep_outputs) record.outputs.resize(R);
   // This thread's compute team, whose helpers poll where every rank's threads have a core.
   cpu::CpuBackend::RankDevice device(rq.threads_per_rank, cpu::polling_budget(num_stages * rq.threads_per_rank));
-  std::vector<std::unique_ptr<cpu::Layer>> layers = ready_stage(rq, s, last, task, device, peers);
+  std::vector<std::unique_ptr<cpu::Layer>> layers = ready_stage(rq, s, last, task, device, peers, record);
+  const int streams = stream_count(rq);
 
   const Rank rank{s};
   int item = 0;
@@ -122,6 +126,7 @@ void run_stream_rank(const StreamRequest& rq, int s, int num_stages, StreamPeers
         record.received_ns[at(item)] = got.arrived_ns;
         record.received_bytes[at(item)] = input_bytes;  // counted from its arrival (assemble_stream)
       }
+      for (auto& layer : layers) layer->select_stream(item % streams);
       const std::int64_t start = peers.now_ns();
       Tensor x = std::move(input);
       for (std::size_t l = 0; l < layers.size(); ++l) {
@@ -195,8 +200,9 @@ StreamResult assemble_stream(const StreamRequest& rq, std::vector<RankRecord> re
       }
     }
     run.busy_ns.push_back(record.busy_ns);
-    run.state_bytes.push_back(0);
-    run.peak_bytes.push_back(schedules::peak_of(Rank{s}, 0, record.changes, &timeline.memory));
+    // The streams' state is held from the start, as the simulator counts it.
+    run.state_bytes.push_back(record.state_bytes);
+    run.peak_bytes.push_back(schedules::peak_of(Rank{s}, record.state_bytes, record.changes, &timeline.memory));
     timeline.actions.insert(timeline.actions.end(), record.actions.begin(), record.actions.end());
   }
   if (rq.keep_outputs) result.outputs = std::move(records.back().outputs);
@@ -215,6 +221,7 @@ std::string to_json_text(const RankRecord& r) {
   for (const schedules::MemoryChange& c : r.changes) changes.push_back({c.time_ns, c.delta});
   return nlohmann::json{{"stage", r.stage},
                         {"busy_ns", r.busy_ns},
+                        {"state_bytes", r.state_bytes},
                         {"actions", actions},
                         {"changes", changes},
                         {"arrival_ns", r.arrival_ns},
@@ -230,6 +237,7 @@ RankRecord parse_rank_record(const std::string& text) {
   RankRecord r;
   r.stage = j.at("stage").get<int>();
   r.busy_ns = j.at("busy_ns").get<std::int64_t>();
+  r.state_bytes = j.at("state_bytes").get<std::int64_t>();
   const Rank rank{r.stage};
   for (const auto& a : j.at("actions")) {
     const bool forward = a.at(0).get<int>() == 0;

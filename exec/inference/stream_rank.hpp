@@ -16,7 +16,9 @@
 // the input arrived; the last stage: completion). assemble_stream() puts the
 // ranks' records together as the simulator's StreamRun.
 //
-// Memory follows the simulator's rules: a rank holds an item's input from
+// Layers with state (dit's cache=1) keep it per stream in flight, item r
+// serving stream r mod B, made zeroed before the stream starts and held
+// throughout. Memory follows the simulator's rules: a rank holds an item's input from
 // its arrival until its forward ends, and its output from the start of its
 // forward until its send starts (the last rank's until its forward ends);
 // in flight it is charged to no rank. An input's arrival is the earlier of
@@ -43,6 +45,7 @@ struct RankRecord {
   std::vector<schedules::TimedAction> actions;  // its F and SEND_F
   std::vector<schedules::MemoryChange> changes;
   std::int64_t busy_ns = 0;
+  std::int64_t state_bytes = 0;  // what its layers keep for the streams (dit's cache=1), from the start
   // Per item; -1 where this rank does not know it.
   std::vector<std::int64_t> arrival_ns;    // stage 0
   std::vector<std::int64_t> admitted_ns;   // stage 0

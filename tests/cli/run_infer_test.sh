@@ -68,8 +68,21 @@ bad "--in-flight must be at least 1" infer --model "$model" -K 2 -B 0
 bad "--requests must be at least 1" infer --model "$model" -K 2 -R 0
 bad "--arrival-rate must be a finite positive number" infer --model "$model" -K 2 --arrival-rate -3
 bad "give --stages K" infer --model "$model"
-bad "dit's cache=1 (an attention cache over the previous chunk) is predicted by gpipe-sim run --workload inference but not yet served" \
-  infer --model dit:layers=2,hidden=32,heads=4,tokens=16,cache=1 -K 2
+# dit's cache=1: each block keeps its streams' last keys and values (2 streams x 2 x b T H floats)
+# from the start; training and a training profile refuse it in one line.
+cached=dit:layers=2,hidden=32,heads=4,tokens=16,cache=1
+expect_status 0 "$run" infer --model $cached -K 2 -b 2 -R 6 -B 2 --json
+python3 - "$tmp/out" <<'PY' || fail "cache=1's state: $(cat "$tmp/out")"
+import json, sys
+ranks = json.load(open(sys.argv[1]))["metrics"]["ranks"]
+per_block = 2 * 2 * (2 * 16 * 32) * 4  # 2 streams, K and V, b T H floats
+assert [r["state_bytes"] for r in ranks] == [per_block, per_block], ranks
+assert all(r["peak_activation_bytes"] > r["state_bytes"] for r in ranks), ranks
+PY
+bad "dit's cache=1 serves inference streams, which have no backward: profile it with --workload inference" \
+  profile --model $cached --micro-batch-sizes 1 --out "$tmp/cached.json"
+bad "keeps state from one item of an inference stream to the next (dit's cache=1): a training step has no stream" \
+  train --model $cached -K 2 -M 2 -N 4 --steps 1
 bad "inference runs on the CPU so far" infer --backend cuda --model "$model" -K 2
 bad "--stages 9 exceeds the 4 layers" infer --model "$model" -K 9
 bad "--batch is for training" validate --workload inference --model "$model" --stages 1 --micro-batch-sizes 1 --batch 4

@@ -95,6 +95,37 @@ TEST(CpuStream, OneItemInFlightHoldsItsInputAndOutputDuringEachForward) {
   EXPECT_EQ(r.static_bytes[1], models::param_bytes(model.layers[2], models::DType::fp32));
 }
 
+// dit's cache=1: each stream (item r is stream r mod B's) carries its last
+// chunk's keys and values from item to item, whatever the stages.
+TEST(CpuStream, CachedDitCarriesEachStreamsChunkBitForBit) {
+  const models::Model model = models::parse_model("dit:layers=2,hidden=16,heads=2,tokens=4,classes=3,cache=1");
+  const StreamResult one = run(model, {4}, 6, 2);
+  for (const std::vector<int>& partition : {std::vector<int>{1, 3}, std::vector<int>{1, 1, 1, 1}}) {
+    const StreamResult many = run(model, partition, 6, 2);
+    for (std::size_t r = 0; r < 6; ++r) {
+      EXPECT_TRUE(same_bits(many.outputs[r], one.outputs[r])) << "K=" << partition.size() << " item " << r;
+    }
+  }
+  // With one stream, item 1 follows item 0's chunk; with two it starts its own: the cache counts.
+  const StreamResult single = run(model, {4}, 2, 1);
+  EXPECT_TRUE(same_bits(single.outputs[0], one.outputs[0]));
+  EXPECT_FALSE(same_bits(single.outputs[1], one.outputs[1]));
+}
+
+// Each block keeps 2TH floats a sample for each stream in flight, from the
+// start (the simulator's state_bytes, min(B, R) times), and the rank's peak
+// is that and its item's input and output.
+TEST(CpuStream, CachedDitHoldsItsStateThroughout) {
+  const models::Model model = models::parse_model("dit:layers=2,hidden=16,heads=2,tokens=4,classes=3,cache=1");
+  const StreamResult r = run(model, {2, 1, 1}, 5, 3);
+  const std::int64_t per_stream = 2 * 2 * 4 * 16 * 4;  // K and V, b = 2, T = 4, H = 16, fp32
+  EXPECT_EQ(per_stream, models::bytes_at(model.layers[1], 2, models::DType::fp32).state_bytes);
+  EXPECT_EQ(r.run.state_bytes, (std::vector<std::int64_t>{3 * per_stream, 3 * per_stream, 0}));
+  const StreamResult one = run(model, {2, 1, 1}, 4, 1);
+  const auto bytes = [&](int layer) { return models::bytes_at(model.layers[static_cast<std::size_t>(layer)], 2, models::DType::fp32); };
+  EXPECT_EQ(one.run.peak_bytes[1], per_stream + bytes(2).input_bytes + bytes(2).output_bytes);
+}
+
 TEST(CpuStream, RefusesAPartitionThatDoesNotCoverTheModel) {
   const models::Model model = models::parse_model("mlp:layers=2,hidden=8");  // and its loss layer
   EXPECT_EQ(error_of([&] { (void)run(model, {1, 1}, 2, 1); }),

@@ -189,6 +189,25 @@ TEST(Profiler, MeasuresContentionWithAsManyPeersAsAsked) {
   EXPECT_TRUE(cpu::profile_cpu(model, std::vector<int>{1}, options).contention.empty());
 }
 
+// dit's cache=1 keeps each stream's last keys and values: an inference
+// profile measures what a block makes for one stream, the model's 2TH a
+// sample; a training profile of it is refused (no backward).
+TEST(Profiler, MeasuresTheStateOfACachedDitForInference) {
+  const models::Model model = models::parse_model("dit:layers=2,hidden=16,heads=2,tokens=4,classes=3,cache=1");
+  ProfilerOptions options = quick();
+  options.forward_only = true;
+  const profiles::Profile profile = cpu::profile_cpu(model, std::vector<int>{1, 2}, options);
+  for (std::size_t l = 0; l < model.layers.size(); ++l) {
+    for (const profiles::ProfileSample& sample : profile.layers[l].samples) {
+      const std::int64_t expected = models::bytes_at(model.layers[l], sample.micro_batch_size, models::DType::fp32).state_bytes;
+      EXPECT_EQ(sample.state_bytes.value_or(0), expected) << l << " b=" << sample.micro_batch_size;
+    }
+  }
+  EXPECT_EQ(profile.layers[1].samples[1].state_bytes, 2 * 2 * 4 * 16 * 4);
+  EXPECT_EQ(error_of([&] { (void)cpu::profile_cpu(model, std::vector<int>{1}, quick()); }),
+            "dit's cache=1 serves inference streams, which have no backward: profile it with --workload inference");
+}
+
 TEST(Profiler, HandoffLatencyIsPositive) {
   EXPECT_GT(cpu::measure_handoff_latency_us(20), 0.0);
 }

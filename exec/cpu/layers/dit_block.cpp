@@ -5,13 +5,22 @@
 // with LayerNorms without affine, biases on every Linear, and attention over
 // all tokens (no mask). Input and output are [b, T+1, H]: the tokens, then
 // the conditioning row c, which the block reads and hands on unchanged.
+// With cache=1 (inference streams) the attention's T queries attend over the
+// stream's previous chunk too (ops/cached_attention.hpp): the block keeps
+// each stream's last keys and values, [b, T, H] each, zeroed at the stream's
+// start (a first chunk's previous one scores 0 and adds nothing).
 #include <fmt/format.h>
 
 #include <cstring>
+#include <map>
+#include <stdexcept>
+#include <utility>
+#include <vector>
 
 #include "exec/cpu/layers/kind_base.hpp"
 #include "exec/cpu/layers/layer_kinds.hpp"
 #include "exec/cpu/ops/attention.hpp"
+#include "exec/cpu/ops/cached_attention.hpp"
 #include "exec/cpu/ops/flash_attention.hpp"
 #include "exec/cpu/ops/gelu.hpp"
 #include "exec/cpu/ops/layernorm.hpp"
@@ -39,16 +48,32 @@ class DitBlock final : public KindLayer {
         t_(model.seq),
         a_(model.heads),
         f_(spec.ffn_width),
-        flash_(model.attention == models::Attention::flash) {
+        flash_(model.attention == models::Attention::flash),
+        cache_(model.attention_cache) {
     if (a_ < 1 || h_ % a_ != 0 || f_ < 1) {
       throw InputError(fmt::format("layer {} ({}): hidden {} is not split evenly by heads {}",
                                    spec.name, spec.kind, h_, a_));
     }
-    if (model.attention_cache) {
-      throw InputError(fmt::format("layer {} ({}): dit's cache=1 (an attention cache over the previous chunk) "
-                                   "is predicted by gpipe-sim but not yet run by the executor",
-                                   spec.name, spec.kind));
+  }
+
+  std::int64_t start_streams(int streams, std::int64_t b, MemoryAccount* account) override {
+    if (!cache_) return 0;
+    kept_k_.clear();
+    kept_v_.clear();
+    std::int64_t bytes = 0;
+    for (int s = 0; s < streams; ++s) {
+      bytes += kept_k_.emplace_back(std::vector<std::int64_t>{b, t_, h_}, ElementType::f32, account).bytes();
+      bytes += kept_v_.emplace_back(std::vector<std::int64_t>{b, t_, h_}, ElementType::f32, account).bytes();
     }
+    stream_ = 0;
+    return bytes;
+  }
+
+  void select_stream(int stream) override {
+    if (cache_ && (stream < 0 || static_cast<std::size_t>(stream) >= kept_k_.size())) {
+      throw std::logic_error(fmt::format("layer {}: stream {} of {} started", spec_.name, stream, kept_k_.size()));
+    }
+    stream_ = static_cast<std::size_t>(stream);
   }
 
   Tensor forward(Tensor input, const Tensor* /*target*/, Stash& stash,
@@ -75,7 +100,9 @@ class DitBlock final : public KindLayer {
     }
     modulate_forward(b, t_, h_, xhat.data(), mod + kShift1 * h_, mod + kScale1 * h_, stride, at(kMod1));
     linear_forward({rows, h_, 3 * h_}, at(kMod1), value(kWqkv), value(kBqkv), at(kQkv));
-    if (flash_) {
+    if (cache_) {
+      attend_with_cache(b, at(kQkv), at(kAttn));
+    } else if (flash_) {
       flash_attention_forward(attention_shape(b), at(kQkv), at(kAttn), at(kScores));
     } else {
       attention_forward(attention_shape(b), at(kQkv), at(kScores), at(kAttn));
@@ -105,6 +132,11 @@ class DitBlock final : public KindLayer {
   // output gradient (d pre-GELU in pre-GELU's storage).
   Tensor backward_input(Stash stash, const Tensor& grad_output, Stash& weight_stash,
                         MemoryAccount* weight_account) override {
+    if (cache_) {
+      throw InputError(fmt::format("layer {} ({}): dit's cache=1 serves inference streams, which have no "
+                                   "backward",
+                                   spec_.name, spec_.kind));
+    }
     expect_stash(spec_, stash, kKeptCount);
     const std::int64_t b = stash.tensors[kX].dim(0);
     expect_tensor(spec_, "grad_output", grad_output, ElementType::f32, {b, t_ + 1, h_});
@@ -206,6 +238,29 @@ class DitBlock final : public KindLayer {
   }
 
  private:
+  // cache=1: the T queries over the stream's previous keys and values and
+  // their own; then the chunk's keys and values are the stream's to keep.
+  void attend_with_cache(std::int64_t b, const float* qkv, float* out) {
+    const bool in_stream = !kept_k_.empty();
+    if (!in_stream && !outside_.contains(b)) {
+      // A forward outside a stream (a warm-up, the profiler): a stream of its own for its size.
+      outside_.emplace(b, std::pair{Tensor({b, t_, h_}), Tensor({b, t_, h_})});
+    }
+    Tensor& keys = in_stream ? kept_k_[stream_] : outside_.at(b).first;
+    Tensor& values = in_stream ? kept_v_[stream_] : outside_.at(b).second;
+    if (keys.dim(0) != b) {
+      throw InputError(fmt::format("layer {} ({}): an item of {} samples in a stream of items of {}", spec_.name,
+                                   spec_.kind, b, keys.dim(0)));
+    }
+    cached_attention_forward({.batch = b, .tokens = t_, .hidden = h_, .heads = a_}, qkv, keys.data(), values.data(),
+                             out);
+    const auto width = static_cast<std::size_t>(h_) * sizeof(float);
+    for (std::int64_t r = 0; r < b * t_; ++r) {
+      std::memcpy(keys.data() + r * h_, qkv + r * 3 * h_ + h_, width);
+      std::memcpy(values.data() + r * h_, qkv + r * 3 * h_ + 2 * h_, width);
+    }
+  }
+
   [[nodiscard]] AttentionShape attention_shape(std::int64_t b) const {
     return {.batch = b, .seq = t_, .hidden = h_, .heads = a_, .kv_heads = a_, .causal = false};
   }
@@ -220,6 +275,11 @@ class DitBlock final : public KindLayer {
   std::int64_t a_;
   std::int64_t f_;
   bool flash_;
+  bool cache_;  // cache=1
+  // cache=1: per stream, its previous chunk's keys and values [b, T, H].
+  std::vector<Tensor> kept_k_, kept_v_;
+  std::size_t stream_ = 0;
+  std::map<std::int64_t, std::pair<Tensor, Tensor>> outside_;  // per size, before any stream started
 };
 
 }  // namespace

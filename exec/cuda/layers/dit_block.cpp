@@ -44,7 +44,7 @@ class DitBlock final : public KindLayer {
     }
     if (model.attention_cache) {
       throw InputError(fmt::format("layer {} ({}): dit's cache=1 (an attention cache over the previous chunk) "
-                                   "is predicted by gpipe-sim but not yet run by the executor",
+                                   "runs on the CPU backend (gpipe-run infer), not yet on CUDA",
                                    spec.name, spec.kind));
     }
   }
