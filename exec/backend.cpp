@@ -45,6 +45,11 @@ class MissingBackend final : public Backend {
     require_available();
     return {};
   }
+  [[nodiscard]] inference::StreamResult serve(const inference::StreamRequest&,
+                                              const BackendOptions&) const override {
+    require_available();
+    return {};
+  }
 
  private:
   std::string_view name_;

@@ -16,6 +16,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "exec/dist/bootstrap.hpp"
+#include "exec/inference/stream_request.hpp"
 #include "exec/profiling/profiler_options.hpp"
 #include "exec/runtime/process_group.hpp"
 #include "exec/runtime/train_options.hpp"
@@ -87,6 +88,9 @@ class Backend {
                                                   const ProfilerOptions& options,
                                                   const BackendOptions& backend_options,
                                                   int stages) const = 0;
+  // An inference stream (gpipe-run infer), every rank in this process.
+  [[nodiscard]] virtual inference::StreamResult serve(const inference::StreamRequest& request,
+                                                      const BackendOptions& backend_options) const = 0;
 };
 
 // The backend called `name`; InputError naming the known ones otherwise.

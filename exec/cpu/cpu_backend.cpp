@@ -8,6 +8,7 @@
 #include "exec/cpu/device_name.hpp"
 #include "exec/cpu/ops/gemm.hpp"
 #include "exec/cpu/profiler.hpp"
+#include "exec/inference/cpu_stream.hpp"
 #include "exec/mpi/mpi_run.hpp"
 #include "schedules/error.hpp"
 
@@ -65,6 +66,10 @@ class CpuEntry final : public Backend {
                                           const BackendOptions& /*backend_options*/,
                                           int /*stages*/) const override {
     return profile_cpu(model, sizes, options);
+  }
+  [[nodiscard]] inference::StreamResult serve(const inference::StreamRequest& request,
+                                              const BackendOptions& /*backend_options*/) const override {
+    return inference::run_cpu_stream(request);
   }
 };
 

@@ -7,33 +7,9 @@
 // exec/mpi/mpi_stream.hpp runs the same ranks as processes.
 #pragma once
 
-#include <cstdint>
-#include <string>
-#include <vector>
-
-#include "exec/runtime/tensor.hpp"
-#include "models/model.hpp"
-#include "schedules/stream.hpp"
-#include "schedules/stream_workload.hpp"
+#include "exec/inference/stream_request.hpp"
 
 namespace gpipe::exec::inference {
-
-struct StreamRequest {
-  const models::Model* model = nullptr;
-  std::vector<int> layers_per_stage;  // K stages, one per rank
-  int micro_batch_size = 1;
-  schedules::Workload workload;
-  std::uint64_t seed = 1;      // of the weights and the data, as in training
-  int threads_per_rank = 1;
-  int warmup_items = 2;        // forwards each rank runs alone before the stream starts (untimed)
-  bool keep_outputs = false;   // keep every item's output (tests, --check-outputs)
-};
-
-struct StreamResult {
-  schedules::StreamRun run;      // measured: items, busy, peaks, the timeline (source "cpu")
-  std::vector<Tensor> outputs;   // per item, with keep_outputs
-  std::vector<std::int64_t> static_bytes;  // per rank: its weights (f32)
-};
 
 // Throws InputError for a request that cannot be (a partition that does not
 // sum to the model's layers, a workload validate_workload refuses), and

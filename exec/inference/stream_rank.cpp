@@ -12,6 +12,7 @@
 #include "exec/cpu/compute_team.hpp"
 #include "exec/cpu/cpu_backend.hpp"
 #include "exec/cpu/layers/layer.hpp"
+#include "exec/inference/rank_loop.hpp"
 #include "exec/runtime/aborted.hpp"
 #include "exec/runtime/synthetic_data.hpp"
 #include "models/layer_layout.hpp"
@@ -26,55 +27,41 @@ using schedules::Rank;
 using schedules::Stage;
 using schedules::Stream;
 
-// The stage's forward `warmup` times before the stream starts, so that its
-// first items do not pay for first touches (pages, OpenBLAS's buffers):
-// stage 0 on the task's data, later stages on zeros of their input's shape.
-void warm_up(const StreamRequest& rq, std::vector<std::unique_ptr<cpu::Layer>>& layers, const SyntheticTask& task,
-             bool first_stage, bool last) {
-  const int b = rq.micro_batch_size;
-  const Batch batch = task.batch(rq.workload.requests, b);  // a batch no item uses
-  const models::Layer& first = layers.front()->spec();
-  for (int w = 0; w < rq.warmup_items; ++w) {
-    Tensor x = first_stage ? batch.inputs.clone() : Tensor(models::layer_layout(*rq.model, first).kept_shape(0, b));
-    for (std::size_t l = 0; l < layers.size(); ++l) {
-      cpu::Stash dropped;
-      x = layers[l]->forward(std::move(x), last && l + 1 == layers.size() ? &batch.targets : nullptr, dropped, nullptr);
+// The CPU's side of the rank loop (rank_loop.hpp): host tensors, the layers
+// computing on the rank's team, each forward done when it returns.
+class CpuStreamDevice {
+ public:
+  using Tensor = exec::Tensor;
+
+  CpuStreamDevice(int threads, SpinBudget spin) : device_(threads, spin) {}
+
+  void build(const StreamRequest& rq, int first, int end) {
+    device_.enter_thread();
+    for (int l = first; l < end; ++l) layers_.push_back(cpu::make_layer(*rq.model, l, rq.seed));
+  }
+  [[nodiscard]] Tensor input(Tensor host) const { return host; }
+  [[nodiscard]] Tensor zeros(std::vector<std::int64_t> shape) const { return Tensor(std::move(shape)); }
+  [[nodiscard]] Tensor forward(Tensor x, const Tensor* target) {
+    for (std::size_t l = 0; l < layers_.size(); ++l) {
+      cpu::Stash dropped;  // inference keeps nothing for a backward
+      x = layers_[l]->forward(std::move(x), l + 1 == layers_.size() ? target : nullptr, dropped, nullptr);
     }
+    return x;
   }
-}
-
-// The streams in flight, each with its own state (dit's cache=1): item r is
-// stream r mod B's, as it takes the place of item r - B.
-int stream_count(const StreamRequest& rq) { return std::min(rq.workload.in_flight, rq.workload.requests); }
-
-// Builds and warms the stage, then makes its layers' state for the streams,
-// zeroed (the warm-up's forwards touched none of it); whatever happens, the
-// rank reaches the start line.
-std::vector<std::unique_ptr<cpu::Layer>> ready_stage(const StreamRequest& rq, int s, bool last,
-                                                    const SyntheticTask& task, cpu::CpuBackend::RankDevice& device,
-                                                    StreamPeers& peers, RankRecord& record) {
-  std::vector<std::unique_ptr<cpu::Layer>> layers;
-  try {
-    device.enter_thread();
-    const int first = std::accumulate(rq.layers_per_stage.begin(), rq.layers_per_stage.begin() + s, 0);
-    const int end = first + rq.layers_per_stage[static_cast<std::size_t>(s)];
-    for (int l = first; l < end; ++l) layers.push_back(cpu::make_layer(*rq.model, l, rq.seed));
-  } catch (const std::exception& e) {
-    peers.start_line();
-    throw RunError(fmt::format("rank {} failed building its stage: {}", s, e.what()));
+  [[nodiscard]] std::int64_t start_streams(int streams, int b) {
+    std::int64_t bytes = 0;
+    for (auto& layer : layers_) bytes += layer->start_streams(streams, b, nullptr);
+    return bytes;
   }
-  try {
-    warm_up(rq, layers, task, s == 0, last);
-    for (auto& layer : layers) record.state_bytes += layer->start_streams(stream_count(rq), rq.micro_batch_size, nullptr);
-  } catch (const std::exception& e) {
-    peers.start_line();
-    throw RunError(fmt::format("rank {} failed warming up: {}", s, e.what()));
+  void select_stream(int stream) {
+    for (auto& layer : layers_) layer->select_stream(stream);
   }
-  peers.start_line();
-  return layers;
-}
+  [[nodiscard]] Tensor to_host(Tensor& x) const { return std::move(x); }
 
-std::size_t at(int item) { return static_cast<std::size_t>(item); }
+ private:
+  cpu::CpuBackend::RankDevice device_;
+  std::vector<std::unique_ptr<cpu::Layer>> layers_;
+};
 
 }  // namespace
 
@@ -89,76 +76,9 @@ void check_stream_request(const StreamRequest& rq) {
 }
 
 void run_stream_rank(const StreamRequest& rq, int s, int num_stages, StreamPeers& peers, RankRecord& record) {
-  const SyntheticTask task(*rq.model, rq.seed);
-  const bool last = s + 1 == num_stages;
-  const auto R = static_cast<std::size_t>(rq.workload.requests);
-  record = RankRecord{};
-  record.stage = s;
-  record.arrival_ns.assign(s == 0 ? R : 0, -1);
-  record.admitted_ns.assign(s == 0 ? R : 0, -1);
-  record.received_ns.assign(s > 0 ? R : 0, -1);
-  record.received_bytes.assign(s > 0 ? R : 0, 0);
-  record.completed_ns.assign(last ? R : 0, -1);
-  if (last && rq.keep_outputs) record.outputs.resize(R);
   // This thread's compute team, whose helpers poll where every rank's threads have a core.
-  cpu::CpuBackend::RankDevice device(rq.threads_per_rank, cpu::polling_budget(num_stages * rq.threads_per_rank));
-  std::vector<std::unique_ptr<cpu::Layer>> layers = ready_stage(rq, s, last, task, device, peers, record);
-  const int streams = stream_count(rq);
-
-  const Rank rank{s};
-  int item = 0;
-  try {
-    for (; item < rq.workload.requests; ++item) {
-      const Microbatch m{item};
-      // The last stage's target is drawn while its input is on the way, not after.
-      const Tensor target = last ? task.batch(item, rq.micro_batch_size).targets : Tensor();
-      Tensor input;
-      std::int64_t input_bytes = 0;
-      if (s == 0) {
-        input = task.batch(item, rq.micro_batch_size).inputs;
-        const Admission::Entry entry = peers.admit(item);
-        record.arrival_ns[at(item)] = entry.arrival_ns;
-        record.admitted_ns[at(item)] = entry.admitted_ns;
-      } else {
-        StreamPeers::Received got = peers.receive(s, item);
-        input = std::move(got.tensor);
-        input_bytes = input.bytes();
-        record.received_ns[at(item)] = got.arrived_ns;
-        record.received_bytes[at(item)] = input_bytes;  // counted from its arrival (assemble_stream)
-      }
-      for (auto& layer : layers) layer->select_stream(item % streams);
-      const std::int64_t start = peers.now_ns();
-      Tensor x = std::move(input);
-      for (std::size_t l = 0; l < layers.size(); ++l) {
-        cpu::Stash dropped;  // inference keeps nothing for a backward
-        x = layers[l]->forward(std::move(x), last && l + 1 == layers.size() ? &target : nullptr, dropped, nullptr);
-      }
-      const std::int64_t stop = peers.now_ns();
-      record.busy_ns += stop - start;
-      record.actions.push_back({{Stage{s}, ActionKind::F, m}, rank, Stream::compute, start, stop});
-      record.changes.push_back({start, x.bytes()});
-      if (s > 0) record.changes.push_back({stop, -input_bytes});
-      if (last) {
-        record.changes.push_back({stop, -x.bytes()});
-        record.completed_ns[at(item)] = stop;
-        peers.completed(item, stop);
-        if (rq.keep_outputs) record.outputs[at(item)] = std::move(x);
-        continue;
-      }
-      const std::int64_t bytes = x.bytes();
-      const std::int64_t handed = peers.now_ns();
-      peers.send(s, item, handed, std::move(x));
-      const std::int64_t sent = peers.now_ns();
-      record.changes.push_back({handed, -bytes});
-      record.actions.push_back({{Stage{s}, ActionKind::SEND_F, m}, rank, Stream::send, handed, sent});
-    }
-  } catch (const Aborted&) {
-    throw;  // another rank has the run's error
-  } catch (const PeerFailed&) {
-    throw;  // another process's error line, as it said it
-  } catch (const std::exception& e) {
-    throw RunError(fmt::format("rank {} failed at item {}: {}", s, item, e.what()));
-  }
+  CpuStreamDevice device(rq.threads_per_rank, cpu::polling_budget(num_stages * rq.threads_per_rank));
+  run_stream_rank_on(device, rq, s, num_stages, peers, record);
 }
 
 std::vector<std::int64_t> stage_weight_bytes(const StreamRequest& rq) {
@@ -175,7 +95,8 @@ std::vector<std::int64_t> stage_weight_bytes(const StreamRequest& rq) {
   return bytes;
 }
 
-StreamResult assemble_stream(const StreamRequest& rq, std::vector<RankRecord> records, const std::string& device) {
+StreamResult assemble_stream(const StreamRequest& rq, std::vector<RankRecord> records, const std::string& device,
+                             const std::string& source) {
   const int K = static_cast<int>(records.size());
   const auto R = static_cast<std::size_t>(rq.workload.requests);
   StreamResult result;
@@ -207,7 +128,7 @@ StreamResult assemble_stream(const StreamRequest& rq, std::vector<RankRecord> re
   }
   if (rq.keep_outputs) result.outputs = std::move(records.back().outputs);
   result.static_bytes = stage_weight_bytes(rq);
-  timeline.info = schedules::stream_info(K, rq.workload.requests, rq.micro_batch_size, "cpu", device,
+  timeline.info = schedules::stream_info(K, rq.workload.requests, rq.micro_batch_size, source, device,
                                          result.static_bytes);
   return result;
 }

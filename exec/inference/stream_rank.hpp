@@ -33,7 +33,7 @@
 #include <vector>
 
 #include "exec/inference/admission.hpp"
-#include "exec/inference/cpu_stream.hpp"
+#include "exec/inference/stream_request.hpp"
 #include "exec/runtime/tensor.hpp"
 #include "schedules/stream.hpp"
 
@@ -55,11 +55,12 @@ struct RankRecord {
   std::vector<Tensor> outputs;             // the last stage, with keep_outputs
 };
 
-// What a rank talks through. Every wait ends with Aborted when the run is
-// aborted (another rank failed).
-class StreamPeers {
+// What a rank talks through, for a backend whose stages compute with `T`.
+// Every wait ends with Aborted when the run is aborted (another rank failed).
+template <class T>
+class StreamPeersOf {
  public:
-  virtual ~StreamPeers() = default;
+  virtual ~StreamPeersOf() = default;
   // This rank is ready (built and warmed, or failed at it): returns when the stream starts.
   virtual void start_line() = 0;
   // Now, in ns from the stream's start.
@@ -69,19 +70,23 @@ class StreamPeers {
   // The last stage: `item` left at `completed_ns`.
   virtual void completed(int item, std::int64_t completed_ns) = 0;
   struct Received {
-    Tensor tensor;
+    T tensor;
     std::int64_t arrived_ns = 0;
   };
-  // Stage s > 0: item's activation from stage s - 1.
+  // Stage s > 0: item's activation from stage s - 1, usable when this returns.
   [[nodiscard]] virtual Received receive(int stage, int item) = 0;
   // Stage s: item's activation to stage s + 1, handed over at `handed_ns`
   // (now); returns once the link has it.
-  virtual void send(int stage, int item, std::int64_t handed_ns, Tensor activation) = 0;
+  virtual void send(int stage, int item, std::int64_t handed_ns, T activation) = 0;
 };
 
-// Runs stage `stage` of `num_stages` for the whole stream into `record`.
-// Throws what building, warming up or a forward throws (after start_line(),
-// so that no peer waits for this rank at the start), or Aborted.
+// The CPU's: host tensors, between threads or processes.
+using StreamPeers = StreamPeersOf<Tensor>;
+
+// Runs stage `stage` of `num_stages` for the whole stream into `record`, on
+// the CPU (rank_loop.hpp has the loop every backend runs). Throws what
+// building, warming up or a forward throws (after start_line(), so that no
+// peer waits for this rank at the start), or Aborted.
 void run_stream_rank(const StreamRequest& request, int stage, int num_stages, StreamPeers& peers,
                      RankRecord& record);
 
@@ -90,11 +95,12 @@ void run_stream_rank(const StreamRequest& request, int stage, int num_stages, St
 void check_stream_request(const StreamRequest& request);
 
 // The stream as the simulator describes it, from every rank's record (in
-// stage order): items, busy, peaks, the timeline, described as run on `device`.
+// stage order): items, busy, peaks, the timeline, described as run on
+// `device` by backend `source` ("cpu", "cuda").
 // Each RECV_F spans its SEND_F's start to the later of the send's end and the
 // receive's return; each input counts from its arrival (above).
 [[nodiscard]] StreamResult assemble_stream(const StreamRequest& request, std::vector<RankRecord> records,
-                                           const std::string& device);
+                                           const std::string& device, const std::string& source = "cpu");
 
 // The per-stage weights (f32 bytes) of the request's partition.
 [[nodiscard]] std::vector<std::int64_t> stage_weight_bytes(const StreamRequest& request);

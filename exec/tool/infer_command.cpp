@@ -1,6 +1,7 @@
 // gpipe-run infer: serve an inference stream through K stages on CPU threads
-// (exec/inference/cpu_stream.hpp), or as K processes under mpirun or srun
-// (exec/mpi/mpi_stream.hpp), forward only, and measure it: throughput,
+// (exec/inference/cpu_stream.hpp) or SM partitions of one GPU
+// (exec/cuda/inference/cuda_stream.hpp), the backend's serve(), or as K
+// processes under mpirun or srun (exec/mpi/mpi_stream.hpp), forward only, and measure it: throughput,
 // latency per item, utilisation and memory per rank, as gpipe-sim run
 // --workload inference predicts them (schedules/stream_metrics.hpp). Under a
 // launcher the last stage's process reports; the others print nothing.
@@ -19,7 +20,7 @@
 #include "cli/units.hpp"
 #include "exec/cpu/device_name.hpp"
 #include "exec/dist/bootstrap.hpp"
-#include "exec/inference/cpu_stream.hpp"
+#include "exec/backend.hpp"
 #include "exec/mpi/mpi_stream.hpp"
 #include "exec/tool/backend_flags.hpp"
 #include "exec/tool/commands.hpp"
@@ -53,6 +54,7 @@ struct InferFlags {
   std::uint64_t seed = 1;
   int warmup = 2;
   CpuFlags cpu;
+  CudaFlags cuda;
   std::string trace;
   bool json = false;
 };
@@ -94,9 +96,9 @@ void print_report(const schedules::StreamMetrics& m, const schedules::Workload& 
 }
 
 int run_infer(const InferFlags& f, const CLI::App& cmd) {
-  if (f.backend != "cpu") {
-    throw InputError(fmt::format("gpipe-run infer --backend {}: inference runs on the CPU so far", f.backend));
-  }
+  const exec::Backend& backend = exec::find_backend(f.backend);
+  f.cuda.check_backend(f.backend);
+  f.cpu.check_backend(f.backend);
   if (cmd.count("--stages") == 0) throw InputError("give --stages K");
   const models::Model model = models::parse_model(f.model);
   schedules::Workload w;
@@ -138,6 +140,11 @@ int run_infer(const InferFlags& f, const CLI::App& cmd) {
   const exec::LaunchInfo launch = exec::parse_launch_environment(exec::current_environment(), false);
   exec::inference::StreamResult result;
   std::optional<exec::ClockAgreement> clock;
+  if (launch.world_size > 1 && f.backend != "cpu") {
+    throw InputError(fmt::format("gpipe-run infer --backend {} serves its ranks on one GPU's SM partitions, in one "
+                                 "process; under {}, a process per rank is --backend cpu's",
+                                 f.backend, launch.launcher));
+  }
   if (launch.world_size > 1) {
     rq.threads_per_rank = f.cpu.threads_for(launch.local_size);
     const std::string where = exec::cpu::processes_description(launch.world_size, launch.launcher,
@@ -149,7 +156,8 @@ int run_infer(const InferFlags& f, const CLI::App& cmd) {
     clock = served.clock;
   } else {
     rq.threads_per_rank = f.cpu.threads_for(f.stages);
-    result = exec::inference::run_cpu_stream(rq);
+    backend.require_available();
+    result = backend.serve(rq, f.cuda.options());
   }
   const schedules::StreamMetrics metrics =
       schedules::compute_stream_metrics(result.run, w.in_flight, f.micro_batch_size, result.static_bytes);
@@ -191,7 +199,8 @@ Subcommand add_infer_command(CLI::App& app) {
       "infer", "Serve an inference stream through K pipeline stages, forward only, and measure its throughput, "
                "latency per item and memory per rank (what gpipe-sim run --workload inference predicts)");
   cmd->add_option("--backend", f->backend,
-                  "Where to run: cpu (a thread per rank; under mpirun or srun, a process per rank)")
+                  "Where to run: cpu (a thread per rank; under mpirun or srun, a process per rank), or cuda (a rank "
+                  "per SM partition of one GPU)")
       ->capture_default_str();
   cmd->add_option("--model", f->model, models::model_spec_help())->required();
   cmd->add_option("--stages,-K", f->stages, "Pipeline stages K, one rank each")->check(CLI::Range(1, 4096));
@@ -217,6 +226,7 @@ Subcommand add_infer_command(CLI::App& app) {
       ->check(CLI::Range(0, 1000))
       ->capture_default_str();
   f->cpu.add_to(*cmd);
+  f->cuda.add_to(*cmd, /*with_timing=*/false);
   cmd->add_option("--trace", f->trace, "Write the measured stream as a Chrome trace (Perfetto)")->check(nonempty_path());
   cmd->add_flag("--json", f->json,
                 "Print the configuration, the measured metrics and each item's outputs (its loss per sample) as JSON");

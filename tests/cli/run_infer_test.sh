@@ -83,7 +83,16 @@ bad "dit's cache=1 serves inference streams, which have no backward: profile it 
   profile --model $cached --micro-batch-sizes 1 --out "$tmp/cached.json"
 bad "keeps state from one item of an inference stream to the next (dit's cache=1): a training step has no stream" \
   train --model $cached -K 2 -M 2 -N 4 --steps 1
-bad "inference runs on the CPU so far" infer --backend cuda --model "$model" -K 2
+# The CUDA backend serves streams too (exec/cuda/inference/); without a GPU,
+# or in a build without CUDA, it says so in one line, exit 1.
+"$run" infer --backend cuda --model "$model" -K 2 -R 4 >"$tmp/out" 2>"$tmp/err"
+status=$?
+if [ "$status" -ne 0 ]; then
+  [ "$status" -eq 1 ] || fail "infer --backend cuda exited $status: $(cat "$tmp/err")"
+  expect_one_error_line -- "gpipe-run infer: failed: "
+  grep -qE "no CUDA device|this build has no CUDA backend" "$tmp/err" || fail "infer --backend cuda: $(cat "$tmp/err")"
+fi
+bad "--sm-per-stage applies to --backend cuda only" infer --model "$model" -K 2 --sm-per-stage 4
 bad "--stages 9 exceeds the 4 layers" infer --model "$model" -K 9
 bad "--batch is for training" validate --workload inference --model "$model" --stages 1 --micro-batch-sizes 1 --batch 4
 bad "--in-flight is for inference: add --workload inference" validate --model "$model" --stages 1 --microbatches 1 --batch 2 --in-flight 2

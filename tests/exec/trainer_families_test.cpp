@@ -127,7 +127,7 @@ TEST(TrainerFamilies, LlamaTiedEveryFamilyIsTransparentAndItsCopiesStayEqual) {
   c.steps = 2;
   expect_every_family_trains(c, 2, 4);
   expect_every_family_trains(c, 3, 6);
-  for (const std::string& family : {"1f1b", "zbv", "interleaved-1f1b"}) {
+  for (const char* family : {"1f1b", "zbv", "interleaved-1f1b"}) {
     const TrainOptions o = options_for(c, family, 2, 4, RecomputePolicy::never);
     const TrainResult run = cpu::train(o);
     const auto& table = run.weights.front()[models::layout::token_embedding::kTok];

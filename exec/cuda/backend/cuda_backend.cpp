@@ -12,6 +12,7 @@
 #include "exec/cuda/base/check.hpp"
 #include "exec/cuda/base/device.hpp"
 #include "exec/cuda/cupti/kernel_events.hpp"
+#include "exec/cuda/inference/cuda_stream.hpp"
 #include "exec/cuda/layers/ops.hpp"
 #include "exec/cuda/nccl/nccl_transport.hpp"
 #include "exec/cuda/profiler/layer_profiler.hpp"
@@ -117,6 +118,11 @@ class CudaEntry final : public Backend {
     c.on_layer = options.on_layer;
     c.on_note = options.on_note;
     return profiler::profile_cuda(model, sizes, c);
+  }
+
+  [[nodiscard]] inference::StreamResult serve(const inference::StreamRequest& request,
+                                              const BackendOptions& backend_options) const override {
+    return run_cuda_stream(request, {.device = backend_options.device, .sm_per_stage = backend_options.sm_per_stage});
   }
 };
 
