@@ -16,12 +16,12 @@ namespace {
 
 using gpipe::testing::error_of;
 
-const int kSizeOne[] = {1};
+const int kTiedProfileSizes[] = {1};
 
 // V 10, H 8: the tied matrix is 80 elements, 160 bytes in bf16.
 Profile tied_llama_profile() {
   return analytic_profile(models::parse_model("llama:layers=2,hidden=8,heads=2,ffn=16,seq=4,vocab=10,tied=1"),
-                          device_named("h100"), models::DType::bf16, kSizeOne);
+                          device_named("h100"), models::DType::bf16, kTiedProfileSizes);
 }
 
 TEST(TiedBytes, TheAnalyticProfileGivesTheEndsTheMatrix) {
@@ -37,7 +37,7 @@ TEST(TiedBytes, TheAnalyticProfileGivesTheEndsTheMatrix) {
   EXPECT_EQ(stages[1].tied_bytes, 160);
   // Untied: no field, 0.
   const Profile untied = analytic_profile(models::parse_model("llama:layers=2,hidden=8,heads=2,ffn=16,seq=4,vocab=10"),
-                                          device_named("h100"), models::DType::bf16, kSizeOne);
+                                          device_named("h100"), models::DType::bf16, kTiedProfileSizes);
   EXPECT_EQ(untied.tied_bytes(), 0);
   EXPECT_FALSE(to_json(untied)["layers"][0].contains("tied_bytes"));
 }

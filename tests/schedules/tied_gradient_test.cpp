@@ -19,7 +19,7 @@ namespace {
 using gpipe::testing::error_of;
 using testing::program;
 
-Schedule tied(const char* name, int ranks, int microbatches) {
+Schedule tied_generated(const char* name, int ranks, int microbatches) {
   ScheduleOptions o;
   o.num_ranks = ranks;
   o.num_microbatches = microbatches;
@@ -29,17 +29,17 @@ Schedule tied(const char* name, int ranks, int microbatches) {
 }
 
 TEST(TiedGradient, LoweringExchangesBeforeTheSteps) {
-  const Schedule s = lower(tied("gpipe", 2, 1));
+  const Schedule s = lower(tied_generated("gpipe", 2, 1));
   EXPECT_EQ(program(s, 0), "0F0 0SEND_F0 0RECV_B0 0B0 0REDUCE_GRAD 0WAIT_REDUCE_GRAD 0STEP");
   EXPECT_EQ(program(s, 1), "1RECV_F0 1F0 1B0 1SEND_B0 1REDUCE_GRAD 1WAIT_REDUCE_GRAD 1STEP");
   // A middle stage ties nothing.
-  const Schedule three = lower(tied("gpipe", 3, 1));
+  const Schedule three = lower(tied_generated("gpipe", 3, 1));
   EXPECT_EQ(program(three, 1), "1RECV_F0 1F0 1SEND_F0 1RECV_B0 1B0 1SEND_B0 1STEP");
 }
 
 TEST(TiedGradient, EndsOnOneRankPostBothBeforeWaiting) {
   // ZBV, K = 2: rank 0 holds stages 0 and 3.
-  const Schedule s = lower(tied("zbv", 2, 2));
+  const Schedule s = lower(tied_generated("zbv", 2, 2));
   const std::string p = program(s, 0);
   EXPECT_TRUE(p.ends_with("0REDUCE_GRAD 3REDUCE_GRAD 0WAIT_REDUCE_GRAD 3WAIT_REDUCE_GRAD 0STEP 3STEP")) << p;
   EXPECT_TRUE(program(s, 1).ends_with("1STEP 2STEP")) << program(s, 1);
@@ -47,13 +47,13 @@ TEST(TiedGradient, EndsOnOneRankPostBothBeforeWaiting) {
 }
 
 TEST(TiedGradient, OneStageHasNothingToExchange) {
-  const Schedule s = lower(tied("gpipe", 1, 2));
+  const Schedule s = lower(tied_generated("gpipe", 1, 2));
   EXPECT_EQ(program(s, 0), "0F0 0F1 0B1 0B0 0STEP");
   EXPECT_FALSE(tied_partner(s, Stage{0}));
 }
 
 TEST(TiedGradient, EachWaitNeedsTheOtherEndsGradient) {
-  const Schedule s = lower(tied("1f1b", 3, 2));
+  const Schedule s = lower(tied_generated("1f1b", 3, 2));
   EXPECT_EQ(tied_partner(s, Stage{0}), Stage{2});
   EXPECT_EQ(tied_partner(s, Stage{2}), Stage{0});
   EXPECT_FALSE(tied_partner(s, Stage{1}));
@@ -68,7 +68,7 @@ TEST(TiedGradient, EachWaitNeedsTheOtherEndsGradient) {
 }
 
 TEST(TiedGradient, ALoweredScheduleMustHoldTheExchange) {
-  Schedule s = lower(tied("gpipe", 2, 1));
+  Schedule s = lower(tied_generated("gpipe", 2, 1));
   validate(s);
   auto& rank1 = s.ranks[1];
   rank1.erase(std::find(rank1.begin(), rank1.end(), parse_action("1WAIT_REDUCE_GRAD")));
@@ -79,7 +79,7 @@ TEST(TiedGradient, ALoweredScheduleMustHoldTheExchange) {
 
 // A stage that posts its gradient before its backward has made it: a deadlock.
 TEST(TiedGradient, PostingBeforeTheBackwardIsACycle) {
-  Schedule s = lower(tied("gpipe", 2, 1));
+  Schedule s = lower(tied_generated("gpipe", 2, 1));
   ASSERT_EQ(program(s, 0), "0F0 0SEND_F0 0RECV_B0 0B0 0REDUCE_GRAD 0WAIT_REDUCE_GRAD 0STEP");
   s.ranks[0] = {parse_action("0F0"), parse_action("0SEND_F0"), parse_action("0REDUCE_GRAD"),
                 parse_action("0WAIT_REDUCE_GRAD"), parse_action("0RECV_B0"), parse_action("0B0"),
@@ -90,7 +90,7 @@ TEST(TiedGradient, PostingBeforeTheBackwardIsACycle) {
 }
 
 TEST(TiedGradient, TheIrJsonKeepsTheFlag) {
-  const Schedule s = lower(tied("1f1b", 2, 2));
+  const Schedule s = lower(tied_generated("1f1b", 2, 2));
   const Schedule back = schedule_from_json(to_json(s), "test");
   EXPECT_TRUE(back.tied_embedding);
   EXPECT_EQ(back, s);

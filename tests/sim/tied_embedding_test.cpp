@@ -46,7 +46,7 @@ Schedule tied_schedule(const char* name, int ranks, int microbatches, bool tied 
   return s;
 }
 
-const schedules::TimedAction& timed(const schedules::Timeline& t, const std::string& text) {
+const schedules::TimedAction& tied_action_at(const schedules::Timeline& t, const std::string& text) {
   const Action a = schedules::parse_action(text);
   const auto it = std::find_if(t.actions.begin(), t.actions.end(),
                                [&](const schedules::TimedAction& x) { return x.action == a; });
@@ -71,15 +71,15 @@ TEST(TiedEmbeddingSim, TheStepWaitsForTheOtherEndsGradient) {
     const SimResult tied = simulate(tied_schedule("gpipe", 2, 1), costs, kTiedLink, options);
     const std::string what(to_string(sharing));
     EXPECT_EQ(tied.metrics.step_time_ns, 15300) << what;
-    EXPECT_EQ(timed(tied.timeline, "0REDUCE_GRAD").start_ns, 10000) << what;
-    EXPECT_EQ(timed(tied.timeline, "1REDUCE_GRAD").start_ns, 6000) << what;
-    EXPECT_EQ(timed(tied.timeline, "0WAIT_REDUCE_GRAD").start_ns, 11000) << what;
-    EXPECT_EQ(timed(tied.timeline, "1WAIT_REDUCE_GRAD").start_ns, 15000) << what;
-    EXPECT_EQ(timed(tied.timeline, "0STEP").start_ns, 11000) << what;
-    EXPECT_EQ(timed(tied.timeline, "1STEP").end_ns, 15300) << what;
+    EXPECT_EQ(tied_action_at(tied.timeline, "0REDUCE_GRAD").start_ns, 10000) << what;
+    EXPECT_EQ(tied_action_at(tied.timeline, "1REDUCE_GRAD").start_ns, 6000) << what;
+    EXPECT_EQ(tied_action_at(tied.timeline, "0WAIT_REDUCE_GRAD").start_ns, 11000) << what;
+    EXPECT_EQ(tied_action_at(tied.timeline, "1WAIT_REDUCE_GRAD").start_ns, 15000) << what;
+    EXPECT_EQ(tied_action_at(tied.timeline, "0STEP").start_ns, 11000) << what;
+    EXPECT_EQ(tied_action_at(tied.timeline, "1STEP").end_ns, 15300) << what;
     // The exchange is on the compute stream, framed by the two actions: no
     // SEND or RECV of its own, as in a measured timeline.
-    EXPECT_EQ(timed(tied.timeline, "1WAIT_REDUCE_GRAD").stream, schedules::Stream::compute) << what;
+    EXPECT_EQ(tied_action_at(tied.timeline, "1WAIT_REDUCE_GRAD").stream, schedules::Stream::compute) << what;
     EXPECT_EQ(tied.timeline.actions.size(), 4u + 2u * 2u + 2u * 3u) << what;  // 2 messages, 3 actions a rank
     // The running totals a sweep keeps give the same metrics.
     SimOptions quiet = options;
@@ -99,12 +99,12 @@ TEST(TiedEmbeddingSim, TheEndsNeedNotBeNeighbours) {
   const TiedCosts costs;
   const SimResult tied = simulate(tied_schedule("1f1b", 3, 2), costs, kTiedLink);
   const SimResult untied = simulate(tied_schedule("1f1b", 3, 2, false), costs, kTiedLink);
-  const std::int64_t first_posted = timed(tied.timeline, "0REDUCE_GRAD").start_ns;
-  const std::int64_t last_posted = timed(tied.timeline, "2REDUCE_GRAD").start_ns;
-  EXPECT_EQ(first_posted, timed(untied.timeline, "0STEP").start_ns);
-  EXPECT_EQ(timed(tied.timeline, "2WAIT_REDUCE_GRAD").start_ns, std::max(last_posted, first_posted + 5000));
-  EXPECT_EQ(timed(tied.timeline, "0WAIT_REDUCE_GRAD").start_ns, std::max(first_posted, last_posted + 5000));
-  EXPECT_EQ(timed(tied.timeline, "1STEP").start_ns, timed(untied.timeline, "1STEP").start_ns);
+  const std::int64_t first_posted = tied_action_at(tied.timeline, "0REDUCE_GRAD").start_ns;
+  const std::int64_t last_posted = tied_action_at(tied.timeline, "2REDUCE_GRAD").start_ns;
+  EXPECT_EQ(first_posted, tied_action_at(untied.timeline, "0STEP").start_ns);
+  EXPECT_EQ(tied_action_at(tied.timeline, "2WAIT_REDUCE_GRAD").start_ns, std::max(last_posted, first_posted + 5000));
+  EXPECT_EQ(tied_action_at(tied.timeline, "0WAIT_REDUCE_GRAD").start_ns, std::max(first_posted, last_posted + 5000));
+  EXPECT_EQ(tied_action_at(tied.timeline, "1STEP").start_ns, tied_action_at(untied.timeline, "1STEP").start_ns);
   EXPECT_EQ(tied.metrics.step_time_ns, std::max(first_posted, last_posted) + 5000 + 300);
 }
 
@@ -115,7 +115,7 @@ TEST(TiedEmbeddingSim, EndsOnOneRankExchangeForFree) {
   const SimResult tied = simulate(tied_schedule("zbv", 2, 4), costs, kTiedLink);
   const SimResult untied = simulate(tied_schedule("zbv", 2, 4, false), costs, kTiedLink);
   EXPECT_EQ(tied.metrics.step_time_ns, untied.metrics.step_time_ns);
-  EXPECT_EQ(timed(tied.timeline, "3WAIT_REDUCE_GRAD").start_ns, timed(tied.timeline, "0REDUCE_GRAD").start_ns);
+  EXPECT_EQ(tied_action_at(tied.timeline, "3WAIT_REDUCE_GRAD").start_ns, tied_action_at(tied.timeline, "0REDUCE_GRAD").start_ns);
 }
 
 }  // namespace

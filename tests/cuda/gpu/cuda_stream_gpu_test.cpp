@@ -20,7 +20,7 @@ namespace {
 #define SKIP_WITHOUT_GPU() \
   if (device_count() == 0) GTEST_SKIP() << "no CUDA device"
 
-inference::StreamRequest stream_request(const models::Model& model, std::vector<int> partition, int in_flight) {
+inference::StreamRequest cuda_stream_request(const models::Model& model, std::vector<int> partition, int in_flight) {
   inference::StreamRequest rq;
   rq.model = &model;
   rq.layers_per_stage = std::move(partition);
@@ -38,7 +38,7 @@ TEST_P(CudaStream, ServesTheCpusOutputsAndPeaks) {
   const models::Model model = models::parse_model(GetParam());
   const std::vector<int> partition{1, static_cast<int>(model.layers.size()) - 2, 1};
   for (const int in_flight : {1, 3}) {
-    const inference::StreamRequest rq = stream_request(model, partition, in_flight);
+    const inference::StreamRequest rq = cuda_stream_request(model, partition, in_flight);
     const inference::StreamResult gpu = run_cuda_stream(rq, {});
     const inference::StreamResult cpu = inference::run_cpu_stream(rq);
     ASSERT_EQ(gpu.outputs.size(), cpu.outputs.size());
