@@ -1,6 +1,9 @@
 #include "models/optimizer.hpp"
 
+#include <fmt/format.h>
+
 #include "models/model.hpp"
+#include "schedules/error.hpp"
 
 namespace gpipe::models {
 
@@ -28,11 +31,36 @@ std::vector<std::string> optimizer_names() {
   return names;
 }
 
+namespace {
+
+// Bytes per parameter of the optimizer's part: the fp32 master copy of
+// 16-bit weights, then its fp32 buffers.
+std::int64_t optimizer_bytes_per_param(Optimizer optimizer, int element) {
+  const int master = element < 4 ? 4 : 0;
+  const int state = optimizer == Optimizer::adamw ? 8 : optimizer == Optimizer::momentum ? 4 : 0;
+  return master + state;
+}
+
+}  // namespace
+
 std::int64_t static_bytes_per_param(Optimizer optimizer, std::string_view dtype) {
   const int element = bytes_per_element(dtype);
-  const int master = element < 4 ? 4 : 0;  // fp32 copy of 16-bit weights
-  const int state = optimizer == Optimizer::adamw ? 8 : optimizer == Optimizer::momentum ? 4 : 0;
-  return 2 * element + master + state;
+  return 2 * element + optimizer_bytes_per_param(optimizer, element);
+}
+
+StaticBytes static_bytes(Optimizer optimizer, std::string_view dtype, std::int64_t params, int zero_stage,
+                         int data_parallel) {
+  if (zero_stage < 0 || zero_stage > 3) throw InputError(fmt::format("--zero {}: ZeRO has stages 0 to 3", zero_stage));
+  if (data_parallel < 1) {
+    throw InputError(fmt::format("--data-parallel {}: a pipeline has at least one replica", data_parallel));
+  }
+  if (params < 0) throw InputError(fmt::format("{} parameters: the count must be 0 or more", params));
+  const int element = bytes_per_element(dtype);
+  const std::int64_t shard = (params + data_parallel - 1) / data_parallel;
+  const auto held = [&](int from_stage) { return zero_stage >= from_stage ? shard : params; };
+  return {.weights = element * held(3),
+          .gradients = element * held(2),
+          .optimizer_state = optimizer_bytes_per_param(optimizer, element) * held(1)};
 }
 
 }  // namespace gpipe::models

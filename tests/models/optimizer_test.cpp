@@ -31,5 +31,26 @@ TEST(Optimizer, StaticBytesPerParameter) {
             "dtype 'int4': unknown (fp32, bf16, fp16, fp8)");
 }
 
+// ZeRO's Figure 1 (arXiv 1910.02054): 7.5 B parameters, bf16 with AdamW
+// (2 + 2 + 12 bytes each), 64 data-parallel GPUs.
+TEST(Optimizer, ZeroShardsAsThePaperCounts) {
+  const std::int64_t psi = 7'500'000'000;
+  EXPECT_EQ(static_bytes(Optimizer::adamw, "bf16", psi).total(), 120'000'000'000);
+  EXPECT_EQ(static_bytes(Optimizer::adamw, "bf16", psi, 1, 64).total(), 31'406'250'000);  // 4 psi + 12 psi / 64
+  EXPECT_EQ(static_bytes(Optimizer::adamw, "bf16", psi, 2, 64).total(), 16'640'625'000);  // 2 psi + 14 psi / 64
+  EXPECT_EQ(static_bytes(Optimizer::adamw, "bf16", psi, 3, 64).total(), 1'875'000'000);   // 16 psi / 64
+  // Which part each stage shards, and the ceiling of an uneven share.
+  EXPECT_EQ(static_bytes(Optimizer::adamw, "bf16", 10, 2, 4),
+            (StaticBytes{.weights = 20, .gradients = 2 * 3, .optimizer_state = 12 * 3}));
+  EXPECT_EQ(static_bytes(Optimizer::momentum, "fp32", 10, 1, 4),
+            (StaticBytes{.weights = 40, .gradients = 40, .optimizer_state = 4 * 3}));
+  // Stage 0, or one replica: all of it, as static_bytes_per_param says.
+  EXPECT_EQ(static_bytes(Optimizer::sgd, "fp32", 1000, 3, 1).total(), 1000 * static_bytes_per_param(Optimizer::sgd, "fp32"));
+  EXPECT_EQ(gpipe::testing::error_of([] { (void)static_bytes(Optimizer::adamw, "bf16", 10, 4, 2); }),
+            "--zero 4: ZeRO has stages 0 to 3");
+  EXPECT_EQ(gpipe::testing::error_of([] { (void)static_bytes(Optimizer::adamw, "bf16", 10, 1, 0); }),
+            "--data-parallel 0: a pipeline has at least one replica");
+}
+
 }  // namespace
 }  // namespace gpipe::models
