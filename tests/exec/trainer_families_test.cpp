@@ -32,8 +32,8 @@ using trainer_test::RunConfig;
 
 // The family's own schedule of K ranks and M micro-batches, the model cut
 // uniformly into its K x V stages.
-TrainOptions options_for(const RunConfig& config, const std::string& family, int ranks, int microbatches,
-                         RecomputePolicy recompute) {
+TrainOptions family_options_for(const RunConfig& config, const std::string& family, int ranks, int microbatches,
+                                RecomputePolicy recompute) {
   schedules::ScheduleOptions s;
   s.num_ranks = ranks;
   s.num_microbatches = microbatches;
@@ -65,7 +65,7 @@ void expect_every_family_trains(const RunConfig& base, int ranks, int microbatch
     for (RecomputePolicy recompute : {RecomputePolicy::never, RecomputePolicy::always}) {
       const std::string what = fmt::format("{} {} K={} M={} recompute={}", base.model, family, ranks,
                                            microbatches, schedules::to_string(recompute));
-      const TrainOptions o = options_for(base, family, ranks, microbatches, recompute);
+      const TrainOptions o = family_options_for(base, family, ranks, microbatches, recompute);
       const TrainResult run = cpu::train(o);
       trainer_test::expect_matches(run, ref, o.model, base.optimizer, what);
       std::vector<std::int64_t> measured;
