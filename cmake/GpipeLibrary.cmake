@@ -72,7 +72,7 @@ endfunction()
 # anonymous namespaces must then differ across a target's files; gpipe_exec's
 # layers share the layout's names and stay out (NO_UNITY). A change to one
 # file recompiles its unity file: GPIPE_UNITY_BUILD=OFF for file-by-file work.
-option(GPIPE_UNITY_BUILD "Compile each library's C++ files together (unity build)" ON)
+option(GPIPE_UNITY_BUILD "Compile each library's and test program's C++ files together (unity build)" ON)
 function(gpipe_unity target)
   if(GPIPE_UNITY_BUILD)
     set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 16)

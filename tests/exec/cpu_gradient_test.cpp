@@ -25,7 +25,7 @@ namespace {
 using cases::LayerCase;
 
 constexpr float kEps = 1e-2F;
-constexpr double kTolerance = 1e-2;
+constexpr double kGradientTolerance = 1e-2;
 constexpr int kBatch = 3;
 
 struct Problem {
@@ -96,7 +96,7 @@ void expect_matches_finite_differences(const std::string& what, std::span<float>
   std::printf("  %-28s %4zu elems  max|grad| %.3e  max abs err %.3e  rel %.3e\n", what.c_str(),
               values.size(), max_grad, max_abs, rel);
   EXPECT_GT(max_grad, 0.0) << what << ": an all-zero gradient checks nothing";
-  EXPECT_LE(rel, kTolerance) << what;
+  EXPECT_LE(rel, kGradientTolerance) << what;
 }
 
 class CpuGradient : public ::testing::TestWithParam<LayerCase> {};

@@ -19,7 +19,7 @@ namespace {
 using Mat = std::vector<double>;  // row-major
 constexpr double kTolerance = 1e-4;
 
-Mat to_double(std::span<const float> v) { return {v.begin(), v.end()}; }
+Mat to_mat(std::span<const float> v) { return {v.begin(), v.end()}; }
 
 const Parameter& param(const Layer& layer, std::string_view name) {
   for (const Parameter& p : layer.parameters()) {
@@ -149,7 +149,7 @@ TEST(CpuReference, MlpBlock) {
   for (const char* label : {"mlp_block", "mlp_block_wide"}) {
     Forwarded r = run(case_of(label), 3);
     const Layer& l = *r.layer;
-    const Mat x = to_double(r.input.f32());
+    const Mat x = to_mat(r.input.f32());
     const Mat hidden = gelu(linear(layernorm(x, 8, param(l, "ln.gamma"), param(l, "ln.beta")),
                                    param(l, "w1"), &param(l, "c1")));
     expect_close(label, r.output.f32(), add(x, linear(hidden, param(l, "w2"), &param(l, "c2"))));
@@ -175,7 +175,7 @@ TEST(CpuReference, Embedding) {
 TEST(CpuReference, TransformerBlock) {
   Forwarded r = run(case_of("transformer_block"), 3);
   const Layer& l = *r.layer;
-  const Mat x = to_double(r.input.f32());
+  const Mat x = to_mat(r.input.f32());
   const Mat qkv = linear(layernorm(x, 8, param(l, "ln1.gamma"), param(l, "ln1.beta")),
                          param(l, "wqkv"), &param(l, "bqkv"));
   const Mat a = add(x, linear(attention(qkv, 3, 4, 8, 2), param(l, "wo"), &param(l, "bo")));
@@ -191,7 +191,7 @@ TEST(CpuReference, LmHead) {
   const std::size_t s = 4;
   const std::size_t v = 11;
   const Mat logits =
-      linear(layernorm(to_double(r.input.f32()), 8, param(l, "ln.gamma"), param(l, "ln.beta")),
+      linear(layernorm(to_mat(r.input.f32()), 8, param(l, "ln.gamma"), param(l, "ln.beta")),
              param(l, "wu"), nullptr);
   Mat loss(3, 0.0);
   for (std::size_t row = 0; row < 3 * s; ++row) {

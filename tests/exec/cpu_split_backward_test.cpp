@@ -48,7 +48,7 @@ MicroBatch draw(const LayerCase& c, std::int64_t b, std::mt19937& rng) {
 }
 
 // Parameters redrawn away from the near-linear init, so that every gradient is sizeable.
-void randomize(Layer& layer, std::uint32_t seed) {
+void randomize_seeded(Layer& layer, std::uint32_t seed) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> normal(0.0F, 0.3F);
   for (Parameter& p : layer.parameters()) {
@@ -58,11 +58,11 @@ void randomize(Layer& layer, std::uint32_t seed) {
 
 std::unique_ptr<Layer> layer_of(const LayerCase& c) {
   auto layer = make_layer(c.model, c.index, 1);
-  randomize(*layer, 11);
+  randomize_seeded(*layer, 11);
   return layer;
 }
 
-double max_abs(std::span<const float> v) {
+double max_abs_element(std::span<const float> v) {
   double m = 0;
   for (float x : v) m = std::max(m, static_cast<double>(std::abs(x)));
   return m;
@@ -101,7 +101,7 @@ TEST_P(CpuSplitBackward, IThenWGivesExactlyTheFullBackwardsGradients) {
   }
   for (std::size_t p = 0; p < full->parameters().size(); ++p) {
     const Parameter& want = full->parameters()[p];
-    EXPECT_GT(max_abs(want.grad.f32()), 0.0) << want.name << ": a gradient that cannot tell";
+    EXPECT_GT(max_abs_element(want.grad.f32()), 0.0) << want.name << ": a gradient that cannot tell";
     EXPECT_TRUE(cases::same_values(split->parameters()[p].grad, want.grad)) << want.name;
   }
 }
@@ -137,7 +137,7 @@ TEST_P(CpuSplitBackward, DeferredWeightGradientsAccumulateAsFullBackwards) {
 
   for (std::size_t p = 0; p < full->parameters().size(); ++p) {
     const Parameter& want = full->parameters()[p];
-    const double scale = max_abs(want.grad.f32());
+    const double scale = max_abs_element(want.grad.f32());
     ASSERT_GT(scale, 0.0) << want.name;
     EXPECT_LE(max_abs_difference(split->parameters()[p].grad.f32(), want.grad.f32()),
               kReorderTolerance * scale)

@@ -22,7 +22,7 @@ struct Result {
 
 // Forward and backward of a transformer block large enough for OpenBLAS's
 // blocked kernels (H=64, S=16), from inputs fixed by `seed`.
-Result run_block(unsigned seed) {
+Result run_seeded_block(unsigned seed) {
   const models::Model model =
       models::build_transformer({.layers = 1, .hidden = 64, .heads = 4, .seq = 16, .vocab = 32});
   auto layer = make_layer(model, 1, seed);
@@ -44,11 +44,11 @@ Result run_block(unsigned seed) {
 TEST(CpuThreads, ConcurrentLayersMatchSerialBitForBit) {
   constexpr unsigned kThreads = 4;
   std::vector<Result> serial;
-  for (unsigned t = 0; t < kThreads; ++t) serial.push_back(run_block(t));
+  for (unsigned t = 0; t < kThreads; ++t) serial.push_back(run_seeded_block(t));
   std::vector<Result> parallel(kThreads);
   std::vector<std::thread> threads;
   for (unsigned t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&parallel, t] { parallel[t] = run_block(t); });
+    threads.emplace_back([&parallel, t] { parallel[t] = run_seeded_block(t); });
   }
   for (std::thread& th : threads) th.join();
   for (unsigned t = 0; t < kThreads; ++t) {

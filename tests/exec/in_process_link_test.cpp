@@ -16,7 +16,6 @@ namespace {
 
 using schedules::Microbatch;
 using schedules::Rank;
-using schedules::Stage;
 
 Tensor filled(float value, std::int64_t n = 3) {
   Tensor t({n});
@@ -25,20 +24,20 @@ Tensor filled(float value, std::int64_t n = 3) {
 }
 
 MessageTag activation(int microbatch, int step = 0) {
-  return {step, MessageKind::activation, Stage{0}, Microbatch{microbatch}};
+  return {step, MessageKind::activation, schedules::Stage{0}, Microbatch{microbatch}};
 }
 
 TEST(InProcessLink, ReceivesMatchByTagWhateverTheSendOrder) {
   cpu::InProcessLink link(2);
   for (int m : {2, 0, 3, 1})
     link.send(Rank{0}, Rank{1}, activation(m), filled(static_cast<float>(m)), {});
-  link.send(Rank{0}, Rank{1}, {0, MessageKind::gradient, Stage{0}, Microbatch{1}}, filled(-1), {});
+  link.send(Rank{0}, Rank{1}, {0, MessageKind::gradient, schedules::Stage{0}, Microbatch{1}}, filled(-1), {});
   EXPECT_EQ(link.pending(), 5U);
   for (int m : {1, 3, 0, 2}) {
     const Tensor t = link.receive(Rank{1}, Rank{0}, activation(m), {});
     EXPECT_EQ(t.f32()[0], static_cast<float>(m));
   }
-  EXPECT_EQ(link.receive(Rank{1}, Rank{0}, {0, MessageKind::gradient, Stage{0}, Microbatch{1}}, {})
+  EXPECT_EQ(link.receive(Rank{1}, Rank{0}, {0, MessageKind::gradient, schedules::Stage{0}, Microbatch{1}}, {})
                 .f32()[0],
             -1);
   EXPECT_EQ(link.pending(), 0U);

@@ -19,7 +19,7 @@ namespace {
 
 using Clock = MemoryLog::Clock;
 
-std::int64_t ns(Clock::duration d) { return std::chrono::duration_cast<std::chrono::nanoseconds>(d).count(); }
+std::int64_t to_ns(Clock::duration d) { return std::chrono::duration_cast<std::chrono::nanoseconds>(d).count(); }
 
 // (action index, bytes) of each change: what is exact.
 std::vector<std::pair<int, std::int64_t>> actions_and_bytes(const std::vector<MemoryChange>& changes) {
@@ -46,8 +46,8 @@ TEST(MemoryLog, LogsOnlyOnceAStepIsStartedWithTheActionAndTheTimeSinceItsStart) 
   const std::vector<MemoryChange> changes = log.changes(0);
   ASSERT_EQ(changes.size(), 2U);
   EXPECT_EQ(actions_and_bytes(changes), (std::vector<std::pair<int, std::int64_t>>{{2, 128}, {-1, 0}}));
-  EXPECT_GE(changes[0].host_ns, ns(before - start));
-  EXPECT_LE(changes[0].host_ns, ns(after - start));
+  EXPECT_GE(changes[0].host_ns, to_ns(before - start));
+  EXPECT_LE(changes[0].host_ns, to_ns(after - start));
   EXPECT_GE(changes[1].host_ns, changes[0].host_ns);
 }
 

@@ -17,10 +17,9 @@ namespace {
 
 using schedules::Microbatch;
 using schedules::parse_action;
-using schedules::Stage;
 
 MessageTag tag(int step, MessageKind kind, int stage, int microbatch) {
-  return {step, kind, Stage{stage}, Microbatch{microbatch}};
+  return {step, kind, schedules::Stage{stage}, Microbatch{microbatch}};
 }
 
 using gpipe::testing::logic_error_of;

@@ -25,7 +25,7 @@ using Book = StashBook<Stash<Tensor>>;
 using Kept = Book::Kept;
 
 // f32 [rows, 4] filled with `value`, charged to `account`: 16 rows bytes.
-Tensor filled(std::int64_t rows, float value, MemoryAccount* account) {
+Tensor filled_rows(std::int64_t rows, float value, MemoryAccount* account) {
   Tensor t({rows, 4}, ElementType::f32, account);
   for (float& v : t.f32()) v = value;
   return t;
@@ -36,8 +36,8 @@ Tensor filled(std::int64_t rows, float value, MemoryAccount* account) {
 void forward(Book& book, int microbatch, Tensor input, MemoryAccount& account) {
   auto& stash = book.fill(microbatch);
   stash.at(0).tensors.push_back(std::move(input));
-  stash.at(0).tensors.push_back(filled(4, -1, &account));
-  stash.at(1).tensors.push_back(filled(2, -2, &account));
+  stash.at(0).tensors.push_back(filled_rows(4, -1, &account));
+  stash.at(1).tensors.push_back(filled_rows(2, -2, &account));
 }
 
 using gpipe::testing::logic_error_of;
@@ -47,7 +47,7 @@ TEST(StashBook, FollowsFAndDropAndRAndBWithExactBytes) {
   Book book(2, 2);
   EXPECT_NO_THROW((void)book.expect(0, Kept::nothing, "F"));
 
-  forward(book, 0, filled(2, 1.5F, &account), account);
+  forward(book, 0, filled_rows(2, 1.5F, &account), account);
   EXPECT_EQ(account.bytes(), 128);
   EXPECT_EQ(book.expect(0, Kept::everything, "B").at(0).bytes(), 96);
 
@@ -79,7 +79,7 @@ TEST(StashBook, FollowsFAndDropAndRAndBWithExactBytes) {
 TEST(StashBook, ConsumedFreesWhatIsStillInTheStash) {
   MemoryAccount account;
   Book book(1, 2);
-  forward(book, 0, filled(2, 1, &account), account);
+  forward(book, 0, filled_rows(2, 1, &account), account);
   EXPECT_EQ(account.bytes(), 128);
   book.consumed(0);
   EXPECT_EQ(account.bytes(), 0);
@@ -88,8 +88,8 @@ TEST(StashBook, ConsumedFreesWhatIsStillInTheStash) {
 TEST(StashBook, MicroBatchesAreIndependent) {
   MemoryAccount account;
   Book book(3, 2);
-  forward(book, 0, filled(2, 0, &account), account);
-  forward(book, 2, filled(2, 2, &account), account);
+  forward(book, 0, filled_rows(2, 0, &account), account);
+  forward(book, 2, filled_rows(2, 2, &account), account);
   book.keep_boundary(2);
   EXPECT_EQ(account.bytes(), 128 + 32);
   EXPECT_NO_THROW((void)book.expect(0, Kept::everything, "B"));
@@ -108,7 +108,7 @@ TEST(StashBook, AWrongStateIsALogicErrorNamingTheActionAndWhatItFound) {
   EXPECT_EQ(logic_error_of([&] { book.keep_boundary(1); }),
             "dropping the stash of micro-batch 1 found nothing kept");
 
-  forward(book, 1, filled(2, 0, &account), account);
+  forward(book, 1, filled_rows(2, 0, &account), account);
   EXPECT_EQ(logic_error_of([&] { (void)book.expect(1, Kept::nothing, "F"); }),
             "F of micro-batch 1 found the full stash kept");
   EXPECT_EQ(logic_error_of([&] { (void)book.take_boundary(1); }), "R of micro-batch 1 found the full stash kept");
@@ -126,13 +126,13 @@ TEST(StashBook, AWrongStateIsALogicErrorNamingTheActionAndWhatItFound) {
 TEST(StashBook, IHoldsTheWeightStashesUntilWConsumesThem) {
   MemoryAccount account;
   Book book(2, 2);
-  forward(book, 1, filled(2, 0, &account), account);
+  forward(book, 1, filled_rows(2, 0, &account), account);
   EXPECT_EQ(logic_error_of([&] { (void)book.expect(1, Kept::weight_stash, "W"); }),
             "W of micro-batch 1 found the full stash kept");
   {
     std::vector<Stash<Tensor>> consumed = std::move(book.expect(1, Kept::everything, "I"));
     std::vector<Stash<Tensor>> weight(2);
-    weight[0].tensors.push_back(filled(1, 3, &account));
+    weight[0].tensors.push_back(filled_rows(1, 3, &account));
     book.hold_for_weight(1, std::move(weight));
   }  // I frees the stash it consumed
   EXPECT_EQ(account.bytes(), 16);
@@ -150,7 +150,7 @@ TEST(StashBook, IHoldsTheWeightStashesUntilWConsumesThem) {
   EXPECT_EQ(account.bytes(), 0);
   EXPECT_NO_THROW((void)book.expect(1, Kept::nothing, "F"));
 
-  forward(book, 0, filled(2, 0, &account), account);
+  forward(book, 0, filled_rows(2, 0, &account), account);
   EXPECT_EQ(logic_error_of([&] { book.hold_for_weight(0, std::vector<Stash<Tensor>>(3)); }),
             "I of micro-batch 0: 3 weight-gradient stashes for 2 layers");
 }

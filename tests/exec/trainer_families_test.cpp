@@ -34,8 +34,8 @@ using trainer_test::RunConfig;
 
 // The family's own schedule of K ranks and M micro-batches, the model cut
 // uniformly into its K x V stages.
-TrainOptions options_for(const RunConfig& config, const std::string& family, int ranks, int microbatches,
-                         RecomputePolicy recompute) {
+TrainOptions family_options_for(const RunConfig& config, const std::string& family, int ranks, int microbatches,
+                                RecomputePolicy recompute) {
   schedules::ScheduleOptions s;
   s.num_ranks = ranks;
   s.num_microbatches = microbatches;
@@ -69,7 +69,7 @@ void expect_every_family_trains(const RunConfig& base, int ranks, int microbatch
     for (RecomputePolicy recompute : {RecomputePolicy::never, RecomputePolicy::always}) {
       const std::string what = fmt::format("{} {} K={} M={} recompute={}", base.model, family, ranks,
                                            microbatches, schedules::to_string(recompute));
-      const TrainOptions o = options_for(base, family, ranks, microbatches, recompute);
+      const TrainOptions o = family_options_for(base, family, ranks, microbatches, recompute);
       const TrainResult run = cpu::train(o);
       trainer_test::expect_matches(run, ref, o.model, base.optimizer, what);
       std::vector<std::int64_t> measured;
@@ -128,7 +128,7 @@ TEST(TrainerFamilies, LlamaTiedEveryFamilyIsTransparentAndItsCopiesStayEqual) {
   expect_every_family_trains(c, 2, 4);
   expect_every_family_trains(c, 3, 6);
   for (const char* family : {"1f1b", "zbv", "interleaved-1f1b"}) {
-    const TrainOptions o = options_for(c, family, 2, 4, RecomputePolicy::never);
+    const TrainOptions o = family_options_for(c, family, 2, 4, RecomputePolicy::never);
     const TrainResult run = cpu::train(o);
     const auto& table = run.weights.front()[models::layout::token_embedding::kTok];
     const auto& unembedding = run.weights.back()[models::layout::rms_head::kWu];

@@ -23,6 +23,8 @@ namespace gpipe::exec {
 namespace {
 
 using schedules::RecomputePolicy;
+using trainer_test::kMlp;
+using trainer_test::kTransformer;
 using trainer_test::RunConfig;
 
 sim::Prediction predict_for(const RunConfig& c, const TrainOptions& options) {
@@ -118,9 +120,6 @@ std::string name_of(const ::testing::TestParamInfo<MemoryCase>& info) {
       [](char ch) { return !std::isalnum(static_cast<unsigned char>(ch)); }, '_');
   return name;
 }
-
-constexpr const char* kMlp = "mlp:layers=4,hidden=16";
-constexpr const char* kTransformer = "transformer:layers=4,hidden=16,heads=2,seq=8,vocab=32";
 
 INSTANTIATE_TEST_SUITE_P(
     Cases, TrainerMemory,

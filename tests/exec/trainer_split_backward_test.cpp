@@ -32,16 +32,15 @@ namespace {
 
 using hand_schedules::WeightPlacement;
 using schedules::RecomputePolicy;
+using trainer_test::kMlp;
+using trainer_test::kTransformer;
 using trainer_test::RunConfig;
-
-constexpr const char* kMlp = "mlp:layers=4,hidden=16";  // 5 layers
-constexpr const char* kTransformer = "transformer:layers=4,hidden=16,heads=2,seq=8,vocab=32";  // 6 layers
 
 constexpr WeightPlacement kPlacements[] = {WeightPlacement::right_after_input,
                                            WeightPlacement::after_next_action,
                                            WeightPlacement::at_the_end};
 
-std::string to_string(WeightPlacement where) {
+std::string placement_name(WeightPlacement where) {
   switch (where) {
     case WeightPlacement::right_after_input:
       return "W right after I";
@@ -95,7 +94,7 @@ profiles::Profile analytic_for(const TrainOptions& o, bool with_weight_stash = t
 }
 
 // The simulator's peak activation bytes per rank for the run of `o`.
-std::vector<std::int64_t> predicted_peaks(const TrainOptions& o, const profiles::Profile& profile) {
+std::vector<std::int64_t> predicted_peaks_of_profile(const TrainOptions& o, const profiles::Profile& profile) {
   const sim::ProfileCosts costs(profile, o.partition.layers_per_stage,
                                 plan::split_batch(o.batch, o.schedule.num_microbatches));
   const sim::UniformLink link(profile.link.latency_us, profile.link.bandwidth_GBps);
@@ -127,7 +126,7 @@ void expect_transparent_and_predicted(const TrainOptions& o, const TrainResult& 
   const TrainResult run = cpu::train(o);
   trainer_test::expect_matches(run, ref, o.model, optimizer, what);
   const std::vector<std::int64_t> measured = measured_peaks(run);
-  EXPECT_EQ(measured, predicted_peaks(o, analytic_for(o))) << what;
+  EXPECT_EQ(measured, predicted_peaks_of_profile(o, analytic_for(o))) << what;
   for (std::size_t r = 0; r < measured.size(); ++r) EXPECT_GT(measured[r], 0) << what << " rank " << r;
   expect_every_rank_ends_at_zero(run, o.schedule.num_ranks, what);
 }
@@ -142,7 +141,7 @@ void expect_split_transparent(const RunConfig& base, int stages, int microbatche
             base, hand_schedules::split_backward(generated(name, stages, microbatches, recompute), where));
         const std::string what = fmt::format("{} {} K={} M={} N={} recompute={}, {}", base.model, name,
                                              stages, microbatches, base.batch,
-                                             schedules::to_string(recompute), to_string(where));
+                                             schedules::to_string(recompute), placement_name(where));
         expect_transparent_and_predicted(o, ref, base.optimizer, what);
       }
     }
@@ -192,9 +191,9 @@ TEST(TrainerSplitBackward, DeferredWeightGradientsKeepOnlyWhatWNeeds) {
         c, hand_schedules::split_backward(generated("1f1b", 3, 6, RecomputePolicy::never),
                                           WeightPlacement::at_the_end));
     const std::vector<std::int64_t> measured = measured_peaks(cpu::train(o));
-    const std::vector<std::int64_t> predicted = predicted_peaks(o, analytic_for(o));
+    const std::vector<std::int64_t> predicted = predicted_peaks_of_profile(o, analytic_for(o));
     EXPECT_EQ(measured, predicted) << model;
-    const std::vector<std::int64_t> keeping_all = predicted_peaks(o, analytic_for(o, false));
+    const std::vector<std::int64_t> keeping_all = predicted_peaks_of_profile(o, analytic_for(o, false));
     ASSERT_EQ(keeping_all.size(), measured.size());
     ASSERT_EQ(predicted.size(), measured.size());
     for (std::size_t r = 0; r < measured.size(); ++r) {
@@ -220,7 +219,7 @@ void expect_two_stages_per_rank_transparent(const RunConfig& base, int ranks, in
       expect_transparent_and_predicted(options_with(base, full), ref, base.optimizer, what);
       for (WeightPlacement where : kPlacements) {
         expect_transparent_and_predicted(options_with(base, hand_schedules::split_backward(full, where)),
-                                         ref, base.optimizer, what + ", " + to_string(where));
+                                         ref, base.optimizer, what + ", " + placement_name(where));
       }
     }
   }

@@ -15,6 +15,11 @@
 
 namespace gpipe::exec::trainer_test {
 
+// The small models the trainer tests run: 4 blocks, so 5 layers (the MLP) and
+// 6 layers (the transformer, with its embedding and head).
+inline constexpr const char* kMlp = "mlp:layers=4,hidden=16";
+inline constexpr const char* kTransformer = "transformer:layers=4,hidden=16,heads=2,seq=8,vocab=32";
+
 struct RunConfig {
   std::string model = "mlp:layers=4,hidden=16";
   std::string schedule = "gpipe";

@@ -25,7 +25,6 @@ using schedules::Action;
 using schedules::ActionKind;
 using schedules::parse_action;
 using schedules::RecomputePolicy;
-using schedules::Stage;
 using Strings = std::vector<std::string>;
 
 // gpipe, K = 2, M = 2, N = 8 (micro-batches of 4).
@@ -126,7 +125,7 @@ void expect_program_order_and_data_flow(WorkerHarness& h, const std::string& wha
   // What made stage st's input gradient: its I where the backward is split, else its B.
   const auto grad = [&](int st, int m, int t) {
     bool split = false;
-    for (const auto& list : s.ranks) split = split || std::ranges::count(list, Action{Stage{st}, ActionKind::I, schedules::Microbatch{m}}) > 0;
+    for (const auto& list : s.ranks) split = split || std::ranges::count(list, Action{schedules::Stage{st}, ActionKind::I, schedules::Microbatch{m}}) > 0;
     return fmt::format("{}{}{}@{}", st, split ? "I" : "B", m, t);
   };
   ASSERT_EQ(h.error(), "no error");
@@ -184,7 +183,7 @@ void expect_program_order_and_data_flow(WorkerHarness& h, const std::string& wha
         case ActionKind::SEND_B: {
           const bool f = a.kind == ActionKind::SEND_F;
           EXPECT_EQ(call.input, f ? fmt::format("{}F{}@{}", s_, m, t) : grad(s_, m, t));
-          EXPECT_EQ(call.peer, s.rank_of(Stage{f ? s_ + 1 : s_ - 1}).value);
+          EXPECT_EQ(call.peer, s.rank_of(schedules::Stage{f ? s_ + 1 : s_ - 1}).value);
           EXPECT_EQ(tag_text(call), to_string(MessageTag{t, f ? MessageKind::activation : MessageKind::gradient,
                                                          a.stage, a.microbatch}));
           EXPECT_EQ(call.index, expected[c].index);
@@ -194,7 +193,7 @@ void expect_program_order_and_data_flow(WorkerHarness& h, const std::string& wha
         case ActionKind::RECV_F:
         case ActionKind::RECV_B: {
           const bool f = a.kind == ActionKind::RECV_F;
-          const Stage producer{f ? s_ - 1 : s_ + 1};
+          const schedules::Stage producer{f ? s_ - 1 : s_ + 1};
           EXPECT_EQ(call.input, f ? fmt::format("{}F{}@{}", producer.value, m, t) : grad(producer.value, m, t));
           EXPECT_EQ(call.peer, s.rank_of(producer).value);
           EXPECT_EQ(tag_text(call), to_string(MessageTag{t, f ? MessageKind::activation : MessageKind::gradient,
@@ -388,7 +387,7 @@ TEST(Worker, AnInjectedStallAtTheEndLeavesTheOtherRankAtTheNextStepsBarrier) {
 // The run's error with `o` after `script` has set the fakes up; every worker
 // has left, each device drained once.
 template <class Script>
-std::string run_error(TrainOptions o, Script script) {
+std::string scripted_run_error(TrainOptions o, Script script) {
   WorkerHarness h(std::move(o));
   script(h);
   h.run();
@@ -405,7 +404,7 @@ TEST(Worker, AnInjectedFaultFailsTheRunNamingTheRankAndTheAction) {
   for (const std::string at : {"1F1", "1RECV_F0", "1B0", "1SEND_B1", "1STEP"}) {
     TrainOptions o = two_by_two();
     o.fault = FaultInjection{schedules::Rank{1}, parse_action(at)};
-    EXPECT_EQ(run_error(o, [](WorkerHarness&) {}), "rank 1 failed in " + at + ": injected fault");
+    EXPECT_EQ(scripted_run_error(o, [](WorkerHarness&) {}), "rank 1 failed in " + at + ": injected fault");
   }
   TrainOptions o = two_by_two();
   o.fault = FaultInjection{schedules::Rank{0}, parse_action("0SEND_F1")};
@@ -433,11 +432,11 @@ TEST(Worker, AStageThatThrowsFailsTheRunNamingTheRankAndTheAction) {
            // Dropping the stash is part of the forward.
            {RecomputePolicy::always, 1, "1DROP0", "rank 1 failed in 1F0: out of memory"},
        }) {
-    EXPECT_EQ(run_error(two_by_two(c.recompute),
-                        [&](WorkerHarness& h) {
-                          h.stage(c.stage).script.throw_at = c.throw_at;
-                          h.stage(c.stage).script.throw_message = "out of memory";
-                        }),
+    EXPECT_EQ(scripted_run_error(two_by_two(c.recompute),
+                                 [&](WorkerHarness& h) {
+                                   h.stage(c.stage).script.throw_at = c.throw_at;
+                                   h.stage(c.stage).script.throw_message = "out of memory";
+                                 }),
               c.error);
   }
 }
@@ -462,7 +461,7 @@ TEST(Worker, AFailedRunsWorkersDropTheirStashesAndAFinishedRunsKeepNone) {
 }
 
 TEST(Worker, AStageThatThrowsANonStandardExceptionIsNamedByItsAction) {
-  const std::string error = run_error(two_by_two(), [](WorkerHarness& h) {
+  const std::string error = scripted_run_error(two_by_two(), [](WorkerHarness& h) {
     h.stage(1).script.throw_at = "1F1";
     h.stage(1).script.throw_non_std = true;
   });
@@ -485,13 +484,13 @@ TEST(Worker, AThrowBetweenActionsFailsTheRunNamingTheStep) {
        }) {
     TrainOptions o = two_by_two();
     o.steps = 3;
-    EXPECT_EQ(run_error(o,
-                        [&](WorkerHarness& h) {
-                          fake::DeviceScript& script = h.device(c.rank).script;
-                          script.throw_in = c.call;
-                          script.throw_at_step = c.step;
-                          script.throw_message = "device lost";
-                        }),
+    EXPECT_EQ(scripted_run_error(o,
+                                 [&](WorkerHarness& h) {
+                                   fake::DeviceScript& script = h.device(c.rank).script;
+                                   script.throw_in = c.call;
+                                   script.throw_at_step = c.step;
+                                   script.throw_message = "device lost";
+                                 }),
               c.error)
         << c.call;
   }
@@ -500,18 +499,18 @@ TEST(Worker, AThrowBetweenActionsFailsTheRunNamingTheStep) {
 TEST(Worker, CheckFiniteFailsOnANonFiniteLossOrGradient) {
   TrainOptions o = two_by_two();
   o.check_finite = true;
-  EXPECT_EQ(run_error(o, [](WorkerHarness& h) { h.device(1).script.all_finite = false; }),
+  EXPECT_EQ(scripted_run_error(o, [](WorkerHarness& h) { h.device(1).script.all_finite = false; }),
             "rank 1 failed in 1F0: non-finite loss");
-  EXPECT_EQ(run_error(o, [](WorkerHarness& h) { h.device(0).script.all_finite = false; }),
+  EXPECT_EQ(scripted_run_error(o, [](WorkerHarness& h) { h.device(0).script.all_finite = false; }),
             "rank 0 failed in 0B1: non-finite input gradient");
-  EXPECT_EQ(run_error(o, [](WorkerHarness& h) { h.stage(0).script.non_finite_gradient = "block0.w1"; }),
+  EXPECT_EQ(scripted_run_error(o, [](WorkerHarness& h) { h.stage(0).script.non_finite_gradient = "block0.w1"; }),
             "rank 0 failed in 0B1: non-finite gradient of block0.w1");
   // An empty input gradient (token ids) is not read back.
-  EXPECT_EQ(run_error(o,
-                      [](WorkerHarness& h) {
-                        h.device(0).script.all_finite = false;
-                        h.stage(0).script.empty_input_gradient = true;
-                      }),
+  EXPECT_EQ(scripted_run_error(o,
+                               [](WorkerHarness& h) {
+                                 h.device(0).script.all_finite = false;
+                                 h.stage(0).script.empty_input_gradient = true;
+                               }),
             "no error");
 }
 

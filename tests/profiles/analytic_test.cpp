@@ -36,7 +36,7 @@ const Device kToy{.key = "toy",
 constexpr AnalyticOptions kExact{.mfu = 1.0, .bw_efficiency = 1.0};
 
 template <typename Call>
-std::string error_of(Call call) {
+std::string analytic_error_of(Call call) {
   try {
     (void)call();
   } catch (const InputError& e) {
@@ -126,7 +126,7 @@ TEST(AnalyticByHand, Fp8RunsTheGemmsAtTheFp8RateAndStoresAsBf16) {
   EXPECT_EQ(p8.layers[0].param_bytes, p16.layers[0].param_bytes);
   EXPECT_EQ(p8.layers[0].samples[0].activation_bytes, p16.layers[0].samples[0].activation_bytes);
   EXPECT_EQ(p8.device_memory_bytes, 80'000'000'000);  // the device's, for --memory-limit device
-  EXPECT_EQ(error_of([&] { return analytic_profile(big, device_named("a100"), DType::fp8, sizes); }),
+  EXPECT_EQ(analytic_error_of([&] { return analytic_profile(big, device_named("a100"), DType::fp8, sizes); }),
             "--dtype fp8: a100 has no fp8 tensor cores in the device table");
 }
 
@@ -208,23 +208,23 @@ TEST(AnalyticProfile, RejectsBadSizesAndOptionsNamingThem) {
     return
         [=, &model, &h100] { return analytic_profile(model, h100, DType::bf16, sizes, options); };
   };
-  EXPECT_EQ(error_of(with_sizes({})), "analytic profile: no micro-batch sizes given");
-  EXPECT_EQ(error_of(with_sizes({2, 0})),
+  EXPECT_EQ(analytic_error_of(with_sizes({})), "analytic profile: no micro-batch sizes given");
+  EXPECT_EQ(analytic_error_of(with_sizes({2, 0})),
             "analytic profile: micro-batch size must be at least 1, got 0");
-  EXPECT_EQ(error_of(with_sizes({4, 2, 4})), "analytic profile: micro-batch size 4 given twice");
-  EXPECT_EQ(error_of(with_sizes({1}, {.mfu = 0})),
+  EXPECT_EQ(analytic_error_of(with_sizes({4, 2, 4})), "analytic profile: micro-batch size 4 given twice");
+  EXPECT_EQ(analytic_error_of(with_sizes({1}, {.mfu = 0})),
             "analytic option mfu: expected a number in (0, 1], got 0");
-  EXPECT_EQ(error_of(with_sizes({1}, {.mfu = 1.5})),
+  EXPECT_EQ(analytic_error_of(with_sizes({1}, {.mfu = 1.5})),
             "analytic option mfu: expected a number in (0, 1], got 1.5");
-  EXPECT_EQ(error_of(with_sizes({1}, {.bw_efficiency = -0.1})),
+  EXPECT_EQ(analytic_error_of(with_sizes({1}, {.bw_efficiency = -0.1})),
             "analytic option bw_efficiency: expected a number in (0, 1], got -0.1");
-  EXPECT_EQ(error_of(with_sizes({1}, {.launch_overhead_us = -1})),
+  EXPECT_EQ(analytic_error_of(with_sizes({1}, {.launch_overhead_us = -1})),
             "analytic option launch_overhead_us: expected a non-negative number, got -1");
-  EXPECT_EQ(error_of(with_sizes({1}, {.optimizer_bytes_per_param = -2})),
+  EXPECT_EQ(analytic_error_of(with_sizes({1}, {.optimizer_bytes_per_param = -2})),
             "analytic option optimizer_bytes_per_param: expected a non-negative number, got -2");
-  EXPECT_EQ(error_of(with_sizes({1}, {.link_latency_us = -3})),
+  EXPECT_EQ(analytic_error_of(with_sizes({1}, {.link_latency_us = -3})),
             "analytic option link_latency_us: expected a non-negative number, got -3");
-  EXPECT_EQ(error_of([&] { return analytic_pass_times(model.layers[0], h100, DType::bf16, 0); }),
+  EXPECT_EQ(analytic_error_of([&] { return analytic_pass_times(model.layers[0], h100, DType::bf16, 0); }),
             "layer 'block0': micro-batch size must be at least 1, got 0");
 }
 
@@ -235,7 +235,7 @@ TEST(AnalyticProfile, RefusesSizesWhoseByteCountsOverflow) {
       models::parse_model("transformer:layers=1,hidden=1048576,heads=1,seq=1048576");
   const std::vector<int> sizes = {1, INT_MAX};
   EXPECT_EQ(
-      error_of([&] { return analytic_profile(model, device_named("h100"), DType::bf16, sizes); }),
+      analytic_error_of([&] { return analytic_profile(model, device_named("h100"), DType::bf16, sizes); }),
       "layer 'embed': micro-batch size 2147483647 is too large, its byte counts overflow");
 }
 

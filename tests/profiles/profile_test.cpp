@@ -24,7 +24,7 @@ std::filesystem::path data(const std::string& name) {
 
 // The message of the InputError that `read` throws; fails the test if none.
 template <typename Read>
-std::string error_of(Read read) {
+std::string profile_error_of(Read read) {
   try {
     (void)read();
   } catch (const InputError& e) {
@@ -95,7 +95,7 @@ class ProfileInvalidFile : public ::testing::TestWithParam<InvalidCase> {};
 TEST_P(ProfileInvalidFile, NamesTheFieldAtFault) {
   const auto path = data(GetParam().file);
   ASSERT_TRUE(std::filesystem::exists(path)) << path;
-  EXPECT_EQ(error_of([&] { return load_profile(path); }),
+  EXPECT_EQ(profile_error_of([&] { return load_profile(path); }),
             path.string() + ": " + GetParam().message);
 }
 
@@ -163,26 +163,26 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(ProfileLoad, NamesAMissingFile) {
   const auto path = data("no_such_profile.json");
-  EXPECT_EQ(error_of([&] { return load_profile(path); }),
+  EXPECT_EQ(profile_error_of([&] { return load_profile(path); }),
             path.string() + ": cannot read: No such file or directory");
 }
 
 TEST(ProfileLoad, NamesAFileThatIsNotJson) {
   const auto path = data("invalid_not_json.json");
-  const std::string message = error_of([&] { return load_profile(path); });
+  const std::string message = profile_error_of([&] { return load_profile(path); });
   EXPECT_EQ(message.rfind(path.string() + ": not valid JSON: parse error at line 2", 0), 0u)
       << message;
 }
 
 TEST(ProfileLoad, ANumberPastADoubleIsBadJsonNotACrash) {
   const auto path = data("invalid_number_overflow.json");
-  EXPECT_EQ(error_of([&] { return load_profile(path); }),
+  EXPECT_EQ(profile_error_of([&] { return load_profile(path); }),
             path.string() + ": not valid JSON: number overflow parsing '1e400'");
 }
 
 TEST(ProfileLoad, NamesADirectory) {
   const auto path = data("");
-  EXPECT_EQ(error_of([&] { return load_profile(path); }),
+  EXPECT_EQ(profile_error_of([&] { return load_profile(path); }),
             path.string() + ": cannot read: is a directory");
 }
 
@@ -198,7 +198,7 @@ class ProfileFromJson : public ::testing::Test {
   json& sample_ = doc_["layers"][0]["samples"][0];
 
   std::string error() {
-    return error_of([&] { return profile_from_json(doc_, "inline"); });
+    return profile_error_of([&] { return profile_from_json(doc_, "inline"); });
   }
 };
 
@@ -340,10 +340,10 @@ TEST(ProfileRoundTrip, WritesTheFormatAndOmitsAZeroOptimizerCost) {
 TEST(ProfileWrite, NamesAnUnwritablePath) {
   const Profile p = load_profile(data("design_example.json"));
   const auto path = std::filesystem::path(::testing::TempDir()) / "no_such_dir" / "p.json";
-  EXPECT_EQ(error_of([&] {
-              write_profile(p, path);
-              return 0;
-            }),
+  EXPECT_EQ(profile_error_of([&] {
+                      write_profile(p, path);
+                      return 0;
+                    }),
             path.string() + ": cannot write: No such file or directory");
 }
 

@@ -31,7 +31,7 @@ Profile three_layers() {
   return p;
 }
 
-std::string error_of(const std::vector<int>& partition, int micro_batch_size = 4) {
+std::string partition_error_of(const std::vector<int>& partition, int micro_batch_size = 4) {
   try {
     (void)stage_costs(three_layers(), partition, micro_batch_size);
   } catch (const InputError& e) {
@@ -82,21 +82,21 @@ TEST(StageCosts, TheDesignExampleInNanoseconds) {
 }
 
 TEST(StageCosts, RejectsAPartitionThatMissesLayers) {
-  EXPECT_EQ(error_of({1, 1}), "partition 1,1: 2 layers in all, but the profile has 3");
-  EXPECT_EQ(error_of({2, 2}), "partition 2,2: 4 layers in all, but the profile has 3");
+  EXPECT_EQ(partition_error_of({1, 1}), "partition 1,1: 2 layers in all, but the profile has 3");
+  EXPECT_EQ(partition_error_of({2, 2}), "partition 2,2: 4 layers in all, but the profile has 3");
 }
 
 TEST(StageCosts, RejectsAnEmptyStage) {
-  EXPECT_EQ(error_of({2, 0, 1}),
+  EXPECT_EQ(partition_error_of({2, 0, 1}),
             "partition 2,0,1: stage 1 has 0 layers; every stage needs at least one");
-  EXPECT_EQ(error_of({4, -1}),
+  EXPECT_EQ(partition_error_of({4, -1}),
             "partition 4,-1: stage 1 has -1 layers; every stage needs at least one");
 }
 
-TEST(StageCosts, RejectsNoStages) { EXPECT_EQ(error_of({}), "partition: no stages given"); }
+TEST(StageCosts, RejectsNoStages) { EXPECT_EQ(partition_error_of({}), "partition: no stages given"); }
 
 TEST(StageCosts, RejectsANonPositiveMicroBatchSize) {
-  EXPECT_EQ(error_of({3}, 0), "micro-batch size must be positive (got 0)");
+  EXPECT_EQ(partition_error_of({3}, 0), "micro-batch size must be positive (got 0)");
 }
 
 }  // namespace

@@ -14,16 +14,13 @@
 #include "schedules/chrome_trace.hpp"
 #include "schedules/error.hpp"
 #include "schedules/metrics.hpp"
+#include "tests/schedules/test_support.hpp"
 
 namespace gpipe::schedules {
 namespace {
 
 using nlohmann::json;
-
-TimedAction timed(int rank, const char* action, std::int64_t start, std::int64_t end) {
-  const Action a = parse_action(action);
-  return TimedAction{a, Rank{rank}, stream_of(a.kind), start, end};
-}
+using testing::timed;
 
 // Two ranks, three stages (stages 0 and 2 on rank 0), odd and large times.
 Timeline sample() {

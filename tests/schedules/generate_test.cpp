@@ -11,7 +11,7 @@ namespace {
 
 using testing::program;
 
-ScheduleOptions options(int k, int m, BackwardOrder order = BackwardOrder::reverse) {
+ScheduleOptions options_with_order(int k, int m, BackwardOrder order = BackwardOrder::reverse) {
   ScheduleOptions o;
   o.num_ranks = k;
   o.num_microbatches = m;
@@ -20,7 +20,7 @@ ScheduleOptions options(int k, int m, BackwardOrder order = BackwardOrder::rever
 }
 
 TEST(GenerateGpipe, FillDrainReverseBackwards) {
-  const Schedule s = generate_gpipe(options(4, 3));
+  const Schedule s = generate_gpipe(options_with_order(4, 3));
   EXPECT_EQ(s.name, "gpipe");
   EXPECT_EQ(s.num_ranks, 4);
   EXPECT_EQ(s.num_stages, 4);
@@ -32,21 +32,21 @@ TEST(GenerateGpipe, FillDrainReverseBackwards) {
 }
 
 TEST(GenerateGpipe, ForwardBackwardOrder) {
-  const Schedule s = generate_gpipe(options(2, 4, BackwardOrder::forward));
+  const Schedule s = generate_gpipe(options_with_order(2, 4, BackwardOrder::forward));
   EXPECT_EQ(program(s, 0), "0F0 0F1 0F2 0F3 0B0 0B1 0B2 0B3");
   EXPECT_EQ(program(s, 1), "1F0 1F1 1F2 1F3 1B0 1B1 1B2 1B3");
 }
 
 TEST(GenerateGpipe, SingleStageAndSingleMicrobatch) {
-  EXPECT_EQ(program(generate_gpipe(options(1, 1)), 0), "0F0 0B0");
-  EXPECT_EQ(program(generate_gpipe(options(1, 3)), 0), "0F0 0F1 0F2 0B2 0B1 0B0");
-  const Schedule s = generate_gpipe(options(3, 1));
+  EXPECT_EQ(program(generate_gpipe(options_with_order(1, 1)), 0), "0F0 0B0");
+  EXPECT_EQ(program(generate_gpipe(options_with_order(1, 3)), 0), "0F0 0F1 0F2 0B2 0B1 0B0");
+  const Schedule s = generate_gpipe(options_with_order(3, 1));
   EXPECT_EQ(program(s, 1), "1F0 1B0");
   EXPECT_EQ(program(s, 2), "2F0 2B0");
 }
 
 TEST(Generate1f1b, WarmupSteadyDrain) {
-  const Schedule s = generate_1f1b(options(4, 6));
+  const Schedule s = generate_1f1b(options_with_order(4, 6));
   EXPECT_EQ(s.name, "1f1b");
   EXPECT_EQ(program(s, 0), "0F0 0F1 0F2 0F3 0B0 0F4 0B1 0F5 0B2 0B3 0B4 0B5");
   EXPECT_EQ(program(s, 1), "1F0 1F1 1F2 1B0 1F3 1B1 1F4 1B2 1F5 1B3 1B4 1B5");
@@ -55,21 +55,21 @@ TEST(Generate1f1b, WarmupSteadyDrain) {
 }
 
 TEST(Generate1f1b, FewerMicrobatchesThanStages) {
-  const Schedule s = generate_1f1b(options(4, 2));
+  const Schedule s = generate_1f1b(options_with_order(4, 2));
   EXPECT_EQ(program(s, 0), "0F0 0F1 0B0 0B1");
   EXPECT_EQ(program(s, 2), "2F0 2F1 2B0 2B1");
   EXPECT_EQ(program(s, 3), "3F0 3B0 3F1 3B1");
 }
 
 TEST(Generate1f1b, SingleStage) {
-  EXPECT_EQ(program(generate_1f1b(options(1, 3)), 0), "0F0 0B0 0F1 0B1 0F2 0B2");
+  EXPECT_EQ(program(generate_1f1b(options_with_order(1, 3)), 0), "0F0 0B0 0F1 0B1 0F2 0B2");
 }
 
 TEST(Generate, EveryRankRunsEachForwardAndBackwardOnce) {
   for (const char* name : {"gpipe", "1f1b"}) {
     for (int k = 1; k <= 7; ++k) {
       for (int m = 1; m <= 9; ++m) {
-        const Schedule s = generate(name, options(k, m));
+        const Schedule s = generate(name, options_with_order(k, m));
         ASSERT_EQ(static_cast<int>(s.ranks.size()), k);
         for (int r = 0; r < k; ++r) EXPECT_EQ(static_cast<int>(s.ranks[r].size()), 2 * m) << name;
       }
@@ -78,11 +78,11 @@ TEST(Generate, EveryRankRunsEachForwardAndBackwardOnce) {
 }
 
 TEST(Generate, RejectsUnknownNamesAndEmptyPipelines) {
-  EXPECT_THROW((void)generate("zb-h3", options(2, 2)), InputError);
-  EXPECT_THROW((void)generate("gpipe", options(0, 2)), InputError);
-  EXPECT_THROW((void)generate("1f1b", options(2, 0)), InputError);
+  EXPECT_THROW((void)generate("zb-h3", options_with_order(2, 2)), InputError);
+  EXPECT_THROW((void)generate("gpipe", options_with_order(0, 2)), InputError);
+  EXPECT_THROW((void)generate("1f1b", options_with_order(2, 0)), InputError);
   try {
-    (void)generate("interleaved", options(2, 2));
+    (void)generate("interleaved", options_with_order(2, 2));
     FAIL();
   } catch (const InputError& e) {
     EXPECT_STREQ(e.what(),
@@ -96,7 +96,7 @@ TEST(Generate, EveryListedNameGenerates) {
   EXPECT_EQ(schedule_names(), (std::vector<std::string>{"gpipe", "1f1b", "interleaved-1f1b", "looped-bfs",
                                                         "interleaved-zb", "zbv", "dualpipev", "zb-h1", "zb-h2"}));
   // K=2, M=4: a configuration every family takes (dualpipev needs M >= 2K).
-  for (const std::string& name : schedule_names()) EXPECT_EQ(generate(name, options(2, 4)).name, name);
+  for (const std::string& name : schedule_names()) EXPECT_EQ(generate(name, options_with_order(2, 4)).name, name);
   EXPECT_EQ(recompute_policy_names(), (std::vector<std::string>{"never", "always", "except_last"}));
   for (const std::string& name : recompute_policy_names()) {
     EXPECT_EQ(to_string(parse_recompute_policy(name).value()), name);

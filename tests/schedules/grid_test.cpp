@@ -15,8 +15,8 @@ namespace gpipe::schedules {
 namespace {
 
 // A schedule from action texts, one list per rank; stage s on rank s unless `map` says otherwise.
-Schedule make(int stages, int microbatches, const std::vector<std::vector<std::string>>& ranks,
-              std::vector<Rank> map = {}) {
+Schedule hand_schedule(int stages, int microbatches, const std::vector<std::vector<std::string>>& ranks,
+                       std::vector<Rank> map = {}) {
   Schedule s;
   s.name = "hand";
   s.num_ranks = static_cast<int>(ranks.size());
@@ -30,10 +30,10 @@ Schedule make(int stages, int microbatches, const std::vector<std::vector<std::s
   return s;
 }
 
-Schedule gpipe(int k, int m) { return generate("gpipe", {.num_ranks = k, .num_microbatches = m, .backward_order = BackwardOrder::reverse, .recompute = RecomputePolicy::never}); }
+Schedule gpipe_schedule(int k, int m) { return generate("gpipe", {.num_ranks = k, .num_microbatches = m, .backward_order = BackwardOrder::reverse, .recompute = RecomputePolicy::never}); }
 
 TEST(Grid, GpipeFillAndDrain) {
-  EXPECT_EQ(format_grid(gpipe(2, 2)),
+  EXPECT_EQ(format_grid(gpipe_schedule(2, 2)),
             "step  rank 0  rank 1\n"
             "   0  0F0     .\n"
             "   1  0F1     1F0\n"
@@ -61,12 +61,12 @@ TEST(Grid, OneFOneB) {
 }
 
 TEST(Grid, SingleStageSingleMicrobatch) {
-  EXPECT_EQ(format_grid(gpipe(1, 1)), "step  rank 0\n   0  0F0\n   1  0B0\n");
+  EXPECT_EQ(format_grid(gpipe_schedule(1, 1)), "step  rank 0\n   0  0F0\n   1  0B0\n");
 }
 
 TEST(Grid, LoweredMatchesComputeOnlyPlusStep) {
   // Comm takes no time and is not drawn; STEP takes one step, after the last backward.
-  EXPECT_EQ(format_grid(lower(gpipe(2, 2))),
+  EXPECT_EQ(format_grid(lower(gpipe_schedule(2, 2))),
             "step  rank 0  rank 1\n"
             "   0  0F0     .\n"
             "   1  0F1     1F0\n"
@@ -84,8 +84,8 @@ TEST(Grid, RecomputeTakesAStep) {
 }
 
 TEST(Grid, SeveralStagesPerRank) {
-  const Schedule s = make(4, 1, {{"0F0", "2F0", "2B0", "0B0"}, {"1F0", "3F0", "3B0", "1B0"}},
-                          {Rank{0}, Rank{1}, Rank{0}, Rank{1}});
+  const Schedule s = hand_schedule(4, 1, {{"0F0", "2F0", "2B0", "0B0"}, {"1F0", "3F0", "3B0", "1B0"}},
+                                   {Rank{0}, Rank{1}, Rank{0}, Rank{1}});
   const std::string expected =
       "step  rank 0  rank 1\n"
       "   0  0F0     .\n"
@@ -105,7 +105,7 @@ TEST(Grid, SeveralStagesPerRank) {
 }
 
 TEST(Grid, MarkedCell) {
-  EXPECT_EQ(format_grid(gpipe(2, 2), {Position{Rank{1}, 1}, Position{Rank{0}, 3}}),
+  EXPECT_EQ(format_grid(gpipe_schedule(2, 2), {Position{Rank{1}, 1}, Position{Rank{0}, 3}}),
             "step  rank 0  rank 1\n"
             "   0  0F0     .\n"
             "   1  0F1     1F0\n"
@@ -116,7 +116,7 @@ TEST(Grid, MarkedCell) {
 }
 
 TEST(Grid, DeadlockEndsWithStuckRow) {
-  const Schedule s = make(2, 2, {{"0F0", "0B0", "0F1", "0B1"}, {"1F1", "1F0", "1B0", "1B1"}});
+  const Schedule s = hand_schedule(2, 2, {{"0F0", "0B0", "0F1", "0B1"}, {"1F1", "1F0", "1B0", "1B1"}});
   EXPECT_EQ(format_grid(s),
             "step   rank 0  rank 1\n"
             "    0  0F0     .\n"
@@ -124,7 +124,7 @@ TEST(Grid, DeadlockEndsWithStuckRow) {
 }
 
 TEST(Grid, MarksTheCycleFromValidation) {
-  const Schedule s = make(2, 2, {{"0F0", "0B0", "0F1", "0B1"}, {"1F1", "1F0", "1B0", "1B1"}});
+  const Schedule s = hand_schedule(2, 2, {{"0F0", "0B0", "0F1", "0B1"}, {"1F1", "1F0", "1B0", "1B1"}});
   const auto errors = find_errors(s);
   ASSERT_EQ(errors.size(), 1u);
   // 0F1, 1F0 and 1B0 are on the cycle too, but never reached: only the stuck row shows.
@@ -132,13 +132,13 @@ TEST(Grid, MarksTheCycleFromValidation) {
 }
 
 TEST(Grid, MissingDependencyIsStuck) {
-  EXPECT_EQ(format_grid(make(2, 1, {{"0B0"}, {"1F0", "1B0"}})),
+  EXPECT_EQ(format_grid(hand_schedule(2, 1, {{"0B0"}, {"1F0", "1B0"}})),
             "step   rank 0  rank 1\n"
             "stuck  [0B0]   [1F0]\n");
 }
 
 TEST(Grid, StuckOnAReceiveShowsIt) {
-  Schedule s = lower(gpipe(2, 1));
+  Schedule s = lower(gpipe_schedule(2, 1));
   std::erase(s.ranks[0], parse_action("0SEND_F0"));
   EXPECT_EQ(format_grid(s),
             "step   rank 0      rank 1\n"
@@ -147,7 +147,7 @@ TEST(Grid, StuckOnAReceiveShowsIt) {
 }
 
 TEST(Grid, MalformedActionDoesNotCrash) {
-  const std::string grid = format_grid(make(1, 1, {{"0F0", "5F0", "0B0"}}));
+  const std::string grid = format_grid(hand_schedule(1, 1, {{"0F0", "5F0", "0B0"}}));
   EXPECT_EQ(grid, "step   rank 0\n    0  0F0\nstuck  [5F0]\n");
 }
 

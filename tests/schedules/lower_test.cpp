@@ -11,8 +11,8 @@ namespace {
 
 using testing::program;
 
-Schedule gpipe(int k, int m, RecomputePolicy recompute,
-               BackwardOrder order = BackwardOrder::reverse) {
+Schedule gpipe_with(int k, int m, RecomputePolicy recompute,
+                    BackwardOrder order = BackwardOrder::reverse) {
   ScheduleOptions o;
   o.num_ranks = k;
   o.num_microbatches = m;
@@ -22,26 +22,26 @@ Schedule gpipe(int k, int m, RecomputePolicy recompute,
 }
 
 TEST(Lower, InsertsCommAndStepWithoutRecompute) {
-  const Schedule s = lower(gpipe(2, 2, RecomputePolicy::never));
+  const Schedule s = lower(gpipe_with(2, 2, RecomputePolicy::never));
   EXPECT_TRUE(s.is_lowered());
   EXPECT_EQ(program(s, 0), "0F0 0SEND_F0 0F1 0SEND_F1 0RECV_B1 0B1 0RECV_B0 0B0 0STEP");
   EXPECT_EQ(program(s, 1), "1RECV_F0 1F0 1RECV_F1 1F1 1B1 1SEND_B1 1B0 1SEND_B0 1STEP");
 }
 
 TEST(Lower, ExceptLastSkipsTheBackwardRightAfterItsForward) {
-  const Schedule s = lower(gpipe(2, 2, RecomputePolicy::except_last));
+  const Schedule s = lower(gpipe_with(2, 2, RecomputePolicy::except_last));
   EXPECT_EQ(program(s, 0), "0F0 0SEND_F0 0F1 0SEND_F1 0RECV_B1 0B1 0R0 0RECV_B0 0B0 0STEP");
   EXPECT_EQ(program(s, 1), "1RECV_F0 1F0 1RECV_F1 1F1 1B1 1SEND_B1 1R0 1B0 1SEND_B0 1STEP");
 }
 
 TEST(Lower, AlwaysRecomputesEveryMicrobatch) {
-  const Schedule s = lower(gpipe(1, 3, RecomputePolicy::always));
+  const Schedule s = lower(gpipe_with(1, 3, RecomputePolicy::always));
   EXPECT_EQ(program(s, 0), "0F0 0F1 0F2 0R2 0B2 0R1 0B1 0R0 0B0 0STEP");
 }
 
 TEST(Lower, ExceptLastWithForwardOrderRecomputesAll) {
   // B0 follows F2, so no backward directly follows its own forward.
-  const Schedule s = lower(gpipe(1, 3, RecomputePolicy::except_last, BackwardOrder::forward));
+  const Schedule s = lower(gpipe_with(1, 3, RecomputePolicy::except_last, BackwardOrder::forward));
   EXPECT_EQ(program(s, 0), "0F0 0F1 0F2 0R0 0B0 0R1 0B1 0R2 0B2 0STEP");
 }
 
@@ -59,7 +59,7 @@ TEST(Lower, OneFOneBLastRankNeverRecomputesUnderExceptLast) {
 }
 
 TEST(Lower, StagesOnTheSameRankExchangeWithoutComm) {
-  Schedule s = gpipe(2, 1, RecomputePolicy::never);
+  Schedule s = gpipe_with(2, 1, RecomputePolicy::never);
   s.num_ranks = 1;
   s.stage_to_rank = {Rank{0}, Rank{0}};
   s.ranks = {{make_action(0, ActionKind::F, 0), make_action(1, ActionKind::F, 0),
@@ -68,12 +68,12 @@ TEST(Lower, StagesOnTheSameRankExchangeWithoutComm) {
 }
 
 TEST(Lower, IsIdempotent) {
-  const Schedule once = lower(gpipe(3, 4, RecomputePolicy::always));
+  const Schedule once = lower(gpipe_with(3, 4, RecomputePolicy::always));
   EXPECT_EQ(lower(once), once);
 }
 
 TEST(Dependencies, FollowTheDataThroughCommWhenLowered) {
-  const Schedule compute_only = gpipe(3, 2, RecomputePolicy::always);
+  const Schedule compute_only = gpipe_with(3, 2, RecomputePolicy::always);
   const Schedule lowered = lower(compute_only);
   const Dependencies plain(compute_only);
   const Dependencies low(lowered);

@@ -14,7 +14,7 @@ namespace {
 
 using nlohmann::json;
 
-TimedAction timed(int rank, Action a, std::int64_t start, std::int64_t end) {
+TimedAction timed_action(int rank, Action a, std::int64_t start, std::int64_t end) {
   return TimedAction{a, Rank{rank}, stream_of(a.kind), start, end};
 }
 
@@ -28,17 +28,17 @@ Timeline uniform_gpipe(int k, int m, std::int64_t tf, std::int64_t tb) {
   for (int r = 0; r < k; ++r) {
     for (int j = 0; j < m; ++j) {
       tl.actions.push_back(
-          timed(r, make_action(r, ActionKind::F, j), (r + j) * tf, (r + j + 1) * tf));
+          timed_action(r, make_action(r, ActionKind::F, j), (r + j) * tf, (r + j + 1) * tf));
     }
     for (int j = 0; j < m; ++j) {
       const std::int64_t start = drain + (k - 1 - r + j) * tb;
-      tl.actions.push_back(timed(r, make_action(r, ActionKind::B, m - 1 - j), start, start + tb));
+      tl.actions.push_back(timed_action(r, make_action(r, ActionKind::B, m - 1 - j), start, start + tb));
     }
   }
   return tl;
 }
 
-std::string error_of(const Timeline& tl) {
+std::string metrics_error(const Timeline& tl) {
   try {
     (void)compute_metrics(tl);
   } catch (const InputError& e) {
@@ -55,7 +55,7 @@ TEST(Metrics, UniformGpipeMatchesTheClosedForms) {
   for (const Case c :
        {Case{1, 1, 5, 9}, Case{2, 1, 1000, 2000}, Case{4, 4, 812'000, 1'650'000}, Case{4, 8, 3, 7},
         Case{8, 32, 1'234'567, 2'345'679}, Case{3, 5, 1'000'003, 999'983}, Case{16, 64, 99, 101}}) {
-    SCOPED_TRACE(testing::Message() << "K=" << c.k << " M=" << c.m);
+    SCOPED_TRACE(::testing::Message() << "K=" << c.k << " M=" << c.m);
     const Metrics m = compute_metrics(uniform_gpipe(c.k, c.m, c.tf, c.tb));
     const std::int64_t step = (c.m + c.k - 1) * (c.tf + c.tb);
     EXPECT_EQ(m.step_time_ns, step);
@@ -79,10 +79,10 @@ TEST(Metrics, CommDoesNotCountAsBusy) {
   Timeline tl = uniform_gpipe(2, 2, 100, 200);
   const Metrics before = compute_metrics(tl);
   // Transfers inside the step, on the send and recv streams.
-  tl.actions.push_back(timed(0, make_action(0, ActionKind::SEND_F, 0), 100, 150));
-  tl.actions.push_back(timed(1, make_action(1, ActionKind::RECV_F, 0), 100, 150));
-  tl.actions.push_back(timed(1, make_action(1, ActionKind::SEND_B, 1), 700, 790));
-  tl.actions.push_back(timed(0, make_action(0, ActionKind::RECV_B, 1), 700, 790));
+  tl.actions.push_back(timed_action(0, make_action(0, ActionKind::SEND_F, 0), 100, 150));
+  tl.actions.push_back(timed_action(1, make_action(1, ActionKind::RECV_F, 0), 100, 150));
+  tl.actions.push_back(timed_action(1, make_action(1, ActionKind::SEND_B, 1), 700, 790));
+  tl.actions.push_back(timed_action(0, make_action(0, ActionKind::RECV_B, 1), 700, 790));
   const Metrics after = compute_metrics(tl);
   EXPECT_EQ(after, before);
   EXPECT_EQ(after.ranks[0].busy_ns, 600);
@@ -94,12 +94,12 @@ TEST(Metrics, MeasuredTimelinesNeedNotStartAtZero) {
   tl.info =
       TimelineInfo{"gpipe", 2, 2, 1, RecomputePolicy::never, {Rank{0}, Rank{1}}, "cpu", "", 0, {}};
   const std::int64_t t0 = 1'700'000'000'000'000'000;  // an epoch timestamp
-  tl.actions = {timed(0, make_action(0, ActionKind::F, 0), t0, t0 + 300),
-                timed(0, make_action(0, ActionKind::SEND_F, 0), t0 + 300, t0 + 400),
-                timed(1, make_action(1, ActionKind::F, 0), t0 + 400, t0 + 700),
-                timed(1, make_action(1, ActionKind::B, 0), t0 + 700, t0 + 1'300),
-                timed(1, make_action(1, ActionKind::STEP), t0 + 1'300, t0 + 1'350),
-                timed(0, make_action(0, ActionKind::B, 0), t0 + 1'400, t0 + 2'000)};
+  tl.actions = {timed_action(0, make_action(0, ActionKind::F, 0), t0, t0 + 300),
+                timed_action(0, make_action(0, ActionKind::SEND_F, 0), t0 + 300, t0 + 400),
+                timed_action(1, make_action(1, ActionKind::F, 0), t0 + 400, t0 + 700),
+                timed_action(1, make_action(1, ActionKind::B, 0), t0 + 700, t0 + 1'300),
+                timed_action(1, make_action(1, ActionKind::STEP), t0 + 1'300, t0 + 1'350),
+                timed_action(0, make_action(0, ActionKind::B, 0), t0 + 1'400, t0 + 2'000)};
   const Metrics m = compute_metrics(tl);
   EXPECT_EQ(m.step_time_ns, 2'000);
   EXPECT_EQ(m.ranks[0].busy_ns, 900);
@@ -148,18 +148,18 @@ TEST(Metrics, EmptyTimelineIsAllZeros) {
 
 TEST(Metrics, RejectsRanksOutsideTheTimeline) {
   Timeline tl = uniform_gpipe(2, 1, 10, 10);
-  tl.actions.push_back(timed(2, make_action(2, ActionKind::F, 0), 0, 5));
-  EXPECT_NE(error_of(tl).find("action 2F0 is on rank 2, outside the timeline's 2 ranks"),
+  tl.actions.push_back(timed_action(2, make_action(2, ActionKind::F, 0), 0, 5));
+  EXPECT_NE(metrics_error(tl).find("action 2F0 is on rank 2, outside the timeline's 2 ranks"),
             std::string::npos)
-      << error_of(tl);
+      << metrics_error(tl);
   tl = uniform_gpipe(2, 1, 10, 10);
   tl.memory.push_back({Rank{-1}, 3, 4});
-  EXPECT_NE(error_of(tl).find("memory sample at 3 ns is on rank -1"), std::string::npos)
-      << error_of(tl);
+  EXPECT_NE(metrics_error(tl).find("memory sample at 3 ns is on rank -1"), std::string::npos)
+      << metrics_error(tl);
   tl = uniform_gpipe(2, 1, 10, 10);
   tl.info.static_bytes = {1, 2, 3};
-  EXPECT_NE(error_of(tl).find("static_bytes has 3 entries for 2 ranks"), std::string::npos)
-      << error_of(tl);
+  EXPECT_NE(metrics_error(tl).find("static_bytes has 3 entries for 2 ranks"), std::string::npos)
+      << metrics_error(tl);
 }
 
 TEST(MetricsJson, HasTheDesignKeys) {

@@ -15,7 +15,7 @@ namespace {
 
 using testing::program;
 
-ScheduleOptions options(int k, int m, int v = 0) {
+ScheduleOptions multi_stage_options(int k, int m, int v = 0) {
   ScheduleOptions o;
   o.num_ranks = k;
   o.stages_per_rank = v;
@@ -42,7 +42,7 @@ std::string refusal(std::string_view name, const ScheduleOptions& o) {
 // (K-r-1)*2 + (V-1)*K forwards before its first backward; forwards go in
 // groups of K micro-batches through the rank's stages in turn.
 TEST(GenerateInterleaved1f1b, TwoRanksFourMicrobatchesTwoStagesEach) {
-  const Schedule s = generate_interleaved_1f1b(options(2, 4, 2));
+  const Schedule s = generate_interleaved_1f1b(multi_stage_options(2, 4, 2));
   EXPECT_EQ(s.name, "interleaved-1f1b");
   EXPECT_EQ(s.num_stages, 4);
   EXPECT_EQ(s.stage_to_rank, ranks({0, 1, 0, 1}));
@@ -58,7 +58,7 @@ TEST(GenerateInterleaved1f1b, WarmupIsMegatronsWhenMIsAMultipleOfK) {
   for (int k : {2, 3, 4}) {
     for (int v : {2, 3}) {
       const int m = 2 * k;
-      const Schedule s = generate_interleaved_1f1b(options(k, m, v));
+      const Schedule s = generate_interleaved_1f1b(multi_stage_options(k, m, v));
       for (int r = 0; r < k; ++r) {
         const auto& list = s.actions(Rank{r});
         const auto first_b = std::find_if(list.begin(), list.end(),
@@ -79,23 +79,23 @@ TEST(GenerateInterleaved1f1b, WarmupIsMegatronsWhenMIsAMultipleOfK) {
 
 TEST(GenerateInterleaved1f1b, FewerMicrobatchesThanRanksRunOneRound) {
   // K=3, M=2: one round of 2; the warm-up is capped at all V*M forwards.
-  const Schedule s = generate_interleaved_1f1b(options(3, 2, 2));
+  const Schedule s = generate_interleaved_1f1b(multi_stage_options(3, 2, 2));
   EXPECT_EQ(program(s, 0), "0F0 0F1 3F0 3F1 3B0 3B1 0B0 0B1");
   EXPECT_EQ(program(s, 2), "2F0 2F1 5F0 5B0 5F1 5B1 2B0 2B1");
 }
 
 TEST(GenerateLoopedBfs, EveryMicrobatchThroughAStageBeforeTheNext) {
-  const Schedule s = generate_looped_bfs(options(2, 3, 2));
+  const Schedule s = generate_looped_bfs(multi_stage_options(2, 3, 2));
   EXPECT_EQ(s.stage_to_rank, ranks({0, 1, 0, 1}));
   EXPECT_EQ(program(s, 0), "0F0 0F1 0F2 2F0 2F1 2F2 2B2 2B1 2B0 0B2 0B1 0B0");
   EXPECT_EQ(program(s, 1), "1F0 1F1 1F2 3F0 3F1 3F2 3B2 3B1 3B0 1B2 1B1 1B0");
-  const Schedule three = generate_looped_bfs(options(2, 1, 3));
+  const Schedule three = generate_looped_bfs(multi_stage_options(2, 1, 3));
   EXPECT_EQ(three.stage_to_rank, ranks({0, 1, 0, 1, 0, 1}));
   EXPECT_EQ(program(three, 1), "1F0 3F0 5F0 5B0 3B0 1B0");
 }
 
 TEST(GenerateInterleavedZb, SplitBackwardsWithWeightsLaggingByTheRank) {
-  const Schedule s = generate_interleaved_zb(options(2, 4, 2));
+  const Schedule s = generate_interleaved_zb(multi_stage_options(2, 4, 2));
   EXPECT_EQ(s.stage_to_rank, ranks({0, 1, 0, 1}));
   // Rank 0: warm-up of (V-1)*2 + (K-1-0) = 3 forwards, one per hop (not
   // two as interleaved 1F1B); then F, I steps, each W right after its I (lag 0).
@@ -107,7 +107,7 @@ TEST(GenerateInterleavedZb, SplitBackwardsWithWeightsLaggingByTheRank) {
 }
 
 TEST(GenerateZbv, TwoStagesPerRankInAV) {
-  const Schedule s = generate_zbv(options(2, 4));
+  const Schedule s = generate_zbv(multi_stage_options(2, 4));
   EXPECT_EQ(s.num_stages, 4);
   EXPECT_EQ(s.stage_to_rank, ranks({0, 1, 1, 0}));  // rank r: stages r and 2K-1-r
   // Rank 0 warms up with 2(K-0)-1 = 3 forwards of stage 0, then meets
@@ -121,13 +121,13 @@ TEST(GenerateZbv, TwoStagesPerRankInAV) {
 
 TEST(GenerateZbv, FewMicrobatchesDropTheOnesTorchPlansBeyondM) {
   // K=2 plans max(2K-1, M) = 3 micro-batches; M=1 keeps micro-batch 0 only.
-  const Schedule s = generate_zbv(options(2, 1));
+  const Schedule s = generate_zbv(multi_stage_options(2, 1));
   EXPECT_EQ(program(s, 0), "0F0 3F0 3I0 3W0 0I0 0W0");
   EXPECT_EQ(program(s, 1), "1F0 2F0 2I0 2W0 1I0 1W0");
 }
 
 TEST(GenerateDualPipeV, OverlappedPairsStandNextToEachOtherForwardFirst) {
-  const Schedule s = generate_dualpipev(options(2, 5));
+  const Schedule s = generate_dualpipev(multi_stage_options(2, 5));
   EXPECT_EQ(s.stage_to_rank, ranks({0, 1, 1, 0}));
   EXPECT_EQ(program(s, 0),
             "0F0 0F1 0F2 3F0 3I0 3W0 3F1 0F3 3B1 3F2 0B0 0F4 3B2 3F3 0B1 3B3 3F4 0B2 3B4 0I3 0W3 0I4 0W4");
@@ -152,53 +152,53 @@ TEST(GenerateDualPipeV, OverlappedPairsStandNextToEachOtherForwardFirst) {
 }
 
 TEST(GenerateMultiStage, StagesPerRankDefaultsToTheFamilysOwn) {
-  EXPECT_EQ(generate("gpipe", options(3, 4)).num_stages, 3);
-  EXPECT_EQ(generate("1f1b", options(3, 4, 1)).num_stages, 3);
+  EXPECT_EQ(generate("gpipe", multi_stage_options(3, 4)).num_stages, 3);
+  EXPECT_EQ(generate("1f1b", multi_stage_options(3, 4, 1)).num_stages, 3);
   for (const char* name : {"interleaved-1f1b", "looped-bfs", "interleaved-zb", "zbv", "dualpipev"}) {
-    EXPECT_EQ(generate(name, options(3, 6)).num_stages, 6) << name;
+    EXPECT_EQ(generate(name, multi_stage_options(3, 6)).num_stages, 6) << name;
   }
   for (const char* name : {"interleaved-1f1b", "looped-bfs", "interleaved-zb"}) {
-    const Schedule s = generate(name, options(3, 6, 4));
+    const Schedule s = generate(name, multi_stage_options(3, 6, 4));
     EXPECT_EQ(s.num_stages, 12) << name;
     EXPECT_EQ(s.rank_of(Stage{10}), Rank{1}) << name;
   }
 }
 
 TEST(GenerateMultiStage, RefusesStagesPerRankAFamilyCannotTake) {
-  EXPECT_EQ(refusal("gpipe", options(2, 4, 2)),
+  EXPECT_EQ(refusal("gpipe", multi_stage_options(2, 4, 2)),
             "--stages-per-rank 2 does not fit --schedule gpipe: it takes exactly 1 (one stage per rank)");
-  EXPECT_EQ(refusal("1f1b", options(2, 4, 3)),
+  EXPECT_EQ(refusal("1f1b", multi_stage_options(2, 4, 3)),
             "--stages-per-rank 3 does not fit --schedule 1f1b: it takes exactly 1 (one stage per rank)");
-  EXPECT_EQ(refusal("interleaved-1f1b", options(2, 4, 1)),
+  EXPECT_EQ(refusal("interleaved-1f1b", multi_stage_options(2, 4, 1)),
             "--stages-per-rank 1 does not fit --schedule interleaved-1f1b: it takes 2 or more "
             "(several stages per rank, stage s on rank s mod K)");
-  EXPECT_EQ(refusal("looped-bfs", options(2, 4, 1)),
+  EXPECT_EQ(refusal("looped-bfs", multi_stage_options(2, 4, 1)),
             "--stages-per-rank 1 does not fit --schedule looped-bfs: it takes 2 or more "
             "(several stages per rank, stage s on rank s mod K)");
-  EXPECT_EQ(refusal("zbv", options(2, 4, 3)),
+  EXPECT_EQ(refusal("zbv", multi_stage_options(2, 4, 3)),
             "--stages-per-rank 3 does not fit --schedule zbv: it takes exactly 2 (two stages per rank in a V)");
-  EXPECT_EQ(refusal("dualpipev", options(2, 4, 1)),
+  EXPECT_EQ(refusal("dualpipev", multi_stage_options(2, 4, 1)),
             "--stages-per-rank 1 does not fit --schedule dualpipev: it takes exactly 2 "
             "(two stages per rank in a V)");
-  EXPECT_EQ(refusal("interleaved-zb", options(2, 4, -1)), "--stages-per-rank must be at least 1, got -1");
+  EXPECT_EQ(refusal("interleaved-zb", multi_stage_options(2, 4, -1)), "--stages-per-rank must be at least 1, got -1");
 }
 
 TEST(GenerateMultiStage, RefusesWhatTorchRefusesForM) {
   // Interleaved 1F1B and interleaved ZB: M must split into max(1, M/K) equal rounds.
-  EXPECT_EQ(refusal("interleaved-1f1b", options(4, 9, 2)),
+  EXPECT_EQ(refusal("interleaved-1f1b", multi_stage_options(4, 9, 2)),
             "--schedule interleaved-1f1b needs --microbatches to be a multiple of its number of rounds, "
             "max(1, M / K) = 2 (as torch), got M = 9 with K = 4");
-  EXPECT_EQ(refusal("interleaved-zb", options(3, 7, 3)),
+  EXPECT_EQ(refusal("interleaved-zb", multi_stage_options(3, 7, 3)),
             "--schedule interleaved-zb needs --microbatches to be a multiple of its number of rounds, "
             "max(1, M / K) = 2 (as torch), got M = 7 with K = 3");
-  EXPECT_EQ(generate("interleaved-1f1b", options(4, 10, 2)).num_microbatches, 10);  // 2 rounds of 5
-  EXPECT_EQ(generate("interleaved-1f1b", options(4, 3, 2)).num_microbatches, 3);    // 1 round of 3
-  EXPECT_EQ(refusal("dualpipev", options(3, 5)),
+  EXPECT_EQ(generate("interleaved-1f1b", multi_stage_options(4, 10, 2)).num_microbatches, 10);  // 2 rounds of 5
+  EXPECT_EQ(generate("interleaved-1f1b", multi_stage_options(4, 3, 2)).num_microbatches, 3);    // 1 round of 3
+  EXPECT_EQ(refusal("dualpipev", multi_stage_options(3, 5)),
             "--schedule dualpipev needs at least as many micro-batches as stages (as torch's DualPipeV): "
             "--microbatches 5 < 2 x --stages 3");
-  EXPECT_EQ(generate("dualpipev", options(3, 6)).num_microbatches, 6);
-  EXPECT_EQ(refusal("zbv", options(0, 6)), "--stages must be at least 1, got 0");
-  EXPECT_EQ(refusal("looped-bfs", options(2, 0)), "--microbatches must be at least 1, got 0");
+  EXPECT_EQ(generate("dualpipev", multi_stage_options(3, 6)).num_microbatches, 6);
+  EXPECT_EQ(refusal("zbv", multi_stage_options(0, 6)), "--stages must be at least 1, got 0");
+  EXPECT_EQ(refusal("looped-bfs", multi_stage_options(2, 0)), "--microbatches must be at least 1, got 0");
 }
 
 }  // namespace

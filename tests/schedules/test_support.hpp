@@ -1,12 +1,15 @@
 // Helpers for schedule tests: a rank's program as one string of action texts,
-// so expectations read like the schedule tables in the docs.
+// so expectations read like the schedule tables in the docs, and timed actions
+// written as text.
 #pragma once
 
+#include <cstdint>
 #include <ostream>
 #include <string>
 
 #include "schedules/generate.hpp"
 #include "schedules/schedule.hpp"
+#include "schedules/timeline.hpp"
 
 namespace gpipe::schedules::testing {
 
@@ -26,6 +29,12 @@ inline std::string program(const Schedule& s, int rank) {
     out += to_string(a);
   }
   return out;
+}
+
+// The action `action` (as "0F1") on `rank` from `start` to `end`, on its kind's stream.
+inline TimedAction timed(int rank, const char* action, std::int64_t start, std::int64_t end) {
+  const Action a = parse_action(action);
+  return TimedAction{a, Rank{rank}, stream_of(a.kind), start, end};
 }
 
 }  // namespace gpipe::schedules::testing

@@ -8,14 +8,12 @@
 #include "schedules/generate.hpp"
 #include "schedules/lower.hpp"
 #include "schedules/timeline.hpp"
+#include "tests/schedules/test_support.hpp"
 
 namespace gpipe::schedules {
 namespace {
 
-TimedAction timed(int rank, const char* action, std::int64_t start, std::int64_t end) {
-  const Action a = parse_action(action);
-  return TimedAction{a, Rank{rank}, stream_of(a.kind), start, end};
-}
+using testing::timed;
 
 std::string overlap_message(const Timeline& timeline) {
   try {

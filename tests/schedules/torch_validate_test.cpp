@@ -28,7 +28,7 @@ using Kind = ScheduleError::Kind;
 using gpipe::testing::error_of;
 using testing::program;
 
-const std::string kData = std::string(GPIPE_TEST_DATA_DIR) + "/torch_csv/";
+const std::string kTorchCsvDir = std::string(GPIPE_TEST_DATA_DIR) + "/torch_csv/";
 
 Schedule csv(const std::string& text) { return schedule_from_csv(text, "t.csv", "t"); }
 
@@ -61,7 +61,7 @@ TEST(TorchValidate, AConsumerBeforeItsReceiveIsStillADeadlock) {
 }
 
 TEST(TorchValidate, SendWaitWithNoSendBeforeIt) {
-  Schedule s = read_schedule_file(kData + "1f1b_k4_m8_comms.csv");
+  Schedule s = read_schedule_file(kTorchCsvDir + "1f1b_k4_m8_comms.csv");
   move_before(s.ranks[0], "0WAIT_SEND_F0", "0SEND_F0");
   EXPECT_EQ(first_error(s), "unmatched_comm: rank 0 step 2: 0WAIT_SEND_F0 has no 0SEND_F0 before it on rank 0");
   s = csv("0F0,0SEND_F0,0RECV_B0,0B0,0WAIT_SEND_F0\n1RECV_F0,1F0,1B0,1SEND_B0,1WAIT_SEND_B0,1WAIT_SEND_B0\n");
@@ -85,12 +85,12 @@ TEST(TorchValidate, ADeadlockThroughASendWait) {
 TEST(TorchValidate, TheGridDrawsTorchsFilesWithoutGettingStuck) {
   // Receives posted early do not hold their rank up in the grid either; only work is drawn.
   for (const char* name : {"1f1b_k4_m8_comms.csv", "dualpipev_k2_m4_comms.csv", "interleaved_zb_k2_m4_v2_comms.csv"}) {
-    const std::string grid = format_grid(read_schedule_file(kData + name));
+    const std::string grid = format_grid(read_schedule_file(kTorchCsvDir + name));
     EXPECT_EQ(grid.find("stuck"), std::string::npos) << name << "\n" << grid;
     EXPECT_EQ(grid.find("RECV"), std::string::npos) << name;
     EXPECT_EQ(grid.find("UNSHARD"), std::string::npos) << name;
   }
-  const std::string grid = format_grid(read_schedule_file(kData + "1f1b_k4_m8_comms.csv"));
+  const std::string grid = format_grid(read_schedule_file(kTorchCsvDir + "1f1b_k4_m8_comms.csv"));
   EXPECT_NE(grid.find("\n   3  0F3     1F2     2F1     3F0\n"), std::string::npos) << grid;
 }
 
@@ -118,7 +118,7 @@ TEST(TorchValidate, OverlappedPairsStandSideBySide) {
 }
 
 TEST(TorchValidate, LoweringKeepsAnOverlappedPairSideBySide) {
-  const Schedule s = lower(read_schedule_file(kData + "dualpipev_k2_m4.csv"));
+  const Schedule s = lower(read_schedule_file(kTorchCsvDir + "dualpipev_k2_m4.csv"));
   EXPECT_EQ(first_error(s), "valid");
   const OverlapIndex pairs(s);
   int found = 0;

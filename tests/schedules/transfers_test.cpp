@@ -7,19 +7,19 @@
 namespace gpipe::schedules {
 namespace {
 
-TimedAction timed(int rank, int stage, ActionKind kind, int microbatch, std::int64_t start, std::int64_t end) {
+TimedAction timed_kind(int rank, int stage, ActionKind kind, int microbatch, std::int64_t start, std::int64_t end) {
   return TimedAction{make_action(stage, kind, microbatch), Rank{rank}, stream_of(kind), start, end};
 }
 
 TEST(MeasuredTransfers, FromTheLaterStartOfBothSidesToTheReceiveEnd) {
   Timeline t;
   t.actions = {
-      timed(0, 0, ActionKind::F, 0, 0, 100),
-      timed(0, 0, ActionKind::SEND_F, 0, 100, 110),    // sent after the receiver waited since 50
-      timed(1, 1, ActionKind::RECV_F, 0, 50, 400),     // 400 - 100
-      timed(1, 1, ActionKind::SEND_B, 0, 900, 905),    // sent before the receiver came at 1000
-      timed(0, 0, ActionKind::RECV_B, 0, 1000, 1200),  // 1200 - 1000
-      timed(1, 1, ActionKind::RECV_F, 1, 2000, 2070),  // no SEND in the trace: its own 70
+      timed_kind(0, 0, ActionKind::F, 0, 0, 100),
+      timed_kind(0, 0, ActionKind::SEND_F, 0, 100, 110),    // sent after the receiver waited since 50
+      timed_kind(1, 1, ActionKind::RECV_F, 0, 50, 400),     // 400 - 100
+      timed_kind(1, 1, ActionKind::SEND_B, 0, 900, 905),    // sent before the receiver came at 1000
+      timed_kind(0, 0, ActionKind::RECV_B, 0, 1000, 1200),  // 1200 - 1000
+      timed_kind(1, 1, ActionKind::RECV_F, 1, 2000, 2070),  // no SEND in the trace: its own 70
   };
   const std::vector<MeasuredTransfer> transfers = measured_transfers(t);
   ASSERT_EQ(transfers.size(), 3U);
@@ -32,7 +32,7 @@ TEST(MeasuredTransfers, FromTheLaterStartOfBothSidesToTheReceiveEnd) {
 
 TEST(MeasuredTransfers, AReceiveThatEndsBeforeItsSendStartsTookNothing) {
   Timeline t;
-  t.actions = {timed(0, 0, ActionKind::SEND_F, 0, 500, 510), timed(1, 1, ActionKind::RECV_F, 0, 0, 300)};
+  t.actions = {timed_kind(0, 0, ActionKind::SEND_F, 0, 500, 510), timed_kind(1, 1, ActionKind::RECV_F, 0, 0, 300)};
   ASSERT_EQ(measured_transfers(t).size(), 1U);
   EXPECT_EQ(measured_transfers(t).front().took_ns, 0);
 }

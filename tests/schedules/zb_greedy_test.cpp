@@ -32,7 +32,7 @@ ZbGreedyPolicy flat(int k, int cap, ReadyFirst first = ReadyFirst::input_backwar
   return {std::vector<int>(static_cast<std::size_t>(k), cap), first, fill};
 }
 
-int peak_in_flight(const Schedule& s, int rank) {
+int peak_in_flight_until_w(const Schedule& s, int rank) {
   int now = 0;
   int peak = 0;
   for (const Action& a : s.actions(Rank{rank})) {
@@ -105,7 +105,7 @@ TEST(ZbGreedy, KeepsItsCapsAndIsValidForEveryPolicy) {
               policy.max_in_flight.back() = std::max(1, cap - 1);  // caps may differ by rank
               const Schedule s = greedy_zero_bubble(options(k, m, RecomputePolicy::except_last), c, policy);
               ASSERT_EQ(s.total_actions(), 3 * k * m);
-              for (int r = 0; r < k; ++r) EXPECT_LE(peak_in_flight(s, r), policy.max_in_flight[r]);
+              for (int r = 0; r < k; ++r) EXPECT_LE(peak_in_flight_until_w(s, r), policy.max_in_flight[r]);
               const auto errors = find_errors(s);
               EXPECT_TRUE(errors.empty()) << to_string(policy) << " K=" << k << " M=" << m << ": "
                                           << errors.front().message;

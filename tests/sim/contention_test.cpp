@@ -21,7 +21,7 @@ using schedules::Stage;
 using schedules::Stream;
 
 // Every F takes 1000 ns, every B 2000 ns, the optimizer step nothing; no bytes.
-class UniformCosts final : public CostModel {
+class FixedCosts final : public CostModel {
  public:
   std::int64_t duration_ns(const Action& action) const override {
     return action.kind == ActionKind::F ? 1000 : action.kind == ActionKind::B ? 2000 : 0;
@@ -70,7 +70,7 @@ TEST(Contention, BusyPeersIsEachActionsOverlapWithTheOtherRanksCompute) {
 }
 
 TEST(Contention, OneRankOrNoPointsKeepEveryTime) {
-  const UniformCosts costs;
+  const FixedCosts costs;
   const UniformLink link(0.0, 1e6);
   const std::vector<profiles::ContentionPoint> points = {{1, 0.5}};
   const schedules::Schedule one = gpipe(1, 4);
@@ -90,7 +90,7 @@ TEST(Contention, RanksThatComputeSideBySideStretchByTheSlowdown) {
   // side: 0F0 [0,1000), 0F1 and 1F0 [1000,2100), 1F1 [2100,3100), 1B1
   // [3100,5100), 1B0 and 0B1 [5100,7300), 0B0 [7300,9300), and the
   // optimizer steps take no time: 9.3 us, however many replays.
-  const UniformCosts costs;
+  const FixedCosts costs;
   const UniformLink link(0.0, 1e6);
   const std::vector<profiles::ContentionPoint> points = {{1, 0.1}};
   const schedules::Schedule s = gpipe(2, 2);

@@ -19,7 +19,20 @@
 namespace gpipe::sim {
 namespace {
 
-using namespace gpipe::schedules;
+// Each name, not `using namespace`: in a unity build a using-directive would
+// reach the module's later files too.
+using schedules::Action;
+using schedules::ActionKind;
+using schedules::generate_gpipe;
+using schedules::info_of;
+using schedules::parse_action;
+using schedules::Rank;
+using schedules::read_chrome_trace;
+using schedules::RecomputePolicy;
+using schedules::stream_of;
+using schedules::TimedAction;
+using schedules::Timeline;
+using schedules::TimelineInfo;
 using nlohmann::json;
 
 constexpr std::int64_t kUs = 1000;
@@ -56,7 +69,7 @@ Timeline slower_by_10_percent(Timeline tl, std::int64_t offset_ns) {
   return tl;
 }
 
-std::string error_of(const Timeline& predicted, const Timeline& measured, int worst = 10) {
+std::string diff_error(const Timeline& predicted, const Timeline& measured, int worst = 10) {
   try {
     (void)diff_timelines(predicted, measured, worst);
   } catch (const InputError& e) {
@@ -298,47 +311,47 @@ TEST(DiffTimelinesErrors, DifferentSchedulesNameEveryField) {
   const Timeline predicted = gpipe_2x2();
   Timeline measured = gpipe_2x2();
   measured.info = gpipe_info(3, 4);
-  EXPECT_EQ(error_of(predicted, measured),
+  EXPECT_EQ(diff_error(predicted, measured),
             "predicted and measured traces describe different schedules (predicted vs measured): "
             "num_ranks 2 vs 3, num_stages 2 vs 3, num_microbatches 2 vs 4, "
             "stage_to_rank [0, 1] vs [0, 1, 2]");
   measured.info = gpipe_info(2, 2);
   measured.info.schedule_name = "1f1b";
   measured.info.recompute = RecomputePolicy::always;
-  EXPECT_EQ(error_of(predicted, measured),
+  EXPECT_EQ(diff_error(predicted, measured),
             "predicted and measured traces describe different schedules (predicted vs measured): "
             "name \"gpipe\" vs \"1f1b\", recompute never vs always");
   measured.info = gpipe_info(2, 2);
   measured.info.stage_to_rank = {Rank{1}, Rank{0}};
-  EXPECT_NE(error_of(predicted, measured).find("stage_to_rank [0, 1] vs [1, 0]"), std::string::npos);
+  EXPECT_NE(diff_error(predicted, measured).find("stage_to_rank [0, 1] vs [1, 0]"), std::string::npos);
 }
 
 TEST(DiffTimelinesErrors, NothingInCommon) {
   Timeline measured = gpipe_2x2();
   measured.actions = {timed(0, "0STEP", 0, 1)};
-  EXPECT_EQ(error_of(gpipe_2x2(), measured),
+  EXPECT_EQ(diff_error(gpipe_2x2(), measured),
             "predicted and measured traces have no action in common (predicted has 8, measured "
             "has 1)");
   measured.actions.clear();
-  EXPECT_NE(error_of(gpipe_2x2(), measured).find("no action in common"), std::string::npos);
+  EXPECT_NE(diff_error(gpipe_2x2(), measured).find("no action in common"), std::string::npos);
 }
 
 TEST(DiffTimelinesErrors, ActionTwiceOnOneRank) {
   Timeline measured = gpipe_2x2();
   measured.actions.push_back(timed(0, "0F0", 1000, 1100));
-  EXPECT_EQ(error_of(gpipe_2x2(), measured), "measured trace: action 0F0 appears twice on rank 0");
-  EXPECT_EQ(error_of(measured, gpipe_2x2()), "predicted trace: action 0F0 appears twice on rank 0");
+  EXPECT_EQ(diff_error(gpipe_2x2(), measured), "measured trace: action 0F0 appears twice on rank 0");
+  EXPECT_EQ(diff_error(measured, gpipe_2x2()), "predicted trace: action 0F0 appears twice on rank 0");
 }
 
 TEST(DiffTimelinesErrors, ActionOnAnUnknownRank) {
   Timeline measured = gpipe_2x2();
   measured.actions.push_back(timed(5, "1F1", 0, 10));
-  EXPECT_EQ(error_of(gpipe_2x2(), measured),
+  EXPECT_EQ(diff_error(gpipe_2x2(), measured),
             "measured trace: action 1F1 is on rank 5, outside the timeline's 2 ranks");
 }
 
 TEST(DiffTimelinesErrors, NegativeWorst) {
-  EXPECT_EQ(error_of(gpipe_2x2(), gpipe_2x2(), -1), "worst must be 0 or more, not -1");
+  EXPECT_EQ(diff_error(gpipe_2x2(), gpipe_2x2(), -1), "worst must be 0 or more, not -1");
 }
 
 }  // namespace

@@ -18,7 +18,7 @@ namespace gpipe::sim {
 namespace {
 
 // Takes every event out in order: (time, source) pairs.
-std::vector<std::pair<std::int64_t, int>> drain(EventQueue& queue) {
+std::vector<std::pair<std::int64_t, int>> drain_queue(EventQueue& queue) {
   std::vector<std::pair<std::int64_t, int>> out;
   while (!queue.finished()) {
     const EventQueue::Event e = queue.peek();
@@ -36,7 +36,7 @@ TEST(EventQueue, EventsComeOutByTimeThenSource) {
   queue.schedule(0, 25);
   queue.schedule(2, 10);
   const std::vector<std::pair<std::int64_t, int>> expected = {{10, 1}, {10, 2}, {10, 4}, {25, 0}, {40, 3}};
-  EXPECT_EQ(drain(queue), expected);
+  EXPECT_EQ(drain_queue(queue), expected);
   EXPECT_EQ(queue.now(), 40);
 }
 
@@ -51,7 +51,7 @@ TEST(EventQueue, RescheduleMovesTheSourcesOnlyEvent) {
   EXPECT_EQ(queue.time_of(0), 20);
   EXPECT_EQ(queue.time_of(1), 200);
   const std::vector<std::pair<std::int64_t, int>> expected = {{20, 0}, {75, 2}, {200, 1}};
-  EXPECT_EQ(drain(queue), expected);
+  EXPECT_EQ(drain_queue(queue), expected);
 }
 
 TEST(EventQueue, CancelRemovesAnEventFromAnywhereInTheHeap) {
@@ -63,7 +63,7 @@ TEST(EventQueue, CancelRemovesAnEventFromAnywhereInTheHeap) {
   EXPECT_FALSE(queue.pending(3));
   EXPECT_FALSE(queue.pending(5));
   const std::vector<std::pair<std::int64_t, int>> expected = {{20, 4}, {40, 2}, {50, 1}, {60, 0}};
-  EXPECT_EQ(drain(queue), expected);
+  EXPECT_EQ(drain_queue(queue), expected);
 }
 
 TEST(EventQueue, PeekAdvancesTheClockAndLeavesTheEvent) {

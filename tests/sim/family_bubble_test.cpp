@@ -33,9 +33,9 @@ using schedules::ActionKind;
 constexpr std::int64_t kUnit = 1'000;  // ns
 
 // Every stage alike: F, I and W as given, B = I + W; nothing moves or is kept.
-class StageCosts final : public CostModel {
+class UniformStageCosts final : public CostModel {
  public:
-  StageCosts(std::int64_t f, std::int64_t i, std::int64_t w) : f_(f), i_(i), w_(w) {}
+  UniformStageCosts(std::int64_t f, std::int64_t i, std::int64_t w) : f_(f), i_(i), w_(w) {}
   std::int64_t duration_ns(const Action& a) const override {
     switch (a.kind) {
       case ActionKind::F: return f_;
@@ -53,7 +53,7 @@ class StageCosts final : public CostModel {
   std::int64_t f_, i_, w_;
 };
 
-const StageCosts kEqualStages(kUnit, kUnit / 2, kUnit / 2);  // F = B = 1, I = W = 1/2
+const UniformStageCosts kEqualStages(kUnit, kUnit / 2, kUnit / 2);  // F = B = 1, I = W = 1/2
 
 struct Simulated {
   schedules::Metrics metrics;
@@ -138,7 +138,7 @@ TEST(FamilyBubble, Interleaved1f1bHasMegatronsBubble) {
 }
 
 TEST(FamilyBubble, InterleavedZeroBubbleHasZb1psBubblePerStage) {
-  const StageCosts uneven(3 * kUnit, 2 * kUnit, kUnit);  // F=3, I=2, W=1: idle (K-1)(3+2-1)
+  const UniformStageCosts uneven(3 * kUnit, 2 * kUnit, kUnit);  // F=3, I=2, W=1: idle (K-1)(3+2-1)
   for (int v = 2; v <= 3; ++v) {
     for (int k = 1; k <= 6; ++k) {
       for (int m = k; m <= 12; ++m) {
@@ -154,7 +154,7 @@ TEST(FamilyBubble, InterleavedZeroBubbleHasZb1psBubblePerStage) {
 }
 
 TEST(FamilyBubble, DualPipeVRunBackToBackHasZb1psBubble) {
-  const StageCosts uneven(3 * kUnit, 2 * kUnit, kUnit);
+  const UniformStageCosts uneven(3 * kUnit, 2 * kUnit, kUnit);
   for (int k = 1; k <= 6; ++k) {
     for (int m = 2 * k; m <= 16; ++m) {
       const Simulated run = simulate_family("dualpipev", k, m, 2);
@@ -170,7 +170,7 @@ TEST(FamilyBubble, ZbvIdlesOneForwardPerHopWhenFIAndWAreEqual) {
   // The zero-bubble paper's condition for ZB-V (T_F = T_B = T_W, B being I
   // here): the paper calls its bubble zero; torch's ZB-V leaves each rank idle
   // (K-1) forwards once M >= floor(3K/2), the fill of the V.
-  const StageCosts equal(kUnit, kUnit, kUnit);
+  const UniformStageCosts equal(kUnit, kUnit, kUnit);
   for (int k = 1; k <= 6; ++k) {
     for (int m = 3 * k / 2; m <= 24; ++m) {
       EXPECT_EQ(simulate_family("zbv", k, m, 2, equal).idle_ns, k * (k - 1) * kUnit) << "K=" << k << " M=" << m;

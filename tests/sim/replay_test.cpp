@@ -41,7 +41,7 @@ class ScriptedLinks final : public LinkModel {
   }
 };
 
-schedules::Schedule gpipe(int k, int m) {
+schedules::Schedule generated_gpipe(int k, int m) {
   schedules::ScheduleOptions o;
   o.num_ranks = k;
   o.num_microbatches = m;
@@ -57,7 +57,7 @@ int node_of(const ActionGraph& graph, const char* text) {
 }
 
 TEST(StageLinks, OneLinkEachWayPerBoundaryPricedByItsBytes) {
-  const schedules::Schedule s = gpipe(3, 1);
+  const schedules::Schedule s = generated_gpipe(3, 1);
   const ScriptedCosts costs;
   const ScriptedLinks links;
   const ActionGraph graph(s, costs);
@@ -78,7 +78,7 @@ TEST(StageLinks, OneLinkEachWayPerBoundaryPricedByItsBytes) {
 }
 
 TEST(StageLinks, StagesOnOneRankHaveNoLink) {
-  const schedules::Schedule s = gpipe(1, 2);
+  const schedules::Schedule s = generated_gpipe(1, 2);
   const ScriptedCosts costs;
   const ScriptedLinks links;
   const ActionGraph graph(s, costs);
@@ -115,7 +115,7 @@ class AlternatingBytes final : public CostModel {
 
 TEST(StageLinks, EachMessageHasThePriceOfItsOwnBytes) {
   // StageLinks keeps the last price per link: sizes in turn must not reuse a stale one.
-  const schedules::Schedule s = gpipe(2, 4);
+  const schedules::Schedule s = generated_gpipe(2, 4);
   const AlternatingBytes costs;
   const ScriptedLinks links;
   const ActionGraph graph(s, costs);
@@ -134,7 +134,7 @@ TEST(StageLinks, EachMessageHasThePriceOfItsOwnBytes) {
 }
 
 TEST(Replay, StartsWhenTheRankIsFreeAndTheLastInputIsIn) {
-  const schedules::Schedule s = gpipe(2, 1);
+  const schedules::Schedule s = generated_gpipe(2, 1);
   const ScriptedCosts costs;
   Replay replay(s, costs, /*record=*/true);
   const ActionGraph& graph = replay.graph();

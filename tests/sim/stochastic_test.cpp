@@ -30,7 +30,7 @@ using schedules::Stage;
 
 // Every action its own duration and every stage its own bytes, so a decorator
 // that mixed actions up or touched bytes would show.
-class DistinctCosts final : public CostModel {
+class CostsToJitter final : public CostModel {
  public:
   std::int64_t duration_ns(const Action& a) const override {
     if (schedules::is_comm(a.kind)) return 7'000 + a.stage.value;
@@ -64,25 +64,25 @@ schedules::Schedule gpipe_schedule(int k, int m) {
   return schedules::generate("gpipe", o);
 }
 
-SimOptions options() {
+SimOptions sim_options() {
   SimOptions o;
   o.batch_size = 32;
   return o;
 }
 
 // It keeps a reference to its base: a temporary base does not compile.
-static_assert(std::is_constructible_v<JitteredCosts, const DistinctCosts&, double, std::uint64_t>);
-static_assert(!std::is_constructible_v<JitteredCosts, DistinctCosts, double, std::uint64_t>);
+static_assert(std::is_constructible_v<JitteredCosts, const CostsToJitter&, double, std::uint64_t>);
+static_assert(!std::is_constructible_v<JitteredCosts, CostsToJitter, double, std::uint64_t>);
 
 TEST(JitteredCosts, CvZeroIsTheBaseExactly) {
-  const DistinctCosts base;
+  const CostsToJitter base;
   const JitteredCosts jittered(base, 0.0, 42);
   for (const Action& a : compute_actions(4, 8)) EXPECT_EQ(jittered.duration_ns(a), base.duration_ns(a)) << to_string(a);
   EXPECT_EQ(jitter_factor(make_action(1, ActionKind::F, 2), 0.0, 42), 1.0);
 }
 
 TEST(JitteredCosts, BytesAndCommActionsPassThrough) {
-  const DistinctCosts base;
+  const CostsToJitter base;
   const JitteredCosts jittered(base, 0.5, 3);
   for (int s = 0; s < 3; ++s) {
     for (int m = 0; m < 3; ++m) {
@@ -97,7 +97,7 @@ TEST(JitteredCosts, BytesAndCommActionsPassThrough) {
 }
 
 TEST(JitteredCosts, DurationIsBaseTimesTheFactorRounded) {
-  const DistinctCosts base;
+  const CostsToJitter base;
   const JitteredCosts jittered(base, 0.2, 9);
   int changed = 0;
   for (const Action& a : compute_actions(3, 4)) {
@@ -110,7 +110,7 @@ TEST(JitteredCosts, DurationIsBaseTimesTheFactorRounded) {
 }
 
 TEST(JitteredCosts, SameSeedSameDrawsOtherSeedOtherDraws) {
-  const DistinctCosts base;
+  const CostsToJitter base;
   const JitteredCosts a(base, 0.1, 5), same(base, 0.1, 5), other(base, 0.1, 6);
   int differ = 0;
   const auto actions = compute_actions(4, 8);
@@ -123,7 +123,7 @@ TEST(JitteredCosts, SameSeedSameDrawsOtherSeedOtherDraws) {
 }
 
 TEST(JitteredCosts, DrawsDoNotDependOnAskOrder) {
-  const DistinctCosts base;
+  const CostsToJitter base;
   auto actions = compute_actions(4, 8);
   const JitteredCosts forward(base, 0.3, 11);
   std::map<Action, std::int64_t> first;
@@ -158,7 +158,7 @@ TEST(JitteredCosts, FactorHasMeanOneAndTheRequestedCv) {
 }
 
 TEST(JitteredCosts, RejectsBadCvNamingTheFlag) {
-  const DistinctCosts base;
+  const CostsToJitter base;
   EXPECT_EQ(error_of([&] { JitteredCosts(base, -1.0, 1); }),
             "--jitter must be a coefficient of variation from 0 to 10, got -1");
   EXPECT_EQ(error_of([&] { JitteredCosts(base, std::numeric_limits<double>::quiet_NaN(), 1); }),
@@ -191,11 +191,11 @@ TEST(NearestRank, SpreadOfUnsortedValues) {
 }
 
 TEST(RunStochastic, CvZeroGivesTheDeterministicMetricsEveryRun) {
-  const DistinctCosts costs;
+  const CostsToJitter costs;
   const UniformLink link(1.0, 10.0);
   const auto schedule = gpipe_schedule(4, 8);
-  const StochasticResult r = run_stochastic(schedule, costs, link, options(), 0.0, 5, 1);
-  EXPECT_EQ(r.deterministic, simulate(schedule, costs, link, options()).metrics);
+  const StochasticResult r = run_stochastic(schedule, costs, link, sim_options(), 0.0, 5, 1);
+  EXPECT_EQ(r.deterministic, simulate(schedule, costs, link, sim_options()).metrics);
   ASSERT_EQ(r.per_run.size(), 5u);
   for (const auto& m : r.per_run) EXPECT_EQ(m, r.deterministic);
   const double t = r.deterministic.step_time_us;
@@ -203,24 +203,24 @@ TEST(RunStochastic, CvZeroGivesTheDeterministicMetricsEveryRun) {
 }
 
 TEST(RunStochastic, SeedsAreReproducibleAndRunIUsesSeedPlusI) {
-  const DistinctCosts costs;
+  const CostsToJitter costs;
   const UniformLink link(1.0, 10.0);
   const auto schedule = gpipe_schedule(4, 8);
-  const auto a = run_stochastic(schedule, costs, link, options(), 0.1, 4, 7);
-  const auto same = run_stochastic(schedule, costs, link, options(), 0.1, 4, 7);
-  const auto other = run_stochastic(schedule, costs, link, options(), 0.1, 4, 100);
+  const auto a = run_stochastic(schedule, costs, link, sim_options(), 0.1, 4, 7);
+  const auto same = run_stochastic(schedule, costs, link, sim_options(), 0.1, 4, 7);
+  const auto other = run_stochastic(schedule, costs, link, sim_options(), 0.1, 4, 100);
   EXPECT_EQ(a.per_run, same.per_run);
   EXPECT_EQ(a.step_time_us, same.step_time_us);
   EXPECT_NE(a.step_time_us, other.step_time_us);
   EXPECT_NE(a.per_run[0], a.per_run[1]);
-  const auto shifted = run_stochastic(schedule, costs, link, options(), 0.1, 1, 9);
+  const auto shifted = run_stochastic(schedule, costs, link, sim_options(), 0.1, 1, 9);
   EXPECT_EQ(shifted.per_run[0], a.per_run[2]);
 }
 
 TEST(RunStochastic, PercentilesAreOrderedAndSpread) {
-  const DistinctCosts costs;
+  const CostsToJitter costs;
   const UniformLink link(1.0, 10.0);
-  const auto r = run_stochastic(gpipe_schedule(4, 8), costs, link, options(), 0.1, 50, 1);
+  const auto r = run_stochastic(gpipe_schedule(4, 8), costs, link, sim_options(), 0.1, 50, 1);
   for (const Spread& s : {r.step_time_us, r.bubble_fraction, r.throughput_samples_per_s}) {
     EXPECT_LE(s.min, s.p5);
     EXPECT_LE(s.p5, s.p50);
@@ -235,9 +235,9 @@ TEST(RunStochastic, PercentilesAreOrderedAndSpread) {
 }
 
 TEST(RunStochastic, JsonNamesTheNumbers) {
-  const DistinctCosts costs;
+  const CostsToJitter costs;
   const UniformLink link(1.0, 10.0);
-  const auto r = run_stochastic(gpipe_schedule(2, 4), costs, link, options(), 0.05, 3, 1);
+  const auto r = run_stochastic(gpipe_schedule(2, 4), costs, link, sim_options(), 0.05, 3, 1);
   const auto j = to_json(r);
   EXPECT_EQ(j.at("runs"), 3);
   EXPECT_EQ(j.at("seed"), 1);
@@ -249,12 +249,12 @@ TEST(RunStochastic, JsonNamesTheNumbers) {
 }
 
 TEST(RunStochastic, RejectsBadRunsAndCvNamingTheFlag) {
-  const DistinctCosts costs;
+  const CostsToJitter costs;
   const UniformLink link(1.0, 10.0);
   const auto schedule = gpipe_schedule(2, 2);
-  EXPECT_EQ(error_of([&] { (void)run_stochastic(schedule, costs, link, options(), 0.1, 0, 1); }),
+  EXPECT_EQ(error_of([&] { (void)run_stochastic(schedule, costs, link, sim_options(), 0.1, 0, 1); }),
             "--runs must be at least 1, got 0");
-  EXPECT_EQ(error_of([&] { (void)run_stochastic(schedule, costs, link, options(), -0.1, 10, 1); }),
+  EXPECT_EQ(error_of([&] { (void)run_stochastic(schedule, costs, link, sim_options(), -0.1, 10, 1); }),
             "--jitter must be a coefficient of variation from 0 to 10, got -0.1");
 }
 

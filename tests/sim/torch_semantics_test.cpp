@@ -79,7 +79,7 @@ SimResult run(const Schedule& s, const CostModel& costs, const LinkModel& links,
   return recorded;
 }
 
-const schedules::TimedAction& find(const SimResult& r, const char* text) {
+const schedules::TimedAction& find_action(const SimResult& r, const char* text) {
   const Action a = schedules::parse_action(text);
   const auto& acts = r.timeline.actions;
   const auto it = std::find_if(acts.begin(), acts.end(), [&](const auto& x) { return x.action == a; });
@@ -101,14 +101,14 @@ constexpr const char* kWaitFirstSend =
 
 TEST(TorchSemantics, SendWaitEndsWhenItsMessageArrives) {
   const SimResult r = run(csv(kWaitFirstSend), Costs(100, 200, 2000), UniformLink(1.0, 1.0));
-  EXPECT_EQ(find(r, "0WAIT_SEND_F0").start_ns, 3100);
-  EXPECT_EQ(find(r, "0WAIT_SEND_F0").end_ns, 3100);
-  EXPECT_EQ(find(r, "0WAIT_SEND_F0").stream, Stream::compute);
-  EXPECT_EQ(find(r, "0F1").start_ns, 3100);
-  EXPECT_EQ(find(r, "1F1").start_ns, 6200);
-  EXPECT_EQ(find(r, "0B0").start_ns, 9500);
-  EXPECT_EQ(find(r, "0B1").start_ns, 12500);
-  EXPECT_EQ(find(r, "0WAIT_SEND_F1").start_ns, 12700);
+  EXPECT_EQ(find_action(r, "0WAIT_SEND_F0").start_ns, 3100);
+  EXPECT_EQ(find_action(r, "0WAIT_SEND_F0").end_ns, 3100);
+  EXPECT_EQ(find_action(r, "0WAIT_SEND_F0").stream, Stream::compute);
+  EXPECT_EQ(find_action(r, "0F1").start_ns, 3100);
+  EXPECT_EQ(find_action(r, "1F1").start_ns, 6200);
+  EXPECT_EQ(find_action(r, "0B0").start_ns, 9500);
+  EXPECT_EQ(find_action(r, "0B1").start_ns, 12500);
+  EXPECT_EQ(find_action(r, "0WAIT_SEND_F1").start_ns, 12700);
   EXPECT_EQ(r.metrics.step_time_ns, 12700);
   EXPECT_EQ(r.metrics.ranks[0].busy_ns, 600);  // a wait is no work
 
@@ -116,25 +116,25 @@ TEST(TorchSemantics, SendWaitEndsWhenItsMessageArrives) {
   std::string no_wait = kWaitFirstSend;
   no_wait.erase(no_wait.find("0WAIT_SEND_F0,"), std::string("0WAIT_SEND_F0,").size());
   const SimResult free_running = run(csv(no_wait), Costs(100, 200, 2000), UniformLink(1.0, 1.0));
-  EXPECT_EQ(find(free_running, "0F1").start_ns, 100);
-  EXPECT_EQ(find(free_running, "1F1").start_ns, 6100);
+  EXPECT_EQ(find_action(free_running, "0F1").start_ns, 100);
+  EXPECT_EQ(find_action(free_running, "1F1").start_ns, 6100);
 
   // The shared-bandwidth replay agrees where each message is alone on its link.
   const SimResult shared = run(csv(kWaitFirstSend), Costs(100, 200, 2000), UniformLink(1.0, 1.0),
                                LinkSharing::shared);
-  EXPECT_EQ(find(shared, "0WAIT_SEND_F0").start_ns, 3100);
-  EXPECT_EQ(find(shared, "0F1").start_ns, 3100);
-  EXPECT_EQ(find(shared, "1F1").start_ns, 6200);
+  EXPECT_EQ(find_action(shared, "0WAIT_SEND_F0").start_ns, 3100);
+  EXPECT_EQ(find_action(shared, "0F1").start_ns, 3100);
+  EXPECT_EQ(find_action(shared, "1F1").start_ns, 6200);
 }
 
 TEST(TorchSemantics, HousekeepingRunsInProgramOrderAtTheCostModelsPrice) {
   const Schedule s = csv("0UNSHARD,0F0,0B0,0REDUCE_GRAD,0WAIT_REDUCE_GRAD,0RESHARD\n");
   const SimResult free = run(s, Costs(100, 200), FreeLink());
   EXPECT_EQ(free.metrics.step_time_ns, 300);
-  EXPECT_EQ(find(free, "0WAIT_REDUCE_GRAD").start_ns, 300);
+  EXPECT_EQ(find_action(free, "0WAIT_REDUCE_GRAD").start_ns, 300);
   const SimResult priced = run(s, Costs(100, 200, 0, 50), FreeLink());
-  EXPECT_EQ(find(priced, "0F0").start_ns, 50);
-  EXPECT_EQ(find(priced, "0RESHARD").start_ns, 450);
+  EXPECT_EQ(find_action(priced, "0F0").start_ns, 50);
+  EXPECT_EQ(find_action(priced, "0RESHARD").start_ns, 450);
   EXPECT_EQ(priced.metrics.step_time_ns, 500);
   // A profile prices none of them.
   const profiles::Profile profile = gpipe::testing::uniform_profile(2, 1.0, 2.0);
@@ -150,8 +150,8 @@ TEST(TorchSemantics, NoStepInTheFileGetsStepAtTheEnd) {
   // Torch's files leave the optimizer to the caller; the engine adds STEP of
   // each stage at the end of its rank, as lowering would.
   const SimResult r = run(csv("0F0,0SEND_F0,0RECV_B0,0B0\n1RECV_F0,1F0,1B0,1SEND_B0\n"), Costs(100, 200), FreeLink());
-  EXPECT_EQ(find(r, "0STEP").start_ns, 600);
-  EXPECT_EQ(find(r, "1STEP").start_ns, 400);
+  EXPECT_EQ(find_action(r, "0STEP").start_ns, 600);
+  EXPECT_EQ(find_action(r, "1STEP").start_ns, 400);
 }
 
 Schedule compute_only(Schedule s) {
@@ -192,22 +192,22 @@ constexpr const char* kV = "0F0,1F0,(0F1;1B0)OVERLAP_F_B,1F1,1B1,0B0,0B1\n";
 
 TEST(TorchSemantics, OverlappedPairInTurnByDefault) {
   const SimResult r = run(csv(kV), Costs(300, 500), FreeLink());
-  EXPECT_EQ(find(r, "0F1").start_ns, 600);
-  EXPECT_EQ(find(r, "1B0").start_ns, 900);
+  EXPECT_EQ(find_action(r, "0F1").start_ns, 600);
+  EXPECT_EQ(find_action(r, "1B0").start_ns, 900);
   EXPECT_EQ(r.metrics.step_time_ns, 3200);
 }
 
 TEST(TorchSemantics, OverlappedPairConcurrentlyWithAShare) {
   for (const auto sharing : {LinkSharing::fifo, LinkSharing::shared}) {
     const SimResult r = run(csv(kV), Costs(300, 500), FreeLink(), sharing, 0.8);
-    EXPECT_EQ(find(r, "0F1").start_ns, 600);
-    EXPECT_EQ(find(r, "0F1").end_ns, 975);
-    EXPECT_EQ(find(r, "0F1").stream, Stream::compute);
-    EXPECT_EQ(find(r, "1B0").start_ns, 600);
-    EXPECT_EQ(find(r, "1B0").end_ns, 1225);
-    EXPECT_EQ(find(r, "1B0").stream, Stream::overlap);
-    EXPECT_EQ(find(r, "1F1").start_ns, 1225);
-    EXPECT_EQ(find(r, "0B1").end_ns, 3025);
+    EXPECT_EQ(find_action(r, "0F1").start_ns, 600);
+    EXPECT_EQ(find_action(r, "0F1").end_ns, 975);
+    EXPECT_EQ(find_action(r, "0F1").stream, Stream::compute);
+    EXPECT_EQ(find_action(r, "1B0").start_ns, 600);
+    EXPECT_EQ(find_action(r, "1B0").end_ns, 1225);
+    EXPECT_EQ(find_action(r, "1B0").stream, Stream::overlap);
+    EXPECT_EQ(find_action(r, "1F1").start_ns, 1225);
+    EXPECT_EQ(find_action(r, "0B1").end_ns, 3025);
     EXPECT_EQ(r.metrics.step_time_ns, 3025);
     EXPECT_EQ(r.metrics.ranks[0].busy_ns, 3025);  // busy while the stream is occupied: the longer of the pair
   }

@@ -72,7 +72,7 @@ schedules::ScheduleOptions options(int k, int m) {
   return o;
 }
 
-SimResult run(const schedules::Schedule& s, const CostModel& costs, const LinkModel& links) {
+SimResult simulate_totals(const schedules::Schedule& s, const CostModel& costs, const LinkModel& links) {
   SimOptions o;
   o.record_timeline = false;
   return simulate(s, costs, links, o);
@@ -103,12 +103,12 @@ TEST(ZbAuto, NeverSlowerThanAHandcraftedScheduleThatFitsAndKeepsItsBudget) {
           const ZbAutoResult found = search_zb_auto(options(k, m), costs, link, search);
           EXPECT_EQ(found.schedule.name, "zb-auto");
           EXPECT_TRUE(schedules::find_errors(found.schedule).empty());
-          const SimResult mine = run(found.schedule, costs, link);
+          const SimResult mine = simulate_totals(found.schedule, costs, link);
           EXPECT_EQ(mine.metrics.step_time_ns, found.step_time_ns);
           EXPECT_TRUE(fits(mine.metrics, search.activation_budget_bytes)) << found.chosen;
           std::int64_t best_handcrafted = std::numeric_limits<std::int64_t>::max();
           for (const char* name : {"1f1b", "zb-h1", "zb-h2"}) {
-            const SimResult theirs = run(schedules::generate(name, options(k, m)), costs, link);
+            const SimResult theirs = simulate_totals(schedules::generate(name, options(k, m)), costs, link);
             if (!fits(theirs.metrics, search.activation_budget_bytes)) continue;
             EXPECT_LE(found.step_time_ns, theirs.metrics.step_time_ns)
                 << name << " K=" << k << " M=" << m << " skew=" << skew << " held=" << held.value_or(0);

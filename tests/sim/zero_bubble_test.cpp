@@ -52,7 +52,7 @@ class SplitCosts final : public CostModel {
   std::int64_t tf_, ti_, tw_, a_;
 };
 
-schedules::Schedule make(const char* name, int k, int m) {
+schedules::Schedule schedule_of(const char* name, int k, int m) {
   schedules::ScheduleOptions o;
   o.num_ranks = k;
   o.num_microbatches = m;
@@ -85,7 +85,7 @@ TEST(ZeroBubbleClosedForm, OneFOneBWithASplitBackwardIsOneFOneB) {
   // The baseline the paper compares with: B = I + W, (M+K-1)(T_F + T_B).
   for (int k = 1; k <= 6; ++k) {
     for (int m = 1; m <= 10; ++m) {
-      const auto r = simulate(make("1f1b", k, m), SplitCosts(1000, 1000, 1000), FreeLink());
+      const auto r = simulate(schedule_of("1f1b", k, m), SplitCosts(1000, 1000, 1000), FreeLink());
       EXPECT_EQ(r.metrics.step_time_ns, (m + k - 1) * 3000) << "K=" << k << " M=" << m;
     }
   }
@@ -97,8 +97,8 @@ TEST(ZeroBubbleClosedForm, ZbH1BubbleIsOneThirdOfOneFOneBs) {
     for (int k = 1; k <= 6; ++k) {
       for (int m = k; m <= 12; ++m) {
         const SplitCosts costs(tf, ti, tw);
-        const auto h1 = simulate(make("zb-h1", k, m), costs, FreeLink());
-        const auto base = simulate(make("1f1b", k, m), costs, FreeLink());
+        const auto h1 = simulate(schedule_of("zb-h1", k, m), costs, FreeLink());
+        const auto base = simulate(schedule_of("1f1b", k, m), costs, FreeLink());
         const std::int64_t busy = m * (tf + ti + tw);
         const std::int64_t tb = ti + tw;
         for (const auto& rank : h1.metrics.ranks) ASSERT_EQ(rank.busy_ns, busy);
@@ -106,7 +106,7 @@ TEST(ZeroBubbleClosedForm, ZbH1BubbleIsOneThirdOfOneFOneBs) {
         EXPECT_EQ(h1.metrics.step_time_ns - busy, (k - 1) * (tf + tb - 2 * tw))
             << "K=" << k << " M=" << m << " T=" << tf << "," << ti << "," << tw;
         EXPECT_EQ(base.metrics.step_time_ns - busy, (k - 1) * (tf + tb));
-        const auto idle = bubble_in_span(simulate(make("zb-h1", k, m), costs, FreeLink()).timeline, k);
+        const auto idle = bubble_in_span(simulate(schedule_of("zb-h1", k, m), costs, FreeLink()).timeline, k);
         EXPECT_EQ(*std::max_element(idle.begin(), idle.end()), (k - 1) * (tf + ti - tw));
         ++checked;
       }
@@ -114,7 +114,7 @@ TEST(ZeroBubbleClosedForm, ZbH1BubbleIsOneThirdOfOneFOneBs) {
   }
   EXPECT_EQ(checked, 5 * (12 + 11 + 10 + 9 + 8 + 7));
   // T_F = T_I = T_W = 1000 ns, K=4, M=8: 3000 ns against 9000 ns, a third.
-  const auto h1 = simulate(make("zb-h1", 4, 8), SplitCosts(1000, 1000, 1000), FreeLink());
+  const auto h1 = simulate(schedule_of("zb-h1", 4, 8), SplitCosts(1000, 1000, 1000), FreeLink());
   EXPECT_EQ(h1.metrics.step_time_ns, 8 * 3000 + 3000);
 }
 
@@ -123,8 +123,8 @@ TEST(ZeroBubbleClosedForm, ZbH1KeepsOneFOneBsPeakActivationMemory) {
   for (int k = 1; k <= 6; ++k) {
     for (int m = 1; m <= 12; ++m) {
       const SplitCosts costs(1000, 1000, 1000, a);
-      const auto h1 = simulate(make("zb-h1", k, m), costs, FreeLink());
-      const auto base = simulate(make("1f1b", k, m), costs, FreeLink());
+      const auto h1 = simulate(schedule_of("zb-h1", k, m), costs, FreeLink());
+      const auto base = simulate(schedule_of("1f1b", k, m), costs, FreeLink());
       const auto peak = [](const schedules::Metrics& mt) {
         std::int64_t p = 0;
         for (const auto& r : mt.ranks) p = std::max(p, r.peak_activation_bytes);
@@ -141,7 +141,7 @@ TEST(ZeroBubbleClosedForm, ZbH2HasNoBubbleOnceMIsAtLeastTwoKMinusOne) {
   for (const auto& [tf, ti, tw] : kTimes) {
     for (int k = 1; k <= 6; ++k) {
       for (int m = 2 * k - 1; m <= 2 * k + 6; ++m) {
-        const auto r = simulate(make("zb-h2", k, m), SplitCosts(tf, ti, tw, 1000), FreeLink());
+        const auto r = simulate(schedule_of("zb-h2", k, m), SplitCosts(tf, ti, tw, 1000), FreeLink());
         const auto idle = bubble_in_span(r.timeline, k);
         EXPECT_EQ(*std::max_element(idle.begin(), idle.end()), (k - 1) * (tf + ti - 2 * tw))
             << "K=" << k << " M=" << m << " T=" << tf << "," << ti << "," << tw;
@@ -151,7 +151,7 @@ TEST(ZeroBubbleClosedForm, ZbH2HasNoBubbleOnceMIsAtLeastTwoKMinusOne) {
         if (tf == ti && ti == tw) {
           // One step's makespan is then ZB-H1's too, 3 M T + (K-1) T: the parallelogram
           // pays off when steps run back to back (the paper bypasses the optimizer's sync).
-          EXPECT_EQ(r.metrics.step_time_ns, simulate(make("zb-h1", k, m), SplitCosts(tf, ti, tw), FreeLink())
+          EXPECT_EQ(r.metrics.step_time_ns, simulate(schedule_of("zb-h1", k, m), SplitCosts(tf, ti, tw), FreeLink())
                                                 .metrics.step_time_ns);
           // The paper's condition T_F = T_B(=I) = T_W: every rank busy from its first action to
           // its last; the step still waits (K-1) T_F for the first forward to reach the last rank.
@@ -167,7 +167,7 @@ TEST(ZeroBubbleClosedForm, ZbH2HasNoBubbleOnceMIsAtLeastTwoKMinusOne) {
 
 TEST(ZeroBubbleClosedForm, ZbH2NeedsTwoKMinusOneMicrobatches) {
   // With M = 2K-2 the warm-up of rank 0 runs out of forwards: a bubble remains.
-  const auto r = simulate(make("zb-h2", 4, 6), SplitCosts(1000, 1000, 1000), FreeLink());
+  const auto r = simulate(schedule_of("zb-h2", 4, 6), SplitCosts(1000, 1000, 1000), FreeLink());
   const auto idle = bubble_in_span(r.timeline, 4);
   EXPECT_GT(*std::max_element(idle.begin(), idle.end()), 0);
 }

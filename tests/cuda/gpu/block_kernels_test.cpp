@@ -28,11 +28,9 @@ namespace {
 
 using test::DeviceBuffer;
 using test::expect_close;
+using test::kRows;
+using test::kWidths;
 using test::random_floats;
-
-// Widths below, at and above a warp, and rows not a multiple of the block's 8.
-constexpr std::int64_t kRows = 37;
-constexpr std::int64_t kWidths[] = {8, 32, 96};
 
 TEST(CudaBlockKernels, RmsNormForwardMatchesCpu) {
   if (device_count() == 0) GTEST_SKIP() << "no CUDA device";

@@ -110,13 +110,13 @@ TEST(CudaGemm, StridedBatchMatchesOneCpuGemmPerMatrix) {
   expect_close("gemm fp32 strided batch", dc.download(), want, kGemmFp32);
 }
 
-std::vector<Bf16> to_bf16(const std::vector<float>& values) {
+std::vector<Bf16> to_bf16_vector(const std::vector<float>& values) {
   std::vector<Bf16> out(values.size());
   for (std::size_t i = 0; i < values.size(); ++i) out[i] = cuda::to_bf16(values[i]);
   return out;
 }
 
-std::vector<float> from_bf16(const std::vector<Bf16>& values) {
+std::vector<float> from_bf16_vector(const std::vector<Bf16>& values) {
   std::vector<float> out(values.size());
   for (std::size_t i = 0; i < values.size(); ++i) out[i] = cuda::from_bf16(values[i]);
   return out;
@@ -127,12 +127,12 @@ TEST(CudaGemm, Bf16OperandsAccumulateInFp32) {
   BlasHandle blas;
   std::uint32_t seed = 100;
   for (const Problem& p : problems(8, 8)) {
-    const auto a = to_bf16(random_floats(p.a_size(), seed++));
-    const auto b = to_bf16(random_floats(p.b_size(), seed++));
+    const auto a = to_bf16_vector(random_floats(p.a_size(), seed++));
+    const auto b = to_bf16_vector(random_floats(p.b_size(), seed++));
     // The reference: the CPU product of exactly the operands the GPU sees.
     std::vector<float> want(p.c_size(), 0.0F);
-    cpu::gemm(p.ta, p.tb, p.m, p.n, p.k, 1.0F, from_bf16(a).data(), p.lda, from_bf16(b).data(),
-              p.ldb, 0.0F, want.data(), p.ldc);
+    cpu::gemm(p.ta, p.tb, p.m, p.n, p.k, 1.0F, from_bf16_vector(a).data(), p.lda,
+              from_bf16_vector(b).data(), p.ldb, 0.0F, want.data(), p.ldc);
     DeviceBuffer<Bf16> da(a), db(b);
     DeviceBuffer<float> dc(std::vector<float>(p.c_size(), 0.0F));
     gemm(blas, nullptr, p.ta, p.tb, p.m, p.n, p.k, 1.0F, da.get(), p.lda, db.get(), p.ldb, 0.0F,
@@ -142,7 +142,7 @@ TEST(CudaGemm, Bf16OperandsAccumulateInFp32) {
     DeviceBuffer<Bf16> dc16(std::vector<Bf16>(p.c_size(), 0));
     gemm(blas, nullptr, p.ta, p.tb, p.m, p.n, p.k, 1.0F, da.get(), p.lda, db.get(), p.ldb, 0.0F,
          dc16.get(), p.ldc);
-    expect_close("gemm bf16 -> bf16", from_bf16(dc16.download()), want, kGemmBf16Out);
+    expect_close("gemm bf16 -> bf16", from_bf16_vector(dc16.download()), want, kGemmBf16Out);
   }
 }
 

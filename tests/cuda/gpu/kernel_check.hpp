@@ -96,6 +96,11 @@ inline void expect_close(const std::string& name, const std::vector<float>& got,
                      << ", want " << want[first_bad];
 }
 
+// The row-wise kernels' shapes (the norms'): widths below, at and above a
+// warp, and rows not a multiple of the block's 8.
+inline constexpr std::int64_t kRows = 37;
+inline constexpr std::int64_t kWidths[] = {8, 32, 96};
+
 // The fp32 tolerance of kernels whose summation order differs from the CPU's.
 inline constexpr Tolerance kFp32{1e-5, 1e-5};
 // Bitwise equality (elementwise arithmetic done in the CPU's order).
