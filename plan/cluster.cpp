@@ -1,0 +1,73 @@
+#include "plan/cluster.hpp"
+
+#include <set>
+
+#include <fmt/format.h>
+
+#include "schedules/error.hpp"
+
+namespace gpipe::plan {
+
+ClusterPlacement::ClusterPlacement(const ClusterShape& cluster, const Parallelism& p)
+    : cluster_(cluster), parallelism_(p) {
+  if (cluster.gpus < 1) throw InputError(fmt::format("--gpus {}: a cluster has at least one GPU", cluster.gpus));
+  if (cluster.gpus_per_node < 1) {
+    throw InputError(fmt::format("--gpus-per-node {}: a node has at least one GPU", cluster.gpus_per_node));
+  }
+  if (cluster.gpus % cluster.gpus_per_node != 0) {
+    throw InputError(fmt::format("--gpus {} is not a whole number of nodes of --gpus-per-node {}", cluster.gpus,
+                                 cluster.gpus_per_node));
+  }
+  if (p.tensor < 1 || p.pipeline < 1 || p.data < 1) {
+    throw InputError(fmt::format("--tensor-parallel {}, --stages {}, --data-parallel {}: each is at least 1",
+                                 p.tensor, p.pipeline, p.data));
+  }
+  if (static_cast<long long>(p.tensor) * p.pipeline * p.data != cluster.gpus) {
+    throw InputError(fmt::format("--tensor-parallel {} x --stages {} x --data-parallel {} = {} GPUs, but --gpus is {}",
+                                 p.tensor, p.pipeline, p.data,
+                                 static_cast<long long>(p.tensor) * p.pipeline * p.data, cluster.gpus));
+  }
+  if (cluster.gpus_per_node % p.tensor != 0) {
+    throw InputError(fmt::format("--tensor-parallel {} does not divide --gpus-per-node {}: a tensor-parallel group "
+                                 "lies inside one node",
+                                 p.tensor, cluster.gpus_per_node));
+  }
+}
+
+int ClusterPlacement::gpu(int replica, int stage, int tp_rank) const {
+  return (replica * parallelism_.pipeline + stage) * parallelism_.tensor + tp_rank;
+}
+
+bool ClusterPlacement::boundary_crosses_nodes(int stage) const {
+  // Replica 0's: every replica starts at a multiple of K T, and the layout repeats
+  // when K T and G agree; where they do not, a boundary crosses in some replica.
+  for (int d = 0; d < parallelism_.data; ++d) {
+    if (node_of(gpu(d, stage, parallelism_.tensor - 1)) != node_of(gpu(d, stage + 1, 0))) return true;
+  }
+  return false;
+}
+
+std::vector<int> ClusterPlacement::data_parallel_group(int stage, int tp_rank) const {
+  std::vector<int> group;
+  for (int d = 0; d < parallelism_.data; ++d) group.push_back(gpu(d, stage, tp_rank));
+  return group;
+}
+
+int ClusterPlacement::nodes_spanned_by_data_parallel_group() const {
+  std::set<int> nodes;
+  for (const int g : data_parallel_group(0, 0)) nodes.insert(node_of(g));
+  return static_cast<int>(nodes.size());
+}
+
+std::string ClusterPlacement::describe() const {
+  const Parallelism& p = parallelism_;
+  int inside = 0;
+  for (int k = 0; k + 1 < p.pipeline; ++k) inside += boundary_crosses_nodes(k) ? 0 : 1;
+  return fmt::format(
+      "{} GPUs, {} nodes of {}: TP {} inside a node, {} stages to a pipeline, {} pipelines; stage boundaries "
+      "inside a node: {} of {}; a DP group spans {} node(s)",
+      cluster_.gpus, cluster_.gpus / cluster_.gpus_per_node, cluster_.gpus_per_node, p.tensor, p.pipeline, p.data,
+      inside, p.pipeline - 1, nodes_spanned_by_data_parallel_group());
+}
+
+}  // namespace gpipe::plan
