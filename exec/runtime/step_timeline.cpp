@@ -11,14 +11,13 @@ namespace gpipe::exec {
 
 using schedules::Action;
 using schedules::ActionKind;
-using schedules::Stage;
 
 namespace {
 
 // The RECV that receives what `send` sends, and the rank it runs on.
 std::pair<schedules::Rank, Action> matching_recv(const schedules::Schedule& lowered, const Action& send) {
   const bool forward = send.kind == ActionKind::SEND_F;
-  const Stage to{send.stage.value + (forward ? 1 : -1)};
+  const schedules::Stage to{send.stage.value + (forward ? 1 : -1)};
   const Action recv{to, forward ? ActionKind::RECV_F : ActionKind::RECV_B, send.microbatch};
   return {lowered.rank_of(to), recv};
 }
