@@ -1,10 +1,9 @@
-# gpipe_library(NAME DEPENDS ... [EXCLUDE regex] [NO_UNITY]): one library per
-# folder of DESIGN.md, made of every .cpp in that folder and its subfolders
-# except the command-line tools (tool/), what EXCLUDE matches, and CUDA
-# sources (*.cu, built only when GPIPE_CUDA is on). Built as one unity file
-# (gpipe_unity) unless NO_UNITY.
+# gpipe_library(NAME DEPENDS ... [EXCLUDE regex]): one library per folder of
+# DESIGN.md, made of every .cpp in that folder and its subfolders except the
+# command-line tools (tool/), what EXCLUDE matches, and CUDA sources (*.cu,
+# built only when GPIPE_CUDA is on). Built as unity files (gpipe_unity).
 function(gpipe_library name)
-  cmake_parse_arguments(ARG "NO_UNITY" "EXCLUDE" "DEPENDS;PRIVATE" ${ARGN})
+  cmake_parse_arguments(ARG "" "EXCLUDE" "DEPENDS;PRIVATE" ${ARGN})
   file(GLOB_RECURSE sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cpp)
   list(FILTER sources EXCLUDE REGEX "/tool/")
   if(ARG_EXCLUDE)
@@ -21,9 +20,7 @@ function(gpipe_library name)
     add_library(${name} STATIC ${sources})
     target_link_libraries(${name} PUBLIC ${ARG_DEPENDS} PRIVATE ${ARG_PRIVATE})
     gpipe_precompile(${name})
-    if(NOT ARG_NO_UNITY)
-      gpipe_unity(${name})
-    endif()
+    gpipe_unity(${name})
   else()
     add_library(${name} INTERFACE)
     target_link_libraries(${name} INTERFACE ${ARG_DEPENDS})
@@ -70,8 +67,9 @@ endfunction()
 # CLI11, fmt and nlohmann/json templates: the tools' 22 files took 149 s of
 # CPU at -O2, 37 s as two unity files (CI builds them three times). Names in
 # anonymous namespaces must then differ across a target's files; gpipe_exec's
-# layers share the layout's names and stay out (NO_UNITY). A change to one
-# file recompiles its unity file: GPIPE_UNITY_BUILD=OFF for file-by-file work.
+# layer files share the layout's names and stay out (SKIP_UNITY_BUILD_INCLUSION
+# in exec/CMakeLists.txt). A change to one file recompiles its unity file:
+# GPIPE_UNITY_BUILD=OFF for file-by-file work.
 option(GPIPE_UNITY_BUILD "Compile each library's and test program's C++ files together (unity build)" ON)
 function(gpipe_unity target)
   if(GPIPE_UNITY_BUILD)
