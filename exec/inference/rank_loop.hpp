@@ -22,6 +22,7 @@
 #include <fmt/format.h>
 
 #include "exec/inference/stream_rank.hpp"
+#include "exec/layers/layer.hpp"
 #include "exec/runtime/aborted.hpp"
 #include "exec/runtime/synthetic_data.hpp"
 #include "models/layer_layout.hpp"
@@ -36,6 +37,30 @@ namespace gpipe::exec::inference {
 }
 
 namespace rank_loop {
+
+// What every backend's device does with its stage's layers (a vector of
+// pointers to exec::Layer<Tensor>): the forward through all of them, keeping
+// nothing, and their streams' state.
+template <class Layers, class Tensor>
+[[nodiscard]] Tensor forward_layers(Layers& layers, Tensor x, const Tensor* target) {
+  for (std::size_t l = 0; l < layers.size(); ++l) {
+    Stash<Tensor> dropped;  // inference keeps nothing for a backward
+    x = layers[l]->forward(std::move(x), l + 1 == layers.size() ? target : nullptr, dropped, nullptr);
+  }
+  return x;
+}
+
+template <class Layers>
+[[nodiscard]] std::int64_t start_layer_streams(Layers& layers, int streams, int b) {
+  std::int64_t bytes = 0;
+  for (auto& layer : layers) bytes += layer->start_streams(streams, b, nullptr);
+  return bytes;
+}
+
+template <class Layers>
+void select_layer_stream(Layers& layers, int stream) {
+  for (auto& layer : layers) layer->select_stream(stream);
+}
 
 // The stage's forward `warmup` times before the stream starts, so that its
 // first items do not pay for first touches (pages, BLAS buffers, kernels):

@@ -42,20 +42,12 @@ class CpuStreamDevice {
   [[nodiscard]] Tensor input(Tensor host) const { return host; }
   [[nodiscard]] Tensor zeros(std::vector<std::int64_t> shape) const { return Tensor(std::move(shape)); }
   [[nodiscard]] Tensor forward(Tensor x, const Tensor* target) {
-    for (std::size_t l = 0; l < layers_.size(); ++l) {
-      cpu::Stash dropped;  // inference keeps nothing for a backward
-      x = layers_[l]->forward(std::move(x), l + 1 == layers_.size() ? target : nullptr, dropped, nullptr);
-    }
-    return x;
+    return rank_loop::forward_layers(layers_, std::move(x), target);
   }
   [[nodiscard]] std::int64_t start_streams(int streams, int b) {
-    std::int64_t bytes = 0;
-    for (auto& layer : layers_) bytes += layer->start_streams(streams, b, nullptr);
-    return bytes;
+    return rank_loop::start_layer_streams(layers_, streams, b);
   }
-  void select_stream(int stream) {
-    for (auto& layer : layers_) layer->select_stream(stream);
-  }
+  void select_stream(int stream) { rank_loop::select_layer_stream(layers_, stream); }
   [[nodiscard]] Tensor to_host(Tensor& x) const { return std::move(x); }
 
  private:

@@ -54,21 +54,14 @@ class CudaStreamDevice {
     return t;
   }
   [[nodiscard]] Tensor forward(Tensor x, const Tensor* target) {
-    for (std::size_t l = 0; l < layers_.size(); ++l) {
-      DeviceStash dropped;  // inference keeps nothing for a backward
-      x = layers_[l]->forward(std::move(x), l + 1 == layers_.size() ? target : nullptr, dropped, nullptr);
-    }
+    Tensor y = inference::rank_loop::forward_layers(layers_, std::move(x), target);
     device_.compute().synchronize();  // the host clock sees the forward's end
-    return x;
+    return y;
   }
   [[nodiscard]] std::int64_t start_streams(int streams, int b) {
-    std::int64_t bytes = 0;
-    for (auto& layer : layers_) bytes += layer->start_streams(streams, b, nullptr);
-    return bytes;
+    return inference::rank_loop::start_layer_streams(layers_, streams, b);
   }
-  void select_stream(int stream) {
-    for (auto& layer : layers_) layer->select_stream(stream);
-  }
+  void select_stream(int stream) { inference::rank_loop::select_layer_stream(layers_, stream); }
   [[nodiscard]] exec::Tensor to_host(const Tensor& x) { return x.to_host(device_.compute()); }
 
  private:
