@@ -12,8 +12,8 @@ check=scripts/gpu-check
 
 expect_status 2 "$check" --bogus
 expect_one_error_line "unknown argument '--bogus'"
-expect_status 2 "$check" --only 10 --dry-run
-expect_one_error_line "--only '10': give step numbers 1 to 9"
+expect_status 2 "$check" --only 11 --dry-run
+expect_one_error_line "--only '11': give step numbers 1 to 10"
 expect_status 2 "$check" --limit 6=x --dry-run
 expect_one_error_line "--limit '6=x': give STEP=SECONDS"
 expect_status 2 "$check" --dry-run --bundle "$tmp/none.tar.xz"
@@ -36,10 +36,15 @@ grep -q "gpipe-run needs libraries the GPU machine lacks: .*libfmt" "$tmp/err" |
 expect_out "^total: 480 s (the limit is 480 s)"
 expect_out "^  6   185  gpipe-run validate --backend cuda"
 grep -q "^  8 " "$tmp/out" && fail "step 8 listed without --only"
+grep -q "^  10 " "$tmp/out" && fail "step 10 listed without --only"
 # Steps 8 and 9 when named, and only the chosen steps count.
 expect_status 1 "$check" --dry-run --bundle "$tmp/bundle" --only 1,2,3,8,9
 expect_out "^total: 465 s (the limit is 480 s)"
 expect_out "^  9   170  gpipe-run validate --backend cuda of dit"
+# Step 10, inference streams and a tied llama, when named.
+expect_status 1 "$check" --dry-run --bundle "$tmp/bundle" --only 1,2,3,10
+expect_out "^total: 325 s (the limit is 480 s)"
+expect_out "^  10   200  inference streams"
 # A longer step than 8 minutes allow is refused.
 expect_status 1 "$check" --dry-run --bundle "$tmp/bundle" --limit 6=400
 grep -q "the steps add up to over 8 minutes" "$tmp/err" || fail "no over-time line: $(cat "$tmp/err")"
