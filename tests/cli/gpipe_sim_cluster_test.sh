@@ -55,6 +55,17 @@ expect_status 0 "$sim" sweep --profile "$tmp/tp4.json" -K 1,2 -M 4,8 -N 16 --dat
   --out "$tmp/sweep.csv"
 expect_out "4 configurations: 4 simulated"
 
+# The planner: every T x K x D = 8 on nodes of 4, the fastest that fit, every row in the CSV.
+expect_status 0 "$sim" plan --model "$model" --device h100 --gpus 8 --gpus-per-node 4 --global-batch 32 \
+  --micro-batch-sizes 1,4 --out "$tmp/plan.csv"
+expect_out "^llama:layers=8,hidden=512,heads=8,kv_heads=4,ffn=1408,seq=512,vocab=1024 on 8 x NVIDIA H100 80GB HBM3 (4 a node), global batch 32 x 512 tokens"
+expect_out "^144 configurations: "
+expect_out "^the 10 fastest that fit:"
+expect_out "every configuration: $tmp/plan.csv"
+[ "$(wc -l <"$tmp/plan.csv")" -eq 145 ] || fail "plan.csv has $(wc -l <"$tmp/plan.csv") lines, not 145"
+/usr/bin/python3 plots/plan_heatmap.py "$tmp/plan.csv" --out "$tmp/plan.png" >/dev/null ||
+  fail "plan_heatmap.py could not draw the plan"
+
 bad() {
   local line=$1; shift
   expect_status 2 "$sim" "$@"
@@ -72,5 +83,11 @@ bad "tensor parallelism splits the transformer and llama families' blocks; dit h
   profile --model dit-xl-2 --device h100 --tensor-parallel 2 --micro-batch-sizes 1 --out "$tmp/x.json"
 bad "--workload inference: an inference stream is one pipeline of one GPU a stage" \
   run --workload inference --profile transformer-24L-h1024-h100 -K 2 -b 1 -R 4 --data-parallel 2
+
+bad "--zero: unknown value '4'" plan --model "$model" --device h100 --gpus 8 --global-batch 32 --zero 0,4
+bad "--schedules: zb-auto searches schedules itself" plan --model "$model" --device h100 --gpus 8 --global-batch 32 \
+  --schedules 1f1b,zb-auto
+bad "--gpus is required" plan --model "$model" --device h100 --global-batch 32
+bad "unknown device 'h900'" plan --model "$model" --device h900 --gpus 8 --global-batch 32
 
 finish gpipe_sim_cluster_test
