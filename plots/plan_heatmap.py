@@ -5,8 +5,8 @@ Reads a `gpipe-sim plan --out` CSV. Each cell is the fastest configuration of
 that T and K (D = N / (T K) replicas) that fits the device's memory, over the
 micro-batch sizes, schedules, recompute policies and ZeRO stages the plan
 tried: its tokens/s, with its MFU beneath. A cell where every configuration is
-over memory is cross-hatched; one that cannot exist is grey and hatched. The
-fastest cell has a heavy border.
+over memory is cross-hatched; one that cannot exist is grey and hatched (a K
+where nothing can is left out). The fastest cell has a heavy border.
 """
 
 import csv
@@ -66,7 +66,10 @@ def main():
     args = parse_args()
     cells = load(args.plan)
     ts = sorted({t for t, _ in cells})
-    ks = sorted({k for _, k in cells})
+    # A pipeline depth where nothing can exist (more stages than the model has
+    # layers, more replicas than samples) is left out.
+    ks = sorted({k for (_, k), c in cells.items() if c[0] != "skipped"})
+    cells = {tk: c for tk, c in cells.items() if tk[1] in ks}
     values = np.full((len(ts), len(ks)), np.nan)
     for (t, k), (status, tokens, _, _) in cells.items():
         if status == "ok":
