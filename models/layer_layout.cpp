@@ -47,7 +47,7 @@ LayerLayout embedding_layout(const LayerDims& d) {
   using namespace layout::embedding;
   LayerLayout l;
   l.parameters.resize(kParamCount);
-  l.parameters[kTok] = {"tok", {d.vocab, d.hidden}, Init::normal};
+  l.parameters[kTok] = {"tok", {d.vocab_rows(), d.hidden}, Init::normal};
   l.parameters[kPos] = {"pos", {d.seq, d.hidden}, Init::normal};
   l.kept.resize(kKeptCount);
   l.kept[kIds] = {"ids", {d.seq}, Element::index};
@@ -56,14 +56,19 @@ LayerLayout embedding_layout(const LayerDims& d) {
 
 LayerLayout transformer_block_layout(const LayerDims& d) {
   using namespace layout::transformer_block;
-  const std::int64_t h = d.hidden, f = d.ffn_width, s = d.seq;
+  // Tensor parallelism splits Wqkv and W1 by rows (column-parallel: heads and
+  // F / T), Wo and W2 by columns (row-parallel, their biases whole); what
+  // lies between them is split, the residual stream and the LayerNorms are
+  // whole, or split over the sequence (rows()).
+  const std::int64_t h = d.hidden, f = d.split(d.ffn_width), s = d.seq, r = d.rows();
+  const std::int64_t qkv = d.split(3 * h), attn = d.split(h);
   LayerLayout l;
   l.parameters.resize(kParamCount);
   l.parameters[kGamma1] = {"ln1.gamma", {h}, Init::ones};
   l.parameters[kBeta1] = {"ln1.beta", {h}, Init::zeros};
-  l.parameters[kWqkv] = {"wqkv", {3 * h, h}, Init::normal};
-  l.parameters[kBqkv] = {"bqkv", {3 * h}, Init::zeros};
-  l.parameters[kWo] = {"wo", {h, h}, Init::normal};
+  l.parameters[kWqkv] = {"wqkv", {qkv, h}, Init::normal};
+  l.parameters[kBqkv] = {"bqkv", {qkv}, Init::zeros};
+  l.parameters[kWo] = {"wo", {h, attn}, Init::normal};
   l.parameters[kBo] = {"bo", {h}, Init::zeros};
   l.parameters[kGamma2] = {"ln2.gamma", {h}, Init::ones};
   l.parameters[kBeta2] = {"ln2.beta", {h}, Init::zeros};
@@ -72,46 +77,50 @@ LayerLayout transformer_block_layout(const LayerDims& d) {
   l.parameters[kW2] = {"w2", {h, f}, Init::normal};
   l.parameters[kB2] = {"b2", {h}, Init::zeros};
   l.kept.resize(kKeptCount);
-  l.kept[kX] = {"x", {s, h}};
-  l.kept[kNormed1] = {"ln1", {s, h}};
-  l.kept[kQkv] = {"qkv", {s, 3 * h}};
+  l.kept[kX] = {"x", {r, h}};
+  l.kept[kNormed1] = {"ln1", {r, h}};
+  l.kept[kQkv] = {"qkv", {s, qkv}};
   l.kept[kProbs] = {d.attention == Attention::flash ? "attention.lse" : "attention.probs",
                     d.attention_kept()};
-  l.kept[kAttn] = {"attention", {s, h}};
-  l.kept[kA] = {"a", {s, h}};
-  l.kept[kNormed2] = {"ln2", {s, h}};
+  l.kept[kAttn] = {"attention", {s, attn}};
+  l.kept[kA] = {"a", {r, h}};
+  l.kept[kNormed2] = {"ln2", {r, h}};
   l.kept[kPreGelu] = {"pre_gelu", {s, f}};
   l.kept[kGelu] = {"gelu", {s, f}};
-  l.kept[kStats1] = {"ln1.stats", {s, 2}};
-  l.kept[kStats2] = {"ln2.stats", {s, 2}};
+  l.kept[kStats1] = {"ln1.stats", {r, 2}};
+  l.kept[kStats2] = {"ln2.stats", {r, 2}};
+  // With sequence parallelism W keeps the LayerNorms' outputs and the
+  // row-parallel Linears' output gradients split, and gathers them again.
   l.weight_kept.resize(weight_kept::kCount);
-  l.weight_kept[weight_kept::kNormed1] = {"ln1", {s, h}};
-  l.weight_kept[weight_kept::kDQkv] = {"d_qkv", {s, 3 * h}};
-  l.weight_kept[weight_kept::kAttn] = {"attention", {s, h}};
-  l.weight_kept[weight_kept::kDA] = {"d_a", {s, h}};
-  l.weight_kept[weight_kept::kNormed2] = {"ln2", {s, h}};
+  l.weight_kept[weight_kept::kNormed1] = {"ln1", {r, h}};
+  l.weight_kept[weight_kept::kDQkv] = {"d_qkv", {s, qkv}};
+  l.weight_kept[weight_kept::kAttn] = {"attention", {s, attn}};
+  l.weight_kept[weight_kept::kDA] = {"d_a", {r, h}};
+  l.weight_kept[weight_kept::kNormed2] = {"ln2", {r, h}};
   l.weight_kept[weight_kept::kDPreGelu] = {"d_pre_gelu", {s, f}};
   l.weight_kept[weight_kept::kGelu] = {"gelu", {s, f}};
-  l.weight_kept[weight_kept::kDOut] = {"d_out", {s, h}};
+  l.weight_kept[weight_kept::kDOut] = {"d_out", {r, h}};
   return l;
 }
 
 LayerLayout lm_head_layout(const LayerDims& d) {
   using namespace layout::lm_head;
-  const std::int64_t h = d.hidden, s = d.seq, v = d.vocab;
+  // Tensor parallelism splits Wu by vocabulary rows (ceil(V / T) each);
+  // the cross-entropy is computed over the split logits.
+  const std::int64_t h = d.hidden, s = d.seq, r = d.rows(), v = d.vocab_rows();
   LayerLayout l;
   l.parameters.resize(kParamCount);
   l.parameters[kGamma] = {"ln.gamma", {h}, Init::ones};
   l.parameters[kBeta] = {"ln.beta", {h}, Init::zeros};
   l.parameters[kWu] = {"wu", {v, h}, Init::normal};
   l.kept.resize(kKeptCount);
-  l.kept[kX] = {"x", {s, h}};
-  l.kept[kNormed] = {"ln", {s, h}};
-  l.kept[kStats] = {"ln.stats", {s, 2}};
+  l.kept[kX] = {"x", {r, h}};
+  l.kept[kNormed] = {"ln", {r, h}};
+  l.kept[kStats] = {"ln.stats", {r, 2}};
   l.kept[kProbs] = {"probs", {s, v}};
   l.kept[kTargets] = {"targets", {s}, Element::index};
   l.weight_kept.resize(weight_kept::kCount);
-  l.weight_kept[weight_kept::kNormed] = {"ln", {s, h}};
+  l.weight_kept[weight_kept::kNormed] = {"ln", {r, h}};
   l.weight_kept[weight_kept::kDLogits] = {"d_logits", {s, v}};
   return l;
 }
@@ -120,7 +129,7 @@ LayerLayout token_embedding_layout(const LayerDims& d) {
   using namespace layout::token_embedding;
   LayerLayout l;
   l.parameters.resize(kParamCount);
-  l.parameters[kTok] = {"tok", {d.vocab, d.hidden}, Init::normal};
+  l.parameters[kTok] = {"tok", {d.vocab_rows(), d.hidden}, Init::normal};
   l.kept.resize(kKeptCount);
   l.kept[kIds] = {"ids", {d.seq}, Element::index};
   return l;
@@ -133,58 +142,61 @@ KeptLayout attention_scores(const LayerDims& d) {
 
 LayerLayout llama_block_layout(const LayerDims& d) {
   using namespace layout::llama_block;
-  const std::int64_t h = d.hidden, f = d.ffn_width, s = d.seq, qkv = d.qkv_width();
+  // Split as transformer_block's: Wqkv (query and kv heads, A / T and G / T)
+  // and w1, w3 column-parallel, Wo and w2 row-parallel.
+  const std::int64_t h = d.hidden, f = d.split(d.ffn_width), s = d.seq, r = d.rows();
+  const std::int64_t qkv = d.split(d.qkv_width()), attn = d.split(h);
   LayerLayout l;
   l.parameters.resize(kParamCount);
   l.parameters[kNorm1] = {"norm1.gamma", {h}, Init::ones};
   l.parameters[kWqkv] = {"wqkv", {qkv, h}, Init::normal};
-  l.parameters[kWo] = {"wo", {h, h}, Init::normal};
+  l.parameters[kWo] = {"wo", {h, attn}, Init::normal};
   l.parameters[kNorm2] = {"norm2.gamma", {h}, Init::ones};
   l.parameters[kW1] = {"w1", {f, h}, Init::normal};
   l.parameters[kW3] = {"w3", {f, h}, Init::normal};
   l.parameters[kW2] = {"w2", {h, f}, Init::normal};
   l.kept.resize(kKeptCount);
-  l.kept[kX] = {"x", {s, h}};
-  l.kept[kNormed1] = {"norm1", {s, h}};
-  l.kept[kRstd1] = {"norm1.rstd", {s}};
+  l.kept[kX] = {"x", {r, h}};
+  l.kept[kNormed1] = {"norm1", {r, h}};
+  l.kept[kRstd1] = {"norm1.rstd", {r}};
   l.kept[kQkv] = {"qkv", {s, qkv}};
   l.kept[kScores] = attention_scores(d);
-  l.kept[kAttn] = {"attention", {s, h}};
-  l.kept[kA] = {"a", {s, h}};
-  l.kept[kNormed2] = {"norm2", {s, h}};
-  l.kept[kRstd2] = {"norm2.rstd", {s}};
+  l.kept[kAttn] = {"attention", {s, attn}};
+  l.kept[kA] = {"a", {r, h}};
+  l.kept[kNormed2] = {"norm2", {r, h}};
+  l.kept[kRstd2] = {"norm2.rstd", {r}};
   l.kept[kGate] = {"gate", {s, f}};
   l.kept[kUp] = {"up", {s, f}};
   l.kept[kH] = {"swiglu", {s, f}};
   namespace w = weight_kept;
   l.weight_kept.resize(w::kCount);
-  l.weight_kept[w::kNormed1] = {"norm1", {s, h}};
+  l.weight_kept[w::kNormed1] = {"norm1", {r, h}};
   l.weight_kept[w::kDQkv] = {"d_qkv", {s, qkv}};
-  l.weight_kept[w::kAttn] = {"attention", {s, h}};
-  l.weight_kept[w::kDA] = {"d_a", {s, h}};
-  l.weight_kept[w::kNormed2] = {"norm2", {s, h}};
+  l.weight_kept[w::kAttn] = {"attention", {s, attn}};
+  l.weight_kept[w::kDA] = {"d_a", {r, h}};
+  l.weight_kept[w::kNormed2] = {"norm2", {r, h}};
   l.weight_kept[w::kDGate] = {"d_gate", {s, f}};
   l.weight_kept[w::kDUp] = {"d_up", {s, f}};
   l.weight_kept[w::kH] = {"swiglu", {s, f}};
-  l.weight_kept[w::kDOut] = {"d_out", {s, h}};
+  l.weight_kept[w::kDOut] = {"d_out", {r, h}};
   return l;
 }
 
 LayerLayout rms_head_layout(const LayerDims& d) {
   using namespace layout::rms_head;
-  const std::int64_t h = d.hidden, s = d.seq, v = d.vocab;
+  const std::int64_t h = d.hidden, s = d.seq, r = d.rows(), v = d.vocab_rows();
   LayerLayout l;
   l.parameters.resize(kParamCount);
   l.parameters[kGamma] = {"norm.gamma", {h}, Init::ones};
   l.parameters[kWu] = {"wu", {v, h}, Init::normal};
   l.kept.resize(kKeptCount);
-  l.kept[kX] = {"x", {s, h}};
-  l.kept[kNormed] = {"norm", {s, h}};
-  l.kept[kRstd] = {"norm.rstd", {s}};
+  l.kept[kX] = {"x", {r, h}};
+  l.kept[kNormed] = {"norm", {r, h}};
+  l.kept[kRstd] = {"norm.rstd", {r}};
   l.kept[kProbs] = {"probs", {s, v}};
   l.kept[kTargets] = {"targets", {s}, Element::index};
   l.weight_kept.resize(weight_kept::kCount);
-  l.weight_kept[weight_kept::kNormed] = {"norm", {s, h}};
+  l.weight_kept[weight_kept::kNormed] = {"norm", {r, h}};
   l.weight_kept[weight_kept::kDLogits] = {"d_logits", {s, v}};
   return l;
 }
@@ -354,12 +366,14 @@ LayerDims layer_dims(const Model& model, std::int64_t ffn_width) {
           .attention = model.attention,
           .patch_in = patch_cells * model.channels,
           .patch_out = patch_cells * 2 * model.channels,
-          .classes = model.classes};
+          .classes = model.classes,
+          .tensor_parallel = model.tensor_parallel,
+          .sequence_parallel = model.sequence_parallel};
 }
 
 std::vector<std::int64_t> LayerDims::attention_kept() const {
-  if (attention == Attention::flash) return {heads, seq};
-  return {heads, seq, seq};
+  if (attention == Attention::flash) return {split(heads), seq};
+  return {split(heads), seq, seq};
 }
 
 void count_from_layout(Layer& layer, const LayerLayout& layout) {

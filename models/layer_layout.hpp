@@ -67,13 +67,25 @@ struct LayerDims {
   std::int64_t patch_in = 0;   // dit: P*P*C, one patch's latent values
   std::int64_t patch_out = 0;  // dit: P*P*2C, one token's prediction (noise and variance)
   std::int64_t classes = 0;    // dit: N (its label table has N+1 rows)
+  // Tensor parallelism (models/tensor_parallel.hpp): the layout of one GPU of
+  // a group of T, Megatron-LM's split. 1: the whole layer.
+  std::int64_t tensor_parallel = 1;
+  bool sequence_parallel = false;
 
   // A block's query heads' width: H (d = H/A).
   [[nodiscard]] std::int64_t kv_groups() const { return kv_heads > 0 ? kv_heads : heads; }
   // One token's packed q, k, v row: (A + 2G) d.
   [[nodiscard]] std::int64_t qkv_width() const { return (heads + 2 * kv_groups()) * (hidden / heads); }
+  // n split over the tensor-parallel group: n / T (the model's checks make it exact).
+  [[nodiscard]] std::int64_t split(std::int64_t n) const { return n / tensor_parallel; }
+  // The tokens a GPU holds outside the parallel regions (the residual
+  // stream, the norms): S, or S / T with sequence parallelism.
+  [[nodiscard]] std::int64_t rows() const { return sequence_parallel ? seq / tensor_parallel : seq; }
+  // A vocabulary-parallel table's rows per GPU: ceil(V / T), the last GPU's padded.
+  [[nodiscard]] std::int64_t vocab_rows() const { return (vocab + tensor_parallel - 1) / tensor_parallel; }
   // The shape, per sample, of what a block's attention keeps: P [A,S,S]
-  // (naive) or its log-sum-exp per query row [A,S] (flash).
+  // (naive) or its log-sum-exp per query row [A,S] (flash); A / T heads
+  // with tensor parallelism.
   [[nodiscard]] std::vector<std::int64_t> attention_kept() const;
 };
 

@@ -136,6 +136,8 @@
 #include <string_view>
 #include <vector>
 
+#include "models/collective.hpp"
+
 namespace gpipe::models {
 
 // fp8: the GEMMs in fp8 at the device's fp8 rate (Transformer Engine's
@@ -179,6 +181,22 @@ inline constexpr std::string_view dit_head = "dit_head";
 enum class Attention : std::uint8_t { naive, flash };
 [[nodiscard]] std::string_view to_string(Attention attention);
 
+// When, in a layer's passes, a collective of its tensor-parallel group runs
+// (models/tensor_parallel.hpp): on the compute stream, in the pass's time.
+enum class TensorParallelPass : std::uint8_t {
+  forward,       // F (and a recomputing R)
+  input,         // the backward's input-gradient part: B, and I of a split one
+  weight,        // the backward's weight-gradient part: B, and W of a split one
+  split_weight,  // W alone: what a split backward's W gathers again that B still holds
+};
+
+struct LayerCollective {
+  TensorParallelPass pass = TensorParallelPass::forward;
+  Collective collective = Collective::all_reduce;
+  std::int64_t elems = 0;  // per sample, in nccl-tests' sizes (models/collective.hpp)
+  bool operator==(const LayerCollective&) const = default;
+};
+
 struct Layer {
   std::string name;  // "embed", "block0", ..., "head" (lm_head) / "loss" (mse_loss)
   std::string kind;  // one of models::layer_kind
@@ -210,6 +228,10 @@ struct Layer {
   // the two gradients are summed before every optimizer step (Model::tied).
   int tied_param = -1;
   std::int64_t tied_elems = 0;
+  // With tensor parallelism (Model::tensor_parallel > 1), every number above
+  // is one GPU's of the layer's group, and these are the group's collectives
+  // in each pass; empty otherwise.
+  std::vector<LayerCollective> collectives;
 
   [[nodiscard]] double bwd_flops() const { return bwd_input_flops + bwd_weight_flops; }
   bool operator==(const Layer&) const = default;
@@ -253,8 +275,14 @@ struct Model {
   // llama's tied=1: the first layer's token table and the last layer's
   // unembedding are one matrix (Layer::tied_param), as in Llama 3.2 1B and 3B.
   bool tied = false;
+  // Tensor parallelism (models/tensor_parallel.hpp): each layer split over
+  // this many GPUs, its numbers one GPU's; with sequence_parallel the
+  // LayerNorm and residual regions split over the sequence too.
+  int tensor_parallel = 1;
+  bool sequence_parallel = false;
 
-  // The model's parameters, a tied matrix counted once.
+  // The model's parameters, a tied matrix counted once (one GPU's, with
+  // tensor parallelism).
   [[nodiscard]] std::int64_t params() const;
   // Rows per sample of the activation between two blocks (what a stage sends):
   // seq, and for dit one more, the conditioning row c that travels with the

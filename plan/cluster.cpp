@@ -14,10 +14,6 @@ ClusterPlacement::ClusterPlacement(const ClusterShape& cluster, const Parallelis
   if (cluster.gpus_per_node < 1) {
     throw InputError(fmt::format("--gpus-per-node {}: a node has at least one GPU", cluster.gpus_per_node));
   }
-  if (cluster.gpus % cluster.gpus_per_node != 0) {
-    throw InputError(fmt::format("--gpus {} is not a whole number of nodes of --gpus-per-node {}", cluster.gpus,
-                                 cluster.gpus_per_node));
-  }
   if (p.tensor < 1 || p.pipeline < 1 || p.data < 1) {
     throw InputError(fmt::format("--tensor-parallel {}, --stages {}, --data-parallel {}: each is at least 1",
                                  p.tensor, p.pipeline, p.data));
@@ -63,10 +59,13 @@ std::string ClusterPlacement::describe() const {
   const Parallelism& p = parallelism_;
   int inside = 0;
   for (int k = 0; k + 1 < p.pipeline; ++k) inside += boundary_crosses_nodes(k) ? 0 : 1;
+  const int nodes = (cluster_.gpus + cluster_.gpus_per_node - 1) / cluster_.gpus_per_node;
+  const int last = cluster_.gpus - (nodes - 1) * cluster_.gpus_per_node;
   return fmt::format(
-      "{} GPUs, {} nodes of {}: TP {} inside a node, {} stages to a pipeline, {} pipelines; stage boundaries "
+      "{} GPUs, {} node{} of {}{}: TP {} inside a node, {} stages to a pipeline, {} pipelines; stage boundaries "
       "inside a node: {} of {}; a DP group spans {} node(s)",
-      cluster_.gpus, cluster_.gpus / cluster_.gpus_per_node, cluster_.gpus_per_node, p.tensor, p.pipeline, p.data,
+      cluster_.gpus, nodes, nodes == 1 ? "" : "s", cluster_.gpus_per_node,
+      last == cluster_.gpus_per_node ? "" : fmt::format(" (the last with {})", last), p.tensor, p.pipeline, p.data,
       inside, p.pipeline - 1, nodes_spanned_by_data_parallel_group());
 }
 

@@ -32,8 +32,8 @@ struct Parallelism {
 
 class ClusterPlacement {
  public:
-  // InputError naming the flags: T x K x D != N, T not dividing G, G not
-  // dividing N (nodes are whole), any count below 1.
+  // InputError naming the flags: T x K x D != N, T not dividing G, any count
+  // below 1.
   ClusterPlacement(const ClusterShape& cluster, const Parallelism& parallelism);
 
   [[nodiscard]] const ClusterShape& cluster() const { return cluster_; }

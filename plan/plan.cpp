@@ -61,9 +61,8 @@ std::vector<std::int64_t> layer_costs_ns(const profiles::Profile& profile, int b
 
 std::vector<std::int64_t> static_bytes_per_rank(const profiles::Profile& profile,
                                                 const models::Partition& partition,
-                                                const schedules::Schedule& schedule,
-                                                models::Optimizer optimizer) {
-  const std::int64_t per_param = models::static_bytes_per_param(optimizer, profile.dtype);
+                                                const schedules::Schedule& schedule, const PlanRequest& r) {
+  const std::int64_t per_param = models::static_bytes_per_param(r.optimizer, profile.dtype);
   const std::int64_t element = models::bytes_per_element(profile.dtype);
   std::vector<std::int64_t> bytes(static_cast<std::size_t>(schedule.num_ranks), 0);
   for (int st = 0; st < partition.num_stages(); ++st) {
@@ -72,13 +71,14 @@ std::vector<std::int64_t> static_bytes_per_rank(const profiles::Profile& profile
       params += profile.layers[static_cast<std::size_t>(l)].param_bytes / element;
     }
     std::int64_t& rank_bytes = bytes[schedule.rank_of(schedules::Stage{st}).at()];
-    std::int64_t stage_bytes = 0;
-    if (__builtin_mul_overflow(params, per_param, &stage_bytes) ||
-        __builtin_add_overflow(rank_bytes, stage_bytes, &rank_bytes)) {
+    std::int64_t whole = 0;
+    if (__builtin_mul_overflow(params, per_param, &whole) || __builtin_add_overflow(rank_bytes, whole, &rank_bytes)) {
       throw InputError(fmt::format("stage {}: {} parameters, whose weights, gradients and optimizer state come "
                                    "to more bytes than the 2^63 the engine counts",
                                    st, params));
     }
+    // ZeRO shards within what fits unsharded.
+    rank_bytes += models::static_bytes(r.optimizer, profile.dtype, params, r.zero, r.data_parallel).total() - whole;
   }
   return bytes;
 }
@@ -99,6 +99,15 @@ schedules::Schedule given_schedule(const PlanRequest& r) {
 // Everything after the micro-batches, which the callers make in their own
 // order. partition_of(spec, micro-batch size, stage count) is the partition:
 // made here, or kept by a Planner.
+void check_data_parallel(const PlanRequest& r) {
+  if (r.data_parallel < 1) throw InputError(fmt::format("--data-parallel {}: give 1 or more replicas", r.data_parallel));
+  if (r.zero < 0 || r.zero > 3) throw InputError(fmt::format("--zero {}: ZeRO's stages are 0, 1, 2 and 3", r.zero));
+  if (r.zero > 0 && r.data_parallel == 1) {
+    throw InputError(
+        fmt::format("--zero {} shards over the data-parallel group: give --data-parallel 2 or more", r.zero));
+  }
+}
+
 template <class PartitionOf>
 Plan plan_with(const profiles::Profile& profile, const PlanRequest& r, std::vector<int> sizes,
                const PartitionOf& partition_of) {
@@ -116,6 +125,7 @@ Plan plan_with(const profiles::Profile& profile, const PlanRequest& r, std::vect
                                    layer.name, layer.kind));
     }
   }
+  check_data_parallel(r);
   Plan p;
   p.batch = std::accumulate(sizes.begin(), sizes.end(), std::int64_t{0});
   p.microbatch_sizes = std::move(sizes);
@@ -135,7 +145,8 @@ Plan plan_with(const profiles::Profile& profile, const PlanRequest& r, std::vect
   // (schedules/tied_gradient.hpp); a lowered file keeps what it lists.
   if (!p.schedule.is_lowered()) p.schedule.tied_embedding = profile.tied_bytes() > 0;
   p.partition = partition_of(r.partition, p.microbatch_sizes.front(), p.schedule.num_stages);
-  p.static_bytes = static_bytes_per_rank(profile, p.partition, p.schedule, r.optimizer);
+  p.schedule.data_parallel = r.data_parallel;
+  p.static_bytes = static_bytes_per_rank(profile, p.partition, p.schedule, r);
   return p;
 }
 

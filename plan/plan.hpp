@@ -41,6 +41,11 @@ struct PlanRequest {
   int micro_batch_size = 0;  // b samples in every micro-batch (when batch is 0)
   models::PartitionSpec partition;
   models::Optimizer optimizer = models::Optimizer::adamw;  // what static_bytes counts
+  // D replicas of this pipeline, each stage's gradients reduced over the
+  // same stage of every replica (schedules/gradient_reduction.hpp), and
+  // ZeRO's stage (0 to 3) sharding static memory over them.
+  int data_parallel = 1;
+  int zero = 0;
 };
 
 struct Plan {
@@ -49,7 +54,8 @@ struct Plan {
   std::vector<int> microbatch_sizes;  // samples per micro-batch, largest first
   std::int64_t batch = 0;             // their sum
   // Per rank: parameters, gradients and optimizer state (models/optimizer.hpp)
-  // in the profile's dtype.
+  // in the profile's dtype, sharded by ZeRO over the data-parallel group
+  // (models::static_bytes); one GPU's with a tensor-parallel profile.
   std::vector<std::int64_t> static_bytes;
 };
 
@@ -61,7 +67,8 @@ struct Plan {
 // more stages (K x V) than the profile has layers, M < 1 or M > N, neither N
 // nor b given, a partition that does not fit, an unknown schedule or one that
 // refuses the K, V and M asked, a recompute policy for a given schedule
-// lowered with another; and for a profile whose dtype has no known size.
+// lowered with another, --data-parallel < 1, --zero outside 0..3 or above 0
+// with one replica; and for a profile whose dtype has no known size.
 [[nodiscard]] Plan make_plan(const profiles::Profile& profile, const PlanRequest& request);
 
 // The same with the request's micro-batch sizes made already (plan/microbatches.hpp,

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "profiles/collectives.hpp"
 #include "schedules/error.hpp"
 
 namespace gpipe::profiles {
@@ -81,6 +82,29 @@ PassTimes analytic_pass_times(const models::Layer& layer, const Device& device, 
   return times;
 }
 
+PassTimes analytic_collective_times(const models::Layer& layer, int group, const Device& device,
+                                   models::DType dtype, int micro_batch_size, const AnalyticOptions& options) {
+  validate(options);
+  PassTimes times;
+  if (layer.collectives.empty() || group == 1) return times;
+  const CollectiveLink link{.latency_us = options.link_latency_us, .bandwidth_GBps = device.link_GBps};
+  const std::int64_t e = models::bytes_per_element(dtype);
+  for (const models::LayerCollective& c : layer.collectives) {
+    const std::int64_t bytes = c.elems * micro_batch_size * e;
+    const double us = static_cast<double>(fastest_collective(c.collective, group, bytes, link).ns) / 1e3;
+    switch (c.pass) {
+      case models::TensorParallelPass::forward: times.fwd_us += us; break;
+      case models::TensorParallelPass::input: times.bwd_input_us += us; break;
+      case models::TensorParallelPass::weight: times.bwd_weight_us += us; break;
+      case models::TensorParallelPass::split_weight:
+        times.bwd_weight_us += us;
+        times.split_weight_us += us;
+        break;
+    }
+  }
+  return times;
+}
+
 double analytic_optimizer_us(const models::Layer& layer, const Device& device,
                              const AnalyticOptions& options) {
   validate(options);
@@ -111,6 +135,8 @@ Profile analytic_profile(const models::Model& model, const Device& device, model
   profile.dtype = std::string(models::to_string(dtype));
   profile.model = model.spec;
   profile.link = Link{.latency_us = options.link_latency_us, .bandwidth_GBps = device.link_GBps};
+  profile.tensor_parallel = model.tensor_parallel;
+  profile.sequence_parallel = model.sequence_parallel;
   profile.layers.reserve(model.layers.size());
   for (const models::Layer& layer : model.layers) {
     LayerProfile out;
@@ -120,11 +146,16 @@ Profile analytic_profile(const models::Model& model, const Device& device, model
     out.tied_bytes = layer.tied_elems * models::bytes_per_element(dtype);
     out.optimizer_us = analytic_optimizer_us(layer, device, options);
     for (const int b : sizes) {
-      const PassTimes t = analytic_pass_times(layer, device, dtype, b, options);
+      const PassTimes compute = analytic_pass_times(layer, device, dtype, b, options);
+      const PassTimes comm = analytic_collective_times(layer, model.tensor_parallel, device, dtype, b, options);
+      const PassTimes t{.fwd_us = compute.fwd_us + comm.fwd_us,
+                        .bwd_input_us = compute.bwd_input_us + comm.bwd_input_us,
+                        .bwd_weight_us = compute.bwd_weight_us + comm.bwd_weight_us,
+                        .split_weight_us = comm.split_weight_us};
       const models::LayerBytes bytes = models::bytes_at(layer, b, dtype);
       out.samples.push_back(ProfileSample{.micro_batch_size = b,
                                           .fwd_us = t.fwd_us,
-                                          .bwd_us = t.bwd_input_us + t.bwd_weight_us,
+                                          .bwd_us = t.bwd_input_us + t.bwd_weight_us - t.split_weight_us,
                                           .bwd_input_us = t.bwd_input_us,
                                           .bwd_weight_us = t.bwd_weight_us,
                                           .input_bytes = bytes.input_bytes,

@@ -27,6 +27,14 @@
 //                   0 when the layer has no parameters (AdamW is memory-bound)
 // Each pass of a layer counts as one launch: its kernels run back to back, so
 // one fixed overhead stands for the host-side cost of the whole pass.
+// With tensor parallelism (a model split by models::split_tensor_parallel)
+// the numbers above are one GPU's, and each pass adds its collectives
+// (Layer::collectives), priced by profiles/collectives.hpp (the faster
+// algorithm) over the T GPUs of the group on the device's NVLink with
+// link_latency_us: on the compute stream, none overlapped. A split
+// backward's W adds what it gathers again (TensorParallelPass::split_weight),
+// which bwd_us leaves out:
+//   bwd_us = bwd_input_us + bwd_weight_us - split_weight_us
 // The sample's input/output/activation bytes are bytes_at()'s EXACTLY, and its
 // weight_grad_stash_bytes weight_grad_stash_bytes_at()'s (what the CPU
 // executor's W keeps), so the simulator's memory matches the executor's
@@ -65,6 +73,9 @@ struct PassTimes {
   double fwd_us = 0;
   double bwd_input_us = 0;
   double bwd_weight_us = 0;
+  // Of bwd_weight_us, what only a split backward's W spends: the gathers
+  // again of what an unsplit backward still holds (0 without tensor parallelism).
+  double split_weight_us = 0;
 
   bool operator==(const PassTimes&) const = default;
 };
@@ -75,6 +86,12 @@ struct PassTimes {
                                             models::DType dtype, int micro_batch_size,
                                             const AnalyticOptions& options = {});
 
+// The time of the layer's tensor-parallel collectives in each pass, over
+// `group` GPUs at micro-batch size b (all 0 for a layer without any).
+[[nodiscard]] PassTimes analytic_collective_times(const models::Layer& layer, int group, const Device& device,
+                                                  models::DType dtype, int micro_batch_size,
+                                                  const AnalyticOptions& options = {});
+
 // The layer's AdamW step, as above.
 [[nodiscard]] double analytic_optimizer_us(const models::Layer& layer, const Device& device,
                                            const AnalyticOptions& options = {});
@@ -82,7 +99,8 @@ struct PassTimes {
 // The profile of `model` on `device`: source "analytic", device = its full
 // name, dtype, model = model.spec, link = {link_latency_us, the device's
 // NVLink per direction}, one layer per model layer with a sample (split
-// backward included) at every size, sorted. InputError when the sizes are
+// backward included) at every size, sorted; a split model's tensor_parallel
+// and sequence_parallel, its passes with their collectives. InputError when the sizes are
 // empty, hold a size < 1 or a duplicate, or a size so large that a byte count
 // overflows, or the options are invalid.
 [[nodiscard]] Profile analytic_profile(const models::Model& model, const Device& device,

@@ -355,6 +355,14 @@ Profile profile_from_json(const json& document, std::string_view origin) {
   profile.model = root.object_member("model").string();
   profile.link = read_link(root.object_member("link"));
   if (const auto contention = root.optional_member("contention")) profile.contention = read_contention(*contention);
+  if (const auto tp = root.optional_member("tensor_parallel")) profile.tensor_parallel = tp->positive_int();
+  if (const auto sp = root.optional_member("sequence_parallel")) {
+    if (!sp->value().is_boolean()) sp->fail("expected true or false");
+    profile.sequence_parallel = sp->value().get<bool>();
+    if (profile.sequence_parallel && profile.tensor_parallel < 2) {
+      sp->fail("sequence parallelism needs a tensor_parallel of 2 or more");
+    }
+  }
   if (const auto workload = root.optional_member("workload")) {
     profile.workload = workload->string();
     if (profile.workload != "training" && profile.workload != "inference") {
@@ -409,6 +417,8 @@ json head_to_json(const Profile& profile, json layers) {
               {"layers", std::move(layers)}};
   if (profile.device_memory_bytes) out["device_memory_bytes"] = *profile.device_memory_bytes;
   if (profile.workload != "training") out["workload"] = profile.workload;
+  if (profile.tensor_parallel != 1) out["tensor_parallel"] = profile.tensor_parallel;
+  if (profile.sequence_parallel) out["sequence_parallel"] = true;
   if (!profile.contention.empty()) {
     json points = json::array();
     for (const ContentionPoint& c : profile.contention) {

@@ -120,6 +120,10 @@ struct Profile {
   std::string source;  // one of kProfileSources
   std::string dtype;
   std::string model;   // the model SPEC string
+  // Tensor parallelism (models/tensor_parallel.hpp): the layers are one GPU's
+  // of a group of this many, their passes with the group's collectives.
+  int tensor_parallel = 1;
+  bool sequence_parallel = false;
   Link link;
   std::vector<LayerProfile> layers;  // in model order, names unique
   // The bytes of the tied matrix (LayerProfile::tied_bytes), 0 when none.

@@ -301,9 +301,11 @@ void read_action(const json& ev, const std::string& where, const FieldReader& in
   a.rank = Rank{static_cast<int>(in.integer(ev, where, "pid", 0, timeline.info.num_ranks - 1))};
   const auto tid = static_cast<int>(in.integer(ev, where, "tid", version >= 2 ? 1 : 0, 1 << 20));
   a.stream = stream_of_lane(lane_of_tid(tid, version));
-  // The backward of an overlapped pair may run beside its forward, on the overlap lane.
+  // The backward of an overlapped pair may run beside its forward, on the
+  // overlap lane; a stage's data-parallel reduction on the reduce lane.
   const bool overlapped = a.stream == Stream::overlap && is_input_backward(a.action.kind);
-  if (a.stream != stream_of(a.action.kind) && !overlapped) {
+  const bool reduction = a.stream == Stream::reduce && a.action.kind == ActionKind::REDUCE_GRAD;
+  if (a.stream != stream_of(a.action.kind) && !overlapped && !reduction) {
     in.fail(where + ".tid",
             fmt::format("is {} (a {} lane) but {} runs on the {} stream", tid, to_string(a.stream), name,
                         to_string(stream_of(a.action.kind))));

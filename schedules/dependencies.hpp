@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "schedules/schedule.hpp"
-#include "schedules/tied_gradient.hpp"
+#include "schedules/gradient_reduction.hpp"
 
 namespace gpipe::schedules {
 
@@ -90,12 +90,14 @@ void for_each_dependency(const Schedule& schedule, bool via_comm, const Action& 
       visit(Action{s, K::SEND_B, m});
       visit(Action{prev, K::RECV_B, m});
       break;
-    // A tied embedding's exchange (tied_gradient.hpp): a stage posts its
-    // gradient once it is final, and waits for the other stage's.
+    // A stage's gradient reductions (gradient_reduction.hpp) start once its
+    // gradients are final; the wait waits for its own (data parallelism) and
+    // for a tied embedding's partner's.
     case K::REDUCE_GRAD:
-      if (tied_partner(schedule, s)) final_backwards();
+      if (reduces_gradients(schedule, s)) final_backwards();
       break;
     case K::WAIT_REDUCE_GRAD:
+      if (schedule.data_parallel > 1) visit(Action{s, K::REDUCE_GRAD, Microbatch{0}});
       if (const auto partner = tied_partner(schedule, s)) visit(Action{*partner, K::REDUCE_GRAD, Microbatch{0}});
       break;
     case K::UNSHARD:
@@ -120,8 +122,10 @@ class Dependencies {
   //   SEND_B(s,m) <- backward of (s,m);  RECV_B(s,m) <- SEND_B(s+1,m)
   //   WAIT_SEND_F(s,m) <- SEND_F(s,m), RECV_F(s+1,m)
   //   WAIT_SEND_B(s,m) <- SEND_B(s,m), RECV_B(s-1,m)
-  //   with a tied embedding (tied_gradient.hpp), for the first and the last stage:
-  //     REDUCE_GRAD(s) <- every last backward of s;  WAIT_REDUCE_GRAD(s) <- REDUCE_GRAD(its partner)
+  //   for a stage that reduces its gradients (gradient_reduction.hpp):
+  //     REDUCE_GRAD(s) <- every last backward of s
+  //     WAIT_REDUCE_GRAD(s) <- REDUCE_GRAD(s) with data parallelism, and
+  //       REDUCE_GRAD(its partner) with a tied embedding
   //   UNSHARD, RESHARD, and otherwise REDUCE_GRAD, WAIT_REDUCE_GRAD <- nothing beyond program order
   // Some of them may be missing from the schedule: see position().
   [[nodiscard]] std::vector<Action> of(const Action& action) const;

@@ -61,6 +61,7 @@ json to_json(const Schedule& s) {
            {"recompute", std::string(to_string(s.recompute))},
            {"ranks", std::move(ranks)}};
   if (s.tied_embedding) out["tied_embedding"] = true;
+  if (s.data_parallel != 1) out["data_parallel"] = s.data_parallel;
   return out;
 }
 
@@ -89,6 +90,7 @@ Schedule schedule_from_json(const json& doc, std::string_view origin) {
     if (!tied.is_boolean()) throw in.error("tied_embedding", "expected true or false");
     s.tied_embedding = tied.get<bool>();
   }
+  if (doc.contains("data_parallel")) s.data_parallel = in.count("data_parallel");
 
   const json& map = in.field("stage_to_rank");
   if (!map.is_array()) throw in.error("stage_to_rank", "expected an array of ranks");
@@ -141,6 +143,7 @@ std::string to_json_text(const Schedule& schedule) {
                         "num_microbatches", "stage_to_rank", "recompute"};
   for (const char* key : keys) out += fmt::format("\"{}\": {},\n ", key, doc[key].dump());
   if (schedule.tied_embedding) out += "\"tied_embedding\": true,\n ";
+  if (schedule.data_parallel != 1) out += fmt::format("\"data_parallel\": {},\n ", schedule.data_parallel);
   out += "\"ranks\": [";
   const auto& ranks = doc["ranks"];
   for (std::size_t r = 0; r < ranks.size(); ++r) {

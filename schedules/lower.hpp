@@ -4,9 +4,10 @@
 //   - RECV_F / RECV_B just before the compute action that consumes the data,
 //     and SEND_F / SEND_B just after the one that produces it, where the two
 //     stages sit on different ranks;
-//   - a tied embedding's exchange, REDUCE_GRAD then WAIT_REDUCE_GRAD of the
-//     first and the last stage (tied_gradient.hpp), and STEP of each stage,
-//     at the end of its rank's list.
+//   - for a stage that reduces its gradients (a tied embedding's ends, every
+//     stage with data parallelism: gradient_reduction.hpp), REDUCE_GRAD right
+//     after its last backward and WAIT_REDUCE_GRAD at the end of its rank's
+//     list, and STEP of each stage after those.
 // An overlapped pair (Schedule::overlapped) stays side by side: the R and
 // receives of both go before the pair, the sends of both after it.
 // R goes before RECV_B so that a rank blocked on a receive (the executor) and a

@@ -43,6 +43,9 @@ struct Schedule {
   // The first and the last stage share a matrix (a tied embedding): lowering
   // exchanges its gradient before their STEPs (schedules/tied_gradient.hpp).
   bool tied_embedding = false;
+  // Data parallelism: D replicas of the pipeline, each stage's gradients
+  // reduced over its group of D before its STEP (schedules/gradient_reduction.hpp).
+  int data_parallel = 1;
 
   [[nodiscard]] Rank rank_of(Stage stage) const { return stage_to_rank.at(stage.at()); }
   [[nodiscard]] const std::vector<Action>& actions(Rank rank) const { return ranks.at(rank.at()); }

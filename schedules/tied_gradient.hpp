@@ -4,9 +4,8 @@
 // that both copies take the same update: each stage posts its gradient to the
 // other (REDUCE_GRAD, torch's name for starting a stage's gradient reduction)
 // and waits for the other's (WAIT_REDUCE_GRAD), then STEP adds it to its own.
-// Lowering puts the exchange at the end of each rank's list, before the
-// STEPs: the REDUCE_GRAD of each tied stage on the rank, stage 0 first, then
-// the WAIT_REDUCE_GRAD of each. With a single stage there is nothing to
+// Lowering places the two as every gradient reduction's
+// (gradient_reduction.hpp). With a single stage there is nothing to
 // exchange: the stage sums its two layers' gradients itself.
 #pragma once
 
@@ -31,19 +30,6 @@ namespace gpipe::schedules {
 [[nodiscard]] inline bool is_tied_exchange(const Schedule& s, const Action& a) {
   return (a.kind == ActionKind::REDUCE_GRAD || a.kind == ActionKind::WAIT_REDUCE_GRAD) &&
          tied_partner(s, a.stage).has_value();
-}
-
-// Calls visit(action) for the exchange's actions of `rank`, in the order
-// lowering lists them before the rank's STEPs.
-template <class Visit>
-void for_each_tied_exchange_action(const Schedule& s, Rank rank, const Visit& visit) {
-  if (!s.tied_embedding || s.num_stages < 2) return;
-  const Stage ends[2] = {Stage{0}, Stage{s.num_stages - 1}};
-  for (const ActionKind kind : {ActionKind::REDUCE_GRAD, ActionKind::WAIT_REDUCE_GRAD}) {
-    for (const Stage stage : ends) {
-      if (s.rank_of(stage) == rank) visit(Action{stage, kind, Microbatch{0}});
-    }
-  }
 }
 
 }  // namespace gpipe::schedules

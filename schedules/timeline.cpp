@@ -13,7 +13,8 @@
 namespace gpipe::schedules {
 namespace {
 
-constexpr std::array<std::string_view, kNumStreams + 1> kStreamNames = {"compute", "send", "recv", "overlap"};
+constexpr std::array<std::string_view, kNumStreams + 2> kStreamNames = {"compute", "send", "recv", "overlap",
+                                                                       "reduce"};
 
 std::string describe(const TimedAction& a) {
   return fmt::format("{} [{}, {}) ns", to_string(a.action), a.start_ns, a.end_ns);

@@ -18,9 +18,11 @@ namespace gpipe::schedules {
 // Chrome trace tid. `overlap` holds the backward of an overlapped pair that
 // ran beside its forward (the simulator's --overlap-f-b), on a lane of its own
 // (trace_lanes.hpp), so that no stream overlaps itself.
-enum class Stream : std::uint8_t { compute = 0, send = 1, recv = 2, overlap = 3 };
+// reduce: a stage's gradient reduction over its data-parallel group
+// (schedules/gradient_reduction.hpp), beside the compute stream.
+enum class Stream : std::uint8_t { compute = 0, send = 1, recv = 2, overlap = 3, reduce = 4 };
 
-// The streams every rank has (compute, send, recv); overlap only where used.
+// The streams every rank has (compute, send, recv); overlap and reduce only where used.
 inline constexpr int kNumStreams = 3;
 
 [[nodiscard]] std::string_view to_string(Stream stream);

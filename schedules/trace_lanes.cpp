@@ -24,6 +24,10 @@ std::vector<int> assign_lanes(const Timeline& timeline) {
       tids[i] = kOverlapTid;  // one lane: a rank runs one pair at a time
       continue;
     }
+    if (a.stream == Stream::reduce) {
+      tids[i] = kReduceTid;  // one lane: a rank's reductions run one after another
+      continue;
+    }
     auto& free_at = lanes_free_at[{a.rank.value, a.stream}];
     auto lane = std::find_if(free_at.begin(), free_at.end(),
                              [&](std::int64_t t) { return t <= a.start_ns; });
@@ -37,12 +41,13 @@ std::vector<int> assign_lanes(const Timeline& timeline) {
 Stream stream_of_lane(int lane) {
   if (lane == 0) return Stream::compute;
   if (lane == kOverlapTid) return Stream::overlap;
+  if (lane == kReduceTid) return Stream::reduce;
   return lane % 2 == 1 ? Stream::send : Stream::recv;
 }
 
 std::string lane_name(int lane) {
   std::string name(to_string(stream_of_lane(lane)));
-  if (lane > 2 && lane != kOverlapTid) name += " " + std::to_string((lane + 1) / 2);
+  if (lane > 2 && lane != kOverlapTid && lane != kReduceTid) name += " " + std::to_string((lane + 1) / 2);
   return name;
 }
 

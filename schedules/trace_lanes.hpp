@@ -6,7 +6,8 @@
 // lanes: sends on lanes 1, 3, 5, ... and receives on lanes 2, 4, 6, ..., a
 // transfer taking the first lane free at its start. The backward of an
 // overlapped pair that ran beside its forward (Stream::overlap) goes on lane
-// kOverlapTid, "overlap".
+// kOverlapTid, "overlap"; a stage's gradient reduction over its data-parallel
+// group (Stream::reduce) on kReduceTid, "reduce" (one at a time per rank).
 //
 // A lane's tid is lane + 1 (trace version 2): Perfetto's JSON importer reads
 // tid 0 as "no tid" and puts the event on the process's main thread, which
@@ -23,6 +24,7 @@ namespace gpipe::schedules {
 
 // Far above any comm lane a rank could need.
 inline constexpr int kOverlapTid = 1'000'000;
+inline constexpr int kReduceTid = 1'000'001;
 
 // One lane per action of the timeline, in the same order.
 [[nodiscard]] std::vector<int> assign_lanes(const Timeline& timeline);
@@ -30,7 +32,7 @@ inline constexpr int kOverlapTid = 1'000'000;
 [[nodiscard]] Stream stream_of_lane(int lane);
 
 // "compute", "send", "recv", then "send 2", "recv 2", ... for the extra lanes,
-// and "overlap".
+// "overlap" and "reduce".
 [[nodiscard]] std::string lane_name(int lane);
 
 // The thread id a lane is written with, and back (by the trace's version).

@@ -13,7 +13,7 @@
 #include "schedules/dependencies.hpp"
 #include "schedules/error.hpp"
 #include "schedules/overlap.hpp"
-#include "schedules/tied_gradient.hpp"
+#include "schedules/gradient_reduction.hpp"
 
 namespace gpipe::schedules {
 namespace {
@@ -85,7 +85,7 @@ class Checker {
             fmt::format("rank {}: missing {}STEP (the schedule is lowered)", s_.rank_of(Stage{st}).value, st));
       }
     }
-    if (lowered_ && has_step_) check_tied_exchange();
+    if (lowered_ && has_step_) check_gradient_reductions();
     check_comm();
     check_waits();
     check_overlaps();
@@ -94,16 +94,21 @@ class Checker {
   }
 
  private:
-  // A lowered schedule with a tied embedding exchanges its gradient before the STEPs.
-  void check_tied_exchange() {
-    for (int r = 0; r < s_.num_ranks; ++r) {
-      for_each_tied_exchange_action(s_, Rank{r}, [&](const Action& a) {
-        if (find(a.stage, a.kind, a.microbatch)) return;
+  // A lowered schedule reduces the gradients of each stage that needs it
+  // (gradient_reduction.hpp) before the STEPs.
+  void check_gradient_reductions() {
+    if (!has_gradient_reductions(s_)) return;
+    for (int st = 0; st < s_.num_stages; ++st) {
+      if (!reduces_gradients(s_, Stage{st})) continue;
+      for (const K kind : {K::REDUCE_GRAD, K::WAIT_REDUCE_GRAD}) {
+        if (find(Stage{st}, kind, Microbatch{0})) continue;
+        const std::string why = tied_partner(s_, Stage{st})
+                                    ? "its first and last stages share a matrix"
+                                    : fmt::format("its gradients are reduced over {} replicas", s_.data_parallel);
         add(Kind::missing, {},
-            fmt::format("rank {}: missing {} (the schedule is lowered and its first and last stages share a "
-                        "matrix)",
-                        r, to_string(a)));
-      });
+            fmt::format("rank {}: missing {} (the schedule is lowered and {})", s_.rank_of(Stage{st}).value,
+                        to_string(Action{Stage{st}, kind, Microbatch{0}}), why));
+      }
     }
   }
 

@@ -8,7 +8,7 @@
 #include "schedules/error.hpp"
 #include "schedules/lower.hpp"
 #include "schedules/overlap.hpp"
-#include "schedules/tied_gradient.hpp"
+#include "schedules/gradient_reduction.hpp"
 #include "sim/compute_program.hpp"
 #include "sim/overlap_model.hpp"
 
@@ -25,7 +25,9 @@ ActionGraph::ActionGraph(const Schedule& schedule, const CostModel& costs, int i
   ids_.assign(static_cast<std::size_t>(schedule.num_stages) * kComputeSlots *
                   static_cast<std::size_t>(schedule.num_microbatches),
               -1);
-  if (schedule.tied_embedding) exchange_ids_.assign(static_cast<std::size_t>(schedule.num_stages) * 2, -1);
+  if (schedules::has_gradient_reductions(schedule)) {
+    exchange_ids_.assign(static_cast<std::size_t>(schedule.num_stages) * 2, -1);
+  }
   const std::vector<std::size_t> send_waits = add_nodes(schedule, costs);
   add_edges(schedule, edges);
   add_send_waiters(schedule, send_waits);
@@ -36,12 +38,12 @@ std::vector<std::size_t> ActionGraph::add_nodes(const Schedule& s, const CostMod
   std::vector<std::size_t> send_waits;
   const std::vector<bool> listed_step = listed_steps(s);
   // The arrays are sized once, for the most a program can hold: every action,
-  // an R before each input backward, a STEP per stage and a tied embedding's
-  // four exchange actions; then cut to fit. (Growing them as nodes come
+  // an R before each input backward, a STEP per stage and each stage's two
+  // gradient-reduction actions; then cut to fit. (Growing them as nodes come
   // copied them over and over.)
   const bool lowered = s.is_lowered();
   const bool may_recompute = !lowered && s.recompute != schedules::RecomputePolicy::never;
-  std::size_t bound = static_cast<std::size_t>(s.num_stages) + (s.tied_embedding ? 4 : 0);
+  std::size_t bound = static_cast<std::size_t>(s.num_stages) * (schedules::has_gradient_reductions(s) ? 3 : 1);
   for (const auto& list : s.ranks) {
     bound += list.size();
     for (const Action& a : list) bound += may_recompute && schedules::is_input_backward(a.kind) ? 1 : 0;
@@ -60,7 +62,7 @@ std::vector<std::size_t> ActionGraph::add_nodes(const Schedule& s, const CostMod
     for_each_compute_action(s, lowered, pairs, listed_step, r, [&](const Action& a) {
       const int kind_slot = compute_slot(a.kind);
       if (kind_slot >= 0) ids[slot(a.stage, kind_slot, a.microbatch)] = static_cast<int>(n);
-      if (schedules::is_tied_exchange(s, a)) exchange_ids_[exchange_slot(a)] = static_cast<int>(n);
+      if (schedules::is_gradient_reduction(s, a)) exchange_ids_[exchange_slot(a)] = static_cast<int>(n);
       action[n] = a;
       rank[n] = r;
       // A send wait is no work: it only waits (send_waiter).
@@ -99,20 +101,21 @@ void ActionGraph::add_edges(const Schedule& s, Edges edges) {
     return kind_slot >= 0 ? ids[slot(a.stage, kind_slot, a.microbatch)] : exchange_ids_[exchange_slot(a)];
   };
   const auto contains = [&](const Action& a) {
-    return (compute_slot(a.kind) >= 0 || schedules::is_tied_exchange(s, a)) && id(a) >= 0;
+    return (compute_slot(a.kind) >= 0 || schedules::is_gradient_reduction(s, a)) && id(a) >= 0;
   };
   std::size_t messages = 0;
   for (std::size_t c = 0; c < n; ++c) {
     const Action a = action_[c];
     // Send waits: add_send_waiters. Other housekeeping only follows its rank.
-    if (!schedules::is_work(a.kind) && !schedules::is_tied_exchange(s, a)) continue;
+    if (!schedules::is_work(a.kind) && !schedules::is_gradient_reduction(s, a)) continue;
     int needs = 0;
     schedules::for_each_dependency(s, false, a, contains, [&](const Action& dep) __attribute__((always_inline)) {
       const auto p = static_cast<std::size_t>(id(dep));
       messages += rank[p] != rank[c] ? 1 : 0;
       // Nodes are numbered in program order, rank after rank: p < c on one
-      // rank is an input made earlier there.
-      if (timing_only && rank[p] == rank[c] && p < c) return;
+      // rank is an input made earlier there; but a stage's own reduction
+      // ends on its reduce stream, later (the replays' deliver()).
+      if (timing_only && rank[p] == rank[c] && p < c && !reduction_on_own_rank(dep, a)) return;
       ++needs;
       std::uint8_t& count = out_count[p];
       if (count < width) {

@@ -10,8 +10,10 @@
 // torch's files add to the compute stream: housekeeping (UNSHARD, ...), priced
 // by the cost model like work, and send waits, which take no time and wait
 // for one input: the arrival of their message at its receiver (send_waiter).
-// A tied embedding's REDUCE_GRAD and WAIT_REDUCE_GRAD take no time, and the
-// wait waits for the other stage's gradient, a message between them.
+// REDUCE_GRAD and WAIT_REDUCE_GRAD take no time (gradient_reduction.hpp): a
+// tied embedding's wait waits for the other stage's gradient, a message
+// between them, and with data parallelism for the stage's own reduction, a
+// span on its rank's reduce stream (reduction_on_own_rank).
 // A file without STEP (torch's leave the optimizer to the caller) gets STEP of
 // each stage at the end of its rank's program, as lowering would add it.
 #pragma once
@@ -84,6 +86,18 @@ class ActionGraph {
     return ids_[slot(a.stage, compute_slot(schedules::ActionKind::R), a.microbatch)] >= 0;
   }
 
+  // Whether the edge from `producer` to `consumer` is a stage's own
+  // data-parallel reduction (REDUCE_GRAD(s) to WAIT_REDUCE_GRAD(s)), which
+  // takes time on the rank's reduce stream though both are on one rank.
+  [[nodiscard]] static bool reduction_on_own_rank(const schedules::Action& producer,
+                                                  const schedules::Action& consumer) {
+    return producer.kind == schedules::ActionKind::REDUCE_GRAD && producer.stage == consumer.stage;
+  }
+  [[nodiscard]] bool reduction_on_own_rank(int producer, int consumer) const {
+    return reduction_on_own_rank(action_[static_cast<std::size_t>(producer)],
+                                 action_[static_cast<std::size_t>(consumer)]);
+  }
+
   // Calls f(consumer) for each node that needs `node`, in node order.
   template <class F>
   void for_each_consumer(int node, const F& f) const {
@@ -117,7 +131,7 @@ class ActionGraph {
   [[nodiscard]] int id_of(const schedules::Action& a) const {
     return ids_[slot(a.stage, compute_slot(a.kind), a.microbatch)];
   }
-  // A tied embedding's REDUCE_GRAD / WAIT_REDUCE_GRAD of a stage (schedules/tied_gradient.hpp).
+  // A reducing stage's REDUCE_GRAD / WAIT_REDUCE_GRAD (schedules/gradient_reduction.hpp).
   [[nodiscard]] static std::size_t exchange_slot(const schedules::Action& a) {
     return a.stage.at() * 2 + (a.kind == schedules::ActionKind::WAIT_REDUCE_GRAD ? 1 : 0);
   }
@@ -135,7 +149,7 @@ class ActionGraph {
   int num_microbatches_ = 0;
   std::size_t inline_edges_ = kInlineEdges;
   BigVector<int> ids_;  // node of each (stage, microbatch, kind), or -1
-  std::vector<int> exchange_ids_;  // with a tied embedding: node of each exchange_slot, or -1
+  std::vector<int> exchange_ids_;  // with gradient reductions: node of each exchange_slot, or -1
   BigVector<schedules::Action> action_;
   BigVector<int> rank_;
   BigVector<std::int64_t> duration_;

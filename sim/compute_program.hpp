@@ -9,7 +9,7 @@
 #include "schedules/lower.hpp"
 #include "schedules/overlap.hpp"
 #include "schedules/schedule.hpp"
-#include "schedules/tied_gradient.hpp"
+#include "schedules/gradient_reduction.hpp"
 
 namespace gpipe::sim {
 
@@ -28,9 +28,10 @@ namespace gpipe::sim {
 // Calls visit(action) for each action of the rank's compute stream, in the
 // order the lowered schedule has them: unless the schedule is lowered already,
 // R before each backward lowering recomputes (before the pair, for the
-// backward of an overlapped pair, as lower() puts it); a tied embedding's
-// exchange and STEP of each of the rank's stages at the end unless the
-// schedule lists them; comm actions skipped.
+// backward of an overlapped pair, as lower() puts it); each reducing stage's
+// REDUCE_GRAD after its last backward and WAIT_REDUCE_GRAD at the end
+// (gradient_reduction.hpp), and STEP of each of the rank's stages at the end
+// unless the schedule lists them; comm actions skipped.
 template <class Visit>
 void for_each_compute_action(const schedules::Schedule& s, bool lowered, const schedules::OverlapIndex& pairs,
                              const std::vector<bool>& listed_step, int rank, const Visit& visit) {
@@ -46,20 +47,32 @@ void for_each_compute_action(const schedules::Schedule& s, bool lowered, const s
       visit(Action{a.stage, ActionKind::R, a.microbatch});
     }
   };
+  // (A lowered schedule lists its reductions; one without STEPs is not lowered.)
+  const bool reductions = !lowered && schedules::has_gradient_reductions(s);
+  const std::vector<int> last_backward =
+      reductions ? schedules::last_backward_index(s, list) : std::vector<int>{};
+  const auto reduce_after = [&](std::size_t i) {
+    const schedules::Stage st = list[i].stage;
+    if (reductions && last_backward[st.at()] == static_cast<int>(i) && schedules::reduces_gradients(s, st)) {
+      visit(Action{st, ActionKind::REDUCE_GRAD, schedules::Microbatch{0}});
+    }
+  };
   for (std::size_t i = 0; i < list.size(); ++i) {
     const Action& a = list[i];
     if (schedules::is_comm(a.kind)) continue;
     if (pairs.pair_at(list, i)) {
       recompute(i + 1);
       visit(a);
-      visit(list[++i]);
+      visit(list[i + 1]);
+      reduce_after(i);
+      reduce_after(++i);
       continue;
     }
     recompute(i);
     visit(a);
+    reduce_after(i);
   }
-  // (A lowered schedule lists its exchange; one without STEPs is not lowered.)
-  if (!lowered) schedules::for_each_tied_exchange_action(s, schedules::Rank{rank}, visit);
+  if (reductions) schedules::for_each_reduction_at_end(s, schedules::Rank{rank}, last_backward, visit);
   for (int st = 0; st < s.num_stages; ++st) {
     if (s.rank_of(schedules::Stage{st}) == schedules::Rank{rank} && !listed_step[static_cast<std::size_t>(st)]) {
       visit(Action{schedules::Stage{st}, ActionKind::STEP, schedules::Microbatch{0}});

@@ -33,6 +33,10 @@ class CostModel {
   // A tied embedding's gradient that stage s exchanges with its partner
   // (schedules/tied_gradient.hpp) before its STEP; 0 without one.
   [[nodiscard]] virtual std::int64_t tied_gradient_bytes(schedules::Stage /*s*/) const { return 0; }
+  // With data parallelism (schedules/gradient_reduction.hpp): how long stage
+  // s's gradient reduction over its data-parallel group takes, from its
+  // REDUCE_GRAD, on the rank's reduce stream; 0 without.
+  [[nodiscard]] virtual std::int64_t gradient_reduction_ns(schedules::Stage /*s*/) const { return 0; }
   // A_s, In_s and W_s together: the engine asks at every memory change, and
   // a model that keeps them side by side answers with one lookup.
   [[nodiscard]] virtual StageMemory stage_memory(schedules::Stage s, schedules::Microbatch m) const {
@@ -73,6 +77,9 @@ class RepricedCosts : public CostModel {
   }
   [[nodiscard]] std::int64_t tied_gradient_bytes(schedules::Stage s) const final {
     return base_.tied_gradient_bytes(s);
+  }
+  [[nodiscard]] std::int64_t gradient_reduction_ns(schedules::Stage s) const final {
+    return base_.gradient_reduction_ns(s);
   }
 
  protected:

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "schedules/error.hpp"
+#include "schedules/gradient_reduction.hpp"
 #include "schedules/lower.hpp"
 #include "schedules/metrics.hpp"
 #include "schedules/overlap.hpp"
@@ -316,8 +317,9 @@ std::optional<SimResult> try_direct_replay(const Schedule& schedule, const Profi
                                            const LinkModel& links, const SimOptions& options) {
   if (options.record_timeline || options.link_sharing != LinkSharing::fifo) return std::nullopt;
   if (options.overlap_share && !schedule.overlapped.empty()) return std::nullopt;
-  // A tied embedding's exchange is a message between two stages' STEPs: the graph's.
-  if (schedule.tied_embedding && schedule.num_stages > 1) return std::nullopt;
+  // A tied embedding's exchange is a message between two stages' STEPs, a
+  // data-parallel reduction a span on a stream of its own: the graph's.
+  if (schedules::has_gradient_reductions(schedule)) return std::nullopt;
   DirectReplay replay(schedule, costs, links);
   if (!replay.read_programs(schedule)) return std::nullopt;
   replay.run(schedule);

@@ -58,7 +58,8 @@ class FifoReplay {
   // a message on the link between their ranks otherwise.
   void deliver(int producer, int consumer, std::int64_t now) {
     const ActionGraph& graph = replay_.graph();
-    if (graph.rank(static_cast<std::size_t>(producer)) == graph.rank(static_cast<std::size_t>(consumer))) {
+    if (graph.rank(static_cast<std::size_t>(producer)) == graph.rank(static_cast<std::size_t>(consumer)) &&
+        !graph.reduction_on_own_rank(producer, consumer)) {
       arrive(consumer, now);
       return;
     }

@@ -36,9 +36,15 @@ void Replay::record_transfer(int producer, int consumer, std::int64_t start, std
   using schedules::Stream;
   const Action& p = graph_.action(static_cast<std::size_t>(producer));
   const Action& c = graph_.action(static_cast<std::size_t>(consumer));
-  // A tied embedding's gradient has no SEND or RECV of its own: the program's
+  // A stage's data-parallel reduction runs on its rank's reduce stream. A
+  // tied embedding's gradient has no SEND or RECV of its own: the program's
   // REDUCE_GRAD and WAIT_REDUCE_GRAD frame it, as in a measured timeline.
-  if (p.kind == ActionKind::REDUCE_GRAD) return;
+  if (p.kind == ActionKind::REDUCE_GRAD) {
+    if (graph_.reduction_on_own_rank(producer, consumer)) {
+      timeline_.actions.push_back({p, Rank{graph_.rank(static_cast<std::size_t>(producer))}, Stream::reduce, start, end});
+    }
+    return;
+  }
   const bool forward = p.kind == ActionKind::F;
   const Action send{p.stage, forward ? ActionKind::SEND_F : ActionKind::SEND_B, p.microbatch};
   const Action recv{c.stage, forward ? ActionKind::RECV_F : ActionKind::RECV_B, c.microbatch};

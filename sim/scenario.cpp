@@ -1,5 +1,9 @@
 #include "sim/scenario.hpp"
 
+#include <optional>
+#include <utility>
+#include <vector>
+
 #include <fmt/format.h>
 
 #include "schedules/error.hpp"
@@ -8,6 +12,7 @@
 #include "sim/engine.hpp"
 #include "sim/step_bounds.hpp"
 #include "sim/profile_costs.hpp"
+#include "sim/placed_link.hpp"
 #include "sim/zb_auto_plan.hpp"
 
 namespace gpipe::sim {
@@ -31,8 +36,27 @@ Prediction predict(const profiles::Profile& profile, const Scenario& sc, bool re
   return predict(planner, sc, record_timeline);
 }
 
+namespace {
+
+// The profile is one GPU's of the tensor-parallel group asked for.
+void check_tensor_parallel(const profiles::Profile& profile, const Conditions& c) {
+  if (c.tensor_parallel && *c.tensor_parallel != profile.tensor_parallel) {
+    throw InputError(fmt::format("--tensor-parallel {}: the profile is one GPU's of {} (make one for {}: gpipe-sim "
+                                 "profile --model SPEC --device D --tensor-parallel {})",
+                                 *c.tensor_parallel, profile.tensor_parallel, *c.tensor_parallel,
+                                 *c.tensor_parallel));
+  }
+  if (c.sequence_parallel && *c.sequence_parallel != profile.sequence_parallel) {
+    throw InputError(fmt::format("--sequence-parallel: the profile was made {} sequence parallelism",
+                                 profile.sequence_parallel ? "with" : "without"));
+  }
+}
+
+}  // namespace
+
 Prediction predict(plan::Planner& planner, const Scenario& sc, bool record_timeline) {
   const profiles::Profile& profile = planner.profile();
+  check_tensor_parallel(profile, sc.conditions);
   Prediction p;
   const Conditions& c = sc.conditions;
   validate_jitter(c.jitter.cv, c.jitter.runs);
@@ -52,8 +76,39 @@ Prediction predict(plan::Planner& planner, const Scenario& sc, bool record_timel
   } else {
     p.plan = planner.make(sc.request);
   }
-  const ProfileCosts costs(planner, p.plan.partition.layers_per_stage, p.plan.microbatch_sizes);
-  check_step_fits(p.plan.schedule, costs, p.link_latency_us, p.link_bandwidth_GBps);
+  // The stages' links: the profile's, or on a cluster by where the ranks sit.
+  const int tensor = profile.tensor_parallel;
+  std::optional<PlacedLink> placed;
+  profiles::CollectiveLink dp_link = c.data_parallel_link.value_or(
+      profiles::CollectiveLink{link.latency_us(), link.bandwidth_GBps()});
+  if (c.cluster) {
+    const int ranks = p.plan.schedule.num_ranks;
+    const int data = sc.request.data_parallel;
+    const plan::ClusterPlacement placement({.gpus = c.cluster->gpus.value_or(tensor * ranks * data),
+                                            .gpus_per_node = c.cluster->gpus_per_node},
+                                           {.tensor = tensor, .pipeline = ranks, .data = data});
+    std::vector<int> node_of_rank;
+    for (int r = 0; r < ranks; ++r) node_of_rank.push_back(placement.node_of(placement.gpu(0, r, 0)));
+    const profiles::CollectiveLink& inter = c.cluster->inter_node;
+    placed.emplace(std::move(node_of_rank), link, UniformLink(inter.latency_us, inter.bandwidth_GBps));
+    if (!c.data_parallel_link && placement.nodes_spanned_by_data_parallel_group() > 1) dp_link = inter;
+    p.placement = placement.describe();
+  }
+  const LinkModel& links = placed ? static_cast<const LinkModel&>(*placed) : link;
+  const ProfileCosts profiled(planner, p.plan.partition.layers_per_stage, p.plan.microbatch_sizes);
+  check_step_fits(p.plan.schedule, profiled, p.link_latency_us, p.link_bandwidth_GBps);
+  // Data parallelism adds each stage's gradient reduction and ZeRO's gathers.
+  std::optional<DataParallelCosts> replicated;
+  if (sc.request.data_parallel > 1) {
+    std::vector<std::int64_t> gradient_bytes = stage_gradient_bytes(profile, p.plan.partition);
+    const DataParallelism dp{.degree = sc.request.data_parallel,
+                             .zero = sc.request.zero,
+                             .link = dp_link,
+                             .bucket_bytes = c.gradient_bucket_bytes};
+    replicated.emplace(profiled, dp, std::move(gradient_bytes));
+    p.data_parallel_link = dp_link;
+  }
+  const CostModel& costs = replicated ? static_cast<const CostModel&>(*replicated) : profiled;
   SimOptions sim;
   sim.batch_size = p.plan.batch;
   sim.static_bytes = p.plan.static_bytes;
@@ -63,9 +118,9 @@ Prediction predict(plan::Planner& planner, const Scenario& sc, bool record_timel
   sim.link_sharing = c.link_sharing;
   sim.overlap_share = c.overlap_share;
   // A profile that measured how ranks slow each other prices that too.
-  SimResult result = simulate_with_contention(p.plan.schedule, costs, link, sim, profile.contention);
+  SimResult result = simulate_with_contention(p.plan.schedule, costs, links, sim, profile.contention);
   if (c.jitter.cv > 0) {
-    p.stochastic = run_stochastic(p.plan.schedule, costs, link, sim, c.jitter.cv, c.jitter.runs, c.jitter.seed);
+    p.stochastic = run_stochastic(p.plan.schedule, costs, links, sim, c.jitter.cv, c.jitter.runs, c.jitter.seed);
   }
   p.timeline = std::move(result.timeline);
   p.metrics = std::move(result.metrics);

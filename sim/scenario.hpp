@@ -10,14 +10,26 @@
 #include <optional>
 #include <string>
 
+#include "plan/cluster.hpp"
 #include "plan/plan.hpp"
 #include "profiles/profile.hpp"
 #include "schedules/metrics.hpp"
 #include "schedules/timeline.hpp"
+#include "profiles/collectives.hpp"
+#include "sim/data_parallel.hpp"
 #include "sim/link_model.hpp"
 #include "sim/stochastic.hpp"
 
 namespace gpipe::sim {
+
+// Where a plan's GPUs sit (plan/cluster.hpp): with it, each rank pair on two
+// nodes talks over `inter_node`, and a data-parallel group that spans nodes
+// reduces over it too; the rest over the profile's link.
+struct ClusterConditions {
+  std::optional<int> gpus;  // N, which must be T x K x D; default: that product
+  int gpus_per_node = 8;    // G
+  profiles::CollectiveLink inter_node{.latency_us = 5, .bandwidth_GBps = 50};
+};
 
 // What a prediction assumes beyond its plan; the same for every row of a sweep.
 struct Conditions {
@@ -29,6 +41,16 @@ struct Conditions {
   // Memory per rank (static + activations): the budget --schedule zb-auto
   // searches within (sim/zb_auto_plan.hpp); other schedules are not bound by it.
   std::optional<std::int64_t> memory_limit_bytes;
+  // With --data-parallel D > 1: each GPU's link in a stage's data-parallel
+  // group (default: the profile's link) and the gradient bucket
+  // (sim/data_parallel.hpp).
+  std::optional<profiles::CollectiveLink> data_parallel_link;
+  std::int64_t gradient_bucket_bytes = kDefaultBucketBytes;
+  // The tensor-parallel group asked for (--tensor-parallel, --sequence-parallel):
+  // the profile must be one GPU's of such a group (its tensor_parallel).
+  std::optional<int> tensor_parallel;
+  std::optional<bool> sequence_parallel;
+  std::optional<ClusterConditions> cluster;  // none: every link the profile's
 };
 
 struct Scenario {
@@ -44,6 +66,10 @@ struct Prediction {
   schedules::Metrics metrics;                  // the deterministic run
   std::optional<StochasticResult> stochastic;  // when the jitter's cv > 0
   std::string searched;                        // zb-auto: the candidate its search kept
+  // With data parallelism: the link a stage's group reduces over; with a
+  // cluster, where the GPUs sit (ClusterPlacement::describe()).
+  std::optional<profiles::CollectiveLink> data_parallel_link;
+  std::string placement;
 };
 
 // The link a prediction assumes: the profile's, with the conditions'

@@ -69,7 +69,8 @@ class SharedReplay {
   // At once on the same rank; otherwise a transfer joins the link between the ranks.
   void deliver(int producer, int consumer, std::int64_t now) {
     const ActionGraph& graph = replay_.graph();
-    if (graph.rank(static_cast<std::size_t>(producer)) == graph.rank(static_cast<std::size_t>(consumer))) {
+    if (graph.rank(static_cast<std::size_t>(producer)) == graph.rank(static_cast<std::size_t>(consumer)) &&
+        !graph.reduction_on_own_rank(producer, consumer)) {
       arrive(consumer, now);
       return;
     }

@@ -49,6 +49,12 @@ LinkLayout link_layout(const schedules::Schedule& s) {
       layout.ends.emplace_back(last, first);
     }
   }
+  if (s.data_parallel > 1) {
+    for (int r = 0; r < s.num_ranks; ++r) {
+      layout.reduction.push_back(static_cast<int>(layout.ends.size()));
+      layout.ends.emplace_back(r, r);
+    }
+  }
   return layout;
 }
 
@@ -58,8 +64,12 @@ StageLinks::StageLinks(const schedules::Schedule& s, const ActionGraph& graph, c
   last_price_.resize(layout_.ends.size());
 }
 
-StageLinks::Message StageLinks::tied_message(int producer, int consumer) const {
+StageLinks::Message StageLinks::reduction_message(int producer, int consumer) const {
   const schedules::Action& dep = graph_.action(static_cast<std::size_t>(producer));
+  if (graph_.reduction_on_own_rank(producer, consumer)) {
+    const int rank = graph_.rank(static_cast<std::size_t>(producer));
+    return {layout_.reduction[static_cast<std::size_t>(rank)], costs_.gradient_reduction_ns(dep.stage)};
+  }
   const int link = dep.stage.value == 0 ? layout_.tied_down : layout_.tied_up;
   const schedules::Rank from{graph_.rank(static_cast<std::size_t>(producer))};
   const schedules::Rank to{graph_.rank(static_cast<std::size_t>(consumer))};
@@ -68,6 +78,7 @@ StageLinks::Message StageLinks::tied_message(int producer, int consumer) const {
 
 std::int64_t StageLinks::latency_ns(int link) const {
   const auto [from, to] = layout_.ends[static_cast<std::size_t>(link)];
+  if (from == to) return 0;  // a reduce stream
   return links_.transfer_ns(schedules::Rank{from}, schedules::Rank{to}, 0);
 }
 

@@ -7,7 +7,10 @@
 // exchange for free, on no link. A tied embedding's gradient
 // (schedules/tied_gradient.hpp) travels between the first stage's rank and
 // the last's on a link of its own each way, its bytes
-// CostModel::tied_gradient_bytes.
+// CostModel::tied_gradient_bytes. With data parallelism each rank has a
+// reduce stream, a link from the rank to itself, on which its stages'
+// reductions over their data-parallel groups run one after another, each
+// CostModel::gradient_reduction_ns long.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +34,9 @@ struct LinkLayout {
   // A tied embedding's gradient: from the first stage's rank to the last's,
   // and back; -1 without one or where one rank holds both stages.
   int tied_down = -1, tied_up = -1;
+  // With data parallelism (Schedule::data_parallel > 1): each rank's reduce
+  // stream; empty without.
+  std::vector<int> reduction;
 };
 [[nodiscard]] LinkLayout link_layout(const schedules::Schedule& schedule);
 
@@ -49,7 +55,8 @@ class StageLinks {
   StageLinks(const schedules::Schedule& schedule, Graph&& graph, Costs&& costs, Links&& links) = delete;
 
   [[nodiscard]] std::size_t size() const { return layout_.ends.size(); }
-  // What the link takes for a message of no bytes: its latency.
+  // What the link takes for a message of no bytes: its latency (a reduce
+  // stream's: 0, its reductions priced whole).
   [[nodiscard]] std::int64_t latency_ns(int link) const;
 
   struct Message {
@@ -59,7 +66,7 @@ class StageLinks {
   // The message from node `producer` to node `consumer`, on different ranks.
   [[nodiscard]] Message message(int producer, int consumer) const {
     const schedules::Action& dep = graph_.action(static_cast<std::size_t>(producer));
-    if (dep.kind == schedules::ActionKind::REDUCE_GRAD) [[unlikely]] return tied_message(producer, consumer);
+    if (dep.kind == schedules::ActionKind::REDUCE_GRAD) [[unlikely]] return reduction_message(producer, consumer);
     const bool forward = dep.kind == schedules::ActionKind::F;
     const schedules::Stage boundary = forward ? dep.stage : graph_.action(static_cast<std::size_t>(consumer)).stage;
     const int link = (forward ? layout_.forward : layout_.backward)[boundary.at()];
@@ -84,8 +91,10 @@ class StageLinks {
     std::int64_t ns = 0;
   };
 
-  // The tied embedding's gradient, from REDUCE_GRAD(s) to its partner's WAIT_REDUCE_GRAD.
-  [[nodiscard]] Message tied_message(int producer, int consumer) const;
+  // From REDUCE_GRAD(s): the stage's own reduction (to its WAIT_REDUCE_GRAD)
+  // on the rank's reduce stream, or the tied embedding's gradient to its
+  // partner's WAIT_REDUCE_GRAD.
+  [[nodiscard]] Message reduction_message(int producer, int consumer) const;
 
   const ActionGraph& graph_;
   const CostModel& costs_;

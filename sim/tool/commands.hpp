@@ -12,5 +12,6 @@ namespace gpipe::cli {
 [[nodiscard]] Subcommand add_sweep_command(CLI::App& app);
 [[nodiscard]] Subcommand add_diff_command(CLI::App& app);
 [[nodiscard]] Subcommand add_profile_command(CLI::App& app);
+[[nodiscard]] Subcommand add_plan_command(CLI::App& app);
 
 }  // namespace gpipe::cli

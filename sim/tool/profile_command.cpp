@@ -1,5 +1,6 @@
 // gpipe-sim profile --model SPEC --device KEY [--device-file F] [--dtype bf16|fp32]
-//   --micro-batch-sizes LIST --out P.json: the analytic profile of the model,
+//   [--tensor-parallel T [--sequence-parallel]] --micro-batch-sizes LIST --out P.json:
+//   the analytic profile of the model (one GPU's of a tensor-parallel group),
 //   written as a DESIGN.md profile file, with a one-line summary on stdout.
 #include "sim/tool/commands.hpp"
 
@@ -14,6 +15,7 @@
 #include "cli/path_flag.hpp"
 #include "models/model_spec.hpp"
 #include "models/presets.hpp"
+#include "models/tensor_parallel.hpp"
 #include "profiles/analytic.hpp"
 #include "profiles/device.hpp"
 #include "schedules/error.hpp"
@@ -28,6 +30,7 @@ struct ProfileFlags {
   std::string dtype = "bf16";
   std::string micro_batch_sizes;
   std::string out;
+  models::TensorParallel tensor_parallel;
   profiles::AnalyticOptions options;
 };
 
@@ -59,7 +62,8 @@ std::string model_size_line(std::string_view spec, const models::Model& model) {
 }
 
 int run_profile(const ProfileFlags& f) {
-  const models::Model model = models::parse_model(f.model);
+  const models::Model whole = models::parse_model(f.model);
+  const models::Model model = models::split_tensor_parallel(whole, f.tensor_parallel);
   // A user's table first, so that its rows may stand in for shipped ones.
   std::vector<profiles::Device> table;
   if (!f.device_file.empty()) table = profiles::load_device_file(f.device_file);
@@ -86,7 +90,11 @@ int run_profile(const ProfileFlags& f) {
       "{}: analytic profile of {} on {} ({}), {} layers, micro-batch sizes {}\n", f.out,
       profile.model, profile.device, profile.dtype, profile.layers.size(),
       fmt::join(profile.layers.front().micro_batch_sizes(), ","));
-  std::cout << model_size_line(f.model, model);
+  std::cout << model_size_line(f.model, whole);
+  if (model.tensor_parallel > 1) {
+    std::cout << fmt::format("tensor parallel over {} GPUs{}: {} parameters per GPU\n", model.tensor_parallel,
+                             model.sequence_parallel ? ", sequence parallel" : "", grouped(model.params()));
+  }
   return 0;
 }
 
@@ -114,6 +122,12 @@ Subcommand add_profile_command(CLI::App& app) {
   cmd->add_option("--dtype", flags->dtype, "Element type: bf16 (tensor cores), fp32 (no TF32), or fp8 (GEMMs at the fp8 rate; weights, "
                   "gradients, activations and messages stored as bf16, fp32 master weights and optimizer state)")
       ->capture_default_str();
+  cmd->add_option("--tensor-parallel", flags->tensor_parallel.degree,
+                  "GPUs each layer is split over, Megatron-LM's way (transformer and llama families): the profile "
+                  "is one GPU's, its passes with the group's collectives on the device's NVLink")
+      ->capture_default_str();
+  cmd->add_flag("--sequence-parallel", flags->tensor_parallel.sequence_parallel,
+                "Split the norms and the residual stream over the sequence too (with --tensor-parallel 2 or more)");
   cmd->add_option("--micro-batch-sizes", flags->micro_batch_sizes,
                   "Micro-batch sizes to sample: 1,2,4,8 or 1..8 or 1..4,8,16")
       ->required();

@@ -18,6 +18,7 @@
 #include "schedules/error.hpp"
 #include "schedules/report_check.hpp"
 #include "schedules/stream_trace.hpp"
+#include "sim/data_parallel.hpp"
 #include "sim/scenario.hpp"
 #include "sim/tool/commands.hpp"
 #include "sim/tool/inference_flags.hpp"
@@ -49,7 +50,47 @@ json config_json(const sim::Prediction& p, const sim::Scenario& sc, const profil
           {"optimizer", std::string(models::to_string(sc.request.optimizer))},
           {"memory_limit_bytes", sc.conditions.memory_limit_bytes ? json(*sc.conditions.memory_limit_bytes) : json()},
           {"searched", p.searched.empty() ? json() : json(p.searched)},
-          {"overlap_f_b", sc.conditions.overlap_share ? json(*sc.conditions.overlap_share) : json(nullptr)}};
+          {"overlap_f_b", sc.conditions.overlap_share ? json(*sc.conditions.overlap_share) : json(nullptr)},
+          {"tensor_parallel", profile.tensor_parallel},
+          {"sequence_parallel", profile.sequence_parallel},
+          {"data_parallel", sc.request.data_parallel},
+          {"zero", sc.request.zero},
+          {"data_parallel_link", p.data_parallel_link
+                                     ? json{{"latency_us", p.data_parallel_link->latency_us},
+                                            {"bandwidth_GBps", p.data_parallel_link->bandwidth_GBps}}
+                                     : json(nullptr)},
+          {"placement", p.placement.empty() ? json(nullptr) : json(p.placement)}};
+}
+
+// "parallel    TP 8 (sequence parallel) x PP 4 x DP 2 = 64 GPUs, ZeRO 1" and,
+// with data parallelism, the largest stage reduction and the cluster's
+// throughput; nothing for one GPU a stage and one replica.
+std::string parallel_lines(const sim::Prediction& p, const sim::Scenario& sc, const profiles::Profile& profile) {
+  const int t = profile.tensor_parallel;
+  const int d = sc.request.data_parallel;
+  if (t == 1 && d == 1 && p.placement.empty()) return {};
+  const int k = p.plan.schedule.num_ranks;
+  std::string out = fmt::format("parallel    TP {}{} x PP {} x DP {} = {} GPUs{}; every number below is one GPU's\n", t,
+                                profile.sequence_parallel ? " (sequence parallel)" : "", k, d, t * k * d,
+                                sc.request.zero > 0 ? fmt::format(", ZeRO {}", sc.request.zero) : "");
+  if (!p.placement.empty()) out += fmt::format("cluster     {}\n", p.placement);
+  if (d > 1 && p.data_parallel_link) {
+    const std::vector<std::int64_t> bytes = sim::stage_gradient_bytes(profile, p.plan.partition);
+    const sim::DataParallelism dp{.degree = d, .zero = sc.request.zero, .link = *p.data_parallel_link,
+                                  .bucket_bytes = sc.conditions.gradient_bucket_bytes};
+    std::size_t largest = 0;
+    for (std::size_t s = 0; s < bytes.size(); ++s) largest = bytes[s] > bytes[largest] ? s : largest;
+    out += fmt::format(
+        "reduction   each stage's gradients over its {} replicas ({}, buckets of {}) on {} us + {} GB/s: up to "
+        "{} (stage {}, {})\n",
+        d, sc.request.zero == 0 ? "all-reduce" : "reduce-scatter", format_bytes(dp.bucket_bytes),
+        dp.link.latency_us, dp.link.bandwidth_GBps, format_time_us(sim::bucketed_reduction_ns(dp, bytes[largest]) / 1e3),
+        largest, format_bytes(bytes[largest]));
+    const double step_s = static_cast<double>(p.metrics.step_time_ns) / 1e9;
+    out += fmt::format("cluster     global batch {} ({} replicas of {}): {:.1f} samples/s\n", d * p.plan.batch, d,
+                       p.plan.batch, static_cast<double>(d * p.plan.batch) / step_s);
+  }
+  return out;
 }
 
 // Percentiles over the jittered runs, beside the deterministic numbers above.
@@ -115,8 +156,14 @@ void print_table(const sim::Prediction& p, const sim::Scenario& sc, const profil
               : fmt::format("{:.2f} ms on the link", (p.link_latency_us + static_cast<double>(tied) /
                                                                              (p.link_bandwidth_GBps * 1e3)) / 1e3));
   }
-  std::cout << fmt::format("link        {} us + bytes at {} GB/s, {}\n\n", p.link_latency_us,
-                           p.link_bandwidth_GBps,
+  std::cout << parallel_lines(p, sc, profile);
+  const std::string between_nodes =
+      sc.conditions.cluster ? fmt::format(" inside a node, {} us + bytes at {} GB/s between nodes",
+                                          sc.conditions.cluster->inter_node.latency_us,
+                                          sc.conditions.cluster->inter_node.bandwidth_GBps)
+                            : "";
+  std::cout << fmt::format("link        {} us + bytes at {} GB/s{}, {}\n\n", p.link_latency_us,
+                           p.link_bandwidth_GBps, between_nodes,
                            sc.conditions.link_sharing == sim::LinkSharing::fifo
                                ? "one message at a time (fifo)"
                                : "concurrent messages share the bandwidth (shared)");
@@ -181,7 +228,13 @@ int run_inference(const RunFlags& f, const CLI::App& cmd) {
 }
 
 int run(const RunFlags& f, const CLI::App& cmd) {
-  if (f.inference.inference()) return run_inference(f, cmd);
+  if (f.inference.inference()) {
+    if (ClusterFlags::any_given(cmd)) {
+      throw InputError("--workload inference: an inference stream is one pipeline of one GPU a stage; "
+                       "--tensor-parallel, --data-parallel, --zero and the cluster's flags plan training");
+    }
+    return run_inference(f, cmd);
+  }
   f.inference.check_flags(cmd);
   const std::string path = profiles::resolve_profile(f.scenario.fixed.profile).string();
   const profiles::Profile profile = profiles::load_profile(path);

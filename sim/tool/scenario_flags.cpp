@@ -43,6 +43,7 @@ void FixedFlags::add_to(CLI::App& cmd) {
   cmd.add_option("--overlap-f-b", overlap_f_b,
                  "Run overlapped F&B pairs ((0F3;3B1)OVERLAP_F_B) concurrently, each at this share (0.5..1) "
                  "of the compute stream; default: one after the other");
+  cluster.add_to(cmd);
 }
 
 std::string unpriced_note(const schedules::Schedule& schedule) {
@@ -66,6 +67,7 @@ void FixedFlags::apply_to(plan::PlanRequest& request, sim::Conditions& condition
   request.optimizer = *models::parse_optimizer(optimizer);
   sim::validate_overlap_share(overlap_f_b);
   conditions.overlap_share = overlap_f_b;
+  cluster.apply_to(request, conditions);
 }
 
 void ScenarioFlags::add_to(CLI::App& cmd) {

@@ -16,6 +16,7 @@
 #include "profiles/shipped.hpp"
 #include "schedules/schedule.hpp"
 #include "sim/scenario.hpp"
+#include "sim/tool/cluster_flags.hpp"
 
 namespace gpipe::cli {
 
@@ -31,6 +32,7 @@ struct FixedFlags {
   std::string optimizer = "adamw";
   std::optional<double> overlap_f_b;  // share of the compute stream each of a pair runs at
   std::string schedule_file;          // an IR JSON or torch CSV file (cli/schedule_file.hpp); empty: generate
+  ClusterFlags cluster;               // TP (the profile's), DP, ZeRO, nodes
 
   void add_to(CLI::App& cmd);
   // Sets those fields of the request and the conditions; throws InputError

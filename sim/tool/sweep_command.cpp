@@ -73,6 +73,10 @@ void print_summary(const SweepCounts& n, const std::vector<const sim::SweepRow*>
 
 int run(const SweepFlags& f, const CLI::App& cmd) {
   if (f.inference.inference()) {
+    if (ClusterFlags::any_given(cmd)) {
+      throw InputError("--workload inference: an inference stream is one pipeline of one GPU a stage; "
+                       "--tensor-parallel, --data-parallel, --zero and the cluster's flags plan training");
+    }
     return run_inference_sweep(f.inference, f.inference_grid,
                                {f.fixed, f.partition, f.memory_limit, f.out}, cmd);
   }

@@ -42,13 +42,22 @@ TEST(ClusterPlacement, StagesShareANodeWhileTheyFit) {
   EXPECT_TRUE(uneven.boundary_crosses_nodes(1));   // replica 0: GPUs 2-3 | 4-5
 }
 
+TEST(ClusterPlacement, TheLastNodeMayBePartlyUsed) {
+  const ClusterPlacement four({4, 8}, {.tensor = 2, .pipeline = 2, .data = 1});
+  EXPECT_FALSE(four.boundary_crosses_nodes(0));
+  EXPECT_EQ(four.describe(),
+            "4 GPUs, 1 node of 8 (the last with 4): TP 2 inside a node, 2 stages to a pipeline, 1 pipelines; stage "
+            "boundaries inside a node: 1 of 1; a DP group spans 1 node(s)");
+  const ClusterPlacement twelve({12, 8}, {.tensor = 1, .pipeline = 12, .data = 1});
+  EXPECT_TRUE(twelve.boundary_crosses_nodes(7));
+  EXPECT_FALSE(twelve.boundary_crosses_nodes(8));
+}
+
 TEST(ClusterPlacement, RefusesWhatCannotBe) {
   EXPECT_EQ(error_of([] { (void)ClusterPlacement({64, 8}, {.tensor = 8, .pipeline = 4, .data = 4}); }),
             "--tensor-parallel 8 x --stages 4 x --data-parallel 4 = 128 GPUs, but --gpus is 64");
   EXPECT_EQ(error_of([] { (void)ClusterPlacement({48, 8}, {.tensor = 3, .pipeline = 2, .data = 8}); }),
             "--tensor-parallel 3 does not divide --gpus-per-node 8: a tensor-parallel group lies inside one node");
-  EXPECT_EQ(error_of([] { (void)ClusterPlacement({12, 8}, {.tensor = 1, .pipeline = 12, .data = 1}); }),
-            "--gpus 12 is not a whole number of nodes of --gpus-per-node 8");
   EXPECT_EQ(error_of([] { (void)ClusterPlacement({8, 8}, {.tensor = 0, .pipeline = 8, .data = 1}); }),
             "--tensor-parallel 0, --stages 8, --data-parallel 1: each is at least 1");
 }

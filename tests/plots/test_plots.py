@@ -16,6 +16,10 @@ data/inference_sweep.csv: `gpipe-sim sweep --workload inference -K 1,2,4 -B 1..4
 --micro-batch-sizes 1,2 -R 32` on an analytic dit-xl-2 profile on the H200.
 data/validation.csv: a `gpipe-run validate --out` file, 3 run configurations
 (one whose measured activation peak differs) and 2 skipped.
+data/plan.csv: `gpipe-sim plan --model llama:layers=8,hidden=512,heads=8,kv_heads=2,
+ffn=1408,seq=512,vocab=1024 --device h100 --gpus 8 --gpus-per-node 4 --global-batch 32
+--micro-batch-sizes 1,4`: 113 rows, 92 that fit, 21 that cannot exist (T = 4 splits
+the 2 key/value heads of none).
 Run: /usr/bin/python3 -m unittest discover -s tests/plots
 """
 
@@ -35,8 +39,9 @@ CPU_TRACE = os.path.join(DATA, "trace_cpu_gpipe_k2_m2.json")
 VALIDATION = os.path.join(DATA, "validation.csv")
 OVERLAP_TRACE = os.path.join(DATA, "trace_sim_dualpipev_overlap.json")
 INFERENCE_SWEEP = os.path.join(DATA, "inference_sweep.csv")
+PLAN = os.path.join(DATA, "plan.csv")
 SCRIPTS = ["bubble_vs_m.py", "bubble_by_schedule.py", "sweep_heatmap.py", "gantt.py", "memory.py",
-           "validation.py", "inference_tradeoff.py"]
+           "validation.py", "inference_tradeoff.py", "plan_heatmap.py"]
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 sys.path.insert(0, PLOTS)
@@ -411,6 +416,22 @@ class ScriptTest(TempDirTest):
         skipped_only = self.write("skipped.csv", "\n".join([lines[0], lines[3], lines[5]]) + "\n")
         self.assert_fails("validation.py", [skipped_only, "--out", "x.png"],
                           "every configuration was skipped")
+
+    def test_plan_heatmap(self):
+        self.assert_png("plan_heatmap.py", PLAN)
+        self.assert_png("plan_heatmap.py", PLAN, "--title", "a plan")
+        sys.path.insert(0, PLOTS)
+        import plan_heatmap
+        cells = plan_heatmap.load(PLAN)
+        # T 1 and 2 at every K dividing 8 / T; the T = 4 row says it cannot, for any K.
+        self.assertEqual(sorted(cells), [(1, 1), (1, 2), (1, 4), (1, 8), (2, 1), (2, 2), (2, 4)])
+        self.assertTrue(all(c[0] == "ok" for c in cells.values()))
+        self.assert_fails("plan_heatmap.py", [SWEEP, "--out", "x.png"], "not a gpipe-sim plan CSV")
+        header = read(PLAN).splitlines()[0]
+        over = self.write("over.csv", header + "\n1,1,8,1,4,1,1f1b,never,0,over memory,\"\",1.0,1.0,1.0,0.1,1,0,0,0\n")
+        self.assert_fails("plan_heatmap.py", [over, "--out", "x.png"], "no configuration fits")
+        broken = self.write("broken.csv", header + "\nx,1,8,1,4,1,1f1b,never,0,ok,\"\",1.0,1.0,1.0,0.1,1,0,0,0\n")
+        self.assert_fails("plan_heatmap.py", [broken, "--out", "x.png"], "broken.csv:2: a number is malformed")
 
     def test_inference_tradeoff(self):
         self.assert_png("inference_tradeoff.py", INFERENCE_SWEEP)

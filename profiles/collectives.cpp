@@ -1,4 +1,4 @@
-#include "sim/collectives.hpp"
+#include "profiles/collectives.hpp"
 
 #include <bit>
 #include <cmath>
@@ -7,20 +7,13 @@
 
 #include "schedules/error.hpp"
 
-namespace gpipe::sim {
-
-std::string_view to_string(Collective collective) {
-  switch (collective) {
-    case Collective::all_reduce: return "all-reduce";
-    case Collective::all_gather: return "all-gather";
-    case Collective::reduce_scatter: return "reduce-scatter";
-  }
-  return "?";
-}
+namespace gpipe::profiles {
 
 std::string_view to_string(CollectiveAlgorithm algorithm) {
   return algorithm == CollectiveAlgorithm::tree ? "tree" : "ring";
 }
+
+using models::to_string;
 
 namespace {
 
@@ -79,4 +72,4 @@ double bus_factor(Collective collective, int ranks) {
   return collective == Collective::all_reduce ? 2 * (n - 1) / n : (n - 1) / n;
 }
 
-}  // namespace gpipe::sim
+}  // namespace gpipe::profiles

@@ -1,11 +1,11 @@
-// The collectives' closed forms (sim/collectives.hpp), to the ns, and
+// The collectives' closed forms (profiles/collectives.hpp), to the ns, and
 // nccl-tests' bus bandwidth convention.
 #include <gtest/gtest.h>
 
-#include "sim/collectives.hpp"
+#include "profiles/collectives.hpp"
 #include "tests/error_of.hpp"
 
-namespace gpipe::sim {
+namespace gpipe::profiles {
 namespace {
 
 using gpipe::testing::error_of;
@@ -74,4 +74,4 @@ TEST(Collectives, RefusesWhatCannotBe) {
 }
 
 }  // namespace
-}  // namespace gpipe::sim
+}  // namespace gpipe::profiles

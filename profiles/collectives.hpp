@@ -1,4 +1,4 @@
-// Collectives over n ranks (tensor and data parallelism, issue 26): how long
+// Collectives over n ranks (tensor and data parallelism): how long
 // an all-reduce, all-gather or reduce-scatter of a buffer takes, by ring and,
 // for the all-reduce, by tree, the faster of the two where NCCL would pick.
 // Bytes and bandwidth are nccl-tests' ("size" and bus bandwidth):
@@ -21,12 +21,13 @@
 #include <cstdint>
 #include <string_view>
 
-namespace gpipe::sim {
+#include "models/collective.hpp"
 
-enum class Collective : std::uint8_t { all_reduce, all_gather, reduce_scatter };
+namespace gpipe::profiles {
+
+using models::Collective;
 enum class CollectiveAlgorithm : std::uint8_t { ring, tree };
 
-[[nodiscard]] std::string_view to_string(Collective collective);
 [[nodiscard]] std::string_view to_string(CollectiveAlgorithm algorithm);
 
 struct CollectiveLink {
@@ -52,4 +53,4 @@ struct CollectiveCost {
 // all-reduce 2(n-1)/n, all-gather and reduce-scatter (n-1)/n.
 [[nodiscard]] double bus_factor(Collective collective, int ranks);
 
-}  // namespace gpipe::sim
+}  // namespace gpipe::profiles

@@ -1,0 +1,95 @@
+// The planner (`gpipe-sim plan`): every way to train one model on a cluster
+// of N GPUs, G to a node, for a global batch of GB samples. It enumerates
+//   T  tensor parallelism, each divisor of G the model's heads, kv heads and
+//      FFN allow (sequence parallel above 1, unless asked otherwise);
+//   K  pipeline stages, each divisor of N / T;
+//   D  = N / (T K) replicas, the global batch split evenly over them;
+//   b  the micro-batch size (M = GB / D / b micro-batches), the schedule (with
+//      its own stages per rank V), the recompute policy and the ZeRO stage;
+// and predicts each (sim/scenario.hpp) from the analytic profile of the model
+// split over T (models/tensor_parallel.hpp), laid out on the cluster
+// (plan/cluster.hpp). What cannot exist is kept as a row with the reason;
+// what does not fit the device's memory is kept, marked.
+// Per row, besides the step:
+//   tokens/s          GB x S / step (S the model's sequence; samples for a model without one)
+//   TFLOP/s per GPU   the model's FLOPs a step (forward and backward of every
+//                     layer, whole, for GB samples: no recompute, no
+//                     collectives) / step / N
+//   MFU               that over the device's dense peak in the dtype
+//   bubble share      the pipeline's idle time in the step without data
+//                     parallelism (1 - busy / (K step)), over the step
+//   TP share          the most any rank spends in its tensor-parallel
+//                     collectives a step (every pass's), over the step
+//   DP share          what data parallelism adds to the step (its exposed
+//                     reductions, ZeRO's gathers, less its sharded optimizer
+//                     step), over the step: (step - step with D = 1) / step
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "models/model.hpp"
+#include "models/optimizer.hpp"
+#include "profiles/analytic.hpp"
+#include "profiles/collectives.hpp"
+#include "profiles/device.hpp"
+#include "schedules/schedule.hpp"
+
+namespace gpipe::sim {
+
+struct ClusterPlanRequest {
+  models::Model model;  // whole
+  profiles::Device device;
+  models::DType dtype = models::DType::bf16;
+  profiles::AnalyticOptions analytic;
+  int gpus = 1;           // N
+  int gpus_per_node = 8;  // G
+  std::int64_t global_batch = 1;  // GB samples
+  std::vector<int> tensor_parallel;  // empty: every divisor of G
+  bool sequence_parallel = true;     // with T > 1
+  std::vector<int> micro_batch_sizes{1, 2, 4, 8};
+  std::vector<std::string> schedules{"1f1b", "interleaved-1f1b"};
+  std::vector<schedules::RecomputePolicy> recompute{schedules::RecomputePolicy::never,
+                                                     schedules::RecomputePolicy::always};
+  std::vector<int> zero{0, 1};
+  profiles::CollectiveLink inter_node{.latency_us = 5, .bandwidth_GBps = 50};
+  models::Optimizer optimizer = models::Optimizer::adamw;
+};
+
+struct ClusterPlanRow {
+  int tensor = 1, pipeline = 1, data = 1;
+  int stages_per_rank = 0, microbatches = 0, micro_batch_size = 0;
+  std::string schedule;
+  schedules::RecomputePolicy recompute = schedules::RecomputePolicy::never;
+  int zero = 0;
+  // "ok", "over memory" (simulated, but some GPU needs more than the
+  // device's memory less its reserve) or "skipped" (cannot exist: `reason`).
+  std::string status;
+  std::string reason;
+  double step_us = 0;
+  double tokens_per_s = 0;
+  double tflops_per_gpu = 0;
+  double mfu = 0;
+  std::int64_t peak_memory_bytes = 0;  // the most any GPU holds: static and activations
+  double bubble_share = 0;
+  double tensor_parallel_share = 0;
+  double data_parallel_share = 0;
+
+  [[nodiscard]] bool ok() const { return status == "ok"; }
+};
+
+// Called from the calling thread with (configurations done, total).
+using ClusterPlanProgress = std::function<void(std::size_t done, std::size_t total)>;
+
+// Every configuration, in order of T, K, b, schedule, recompute, ZeRO.
+// InputError, naming the flag, for N or G < 1, N not whole nodes, GB < 1, an
+// empty or invalid list.
+[[nodiscard]] std::vector<ClusterPlanRow> plan_cluster(const ClusterPlanRequest& request,
+                                                       const ClusterPlanProgress& progress = {});
+
+// The CSV of every row (plots/plan_heatmap.py reads it), with its head line.
+[[nodiscard]] std::string cluster_plan_csv(const std::vector<ClusterPlanRow>& rows);
+
+}  // namespace gpipe::sim

@@ -1,0 +1,78 @@
+#include "sim/data_parallel.hpp"
+
+#include <cmath>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "schedules/error.hpp"
+
+namespace gpipe::sim {
+
+using profiles::Collective;
+
+void validate(const DataParallelism& dp) {
+  if (dp.degree < 1) throw InputError(fmt::format("--data-parallel {}: give 1 or more replicas", dp.degree));
+  if (dp.zero < 0 || dp.zero > 3) throw InputError(fmt::format("--zero {}: ZeRO's stages are 0, 1, 2 and 3", dp.zero));
+  if (dp.zero > 0 && dp.degree == 1) {
+    throw InputError(fmt::format("--zero {} shards over the data-parallel group: give --data-parallel 2 or more",
+                                 dp.zero));
+  }
+  if (dp.bucket_bytes < 1) throw InputError(fmt::format("gradient bucket of {} bytes: give 1 or more", dp.bucket_bytes));
+  // The collectives check the link when they price it; check it once here.
+  (void)profiles::collective_ns(Collective::all_gather, profiles::CollectiveAlgorithm::ring, 1, 0, dp.link);
+}
+
+std::vector<std::int64_t> stage_gradient_bytes(const profiles::Profile& profile, const models::Partition& partition) {
+  std::vector<std::int64_t> bytes;
+  for (int s = 0; s < partition.num_stages(); ++s) {
+    std::int64_t sum = 0;
+    for (int l = partition.first_layer(s); l < partition.end_layer(s); ++l) {
+      sum += profile.layers.at(static_cast<std::size_t>(l)).param_bytes;
+    }
+    bytes.push_back(sum);
+  }
+  return bytes;
+}
+
+std::int64_t bucketed_reduction_ns(const DataParallelism& dp, std::int64_t bytes) {
+  const Collective collective = dp.zero == 0 ? Collective::all_reduce : Collective::reduce_scatter;
+  const std::int64_t full = bytes / dp.bucket_bytes;
+  const std::int64_t rest = bytes % dp.bucket_bytes;
+  std::int64_t ns = full > 0 ? full * profiles::fastest_collective(collective, dp.degree, dp.bucket_bytes, dp.link).ns : 0;
+  if (rest > 0) ns += profiles::fastest_collective(collective, dp.degree, rest, dp.link).ns;
+  return ns;
+}
+
+DataParallelCosts::DataParallelCosts(const CostModel& base, const DataParallelism& dp,
+                                     std::vector<std::int64_t> stage_gradient_bytes)
+    : base_(base), dp_(dp) {
+  validate(dp);
+  for (const std::int64_t bytes : stage_gradient_bytes) {
+    reduction_ns_.push_back(dp.degree > 1 ? bucketed_reduction_ns(dp, bytes) : 0);
+    gather_ns_.push_back(dp.zero > 0 ? profiles::fastest_collective(Collective::all_gather, dp.degree, bytes, dp.link).ns
+                                     : 0);
+  }
+}
+
+std::int64_t DataParallelCosts::duration_ns(const schedules::Action& a) const {
+  using K = schedules::ActionKind;
+  const std::int64_t base = base_.duration_ns(a);
+  if (dp_.zero == 0) return base;
+  const std::int64_t d = dp_.degree;
+  switch (a.kind) {
+    case K::STEP: {
+      const std::int64_t shard = (base + d - 1) / d;
+      return dp_.zero == 3 ? shard : shard + gather_ns_.at(a.stage.at());
+    }
+    case K::F:
+    case K::R:
+    case K::B:
+    case K::I:
+      return dp_.zero == 3 ? base + gather_ns_.at(a.stage.at()) : base;
+    default:
+      return base;
+  }
+}
+
+}  // namespace gpipe::sim

@@ -1,0 +1,94 @@
+// Data parallelism (DESIGN.md "Data parallelism"): D replicas of the
+// pipeline, each stage's gradients reduced over its data-parallel group (the
+// same stage of every replica) before its STEP, and with ZeRO (Rajbhandari
+// et al., arXiv 1910.02054) the optimizer state, gradients and weights
+// sharded over it. What that adds to a replica's step, priced by
+// profiles/collectives.hpp over the group's link (each GPU's, one way), with
+// G_s the stage's gradient bytes (its parameters in the run's dtype):
+// - REDUCE_GRAD(s) starts the reduction on the rank's reduce stream
+//   (schedules/gradient_reduction.hpp): the gradients in buckets of
+//   `bucket_bytes` (the last one the rest), each an all-reduce (ZeRO 0) or a
+//   reduce-scatter (ZeRO 1 to 3), the faster algorithm, one after another:
+//     gradient_reduction_ns(s) = sum over buckets of fastest(collective, D, bucket)
+//   WAIT_REDUCE_GRAD(s), before STEP(s), waits for it.
+// - STEP(s): ZeRO 0 as profiled; ZeRO 1 and 2 each GPU updates its 1/D of the
+//   state, then gathers the updated weights (an all-gather of G_s, ring):
+//     ceil(step / D) + all_gather(D, G_s);  ZeRO 3: ceil(step / D), the
+//   weights staying sharded.
+// - ZeRO 3: F, R, B and I of stage s first gather its weights (torch's
+//   UNSHARD; an all-gather of G_s), on the compute stream; W needs none.
+// Every other cost is the base model's.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "models/partition.hpp"
+#include "profiles/collectives.hpp"
+#include "profiles/profile.hpp"
+#include "sim/cost_model.hpp"
+
+namespace gpipe::sim {
+
+// PyTorch DDP's default bucket (bucket_cap_mb = 25).
+inline constexpr std::int64_t kDefaultBucketBytes = 25'000'000;
+
+struct DataParallelism {
+  int degree = 1;  // D
+  int zero = 0;    // ZeRO stage, 0 to 3
+  profiles::CollectiveLink link;
+  std::int64_t bucket_bytes = kDefaultBucketBytes;
+};
+
+// InputError, naming the flag, for a degree < 1, a ZeRO stage outside 0..3,
+// ZeRO > 0 with one replica, or a bucket < 1 byte or a bad link.
+void validate(const DataParallelism& dp);
+
+class DataParallelCosts final : public CostModel {
+ public:
+  // stage_gradient_bytes[s]: G_s. Keeps a reference to `base`, which must
+  // outlive it.
+  DataParallelCosts(const CostModel& base, const DataParallelism& dp, std::vector<std::int64_t> stage_gradient_bytes);
+  DataParallelCosts(CostModel&& base, const DataParallelism&, std::vector<std::int64_t>) = delete;
+
+  [[nodiscard]] std::int64_t duration_ns(const schedules::Action& action) const override;
+  [[nodiscard]] std::int64_t gradient_reduction_ns(schedules::Stage s) const override {
+    return reduction_ns_.at(s.at());
+  }
+  [[nodiscard]] std::int64_t boundary_bytes(schedules::Stage s, schedules::Microbatch m) const override {
+    return base_.boundary_bytes(s, m);
+  }
+  [[nodiscard]] std::int64_t activation_bytes(schedules::Stage s, schedules::Microbatch m) const override {
+    return base_.activation_bytes(s, m);
+  }
+  [[nodiscard]] std::int64_t stashed_input_bytes(schedules::Stage s, schedules::Microbatch m) const override {
+    return base_.stashed_input_bytes(s, m);
+  }
+  [[nodiscard]] std::int64_t weight_grad_stash_bytes(schedules::Stage s, schedules::Microbatch m) const override {
+    return base_.weight_grad_stash_bytes(s, m);
+  }
+  [[nodiscard]] StageMemory stage_memory(schedules::Stage s, schedules::Microbatch m) const override {
+    return base_.stage_memory(s, m);
+  }
+  [[nodiscard]] std::int64_t tied_gradient_bytes(schedules::Stage s) const override {
+    return base_.tied_gradient_bytes(s);
+  }
+
+  // The weights' all-gather of stage s over the group (ZeRO's), in ns.
+  [[nodiscard]] std::int64_t weight_gather_ns(schedules::Stage s) const { return gather_ns_.at(s.at()); }
+
+ private:
+  const CostModel& base_;
+  DataParallelism dp_;
+  std::vector<std::int64_t> reduction_ns_;  // per stage
+  std::vector<std::int64_t> gather_ns_;     // per stage
+};
+
+// G_s of each stage of `partition`: the sum of its layers' param_bytes.
+[[nodiscard]] std::vector<std::int64_t> stage_gradient_bytes(const profiles::Profile& profile,
+                                                             const models::Partition& partition);
+
+// The reduction of `bytes` of gradients in buckets (the header's sum).
+[[nodiscard]] std::int64_t bucketed_reduction_ns(const DataParallelism& dp, std::int64_t bytes);
+
+}  // namespace gpipe::sim

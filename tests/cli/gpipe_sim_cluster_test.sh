@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# gpipe-sim on a cluster as a user runs it: a tensor-parallel profile
+# (gpipe-sim profile --tensor-parallel), then run and sweep with data
+# parallelism, ZeRO and nodes; what they print and write; one error line and
+# exit 2 for each impossible request.
+# Usage: gpipe_sim_cluster_test.sh GPIPE_SIM GPIPE_RUN
+set -u
+sim=$1
+source "$(dirname "$0")/lib.sh"
+model=llama:layers=8,hidden=512,heads=8,kv_heads=4,ffn=1408,seq=512,vocab=1024
+
+expect_status 0 "$sim" profile --model "$model" --device h100 --tensor-parallel 4 --sequence-parallel \
+  --micro-batch-sizes 1,2 --out "$tmp/tp4.json"
+expect_out "tensor parallel over 4 GPUs, sequence parallel: "
+python3 - "$tmp/tp4.json" <<'PY' || fail "the profile does not say its split: $(head -c 300 "$tmp/tp4.json")"
+import json, sys
+p = json.load(open(sys.argv[1]))
+assert p["tensor_parallel"] == 4 and p["sequence_parallel"] is True, p
+PY
+
+# Four replicas of a 2-stage pipeline of 4-GPU stages on nodes of 8: each
+# stage boundary inside a node, each data-parallel group across 4 nodes.
+expect_status 0 "$sim" run --profile "$tmp/tp4.json" -K 2 -M 8 -N 16 --schedule 1f1b --tensor-parallel 4 \
+  --sequence-parallel --data-parallel 4 --zero 1 --gpus-per-node 8
+expect_out "^parallel    TP 4 (sequence parallel) x PP 2 x DP 4 = 32 GPUs, ZeRO 1"
+expect_out "^cluster     32 GPUs, 4 nodes of 8: TP 4 inside a node, 2 stages to a pipeline, 4 pipelines; stage boundaries inside a node: 1 of 1; a DP group spans 4 node(s)"
+expect_out "^reduction   each stage's gradients over its 4 replicas (reduce-scatter, buckets of 25.00 MB) on 5 us + 50 GB/s"
+expect_out "^cluster     global batch 64 (4 replicas of 16)"
+expect_out "between nodes"
+
+# --json says the same, and the reductions are in the trace on their own lane.
+expect_status 0 "$sim" run --profile "$tmp/tp4.json" -K 2 -M 8 -N 16 --data-parallel 4 --json \
+  --trace "$tmp/dp.json"
+python3 - "$tmp/out" "$tmp/dp.json" <<'PY' || fail "json or trace: $(head -c 400 "$tmp/out")"
+import json, sys
+c = json.load(open(sys.argv[1]))["config"]
+assert c["tensor_parallel"] == 4 and c["data_parallel"] == 4 and c["zero"] == 0, c
+assert c["data_parallel_link"]["bandwidth_GBps"] == 450, c  # no nodes: the profile's link
+events = json.load(open(sys.argv[2]))["traceEvents"]
+lanes = {(e["pid"], e["args"]["name"]) for e in events if e.get("name") == "thread_name"}
+assert (0, "reduce") in lanes and (1, "reduce") in lanes, lanes
+reductions = [e for e in events if e.get("ph") == "X" and e["name"] == "0REDUCE_GRAD" and e["dur"] > 0]
+assert len(reductions) == 1, reductions
+PY
+
+# More replicas lengthen the step by their reduction only.
+expect_status 0 "$sim" run --profile "$tmp/tp4.json" -K 2 -M 8 -N 16 --json
+one=$(python3 -c "import json,sys; print(json.load(open('$tmp/out'))['metrics']['step_time_us'])")
+expect_status 0 "$sim" run --profile "$tmp/tp4.json" -K 2 -M 8 -N 16 --data-parallel 8 --json
+eight=$(python3 -c "import json,sys; print(json.load(open('$tmp/out'))['metrics']['step_time_us'])")
+python3 -c "import sys; sys.exit(0 if $eight > $one else 1)" || fail "8 replicas ($eight us) not slower than one ($one us)"
+
+# A sweep holds them fixed across its grid.
+expect_status 0 "$sim" sweep --profile "$tmp/tp4.json" -K 1,2 -M 4,8 -N 16 --data-parallel 2 --zero 2 \
+  --out "$tmp/sweep.csv"
+expect_out "4 configurations: 4 simulated"
+
+# The planner: every T x K x D = 8 on nodes of 4, the fastest that fit, every row in the CSV.
+expect_status 0 "$sim" plan --model "$model" --device h100 --gpus 8 --gpus-per-node 4 --global-batch 32 \
+  --micro-batch-sizes 1,4 --out "$tmp/plan.csv"
+expect_out "^llama:layers=8,hidden=512,heads=8,kv_heads=4,ffn=1408,seq=512,vocab=1024 on 8 x NVIDIA H100 80GB HBM3 (4 a node), global batch 32 x 512 tokens"
+expect_out "^144 configurations: "
+expect_out "^the 10 fastest that fit:"
+expect_out "every configuration: $tmp/plan.csv"
+[ "$(wc -l <"$tmp/plan.csv")" -eq 145 ] || fail "plan.csv has $(wc -l <"$tmp/plan.csv") lines, not 145"
+/usr/bin/python3 plots/plan_heatmap.py "$tmp/plan.csv" --out "$tmp/plan.png" >/dev/null ||
+  fail "plan_heatmap.py could not draw the plan"
+
+bad() {
+  local line=$1; shift
+  expect_status 2 "$sim" "$@"
+  expect_one_error_line "$line"
+}
+bad "--tensor-parallel 2: the profile is one GPU's of 4" run --profile "$tmp/tp4.json" -K 2 -M 4 -N 8 --tensor-parallel 2
+bad "--sequence-parallel: the profile was made without sequence parallelism" \
+  run --profile transformer-24L-h1024-h100 -K 2 -M 4 -N 8 --sequence-parallel
+bad "--zero 1 shards over the data-parallel group: give --data-parallel 2 or more" \
+  run --profile "$tmp/tp4.json" -K 2 -M 4 -N 8 --zero 1
+bad "--tensor-parallel 4 x --stages 2 x --data-parallel 2 = 16 GPUs, but --gpus is 8" run --profile "$tmp/tp4.json" -K 2 -M 4 -N 8 --data-parallel 2 --gpus 8 --gpus-per-node 8
+bad "--tensor-parallel 3 does not divide the 8 attention heads" \
+  profile --model "$model" --device h100 --tensor-parallel 3 --micro-batch-sizes 1 --out "$tmp/x.json"
+bad "tensor parallelism splits the transformer and llama families' blocks; dit has none" \
+  profile --model dit-xl-2 --device h100 --tensor-parallel 2 --micro-batch-sizes 1 --out "$tmp/x.json"
+bad "--workload inference: an inference stream is one pipeline of one GPU a stage" \
+  run --workload inference --profile transformer-24L-h1024-h100 -K 2 -b 1 -R 4 --data-parallel 2
+
+bad "--zero: unknown value '4'" plan --model "$model" --device h100 --gpus 8 --global-batch 32 --zero 0,4
+bad "--schedules: zb-auto searches schedules itself" plan --model "$model" --device h100 --gpus 8 --global-batch 32 \
+  --schedules 1f1b,zb-auto
+bad "--gpus is required" plan --model "$model" --device h100 --global-batch 32
+bad "unknown device 'h900'" plan --model "$model" --device h900 --gpus 8 --global-batch 32
+
+finish gpipe_sim_cluster_test

@@ -1,0 +1,151 @@
+// The planner (sim/cluster_planner.hpp) on a small llama and a cluster of 8
+// GPUs, 4 a node: it enumerates every T x K x D = 8, keeps what cannot exist
+// with its reason, and each simulated row is the prediction `gpipe-sim run`
+// makes of the same configuration, with its shares worked out from it.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+#include <tuple>
+
+#include "models/model_spec.hpp"
+#include "models/tensor_parallel.hpp"
+#include "profiles/analytic.hpp"
+#include "profiles/device.hpp"
+#include "sim/cluster_planner.hpp"
+#include "sim/scenario.hpp"
+#include "tests/error_of.hpp"
+
+namespace gpipe::sim {
+namespace {
+
+using schedules::RecomputePolicy;
+
+ClusterPlanRequest small_request() {
+  ClusterPlanRequest r;
+  r.model = models::parse_model("llama:layers=8,hidden=512,heads=8,kv_heads=2,ffn=1408,seq=512,vocab=1024");
+  r.device = profiles::device_named("h100");
+  r.gpus = 8;
+  r.gpus_per_node = 4;
+  r.global_batch = 32;
+  r.micro_batch_sizes = {1, 4};
+  r.schedules = {"1f1b"};
+  r.recompute = {RecomputePolicy::never};
+  r.zero = {0, 1};
+  return r;
+}
+
+const ClusterPlanRow& find_row(const std::vector<ClusterPlanRow>& rows, int t, int k, int b, int zero) {
+  const auto it = std::find_if(rows.begin(), rows.end(), [&](const ClusterPlanRow& r) {
+    return r.tensor == t && r.pipeline == k && r.micro_batch_size == b && r.zero == zero;
+  });
+  if (it == rows.end()) throw std::runtime_error("no such row");
+  return *it;
+}
+
+TEST(ClusterPlanner, EnumeratesEveryWayToSplitTheCluster) {
+  const std::vector<ClusterPlanRow> rows = plan_cluster(small_request());
+  std::set<std::tuple<int, int, int>> shapes;
+  for (const ClusterPlanRow& r : rows) {
+    if (r.pipeline > 0) {
+      EXPECT_EQ(r.tensor * r.pipeline * r.data, 8) << r.tensor << " " << r.pipeline;
+      shapes.insert({r.tensor, r.pipeline, r.data});
+    }
+  }
+  // T 1 and 2 (of the divisors of 4 a node; 4 does not divide the 2
+  // key/value heads: one row says so, for every K); K every divisor of 8 / T.
+  EXPECT_EQ(shapes, (std::set<std::tuple<int, int, int>>{{1, 1, 8}, {1, 2, 4}, {1, 4, 2}, {1, 8, 1},
+                                                          {2, 1, 4}, {2, 2, 2}, {2, 4, 1}}));
+  EXPECT_EQ(rows.size(), 7U * 2 * 2 + 1);
+  EXPECT_EQ(rows.back().tensor, 4);
+  EXPECT_EQ(rows.back().pipeline, 0);
+  EXPECT_EQ(rows.back().reason, "--tensor-parallel 4 does not divide the 2 key/value heads");
+  const ClusterPlanRow& zero_one = find_row(rows, 1, 8, 4, 1);
+  EXPECT_EQ(zero_one.status, "skipped");
+  EXPECT_EQ(zero_one.reason, "ZeRO 1 shards over replicas, and there is one");
+}
+
+TEST(ClusterPlanner, WhatCannotExistSaysWhy) {
+  ClusterPlanRequest r = small_request();
+  r.tensor_parallel = {4, 8};
+  r.global_batch = 12;  // 2 replicas at T = 4, K = 1: 6 each, not a multiple of 4
+  const std::vector<ClusterPlanRow> rows = plan_cluster(r);
+  // T = 4 does not divide the 2 key/value heads; T = 8 is more than a node.
+  EXPECT_EQ(rows.front().status, "skipped");
+  EXPECT_EQ(rows.front().reason, "--tensor-parallel 4 does not divide the 2 key/value heads");
+  EXPECT_EQ(rows.back().reason,
+            "--tensor-parallel 8 does not divide --gpus-per-node 4: a tensor-parallel group lies inside one node");
+  EXPECT_EQ(rows.size(), 2U);
+  ClusterPlanRequest uneven = small_request();
+  uneven.global_batch = 12;
+  const std::vector<ClusterPlanRow> split = plan_cluster(uneven);
+  EXPECT_EQ(find_row(split, 1, 1, 0, 0).reason, "the global batch of 12 does not split over 8 replicas");
+  EXPECT_EQ(find_row(split, 2, 1, 4, 0).reason, "a replica's batch of 3 is not a multiple of 4");
+}
+
+TEST(ClusterPlanner, ARowIsThePredictionOfItsConfiguration) {
+  const ClusterPlanRequest r = small_request();
+  const std::vector<ClusterPlanRow> rows = plan_cluster(r);
+  const ClusterPlanRow& row = find_row(rows, 2, 2, 4, 1);
+  ASSERT_EQ(row.status, "ok") << row.reason;
+  EXPECT_EQ(row.data, 2);
+  EXPECT_EQ(row.microbatches, 4);  // 32 / 2 replicas / 4
+
+  const models::Model split = models::split_tensor_parallel(r.model, {.degree = 2, .sequence_parallel = true});
+  const profiles::Profile profile = profiles::analytic_profile(split, r.device, r.dtype, r.micro_batch_sizes);
+  Scenario sc;
+  sc.request.schedule = "1f1b";
+  sc.request.stages = 2;
+  sc.request.microbatches = 4;
+  sc.request.batch = 16;
+  sc.request.data_parallel = 2;
+  sc.request.zero = 1;
+  sc.conditions.cluster = ClusterConditions{.gpus = 8, .gpus_per_node = 4};
+  const Prediction p = predict(profile, sc, false);
+  EXPECT_DOUBLE_EQ(row.step_us, p.metrics.step_time_us);
+  EXPECT_DOUBLE_EQ(row.tokens_per_s, 32.0 * 512 / (p.metrics.step_time_us / 1e6));
+  double flops = 0;
+  for (const models::Layer& l : r.model.layers) flops += l.fwd_flops + l.bwd_input_flops + l.bwd_weight_flops;
+  EXPECT_NEAR(row.mfu, flops * 32 / (p.metrics.step_time_us / 1e6) / 8 / profiles::peak_flops(r.device, r.dtype),
+              1e-12);
+  std::int64_t peak = 0;
+  for (const auto& rank : p.metrics.ranks) peak = std::max(peak, rank.peak_activation_bytes + rank.static_bytes);
+  EXPECT_EQ(row.peak_memory_bytes, peak);
+  // One replica of the same pipeline: what data parallelism adds.
+  sc.request.data_parallel = 1;
+  sc.request.zero = 0;
+  sc.conditions.cluster->gpus = std::nullopt;
+  const Prediction alone = predict(profile, sc, false);
+  EXPECT_DOUBLE_EQ(row.data_parallel_share, (p.metrics.step_time_us - alone.metrics.step_time_us) / p.metrics.step_time_us);
+  EXPECT_GT(row.data_parallel_share, 0);
+  EXPECT_GT(row.tensor_parallel_share, 0);
+  EXPECT_DOUBLE_EQ(row.bubble_share,
+                   alone.metrics.bubble_fraction * alone.metrics.step_time_us / p.metrics.step_time_us);
+  // One GPU a stage and one replica spend nothing in either.
+  const ClusterPlanRow& plain = find_row(rows, 1, 8, 4, 0);
+  EXPECT_EQ(plain.tensor_parallel_share, 0);
+  EXPECT_EQ(plain.data_parallel_share, 0);
+}
+
+TEST(ClusterPlanner, TheCsvHoldsEveryRow) {
+  const std::vector<ClusterPlanRow> rows = plan_cluster(small_request());
+  const std::string csv = cluster_plan_csv(rows);
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), static_cast<long>(rows.size()) + 1);
+  EXPECT_EQ(csv.substr(0, csv.find(',')), "tensor_parallel");
+}
+
+TEST(ClusterPlanner, BadRequestsAreOneLine) {
+  using gpipe::testing::error_of;
+  ClusterPlanRequest r = small_request();
+  r.global_batch = 0;
+  EXPECT_EQ(error_of([&] { (void)plan_cluster(r); }), "--global-batch 0: give 1 or more samples");
+  r = small_request();
+  r.zero = {4};
+  EXPECT_EQ(error_of([&] { (void)plan_cluster(r); }), "--zero 4: ZeRO's stages are 0, 1, 2 and 3");
+  r = small_request();
+  r.schedules.clear();
+  EXPECT_EQ(error_of([&] { (void)plan_cluster(r); }), "--schedules: give at least one value");
+}
+
+}  // namespace
+}  // namespace gpipe::sim

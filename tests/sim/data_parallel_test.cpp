@@ -1,0 +1,171 @@
+// Data parallelism in the engine (sim/data_parallel.hpp): each stage's
+// gradient reduction runs on its rank's reduce stream from its REDUCE_GRAD,
+// the STEP waits for it, and ZeRO shards the step and adds its gathers.
+// Hand-computed, to the ns.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "schedules/chrome_trace.hpp"
+#include "schedules/generate.hpp"
+#include "schedules/lower.hpp"
+#include "schedules/metrics.hpp"
+#include "sim/data_parallel.hpp"
+#include "sim/engine.hpp"
+#include "tests/error_of.hpp"
+
+namespace gpipe::sim {
+namespace {
+
+using schedules::Action;
+using schedules::ActionKind;
+using schedules::Schedule;
+using schedules::Stage;
+using schedules::Stream;
+
+// Every stage alike: F 1000 ns, B 2000 ns, STEP 300 ns; 1000 bytes between stages.
+class ReplicaCosts final : public CostModel {
+ public:
+  std::int64_t duration_ns(const Action& action) const override {
+    switch (action.kind) {
+      case ActionKind::F: return 1000;
+      case ActionKind::B: return 2000;
+      case ActionKind::STEP: return 300;
+      default: return 0;
+    }
+  }
+  std::int64_t boundary_bytes(Stage, schedules::Microbatch) const override { return 1000; }
+  std::int64_t activation_bytes(Stage, schedules::Microbatch) const override { return 0; }
+  std::int64_t stashed_input_bytes(Stage, schedules::Microbatch) const override { return 0; }
+};
+
+Schedule replicated_schedule(const char* name, int ranks, int microbatches, int data_parallel) {
+  schedules::ScheduleOptions o;
+  o.num_ranks = ranks;
+  o.num_microbatches = microbatches;
+  Schedule s = schedules::generate(name, o);
+  s.data_parallel = data_parallel;
+  return s;
+}
+
+const schedules::TimedAction& reduce_action_at(const schedules::Timeline& t, const std::string& text, Stream stream) {
+  const Action a = schedules::parse_action(text);
+  const auto it = std::find_if(t.actions.begin(), t.actions.end(), [&](const schedules::TimedAction& x) {
+    return x.action == a && x.stream == stream;
+  });
+  if (it == t.actions.end()) throw std::runtime_error("no " + text);
+  return *it;
+}
+
+// 1 us latency, 1 GB/s: a message of 1000 bytes takes 2000 ns. Over the
+// data-parallel pair, 4000 bytes of gradient a stage: a ring all-reduce
+// 2 (1 + 4000 / 2 / 1000) us = 6000 ns (the tree: 10000), a reduce-scatter
+// or all-gather 3000 ns.
+const UniformLink kLink(1.0, 1.0);
+DataParallelism data_parallel_pair(int zero) { return {.degree = 2, .zero = zero, .link = {.latency_us = 1, .bandwidth_GBps = 1}}; }
+
+// GPipe, K = 2, M = 1. Rank 1: F [3000, 4000], B [4000, 6000], its reduction
+// [6000, 12000], STEP [12000, 12300]; rank 0: B [8000, 10000], reduction
+// [10000, 16000], STEP [16000, 16300]: 16300 ns, the tail 6000 more than one replica.
+TEST(DataParallelSim, TheStepWaitsForItsStagesReduction) {
+  const ReplicaCosts base;
+  const DataParallelCosts costs(base, data_parallel_pair(0), {4000, 4000});
+  EXPECT_EQ(costs.gradient_reduction_ns(Stage{0}), 6000);
+  for (const LinkSharing sharing : {LinkSharing::fifo, LinkSharing::shared}) {
+    SimOptions options;
+    options.link_sharing = sharing;
+    const SimResult r = simulate(replicated_schedule("gpipe", 2, 1, 2), costs, kLink, options);
+    const std::string what(to_string(sharing));
+    EXPECT_EQ(r.metrics.step_time_ns, 16300) << what;
+    const auto& reduce1 = reduce_action_at(r.timeline, "1REDUCE_GRAD", Stream::reduce);
+    EXPECT_EQ(reduce1.start_ns, 6000) << what;
+    EXPECT_EQ(reduce1.end_ns, 12000) << what;
+    EXPECT_EQ(reduce1.rank.value, 1) << what;
+    const auto& reduce0 = reduce_action_at(r.timeline, "0REDUCE_GRAD", Stream::reduce);
+    EXPECT_EQ(reduce0.start_ns, 10000) << what;
+    EXPECT_EQ(reduce0.end_ns, 16000) << what;
+    EXPECT_EQ(reduce_action_at(r.timeline, "1STEP", Stream::compute).start_ns, 12000) << what;
+    EXPECT_EQ(reduce_action_at(r.timeline, "0STEP", Stream::compute).end_ns, 16300) << what;
+    // One replica: 10300 ns, nothing on a reduce stream.
+    const SimResult one = simulate(replicated_schedule("gpipe", 2, 1, 1), base, kLink, options);
+    EXPECT_EQ(one.metrics.step_time_ns, 10300) << what;
+    EXPECT_TRUE(std::none_of(one.timeline.actions.begin(), one.timeline.actions.end(),
+                             [](const auto& a) { return a.stream == Stream::reduce; }))
+        << what;
+  }
+}
+
+// ZeRO 1: a reduce-scatter (3000 ns), then STEP ceil(300 / 2) = 150 and the
+// weights' all-gather 3000: rank 1 reduces [6000, 9000], steps [9000, 12150];
+// rank 0 reduces [10000, 13000], steps [13000, 16150].
+TEST(DataParallelSim, ZeroOneScattersAndGathers) {
+  const ReplicaCosts base;
+  const DataParallelCosts costs(base, data_parallel_pair(1), {4000, 4000});
+  const SimResult r = simulate(replicated_schedule("gpipe", 2, 1, 2), costs, kLink, {});
+  EXPECT_EQ(r.metrics.step_time_ns, 16150);
+  EXPECT_EQ(reduce_action_at(r.timeline, "1REDUCE_GRAD", Stream::reduce).end_ns, 9000);
+  EXPECT_EQ(reduce_action_at(r.timeline, "1STEP", Stream::compute).end_ns, 12150);
+}
+
+// ZeRO 3: F and B each gather the weights first (3000 ns): F 4000, B 5000,
+// STEP 150. Rank 0: F [0, 4000]; rank 1: F [6000, 10000], B [10000, 15000],
+// reduces [15000, 18000]; rank 0: B [17000, 22000], reduces [22000, 25000],
+// STEP [25000, 25150].
+TEST(DataParallelSim, ZeroThreeGathersTheWeightsBeforeEachPass) {
+  const ReplicaCosts base;
+  const DataParallelCosts costs(base, data_parallel_pair(3), {4000, 4000});
+  const SimResult r = simulate(replicated_schedule("gpipe", 2, 1, 2), costs, kLink, {});
+  EXPECT_EQ(r.metrics.step_time_ns, 25150);
+  EXPECT_EQ(reduce_action_at(r.timeline, "1REDUCE_GRAD", Stream::reduce).start_ns, 15000);
+  EXPECT_EQ(reduce_action_at(r.timeline, "0STEP", Stream::compute).start_ns, 25000);
+}
+
+// A stage's reduction starts right after its last backward, while its rank
+// computes on: ZBV, K = 2, rank 0 holds stages 0 and 3; stage 3 is done first.
+TEST(DataParallelSim, ReductionOverlapsTheRanksOtherStage) {
+  const ReplicaCosts base;
+  const DataParallelCosts costs(base, data_parallel_pair(0), {4000, 4000, 4000, 4000});
+  const SimResult r = simulate(replicated_schedule("zbv", 2, 2, 2), costs, kLink, {});
+  const auto& reduce3 = reduce_action_at(r.timeline, "3REDUCE_GRAD", Stream::reduce);
+  const auto& last_of_0 = reduce_action_at(r.timeline, "0W1", Stream::compute);
+  EXPECT_LT(reduce3.start_ns, last_of_0.start_ns);
+  EXPECT_EQ(reduce3.end_ns - reduce3.start_ns, 6000);
+  // The rank's two reductions run one after another on its reduce stream.
+  const auto& reduce0 = reduce_action_at(r.timeline, "0REDUCE_GRAD", Stream::reduce);
+  EXPECT_GE(reduce0.start_ns, reduce3.end_ns);
+  EXPECT_EQ(reduce0.start_ns, std::max(last_of_0.end_ns, reduce3.end_ns));
+}
+
+TEST(DataParallelSim, BucketsEachPayTheirLatency) {
+  // 10000 bytes in buckets of 4000: two full all-reduces of 4000 (6000 ns
+  // each) and one of 2000 (2 (1 + 1) = 4000 ns).
+  DataParallelism dp = data_parallel_pair(0);
+  dp.bucket_bytes = 4000;
+  EXPECT_EQ(bucketed_reduction_ns(dp, 10000), 16000);
+  dp.bucket_bytes = 10000;
+  EXPECT_EQ(bucketed_reduction_ns(dp, 10000), 2 * (1000 + 5000));
+}
+
+TEST(DataParallelSim, TheReductionsAreInTheTrace) {
+  const ReplicaCosts base;
+  const DataParallelCosts costs(base, data_parallel_pair(0), {4000, 4000});
+  const SimResult r = simulate(replicated_schedule("1f1b", 2, 4, 2), costs, kLink, {});
+  const schedules::Timeline back =
+      schedules::timeline_from_chrome_trace(schedules::to_chrome_trace(r.timeline), "trace");
+  EXPECT_EQ(reduce_action_at(back, "0REDUCE_GRAD", Stream::reduce).end_ns, reduce_action_at(r.timeline, "0REDUCE_GRAD", Stream::reduce).end_ns);
+}
+
+TEST(DataParallelSim, ImpossibleGroupsAreOneLine) {
+  const ReplicaCosts base;
+  using gpipe::testing::error_of;
+  EXPECT_EQ(error_of([&] { DataParallelCosts(base, {.degree = 0}, {}); }), "--data-parallel 0: give 1 or more replicas");
+  EXPECT_EQ(error_of([&] { DataParallelCosts(base, {.degree = 2, .zero = 4}, {}); }),
+            "--zero 4: ZeRO's stages are 0, 1, 2 and 3");
+  EXPECT_EQ(error_of([&] { DataParallelCosts(base, {.degree = 1, .zero = 2}, {}); }),
+            "--zero 2 shards over the data-parallel group: give --data-parallel 2 or more");
+}
+
+}  // namespace
+}  // namespace gpipe::sim
