@@ -33,6 +33,7 @@ enum class CollectiveAlgorithm : std::uint8_t { ring, tree };
 struct CollectiveLink {
   double latency_us = 0;
   double bandwidth_GBps = 1;
+  bool operator==(const CollectiveLink&) const = default;
 };
 
 // The closed form of `algorithm` (tree only for the all-reduce: InputError

@@ -247,6 +247,11 @@ Link read_link(const Field& at) {
         .fail(fmt::format("{:g} GB/s is outside the {:g} to {:g} GB/s a link may have", link.bandwidth_GBps,
                           kMinBandwidthGBps, kMaxBandwidthGBps));
   }
+  if (const auto collective = at.optional_member("collective")) {
+    collective->expect_object();
+    link.collective = CollectiveLink{.latency_us = collective->object_member("latency_us").time_us(),
+                                     .bandwidth_GBps = collective->object_member("bandwidth_GBps").positive_number()};
+  }
   const auto measured = at.optional_member("measured");
   if (!measured) return link;
   measured->expect_object();
@@ -304,6 +309,10 @@ std::string read_source(const Field& at) {
 
 json link_to_json(const Link& link) {
   json out = {{"latency_us", link.latency_us}, {"bandwidth_GBps", link.bandwidth_GBps}};
+  if (link.collective) {
+    out["collective"] = {{"latency_us", link.collective->latency_us},
+                         {"bandwidth_GBps", link.collective->bandwidth_GBps}};
+  }
   if (link.measured_with.empty()) return out;
   const auto points_json = [](const std::vector<LinkPoint>& points) {
     json list = json::array();

@@ -13,6 +13,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "profiles/collectives.hpp"
+
 namespace gpipe::profiles {
 
 // The costs of one layer at one micro-batch size. Times in microseconds,
@@ -90,6 +92,11 @@ struct Link {
   std::string measured_with;      // "" when not measured: "MPI ping-pong, ranks 0 and 1 on one node"
   std::vector<LinkPoint> points;  // ascending bytes; empty when not measured
   std::vector<LinkPoint> pipeline_points;  // ascending bytes; empty when the ping-pong alone decided
+  // The collectives' own parameters where fitted (profiles/collectives.hpp:
+  // each step's latency and each rank's bandwidth, one way, nccl-tests' bus
+  // bandwidth): a data-parallel reduction over this link takes them instead
+  // of the point-to-point numbers above. nullopt: those.
+  std::optional<CollectiveLink> collective;
 
   bool operator==(const Link&) const = default;
 };

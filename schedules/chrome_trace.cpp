@@ -82,17 +82,22 @@ void add_metadata(const TimelineInfo& info, const Timeline& timeline, const std:
 }
 
 json action_event(const TimedAction& a, int lane) {
-  return {{"name", to_string(a.action)},
-          {"cat", category(a.stream)},
-          {"ph", "X"},
-          {"pid", a.rank.value},
-          {"tid", tid_of_lane(lane)},
-          {"ts", to_us(a.start_ns)},
-          {"dur", to_us(a.end_ns - a.start_ns)},
-          {"args",
-           {{"stage", a.action.stage.value},
-            {"microbatch", a.action.microbatch.value},
-            {"kind", to_string(a.action.kind)}}}};
+  json event = {{"name", to_string(a.action)},
+                {"cat", category(a.stream)},
+                {"ph", "X"},
+                {"pid", a.rank.value},
+                {"tid", tid_of_lane(lane)},
+                {"ts", to_us(a.start_ns)},
+                {"dur", to_us(a.end_ns - a.start_ns)},
+                {"args",
+                 {{"stage", a.action.stage.value},
+                  {"microbatch", a.action.microbatch.value},
+                  {"kind", to_string(a.action.kind)}}}};
+  // A reduction names its group: the same stage of every replica.
+  if (a.stream == Stream::reduce) {
+    event["args"]["group"] = fmt::format("stage {} of every data-parallel replica", a.action.stage.value);
+  }
+  return event;
 }
 
 // One s/f pair from each send to the receive of the same data, where both

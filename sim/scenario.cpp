@@ -79,8 +79,10 @@ Prediction predict(plan::Planner& planner, const Scenario& sc, bool record_timel
   // The stages' links: the profile's, or on a cluster by where the ranks sit.
   const int tensor = profile.tensor_parallel;
   std::optional<PlacedLink> placed;
-  profiles::CollectiveLink dp_link = c.data_parallel_link.value_or(
-      profiles::CollectiveLink{link.latency_us(), link.bandwidth_GBps()});
+  // A data-parallel group inside a node reduces over the profile's link: its
+  // collectives' fit where it has one (profiles::Link::collective).
+  profiles::CollectiveLink dp_link = c.data_parallel_link.value_or(profile.link.collective.value_or(
+      profiles::CollectiveLink{link.latency_us(), link.bandwidth_GBps()}));
   if (c.cluster) {
     const int ranks = p.plan.schedule.num_ranks;
     const int data = sc.request.data_parallel;

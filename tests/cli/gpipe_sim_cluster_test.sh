@@ -41,6 +41,21 @@ lanes = {(e["pid"], e["args"]["name"]) for e in events if e.get("name") == "thre
 assert (0, "reduce") in lanes and (1, "reduce") in lanes, lanes
 reductions = [e for e in events if e.get("ph") == "X" and e["name"] == "0REDUCE_GRAD" and e["dur"] > 0]
 assert len(reductions) == 1, reductions
+assert reductions[0]["args"]["group"] == "stage 0 of every data-parallel replica", reductions[0]
+PY
+
+# A profile whose link carries the collectives' own fit reduces over it.
+python3 - "$tmp/tp4.json" "$tmp/fitted.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+p["link"]["collective"] = {"latency_us": 20, "bandwidth_GBps": 100}
+json.dump(p, open(sys.argv[2], "w"))
+PY
+expect_status 0 "$sim" run --profile "$tmp/fitted.json" -K 2 -M 8 -N 16 --data-parallel 4 --json
+python3 - "$tmp/out" <<'PY' || fail "the collectives' fit not taken: $(head -c 400 "$tmp/out")"
+import json, sys
+link = json.load(open(sys.argv[1]))["config"]["data_parallel_link"]
+assert link == {"latency_us": 20, "bandwidth_GBps": 100}, link
 PY
 
 # More replicas lengthen the step by their reduction only.

@@ -279,6 +279,18 @@ TEST_F(ProfileFromJson, ReadsStateBytesAndRefusesBadOnes) {
   EXPECT_TRUE(error().starts_with("inline: layers[0].samples[0].state_bytes: ")) << error();
 }
 
+TEST_F(ProfileFromJson, ReadsTheCollectivesFitAndRefusesABadOne) {
+  doc_["link"]["collective"] = {{"latency_us", 12.5}, {"bandwidth_GBps", 40}};
+  const Profile p = profile_from_json(doc_, "inline");
+  ASSERT_TRUE(p.link.collective.has_value());
+  EXPECT_EQ(*p.link.collective, (CollectiveLink{.latency_us = 12.5, .bandwidth_GBps = 40}));
+  EXPECT_EQ(profile_from_json(to_json(p), "round trip"), p);
+  doc_["link"]["collective"]["bandwidth_GBps"] = 0;
+  EXPECT_EQ(error(), "inline: link.collective.bandwidth_GBps: expected a positive number");
+  doc_["link"]["collective"] = 3;
+  EXPECT_EQ(error(), "inline: link.collective: expected an object");
+}
+
 TEST_F(ProfileFromJson, ReadsTheWorkloadAndRefusesAnUnknownOne) {
   EXPECT_EQ(profile_from_json(doc_, "inline").workload, "training");
   EXPECT_FALSE(to_json(profile_from_json(doc_, "inline")).contains("workload"));  // the default stays unsaid
