@@ -4,13 +4,15 @@
 // over it: GEMMs by rows or columns, attention by sample and head, elementwise
 // passes by ranges. So the layers are the same code at every team size, and a
 // team of 1 (the default without the flag, and where no team is entered) runs
-// every kernel on the calling thread alone, exactly as before.
+// every kernel on the calling thread alone.
 //
 // Every split is fixed by the shapes and the team's size, never by timing, and
 // each output element is computed by one part, summing in the order it does
 // alone (no kernel reduces over parts: LayerNorm's backward, whose gamma and
-// beta gradients sum over rows, stays on one thread), so a team gives bit for
-// bit what one thread gives (tests/exec/compute_team_test.cpp).
+// beta gradients sum over rows, stays on one thread; a GEMM cuts its bands
+// where OpenBLAS sums them as one thread does, exec/cpu/ops/gemm.cpp), so a
+// team gives bit for bit what one thread gives
+// (tests/exec/compute_team_test.cpp).
 #pragma once
 
 #include <atomic>

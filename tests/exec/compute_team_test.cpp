@@ -1,7 +1,9 @@
 // A rank's ComputeTeam (--threads-per-rank): every part runs exactly once,
 // however many runs follow each other; errors come back to the caller; the
-// kernels split only on a team and never inside one of its parts; and a
-// transformer block on a team of 3 computes bit for bit what it does alone.
+// kernels split only on a team and never inside one of its parts; a GEMM
+// split by rows or by columns, and a transformer block, on a team compute
+// bit for bit what they do alone, whatever sgemm kernel OpenBLAS picked
+// (OPENBLAS_CORETYPE=Haswell, SkylakeX, ...: exec/cpu/ops/gemm.cpp).
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -12,6 +14,7 @@
 
 #include "exec/cpu/compute_team.hpp"
 #include "exec/cpu/layers/layer.hpp"
+#include "exec/cpu/ops/gemm.hpp"
 #include "models/families.hpp"
 #include "tests/exec/cpu_layer_cases.hpp"
 
@@ -92,6 +95,48 @@ TEST(ComputeTeam, DefaultThreadsShareTheCores) {
   EXPECT_EQ(default_threads_per_rank(cores), 1);
   EXPECT_EQ(default_threads_per_rank(cores * 4), 1);  // at least one each
   EXPECT_EQ(default_threads_per_rank(0), cores);
+}
+
+// C = alpha op(A) op(B) + beta C on a team of `size` (1: alone), from the same
+// random A, B and C every time.
+std::vector<float> team_gemm(int size, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k,
+                             float alpha, float beta) {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal;
+  std::vector<float> a(static_cast<std::size_t>(m * k));
+  std::vector<float> b(static_cast<std::size_t>(k * n));
+  std::vector<float> c(static_cast<std::size_t>(m * n));
+  for (std::vector<float>* v : {&a, &b, &c}) {
+    for (float& x : *v) x = normal(rng);
+  }
+  ComputeTeam team(size);
+  const ComputeTeam::Scope scope(&team);
+  gemm(ta ? Transpose::yes : Transpose::no, tb ? Transpose::yes : Transpose::no, m, n, k, alpha, a.data(),
+       ta ? m : k, b.data(), tb ? k : n, beta, c.data(), n);
+  return c;
+}
+
+TEST(ComputeTeam, AGemmOnATeamMatchesItAloneBitForBit) {
+  struct Shape {
+    std::int64_t m, n, k;
+  };
+  // By rows, cut at multiples of 12 rows: 250 rows (up to 7 parts of 4 MFLOP),
+  // and 40 rows of 2000 columns. By columns, into bands fixed by the shape: 5
+  // rows (a decode step's), 5 bands of 600 columns.
+  for (const Shape s : {Shape{250, 300, 200}, Shape{40, 2000, 300}, Shape{5, 3000, 700}}) {
+    for (const bool ta : {false, true}) {
+      for (const bool tb : {false, true}) {
+        for (const float beta : {0.0F, 1.0F}) {
+          const std::vector<float> alone = team_gemm(1, ta, tb, s.m, s.n, s.k, 0.5F, beta);
+          for (const int size : {2, 3, 5}) {
+            EXPECT_EQ(team_gemm(size, ta, tb, s.m, s.n, s.k, 0.5F, beta), alone)
+                << s.m << "x" << s.n << "x" << s.k << " ta=" << ta << " tb=" << tb << " beta=" << beta
+                << " team of " << size;
+          }
+        }
+      }
+    }
+  }
 }
 
 struct BlockResult {

@@ -3,7 +3,7 @@
 // I/W split), as the generators make them:
 // - transparency: every step's loss and the final weights equal those of the
 //   same training on one stage with one micro-batch, within 1e-5 relative
-//   (transparency_support.hpp);
+//   (AdamW's weights 1e-3: transparency_support.hpp);
 // - memory: each rank's measured peak activation bytes EQUAL the simulator's
 //   prediction for the same schedule, from the analytic fp32 profile of the
 //   model (which says what W keeps), and every rank ends the step at 0 bytes.

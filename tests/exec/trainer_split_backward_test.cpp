@@ -3,7 +3,7 @@
 // rank r holding stages r and 2K-1-r), built by hand (hand_schedules.hpp):
 // - transparency: the loss of every step and the final weights equal those
 //   of the same training on one stage with one micro-batch, within 1e-5
-//   relative (transparency_support.hpp);
+//   relative (AdamW's weights 1e-3: transparency_support.hpp);
 // - memory: each rank's measured peak activation bytes EQUAL the simulator's
 //   prediction for the same schedule, partition and micro-batches, from the
 //   analytic profile of the same model in fp32, whose weight_grad_stash_bytes

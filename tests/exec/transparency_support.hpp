@@ -3,9 +3,27 @@
 // the same training on one stage with one micro-batch.
 //
 // Tolerance: 1e-5 relative, per step for the loss (|l - l_ref| / |l_ref|) and
-// per parameter tensor for the weights (||w - w_ref||_2 / ||w_ref||_2). Only
-// the summation order of the accumulated gradients differs between the runs
-// (fp32), so the errors are rounding-sized.
+// per parameter tensor for the weights (||w - w_ref||_2 / ||w_ref||_2); 1e-3
+// for the weights that AdamW trains. Only the order of fp32 sums differs
+// between the runs: that of the accumulated gradients (M micro-batches
+// against one) and, with OpenBLAS's Haswell sgemm kernel (Zen's too), that of
+// a GEMM's products, since it sums a call's last rows (a micro-batch's) with
+// other code than the rows before them. So the errors are rounding-sized,
+// except where AdamW magnifies them: it divides each weight's step by that
+// weight's own gradient magnitude, so a gradient that is near zero (below
+// AdamW's epsilon, or a sum that cancels down to its rounding error) takes a
+// step set by its rounding error, up to the learning rate. Over seeds 1 to
+// 100 of TrainerFamilies' models (the MLP, the transformer, llama with flash
+// and with naive attention, DiT) at K = 2 and M = 2, 4 and 8, the loss
+// differed by 2e-7 at most, and the weights under SGD with momentum by 1e-6
+// (seeds 1 to 30, Haswell's kernel); but AdamW's weights exceeded 1e-5 in 3
+// to 12 % of the runs with Haswell's kernel (up to 2.6e-4, from a few weights
+// of a tensor: llama, seed 7, M = 4, gave 1.2e-5 from layer 2's w2, value
+// 147, whose gradient 4e-10 cancels) and in up to 3 % with SkylakeX's (up to
+// 7e-5). No reordering-free fix exists (the runs' GEMMs have other shapes),
+// so AdamW's weights are held to 1e-3: above that noise, and far below what a
+// fault gives: in those models a step missed or one too many, or the gradient
+// of 6 samples for 8, moved some tensor by 4e-2 to 1.5 (most by 3e-2 or more).
 //
 // One exception, with AdamW only: the key bias of attention (the middle third
 // of a transformer block's bqkv) has a gradient that is zero in exact
@@ -35,6 +53,8 @@
 namespace gpipe::exec::trainer_test {
 
 inline constexpr double kTransparencyTolerance = 1e-5;
+// The weights AdamW trains (see above for why).
+inline constexpr double kAdamwWeightTolerance = 1e-3;
 
 // The same training on one stage with one micro-batch (gpipe, K = 1, M = 1):
 // what every pipelined run is checked against.
@@ -73,6 +93,8 @@ inline void expect_matches(const TrainResult& run, const TrainResult& ref, const
         << what << " step " << step << ": " << run.losses[step] << " vs " << ref.losses[step];
   }
   ASSERT_EQ(run.weights.size(), ref.weights.size()) << what;
+  const double tolerance =
+      optimizer.kind == models::Optimizer::adamw ? kAdamwWeightTolerance : kTransparencyTolerance;
   double worst = 0;
   for (std::size_t l = 0; l < ref.weights.size(); ++l) {
     ASSERT_EQ(run.weights[l].size(), ref.weights[l].size()) << what << " layer " << l;
@@ -80,7 +102,7 @@ inline void expect_matches(const TrainResult& run, const TrainResult& ref, const
       const double error = relative_error(compared(model, optimizer, l, p, run.weights[l][p]),
                                           compared(model, optimizer, l, p, ref.weights[l][p]));
       worst = std::max(worst, error);
-      EXPECT_LE(error, kTransparencyTolerance) << what << " layer " << l << " parameter " << p;
+      EXPECT_LE(error, tolerance) << what << " layer " << l << " parameter " << p;
     }
   }
   ::testing::Test::RecordProperty(what, fmt::format("{:.3g}", worst));

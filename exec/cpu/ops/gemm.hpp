@@ -3,7 +3,9 @@
 // pipeline stage runs its GEMMs on its own worker thread; OpenBLAS threads on
 // top of those would oversubscribe the cores and distort the measured times.
 // A rank with more threads (--threads-per-rank) splits each large GEMM over
-// its ComputeTeam (exec/cpu/compute_team.hpp), a single-threaded GEMM a part.
+// its ComputeTeam (exec/cpu/compute_team.hpp), a single-threaded GEMM a band
+// of rows (of columns, for a GEMM with few rows), cut where every element
+// comes out as one thread computes it (gemm.cpp says where, and why).
 #pragma once
 
 #include <cstdint>
