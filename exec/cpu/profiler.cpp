@@ -71,11 +71,16 @@ void run_pass(ProfiledModel& pm, SizeRuns& s, bool first, bool timed, bool forwa
   for (std::size_t i = 0; i < n; ++i) {
     const std::int64_t in_bytes = x.bytes();
     const Tensor* target = s.data.targets[i].empty() ? nullptr : &s.data.targets[i];
+    // A stream's forward charges no memory account; a forward-only pass
+    // charges one only when it records the bytes (the first).
+    MemoryAccount* account = forward_only && !first ? nullptr : &accounts[i];
     const auto t0 = Clock::now();
-    Tensor out = pm.layers[i]->forward(std::move(x), target, stashes[i], &accounts[i]);
+    Tensor out = pm.layers[i]->forward(std::move(x), target, stashes[i], account);
     const auto t1 = Clock::now();
     if (timed) s.fwd_us[i].push_back(elapsed_us(t0, t1));
-    record_sample_bytes(s.samples[i], first, pm.layers[i]->spec(), b, in_bytes, out.bytes(), accounts[i].bytes());
+    if (account != nullptr) {
+      record_sample_bytes(s.samples[i], first, pm.layers[i]->spec(), b, in_bytes, out.bytes(), account->bytes());
+    }
     // A stream drops each layer's stash at once, and the next layer's
     // tensors reuse that memory while it is in cache; kept to the end of the
     // pass, they would take colder memory, and small forwards ran 3 to 10 %
