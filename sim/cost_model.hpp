@@ -54,7 +54,7 @@ class CostModel {
 }
 
 // Another model's costs with the durations priced anew (jitter.hpp,
-// contention.hpp): bytes and memory are the base's. It keeps a reference to
+// contention.hpp, data_parallel.hpp): bytes and memory are the base's. It keeps a reference to
 // the base, which must outlive it (subclasses refuse a temporary).
 class RepricedCosts : public CostModel {
  public:
@@ -78,7 +78,8 @@ class RepricedCosts : public CostModel {
   [[nodiscard]] std::int64_t tied_gradient_bytes(schedules::Stage s) const final {
     return base_.tied_gradient_bytes(s);
   }
-  [[nodiscard]] std::int64_t gradient_reduction_ns(schedules::Stage s) const final {
+  // A repricing may price the reductions too (data_parallel.hpp); else the base's.
+  [[nodiscard]] std::int64_t gradient_reduction_ns(schedules::Stage s) const override {
     return base_.gradient_reduction_ns(s);
   }
 

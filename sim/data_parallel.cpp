@@ -46,7 +46,7 @@ std::int64_t bucketed_reduction_ns(const DataParallelism& dp, std::int64_t bytes
 
 DataParallelCosts::DataParallelCosts(const CostModel& base, const DataParallelism& dp,
                                      std::vector<std::int64_t> stage_gradient_bytes)
-    : base_(base), dp_(dp) {
+    : RepricedCosts(base), dp_(dp) {
   validate(dp);
   for (const std::int64_t bytes : stage_gradient_bytes) {
     reduction_ns_.push_back(dp.degree > 1 ? bucketed_reduction_ns(dp, bytes) : 0);
@@ -57,7 +57,7 @@ DataParallelCosts::DataParallelCosts(const CostModel& base, const DataParallelis
 
 std::int64_t DataParallelCosts::duration_ns(const schedules::Action& a) const {
   using K = schedules::ActionKind;
-  const std::int64_t base = base_.duration_ns(a);
+  const std::int64_t base = this->base().duration_ns(a);
   if (dp_.zero == 0) return base;
   const std::int64_t d = dp_.degree;
   switch (a.kind) {

@@ -44,7 +44,7 @@ struct DataParallelism {
 // ZeRO > 0 with one replica, or a bucket < 1 byte or a bad link.
 void validate(const DataParallelism& dp);
 
-class DataParallelCosts final : public CostModel {
+class DataParallelCosts final : public RepricedCosts {
  public:
   // stage_gradient_bytes[s]: G_s. Keeps a reference to `base`, which must
   // outlive it.
@@ -55,30 +55,11 @@ class DataParallelCosts final : public CostModel {
   [[nodiscard]] std::int64_t gradient_reduction_ns(schedules::Stage s) const override {
     return reduction_ns_.at(s.at());
   }
-  [[nodiscard]] std::int64_t boundary_bytes(schedules::Stage s, schedules::Microbatch m) const override {
-    return base_.boundary_bytes(s, m);
-  }
-  [[nodiscard]] std::int64_t activation_bytes(schedules::Stage s, schedules::Microbatch m) const override {
-    return base_.activation_bytes(s, m);
-  }
-  [[nodiscard]] std::int64_t stashed_input_bytes(schedules::Stage s, schedules::Microbatch m) const override {
-    return base_.stashed_input_bytes(s, m);
-  }
-  [[nodiscard]] std::int64_t weight_grad_stash_bytes(schedules::Stage s, schedules::Microbatch m) const override {
-    return base_.weight_grad_stash_bytes(s, m);
-  }
-  [[nodiscard]] StageMemory stage_memory(schedules::Stage s, schedules::Microbatch m) const override {
-    return base_.stage_memory(s, m);
-  }
-  [[nodiscard]] std::int64_t tied_gradient_bytes(schedules::Stage s) const override {
-    return base_.tied_gradient_bytes(s);
-  }
 
   // The weights' all-gather of stage s over the group (ZeRO's), in ns.
   [[nodiscard]] std::int64_t weight_gather_ns(schedules::Stage s) const { return gather_ns_.at(s.at()); }
 
  private:
-  const CostModel& base_;
   DataParallelism dp_;
   std::vector<std::int64_t> reduction_ns_;  // per stage
   std::vector<std::int64_t> gather_ns_;     // per stage
