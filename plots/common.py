@@ -117,6 +117,16 @@ def _read_text(path):
         raise InputError(f"{path}: not UTF-8 text") from None
 
 
+def csv_rows(path, columns, what):
+    """(line number, row dict) of a CSV that has every one of `columns`; InputError
+    "PATH: not WHAT (no column ...)" when some are missing."""
+    reader = csv.DictReader(_read_text(path).splitlines())
+    missing = [c for c in columns if c not in (reader.fieldnames or [])]
+    if missing:
+        raise InputError(f"{path}: not {what} (no column {', '.join(missing)})")
+    return enumerate(reader, start=2)
+
+
 # ---------------------------------------------------------------- sweep CSV
 
 @dataclass

@@ -11,7 +11,6 @@ With --latency-limit, a dashed line marks it and a ring marks each K's best
 throughput within it, as the sweep's summary chooses.
 """
 
-import csv
 import math
 
 import common
@@ -31,13 +30,8 @@ def parse_args():
 
 def load(path):
     """[(K, B, b, samples/s, p99 us)] of the simulated rows; InputError naming line and column."""
-    text = common._read_text(path)
-    reader = csv.DictReader(text.splitlines())
-    missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
-    if missing:
-        raise common.InputError(f"{path}: not an inference sweep CSV (no column {', '.join(missing)})")
     points = []
-    for line, row in enumerate(reader, start=2):
+    for line, row in common.csv_rows(path, COLUMNS, "an inference sweep CSV"):
         if row["status"] != "ok":
             continue
         try:

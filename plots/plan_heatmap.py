@@ -9,7 +9,6 @@ over memory is cross-hatched; one that cannot exist is grey and hatched (a K
 where nothing can is left out). The fastest cell has a heavy border.
 """
 
-import csv
 import math
 
 import numpy as np
@@ -30,14 +29,9 @@ def parse_args():
 
 def load(path):
     """{(T, K): (status, tokens/s, mfu, D)}: each cell's best that fits, else 'over memory' or 'skipped'."""
-    text = common._read_text(path)
-    reader = csv.DictReader(text.splitlines())
-    missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
-    if missing:
-        raise common.InputError(f"{path}: not a gpipe-sim plan CSV (no column {', '.join(missing)})")
     cells = {}
     rank = {"skipped": 0, "over memory": 1, "ok": 2}
-    for line, row in enumerate(reader, start=2):
+    for line, row in common.csv_rows(path, COLUMNS, "a gpipe-sim plan CSV"):
         try:
             t, k, d = int(row["tensor_parallel"]), int(row["pipeline"]), int(row["data_parallel"])
             tokens, mfu = float(row["tokens_per_s"]), float(row["mfu"])

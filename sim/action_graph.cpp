@@ -21,7 +21,8 @@ using schedules::Stage;
 ActionGraph::ActionGraph(const Schedule& schedule, const CostModel& costs, int inline_edges,
                          std::optional<double> overlap_share, Edges edges)
     : num_microbatches_(schedule.num_microbatches),
-      inline_edges_(static_cast<std::size_t>(std::clamp(inline_edges, 1, 254))) {
+      inline_edges_(static_cast<std::size_t>(std::clamp(inline_edges, 1, 254))),
+      own_reductions_(schedule.data_parallel > 1) {
   ids_.assign(static_cast<std::size_t>(schedule.num_stages) * kComputeSlots *
                   static_cast<std::size_t>(schedule.num_microbatches),
               -1);
@@ -115,7 +116,7 @@ void ActionGraph::add_edges(const Schedule& s, Edges edges) {
       // Nodes are numbered in program order, rank after rank: p < c on one
       // rank is an input made earlier there; but a stage's own reduction
       // ends on its reduce stream, later (the replays' deliver()).
-      if (timing_only && rank[p] == rank[c] && p < c && !reduction_on_own_rank(dep, a)) return;
+      if (timing_only && rank[p] == rank[c] && p < c && !(own_reductions_ && reduction_on_own_rank(dep, a))) return;
       ++needs;
       std::uint8_t& count = out_count[p];
       if (count < width) {

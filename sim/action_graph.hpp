@@ -93,9 +93,11 @@ class ActionGraph {
                                                   const schedules::Action& consumer) {
     return producer.kind == schedules::ActionKind::REDUCE_GRAD && producer.stage == consumer.stage;
   }
+  // (The replays ask at every delivery on one rank: without data
+  // parallelism the answer is no, and costs no look at the actions.)
   [[nodiscard]] bool reduction_on_own_rank(int producer, int consumer) const {
-    return reduction_on_own_rank(action_[static_cast<std::size_t>(producer)],
-                                 action_[static_cast<std::size_t>(consumer)]);
+    return own_reductions_ && reduction_on_own_rank(action_[static_cast<std::size_t>(producer)],
+                                                    action_[static_cast<std::size_t>(consumer)]);
   }
 
   // Calls f(consumer) for each node that needs `node`, in node order.
@@ -150,6 +152,7 @@ class ActionGraph {
   std::size_t inline_edges_ = kInlineEdges;
   BigVector<int> ids_;  // node of each (stage, microbatch, kind), or -1
   std::vector<int> exchange_ids_;  // with gradient reductions: node of each exchange_slot, or -1
+  bool own_reductions_ = false;    // data parallelism: each stage reduces on its own rank's stream
   BigVector<schedules::Action> action_;
   BigVector<int> rank_;
   BigVector<std::int64_t> duration_;

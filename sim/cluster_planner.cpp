@@ -108,18 +108,94 @@ Split split_for(const ClusterPlanRequest& r, int t) {
   return s;
 }
 
+// What every configuration of a plan shares.
+struct PlanContext {
+  const ClusterPlanRequest& request;
+  std::int64_t memory_limit = 0;
+  double peak_flops = 0;  // the device's, in the dtype
+  double step_flops = 0;  // the whole model's, for the global batch
+  double tokens = 0;      // a step's, over the cluster
+};
+
+// The rows of one pipeline (`base`: T, K, D, b and M set) with one schedule
+// and recompute policy, a row per ZeRO stage, appended to `rows`. The
+// pipeline is predicted once as a single replica (what data parallelism adds
+// is the difference), then with its D replicas at each ZeRO stage.
+void plan_pipeline(const PlanContext& c, plan::Planner& planner, const models::Model& split,
+                   const ClusterPlanRow& base, std::int64_t replica_batch, std::vector<ClusterPlanRow>& rows) {
+  const ClusterPlanRequest& r = c.request;
+  Scenario sc;
+  sc.request.schedule = base.schedule;
+  sc.request.stages = base.pipeline;
+  sc.request.microbatches = base.microbatches;
+  sc.request.batch = replica_batch;
+  sc.request.recompute = base.recompute;
+  sc.request.optimizer = r.optimizer;
+  sc.conditions.tensor_parallel = base.tensor;
+  sc.conditions.cluster = ClusterConditions{.gpus = std::nullopt, .gpus_per_node = r.gpus_per_node,
+                                            .inter_node = r.inter_node};
+  std::optional<Prediction> alone;
+  std::string alone_error;
+  try {
+    alone = predict(planner, sc, /*record_timeline=*/false);
+  } catch (const InputError& e) {
+    alone_error = e.what();
+  }
+  for (const int z : r.zero) {
+    ClusterPlanRow row = base;
+    row.zero = z;
+    row.status = "skipped";
+    if (!alone) {
+      row.reason = alone_error;
+    } else if (z > 0 && base.data == 1) {
+      row.reason = fmt::format("ZeRO {} shards over replicas, and there is one", z);
+    } else {
+      try {
+        std::optional<Prediction> replicated;
+        if (base.data > 1) {
+          Scenario with_replicas = sc;
+          with_replicas.request.data_parallel = base.data;
+          with_replicas.request.zero = z;
+          with_replicas.conditions.cluster->gpus = r.gpus;
+          replicated = predict(planner, with_replicas, /*record_timeline=*/false);
+        }
+        const Prediction& p = replicated ? *replicated : *alone;  // one replica: the same prediction
+        const double step_us = p.metrics.step_time_us;
+        const double step_s = step_us / 1e6;
+        row.stages_per_rank = p.plan.schedule.num_stages / p.plan.schedule.num_ranks;
+        row.step_us = step_us;
+        row.tokens_per_s = c.tokens / step_s;
+        row.tflops_per_gpu = c.step_flops / step_s / r.gpus / 1e12;
+        row.mfu = c.step_flops / step_s / r.gpus / c.peak_flops;
+        row.peak_memory_bytes = peak_memory(p);
+        row.bubble_share = alone->metrics.bubble_fraction * alone->metrics.step_time_us / step_us;
+        row.tensor_parallel_share = tensor_parallel_us(r, split, p, base.micro_batch_size) / step_us;
+        row.data_parallel_share = (step_us - alone->metrics.step_time_us) / step_us;
+        row.status = row.peak_memory_bytes > c.memory_limit ? "over memory" : "ok";
+      } catch (const InputError& e) {
+        row.reason = e.what();
+      }
+    }
+    rows.push_back(std::move(row));
+  }
+}
+
 }  // namespace
 
 std::vector<ClusterPlanRow> plan_cluster(const ClusterPlanRequest& r, const ClusterPlanProgress& progress) {
   check(r);
   const std::vector<int> degrees = r.tensor_parallel.empty() ? divisors(r.gpus_per_node) : r.tensor_parallel;
-  const std::int64_t limit = profiles::usable_device_memory(r.device.memory_bytes);
-  const double peak_flops = profiles::peak_flops(r.device, r.dtype);
-  const double step_flops = flops_per_sample(r.model) * static_cast<double>(r.global_batch);
-  const double tokens = static_cast<double>(r.global_batch) * std::max(r.model.seq, 1);
-  const std::size_t inner = r.micro_batch_sizes.size() * r.schedules.size() * r.recompute.size() * r.zero.size();
+  const PlanContext c{.request = r,
+                      .memory_limit = profiles::usable_device_memory(r.device.memory_bytes),
+                      .peak_flops = profiles::peak_flops(r.device, r.dtype),
+                      .step_flops = flops_per_sample(r.model) * static_cast<double>(r.global_batch),
+                      .tokens = static_cast<double>(r.global_batch) * std::max(r.model.seq, 1)};
+  // Progress counts the configurations each T stands for, skipped or not.
+  const std::size_t per_pipeline = r.schedules.size() * r.recompute.size() * r.zero.size();
+  const std::size_t per_depth = r.micro_batch_sizes.size() * per_pipeline;
+  const auto per_degree = [&](int t) { return r.gpus % t == 0 ? divisors(r.gpus / t).size() * per_depth : 1; };
   std::size_t total = 0;
-  for (const int t : degrees) total += r.gpus % t == 0 ? divisors(r.gpus / t).size() * inner : 1;
+  for (const int t : degrees) total += per_degree(t);
   std::size_t done = 0;
   const auto tick = [&](std::size_t n) {
     done += n;
@@ -132,18 +208,17 @@ std::vector<ClusterPlanRow> plan_cluster(const ClusterPlanRequest& r, const Clus
     if (!split.error.empty()) {
       // Every K and D of this T at once: 0 stands for any.
       rows.push_back({.tensor = t, .pipeline = 0, .data = 0, .status = "skipped", .reason = split.error});
-      tick(r.gpus % t == 0 ? divisors(r.gpus / t).size() * inner : 1);
+      tick(per_degree(t));
       continue;
     }
     plan::Planner planner(split.profile);
     for (const int k : divisors(r.gpus / t)) {
       const int d = r.gpus / (t * k);
-      ClusterPlanRow base{.tensor = t, .pipeline = k, .data = d};
+      ClusterPlanRow base{.tensor = t, .pipeline = k, .data = d, .status = "skipped"};
       if (r.global_batch % d != 0) {
-        base.status = "skipped";
         base.reason = fmt::format("the global batch of {} does not split over {} replicas", r.global_batch, d);
         rows.push_back(base);
-        tick(inner);
+        tick(per_depth);
         continue;
       }
       const std::int64_t replica_batch = r.global_batch / d;
@@ -151,72 +226,19 @@ std::vector<ClusterPlanRow> plan_cluster(const ClusterPlanRequest& r, const Clus
         ClusterPlanRow with_b = base;
         with_b.micro_batch_size = b;
         if (replica_batch % b != 0) {
-          with_b.status = "skipped";
           with_b.reason = fmt::format("a replica's batch of {} is not a multiple of {}", replica_batch, b);
           rows.push_back(with_b);
-          tick(inner / r.micro_batch_sizes.size());
+          tick(per_pipeline);
           continue;
         }
         with_b.microbatches = static_cast<int>(replica_batch / b);
         for (const std::string& schedule : r.schedules) {
           for (const schedules::RecomputePolicy recompute : r.recompute) {
-            Scenario sc;
-            sc.request.schedule = schedule;
-            sc.request.stages = k;
-            sc.request.microbatches = with_b.microbatches;
-            sc.request.batch = replica_batch;
-            sc.request.recompute = recompute;
-            sc.request.optimizer = r.optimizer;
-            sc.conditions.tensor_parallel = t;
-            sc.conditions.cluster = ClusterConditions{.gpus = std::nullopt,
-                                                      .gpus_per_node = r.gpus_per_node,
-                                                      .inter_node = r.inter_node};
-            // The same pipeline as one replica: what data parallelism adds is the difference.
-            std::optional<double> alone_us;
-            double alone_bubble = 0;
-            std::string alone_error;
-            try {
-              const Prediction alone = predict(planner, sc, /*record_timeline=*/false);
-              alone_us = alone.metrics.step_time_us;
-              alone_bubble = alone.metrics.bubble_fraction;
-            } catch (const InputError& e) {
-              alone_error = e.what();
-            }
-            for (const int z : r.zero) {
-              ClusterPlanRow row = with_b;
-              row.schedule = schedule;
-              row.recompute = recompute;
-              row.zero = z;
-              row.status = "skipped";
-              if (!alone_error.empty()) {
-                row.reason = alone_error;
-              } else if (z > 0 && d == 1) {
-                row.reason = fmt::format("ZeRO {} shards over replicas, and there is one", z);
-              } else {
-                Scenario replicated = sc;
-                replicated.request.data_parallel = d;
-                replicated.request.zero = z;
-                replicated.conditions.cluster->gpus = r.gpus;
-                try {
-                  const Prediction p = predict(planner, replicated, /*record_timeline=*/false);
-                  const double step_s = p.metrics.step_time_us / 1e6;
-                  row.stages_per_rank = p.plan.schedule.num_stages / p.plan.schedule.num_ranks;
-                  row.step_us = p.metrics.step_time_us;
-                  row.tokens_per_s = tokens / step_s;
-                  row.tflops_per_gpu = step_flops / step_s / r.gpus / 1e12;
-                  row.mfu = step_flops / step_s / r.gpus / peak_flops;
-                  row.peak_memory_bytes = peak_memory(p);
-                  row.bubble_share = alone_bubble * *alone_us / p.metrics.step_time_us;
-                  row.tensor_parallel_share = tensor_parallel_us(r, split.model, p, b) / p.metrics.step_time_us;
-                  row.data_parallel_share = (p.metrics.step_time_us - *alone_us) / p.metrics.step_time_us;
-                  row.status = row.peak_memory_bytes > limit ? "over memory" : "ok";
-                } catch (const InputError& e) {
-                  row.reason = e.what();
-                }
-              }
-              rows.push_back(std::move(row));
-              tick(1);
-            }
+            ClusterPlanRow pipeline = with_b;
+            pipeline.schedule = schedule;
+            pipeline.recompute = recompute;
+            plan_pipeline(c, planner, split.model, pipeline, replica_batch, rows);
+            tick(r.zero.size());
           }
         }
       }

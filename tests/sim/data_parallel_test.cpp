@@ -15,6 +15,7 @@
 #include "sim/data_parallel.hpp"
 #include "sim/engine.hpp"
 #include "tests/error_of.hpp"
+#include "tests/sim/uniform_stage_costs.hpp"
 
 namespace gpipe::sim {
 namespace {
@@ -25,21 +26,7 @@ using schedules::Schedule;
 using schedules::Stage;
 using schedules::Stream;
 
-// Every stage alike: F 1000 ns, B 2000 ns, STEP 300 ns; 1000 bytes between stages.
-class ReplicaCosts final : public CostModel {
- public:
-  std::int64_t duration_ns(const Action& action) const override {
-    switch (action.kind) {
-      case ActionKind::F: return 1000;
-      case ActionKind::B: return 2000;
-      case ActionKind::STEP: return 300;
-      default: return 0;
-    }
-  }
-  std::int64_t boundary_bytes(Stage, schedules::Microbatch) const override { return 1000; }
-  std::int64_t activation_bytes(Stage, schedules::Microbatch) const override { return 0; }
-  std::int64_t stashed_input_bytes(Stage, schedules::Microbatch) const override { return 0; }
-};
+using ReplicaCosts = testing::UniformStageCosts;
 
 Schedule replicated_schedule(const char* name, int ranks, int microbatches, int data_parallel) {
   schedules::ScheduleOptions o;

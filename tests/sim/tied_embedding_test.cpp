@@ -10,6 +10,7 @@
 #include "schedules/generate.hpp"
 #include "schedules/metrics.hpp"
 #include "sim/engine.hpp"
+#include "tests/sim/uniform_stage_costs.hpp"
 
 namespace gpipe::sim {
 namespace {
@@ -19,23 +20,9 @@ using schedules::ActionKind;
 using schedules::Schedule;
 using schedules::Stage;
 
-// Every stage alike: F 1000 ns, B 2000 ns, STEP 300 ns; 1000 bytes between
-// stages; the first and the last stage exchange 4000 bytes of gradient.
-class TiedCosts final : public CostModel {
- public:
-  std::int64_t duration_ns(const Action& action) const override {
-    switch (action.kind) {
-      case ActionKind::F: return 1000;
-      case ActionKind::B: return 2000;
-      case ActionKind::STEP: return 300;
-      default: return 0;
-    }
-  }
-  std::int64_t boundary_bytes(Stage, schedules::Microbatch) const override { return 1000; }
-  std::int64_t activation_bytes(Stage, schedules::Microbatch) const override { return 0; }
-  std::int64_t stashed_input_bytes(Stage, schedules::Microbatch) const override { return 0; }
-  std::int64_t tied_gradient_bytes(Stage) const override { return 4000; }
-};
+// Every stage alike (uniform_stage_costs.hpp); the first and the last stage
+// exchange 4000 bytes of gradient.
+constexpr std::int64_t kTiedBytes = 4000;
 
 Schedule tied_schedule(const char* name, int ranks, int microbatches, bool tied = true) {
   schedules::ScheduleOptions o;
@@ -64,7 +51,7 @@ const UniformLink kTiedLink(1.0, 1.0);
 // 10000 + 5000, STEP [15000, 15300]: the step takes 15300 ns, 5000 more than
 // untied.
 TEST(TiedEmbeddingSim, TheStepWaitsForTheOtherEndsGradient) {
-  const TiedCosts costs;
+  const testing::UniformStageCosts costs(kTiedBytes);
   for (const LinkSharing sharing : {LinkSharing::fifo, LinkSharing::shared}) {
     SimOptions options;
     options.link_sharing = sharing;
@@ -96,7 +83,7 @@ TEST(TiedEmbeddingSim, TheStepWaitsForTheOtherEndsGradient) {
 // gradient takes a link of its own. Rank 2's wait ends 5000 ns after rank
 // 0's REDUCE_GRAD, and rank 1, which ties nothing, steps as it would untied.
 TEST(TiedEmbeddingSim, TheEndsNeedNotBeNeighbours) {
-  const TiedCosts costs;
+  const testing::UniformStageCosts costs(kTiedBytes);
   const SimResult tied = simulate(tied_schedule("1f1b", 3, 2), costs, kTiedLink);
   const SimResult untied = simulate(tied_schedule("1f1b", 3, 2, false), costs, kTiedLink);
   const std::int64_t first_posted = tied_action_at(tied.timeline, "0REDUCE_GRAD").start_ns;
@@ -111,7 +98,7 @@ TEST(TiedEmbeddingSim, TheEndsNeedNotBeNeighbours) {
 // ZBV puts stage 0 and the last stage on rank 0: the exchange is local and
 // free, and the step takes what it takes untied.
 TEST(TiedEmbeddingSim, EndsOnOneRankExchangeForFree) {
-  const TiedCosts costs;
+  const testing::UniformStageCosts costs(kTiedBytes);
   const SimResult tied = simulate(tied_schedule("zbv", 2, 4), costs, kTiedLink);
   const SimResult untied = simulate(tied_schedule("zbv", 2, 4, false), costs, kTiedLink);
   EXPECT_EQ(tied.metrics.step_time_ns, untied.metrics.step_time_ns);
