@@ -22,6 +22,7 @@
 #include "exec/cpu/layers/layer.hpp"
 #include "exec/cpu/optimizer.hpp"
 #include "exec/cpu/process_link.hpp"
+#include "exec/runtime/gradient_reducer.hpp"
 #include "exec/runtime/host_timer.hpp"
 #include "exec/runtime/run_control.hpp"
 #include "exec/runtime/stage.hpp"
@@ -44,6 +45,9 @@ struct CpuBackend {
     // Ranks as processes: the link between them, made for the run's timer
     // (exec/mpi/); empty: every rank a thread of this process.
     std::function<std::unique_ptr<ProcessLink>(ActionTimer& timer)> process_link;
+    // Data parallelism: the reduction over the replicas (exec/mpi/), which
+    // outlives the run; null without.
+    GradientReducer<Tensor>* gradient_reducer = nullptr;
   };
   struct Report {};
 
@@ -103,6 +107,7 @@ struct CpuBackend {
       return process_link_ ? static_cast<Link<Tensor>&>(*process_link_) : in_process_link_;
     }
     [[nodiscard]] ActionTimer& timer() { return timer_; }
+    [[nodiscard]] GradientReducer<Tensor>* gradient_reducer() const { return gradient_reducer_; }
     [[nodiscard]] MemoryPlacement memory_placement() const { return MemoryPlacement::host_time; }
     void weights_ready() {}
     void finish() {
@@ -117,6 +122,7 @@ struct CpuBackend {
     SpinBudget spin_;  // how long this run's waiting threads poll (polling_budget)
     InProcessLink in_process_link_;
     std::unique_ptr<ProcessLink> process_link_;  // ranks as processes
+    GradientReducer<Tensor>* gradient_reducer_ = nullptr;
     std::vector<RankDevice> devices_;
     int threads_per_rank_;
   };

@@ -16,9 +16,13 @@ std::string to_json(const RankPart& part) {
     for (const auto& [action, interval] : step.intervals) {
       intervals.push_back({to_string(action), interval.start_ns, interval.end_ns});
     }
+    json reductions = json::array();
+    for (const auto& [action, interval] : step.reductions) {
+      reductions.push_back({to_string(action), interval.start_ns, interval.end_ns});
+    }
     json memory = json::array();
     for (const MemoryChange& c : step.memory) memory.push_back({c.action_index, c.host_ns, c.bytes});
-    steps.push_back({{"intervals", intervals}, {"memory", memory}});
+    steps.push_back({{"intervals", intervals}, {"reductions", reductions}, {"memory", memory}});
   }
   return json{{"rank", part.rank.value}, {"static_bytes", part.static_bytes}, {"steps", steps}}.dump();
 }
@@ -34,6 +38,10 @@ RankPart parse_rank_part(const std::string& text) {
       for (const json& i : s.at("intervals")) {
         step.intervals.emplace_back(schedules::parse_action(i.at(0).get<std::string>()),
                                     Interval{i.at(1).get<std::int64_t>(), i.at(2).get<std::int64_t>()});
+      }
+      for (const json& i : s.value("reductions", json::array())) {
+        step.reductions.emplace_back(schedules::parse_action(i.at(0).get<std::string>()),
+                                     Interval{i.at(1).get<std::int64_t>(), i.at(2).get<std::int64_t>()});
       }
       for (const json& m : s.at("memory")) {
         step.memory.push_back({m.at(0).get<int>(), m.at(1).get<std::int64_t>(), m.at(2).get<std::int64_t>()});

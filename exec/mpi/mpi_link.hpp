@@ -26,9 +26,10 @@ namespace gpipe::exec::mpi {
 class MpiLink final : public cpu::ProcessLink {
  public:
   // Tags for `num_stages` stages and `num_microbatches` micro-batches; throws
-  // InputError when they do not fit MPI's largest tag.
+  // InputError when they do not fit MPI's largest tag. The pipeline's rank r
+  // is world rank first_world_rank + r (a replica's, with data parallelism).
   MpiLink(const MpiWorld& world, FailureWatch& watch, int num_stages, int num_microbatches,
-          ActionTimer* timer);
+          ActionTimer* timer, int first_world_rank = 0);
   ~MpiLink() override;
 
   void send(schedules::Rank from, schedules::Rank to, const MessageTag& tag, Tensor tensor,
@@ -58,6 +59,7 @@ class MpiLink final : public cpu::ProcessLink {
   int num_stages_;
   int num_microbatches_;
   ActionTimer* timer_;
+  int first_world_rank_;
   std::list<Pending> pending_;  // stable addresses: MPI reads from them
 };
 

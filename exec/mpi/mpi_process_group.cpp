@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdlib>
 #include <limits>
+#include <stdexcept>
 #include <string_view>
 #include <thread>
 
@@ -31,9 +32,20 @@ std::vector<std::string> host_names(const MpiWorld& world) {
 
 }  // namespace
 
-MpiProcessGroup::MpiProcessGroup(MpiWorld& world, FailureWatch& watch)
-    : world_(world), watch_(watch), sync_(*this) {
+MpiProcessGroup::MpiProcessGroup(MpiWorld& world, FailureWatch& watch, int replicas)
+    : world_(world), watch_(watch), ranks_per_replica_(world.size() / std::max(1, replicas)), sync_(*this) {
+  if (replicas < 1 || world.size() % replicas != 0) {
+    throw std::logic_error(fmt::format("{} replicas do not divide {} processes", replicas, world.size()));
+  }
   agree_on_clocks();
+  if (replicas > 1) {
+    check(MPI_Comm_split(MPI_COMM_WORLD, rank(), replica(), &data_parallel_comm_), "MPI_Comm_split");
+  }
+}
+
+MpiProcessGroup::~MpiProcessGroup() {
+  // Local in Open MPI: it frees the handle once no operation uses it.
+  if (data_parallel_comm_ != MPI_COMM_NULL) MPI_Comm_free(&data_parallel_comm_);
 }
 
 void MpiProcessGroup::agree_on_clocks() {
@@ -114,16 +126,17 @@ std::vector<RankPart> MpiProcessGroup::exchange_parts(const RankPart& mine, sche
 std::vector<std::string> MpiProcessGroup::gather_text(const std::string& mine, schedules::Rank reporter) {
   const auto between = [this] { watch_.check(); };
   std::vector<std::string> texts;
-  if (world_.rank() != reporter.value) {
+  const int to = world_rank_of(reporter.value);
+  if (world_.rank() != to) {
     MPI_Request request = MPI_REQUEST_NULL;
-    check(MPI_Isend(mine.data(), static_cast<int>(mine.size()), MPI_CHAR, reporter.value, kPartsTag, MPI_COMM_WORLD,
-                    &request),
+    check(MPI_Isend(mine.data(), static_cast<int>(mine.size()), MPI_CHAR, to, kPartsTag, MPI_COMM_WORLD, &request),
           "MPI_Isend");
     world_.wait(request, between);
     return texts;
   }
-  for (int r = 0; r < world_.size(); ++r) {
-    if (r == reporter.value) {
+  for (int rank = 0; rank < ranks_per_replica_; ++rank) {
+    const int r = world_rank_of(rank);
+    if (r == to) {
       texts.push_back(mine);
       continue;
     }

@@ -10,6 +10,12 @@
 // NTP and PTP do), with half that round trip as its error bound.
 // GPIPE_MPI_CLOCK=ping-pong uses the estimate on one node too (for tests).
 //
+// With data parallelism the world holds D replicas of the pipeline, replica
+// d's rank r in world rank d x K + r (K ranks a replica: the replica's ranks
+// consecutive, as the simulator places them); each replica gathers its own
+// parts, every step starts at one barrier of the world, and the processes of
+// one pipeline rank form its data-parallel group (data_parallel_comm()).
+//
 // Every wait polls the FailureWatch, so a failure another process announces
 // ends it.
 #pragma once
@@ -27,14 +33,25 @@ namespace gpipe::exec::mpi {
 class MpiProcessGroup final : public ProcessGroup {
  public:
   // Collective: every process constructs it, and the clocks are agreed here.
-  MpiProcessGroup(MpiWorld& world, FailureWatch& watch);
+  // `replicas` (D) must divide the world's size.
+  MpiProcessGroup(MpiWorld& world, FailureWatch& watch, int replicas = 1);
+  ~MpiProcessGroup() override;
+  MpiProcessGroup(const MpiProcessGroup&) = delete;
+  MpiProcessGroup& operator=(const MpiProcessGroup&) = delete;
 
-  [[nodiscard]] int rank() const override { return world_.rank(); }
+  [[nodiscard]] int rank() const override { return world_.rank() % ranks_per_replica_; }
   [[nodiscard]] int world_size() const override { return world_.size(); }
+  [[nodiscard]] int replica() const override { return world_.rank() / ranks_per_replica_; }
+  // The world rank of this replica's pipeline rank `rank`.
+  [[nodiscard]] int world_rank_of(int rank) const { return replica() * ranks_per_replica_ + rank; }
+  // The processes of this process's pipeline rank in every replica, by
+  // replica (MPI_COMM_NULL without data parallelism).
+  [[nodiscard]] MPI_Comm data_parallel_comm() const { return data_parallel_comm_; }
   [[nodiscard]] StepSync& step_sync() override { return sync_; }
   [[nodiscard]] ClockAgreement clock() const override { return clock_; }
   [[nodiscard]] std::vector<RankPart> exchange_parts(const RankPart& mine, schedules::Rank reporter) override;
-  // Every process gives a text; the reporter gets them all, in rank order, the others none.
+  // Every process of this replica gives a text; its reporter (a pipeline
+  // rank) gets them all, in rank order, the others none.
   [[nodiscard]] std::vector<std::string> gather_text(const std::string& mine, schedules::Rank reporter);
   [[nodiscard]] std::string share_from_rank0(const std::string& key, const std::string& value) override;
   void announce_failure(const std::string& line) noexcept override;
@@ -57,6 +74,8 @@ class MpiProcessGroup final : public ProcessGroup {
 
   MpiWorld& world_;
   FailureWatch& watch_;
+  int ranks_per_replica_;
+  MPI_Comm data_parallel_comm_ = MPI_COMM_NULL;
   Sync sync_;
   ClockAgreement clock_;
   std::int64_t offset_ns_ = 0;

@@ -1,11 +1,13 @@
 #include "exec/mpi/mpi_run.hpp"
 
 #include "exec/mpi/failure_watch.hpp"
+#include "exec/mpi/mpi_gradient_reducer.hpp"
 #include "exec/mpi/mpi_link.hpp"
 #include "exec/mpi/mpi_process_group.hpp"
 #include "exec/mpi/mpi_world.hpp"
 #include "exec/mpi/world_training.hpp"
 #include "exec/runtime/termination.hpp"
+#include "sim/data_parallel.hpp"
 
 namespace gpipe::exec::mpi {
 
@@ -15,12 +17,17 @@ Trained<cpu::CpuBackend> train_in_world(MpiWorld& world, const TrainOptions& opt
   FailureWatch watch(world);
   try {
     check_launch_fits(options, world.size(), launcher);
-    MpiProcessGroup group(world, watch);
+    MpiProcessGroup group(world, watch, options.schedule.data_parallel);
+    std::unique_ptr<MpiGradientReducer> reducer;
+    if (options.schedule.data_parallel > 1) {
+      reducer = std::make_unique<MpiGradientReducer>(world, watch, group.data_parallel_comm(), sim::kDefaultBucketBytes);
+    }
     cpu::CpuBackend::Options cpu;
     cpu.process_link = [&](ActionTimer& timer) {
-      return std::make_unique<MpiLink>(world, watch, options.schedule.num_stages,
-                                       options.schedule.num_microbatches, &timer);
+      return std::make_unique<MpiLink>(world, watch, options.schedule.num_stages, options.schedule.num_microbatches,
+                                       &timer, group.world_rank_of(0));
     };
+    cpu.gradient_reducer = reducer.get();
     return train_in_group<cpu::CpuBackend>(options, cpu, group);
   } catch (...) {
     // Peers may be gone or still waiting: MPI_Finalize could wait for them.

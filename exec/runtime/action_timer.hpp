@@ -14,6 +14,8 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <stdexcept>
+#include <string>
 #include <utility>
 
 #include "exec/runtime/action_mark.hpp"
@@ -47,6 +49,19 @@ class ActionTimer {
   // Once every rank of this process has stopped (and the backend has
   // finished): the intervals of step `slot`, for the ranks of this process.
   [[nodiscard]] virtual MeasuredIntervals intervals(int slot) = 0;
+  // A data-parallel reduction, REDUCE_GRAD(s) on the rank's reduce stream:
+  // from its start to the moment its end was seen, on this host's clock. It
+  // runs beside the rank's actions, so it is recorded apart from them. A
+  // timer of device work (CUPTI, CUDA events) times a reduction its own way.
+  virtual void record_reduction(const ActionMark& mark, Clock::time_point start, Clock::time_point end) {
+    (void)mark, (void)start, (void)end;
+    throw std::logic_error(std::string(name()) + " timer: data-parallel reductions are not timed on the host");
+  }
+  // The reductions of step `slot`, as intervals() gives the actions.
+  [[nodiscard]] virtual MeasuredIntervals reductions(int slot) {
+    (void)slot;
+    return {};
+  }
   // "host", "cupti" or "events", for the trace and the log.
   [[nodiscard]] virtual const char* name() const = 0;
 };

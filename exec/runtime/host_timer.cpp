@@ -17,7 +17,10 @@ std::int64_t ns_since(ActionTimer::Clock::time_point origin) {
 }  // namespace
 
 HostTimer::HostTimer(int num_ranks, int measured_steps) : ranks_(static_cast<std::size_t>(num_ranks)) {
-  for (RankRecord& r : ranks_) r.steps.resize(static_cast<std::size_t>(measured_steps));
+  for (RankRecord& r : ranks_) {
+    r.steps.resize(static_cast<std::size_t>(measured_steps));
+    r.reductions.resize(static_cast<std::size_t>(measured_steps));
+  }
 }
 
 HostTimer::RankRecord& HostTimer::record(schedules::Rank rank) {
@@ -32,6 +35,7 @@ void HostTimer::start_step(schedules::Rank rank, int slot, Clock::time_point sta
   r.origin = start;
   r.previous_start = -1;
   r.steps.at(static_cast<std::size_t>(slot)).clear();
+  r.reductions.at(static_cast<std::size_t>(slot)).clear();
 }
 
 void HostTimer::begin(const ActionMark& mark) {
@@ -44,6 +48,25 @@ void HostTimer::end(const ActionMark& mark) {
   RankRecord& r = record(mark.rank);
   const std::int64_t end = std::max(ns_since(r.origin), r.open_start);
   r.steps.at(static_cast<std::size_t>(mark.slot)).push_back({mark.action, {r.open_start, end}});
+}
+
+void HostTimer::record_reduction(const ActionMark& mark, Clock::time_point start, Clock::time_point end) {
+  RankRecord& r = record(mark.rank);
+  const auto since_origin = [&](Clock::time_point t) {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(t - r.origin).count();
+  };
+  const std::int64_t from = since_origin(start);
+  r.reductions.at(static_cast<std::size_t>(mark.slot)).push_back({mark.action, {from, std::max(from, since_origin(end))}});
+}
+
+MeasuredIntervals HostTimer::reductions(int slot) {
+  MeasuredIntervals out;
+  for (std::size_t rank = 0; rank < ranks_.size(); ++rank) {
+    for (const auto& [action, interval] : ranks_[rank].reductions.at(static_cast<std::size_t>(slot))) {
+      out[{schedules::Rank{static_cast<int>(rank)}, action}] = interval;
+    }
+  }
+  return out;
 }
 
 MeasuredIntervals HostTimer::intervals(int slot) {

@@ -25,6 +25,8 @@ class HostTimer final : public ActionTimer {
   void begin(const ActionMark& mark) override;
   void end(const ActionMark& mark) override;
   [[nodiscard]] MeasuredIntervals intervals(int slot) override;
+  void record_reduction(const ActionMark& mark, Clock::time_point start, Clock::time_point end) override;
+  [[nodiscard]] MeasuredIntervals reductions(int slot) override;
   [[nodiscard]] const char* name() const override { return "host"; }
 
  private:
@@ -32,7 +34,8 @@ class HostTimer final : public ActionTimer {
     Clock::time_point origin;
     std::int64_t previous_start = -1;
     std::int64_t open_start = 0;  // of the action begun and not yet ended
-    std::vector<std::vector<std::pair<schedules::Action, Interval>>> steps;  // per slot
+    std::vector<std::vector<std::pair<schedules::Action, Interval>>> steps;       // per slot
+    std::vector<std::vector<std::pair<schedules::Action, Interval>>> reductions;  // per slot
   };
   [[nodiscard]] RankRecord& record(schedules::Rank rank);
 

@@ -15,12 +15,16 @@ schedules::Timeline measured_step(const std::vector<RankPart>& parts, std::size_
   schedules::Timeline timeline;
   timeline.info = info;
   MeasuredIntervals intervals;
+  MeasuredIntervals reductions;
   for (const RankPart& part : parts) {
     for (const auto& [action, interval] : part.steps.at(k).intervals) {
       intervals[{part.rank, action}] = interval;
     }
+    for (const auto& [action, interval] : part.steps.at(k).reductions) {
+      reductions[{part.rank, action}] = interval;
+    }
   }
-  timeline.actions = complete_step_actions(lowered, intervals);
+  timeline.actions = complete_step_actions(lowered, intervals, reductions);
   for (const RankPart& part : parts) {
     const auto samples =
         place_memory_changes(part.rank, part.steps.at(k).memory, placement, lowered, timeline.actions);
@@ -35,7 +39,11 @@ std::vector<RankPart> local_parts(ActionTimer& timer, const std::vector<std::uni
                                   const std::vector<schedules::Rank>& local,
                                   const std::vector<std::int64_t>& static_bytes, int measured_steps) {
   std::vector<MeasuredIntervals> intervals;
-  for (int k = 0; k < measured_steps; ++k) intervals.push_back(timer.intervals(k));
+  std::vector<MeasuredIntervals> reductions;
+  for (int k = 0; k < measured_steps; ++k) {
+    intervals.push_back(timer.intervals(k));
+    reductions.push_back(timer.reductions(k));
+  }
   std::vector<RankPart> parts;
   for (const schedules::Rank rank : local) {
     RankPart& part = parts.emplace_back();
@@ -45,6 +53,9 @@ std::vector<RankPart> local_parts(ActionTimer& timer, const std::vector<std::uni
       RankPart::Step& step = part.steps.emplace_back();
       for (const auto& [key, interval] : intervals[k]) {
         if (key.first == rank) step.intervals.emplace_back(key.second, interval);
+      }
+      for (const auto& [key, interval] : reductions[k]) {
+        if (key.first == rank) step.reductions.emplace_back(key.second, interval);
       }
       step.memory = logs.at(rank.at())->changes(k);
     }

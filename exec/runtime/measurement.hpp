@@ -27,6 +27,8 @@ struct RankPart {
   std::int64_t static_bytes = 0;
   struct Step {
     std::vector<std::pair<schedules::Action, Interval>> intervals;
+    // Its data-parallel reductions (REDUCE_GRAD on the reduce stream).
+    std::vector<std::pair<schedules::Action, Interval>> reductions;
     std::vector<MemoryChange> memory;
     bool operator==(const Step&) const = default;
   };

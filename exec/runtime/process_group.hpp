@@ -26,15 +26,20 @@ class ProcessGroup {
  public:
   virtual ~ProcessGroup() = default;
 
+  // This process's rank in its pipeline, and how many processes there are
+  // in all (every replica's).
   [[nodiscard]] virtual int rank() const = 0;
   [[nodiscard]] virtual int world_size() const = 0;
+  // Data parallelism (DESIGN.md "Data parallelism"): which of the run's
+  // replicas of the pipeline this process belongs to; 0 without.
+  [[nodiscard]] virtual int replica() const { return 0; }
   // Where the ranks meet before each step. Its arrive() returns the step's
   // start on this host's clock; for a group with one clock (ClockAgreement)
   // that moment is the same instant in every process.
   [[nodiscard]] virtual StepSync& step_sync() = 0;
   [[nodiscard]] virtual ClockAgreement clock() const = 0;
-  // Every process gives its part; the reporter gets them all, in rank order,
-  // the others none.
+  // Every process of this replica gives its part; its reporter gets them
+  // all, in rank order, the others none.
   [[nodiscard]] virtual std::vector<RankPart> exchange_parts(const RankPart& mine,
                                                              schedules::Rank reporter) = 0;
   // Rank 0's `value` in every process (`key` names it where a store needs one).

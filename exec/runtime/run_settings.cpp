@@ -53,6 +53,14 @@ void check_train_options(const TrainOptions& o, std::string_view backend, bool r
                                  models::to_string(o.partition), o.partition.num_layers(),
                                  o.model.spec, num_layers));
   }
+  if (o.schedule.data_parallel < 1) {
+    throw InputError(fmt::format("--data-parallel must be at least 1, got {}", o.schedule.data_parallel));
+  }
+  if (o.schedule.data_parallel > 1 && o.model.tied) {
+    throw InputError(fmt::format("--data-parallel {} with a tied embedding ({}): the executor does not reduce the "
+                                 "tied matrix over replicas yet",
+                                 o.schedule.data_parallel, o.model.spec));
+  }
   if (runs_split_backward) return;
   for (const auto& list : o.schedule.ranks) {
     for (const Action& a : list) {
@@ -109,6 +117,7 @@ RunSettings make_run_settings(const TrainOptions& o, const schedules::Schedule& 
   settings.model = &o.model;
   settings.schedule = &lowered;
   settings.batch = o.batch;
+  settings.replicas = lowered.data_parallel;
   settings.microbatch_sizes = plan::split_batch(o.batch, lowered.num_microbatches);
   std::int64_t offset = 0;
   for (int size : settings.microbatch_sizes) {

@@ -20,7 +20,9 @@ namespace gpipe::exec {
 struct RunSettings {
   const models::Model* model = nullptr;
   const schedules::Schedule* schedule = nullptr;  // lowered
-  std::int64_t batch = 0;                         // N
+  std::int64_t batch = 0;                         // N, a replica's share of the mini-batch
+  int replicas = 1;                               // D: the schedule's data_parallel
+  int replica = 0;                                // which one this process computes
   std::vector<int> microbatch_sizes;              // N split into M, as torch.tensor_split
   std::vector<std::int64_t> microbatch_offsets;   // first row of each micro-batch
   std::vector<std::vector<bool>> recomputed;      // [stage][m]: the schedule has R(s,m)
@@ -29,6 +31,9 @@ struct RunSettings {
   std::uint64_t seed = 0;
   bool check_finite = false;
   std::optional<FaultInjection> fault;
+
+  // The mini-batch of every replica together: D x N samples.
+  [[nodiscard]] std::int64_t global_batch() const { return batch * replicas; }
 
   // The index of the first measured step.
   [[nodiscard]] int first_measured_step() const { return steps - measured_steps; }

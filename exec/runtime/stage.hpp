@@ -159,6 +159,16 @@ class Stage {
     return std::nullopt;
   }
 
+  // Every parameter's accumulated gradient, layer by layer in model order:
+  // what a data-parallel reduction sums over the replicas before STEP.
+  [[nodiscard]] std::vector<Tensor*> gradients() {
+    std::vector<Tensor*> out;
+    for (auto& layer : layers_) {
+      for (auto& p : layer->parameters()) out.push_back(&p.grad);
+    }
+    return out;
+  }
+
   // Parameters, gradients and optimizer state held, in bytes.
   [[nodiscard]] std::int64_t static_bytes() const {
     std::int64_t bytes = 0;

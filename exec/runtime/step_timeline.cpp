@@ -28,7 +28,7 @@ std::vector<schedules::MemorySample> at_action_bounds(
   // This rank's actions in program order: complete_step_actions emits them so.
   std::vector<const schedules::TimedAction*> program;
   for (const auto& t : actions) {
-    if (t.rank == rank) program.push_back(&t);
+    if (t.rank == rank && t.stream != schedules::Stream::reduce) program.push_back(&t);
   }
   if (program.size() != lowered.actions(rank).size()) {
     throw std::logic_error(fmt::format("rank {}: the timeline does not hold its program", rank.value));
@@ -60,7 +60,8 @@ std::vector<schedules::MemorySample> at_action_bounds(
 }  // namespace
 
 std::vector<schedules::TimedAction> complete_step_actions(const schedules::Schedule& lowered,
-                                                          const MeasuredIntervals& measured) {
+                                                          const MeasuredIntervals& measured,
+                                                          const MeasuredIntervals& reductions) {
   std::vector<schedules::TimedAction> out;
   for (int r = 0; r < lowered.num_ranks; ++r) {
     const schedules::Rank rank{r};
@@ -83,6 +84,9 @@ std::vector<schedules::TimedAction> complete_step_actions(const schedules::Sched
       last = std::max(last, interval.end_ns);
       out.push_back({a, rank, stream, interval.start_ns, interval.end_ns});
     }
+  }
+  for (const auto& [key, interval] : reductions) {
+    out.push_back({key.second, key.first, schedules::Stream::reduce, interval.start_ns, interval.end_ns});
   }
   return out;
 }

@@ -23,10 +23,12 @@
 namespace gpipe::exec {
 
 // Every action of `lowered`, in each rank's program order, on the stream its
-// kind runs on. Throws RunError naming the action when a RECV has no measured
-// interval or an unmeasured SEND has no RECV to take one from.
+// kind runs on, then each measured data-parallel reduction (`reductions`) on
+// its rank's reduce stream. Throws RunError naming the action when a RECV has
+// no measured interval or an unmeasured SEND has no RECV to take one from.
 [[nodiscard]] std::vector<schedules::TimedAction> complete_step_actions(
-    const schedules::Schedule& lowered, const MeasuredIntervals& measured);
+    const schedules::Schedule& lowered, const MeasuredIntervals& measured,
+    const MeasuredIntervals& reductions = {});
 
 // Where a rank's memory changes land on the measured timeline.
 enum class MemoryPlacement : std::uint8_t {

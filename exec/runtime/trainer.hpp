@@ -133,6 +133,9 @@ std::vector<double> run_workers(const TrainOptions& o, const RunSettings& settin
   }
   control.add_abort_hook([&] { run.link().abort(); });
   control.add_abort_hook([&] { sync.abort(); });
+  if constexpr (requires { run.gradient_reducer(); }) {
+    if (run.gradient_reducer() != nullptr) control.add_abort_hook([&] { run.gradient_reducer()->abort(); });
+  }
 
   std::vector<std::unique_ptr<Worker<B>>> workers;
   for (const schedules::Rank r : where.local) {
@@ -140,9 +143,9 @@ std::vector<double> run_workers(const TrainOptions& o, const RunSettings& settin
     for (std::size_t s = 0; s < stages.size(); ++s) {
       if (lowered.rank_of(schedules::Stage{static_cast<int>(s)}) == r) own[s] = stages[s].get();
     }
-    workers.push_back(std::make_unique<Worker<B>>(
-        r, settings, std::move(own), run.device(r),
-        WorkerLinks<B>{&run.link(), &control, &sync, &run.timer(), memory.logs[r.at()].get()}));
+    WorkerLinks<B> links{&run.link(), &control, &sync, &run.timer(), memory.logs[r.at()].get()};
+    if constexpr (requires { run.gradient_reducer(); }) links.reducer = run.gradient_reducer();
+    workers.push_back(std::make_unique<Worker<B>>(r, settings, std::move(own), run.device(r), links));
   }
   std::vector<std::function<void()>> bodies;
   for (auto& worker : workers) bodies.emplace_back([w = worker.get()] { w->run(); });
@@ -192,7 +195,8 @@ template <class B>
   const schedules::Rank reporter = lowered.rank_of(schedules::Stage{lowered.num_stages - 1});
   if (where.group != nullptr) {
     parts = where.group->exchange_parts(parts.front(), reporter);
-    result.reporter = where.here(reporter);
+    // With data parallelism, replica 0 reports; the others' losses are the same sums.
+    result.reporter = where.here(reporter) && where.group->replica() == 0;
     out.clock = where.group->clock();
   }
   for (std::size_t s = 0; s < stages.size(); ++s) {
@@ -231,10 +235,21 @@ template <class B>
   return trainer_detail::run_placed<B>(o, settings, backend_options, where);
 }
 
+// Throws InputError for data parallelism with every rank in this process:
+// replicas run as processes.
+inline void check_no_replicas_in_process(const TrainOptions& o) {
+  if (o.schedule.data_parallel <= 1) return;
+  throw InputError(fmt::format("--data-parallel {} runs each replica's ranks as processes: launch {} x {} = {} "
+                               "processes under mpirun or srun (--backend cpu)",
+                               o.schedule.data_parallel, o.schedule.num_ranks, o.schedule.data_parallel,
+                               o.schedule.num_ranks * o.schedule.data_parallel));
+}
+
 // Every rank as a thread of this process.
 template <class B>
 [[nodiscard]] Trained<B> train_in_process(const TrainOptions& o,
                                           const typename B::Options& backend_options = {}) {
+  check_no_replicas_in_process(o);
   Placement where;
   for (int r = 0; r < o.schedule.num_ranks; ++r) where.local.push_back(schedules::Rank{r});
   return train_placed<B>(o, backend_options, where);
@@ -249,13 +264,18 @@ template <class B>
 }
 
 // Throws InputError when a launch of `world_size` processes (by `launcher`)
-// does not fit the schedule: one process per rank.
+// does not fit the schedule: one process per rank of every replica.
 inline void check_launch_fits(const TrainOptions& o, int world_size, const std::string& launcher) {
-  if (o.schedule.num_ranks != world_size) {
-    throw InputError(fmt::format(
-        "the schedule has {} ranks but {} started {} processes: launch one process per rank",
-        o.schedule.num_ranks, launcher, world_size));
+  const int replicas = o.schedule.data_parallel;
+  if (o.schedule.num_ranks * replicas == world_size) return;
+  if (replicas > 1) {
+    throw InputError(fmt::format("the schedule has {} ranks in each of {} replicas but {} started {} processes: "
+                                 "launch {} x {} = {}",
+                                 o.schedule.num_ranks, replicas, launcher, world_size, o.schedule.num_ranks, replicas,
+                                 o.schedule.num_ranks * replicas));
   }
+  throw InputError(fmt::format("the schedule has {} ranks but {} started {} processes: launch one process per rank",
+                               o.schedule.num_ranks, launcher, world_size));
 }
 
 // One rank per process, this one rank `group.rank()` of `group`.
@@ -264,7 +284,8 @@ template <class B>
                                         ProcessGroup& group) {
   check_train_options(o, B::kName, runs_split_backward<B>());
   const schedules::Schedule lowered = lower_checked(o);
-  const RunSettings settings = make_run_settings(o, lowered);
+  RunSettings settings = make_run_settings(o, lowered);
+  settings.replica = group.replica();
   check_launch_fits(o, group.world_size(), "the launcher");
   B::require_available();
   Placement where;
@@ -281,6 +302,11 @@ template <class B>
                                           const LaunchInfo& launch) {
   check_train_options(o, B::kName, runs_split_backward<B>());
   (void)lower_checked(o);
+  if (o.schedule.data_parallel > 1) {
+    throw InputError(fmt::format("--data-parallel {}: the {} backend has no collectives between replicas yet "
+                                 "(--backend cpu runs them over MPI)",
+                                 o.schedule.data_parallel, B::kName));
+  }
   check_launch_fits(o, launch.world_size, launch.launcher);
   B::require_available();  // before waiting for the other processes
   TcpStore store(launch.master_addr, launch.master_port, launch.rank == 0,

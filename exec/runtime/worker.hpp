@@ -44,6 +44,7 @@
 #include <fmt/format.h>
 
 #include "exec/runtime/aborted.hpp"
+#include "exec/runtime/gradient_reducer.hpp"
 #include "exec/runtime/action_mark.hpp"
 #include "exec/runtime/action_timer.hpp"
 #include "exec/runtime/link.hpp"
@@ -68,6 +69,8 @@ struct WorkerLinks {
   StepSync* sync = nullptr;
   ActionTimer* timer = nullptr;
   MemoryLog* memory = nullptr;
+  // Data parallelism: the reduction over the replicas; null without.
+  GradientReducer<typename B::Tensor>* reducer = nullptr;
 };
 
 template <class B>
@@ -177,6 +180,7 @@ class Worker {
       control.enter_action(rank_, step, current_);
       links_.memory->set_action(current_);
       execute({rank_, slot, i, program_[i]}, step);
+      if (links_.reducer != nullptr) links_.reducer->progress();
       control.note_progress();
     }
     current_ = -1;
@@ -192,15 +196,17 @@ class Worker {
   void prepare_data(int step) {
     clear_step_data();
     if (!first_ && !last_) return;
-    const Batch batch = task_.batch(step, settings_.batch);
+    // With D replicas the mini-batch is D x N samples, and replica d computes
+    // rows [d x N, (d + 1) x N) of it.
+    const Batch batch = task_.batch(step, settings_.global_batch());
     for (std::size_t m = 0; m < settings_.microbatch_sizes.size(); ++m) {
-      const std::int64_t offset = settings_.microbatch_offsets[m];
+      const std::int64_t offset = settings_.replica * settings_.batch + settings_.microbatch_offsets[m];
       const int b = settings_.microbatch_sizes[m];
       if (first_) inputs_.push_back(device_.upload(batch.inputs.slice_rows(offset, b)));
       if (last_) {
         targets_.push_back(device_.upload(batch.targets.slice_rows(offset, b)));
         exec::Tensor scale({b});
-        std::fill(scale.f32().begin(), scale.f32().end(), 1.0F / static_cast<float>(settings_.batch));
+        std::fill(scale.f32().begin(), scale.f32().end(), 1.0F / static_cast<float>(settings_.global_batch()));
         loss_gradients_.push_back(device_.upload(std::move(scale)));
       }
     }
@@ -215,12 +221,13 @@ class Worker {
   }
 
   // Summed as the loss of a mini-batch: each micro-batch's per-sample losses
-  // in double, then those, over N.
+  // in double, then those (and the other replicas' sums), over the batch.
   void publish_loss(int step) {
     double sum = 0;
     for (const Tensor& loss : losses_) sum += device_.sum(loss);
     losses_.clear();
-    links_.control->publish_loss(step, sum / static_cast<double>(settings_.batch));
+    if (links_.reducer != nullptr) sum = links_.reducer->sum(sum);
+    links_.control->publish_loss(step, sum / static_cast<double>(settings_.global_batch()));
   }
 
   void execute(const ActionMark& mark, int step) {
@@ -271,12 +278,22 @@ class Worker {
         break;
       }
       case schedules::ActionKind::REDUCE_GRAD:
-        if (!schedules::is_tied_exchange(*settings_.schedule, a)) unsupported(a);
-        post_tied_gradient(mark, step);
+        if (schedules::is_tied_exchange(*settings_.schedule, a)) {
+          post_tied_gradient(mark, step);
+        } else if (links_.reducer != nullptr) {
+          start_reduction(mark);
+        } else {
+          unsupported(a);
+        }
         break;
       case schedules::ActionKind::WAIT_REDUCE_GRAD:
-        if (!schedules::is_tied_exchange(*settings_.schedule, a)) unsupported(a);
-        wait_tied_gradient(mark, step);
+        if (schedules::is_tied_exchange(*settings_.schedule, a)) {
+          wait_tied_gradient(mark, step);
+        } else if (links_.reducer != nullptr) {
+          wait_reduction(mark);
+        } else {
+          unsupported(a);
+        }
         break;
       case schedules::ActionKind::WAIT_SEND_F:
       case schedules::ActionKind::WAIT_SEND_B:
@@ -317,6 +334,30 @@ class Worker {
     if (from != rank_) slots_.put(tag, links_.link->receive(rank_, from, tag, untimed(mark)));
     tied_received_[mark.action.stage.at()] = take(tag, mark.action);
     const TimedScope timed(links_.timer, mark);
+  }
+
+  // Data parallelism (gradient_reducer.hpp): REDUCE_GRAD(s) starts the sum
+  // of the stage's gradients over the replicas, WAIT_REDUCE_GRAD(s) waits for
+  // it. Each is timed on the rank as its own work (the start: packing the
+  // gradients, posting; the wait: from the end on, unpacking), and the
+  // reduction itself on the rank's reduce stream, from its start to the
+  // moment its end was seen, as the simulator's reduce stream shows it.
+  void start_reduction(const ActionMark& mark) {
+    Stage& st = stage(mark.action.stage);
+    const TimedScope timed(links_.timer, mark);
+    links_.reducer->start(mark.action.stage, st.gradients());
+    reduction_marks_[mark.action.stage.at()] = mark;
+  }
+
+  void wait_reduction(const ActionMark& mark) {
+    const auto times = links_.reducer->wait(mark.action.stage);
+    {
+      const TimedScope timed(links_.timer, mark);
+    }
+    const ActionMark& started = reduction_marks_[mark.action.stage.at()];
+    if (started.measured() && links_.timer != nullptr) {
+      links_.timer->record_reduction(started, times.start, times.end);
+    }
   }
 
   [[nodiscard]] static ActionMark untimed(ActionMark mark) {
@@ -432,6 +473,8 @@ class Worker {
   std::vector<Tensor> losses_;          // per micro-batch, the loss stage: f32 [b]
   // Per stage: the other end's tied embedding gradient, from WAIT_REDUCE_GRAD to STEP.
   std::vector<Tensor> tied_received_ = std::vector<Tensor>(settings_.schedule->num_stages);
+  // Per stage: the REDUCE_GRAD that started its data-parallel reduction.
+  std::vector<ActionMark> reduction_marks_ = std::vector<ActionMark>(settings_.schedule->num_stages);
   MessageSlots<Message> slots_;
   int current_ = -1;  // index of the running action, -1 between actions
 };

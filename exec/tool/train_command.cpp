@@ -23,6 +23,7 @@
 #include "cli/units.hpp"
 #include "exec/runtime/fault.hpp"
 #include "exec/runtime/train_options.hpp"
+#include "exec/runtime/trainer.hpp"
 #include "exec/tool/backend_flags.hpp"
 #include "exec/tool/commands.hpp"
 #include "exec/tool/run_flags.hpp"
@@ -53,6 +54,7 @@ struct TrainFlags {
   int stages_per_rank = 0;  // 0: the schedule's own
   int microbatches = 0;
   std::int64_t batch = 0;
+  int data_parallel = 1;  // D replicas, each of `batch` samples
   int steps = 0;
   int measure_steps = 1;
   std::string recompute = "never";
@@ -81,6 +83,11 @@ void print_header(const TrainFlags& f, const models::Model& model, const plan::P
       "recompute {}\n",
       s.name, s.num_stages, s.num_ranks, s.num_microbatches, sizes_text(plan.microbatch_sizes),
       plan.batch, schedules::to_string(s.recompute));
+  if (s.data_parallel > 1) {
+    std::cout << fmt::format("replicas    {} of the pipeline (global batch {}), each stage's gradients summed over "
+                             "its {} copies (MPI all-reduce, 25 MB buckets) after its last backward\n",
+                             s.data_parallel, plan.batch * s.data_parallel, s.data_parallel);
+  }
   if (!searched.empty()) std::cout << fmt::format("searched    kept {}\n", searched);
   std::cout << fmt::format("partition   {} ({}{})\n", models::to_string(plan.partition), f.run.partition,
                            f.run.partition == "balanced" ? " on " + balanced_on : "");
@@ -121,6 +128,7 @@ int run_train(const TrainFlags& f, const CLI::App& cmd) {
   request.stages_per_rank = f.stages_per_rank;
   request.microbatches = f.microbatches;
   request.batch = f.batch;
+  request.data_parallel = f.data_parallel;
   request.partition = models::parse_partition_spec(f.run.partition);
   // The executor runs the file's compute order with its own transfers (schedules/compute_order.hpp).
   if (!f.schedule_file.empty()) {
@@ -172,6 +180,7 @@ int run_train(const TrainFlags& f, const CLI::App& cmd) {
   t.watchdog_seconds = f.run.watchdog_seconds;
   const ProcessRole role = process_role(f.run.backend, plan.schedule);
   t.threads_per_rank = threads_per_rank(f.run.backend, f.cpu, plan.schedule.num_ranks, role.launch.launch);
+  if (!role.launch.distributed) exec::check_no_replicas_in_process(t);
   // Text: one line per step on stdout as it ends. JSON: stdout holds the JSON
   // alone. On stderr (cli/progress.hpp), from the process that reports: the
   // estimate when the run is long, and on a terminal a bar with the loss,
@@ -247,6 +256,11 @@ Subcommand add_train_command(CLI::App& app) {
   cmd->add_option("--batch,-N", f->batch, "Samples per mini-batch N, split over the M micro-batches")
       ->required()
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30));
+  cmd->add_option("--data-parallel", f->data_parallel,
+                  "Pipeline replicas D, each training on its own N samples (global batch D x N): each stage's "
+                  "gradients are summed over its D copies after its last backward, before its step (cpu: K x D "
+                  "processes under mpirun or srun)")
+      ->check(CLI::Range(1, 4096));
   cmd->add_option("--steps", f->steps, "Training steps (one mini-batch and one optimizer step each)")
       ->required()
       ->check(CLI::Range(1, 100000000));

@@ -61,6 +61,37 @@ grep '^step [0-9]' "$tmp/out" >"$tmp/processes"
 cmp -s "$tmp/threads" "$tmp/processes" || fail "tied: losses differ from the threads' run: $(cat "$tmp/threads" "$tmp/processes")"
 grep -q '"1WAIT_REDUCE_GRAD"' "$tmp/tied.json" || fail "tied: no exchange in the trace"
 
+# Data parallelism: K = 2 x D = 2 processes, each replica on its own 4 of
+# the 8 samples, train as the threads do on all 8 (the losses as printed);
+# the trace holds each rank's reduction on its "reduce" lane, the group named.
+expect_status 0 "$run" train --model $mlp -K 2 -M 2 -N 8 --steps 3 --schedule 1f1b --optimizer momentum
+grep '^step [0-9]' "$tmp/out" >"$tmp/threads"
+expect_status 0 timeout 120 "${launch[@]}" -np 4 "$run" train --model $mlp -K 2 -M 2 -N 4 --steps 3 \
+  --schedule 1f1b --optimizer momentum --data-parallel 2 --trace "$tmp/dp.json"
+expect_out "replicas    2 of the pipeline (global batch 8)"
+grep '^step [0-9]' "$tmp/out" >"$tmp/processes"
+cmp -s "$tmp/threads" "$tmp/processes" || fail "data parallel: losses differ from the threads' run: $(cat "$tmp/threads" "$tmp/processes")"
+[ "$(grep -c '^model ' "$tmp/out")" -eq 1 ] || fail "data parallel: more than one process reported: $(cat "$tmp/out")"
+python3 - "$tmp/dp.json" <<'PY' || fail "data parallel: the trace's reduce lanes"
+import json, sys
+events = json.load(open(sys.argv[1]))["traceEvents"]
+lanes = [e for e in events if e.get("ph") == "X" and e.get("cat") == "comm" and e["name"].endswith("REDUCE_GRAD")]
+assert sorted((e["pid"], e["args"]["group"]) for e in lanes) == [
+    (0, "stage 0 of every data-parallel replica"), (1, "stage 1 of every data-parallel replica")], lanes
+assert all(e["dur"] > 0 for e in lanes), lanes
+PY
+# What cannot run says so in one line, exit 2: replicas without processes,
+# a launch of the wrong size, a tied embedding.
+expect_status 2 "$run" train --model $mlp -K 2 -M 2 -N 4 --steps 1 --data-parallel 2
+expect_one_error_line "launch 2 x 2 = 4 processes under mpirun or srun"
+expect_status 2 timeout 120 "${launch[@]}" -np 2 "$run" train --model $mlp -K 2 -M 2 -N 4 --steps 1 --data-parallel 2
+ours; grep -qF "the schedule has 2 ranks in each of 2 replicas but mpirun started 2 processes: launch 2 x 2 = 4" "$tmp/ours" ||
+  fail "data parallel: the launch's size: $(cat "$tmp/err")"
+expect_status 2 timeout 120 "${launch[@]}" -np 4 "$run" train --model $tied -K 2 -M 2 -N 4 --steps 1 \
+  --data-parallel 2
+ours; grep -qF "the executor does not reduce the tied matrix over replicas yet" "$tmp/ours" ||
+  fail "data parallel: tied: $(cat "$tmp/err")"
+
 # gpipe-run profile under mpirun -np 2 measures the link between the processes
 # (a ping-pong from 8 B to 64 MiB, then the messages of the model's own K=2
 # pipeline, to which the link is fitted), and rank 0 alone writes the profile.

@@ -234,6 +234,8 @@ class ScriptedStage {
 
   // (No fake model ties a matrix: `partner` is always null, and no worker asks for a copy.)
   [[nodiscard]] FakeTensor tied_gradient_copy() { throw std::logic_error("the fake stage has no tied embedding"); }
+  // (Nor does any fake run reduce over replicas.)
+  [[nodiscard]] std::vector<FakeTensor*> gradients() { throw std::logic_error("the fake stage has no replicas"); }
   void step(const FakeTensor* partner = nullptr) {
     if (partner != nullptr) throw std::logic_error("the fake stage has no tied embedding");
     const std::string action = fmt::format("{}STEP", stage_);

@@ -35,6 +35,7 @@ RankPart part_of(int r) {
                       {parse_action(s + "RECV_B0"), {100 * k + 42, 100 * k + 60}},
                       {parse_action(s + "B0"), {100 * k + 61, 100 * k + 90}},
                       {parse_action(s + "STEP"), {100 * k + 91, 100 * k + 99}}};
+    step.reductions = {{parse_action(s + "REDUCE_GRAD"), {100 * k + 91, 100 * k + 97}}};
     step.memory = {{0, 5, 4096}, {3, 70, 0}, {-1, 99, 0}};
   }
   return part;
@@ -53,9 +54,10 @@ TEST(RankPart, TheJsonFormIsExact) {
   RankPart part;
   part.rank = schedules::Rank{1};
   part.static_bytes = 64;
-  part.steps.push_back({{{parse_action("1F0"), {0, 10}}}, {{0, 5, 128}}});
+  part.steps.push_back({{{parse_action("1F0"), {0, 10}}}, {{parse_action("1REDUCE_GRAD"), {12, 40}}}, {{0, 5, 128}}});
   EXPECT_EQ(to_json(part),
-            R"({"rank":1,"static_bytes":64,"steps":[{"intervals":[["1F0",0,10]],"memory":[[0,5,128]]}]})");
+            R"({"rank":1,"static_bytes":64,"steps":[{"intervals":[["1F0",0,10]],"memory":[[0,5,128]],)"
+            R"("reductions":[["1REDUCE_GRAD",12,40]]}]})");
 }
 
 TEST(RankPart, RoundTripsExactly) {

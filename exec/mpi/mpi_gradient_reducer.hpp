@@ -1,0 +1,59 @@
+// Data-parallel gradient reduction between CPU processes (the seam of
+// exec/runtime/gradient_reducer.hpp) over MPI: each stage's gradients, laid
+// end to end in one buffer, are summed over its data-parallel group in
+// buckets of `bucket_bytes` (the last one the rest), one non-blocking
+// MPI_Iallreduce each, as the simulator prices them (sim/data_parallel.hpp:
+// 25 MB, PyTorch DDP's bucket). The worker's calls between actions test the
+// requests, which is what moves Open MPI's collectives on and notes when each
+// reduction ended. Only the rank's worker thread calls it during a run.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include <mpi.h>
+
+#include "exec/mpi/failure_watch.hpp"
+#include "exec/mpi/mpi_world.hpp"
+#include "exec/runtime/gradient_reducer.hpp"
+#include "exec/runtime/tensor.hpp"
+
+namespace gpipe::exec::mpi {
+
+class MpiGradientReducer final : public GradientReducer<Tensor> {
+ public:
+  // `group`: the processes of this pipeline rank in every replica
+  // (MpiProcessGroup::data_parallel_comm()).
+  MpiGradientReducer(const MpiWorld& world, FailureWatch& watch, MPI_Comm group, std::int64_t bucket_bytes);
+  ~MpiGradientReducer() override;
+  MpiGradientReducer(const MpiGradientReducer&) = delete;
+  MpiGradientReducer& operator=(const MpiGradientReducer&) = delete;
+
+  void start(schedules::Stage stage, std::vector<Tensor*> gradients) override;
+  void progress() override;
+  Times wait(schedules::Stage stage) override;
+  double sum(double value) override;
+  void abort() override { watch_.abort(); }
+
+ private:
+  struct Pending {
+    std::vector<Tensor*> gradients;
+    std::vector<float> values;  // the gradients end to end, summed in place
+    std::vector<MPI_Request> requests;
+    Clock::time_point start;
+    Clock::time_point end;
+    bool ended = false;
+  };
+
+  // Whether every request of `p` has completed (testing them); notes its end.
+  bool test(Pending& p);
+
+  const MpiWorld& world_;
+  FailureWatch& watch_;
+  MPI_Comm group_;
+  std::int64_t bucket_floats_;
+  std::map<int, Pending> pending_;  // by stage
+};
+
+}  // namespace gpipe::exec::mpi

@@ -1,0 +1,46 @@
+// The data-parallel reduction of a stage's gradients (DESIGN.md "Data
+// parallelism"): D replicas of the pipeline each compute a share of the
+// mini-batch, and before STEP(s) every replica's stage s holds the sum of
+// their gradients. REDUCE_GRAD(s) starts the sum over the stage's group (the
+// same stage of every replica) once its gradients are final; the rank goes on
+// computing while it runs; WAIT_REDUCE_GRAD(s) waits for it. What carries it
+// is the backend's: MPI's all-reduce between CPU processes
+// (exec/mpi/mpi_gradient_reducer.hpp).
+#pragma once
+
+#include <chrono>
+#include <vector>
+
+#include "schedules/ids.hpp"
+
+namespace gpipe::exec {
+
+template <class Tensor>
+class GradientReducer {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // When a reduction started and when this process saw it end.
+  struct Times {
+    Clock::time_point start;
+    Clock::time_point end;
+  };
+
+  virtual ~GradientReducer() = default;
+  // Starts summing `gradients` (the stage's, which stay alive and untouched
+  // until wait) over the group. One reduction per stage at a time.
+  virtual void start(schedules::Stage stage, std::vector<Tensor*> gradients) = 0;
+  // Lets the started reductions move on and notes the moment each ends: the
+  // worker calls it between actions.
+  virtual void progress() = 0;
+  // Waits until the stage's reduction has ended; its sums are then in the
+  // gradients. Throws Aborted when the run is aborted meanwhile.
+  virtual Times wait(schedules::Stage stage) = 0;
+  // `value` summed over the group, in every member: the loss stage's share
+  // of a step's loss, over the replicas.
+  virtual double sum(double value) = 0;
+  // Ends every wait (another rank failed).
+  virtual void abort() = 0;
+};
+
+}  // namespace gpipe::exec

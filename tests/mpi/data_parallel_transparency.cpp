@@ -1,0 +1,119 @@
+// Data parallelism's transparency over MPI (issue: "losses and weights equal
+// the one-process run within 1e-5"), run as every process of a launch:
+//   mpirun -np K*D data_parallel_transparency MODEL SCHEDULE K D M N STEPS OPTIMIZER
+// Each process trains its rank of its replica (D replicas of a K-stage
+// pipeline, M micro-batches of a replica's N samples), then trains the same
+// model alone on one stage with one micro-batch of the global batch D x N,
+// and compares: its own stages' weights, and on the reporter every step's
+// loss, within tests/exec/transparency_support.hpp's tolerance (1e-5
+// relative; AdamW's weights 1e-3). Prints one line per process and exits 1
+// on a mismatch, 2 on bad arguments.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "exec/cpu/cpu_backend.hpp"
+#include "exec/mpi/mpi_world.hpp"
+#include "exec/mpi/world_training.hpp"
+#include "tests/exec/trainer_support.hpp"
+
+namespace {
+
+using namespace gpipe;
+using exec::trainer_test::RunConfig;
+
+constexpr double kTolerance = 1e-5;
+constexpr double kAdamwWeightTolerance = 1e-3;
+
+double relative(const std::vector<float>& a, const std::vector<float>& b) {
+  double diff = 0;
+  double norm = 0;
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    diff += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
+    norm += static_cast<double>(b[i]) * b[i];
+  }
+  return norm == 0 ? std::sqrt(diff) : std::sqrt(diff / norm);
+}
+
+int run(int argc, char** argv) {
+  if (argc != 9) {
+    std::fprintf(stderr, "usage: %s MODEL SCHEDULE K D M N STEPS OPTIMIZER\n", argv[0]);
+    return 2;
+  }
+  RunConfig c;
+  c.model = argv[1];
+  c.schedule = argv[2];
+  c.stages = std::stoi(argv[3]);
+  const int replicas = std::stoi(argv[4]);
+  c.microbatches = std::stoi(argv[5]);
+  c.batch = std::stoll(argv[6]);
+  c.steps = std::stoi(argv[7]);
+  c.optimizer.kind = *models::parse_optimizer(argv[8]);
+
+  exec::mpi::MpiWorld world;
+  exec::TrainOptions options = exec::trainer_test::options_for(c);
+  options.schedule.data_parallel = replicas;
+  // K x V stages for the interleaved and V-shaped schedules.
+  options.partition =
+      models::partition_uniform(static_cast<int>(options.model.layers.size()), options.schedule.num_stages);
+  const exec::TrainResult result = exec::mpi::train_in_world(world, options, "mpirun").result;
+
+  RunConfig one = c;
+  one.schedule = "gpipe";
+  one.stages = 1;
+  one.microbatches = 1;
+  one.batch = c.batch * replicas;
+  const exec::TrainResult reference = exec::cpu::train(exec::trainer_test::options_for(one));
+
+  // This process's stages: the rank's, of the pipeline's uniform partition.
+  const int rank = world.rank() % c.stages;
+  std::vector<int> layers;
+  for (int s = 0; s < options.schedule.num_stages; ++s) {
+    if (options.schedule.rank_of(schedules::Stage{s}).value == rank) {
+      for (int l = options.partition.first_layer(s); l < options.partition.end_layer(s); ++l) layers.push_back(l);
+    }
+  }
+  const std::string who = fmt::format("K={} D={} process {} (replica {}, rank {})", c.stages, replicas, world.rank(),
+                                      world.rank() / c.stages, rank);
+  if (result.weights.size() != layers.size()) {
+    std::printf("%s: %zu layers' weights, expected %zu\n", who.c_str(), result.weights.size(), layers.size());
+    return 1;
+  }
+  const double weight_tolerance = c.optimizer.kind == models::Optimizer::adamw ? kAdamwWeightTolerance : kTolerance;
+  double worst_weight = 0;
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    const auto& mine = result.weights[i];
+    const auto& ref = reference.weights.at(static_cast<std::size_t>(layers[i]));
+    for (std::size_t p = 0; p < ref.size(); ++p) worst_weight = std::max(worst_weight, relative(mine.at(p), ref[p]));
+  }
+  double worst_loss = 0;
+  if (result.reporter) {
+    if (result.losses.size() != reference.losses.size()) {
+      std::printf("%s: %zu losses, expected %zu\n", who.c_str(), result.losses.size(), reference.losses.size());
+      return 1;
+    }
+    for (std::size_t s = 0; s < reference.losses.size(); ++s) {
+      worst_loss = std::max(worst_loss, std::abs(result.losses[s] - reference.losses[s]) / std::abs(reference.losses[s]));
+    }
+  }
+  const bool ok = worst_weight <= weight_tolerance && worst_loss <= kTolerance;
+  std::printf("%s: %s, weights within %.3g, losses within %.3g%s\n", who.c_str(), ok ? "equal" : "DIFFERENT",
+              worst_weight, worst_loss, result.reporter ? "" : " (not the reporter)");
+  return ok ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::printf("error: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Data parallelism's transparency over MPI, for T = 1 and K, D in {1, 2, 4}
+# with K x D up to 4: every process of each launch trains its rank of its
+# replica and checks its weights (and the reporter every step's loss) against
+# one process training the global batch on one stage
+# (data_parallel_transparency.cpp). The models: the MLP under GPipe, 1F1B,
+# interleaved 1F1B and ZB-V (whose reduction starts after a stage's last W),
+# with momentum, and with AdamW; llama (GQA) with momentum and with SGD.
+# Exit 77 (skipped) where there is no mpirun.
+# Usage: data_parallel_transparency_test.sh PROGRAM
+set -u
+program=$1
+command -v mpirun >/dev/null || { echo "no mpirun: skipped"; exit 77; }
+launch=(mpirun --oversubscribe)
+[ "$(id -u)" -eq 0 ] && launch+=(--allow-run-as-root)
+mlp=mlp:layers=4,hidden=16
+llama=llama:layers=2,hidden=16,heads=4,kv_heads=2,ffn=24,seq=8,vocab=32
+failed=0
+check() {  # MODEL SCHEDULE K D M N OPTIMIZER
+  local processes=$(($3 * $4))
+  local out
+  out=$(timeout 240 "${launch[@]}" -np $processes "$program" "$1" "$2" "$3" "$4" "$5" "$6" 3 "$7" 2>&1)
+  local status=$?
+  local equal
+  equal=$(grep -c ': equal, ' <<<"$out")
+  if [ $status -ne 0 ] || [ "$equal" -ne $processes ]; then
+    echo "FAIL: $* (exit $status, $equal of $processes processes equal):"
+    echo "$out"
+    failed=1
+  else
+    grep ': equal, ' <<<"$out" | grep -v 'not the reporter'
+  fi
+}
+check $mlp gpipe 1 2 2 4 momentum
+check $mlp 1f1b 2 2 4 4 momentum
+check $mlp gpipe 1 4 1 2 momentum
+check $mlp 1f1b 2 1 4 8 momentum
+check $mlp gpipe 2 2 2 4 adamw
+check $llama 1f1b 2 2 2 2 momentum
+check $llama gpipe 1 2 2 2 sgd
+check $mlp interleaved-1f1b 2 2 4 4 momentum
+check $mlp zbv 2 2 4 4 momentum
+exit $failed
