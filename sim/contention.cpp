@@ -75,15 +75,17 @@ std::int64_t ContendedCosts::duration_ns(const schedules::Action& action) const 
 
 SimResult simulate_with_contention(const schedules::Schedule& schedule, const CostModel& costs,
                                    const LinkModel& links, const SimOptions& options,
-                                   std::span<const profiles::ContentionPoint> points, int replays) {
-  if (points.empty() || schedule.num_ranks < 2 || replays < 2) return simulate(schedule, costs, links, options);
+                                   std::span<const profiles::ContentionPoint> points, int replays, int replicas) {
+  if (points.empty() || (schedule.num_ranks < 2 && replicas < 2) || replays < 2) {
+    return simulate(schedule, costs, links, options);
+  }
   SimOptions recorded = options;
   recorded.record_timeline = true;
   SimResult result = simulate(schedule, costs, links, recorded);
   recorded.validate = false;  // the same schedule: checked once
   for (int replay = 1; replay < replays; ++replay) {
     std::unordered_map<std::uint64_t, double> factors = busy_peers(result.timeline);
-    for (auto& [key, peers] : factors) peers = 1 + contention_slowdown(points, peers);
+    for (auto& [key, peers] : factors) peers = 1 + contention_slowdown(points, replicas * peers + replicas - 1);
     const ContendedCosts contended(costs, std::move(factors));
     result = simulate(schedule, contended, links, recorded);
   }

@@ -56,10 +56,13 @@ inline constexpr int kContentionReplays = 4;
 // profiled times, each later one with every action stretched by the
 // slowdown at the busy peers the one before found. The last replay's result,
 // its timeline dropped unless options.record_timeline. Without points, or on
-// one rank, simulate() itself.
+// one rank, simulate() itself. With `replicas` copies of the pipeline in
+// step on the same machine (data parallelism on one node), an action whose
+// pipeline keeps p other ranks busy has D p + D - 1 busy beside it: each
+// other replica's p, and its copy of the action's own rank.
 [[nodiscard]] SimResult simulate_with_contention(const schedules::Schedule& schedule, const CostModel& costs,
                                                  const LinkModel& links, const SimOptions& options,
                                                  std::span<const profiles::ContentionPoint> points,
-                                                 int replays = kContentionReplays);
+                                                 int replays = kContentionReplays, int replicas = 1);
 
 }  // namespace gpipe::sim

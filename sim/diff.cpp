@@ -44,9 +44,13 @@ std::string label(Rank rank, const Action& action) {
   return fmt::format("{} (rank {})", to_string(action), rank.value);
 }
 
-ActionIndex index_actions(const Timeline& timeline, std::string_view which) {
+// A data-parallel reduction is its REDUCE_GRAD twice on its rank: the start
+// on the compute stream, the reduction itself on the reduce stream; `reduce`
+// picks which of the two streams' actions to index.
+ActionIndex index_actions(const Timeline& timeline, std::string_view which, bool reduce = false) {
   ActionIndex index;
   for (const auto& a : timeline.actions) {
+    if ((a.stream == Stream::reduce) != reduce) continue;
     if (!index.emplace(std::pair{a.rank, a.action}, &a).second) {
       throw InputError(fmt::format("{} trace: action {} appears twice on rank {}", which,
                                    to_string(a.action), a.rank.value));
@@ -171,6 +175,44 @@ TransferError transfer_errors(const ActionIndex& pred, const Timeline& measured)
   return t;
 }
 
+// Each data-parallel reduction matched in both, by its duration.
+TransferError reduction_errors(const ActionIndex& pred, const ActionIndex& meas) {
+  TransferError t;
+  std::int64_t predicted_ns = 0, measured_ns = 0;
+  std::vector<double> abs_errors;
+  for (const auto& [key, p] : pred) {
+    const auto it = meas.find(key);
+    if (it == meas.end()) continue;
+    ++t.count;
+    predicted_ns += p->duration_ns();
+    measured_ns += it->second->duration_ns();
+    const double e = percent_error(static_cast<double>(p->duration_ns()), static_cast<double>(it->second->duration_ns()));
+    if (!std::isnan(e)) abs_errors.push_back(std::abs(e));
+  }
+  if (t.count == 0) return t;
+  t.predicted_mean_us = to_us(predicted_ns) / t.count;
+  t.measured_mean_us = to_us(measured_ns) / t.count;
+  t.mean_error_pct = percent_error(static_cast<double>(predicted_ns), static_cast<double>(measured_ns));
+  if (!abs_errors.empty()) {
+    std::ranges::sort(abs_errors);
+    t.median_abs_error_pct = abs_errors[abs_errors.size() / 2];
+    t.max_abs_error_pct = abs_errors.back();
+    t.abs_errors_pct = std::move(abs_errors);
+  } else {
+    t.median_abs_error_pct = t.max_abs_error_pct = kNaN;
+  }
+  return t;
+}
+
+json error_json(const TransferError& t) {
+  return {{"count", t.count},
+          {"predicted_mean_us", t.predicted_mean_us},
+          {"measured_mean_us", t.measured_mean_us},
+          {"mean_error_pct", number_or_null(t.mean_error_pct)},
+          {"median_abs_error_pct", number_or_null(t.median_abs_error_pct)},
+          {"max_abs_error_pct", number_or_null(t.max_abs_error_pct)}};
+}
+
 }  // namespace
 
 TimelineDiff diff_timelines(const Timeline& predicted, const Timeline& measured, int worst) {
@@ -244,6 +286,8 @@ TimelineDiff diff_timelines(const Timeline& predicted, const Timeline& measured,
                       static_cast<double>(mm.ranks[r].peak_activation_bytes)));
   }
   d.transfers = transfer_errors(pred, measured);
+  d.reductions = reduction_errors(index_actions(predicted, "predicted", /*reduce=*/true),
+                                  index_actions(measured, "measured", /*reduce=*/true));
   // Stable: equal errors stay in (rank, action) order.
   std::ranges::stable_sort(errors, std::greater{},
                            [](const ActionError& e) { return std::abs(e.error_us); });
@@ -288,13 +332,8 @@ json to_json(const TimelineDiff& d) {
           {"mean_abs_start_drift_us", d.mean_abs_start_drift_us},
           {"max_abs_start_drift_us", d.max_abs_start_drift_us},
           {"peak_activation_error_pct", std::move(peaks)},
-          {"transfers",
-           {{"count", d.transfers.count},
-            {"predicted_mean_us", d.transfers.predicted_mean_us},
-            {"measured_mean_us", d.transfers.measured_mean_us},
-            {"mean_error_pct", number_or_null(d.transfers.mean_error_pct)},
-            {"median_abs_error_pct", number_or_null(d.transfers.median_abs_error_pct)},
-            {"max_abs_error_pct", number_or_null(d.transfers.max_abs_error_pct)}}},
+          {"transfers", error_json(d.transfers)},
+          {"reductions", error_json(d.reductions)},
           {"worst", std::move(worst)}};
 }
 
@@ -320,6 +359,14 @@ std::string to_text(const TimelineDiff& d) {
     fmt::format_to(it,
                    "transfers   {} messages: predicted mean {:.1f} us, measured {:.1f} us, error {}; per message "
                    "|error| median {}, largest {}\n",
+                   t.count, t.predicted_mean_us, t.measured_mean_us, percent_text(t.mean_error_pct, 1),
+                   percent_text(t.median_abs_error_pct, 1), percent_text(t.max_abs_error_pct, 1));
+  }
+  if (d.reductions.count > 0) {
+    const TransferError& t = d.reductions;
+    fmt::format_to(it,
+                   "reductions  {} data-parallel: predicted mean {:.1f} us, measured {:.1f} us, error {}; per "
+                   "reduction |error| median {}, largest {}\n",
                    t.count, t.predicted_mean_us, t.measured_mean_us, percent_text(t.mean_error_pct, 1),
                    percent_text(t.median_abs_error_pct, 1), percent_text(t.max_abs_error_pct, 1));
   }

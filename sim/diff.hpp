@@ -68,10 +68,14 @@ struct TimelineDiff {
   double mean_abs_start_drift_us = 0.0, max_abs_start_drift_us = 0.0;  // over matched actions
   std::vector<double> peak_activation_error_pct;                       // per rank
   TransferError transfers;  // count 0 when the schedule has no messages
+  // Each data-parallel reduction (REDUCE_GRAD on a rank's reduce stream):
+  // its duration, start to end; count 0 without data parallelism.
+  TransferError reductions;
   std::vector<ActionError> worst;  // largest |error_us| first; ties by (rank, action)
 };
 
-// Matches every action, compute and comm, by (rank, action). Throws InputError
+// Matches every action, compute and comm, by (rank, action), and apart from
+// them each data-parallel reduction on a reduce stream. Throws InputError
 // when the two traces describe different schedules (naming each field that
 // differs: name, num_ranks, num_stages, num_microbatches, recompute,
 // stage_to_rank), when an action appears twice on one rank of a trace, when no

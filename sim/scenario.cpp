@@ -120,7 +120,8 @@ Prediction predict(plan::Planner& planner, const Scenario& sc, bool record_timel
   sim.link_sharing = c.link_sharing;
   sim.overlap_share = c.overlap_share;
   // A profile that measured how ranks slow each other prices that too.
-  SimResult result = simulate_with_contention(p.plan.schedule, costs, links, sim, profile.contention);
+  SimResult result = simulate_with_contention(p.plan.schedule, costs, links, sim, profile.contention,
+                                              kContentionReplays, c.replicas_sharing_machine);
   if (c.jitter.cv > 0) {
     p.stochastic = run_stochastic(p.plan.schedule, costs, links, sim, c.jitter.cv, c.jitter.runs, c.jitter.seed);
   }

@@ -46,6 +46,11 @@ struct Conditions {
   // (sim/data_parallel.hpp).
   std::optional<profiles::CollectiveLink> data_parallel_link;
   std::int64_t gradient_bucket_bytes = kDefaultBucketBytes;
+  // How many of the D replicas compute on the one machine whose sharing the
+  // profile's contention describes (sim/contention.hpp): D for CPU
+  // processes on one node (gpipe-run validate --data-parallel), 1 where each
+  // replica has devices of its own.
+  int replicas_sharing_machine = 1;
   // The tensor-parallel group asked for (--tensor-parallel, --sequence-parallel):
   // the profile must be one GPU's of such a group (its tensor_parallel).
   std::optional<int> tensor_parallel;

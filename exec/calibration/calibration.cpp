@@ -40,7 +40,10 @@ Configuration predict_one(const profiles::Profile& profile, const CalibrationOpt
   c.profile = &profile;
   try {
     plan::check_request_for_model(options.model, profile, request);
-    c.prediction = sim::predict(profile, sim::Scenario{.request = request, .conditions = {}}, /*record_timeline=*/true);
+    sim::Conditions conditions;
+    conditions.replicas_sharing_machine = options.replicas_sharing_machine;
+    c.prediction = sim::predict(profile, sim::Scenario{.request = request, .conditions = conditions},
+                                /*record_timeline=*/true);
   } catch (const InputError& e) {
     c.row.skipped = e.what();
   }
@@ -185,14 +188,16 @@ std::string calibration_csv(const std::vector<CalibrationRow>& rows) {
       "bubble_fraction_analytic,bubble_error_points,predicted_peak_activation_bytes,"
       "measured_peak_activation_bytes,peak_activation_equal,transfers,predicted_transfer_us,measured_transfer_us,"
       "transfer_error_pct,transfer_median_abs_error_pct,step_samples,measured_step_q1_us,measured_step_q3_us,"
-      "noise_band_pct,outside_band_points\n";
+      "noise_band_pct,outside_band_points,data_parallel,reductions,predicted_reduction_us,measured_reduction_us,"
+      "reduction_error_pct\n";
   for (const CalibrationRow& r : rows) {
     const plan::PlanRequest& req = r.request;
-    out += plan::grid_row_csv(req, r.skipped, 20);
+    out += plan::grid_row_csv(req, r.skipped, 25);
     if (!r.ok()) continue;
     const sim::TransferError& t = r.diff.transfers;
+    const sim::TransferError& g = r.diff.reductions;
     out += fmt::format("{},{},{},ok,,{:.3f},{:.3f},{},{:.6f},{:.6f},{},{},{},{},{},{},{:.3f},{:.3f},{},{},{},{:.3f},"
-                       "{:.3f},{:.3f},{:.3f}\n",
+                       "{:.3f},{:.3f},{:.3f},{},{},{:.3f},{:.3f},{}\n",
                        r.microbatch_sizes.front(), req.batch,
                        plan::csv_cell(fmt::format("{}", fmt::join(r.partition, ","))), r.predicted_step_us(),
                        r.noise.median_us, number(r.step_error_pct(), 3),
@@ -202,7 +207,9 @@ std::string calibration_csv(const std::vector<CalibrationRow>& rows) {
                        r.peak_activation_equal() ? 1 : 0, t.count, t.predicted_mean_us, t.measured_mean_us,
                        t.count > 0 ? number(t.mean_error_pct, 3) : std::string(),
                        t.count > 0 ? number(t.median_abs_error_pct, 3) : std::string(), r.noise.samples,
-                       r.noise.q1_us, r.noise.q3_us, r.noise.band_pct(), r.outside_band_points());
+                       r.noise.q1_us, r.noise.q3_us, r.noise.band_pct(), r.outside_band_points(),
+                       req.data_parallel, g.count, g.predicted_mean_us, g.measured_mean_us,
+                       g.count > 0 ? number(g.mean_error_pct, 3) : std::string());
   }
   return out;
 }

@@ -88,6 +88,9 @@ struct CalibrationOptions {
   std::function<void(const profiles::Profile&)> on_median_profile;
   // cpu: the threads each rank computes with, in every row (TrainOptions::threads_per_rank).
   int threads_per_rank = 1;
+  // With data parallelism (the grid's base.data_parallel), how many replicas
+  // share the machine (sim::Conditions): all of them for CPU processes on one node.
+  int replicas_sharing_machine = 1;
   // Called with each row as soon as it is done: in the last round, in grid order.
   std::function<void(const CalibrationRow&)> on_row;
   // Called before each training: the round (0-based), the configuration's
@@ -108,9 +111,12 @@ struct CalibrationOptions {
 //   predicted_peak_activation_bytes,measured_peak_activation_bytes,peak_activation_equal,
 //   transfers,predicted_transfer_us,measured_transfer_us,transfer_error_pct,
 //   transfer_median_abs_error_pct,step_samples,measured_step_q1_us,measured_step_q3_us,
-//   noise_band_pct,outside_band_points
+//   noise_band_pct,outside_band_points,data_parallel,reductions,predicted_reduction_us,
+//   measured_reduction_us,reduction_error_pct
 // (transfers..transfer_median_abs_error_pct: the link model alone, sim/diff.hpp
-// TransferError; measured_step_us is the median over step_samples warm steps)
+// TransferError; reductions..reduction_error_pct: each stage's data-parallel
+// reduction, the collectives' model alone, sim/diff.hpp TimelineDiff::reductions;
+// measured_step_us is the median over step_samples warm steps)
 // (a skipped row leaves the metric cells empty; the error is (pred - meas) / meas).
 [[nodiscard]] std::string calibration_csv(const std::vector<CalibrationRow>& rows);
 [[nodiscard]] nlohmann::json calibration_json(const std::vector<CalibrationRow>& rows);

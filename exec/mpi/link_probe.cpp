@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <vector>
 
 #include <fmt/format.h>
@@ -11,6 +12,7 @@
 #include "plan/microbatches.hpp"
 #include "plan/model_profile.hpp"
 #include "plan/plan.hpp"
+#include "profiles/collectives.hpp"
 #include "profiles/link_fit.hpp"
 #include "schedules/error.hpp"
 #include "schedules/transfers.hpp"
@@ -45,6 +47,55 @@ double ping_pong(const MpiWorld& world, std::vector<char>& buffer, std::int64_t 
   if (times.empty()) return 0;
   std::nth_element(times.begin(), times.begin() + static_cast<std::ptrdiff_t>(times.size() / 2), times.end());
   return times[times.size() / 2];
+}
+
+// Rank 0's median time of an all-reduce of `bytes` over the world, in us,
+// each after a barrier so that no process's lateness is counted; started
+// and polled as the executor's reductions are (mpi_gradient_reducer.hpp):
+// Open MPI's non-blocking collectives are other code than its blocking ones.
+double all_reduce_us(const MpiWorld& world, std::vector<float>& buffer, std::int64_t bytes) {
+  const int count = static_cast<int>(bytes / static_cast<std::int64_t>(sizeof(float)));
+  const int calls = round_trips(bytes);
+  std::vector<double> times;
+  for (int i = 0; i < kWarmup + calls; ++i) {
+    check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+    const std::int64_t start = steady_now_ns();
+    MPI_Request request = MPI_REQUEST_NULL;
+    check(MPI_Iallreduce(MPI_IN_PLACE, buffer.data(), count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &request),
+          "MPI_Iallreduce");
+    world.wait(request, [] {});
+    if (i >= kWarmup) times.push_back(static_cast<double>(steady_now_ns() - start) / 1e3);
+  }
+  std::nth_element(times.begin(), times.begin() + static_cast<std::ptrdiff_t>(times.size() / 2), times.end());
+  return times[times.size() / 2];
+}
+
+// The all-reduce over the world at sizes from 4 floats doubling up to
+// `max_bytes`, on rank 0 fitted as the ring's 2(n-1) (a + S/(nB)): a line
+// t = L + S/B' of the points gives a = L / (2(n-1)) and B = B' x 2(n-1)/n.
+void probe_all_reduce(const MpiWorld& world, std::int64_t max_bytes, ProbedLink& out) {
+  const int n = world.size();
+  std::vector<float> buffer(static_cast<std::size_t>(max_bytes / static_cast<std::int64_t>(sizeof(float))), 1.0F);
+  std::vector<profiles::LinkPoint> points;
+  for (std::int64_t bytes = 16; bytes <= max_bytes; bytes *= 2) {
+    const double us = all_reduce_us(world, buffer, bytes);
+    if (world.rank() == 0) points.push_back({bytes, us});
+  }
+  if (world.rank() != 0) return;
+  const profiles::Link line = profiles::fit_link(points, "all-reduce");
+  const double steps = 2.0 * (n - 1);
+  out.collective = profiles::CollectiveLink{.latency_us = line.latency_us / steps,
+                                            .bandwidth_GBps = line.bandwidth_GBps * steps / n};
+  for (const profiles::LinkPoint& p : points) {
+    const double model = static_cast<double>(
+                             profiles::collective_ns(models::Collective::all_reduce, profiles::CollectiveAlgorithm::ring,
+                                                     n, p.bytes, *out.collective)) / 1e3;
+    out.collective_fit_max_error = std::max(out.collective_fit_max_error, std::abs(model - p.one_way_us) / p.one_way_us);
+  }
+  out.collective_measured_with =
+      fmt::format("MPI_Iallreduce over {} processes ({} sizes {}-{} B, the ring's closed form within {:.0f} % of "
+                  "each)",
+                  n, points.size(), points.front().bytes, points.back().bytes, 100 * out.collective_fit_max_error);
 }
 
 // One size's pipeline: K = 2 ranks, gpipe, M micro-batches of `size`
@@ -122,6 +173,7 @@ ProbedLink probe_mpi_link(const LinkProbeOptions& options) {
     }
   }
   check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+  probe_all_reduce(world, options.max_bytes, out);
   if (options.pipeline) {
     for (const int size : options.pipeline->micro_batch_sizes) {
       PipelineTransfer measured = pipeline_transfers(world, *options.pipeline, size, out.pipeline_partition);

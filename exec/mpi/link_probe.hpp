@@ -13,6 +13,10 @@
 //   peer has just written while the peer computes: slower per byte than the
 //   ping-pong says, and each message pays a fixed cost besides (noticing it,
 //   its buffer), which is why the profile's link is fitted to these.
+// - an all-reduce (MPI_Iallreduce of floats) over every process of the
+//   launch at the same sizes, each after a barrier, its median time fitted
+//   as the ring's closed form over n processes (profiles/collectives.hpp):
+//   the collective parameters a data-parallel reduction is priced with.
 //
 // Declared in every build; without MPI it says so.
 #pragma once
@@ -20,6 +24,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "exec/runtime/optimizer_config.hpp"
@@ -69,6 +74,11 @@ struct ProbedLink {
   // stage), and each size's transfers.
   std::vector<int> pipeline_partition;
   std::vector<PipelineTransfer> pipeline;
+  // On rank 0: the all-reduce's fit, and the largest relative error of the
+  // fit over its sizes.
+  std::optional<profiles::CollectiveLink> collective;
+  double collective_fit_max_error = 0;
+  std::string collective_measured_with;
 };
 
 // Collective: every process of the launch calls it (ranks past 1 only wait).

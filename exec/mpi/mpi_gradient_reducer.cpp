@@ -1,6 +1,7 @@
 #include "exec/mpi/mpi_gradient_reducer.hpp"
 
 #include <algorithm>
+#include <span>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -16,15 +17,9 @@ MpiGradientReducer::MpiGradientReducer(const MpiWorld& world, FailureWatch& watc
   if (group == MPI_COMM_NULL) throw std::logic_error("a gradient reducer needs a data-parallel group");
 }
 
-MpiGradientReducer::~MpiGradientReducer() {
-  // After a failure a reduction may still be posted: MPI must not write into
-  // freed buffers, and its peers may be gone, so the requests are left to
-  // MPI and the buffers kept (the process is ending).
-  static std::vector<std::vector<float>> abandoned;
-  for (auto& [stage, p] : pending_) {
-    if (!p.ended) abandoned.push_back(std::move(p.values));
-  }
-}
+// After a failure a reduction may still be posted, and its peers may be
+// gone: its requests are left to MPI (the process is ending).
+MpiGradientReducer::~MpiGradientReducer() = default;
 
 void MpiGradientReducer::start(schedules::Stage stage, std::vector<Tensor*> gradients) {
   if (pending_.contains(stage.value)) {
@@ -32,18 +27,15 @@ void MpiGradientReducer::start(schedules::Stage stage, std::vector<Tensor*> grad
   }
   Pending& p = pending_[stage.value];
   p.start = Clock::now();
-  p.gradients = std::move(gradients);
-  std::size_t count = 0;
-  for (const Tensor* g : p.gradients) count += g->f32().size();
-  p.values.resize(count);
-  auto at = p.values.begin();
-  for (const Tensor* g : p.gradients) at = std::copy(g->f32().begin(), g->f32().end(), at);
-  for (std::size_t first = 0; first < count; first += static_cast<std::size_t>(bucket_floats_)) {
-    const auto n = std::min(count - first, static_cast<std::size_t>(bucket_floats_));
-    MPI_Request& request = p.requests.emplace_back(MPI_REQUEST_NULL);
-    check(MPI_Iallreduce(MPI_IN_PLACE, p.values.data() + first, static_cast<int>(n), MPI_FLOAT, MPI_SUM, group_,
-                         &request),
-          "MPI_Iallreduce");
+  for (Tensor* g : gradients) {
+    const std::span<float> values = g->f32();
+    for (std::size_t first = 0; first < values.size(); first += static_cast<std::size_t>(bucket_floats_)) {
+      const auto n = std::min(values.size() - first, static_cast<std::size_t>(bucket_floats_));
+      MPI_Request& request = p.requests.emplace_back(MPI_REQUEST_NULL);
+      check(MPI_Iallreduce(MPI_IN_PLACE, values.data() + first, static_cast<int>(n), MPI_FLOAT, MPI_SUM, group_,
+                           &request),
+            "MPI_Iallreduce");
+    }
   }
   test(p);
 }
@@ -75,12 +67,6 @@ GradientReducer<Tensor>::Times MpiGradientReducer::wait(schedules::Stage stage) 
     if (!p.ended) world_.wait(request, between);
   }
   test(p);
-  auto at = p.values.begin();
-  for (Tensor* g : p.gradients) {
-    const auto n = static_cast<std::ptrdiff_t>(g->f32().size());
-    std::copy(at, at + n, g->f32().begin());
-    at += n;
-  }
   const Times times{p.start, p.end};
   pending_.erase(found);
   return times;

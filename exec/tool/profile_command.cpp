@@ -76,7 +76,7 @@ namespace {
 // the latency and bandwidth its messages show (profiles::fit_pipeline_link).
 // A message's bytes are the first stage's output at that micro-batch size,
 // as the simulator prices it.
-profiles::Link link_of(const exec::mpi::ProbedLink& probed, const profiles::Profile& profile) {
+profiles::Link pipeline_link_of(const exec::mpi::ProbedLink& probed, const profiles::Profile& profile) {
   if (probed.pipeline.empty()) return probed.link;
   std::vector<profiles::LinkPoint> points;
   for (const exec::mpi::PipelineTransfer& t : probed.pipeline) {
@@ -101,6 +101,13 @@ profiles::Link link_of(const exec::mpi::ProbedLink& probed, const profiles::Prof
     std::cerr << "note: the ping-pong's bandwidth is kept: " << e.what() << "\n";
     return probed.link;
   }
+}
+
+// With the all-reduce's fit as its collective parameters.
+profiles::Link link_of(const exec::mpi::ProbedLink& probed, const profiles::Profile& profile) {
+  profiles::Link link = pipeline_link_of(probed, profile);
+  link.collective = probed.collective;
+  return link;
 }
 
 // The profiler's passes, each over every layer at every size: a bar on a
@@ -194,6 +201,11 @@ int run_profile(const ProfileFlags& f) {
   std::cout << fmt::format("{}: {} profile of {} on {} ({}), {} layers, micro-batch sizes {}; {}\n", f.out,
                            profile.source, profile.model, profile.device, profile.dtype,
                            profile.layers.size(), size_list(profile), link);
+  if (probed && probed->collective) {
+    std::cout << fmt::format("collectives {:.2f} us a step + bytes at {:.2f} GB/s a rank, fitted to {}\n",
+                             probed->collective->latency_us, probed->collective->bandwidth_GBps,
+                             probed->collective_measured_with);
+  }
   return 0;
 }
 

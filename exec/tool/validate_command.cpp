@@ -67,6 +67,7 @@ struct ValidateFlags {
   int warmup = 2;
   int repeats = 5;
   std::string launcher;  // "": every configuration in this process
+  int data_parallel = 1;  // replicas of every configuration (under the launcher)
   InferenceValidateFlags inference;
 };
 
@@ -213,6 +214,32 @@ void print_link_summary(const std::vector<exec::CalibrationRow>& rows) {
   std::cout << "\n";
 }
 
+// The collectives' model alone: each data-parallel reduction of a stage, from
+// its start to its end on the rank's reduce stream, pooled over every row.
+void print_reduction_summary(const std::vector<exec::CalibrationRow>& rows) {
+  int count = 0;
+  double predicted = 0, measured = 0;
+  std::vector<double> errors;
+  for (const auto& r : rows) {
+    const sim::TransferError& g = r.diff.reductions;
+    if (!r.ok() || g.count == 0) continue;
+    count += g.count;
+    predicted += g.predicted_mean_us * g.count;
+    measured += g.measured_mean_us * g.count;
+    errors.insert(errors.end(), g.abs_errors_pct.begin(), g.abs_errors_pct.end());
+  }
+  if (count == 0) return;
+  std::cout << fmt::format("collectives: {} data-parallel reductions, mean {} predicted against {} measured ({:+.1f} %)",
+                           count, format_time_us(predicted / count), format_time_us(measured / count),
+                           measured > 0 ? (predicted - measured) / measured * 100 : 0.0);
+  if (!errors.empty()) {
+    std::ranges::sort(errors);
+    std::cout << fmt::format("; a reduction's |error|: median {:.1f} %, largest {:.1f} %", exec::quantile(errors, 0.5),
+                             errors.back());
+  }
+  std::cout << "\n";
+}
+
 void print_summary(const std::vector<exec::CalibrationRow>& rows) {
   const auto run = static_cast<std::size_t>(
       std::count_if(rows.begin(), rows.end(), [](const auto& r) { return r.ok(); }));
@@ -224,12 +251,11 @@ void print_summary(const std::vector<exec::CalibrationRow>& rows) {
   // Ranks are threads: with more of them than hardware threads they take
   // turns on the cores, which the simulator (one processor per rank) does not model.
   const int cores = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
-  const ErrorSummary fits = summarise(rows, [cores](const auto& r) { return r.request.stages <= cores; });
-
-  const auto fits_cores = [cores](const auto& r) { return r.request.stages <= cores; };
+  const auto fits_cores = [cores](const auto& r) { return r.request.stages * r.request.data_parallel <= cores; };
+  const ErrorSummary fits = summarise(rows, fits_cores);
   if (fits.count < all.count && fits.worst != nullptr) {
-    std::cout << fmt::format("  with K <= {} (this machine's hardware threads): {}\n", cores, error_line(fits));
-    print_noise_summary(rows, fits_cores, fmt::format(" with K <= {}", cores));
+    std::cout << fmt::format("  with K x D <= {} (this machine's hardware threads): {}\n", cores, error_line(fits));
+    print_noise_summary(rows, fits_cores, fmt::format(" with K x D <= {}", cores));
   } else {
     print_noise_summary(rows, fits_cores, "");
   }
@@ -243,6 +269,7 @@ void print_summary(const std::vector<exec::CalibrationRow>& rows) {
   std::cout << fmt::format("bubble error: mean |error| {:.1f} points\n", bubble / static_cast<double>(run));
   std::cout << fmt::format("peak activation equal to the prediction in {} of {} configurations\n", equal, run);
   print_link_summary(rows);
+  print_reduction_summary(rows);
 }
 
 // The last line a launched gpipe-run printed about its failure, else the
@@ -306,8 +333,9 @@ exec::TrainResult launched_training(const ValidateFlags& f, const exec::TrainOpt
                                    fmt::format("{}", t.optimizer.learning_rate), "--watchdog-seconds",
                                    fmt::format("{}", t.watchdog_seconds), "--threads-per-rank",
                                    std::to_string(t.threads_per_rank), "--measure-steps",
-                                   std::to_string(t.measured_steps), "--trace", trace_path, "--json"};
-  const Launcher::Outcome outcome = launcher.run(t.schedule.num_ranks, args);
+                                   std::to_string(t.measured_steps), "--trace", trace_path, "--json",
+                                   "--data-parallel", std::to_string(t.schedule.data_parallel)};
+  const Launcher::Outcome outcome = launcher.run(t.schedule.num_ranks * t.schedule.data_parallel, args);
   std::filesystem::remove(schedule_path);
   if (outcome.status != 0) throw RunError(failure_of(outcome));
   exec::TrainResult result;
@@ -448,6 +476,10 @@ int run_validate_stream(const ValidateFlags& f) {
 int run_validate(const ValidateFlags& f, const CLI::App& cmd) {
   f.inference.check_flags(cmd);
   if (cmd.count("--stages") == 0) throw InputError("give --stages LIST");
+  if (f.inference.inference() && f.data_parallel > 1) {
+    throw InputError("--data-parallel replicates a training pipeline; an inference stream has no gradients to "
+                     "reduce (serve more streams instead)");
+  }
   if (f.inference.inference()) return run_validate_stream(f);
   if (cmd.count("--microbatches") == 0) throw InputError("give --microbatches LIST");
   if (cmd.count("--batch") == 0) throw InputError("give --batch N");
@@ -459,6 +491,11 @@ int run_validate(const ValidateFlags& f, const CLI::App& cmd) {
                        "process with a rank per SM partition");
     }
     (void)Launcher(f.launcher);  // its error before any measurement
+  }
+  if (f.data_parallel > 1 && f.launcher.empty()) {
+    throw InputError(fmt::format("--data-parallel {} runs each configuration's replicas as processes: give "
+                                 "--launcher mpirun (or a prefix with {{K}}, which becomes K x D)",
+                                 f.data_parallel));
   }
   require_backend(f.run.backend);
   exec::CalibrationOptions options;
@@ -477,6 +514,9 @@ int run_validate(const ValidateFlags& f, const CLI::App& cmd) {
   f.grid.apply_to(grid);
   grid.base.partition = models::parse_partition_spec(f.run.partition);
   grid.base.backward_order = *schedules::parse_backward_order(f.run.backward_order);
+  grid.base.data_parallel = f.data_parallel;
+  // The launcher's processes on this machine: every replica computes beside the others.
+  options.replicas_sharing_machine = f.data_parallel;
   options.steps = f.steps;
   options.rounds = f.rounds;
   options.seed = f.run.seed;
@@ -490,8 +530,10 @@ int run_validate(const ValidateFlags& f, const CLI::App& cmd) {
   if (!f.save_profile.empty()) check_writable(f.save_profile, "--save-profile");
   // On the CPU every row runs with the same threads per rank, so that one
   // profile, measured with them, serves the grid: --threads-per-rank, or the
-  // cores shared by the largest K's ranks.
-  if (f.run.backend == "cpu") options.threads_per_rank = f.cpu.threads_for(std::ranges::max(grid.stages));
+  // cores shared by the largest K's ranks (of every replica).
+  if (f.run.backend == "cpu") {
+    options.threads_per_rank = f.cpu.threads_for(std::ranges::max(grid.stages) * f.data_parallel);
+  }
   // On the GPU a stage of a K-stage run has 1/K of the SMs: without --profile,
   // each K is predicted from a profile measured in its own partition.
   const bool per_stage_count = f.run.backend == "cuda" && f.run.profile.empty();
@@ -537,10 +579,12 @@ int run_validate(const ValidateFlags& f, const CLI::App& cmd) {
     }
   }
   if (!f.json) {
-    std::cout << fmt::format("model       {}, batch {}; the grid runs {} times, interleaved, {} steps a run: each "
+    std::cout << fmt::format("model       {}, batch {}{}; the grid runs {} times, interleaved, {} steps a run: each "
                              "row's measured step is the median of its {} warm steps, its noise band their "
                              "interquartile range{}\n\n",
-                             options.model.spec, f.grid.batch, f.rounds, f.steps, f.rounds * (f.steps - 1),
+                             options.model.spec, f.grid.batch,
+                             f.data_parallel > 1 ? fmt::format(" in each of {} replicas", f.data_parallel) : "",
+                             f.rounds, f.steps, f.rounds * (f.steps - 1),
                              remeasure ? fmt::format("; the profile is measured before each round and every row "
                                                      "predicted from the median of the {}",
                                                      f.rounds)
@@ -611,6 +655,12 @@ Subcommand add_validate_command(CLI::App& app) {
   cmd->add_option("--out", f->out, "Write one CSV row per configuration (plots/validation.py)")
       ->check(nonempty_path());
   cmd->add_flag("--json", f->json, "Print every row, with its full diff, as JSON");
+  cmd->add_option("--data-parallel", f->data_parallel,
+                  "Train every configuration as D replicas of its pipeline, each on its own --batch N samples, "
+                  "their gradients summed over MPI (needs --launcher: K x D processes); predicted with the "
+                  "profile's collective fit (gpipe-run profile under mpirun -np 2)")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
   cmd->add_option("--launcher", f->launcher,
                   "Train (or, with --workload inference, serve) each configuration as K processes, one rank each, "
                   "over MPI: mpirun (as mpirun -np K, "

@@ -157,6 +157,25 @@ assert [r["microbatches"] for r in rows] == ["2", "4"] and all(r["status"] == "o
 assert [r["transfers"] for r in rows] == ["4", "8"], rows
 assert all(float(r["measured_transfer_us"]) > 0 and r["peak_activation_equal"] == "1" for r in rows), rows
 PY
+# With data parallelism: K = 1 x D = 2 processes a configuration, the
+# profile's link with the all-reduce's fit, each reduction compared.
+expect_status 0 timeout 300 "$run" validate --model $mlp -K 1 -M 1,2 -N 4 --steps 2 --rounds 1 \
+  --launcher mpirun --data-parallel 2 --warmup 0 --repeats 1 --out "$tmp/dp.csv" --save-profile "$tmp/dp-prof.json"
+expect_out "batch 4 in each of 2 replicas"
+expect_out "^collectives: 2 data-parallel reductions, mean .* predicted against .* measured"
+python3 - "$tmp/dp.csv" "$tmp/dp-prof.json" <<'PY' || fail "validate --data-parallel: $(cat "$tmp/dp.csv")"
+import csv, json, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert [(r["data_parallel"], r["reductions"]) for r in rows] == [("2", "1"), ("2", "1")], rows
+assert all(float(r["predicted_reduction_us"]) > 0 and float(r["measured_reduction_us"]) > 0 for r in rows), rows
+collective = json.load(open(sys.argv[2]))["link"]["collective"]
+assert collective["latency_us"] >= 0 and collective["bandwidth_GBps"] > 0, collective
+PY
+expect_status 2 "$run" validate --model $mlp -K 1 -M 1 -N 4 --data-parallel 2
+expect_one_error_line "--data-parallel 2 runs each configuration's replicas as processes: give --launcher mpirun"
+expect_status 2 "$run" validate --model $mlp -K 1 --workload inference --micro-batch-sizes 1 --data-parallel 2 \
+  --launcher mpirun
+expect_one_error_line "an inference stream has no gradients to reduce"
 expect_status 2 "$run" validate --model $mlp -K 2 -M 2 -N 8 --launcher "srun -n 2"
 expect_one_error_line "--launcher 'srun -n 2': a prefix must say where the process count goes, as {K}"
 expect_status 2 "$run" validate --model $mlp -K 2 -M 2 -N 8 --launcher mpirun --backend cuda
