@@ -15,6 +15,15 @@ MpiGradientReducer::MpiGradientReducer(const MpiWorld& world, FailureWatch& watc
       group_(group),
       bucket_floats_(std::max<std::int64_t>(1, bucket_bytes / static_cast<std::int64_t>(sizeof(float)))) {
   if (group == MPI_COMM_NULL) throw std::logic_error("a gradient reducer needs a data-parallel group");
+  // Whether every process of the group runs on this node (one steady clock).
+  MPI_Comm node = MPI_COMM_NULL;
+  check(MPI_Comm_split_type(group, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node), "MPI_Comm_split_type");
+  int here = 0;
+  int all = 0;
+  MPI_Comm_size(node, &here);
+  MPI_Comm_size(group, &all);
+  MPI_Comm_free(&node);
+  one_clock_ = here == all;
 }
 
 // After a failure a reduction may still be posted, and its peers may be
@@ -67,7 +76,19 @@ GradientReducer<Tensor>::Times MpiGradientReducer::wait(schedules::Stage stage) 
     if (!p.ended) world_.wait(request, between);
   }
   test(p);
-  const Times times{p.start, p.end};
+  // The reduction could not end before the last replica started it: it is
+  // timed from then, as a message is from the later of its two sides
+  // (schedules/transfers.hpp), so that a replica's lateness is not counted
+  // as the collective's. One steady clock on one node; across nodes the
+  // clocks' offsets are not known here, and the own start stands.
+  std::int64_t latest = p.start.time_since_epoch().count();
+  if (one_clock_) {
+    MPI_Request request = MPI_REQUEST_NULL;
+    check(MPI_Iallreduce(MPI_IN_PLACE, &latest, 1, MPI_INT64_T, MPI_MAX, group_, &request), "MPI_Iallreduce");
+    world_.wait(request, between);
+  }
+  const Clock::time_point start{Clock::duration{latest}};
+  const Times times{std::min(start, p.end), p.end};
   pending_.erase(found);
   return times;
 }

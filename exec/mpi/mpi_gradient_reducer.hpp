@@ -9,8 +9,9 @@
 // buckets, as DDP does, cost 3.7 ms a step for 12 MB here, time the model
 // does not have; in place, as Megatron-LM's contiguous buffer, none. The
 // worker's calls between actions test the requests, which is what moves
-// Open MPI's collectives on and notes when each reduction ended. Only the
-// rank's worker thread calls it during a run.
+// Open MPI's collectives on and notes when each reduction ended; it is timed
+// from the last replica's start. Only the rank's worker thread calls it
+// during a run.
 #pragma once
 
 #include <cstdint>
@@ -57,6 +58,7 @@ class MpiGradientReducer final : public GradientReducer<Tensor> {
   FailureWatch& watch_;
   MPI_Comm group_;
   std::int64_t bucket_floats_;
+  bool one_clock_ = false;  // the group on one node: its starts comparable
   std::map<int, Pending> pending_;  // by stage; its gradients stay the stage's
 };
 

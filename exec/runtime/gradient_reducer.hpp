@@ -20,7 +20,8 @@ class GradientReducer {
  public:
   using Clock = std::chrono::steady_clock;
 
-  // When a reduction started and when this process saw it end.
+  // When a reduction could start (the last member of the group had started
+  // it) and when this process saw it end.
   struct Times {
     Clock::time_point start;
     Clock::time_point end;
