@@ -109,7 +109,8 @@ CpuBackend::Run::Run(const TrainOptions& options, const RunSettings& settings,
     : timer_(settings.schedule->num_ranks, settings.measured_steps),
       // Every rank's threads on this machine's cores (with ranks as
       // processes, all K on one node at worst): waiters poll when each has a core.
-      spin_(polling_budget(settings.schedule->num_ranks * settings.replicas * options.threads_per_rank)),
+      spin_(polling_budget(settings.schedule->num_ranks * settings.replicas * options.tensor_parallel *
+                           options.threads_per_rank)),
       in_process_link_(settings.schedule->num_ranks, &timer_, spin_),
       threads_per_rank_(options.threads_per_rank) {
   devices_.reserve(static_cast<std::size_t>(settings.schedule->num_ranks));
@@ -121,6 +122,7 @@ CpuBackend::Run::Run(const TrainOptions& options, const RunSettings& settings,
     process_link_ = backend_options.process_link(timer_);
   }
   gradient_reducer_ = backend_options.gradient_reducer;
+  tensor_parallel_ = backend_options.tensor_parallel;
   if (settings.replicas > 1 && gradient_reducer_ == nullptr) {
     throw std::logic_error("a data-parallel run without a gradient reducer");
   }

@@ -38,7 +38,11 @@ struct CpuBackend {
 
   using Tensor = exec::Tensor;
   using Message = exec::Tensor;  // a received tensor is usable at once
-  struct Context {};              // a stage's work runs on its rank's thread
+  // A stage's work runs on its rank's thread; with tensor parallelism its
+  // blocks are this process's part of the group's split.
+  struct Context {
+    TensorParallelComm* tensor_parallel = nullptr;
+  };
   using Optimizer = OptimizerState;
   using Stage = exec::Stage<CpuBackend>;
   struct Options {
@@ -48,11 +52,15 @@ struct CpuBackend {
     // Data parallelism: the reduction over the replicas (exec/mpi/), which
     // outlives the run; null without.
     GradientReducer<Tensor>* gradient_reducer = nullptr;
+    // Tensor parallelism: the group this process's blocks are split over
+    // (exec/mpi/), which outlives the run; null without.
+    TensorParallelComm* tensor_parallel = nullptr;
   };
   struct Report {};
 
   static std::unique_ptr<Layer> make_layer(const models::Model& model, int index, std::uint64_t seed,
-                                           const Context& /*context*/) {
+                                           const Context& context) {
+    if (context.tensor_parallel != nullptr) return cpu::make_layer_part(model, index, seed, *context.tensor_parallel);
     return cpu::make_layer(model, index, seed);
   }
   static Optimizer make_optimizer(const OptimizerConfig& config, std::span<const Parameter> parameters,
@@ -98,7 +106,7 @@ struct CpuBackend {
         const Options& backend_options);
 
     [[nodiscard]] RankDevice& device(schedules::Rank rank) { return devices_.at(rank.at()); }
-    [[nodiscard]] Context context(schedules::Rank /*rank*/) const { return {}; }
+    [[nodiscard]] Context context(schedules::Rank /*rank*/) const { return {tensor_parallel_}; }
     template <class F>
     void in_context(schedules::Rank /*rank*/, F&& f) {
       f();
@@ -123,6 +131,7 @@ struct CpuBackend {
     InProcessLink in_process_link_;
     std::unique_ptr<ProcessLink> process_link_;  // ranks as processes
     GradientReducer<Tensor>* gradient_reducer_ = nullptr;
+    TensorParallelComm* tensor_parallel_ = nullptr;
     std::vector<RankDevice> devices_;
     int threads_per_rank_;
   };

@@ -18,13 +18,14 @@ void* bytes_of(Tensor& tensor) {
 }  // namespace
 
 MpiLink::MpiLink(const MpiWorld& world, FailureWatch& watch, int num_stages, int num_microbatches,
-                 ActionTimer* timer, int first_world_rank)
+                 ActionTimer* timer, int first_world_rank, int stride)
     : world_(world),
       watch_(watch),
       num_stages_(num_stages),
       num_microbatches_(num_microbatches),
       timer_(timer),
-      first_world_rank_(first_world_rank) {
+      first_world_rank_(first_world_rank),
+      stride_(stride) {
   // Two per (stage, micro-batch), and a tied embedding's two gradients.
   const std::int64_t needed = kFirstDataTag + std::int64_t{2} * num_stages * num_microbatches + 2;
   if (needed > world.max_tag()) {
@@ -83,11 +84,11 @@ void MpiLink::send(schedules::Rank /*from*/, schedules::Rank to, const MessageTa
   for (std::size_t d = 0; d < tensor.shape().size(); ++d) p.header[2 + d] = tensor.shape()[d];
   p.tensor = std::move(tensor);
   const int t = tag_of(tag);
-  check(MPI_Isend(p.header.data(), static_cast<int>(p.header.size()), MPI_INT64_T, first_world_rank_ + to.value, t,
+  check(MPI_Isend(p.header.data(), static_cast<int>(p.header.size()), MPI_INT64_T, world_rank(to), t,
                   MPI_COMM_WORLD,
                   &p.requests[0]),
         "MPI_Isend");
-  check(MPI_Isend(bytes_of(p.tensor), static_cast<int>(p.tensor.bytes()), MPI_BYTE, first_world_rank_ + to.value, t, MPI_COMM_WORLD,
+  check(MPI_Isend(bytes_of(p.tensor), static_cast<int>(p.tensor.bytes()), MPI_BYTE, world_rank(to), t, MPI_COMM_WORLD,
                   &p.requests[1]),
         "MPI_Isend");
 }
@@ -98,7 +99,7 @@ Tensor MpiLink::receive(schedules::Rank /*to*/, schedules::Rank from, const Mess
   const int t = tag_of(tag);
   Header header{};
   MPI_Request request = MPI_REQUEST_NULL;
-  check(MPI_Irecv(header.data(), static_cast<int>(header.size()), MPI_INT64_T, first_world_rank_ + from.value, t,
+  check(MPI_Irecv(header.data(), static_cast<int>(header.size()), MPI_INT64_T, world_rank(from), t,
                   MPI_COMM_WORLD,
                   &request),
         "MPI_Irecv");
@@ -119,7 +120,7 @@ Tensor MpiLink::receive(schedules::Rank /*to*/, schedules::Rank from, const Mess
   // receive a few hundred us, counted as the link's.
   Tensor tensor = Tensor::uninitialized(std::move(shape), header[0] == 0 ? ElementType::f32 : ElementType::i32);
   check(MPI_Irecv(bytes_of(tensor), static_cast<int>(tensor.bytes()), MPI_BYTE,
-                  first_world_rank_ + from.value, t, MPI_COMM_WORLD, &request),
+                  world_rank(from), t, MPI_COMM_WORLD, &request),
         "MPI_Irecv");
   world_.wait(request, between);  // the values follow their header: a failure now ends the process anyway
   return tensor;

@@ -27,9 +27,10 @@ class MpiLink final : public cpu::ProcessLink {
  public:
   // Tags for `num_stages` stages and `num_microbatches` micro-batches; throws
   // InputError when they do not fit MPI's largest tag. The pipeline's rank r
-  // is world rank first_world_rank + r (a replica's, with data parallelism).
+  // is world rank first_world_rank + r x stride (a replica's and a part's,
+  // with data and tensor parallelism: MpiProcessGroup).
   MpiLink(const MpiWorld& world, FailureWatch& watch, int num_stages, int num_microbatches,
-          ActionTimer* timer, int first_world_rank = 0);
+          ActionTimer* timer, int first_world_rank = 0, int stride = 1);
   ~MpiLink() override;
 
   void send(schedules::Rank from, schedules::Rank to, const MessageTag& tag, Tensor tensor,
@@ -60,6 +61,8 @@ class MpiLink final : public cpu::ProcessLink {
   int num_microbatches_;
   ActionTimer* timer_;
   int first_world_rank_;
+  int stride_;
+  [[nodiscard]] int world_rank(schedules::Rank rank) const { return first_world_rank_ + rank.value * stride_; }
   std::list<Pending> pending_;  // stable addresses: MPI reads from them
 };
 

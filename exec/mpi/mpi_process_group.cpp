@@ -32,20 +32,31 @@ std::vector<std::string> host_names(const MpiWorld& world) {
 
 }  // namespace
 
-MpiProcessGroup::MpiProcessGroup(MpiWorld& world, FailureWatch& watch, int replicas)
-    : world_(world), watch_(watch), ranks_per_replica_(world.size() / std::max(1, replicas)), sync_(*this) {
-  if (replicas < 1 || world.size() % replicas != 0) {
-    throw std::logic_error(fmt::format("{} replicas do not divide {} processes", replicas, world.size()));
+MpiProcessGroup::MpiProcessGroup(MpiWorld& world, FailureWatch& watch, int replicas, int tensor_parallel)
+    : world_(world),
+      watch_(watch),
+      parts_(std::max(1, tensor_parallel)),
+      ranks_per_replica_(world.size() / std::max(1, replicas * tensor_parallel)),
+      sync_(*this) {
+  if (replicas < 1 || tensor_parallel < 1 || world.size() % (replicas * tensor_parallel) != 0) {
+    throw std::logic_error(fmt::format("{} replicas of {} parts do not divide {} processes", replicas,
+                                       tensor_parallel, world.size()));
   }
   agree_on_clocks();
   if (replicas > 1) {
-    check(MPI_Comm_split(MPI_COMM_WORLD, rank(), replica(), &data_parallel_comm_), "MPI_Comm_split");
+    const int same_rank_and_part = world.rank() % (parts_ * ranks_per_replica_);
+    check(MPI_Comm_split(MPI_COMM_WORLD, same_rank_and_part, replica(), &data_parallel_comm_), "MPI_Comm_split");
+  }
+  if (parts_ > 1) {
+    check(MPI_Comm_split(MPI_COMM_WORLD, world.rank() / parts_, tensor_parallel_rank(), &tensor_parallel_comm_),
+          "MPI_Comm_split");
   }
 }
 
 MpiProcessGroup::~MpiProcessGroup() {
-  // Local in Open MPI: it frees the handle once no operation uses it.
+  // Local in Open MPI: it frees a handle once no operation uses it.
   if (data_parallel_comm_ != MPI_COMM_NULL) MPI_Comm_free(&data_parallel_comm_);
+  if (tensor_parallel_comm_ != MPI_COMM_NULL) MPI_Comm_free(&tensor_parallel_comm_);
 }
 
 void MpiProcessGroup::agree_on_clocks() {

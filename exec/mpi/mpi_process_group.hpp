@@ -10,11 +10,16 @@
 // NTP and PTP do), with half that round trip as its error bound.
 // GPIPE_MPI_CLOCK=ping-pong uses the estimate on one node too (for tests).
 //
-// With data parallelism the world holds D replicas of the pipeline, replica
-// d's rank r in world rank d x K + r (K ranks a replica: the replica's ranks
-// consecutive, as the simulator places them); each replica gathers its own
-// parts, every step starts at one barrier of the world, and the processes of
-// one pipeline rank form its data-parallel group (data_parallel_comm()).
+// With data parallelism the world holds D replicas of the pipeline, and with
+// tensor parallelism each rank is T processes, one part each of its stages'
+// split: part t of rank r of replica d is world rank (d K + r) T + t (a
+// rank's parts, then a replica's ranks, consecutive, as the simulator places
+// them, plan/cluster.hpp). The parts t of one replica form a pipeline of
+// their own (the link joins rank r's part t to rank r+1's part t), which
+// gathers its own parts; every step starts at one barrier of the world; the
+// processes of one rank and part in every replica form a data-parallel group
+// (data_parallel_comm()), and a rank's T parts its tensor-parallel group
+// (tensor_parallel_comm()).
 //
 // Every wait polls the FailureWatch, so a failure another process announces
 // ends it.
@@ -33,20 +38,27 @@ namespace gpipe::exec::mpi {
 class MpiProcessGroup final : public ProcessGroup {
  public:
   // Collective: every process constructs it, and the clocks are agreed here.
-  // `replicas` (D) must divide the world's size.
-  MpiProcessGroup(MpiWorld& world, FailureWatch& watch, int replicas = 1);
+  // `replicas` (D) x `tensor_parallel` (T) must divide the world's size.
+  MpiProcessGroup(MpiWorld& world, FailureWatch& watch, int replicas = 1, int tensor_parallel = 1);
   ~MpiProcessGroup() override;
   MpiProcessGroup(const MpiProcessGroup&) = delete;
   MpiProcessGroup& operator=(const MpiProcessGroup&) = delete;
 
-  [[nodiscard]] int rank() const override { return world_.rank() % ranks_per_replica_; }
+  [[nodiscard]] int rank() const override { return (world_.rank() / parts_) % ranks_per_replica_; }
   [[nodiscard]] int world_size() const override { return world_.size(); }
-  [[nodiscard]] int replica() const override { return world_.rank() / ranks_per_replica_; }
-  // The world rank of this replica's pipeline rank `rank`.
-  [[nodiscard]] int world_rank_of(int rank) const { return replica() * ranks_per_replica_ + rank; }
+  [[nodiscard]] int replica() const override { return world_.rank() / (parts_ * ranks_per_replica_); }
+  [[nodiscard]] int tensor_parallel_rank() const override { return world_.rank() % parts_; }
+  // The world rank of pipeline rank `rank` of this process's replica and part.
+  [[nodiscard]] int world_rank_of(int rank) const {
+    return (replica() * ranks_per_replica_ + rank) * parts_ + tensor_parallel_rank();
+  }
+  // How far apart consecutive pipeline ranks of one part are in the world: T.
+  [[nodiscard]] int rank_stride() const { return parts_; }
   // The processes of this process's pipeline rank in every replica, by
   // replica (MPI_COMM_NULL without data parallelism).
   [[nodiscard]] MPI_Comm data_parallel_comm() const { return data_parallel_comm_; }
+  // This rank's T parts, by part (MPI_COMM_NULL without tensor parallelism).
+  [[nodiscard]] MPI_Comm tensor_parallel_comm() const { return tensor_parallel_comm_; }
   [[nodiscard]] StepSync& step_sync() override { return sync_; }
   [[nodiscard]] ClockAgreement clock() const override { return clock_; }
   [[nodiscard]] std::vector<RankPart> exchange_parts(const RankPart& mine, schedules::Rank reporter) override;
@@ -74,8 +86,10 @@ class MpiProcessGroup final : public ProcessGroup {
 
   MpiWorld& world_;
   FailureWatch& watch_;
-  int ranks_per_replica_;
+  int parts_;              // T
+  int ranks_per_replica_;  // K
   MPI_Comm data_parallel_comm_ = MPI_COMM_NULL;
+  MPI_Comm tensor_parallel_comm_ = MPI_COMM_NULL;
   Sync sync_;
   ClockAgreement clock_;
   std::int64_t offset_ns_ = 0;

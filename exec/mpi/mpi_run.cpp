@@ -4,6 +4,7 @@
 #include "exec/mpi/mpi_gradient_reducer.hpp"
 #include "exec/mpi/mpi_link.hpp"
 #include "exec/mpi/mpi_process_group.hpp"
+#include "exec/mpi/mpi_tensor_parallel.hpp"
 #include "exec/mpi/mpi_world.hpp"
 #include "exec/mpi/world_training.hpp"
 #include "exec/runtime/termination.hpp"
@@ -16,18 +17,22 @@ bool built_with_mpi() { return true; }
 Trained<cpu::CpuBackend> train_in_world(MpiWorld& world, const TrainOptions& options, const std::string& launcher) {
   FailureWatch watch(world);
   try {
+    check_train_options(options, cpu::CpuBackend::kName, runs_split_backward<cpu::CpuBackend>());
     check_launch_fits(options, world.size(), launcher);
-    MpiProcessGroup group(world, watch, options.schedule.data_parallel);
+    MpiProcessGroup group(world, watch, options.schedule.data_parallel, options.tensor_parallel);
     std::unique_ptr<MpiGradientReducer> reducer;
     if (options.schedule.data_parallel > 1) {
       reducer = std::make_unique<MpiGradientReducer>(world, watch, group.data_parallel_comm(), sim::kDefaultBucketBytes);
     }
+    std::unique_ptr<MpiTensorParallel> parts;
+    if (options.tensor_parallel > 1) parts = std::make_unique<MpiTensorParallel>(world, watch, group.tensor_parallel_comm());
     cpu::CpuBackend::Options cpu;
     cpu.process_link = [&](ActionTimer& timer) {
       return std::make_unique<MpiLink>(world, watch, options.schedule.num_stages, options.schedule.num_microbatches,
-                                       &timer, group.world_rank_of(0));
+                                       &timer, group.world_rank_of(0), group.rank_stride());
     };
     cpu.gradient_reducer = reducer.get();
+    cpu.tensor_parallel = parts.get();
     return train_in_group<cpu::CpuBackend>(options, cpu, group);
   } catch (...) {
     // Peers may be gone or still waiting: MPI_Finalize could wait for them.

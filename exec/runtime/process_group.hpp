@@ -33,6 +33,8 @@ class ProcessGroup {
   // Data parallelism (DESIGN.md "Data parallelism"): which of the run's
   // replicas of the pipeline this process belongs to; 0 without.
   [[nodiscard]] virtual int replica() const { return 0; }
+  // Tensor parallelism: which part of its stage's split this process holds; 0 without.
+  [[nodiscard]] virtual int tensor_parallel_rank() const { return 0; }
   // Where the ranks meet before each step. Its arrive() returns the step's
   // start on this host's clock; for a group with one clock (ClockAgreement)
   // that moment is the same instant in every process.

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "models/tensor_parallel.hpp"
 #include "plan/microbatches.hpp"
 #include "schedules/error.hpp"
 #include "schedules/lower.hpp"
@@ -56,6 +57,12 @@ void check_train_options(const TrainOptions& o, std::string_view backend, bool r
   if (o.schedule.data_parallel < 1) {
     throw InputError(fmt::format("--data-parallel must be at least 1, got {}", o.schedule.data_parallel));
   }
+  if (o.tensor_parallel < 1) {
+    throw InputError(fmt::format("--tensor-parallel must be at least 1, got {}", o.tensor_parallel));
+  }
+  // The split's own one-line errors: the family, T dividing the heads, the
+  // kv heads and the FFN width.
+  if (o.tensor_parallel > 1) (void)models::split_tensor_parallel(o.model, {.degree = o.tensor_parallel});
   if (o.schedule.data_parallel > 1 && o.model.tied) {
     throw InputError(fmt::format("--data-parallel {} with a tied embedding ({}): the executor does not reduce the "
                                  "tied matrix over replicas yet",

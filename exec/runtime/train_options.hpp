@@ -26,6 +26,9 @@ struct TrainOptions {
   schedules::Schedule schedule;
   models::Partition partition;  // one entry per stage of the schedule
   std::int64_t batch = 0;       // N samples per mini-batch, split into M as torch.tensor_split
+  // Tensor parallelism: each rank's blocks split over this many processes
+  // (models::split_tensor_parallel; the CPU over MPI, exec/mpi/).
+  int tensor_parallel = 1;
   int steps = 1;
   std::uint64_t seed = 0;  // weights and data
   OptimizerConfig optimizer;

@@ -195,8 +195,9 @@ template <class B>
   const schedules::Rank reporter = lowered.rank_of(schedules::Stage{lowered.num_stages - 1});
   if (where.group != nullptr) {
     parts = where.group->exchange_parts(parts.front(), reporter);
-    // With data parallelism, replica 0 reports; the others' losses are the same sums.
-    result.reporter = where.here(reporter) && where.group->replica() == 0;
+    // With data and tensor parallelism, replica 0's part 0 reports; the
+    // others' losses are the same sums.
+    result.reporter = where.here(reporter) && where.group->replica() == 0 && where.group->tensor_parallel_rank() == 0;
     out.clock = where.group->clock();
   }
   for (std::size_t s = 0; s < stages.size(); ++s) {
@@ -238,11 +239,17 @@ template <class B>
 // Throws InputError for data parallelism with every rank in this process:
 // replicas run as processes.
 inline void check_no_replicas_in_process(const TrainOptions& o) {
-  if (o.schedule.data_parallel <= 1) return;
-  throw InputError(fmt::format("--data-parallel {} runs each replica's ranks as processes: launch {} x {} = {} "
-                               "processes under mpirun or srun (--backend cpu)",
-                               o.schedule.data_parallel, o.schedule.num_ranks, o.schedule.data_parallel,
-                               o.schedule.num_ranks * o.schedule.data_parallel));
+  const int processes = o.schedule.num_ranks * o.schedule.data_parallel * o.tensor_parallel;
+  if (o.schedule.data_parallel > 1) {
+    throw InputError(fmt::format("--data-parallel {} runs each replica's ranks as processes: launch {} processes "
+                                 "under mpirun or srun (--backend cpu)",
+                                 o.schedule.data_parallel, processes));
+  }
+  if (o.tensor_parallel > 1) {
+    throw InputError(fmt::format("--tensor-parallel {} runs each rank's parts as processes: launch {} processes "
+                                 "under mpirun or srun (--backend cpu)",
+                                 o.tensor_parallel, processes));
+  }
 }
 
 // Every rank as a thread of this process.
@@ -267,12 +274,17 @@ template <class B>
 // does not fit the schedule: one process per rank of every replica.
 inline void check_launch_fits(const TrainOptions& o, int world_size, const std::string& launcher) {
   const int replicas = o.schedule.data_parallel;
-  if (o.schedule.num_ranks * replicas == world_size) return;
-  if (replicas > 1) {
-    throw InputError(fmt::format("the schedule has {} ranks in each of {} replicas but {} started {} processes: "
-                                 "launch {} x {} = {}",
-                                 o.schedule.num_ranks, replicas, launcher, world_size, o.schedule.num_ranks, replicas,
-                                 o.schedule.num_ranks * replicas));
+  const int parts = o.tensor_parallel;
+  const int processes = o.schedule.num_ranks * replicas * parts;
+  if (processes == world_size) return;
+  if (replicas > 1 || parts > 1) {
+    throw InputError(fmt::format("the schedule has {} ranks{}{} but {} started {} processes: launch {}",
+                                 o.schedule.num_ranks, parts > 1 ? fmt::format(" of {} parts", parts) : "",
+                                 replicas > 1 ? fmt::format(" in each of {} replicas", replicas) : "", launcher,
+                                 world_size,
+                                 parts > 1 ? fmt::format("{} x {} x {} = {}", o.schedule.num_ranks, parts, replicas,
+                                                         processes)
+                                           : fmt::format("{} x {} = {}", o.schedule.num_ranks, replicas, processes)));
   }
   throw InputError(fmt::format("the schedule has {} ranks but {} started {} processes: launch one process per rank",
                                o.schedule.num_ranks, launcher, world_size));
@@ -302,10 +314,10 @@ template <class B>
                                           const LaunchInfo& launch) {
   check_train_options(o, B::kName, runs_split_backward<B>());
   (void)lower_checked(o);
-  if (o.schedule.data_parallel > 1) {
-    throw InputError(fmt::format("--data-parallel {}: the {} backend has no collectives between replicas yet "
-                                 "(--backend cpu runs them over MPI)",
-                                 o.schedule.data_parallel, B::kName));
+  if (o.schedule.data_parallel > 1 || o.tensor_parallel > 1) {
+    throw InputError(fmt::format("--data-parallel {} --tensor-parallel {}: the {} backend has no collectives "
+                                 "between processes yet (--backend cpu runs them over MPI)",
+                                 o.schedule.data_parallel, o.tensor_parallel, B::kName));
   }
   check_launch_fits(o, launch.world_size, launch.launcher);
   B::require_available();  // before waiting for the other processes

@@ -55,7 +55,7 @@ int CpuFlags::threads_for(int ranks_here) const {
 
 void require_backend(const std::string& backend) { exec::find_backend(backend).require_available(); }
 
-ProcessRole process_role(const std::string& backend, const schedules::Schedule& schedule) {
+ProcessRole process_role(const std::string& backend, const schedules::Schedule& schedule, int tensor_parallel) {
   ProcessRole role;
   const exec::Backend& entry = exec::find_backend(backend);
   if (!entry.runs_ranks_as_processes()) return role;  // every rank here
@@ -63,7 +63,8 @@ ProcessRole process_role(const std::string& backend, const schedules::Schedule& 
   launch.launch = exec::parse_launch_environment(exec::current_environment(), entry.meets_at_store());
   launch.distributed = launch.launch.world_size > 1;
   if (launch.distributed) {
-    role.reports = schedule.rank_of(schedules::Stage{schedule.num_stages - 1}).value == launch.launch.rank;
+    role.reports =
+        schedule.rank_of(schedules::Stage{schedule.num_stages - 1}).value * tensor_parallel == launch.launch.rank;
   }
   return role;
 }

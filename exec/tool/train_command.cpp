@@ -54,7 +54,8 @@ struct TrainFlags {
   int stages_per_rank = 0;  // 0: the schedule's own
   int microbatches = 0;
   std::int64_t batch = 0;
-  int data_parallel = 1;  // D replicas, each of `batch` samples
+  int data_parallel = 1;    // D replicas, each of `batch` samples
+  int tensor_parallel = 1;  // T parts of each rank's blocks
   int steps = 0;
   int measure_steps = 1;
   std::string recompute = "never";
@@ -83,6 +84,12 @@ void print_header(const TrainFlags& f, const models::Model& model, const plan::P
       "recompute {}\n",
       s.name, s.num_stages, s.num_ranks, s.num_microbatches, sizes_text(plan.microbatch_sizes),
       plan.batch, schedules::to_string(s.recompute));
+  if (t.tensor_parallel > 1) {
+    std::cout << fmt::format("tensor par. each rank's blocks split over {} processes (heads and feed-forward columns, "
+                             "Megatron-LM's split), their partial sums all-reduced over MPI; embeddings and heads "
+                             "whole in each\n",
+                             t.tensor_parallel);
+  }
   if (s.data_parallel > 1) {
     std::cout << fmt::format("replicas    {} of the pipeline (global batch {}), each stage's gradients summed over "
                              "its {} copies (MPI all-reduce, 25 MB buckets) after its last backward\n",
@@ -167,6 +174,7 @@ int run_train(const TrainFlags& f, const CLI::App& cmd) {
   t.schedule = plan.schedule;
   t.partition = plan.partition;
   t.batch = f.batch;
+  t.tensor_parallel = f.tensor_parallel;
   t.steps = f.steps;
   if (f.measure_steps > f.steps) {
     throw InputError(fmt::format("--measure-steps {} exceeds --steps {}", f.measure_steps, f.steps));
@@ -178,7 +186,7 @@ int run_train(const TrainFlags& f, const CLI::App& cmd) {
   if (!f.trace.empty()) check_writable(f.trace, "--trace");
   if (!f.inject_fault.empty()) t.fault = exec::parse_fault_injection(f.inject_fault);
   t.watchdog_seconds = f.run.watchdog_seconds;
-  const ProcessRole role = process_role(f.run.backend, plan.schedule);
+  const ProcessRole role = process_role(f.run.backend, plan.schedule, f.tensor_parallel);
   t.threads_per_rank = threads_per_rank(f.run.backend, f.cpu, plan.schedule.num_ranks, role.launch.launch);
   if (!role.launch.distributed) exec::check_no_replicas_in_process(t);
   // Text: one line per step on stdout as it ends. JSON: stdout holds the JSON
@@ -260,6 +268,11 @@ Subcommand add_train_command(CLI::App& app) {
                   "Pipeline replicas D, each training on its own N samples (global batch D x N): each stage's "
                   "gradients are summed over its D copies after its last backward, before its step (cpu: K x D "
                   "processes under mpirun or srun)")
+      ->check(CLI::Range(1, 4096));
+  cmd->add_option("--tensor-parallel", f->tensor_parallel,
+                  "Split each rank's transformer or llama blocks over T processes (Megatron-LM's split: heads and "
+                  "feed-forward columns, partial sums all-reduced; embeddings and heads whole in each): K x T x D "
+                  "processes under mpirun or srun")
       ->check(CLI::Range(1, 4096));
   cmd->add_option("--steps", f->steps, "Training steps (one mini-batch and one optimizer step each)")
       ->required()

@@ -83,7 +83,7 @@ PY
 # What cannot run says so in one line, exit 2: replicas without processes,
 # a launch of the wrong size, a tied embedding.
 expect_status 2 "$run" train --model $mlp -K 2 -M 2 -N 4 --steps 1 --data-parallel 2
-expect_one_error_line "launch 2 x 2 = 4 processes under mpirun or srun"
+expect_one_error_line "--data-parallel 2 runs each replica's ranks as processes: launch 4 processes under mpirun or srun"
 expect_status 2 timeout 120 "${launch[@]}" -np 2 "$run" train --model $mlp -K 2 -M 2 -N 4 --steps 1 --data-parallel 2
 ours; grep -qF "the schedule has 2 ranks in each of 2 replicas but mpirun started 2 processes: launch 2 x 2 = 4" "$tmp/ours" ||
   fail "data parallel: the launch's size: $(cat "$tmp/err")"
@@ -91,6 +91,28 @@ expect_status 2 timeout 120 "${launch[@]}" -np 4 "$run" train --model $tied -K 2
   --data-parallel 2
 ours; grep -qF "the executor does not reduce the tied matrix over replicas yet" "$tmp/ours" ||
   fail "data parallel: tied: $(cat "$tmp/err")"
+
+# Tensor parallelism: K = 2 ranks of T = 2 parts each, the blocks' heads and
+# feed-forward columns split, train as the threads do (the losses as printed),
+# and the loss stage's part 0 (world rank 2) alone reports.
+gpt=transformer:layers=3,hidden=32,heads=4,seq=16,vocab=64
+expect_status 0 "$run" train --model $gpt -K 2 -M 2 -N 8 --steps 3 --schedule 1f1b --optimizer momentum
+grep '^step [0-9]' "$tmp/out" >"$tmp/threads"
+expect_status 0 timeout 120 "${launch[@]}" -np 4 "$run" train --model $gpt -K 2 -M 2 -N 8 --steps 3 \
+  --schedule 1f1b --optimizer momentum --tensor-parallel 2
+expect_out "tensor par. each rank's blocks split over 2 processes"
+expect_out "^   1      3-4 "
+grep '^step [0-9]' "$tmp/out" >"$tmp/processes"
+cmp -s "$tmp/threads" "$tmp/processes" || fail "tensor parallel: losses differ from the threads' run: $(cat "$tmp/threads" "$tmp/processes")"
+[ "$(grep -c '^model ' "$tmp/out")" -eq 1 ] || fail "tensor parallel: more than one process reported: $(cat "$tmp/out")"
+expect_status 2 "$run" train --model $gpt -K 2 -M 2 -N 4 --steps 1 --tensor-parallel 2
+expect_one_error_line "--tensor-parallel 2 runs each rank's parts as processes: launch 4 processes under mpirun or srun"
+expect_status 2 timeout 120 "${launch[@]}" -np 3 "$run" train --model $gpt -K 1 -M 2 -N 4 --steps 1 --tensor-parallel 3
+ours; grep -qF "tensor-parallel 3 does not divide the 4 attention heads" "$tmp/ours" ||
+  fail "tensor parallel: heads: $(cat "$tmp/err")"
+expect_status 2 timeout 120 "${launch[@]}" -np 2 "$run" train --model $gpt -K 2 -M 2 -N 4 --steps 1 --tensor-parallel 2
+ours; grep -qF "the schedule has 2 ranks of 2 parts but mpirun started 2 processes: launch 2 x 2 x 1 = 4" "$tmp/ours" ||
+  fail "tensor parallel: the launch's size: $(cat "$tmp/err")"
 
 # gpipe-run profile under mpirun -np 2 measures the link between the processes
 # (a ping-pong from 8 B to 64 MiB, then the messages of the model's own K=2

@@ -7,7 +7,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
+#include <string_view>
+#include <vector>
 
+#include "exec/cpu/tensor_parallel_comm.hpp"
 #include "exec/layers/layer.hpp"
 #include "exec/runtime/tensor.hpp"
 #include "models/model.hpp"
@@ -24,5 +28,19 @@ using Layer = exec::Layer<Tensor>;
 // same weights. Throws InputError for a layer kind the CPU backend lacks.
 [[nodiscard]] std::unique_ptr<Layer> make_layer(const models::Model& model, int index,
                                                 std::uint64_t seed);
+
+// Part group.rank() of layer `index` split over a tensor-parallel `group`
+// (exec/cpu/layers/tensor_parallel_part.cpp): a transformer or llama block's
+// heads and feed-forward columns, its weights the whole layer's slice; any
+// other layer whole.
+[[nodiscard]] std::unique_ptr<Layer> make_layer_part(const models::Model& model, int index, std::uint64_t seed,
+                                                     TensorParallelComm& group);
+// Whether a layer kind is split so (the blocks), not held whole.
+[[nodiscard]] bool splits(std::string_view kind);
+// Part `part` of `parts` of parameter `param` of block `index`, from the
+// whole layer's values of it, shaped `shape` (as make_layer_part slices them).
+[[nodiscard]] std::vector<float> parameter_part(const models::Model& model, int index, std::size_t param,
+                                                std::span<const float> whole, std::span<const std::int64_t> shape,
+                                                int part, int parts);
 
 }  // namespace gpipe::exec::cpu

@@ -10,6 +10,7 @@
 
 #include "exec/cpu/layers/layer.hpp"
 #include "exec/cpu/ops/init.hpp"
+#include "exec/cpu/tensor_parallel_comm.hpp"
 
 namespace gpipe::exec::cpu {
 
@@ -19,16 +20,21 @@ namespace gpipe::exec::cpu {
                                                    const models::Layer& spec, NormalInit& init);
 [[nodiscard]] std::unique_ptr<Layer> make_embedding(const models::Model& model,
                                                     const models::Layer& spec, NormalInit& init);
+// A block (transformer_block, llama_block) of a model split over a
+// tensor-parallel group (models::split_tensor_parallel) takes the group;
+// whole, none.
 [[nodiscard]] std::unique_ptr<Layer> make_transformer_block(const models::Model& model,
                                                             const models::Layer& spec,
-                                                            NormalInit& init);
+                                                            NormalInit& init,
+                                                            TensorParallelComm* group = nullptr);
 [[nodiscard]] std::unique_ptr<Layer> make_lm_head(const models::Model& model,
                                                   const models::Layer& spec, NormalInit& init);
 [[nodiscard]] std::unique_ptr<Layer> make_token_embedding(const models::Model& model,
                                                           const models::Layer& spec,
                                                           NormalInit& init);
 [[nodiscard]] std::unique_ptr<Layer> make_llama_block(const models::Model& model,
-                                                      const models::Layer& spec, NormalInit& init);
+                                                      const models::Layer& spec, NormalInit& init,
+                                                      TensorParallelComm* group = nullptr);
 [[nodiscard]] std::unique_ptr<Layer> make_rms_head(const models::Model& model,
                                                    const models::Layer& spec, NormalInit& init);
 [[nodiscard]] std::unique_ptr<Layer> make_dit_embed(const models::Model& model,

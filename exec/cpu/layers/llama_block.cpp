@@ -3,9 +3,17 @@
 // with no biases, grouped-query causal attention (A query heads sharing G
 // key/value heads), the rotary embedding on q and k, and the attention flash
 // (keeping the log-sum-exp) or naive (keeping P) as the model says.
+//
+// Split over a tensor-parallel group of T (a model split by
+// models::split_tensor_parallel, and the group): this part holds A/T query
+// heads and G/T key/value heads of Wqkv and the matching columns of Wo, and
+// F/T of w1, w3 and w2's columns; the norms whole. Wo's and w2's outputs are
+// partial sums, summed over the group before the residual; so are the input
+// gradients of Wqkv and of w1 and w3, before the norms' backward.
 #include <fmt/format.h>
 
 #include <cstddef>
+#include <stdexcept>
 
 #include "exec/cpu/layers/kind_base.hpp"
 #include "exec/cpu/layers/layer_kinds.hpp"
@@ -28,7 +36,7 @@ using namespace models::layout::llama_block;
 
 class LlamaBlock final : public KindLayer {
  public:
-  LlamaBlock(const models::Layer& spec, const models::Model& model, NormalInit& init)
+  LlamaBlock(const models::Layer& spec, const models::Model& model, NormalInit& init, TensorParallelComm* group)
       : KindLayer(model, spec, init),
         h_(model.hidden),
         s_(model.seq),
@@ -36,7 +44,8 @@ class LlamaBlock final : public KindLayer {
         g_(model.kv_heads),
         f_(spec.ffn_width),
         theta_(model.rope_theta),
-        flash_(model.attention == models::Attention::flash) {
+        flash_(model.attention == models::Attention::flash),
+        group_(model.tensor_parallel > 1 ? group : nullptr) {
     if (a_ < 1 || g_ < 1 || h_ % a_ != 0 || a_ % g_ != 0 || (h_ / a_) % 2 != 0 || f_ < 1) {
       throw InputError(fmt::format(
           "layer {} ({}): hidden {}, heads {}, kv_heads {} and ffn width {} do not make a block "
@@ -44,6 +53,15 @@ class LlamaBlock final : public KindLayer {
           spec.name, spec.kind, h_, a_, g_, f_));
     }
     d_ = h_ / a_;
+    // This part's heads and feed-forward columns (all of them when whole).
+    const int t = model.tensor_parallel;
+    if (t > 1 && (group_ == nullptr || group_->size() != t)) {
+      throw std::logic_error(fmt::format("layer {}: split over {} without a group of {}", spec.name, t, t));
+    }
+    a_ /= t;
+    g_ /= t;
+    f_ /= t;
+    attn_ = a_ * d_;
     qkv_ = (a_ + 2 * g_) * d_;
   }
 
@@ -67,12 +85,12 @@ class LlamaBlock final : public KindLayer {
     } else {
       attention_forward(attention_shape(b), at(kQkv), at(kScores), at(kAttn));
     }
-    linear_forward({rows, h_, h_}, at(kAttn), value(kWo), nullptr, at(kA), at(kX));
+    row_parallel_forward({rows, attn_, h_}, at(kAttn), value(kWo), nullptr, at(kA), at(kX));
     rmsnorm_forward(rows, h_, at(kA), value(kNorm2), at(kNormed2), at(kRstd2));
     linear_forward({rows, h_, f_}, at(kNormed2), value(kW1), nullptr, at(kGate));
     linear_forward({rows, h_, f_}, at(kNormed2), value(kW3), nullptr, at(kUp));
     swiglu_forward(rows * f_, at(kGate), at(kUp), at(kH));
-    linear_forward({rows, f_, h_}, at(kH), value(kW2), nullptr, y.data(), at(kA));
+    row_parallel_forward({rows, f_, h_}, at(kH), value(kW2), nullptr, y.data(), at(kA));
     return y;
   }
 
@@ -96,21 +114,26 @@ class LlamaBlock final : public KindLayer {
     linear_backward_input({rows, h_, f_}, value(kW1), at(kGate), dn.data());
     gemm(Transpose::no, Transpose::no, rows, h_, f_, 1.0F, at(kUp), f_, value(kW3), h_, 1.0F,
          dn.data(), h_);
+    sum_over_group(dn);  // each part's columns' share of d norm2-out
     Tensor da = grad_output.clone(weight_account);
     rmsnorm_backward(rows, h_, at(kA), at(kRstd2), value(kNorm2), dn.data(), da.data(),
                      grad(kNorm2));
 
     // Attention, then norm1: dx = da + norm1'(Wqkv'(rope'(attn'(Wo'(da))))).
-    linear_backward_input({rows, h_, h_}, value(kWo), da.data(), dn.data());
+    Tensor dattn = attn_ == h_ ? Tensor() : Tensor::uninitialized({b, s_, attn_});
+    float* dattn_data = attn_ == h_ ? dn.data() : dattn.data();
+    linear_backward_input({rows, attn_, h_}, value(kWo), da.data(), dattn_data);
     Tensor dqkv = Tensor::uninitialized({b, s_, qkv_}, ElementType::f32, weight_account);
     if (flash_) {
-      flash_attention_backward(attention_shape(b), at(kQkv), at(kAttn), at(kScores), dn.data(),
+      flash_attention_backward(attention_shape(b), at(kQkv), at(kAttn), at(kScores), dattn_data,
                                dqkv.data());
     } else {
-      attention_backward(attention_shape(b), at(kQkv), at(kScores), dn.data(), dqkv.data());
+      attention_backward(attention_shape(b), at(kQkv), at(kScores), dattn_data, dqkv.data());
     }
+    dattn = Tensor();
     rotate(b, dqkv.data(), /*inverse=*/true);
     linear_backward_input({rows, h_, qkv_}, value(kWqkv), dqkv.data(), dn.data());
+    sum_over_group(dn);  // each part's heads' share of d norm1-out
     Tensor dx = da.clone();  // the residual's share; norm1 adds its own
     rmsnorm_backward(rows, h_, at(kX), at(kRstd1), value(kNorm1), dn.data(), dx.data(),
                      grad(kNorm1));
@@ -138,13 +161,30 @@ class LlamaBlock final : public KindLayer {
     linear_backward_weight({rows, f_, h_}, at(w::kH), at(w::kDOut), grad(kW2), nullptr);
     linear_backward_weight({rows, h_, f_}, at(w::kNormed2), at(w::kDGate), grad(kW1), nullptr);
     linear_backward_weight({rows, h_, f_}, at(w::kNormed2), at(w::kDUp), grad(kW3), nullptr);
-    linear_backward_weight({rows, h_, h_}, at(w::kAttn), at(w::kDA), grad(kWo), nullptr);
+    linear_backward_weight({rows, attn_, h_}, at(w::kAttn), at(w::kDA), grad(kWo), nullptr);
     linear_backward_weight({rows, h_, qkv_}, at(w::kNormed1), at(w::kDQkv), grad(kWqkv), nullptr);
   }
 
  private:
   [[nodiscard]] AttentionShape attention_shape(std::int64_t b) const {
-    return {.batch = b, .seq = s_, .hidden = h_, .heads = a_, .kv_heads = g_, .causal = true};
+    return {.batch = b, .seq = s_, .hidden = attn_, .heads = a_, .kv_heads = g_, .causal = true};
+  }
+
+  // y = x W^T + residual, where x W^T is this part's share of a row-parallel
+  // Linear when split: summed over the group first, then the residual added.
+  void row_parallel_forward(const LinearShape& shape, const float* x, const float* w, const float* bias, float* y,
+                            const float* residual) {
+    if (group_ == nullptr) {
+      linear_forward(shape, x, w, bias, y, residual);
+      return;
+    }
+    linear_forward(shape, x, w, nullptr, y);
+    group_->all_reduce_sum({y, static_cast<std::size_t>(shape.rows * shape.out)});
+    add_bias_and_residual(shape, bias, residual, y);
+  }
+
+  void sum_over_group(Tensor& partial) {
+    if (group_ != nullptr) group_->all_reduce_sum(partial.f32());
   }
 
   // The rotary embedding of q's A heads and k's G heads in a packed qkv
@@ -170,15 +210,17 @@ class LlamaBlock final : public KindLayer {
   std::int64_t f_;
   std::int64_t theta_;
   bool flash_;
+  TensorParallelComm* group_;  // null when whole
   std::int64_t d_ = 0;
-  std::int64_t qkv_ = 0;
+  std::int64_t attn_ = 0;  // this part's heads' width, A/T d
+  std::int64_t qkv_ = 0;   // its packed q, k, v: (A + 2G)/T d
 };
 
 }  // namespace
 
 std::unique_ptr<Layer> make_llama_block(const models::Model& model, const models::Layer& spec,
-                                        NormalInit& init) {
-  return std::make_unique<LlamaBlock>(spec, model, init);
+                                        NormalInit& init, TensorParallelComm* group) {
+  return std::make_unique<LlamaBlock>(spec, model, init, group);
 }
 
 }  // namespace gpipe::exec::cpu

@@ -9,6 +9,19 @@
 #include "schedules/error.hpp"
 
 namespace gpipe::exec::cpu {
+namespace {
+
+// The blocks whole (a part of a split one: make_layer_part).
+std::unique_ptr<Layer> make_whole_transformer_block(const models::Model& model, const models::Layer& spec,
+                                                    NormalInit& init) {
+  return make_transformer_block(model, spec, init);
+}
+std::unique_ptr<Layer> make_whole_llama_block(const models::Model& model, const models::Layer& spec,
+                                              NormalInit& init) {
+  return make_llama_block(model, spec, init);
+}
+
+}  // namespace
 
 std::unique_ptr<Layer> make_layer(const models::Model& model, int index, std::uint64_t seed) {
   if (index < 0 || static_cast<std::size_t>(index) >= model.layers.size()) {
@@ -20,10 +33,10 @@ std::unique_ptr<Layer> make_layer(const models::Model& model, int index, std::ui
       {models::layer_kind::mlp_block, &make_mlp_block},
       {models::layer_kind::mse_loss, &make_mse_loss},
       {models::layer_kind::embedding, &make_embedding},
-      {models::layer_kind::transformer_block, &make_transformer_block},
+      {models::layer_kind::transformer_block, &make_whole_transformer_block},
       {models::layer_kind::lm_head, &make_lm_head},
       {models::layer_kind::token_embedding, &make_token_embedding},
-      {models::layer_kind::llama_block, &make_llama_block},
+      {models::layer_kind::llama_block, &make_whole_llama_block},
       {models::layer_kind::rms_head, &make_rms_head},
       {models::layer_kind::dit_embed, &make_dit_embed},
       {models::layer_kind::dit_block, &make_dit_block},

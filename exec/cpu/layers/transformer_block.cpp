@@ -2,9 +2,17 @@
 //   a = x + Wo attn(LN1(x)) + bo,   y = a + W2 gelu(W1 LN2(a) + b1) + b2,
 // with biases on every Linear and causal attention over A heads (naive,
 // keeping P, or flash, keeping its log-sum-exp, as the model's attn= says).
+//
+// Split over a tensor-parallel group of T (a model split by
+// models::split_tensor_parallel, and the group): this part holds A/T heads of
+// Wqkv and bqkv and the matching columns of Wo, and F/T of W1, b1 and W2's
+// columns; the LayerNorms and bo, b2 whole. Wo's and W2's outputs are
+// partial sums, summed over the group before the bias and the residual; so
+// are the input gradients of Wqkv and W1, before the LayerNorms' backward.
 #include <fmt/format.h>
 
 #include <cstddef>
+#include <stdexcept>
 
 #include "exec/cpu/layers/kind_base.hpp"
 #include "exec/cpu/layers/layer_kinds.hpp"
@@ -25,18 +33,28 @@ using namespace models::layout::transformer_block;
 
 class TransformerBlock final : public KindLayer {
  public:
-  TransformerBlock(const models::Layer& spec, const models::Model& model, NormalInit& init)
+  TransformerBlock(const models::Layer& spec, const models::Model& model, NormalInit& init,
+                   TensorParallelComm* group)
       : KindLayer(model, spec, init),
         h_(model.hidden),
         s_(model.seq),
         a_(model.heads),
         f_(spec.ffn_width),
-        flash_(model.attention == models::Attention::flash) {
+        flash_(model.attention == models::Attention::flash),
+        group_(model.tensor_parallel > 1 ? group : nullptr) {
     if (a_ < 1 || h_ % a_ != 0 || f_ < 1) {
       throw InputError(fmt::format(
           "layer {} ({}): hidden {} is not split evenly by heads {} or ffn width {} < 1", spec.name,
           spec.kind, h_, a_, f_));
     }
+    // This part's heads and feed-forward columns (all of them when whole).
+    const int t = model.tensor_parallel;
+    if (t > 1 && (group_ == nullptr || group_->size() != t)) {
+      throw std::logic_error(fmt::format("layer {}: split over {} without a group of {}", spec.name, t, t));
+    }
+    a_ /= t;
+    f_ /= t;
+    attn_ = h_ / t;
   }
 
   Tensor forward(Tensor input, const Tensor* /*target*/, Stash& stash,
@@ -55,18 +73,18 @@ class TransformerBlock final : public KindLayer {
 
     layernorm_forward(rows, h_, at(kX), value(kGamma1), value(kBeta1), at(kNormed1),
                       at(kStats1));
-    linear_forward({rows, h_, 3 * h_}, at(kNormed1), value(kWqkv), value(kBqkv), at(kQkv));
+    linear_forward({rows, h_, 3 * attn_}, at(kNormed1), value(kWqkv), value(kBqkv), at(kQkv));
     if (flash_) {
-      flash_attention_forward({b, s_, h_, a_}, at(kQkv), at(kAttn), at(kProbs));
+      flash_attention_forward({b, s_, attn_, a_}, at(kQkv), at(kAttn), at(kProbs));
     } else {
-      attention_forward({b, s_, h_, a_}, at(kQkv), at(kProbs), at(kAttn));
+      attention_forward({b, s_, attn_, a_}, at(kQkv), at(kProbs), at(kAttn));
     }
-    linear_forward({rows, h_, h_}, at(kAttn), value(kWo), value(kBo), at(kA), at(kX));
+    row_parallel_forward({rows, attn_, h_}, at(kAttn), value(kWo), value(kBo), at(kA), at(kX));
     layernorm_forward(rows, h_, at(kA), value(kGamma2), value(kBeta2), at(kNormed2),
                       at(kStats2));
     linear_forward({rows, h_, f_}, at(kNormed2), value(kW1), value(kB1), at(kPreGelu));
     gelu_forward(rows * f_, at(kPreGelu), at(kGelu));
-    linear_forward({rows, f_, h_}, at(kGelu), value(kW2), value(kB2), y.data(), at(kA));
+    row_parallel_forward({rows, f_, h_}, at(kGelu), value(kW2), value(kB2), y.data(), at(kA));
     return y;
   }
 
@@ -90,20 +108,25 @@ class TransformerBlock final : public KindLayer {
     // One [rows, H] scratch, reused by each step below in turn.
     Tensor dh = Tensor::uninitialized({b, s_, h_});
     linear_backward_input({rows, h_, f_}, value(kW1), dpre, dh.data());
+    sum_over_group(dh);  // each part's columns' share of d LN2-out
     Tensor da = grad_output.clone(weight_account);
     layernorm_backward(rows, h_, at(kA), at(kStats2), value(kGamma2), dh.data(), da.data(),
                        grad(kGamma2), grad(kBeta2));
 
     // Attention branch, then LN1: dx = da + LN1'(Wqkv'(attn'(Wo'(da)))).
-    linear_backward_input({rows, h_, h_}, value(kWo), da.data(), dh.data());
-    Tensor dqkv = Tensor::uninitialized({b, s_, 3 * h_}, ElementType::f32, weight_account);
+    Tensor dattn = attn_ == h_ ? Tensor() : Tensor::uninitialized({b, s_, attn_});
+    float* dattn_data = attn_ == h_ ? dh.data() : dattn.data();
+    linear_backward_input({rows, attn_, h_}, value(kWo), da.data(), dattn_data);
+    Tensor dqkv = Tensor::uninitialized({b, s_, 3 * attn_}, ElementType::f32, weight_account);
     if (flash_) {
-      flash_attention_backward({b, s_, h_, a_}, at(kQkv), at(kAttn), at(kProbs), dh.data(),
+      flash_attention_backward({b, s_, attn_, a_}, at(kQkv), at(kAttn), at(kProbs), dattn_data,
                                dqkv.data());
     } else {
-      attention_backward({b, s_, h_, a_}, at(kQkv), at(kProbs), dh.data(), dqkv.data());
+      attention_backward({b, s_, attn_, a_}, at(kQkv), at(kProbs), dattn_data, dqkv.data());
     }
-    linear_backward_input({rows, h_, 3 * h_}, value(kWqkv), dqkv.data(), dh.data());
+    dattn = Tensor();
+    linear_backward_input({rows, h_, 3 * attn_}, value(kWqkv), dqkv.data(), dh.data());
+    sum_over_group(dh);  // each part's heads' share of d LN1-out
     Tensor dx = da.clone();  // the residual's share; LN1 adds its own
     layernorm_backward(rows, h_, at(kX), at(kStats1), value(kGamma1), dh.data(), dx.data(),
                        grad(kGamma1), grad(kBeta1));
@@ -128,24 +151,44 @@ class TransformerBlock final : public KindLayer {
     auto at = [&](w::Kept k) { return weight_stash.tensors[k].data(); };
     linear_backward_weight({rows, f_, h_}, at(w::kGelu), at(w::kDOut), grad(kW2), grad(kB2));
     linear_backward_weight({rows, h_, f_}, at(w::kNormed2), at(w::kDPreGelu), grad(kW1), grad(kB1));
-    linear_backward_weight({rows, h_, h_}, at(w::kAttn), at(w::kDA), grad(kWo), grad(kBo));
-    linear_backward_weight({rows, h_, 3 * h_}, at(w::kNormed1), at(w::kDQkv), grad(kWqkv),
+    linear_backward_weight({rows, attn_, h_}, at(w::kAttn), at(w::kDA), grad(kWo), grad(kBo));
+    linear_backward_weight({rows, h_, 3 * attn_}, at(w::kNormed1), at(w::kDQkv), grad(kWqkv),
                            grad(kBqkv));
   }
 
  private:
+  // y = x W^T + bias + residual, where x W^T is this part's share of a
+  // row-parallel Linear when split: summed over the group first, then the
+  // bias (whole in every part) and the residual added once.
+  void row_parallel_forward(const LinearShape& shape, const float* x, const float* w, const float* bias, float* y,
+                            const float* residual) {
+    if (group_ == nullptr) {
+      linear_forward(shape, x, w, bias, y, residual);
+      return;
+    }
+    linear_forward(shape, x, w, nullptr, y);
+    group_->all_reduce_sum({y, static_cast<std::size_t>(shape.rows * shape.out)});
+    add_bias_and_residual(shape, bias, residual, y);
+  }
+
+  void sum_over_group(Tensor& partial) {
+    if (group_ != nullptr) group_->all_reduce_sum(partial.f32());
+  }
+
   std::int64_t h_;
   std::int64_t s_;
   std::int64_t a_;
   std::int64_t f_;
   bool flash_;  // attn=flash: the kProbs slot holds the log-sum-exp [A,S]
+  TensorParallelComm* group_;  // null when whole
+  std::int64_t attn_ = 0;      // this part's heads' width, H/T
 };
 
 }  // namespace
 
 std::unique_ptr<Layer> make_transformer_block(const models::Model& model, const models::Layer& spec,
-                                              NormalInit& init) {
-  return std::make_unique<TransformerBlock>(spec, model, init);
+                                              NormalInit& init, TensorParallelComm* group) {
+  return std::make_unique<TransformerBlock>(spec, model, init, group);
 }
 
 }  // namespace gpipe::exec::cpu

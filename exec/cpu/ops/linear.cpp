@@ -47,6 +47,20 @@ void linear_forward(const LinearShape& shape, const float* x, const float* w, co
   gemm(Transpose::no, Transpose::yes, rows, out, in, 1.0F, x, in, w, in, seeded ? 1.0F : 0.0F, y, out);
 }
 
+void add_bias_and_residual(const LinearShape& shape, const float* bias, const float* residual, float* y) {
+  const std::int64_t rows = shape.rows;
+  const std::int64_t out = shape.out;
+  if (bias == nullptr && residual == nullptr) return;
+  for_element_ranges(rows, out, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t r = begin; r < end; ++r) {
+      float* yr = y + r * out;
+      const float* rr = residual == nullptr ? nullptr : residual + r * out;
+#pragma omp simd
+      for (std::int64_t j = 0; j < out; ++j) yr[j] += (bias == nullptr ? 0.0F : bias[j]) + (rr == nullptr ? 0.0F : rr[j]);
+    }
+  });
+}
+
 void linear_backward_input(const LinearShape& shape, const float* w, const float* dy, float* dx) {
   const auto [rows, in, out] = shape;
   gemm(Transpose::no, Transpose::no, rows, in, out, 1.0F, dy, out, w, in, 0.0F, dx, in);

@@ -19,6 +19,11 @@ struct LinearShape {
 void linear_forward(const LinearShape& shape, const float* x, const float* w, const float* bias,
                     float* y, const float* residual = nullptr);
 
+// y[rows,out] += bias[out] + residual[rows,out] (either may be null): what
+// linear_forward adds, added after the product instead (a tensor-parallel
+// row-parallel Linear sums its parts' products over the group first).
+void add_bias_and_residual(const LinearShape& shape, const float* bias, const float* residual, float* y);
+
 // The backward in its two halves, which a split backward runs as I and W (a
 // full backward runs both, the input half first):
 // the input gradient dx[rows,in] = dy[rows,out] W (overwritten);

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# Data parallelism's transparency over MPI, for T = 1 and K, D in {1, 2, 4}
-# with K x D up to 4: every process of each launch trains its rank of its
-# replica and checks its weights (and the reporter every step's loss) against
-# one process training the global batch on one stage
-# (data_parallel_transparency.cpp). The models: the MLP under GPipe, 1F1B,
+# Data and tensor parallelism's transparency over MPI, for T, K, D in
+# {1, 2, 4} with T x K x D up to 4: every process of each launch trains its
+# part of its rank of its replica and checks its weights (and the reporter
+# every step's loss) against one process training the global batch on one
+# stage (parallel_transparency.cpp). The models: the MLP under GPipe, 1F1B,
 # interleaved 1F1B and ZB-V (whose reduction starts after a stage's last W),
 # with momentum, and with AdamW; llama (GQA) with momentum and with SGD.
 # Exit 77 (skipped) where there is no mpirun.
-# Usage: data_parallel_transparency_test.sh PROGRAM
+# Usage: parallel_transparency_test.sh PROGRAM
 set -u
 program=$1
 command -v mpirun >/dev/null || { echo "no mpirun: skipped"; exit 77; }
@@ -16,10 +16,11 @@ launch=(mpirun --oversubscribe)
 mlp=mlp:layers=4,hidden=16
 llama=llama:layers=2,hidden=16,heads=4,kv_heads=2,ffn=24,seq=8,vocab=32
 failed=0
-check() {  # MODEL SCHEDULE K D M N OPTIMIZER
-  local processes=$(($3 * $4))
+check() {  # MODEL SCHEDULE K D M N OPTIMIZER [T]
+  local parts=${8:-1}
+  local processes=$(($3 * $4 * parts))
   local out
-  out=$(timeout 240 "${launch[@]}" -np $processes "$program" "$1" "$2" "$3" "$4" "$5" "$6" 3 "$7" 2>&1)
+  out=$(timeout 240 "${launch[@]}" -np $processes "$program" "$1" "$2" "$3" "$4" "$5" "$6" 3 "$7" "$parts" 2>&1)
   local status=$?
   local equal
   equal=$(grep -c ': equal, ' <<<"$out")
@@ -40,4 +41,14 @@ check $llama 1f1b 2 2 2 2 momentum
 check $llama gpipe 1 2 2 2 sgd
 check $mlp interleaved-1f1b 2 2 4 4 momentum
 check $mlp zbv 2 2 4 4 momentum
+# Tensor parallelism: the blocks' heads and feed-forward columns over T = 2
+# (the transformer's biases too), alone, with K = 2 and with D = 2.
+gpt=transformer:layers=3,hidden=32,heads=4,seq=16,vocab=64
+check $gpt gpipe 1 1 2 4 momentum 2
+check $gpt gpipe 1 1 2 4 adamw 2
+check $gpt 1f1b 2 1 2 4 momentum 2
+check $gpt gpipe 1 2 2 4 momentum 2
+check $llama 1f1b 2 1 2 2 momentum 2
+check $llama gpipe 1 2 2 2 sgd 2
+check $gpt gpipe 1 1 2 4 momentum 4
 exit $failed

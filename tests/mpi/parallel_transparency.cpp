@@ -1,13 +1,15 @@
-// Data parallelism's transparency over MPI (issue: "losses and weights equal
-// the one-process run within 1e-5"), run as every process of a launch:
-//   mpirun -np K*D data_parallel_transparency MODEL SCHEDULE K D M N STEPS OPTIMIZER
-// Each process trains its rank of its replica (D replicas of a K-stage
-// pipeline, M micro-batches of a replica's N samples), then trains the same
-// model alone on one stage with one micro-batch of the global batch D x N,
-// and compares: its own stages' weights, and on the reporter every step's
-// loss, within tests/exec/transparency_support.hpp's tolerance (1e-5
-// relative; AdamW's weights 1e-3). Prints one line per process and exits 1
-// on a mismatch, 2 on bad arguments.
+// Data and tensor parallelism's transparency over MPI ("losses and weights
+// equal the one-process run within 1e-5"), run as every process of a launch:
+//   mpirun -np K*T*D parallel_transparency MODEL SCHEDULE K D M N STEPS OPTIMIZER [T]
+// Each process trains its part of its rank of its replica (D replicas of a
+// K-stage pipeline whose blocks are split over T processes, M micro-batches
+// of a replica's N samples), then trains the same model alone on one stage
+// with one micro-batch of the global batch D x N, and compares: its own
+// stages' weights (a block's, the slice of the reference's its part holds),
+// and on the reporter every step's loss, within
+// tests/exec/transparency_support.hpp's tolerance (1e-5 relative; AdamW's
+// weights 1e-3). Prints one line per process and exits 1 on a mismatch, 2
+// on bad arguments.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -40,9 +42,24 @@ double relative(const std::vector<float>& a, const std::vector<float>& b) {
   return norm == 0 ? std::sqrt(diff) : std::sqrt(diff / norm);
 }
 
+// The reference's values of layer `l` as part `part` of `parts` holds them:
+// a block's slices (exec/cpu/layers/tensor_parallel_part.cpp), the rest whole.
+std::vector<std::vector<float>> part_of(const models::Model& model, std::size_t l,
+                                        const std::vector<std::vector<float>>& whole, int part, int parts,
+                                        std::uint64_t seed) {
+  if (!exec::cpu::splits(model.layers.at(l).kind)) return whole;
+  const auto shapes = exec::cpu::make_layer(model, static_cast<int>(l), seed);
+  std::vector<std::vector<float>> out;
+  for (std::size_t p = 0; p < whole.size(); ++p) {
+    out.push_back(exec::cpu::parameter_part(model, static_cast<int>(l), p, whole[p],
+                                            shapes->parameters().at(p).value.shape(), part, parts));
+  }
+  return out;
+}
+
 int run(int argc, char** argv) {
-  if (argc != 9) {
-    std::fprintf(stderr, "usage: %s MODEL SCHEDULE K D M N STEPS OPTIMIZER\n", argv[0]);
+  if (argc != 9 && argc != 10) {
+    std::fprintf(stderr, "usage: %s MODEL SCHEDULE K D M N STEPS OPTIMIZER [T]\n", argv[0]);
     return 2;
   }
   RunConfig c;
@@ -58,6 +75,7 @@ int run(int argc, char** argv) {
   exec::mpi::MpiWorld world;
   exec::TrainOptions options = exec::trainer_test::options_for(c);
   options.schedule.data_parallel = replicas;
+  options.tensor_parallel = argc == 10 ? std::stoi(argv[9]) : 1;
   // K x V stages for the interleaved and V-shaped schedules.
   options.partition =
       models::partition_uniform(static_cast<int>(options.model.layers.size()), options.schedule.num_stages);
@@ -71,15 +89,17 @@ int run(int argc, char** argv) {
   const exec::TrainResult reference = exec::cpu::train(exec::trainer_test::options_for(one));
 
   // This process's stages: the rank's, of the pipeline's uniform partition.
-  const int rank = world.rank() % c.stages;
+  const int parts = options.tensor_parallel;
+  const int rank = (world.rank() / parts) % c.stages;
+  const int part = world.rank() % parts;
   std::vector<int> layers;
   for (int s = 0; s < options.schedule.num_stages; ++s) {
     if (options.schedule.rank_of(schedules::Stage{s}).value == rank) {
       for (int l = options.partition.first_layer(s); l < options.partition.end_layer(s); ++l) layers.push_back(l);
     }
   }
-  const std::string who = fmt::format("K={} D={} process {} (replica {}, rank {})", c.stages, replicas, world.rank(),
-                                      world.rank() / c.stages, rank);
+  const std::string who = fmt::format("T={} K={} D={} process {} (replica {}, rank {}, part {})", parts, c.stages,
+                                      replicas, world.rank(), world.rank() / (c.stages * parts), rank, part);
   if (result.weights.size() != layers.size()) {
     std::printf("%s: %zu layers' weights, expected %zu\n", who.c_str(), result.weights.size(), layers.size());
     return 1;
@@ -88,7 +108,9 @@ int run(int argc, char** argv) {
   double worst_weight = 0;
   for (std::size_t i = 0; i < layers.size(); ++i) {
     const auto& mine = result.weights[i];
-    const auto& ref = reference.weights.at(static_cast<std::size_t>(layers[i]));
+    const auto l = static_cast<std::size_t>(layers[i]);
+    std::vector<std::vector<float>> ref = reference.weights.at(l);
+    if (parts > 1) ref = part_of(options.model, l, ref, part, parts, options.seed);
     for (std::size_t p = 0; p < ref.size(); ++p) worst_weight = std::max(worst_weight, relative(mine.at(p), ref[p]));
   }
   double worst_loss = 0;
