@@ -116,7 +116,9 @@ void run_pass(ProfiledModel& pm, SizeRuns& s, bool first, bool timed, bool forwa
 ProfiledModel profiled_model(const models::Model& model, const ProfilerOptions& options) {
   ProfiledModel pm;
   for (int index = 0; index < static_cast<int>(model.layers.size()); ++index) {
-    pm.layers.push_back(make_layer(model, index, options.seed));
+    pm.layers.push_back(options.tensor_parallel != nullptr
+                            ? make_layer_part(model, index, options.seed, *options.tensor_parallel)
+                            : make_layer(model, index, options.seed));
     pm.optimizers.emplace_back(options.optimizer, pm.layers.back()->parameters());
   }
   pm.step_us.resize(model.layers.size());
@@ -276,6 +278,7 @@ profiles::Profile profile_cpu(const models::Model& model, std::span<const int> m
   profile.dtype = "fp32";
   profile.model = model.spec;
   if (options.forward_only) profile.workload = "inference";
+  if (options.tensor_parallel != nullptr) profile.tensor_parallel = options.tensor_parallel->size();
   profile.link = {.latency_us = measure_handoff_latency_us(options.link_round_trips),
                   .bandwidth_GBps = kInProcessBandwidthGBps};
   // One generator for the output gradients, seeded apart from the weights;
@@ -337,7 +340,9 @@ profiles::Profile profile_cpu(const models::Model& model, std::span<const int> m
     profile.layers.push_back(std::move(lp));
   }
   const int cores = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
-  const int peers = options.threads_per_rank > 1   ? 0
+  // (A part of a tensor-parallel group cannot: its replicas' blocks would sum
+  // over the group from several threads at once.)
+  const int peers = options.threads_per_rank > 1 || options.tensor_parallel != nullptr ? 0
                     : options.contention_peers < 0 ? std::min(cores - 1, kMaxContentionPeers)
                                                    : std::min(options.contention_peers, cores - 1);
   // At 1, 2, 4, ... peers and at the most, between which the simulator interpolates.

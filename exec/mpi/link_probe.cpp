@@ -3,10 +3,14 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <memory>
+#include <optional>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "exec/mpi/failure_watch.hpp"
+#include "exec/mpi/mpi_tensor_parallel.hpp"
 #include "exec/mpi/mpi_world.hpp"
 #include "exec/mpi/world_training.hpp"
 #include "plan/microbatches.hpp"
@@ -189,6 +193,21 @@ ProbedLink probe_mpi_link(const LinkProbeOptions& options) {
         if (options.on_pipeline) options.on_pipeline(size, measured.median_us);
       }
     }
+  }
+  if (options.in_world) {
+    std::optional<FailureWatch> watch;
+    std::unique_ptr<MpiTensorParallel> group;
+    if (options.tensor_parallel > 1) {
+      if (world.size() != options.tensor_parallel) {
+        throw InputError(fmt::format("--tensor-parallel {} profiles the {} parts of one rank, one process each: start "
+                                     "it with mpirun -np {}, not {}",
+                                     options.tensor_parallel, options.tensor_parallel, options.tensor_parallel,
+                                     world.size()));
+      }
+      watch.emplace(world);
+      group = std::make_unique<MpiTensorParallel>(world, *watch, MPI_COMM_WORLD);
+    }
+    options.in_world(group.get());
   }
   if (world.rank() == 0) {
     const std::string host0(hosts.data());

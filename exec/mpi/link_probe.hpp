@@ -31,6 +31,10 @@
 #include "models/model.hpp"
 #include "profiles/profile.hpp"
 
+namespace gpipe::exec::cpu {
+class TensorParallelComm;  // exec/cpu/tensor_parallel_comm.hpp
+}  // namespace gpipe::exec::cpu
+
 namespace gpipe::exec::mpi {
 
 // Runs of each size, their messages pooled: one step's few messages are too
@@ -57,6 +61,12 @@ struct LinkProbeOptions {
   // Called on rank 0 as each micro-batch size's pipeline is measured: the
   // size, and its messages' median time in us.
   std::function<void(int micro_batch_size, double median_us)> on_pipeline;
+  // When set, called on every process once the link is measured, while MPI
+  // still runs: with tensor_parallel T > 1 (the launch's size), with the
+  // world as one rank's tensor-parallel group, so that its T parts profile
+  // their layers together; else with null.
+  int tensor_parallel = 1;
+  std::function<void(cpu::TensorParallelComm* group)> in_world;
 };
 
 // One micro-batch size's pipeline messages: their median time.
@@ -82,9 +92,10 @@ struct ProbedLink {
 };
 
 // Collective: every process of the launch calls it (ranks past 1 only wait).
-// Starts and ends MPI. Throws InputError with fewer than two processes, or a
-// pipeline asked of more than two; RunError without MPI in this build or
-// when MPI or a run fails.
+// Starts and ends MPI. Throws InputError with fewer than two processes, a
+// pipeline asked of more than two, or a tensor-parallel group of another
+// size than the launch's; RunError without MPI in this build or when MPI or a
+// run fails.
 [[nodiscard]] ProbedLink probe_mpi_link(const LinkProbeOptions& options);
 
 }  // namespace gpipe::exec::mpi

@@ -13,6 +13,10 @@
 
 namespace gpipe::exec {
 
+namespace cpu {
+class TensorParallelComm;  // exec/cpu/tensor_parallel_comm.hpp
+}  // namespace cpu
+
 struct ProfilerOptions {
   int warmup = 2;   // untimed passes over every size
   int repeats = 5;  // timed passes; the medians are kept
@@ -31,6 +35,11 @@ struct ProfilerOptions {
   // of the forwards alone, no backward or optimizer step, so that each forward
   // finds the caches as a stream of forwards leaves them; backward times 0.
   bool forward_only = false;
+  // cpu: the layers as one part of a tensor-parallel group (every process of
+  // the group profiles at once, each part's blocks summing over it): the
+  // profile is one part's, Profile::tensor_parallel the group's size. Null:
+  // the layers whole. No contention is measured with one.
+  cpu::TensorParallelComm* tensor_parallel = nullptr;
   // Progress: after each pass over every size (warm-up passes included), then
   // once per layer with its finished profile.
   std::function<void(int pass, int passes)> on_pass;

@@ -17,6 +17,7 @@
 #include "cli/path_flag.hpp"
 #include "cli/progress.hpp"
 #include "cli/units.hpp"
+#include "exec/cpu/tensor_parallel_comm.hpp"
 #include "exec/mpi/link_probe.hpp"
 #include "exec/profiling/profiler_options.hpp"
 #include "exec/tool/backend_flags.hpp"
@@ -24,6 +25,7 @@
 #include "exec/tool/run_flags.hpp"
 #include "models/model_spec.hpp"
 #include "models/optimizer.hpp"
+#include "models/tensor_parallel.hpp"
 #include "profiles/link_fit.hpp"
 #include "profiles/stage_costs.hpp"
 #include "schedules/error.hpp"
@@ -37,6 +39,7 @@ struct ProfileFlags {
   std::string backend = "cpu";
   std::string model;
   std::string micro_batch_sizes;
+  int tensor_parallel = 1;  // under mpirun -np T: one part of each block, the T processes at once
   std::string out;
   int warmup = 2;
   int repeats = 5;
@@ -163,12 +166,30 @@ int run_profile(const ProfileFlags& f) {
   // process joins (a ping-pong, then the model's own pipeline); then rank 0
   // alone measures the layers and writes the profile.
   std::optional<exec::mpi::ProbedLink> probed;
+  if (f.tensor_parallel > 1 && (f.backend != "cpu" || launch.world_size != f.tensor_parallel)) {
+    throw InputError(fmt::format("--tensor-parallel {} profiles one rank's {} parts, one process each: start it "
+                                 "with --backend cpu under mpirun -np {} (or srun -n {})",
+                                 f.tensor_parallel, f.tensor_parallel, f.tensor_parallel, f.tensor_parallel));
+  }
+  // With tensor parallelism the T processes measure the layers together,
+  // each its part, while MPI runs; rank 0 writes the profile.
+  std::optional<profiles::Profile> measured;
   if (f.backend == "cpu" && launch.world_size > 1) {
     exec::mpi::LinkProbeOptions probe;
+    if (f.tensor_parallel > 1) {
+      (void)models::split_tensor_parallel(model, {.degree = f.tensor_parallel});  // its one-line error first
+      probe.tensor_parallel = f.tensor_parallel;
+      probe.in_world = [&](exec::cpu::TensorParallelComm* group) {
+        exec::ProfilerOptions part = options;
+        part.tensor_parallel = group;
+        if (group->rank() != 0) part.on_pass = nullptr, part.on_layer = nullptr;
+        measured = measure_profile(f.backend, f.cuda, f.stages, model, sizes, part);
+      };
+    }
     probe.on_point = [](const profiles::LinkPoint& p) {
       std::cerr << fmt::format("link {:>9} one way {}\n", format_bytes(p.bytes), format_time_us(p.one_way_us));
     };
-    if (f.link_fit == "pipeline" && model.layers.size() >= 2) {
+    if (f.link_fit == "pipeline" && model.layers.size() >= 2 && launch.world_size == 2) {
       probe.pipeline = exec::mpi::PipelineProbe{.model = model,
                                                 .micro_batch_sizes = sizes,
                                                 .threads_per_rank = options.threads_per_rank,
@@ -181,7 +202,8 @@ int run_profile(const ProfileFlags& f) {
     probed = exec::mpi::probe_mpi_link(probe);
     if (probed->rank != 0) return 0;
   }
-  profiles::Profile profile = measure_profile(f.backend, f.cuda, f.stages, model, sizes, options);
+  profiles::Profile profile =
+      measured ? std::move(*measured) : measure_profile(f.backend, f.cuda, f.stages, model, sizes, options);
   if (probed) profile.link = link_of(*probed, profile);
   profiles::write_profile(profile, f.out);
   const std::vector<profiles::LinkPoint>& fitted =
@@ -234,6 +256,11 @@ Subcommand add_profile_run_command(CLI::App& app) {
   cmd->add_option("--optimizer", f->optimizer, "Optimizer whose step optimizer_us times")
       ->check(CLI::IsMember(models::optimizer_names()))
       ->capture_default_str();
+  cmd->add_option("--tensor-parallel", f->tensor_parallel,
+                  "cpu under mpirun -np T: measure one rank's transformer or llama blocks split over T processes "
+                  "(each process its part, the parts summing over MPI as gpipe-run train --tensor-parallel does); "
+                  "the profile is part 0's, its tensor_parallel T")
+      ->check(CLI::Range(1, 4096));
   cmd->add_option("--stages", f->stages,
                   "Measure as each rank of a K-stage run computes: cpu, with its threads (cores / K unless "
                   "--threads-per-rank); cuda, in its SM partition")

@@ -67,7 +67,8 @@ struct ValidateFlags {
   int warmup = 2;
   int repeats = 5;
   std::string launcher;  // "": every configuration in this process
-  int data_parallel = 1;  // replicas of every configuration (under the launcher)
+  int data_parallel = 1;    // replicas of every configuration (under the launcher)
+  int tensor_parallel = 1;  // parts of every rank's blocks (under the launcher)
   InferenceValidateFlags inference;
 };
 
@@ -240,7 +241,7 @@ void print_reduction_summary(const std::vector<exec::CalibrationRow>& rows) {
   std::cout << "\n";
 }
 
-void print_summary(const std::vector<exec::CalibrationRow>& rows) {
+void print_summary(const std::vector<exec::CalibrationRow>& rows, int tensor_parallel) {
   const auto run = static_cast<std::size_t>(
       std::count_if(rows.begin(), rows.end(), [](const auto& r) { return r.ok(); }));
   std::cout << fmt::format("\n{} configurations: {} run, {} skipped (cannot exist)\n", rows.size(), run,
@@ -251,11 +252,13 @@ void print_summary(const std::vector<exec::CalibrationRow>& rows) {
   // Ranks are threads: with more of them than hardware threads they take
   // turns on the cores, which the simulator (one processor per rank) does not model.
   const int cores = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
-  const auto fits_cores = [cores](const auto& r) { return r.request.stages * r.request.data_parallel <= cores; };
+  const auto fits_cores = [cores, parts = tensor_parallel](const auto& r) {
+    return r.request.stages * r.request.data_parallel * parts <= cores;
+  };
   const ErrorSummary fits = summarise(rows, fits_cores);
   if (fits.count < all.count && fits.worst != nullptr) {
-    std::cout << fmt::format("  with K x D <= {} (this machine's hardware threads): {}\n", cores, error_line(fits));
-    print_noise_summary(rows, fits_cores, fmt::format(" with K x D <= {}", cores));
+    std::cout << fmt::format("  with K x T x D <= {} (this machine's hardware threads): {}\n", cores, error_line(fits));
+    print_noise_summary(rows, fits_cores, fmt::format(" with K x T x D <= {}", cores));
   } else {
     print_noise_summary(rows, fits_cores, "");
   }
@@ -301,14 +304,17 @@ profiles::Profile launched_profile(const ValidateFlags& f, const models::Model& 
   if (f.inference.inference()) {  // forwards alone, as the stream runs them
     args.insert(args.end(), {"--workload", "inference"});
   }
-  const Launcher::Outcome outcome = launcher.run(2, args);
+  // With tensor parallelism one rank's T parts measure their layers together.
+  if (f.tensor_parallel > 1) args.insert(args.end(), {"--tensor-parallel", std::to_string(f.tensor_parallel)});
+  const int processes = std::max(2, f.tensor_parallel);
+  const Launcher::Outcome outcome = launcher.run(processes, args);
   if (outcome.status != 0) throw RunError("measuring the profile: " + failure_of(outcome));
   profiles::Profile profile = profiles::load_profile(path);
   if (f.save_profile.empty()) std::filesystem::remove(path);
   if (announce && !f.json) {
     std::cout << fmt::format("profile     measured now by `{}` at micro-batch sizes {} ({}, {}); link {:.2f} us + "
                              "bytes at {:.2f} GB/s, fitted to {}{}\n",
-                             launcher.prefix(2) + " gpipe-run profile", fmt::join(sizes, ","), profile.device,
+                             launcher.prefix(processes) + " gpipe-run profile", fmt::join(sizes, ","), profile.device,
                              profile.dtype, profile.link.latency_us, profile.link.bandwidth_GBps,
                              profile.link.measured_with, f.save_profile.empty() ? "" : ", saved to " + f.save_profile);
   }
@@ -334,8 +340,10 @@ exec::TrainResult launched_training(const ValidateFlags& f, const exec::TrainOpt
                                    fmt::format("{}", t.watchdog_seconds), "--threads-per-rank",
                                    std::to_string(t.threads_per_rank), "--measure-steps",
                                    std::to_string(t.measured_steps), "--trace", trace_path, "--json",
-                                   "--data-parallel", std::to_string(t.schedule.data_parallel)};
-  const Launcher::Outcome outcome = launcher.run(t.schedule.num_ranks * t.schedule.data_parallel, args);
+                                   "--data-parallel", std::to_string(t.schedule.data_parallel),
+                                   "--tensor-parallel", std::to_string(f.tensor_parallel)};
+  const Launcher::Outcome outcome =
+      launcher.run(t.schedule.num_ranks * t.schedule.data_parallel * f.tensor_parallel, args);
   std::filesystem::remove(schedule_path);
   if (outcome.status != 0) throw RunError(failure_of(outcome));
   exec::TrainResult result;
@@ -494,8 +502,16 @@ int run_validate(const ValidateFlags& f, const CLI::App& cmd) {
   }
   if (f.data_parallel > 1 && f.launcher.empty()) {
     throw InputError(fmt::format("--data-parallel {} runs each configuration's replicas as processes: give "
-                                 "--launcher mpirun (or a prefix with {{K}}, which becomes K x D)",
+                                 "--launcher mpirun (or a prefix with {{K}}, which becomes K x T x D)",
                                  f.data_parallel));
+  }
+  if (f.tensor_parallel > 1 && f.launcher.empty()) {
+    throw InputError(fmt::format("--tensor-parallel {} runs each rank's parts as processes: give --launcher mpirun "
+                                 "(or a prefix with {{K}}, which becomes K x T x D)",
+                                 f.tensor_parallel));
+  }
+  if (f.tensor_parallel > 1 && !f.run.profile.empty()) {
+    throw InputError("--tensor-parallel measures one rank's parts' profile under the launcher; drop --profile");
   }
   require_backend(f.run.backend);
   exec::CalibrationOptions options;
@@ -532,7 +548,7 @@ int run_validate(const ValidateFlags& f, const CLI::App& cmd) {
   // profile, measured with them, serves the grid: --threads-per-rank, or the
   // cores shared by the largest K's ranks (of every replica).
   if (f.run.backend == "cpu") {
-    options.threads_per_rank = f.cpu.threads_for(std::ranges::max(grid.stages) * f.data_parallel);
+    options.threads_per_rank = f.cpu.threads_for(std::ranges::max(grid.stages) * f.data_parallel * f.tensor_parallel);
   }
   // On the GPU a stage of a K-stage run has 1/K of the SMs: without --profile,
   // each K is predicted from a profile measured in its own partition.
@@ -583,7 +599,12 @@ int run_validate(const ValidateFlags& f, const CLI::App& cmd) {
                              "row's measured step is the median of its {} warm steps, its noise band their "
                              "interquartile range{}\n\n",
                              options.model.spec, f.grid.batch,
-                             f.data_parallel > 1 ? fmt::format(" in each of {} replicas", f.data_parallel) : "",
+                             fmt::format("{}{}",
+                                         f.tensor_parallel > 1
+                                             ? fmt::format(", each rank's blocks split over {} processes", f.tensor_parallel)
+                                             : "",
+                                         f.data_parallel > 1 ? fmt::format(" in each of {} replicas", f.data_parallel)
+                                                             : ""),
                              f.rounds, f.steps, f.rounds * (f.steps - 1),
                              remeasure ? fmt::format("; the profile is measured before each round and every row "
                                                      "predicted from the median of the {}",
@@ -606,7 +627,7 @@ int run_validate(const ValidateFlags& f, const CLI::App& cmd) {
   if (f.json) {
     std::cout << exec::calibration_json(rows).dump(2) << "\n";
   } else {
-    print_summary(rows);
+    print_summary(rows, f.tensor_parallel);
     if (!f.out.empty()) std::cout << "every configuration: " << f.out << "\n";
   }
   // A grid of which nothing could run has validated nothing: not a success.
@@ -659,6 +680,12 @@ Subcommand add_validate_command(CLI::App& app) {
                   "Train every configuration as D replicas of its pipeline, each on its own --batch N samples, "
                   "their gradients summed over MPI (needs --launcher: K x D processes); predicted with the "
                   "profile's collective fit (gpipe-run profile under mpirun -np 2)")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  cmd->add_option("--tensor-parallel", f->tensor_parallel,
+                  "Train every configuration with each rank's transformer or llama blocks split over T processes "
+                  "(needs --launcher: K x T x D processes); the profile is measured as one rank's T parts, each "
+                  "layer's time with its all-reduces")
       ->check(CLI::Range(1, 4096))
       ->capture_default_str();
   cmd->add_option("--launcher", f->launcher,

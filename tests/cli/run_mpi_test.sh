@@ -193,6 +193,33 @@ assert all(float(r["predicted_reduction_us"]) > 0 and float(r["measured_reductio
 collective = json.load(open(sys.argv[2]))["link"]["collective"]
 assert collective["latency_us"] >= 0 and collective["bandwidth_GBps"] > 0, collective
 PY
+# With tensor parallelism: the profile measured as one rank's 2 parts
+# (tensor_parallel 2, a block's parameters half the whole's), each
+# configuration trained as K x 2 processes.
+expect_status 0 timeout 300 "$run" validate --model $gpt -K 1 -M 1,2 -N 4 --steps 2 --rounds 1 \
+  --launcher mpirun --tensor-parallel 2 --warmup 0 --repeats 1 --out "$tmp/tp.csv" --save-profile "$tmp/tp-prof.json"
+expect_out "batch 4, each rank's blocks split over 2 processes"
+expect_out "peak activation equal to the prediction in 2 of 2 configurations"
+python3 - "$tmp/tp.csv" "$tmp/tp-prof.json" <<'PY' || fail "validate --tensor-parallel: $(cat "$tmp/tp.csv")"
+import csv, json, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert [r["status"] for r in rows] == ["ok", "ok"], rows
+profile = json.load(open(sys.argv[2]))
+assert profile["tensor_parallel"] == 2, profile.get("tensor_parallel")
+blocks = {l["name"]: l["param_bytes"] for l in profile["layers"]}
+# transformer hidden 32, ffn 128: a block's 12 H^2 + 13 H weights and biases; the part holds
+# Wqkv, bqkv, Wo, W1, b1, W2 halved, the norms, bo and b2 whole.
+h, f = 32, 128
+whole_split = 3 * h * h + 3 * h + h * h + f * h + f + h * f
+kept_whole = 4 * h + h + h
+assert blocks["block0"] == 4 * (whole_split // 2 + kept_whole), blocks
+PY
+expect_status 2 "$run" validate --model $gpt -K 1 -M 1 -N 4 --tensor-parallel 2
+expect_one_error_line "--tensor-parallel 2 runs each rank's parts as processes: give --launcher mpirun"
+expect_status 2 timeout 120 "${launch[@]}" -np 3 "$run" profile --model $gpt --micro-batch-sizes 1 --tensor-parallel 2 \
+  --out "$tmp/x.json"
+ours; grep -qF -- "--tensor-parallel 2 profiles one rank's 2 parts, one process each: start it with --backend cpu under mpirun -np 2" "$tmp/ours" ||
+  fail "profile --tensor-parallel: the launch's size: $(cat "$tmp/err")"
 expect_status 2 "$run" validate --model $mlp -K 1 -M 1 -N 4 --data-parallel 2
 expect_one_error_line "--data-parallel 2 runs each configuration's replicas as processes: give --launcher mpirun"
 expect_status 2 "$run" validate --model $mlp -K 1 --workload inference --micro-batch-sizes 1 --data-parallel 2 \
