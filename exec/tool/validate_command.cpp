@@ -310,7 +310,28 @@ profiles::Profile launched_profile(const ValidateFlags& f, const models::Model& 
   const Launcher::Outcome outcome = launcher.run(processes, args);
   if (outcome.status != 0) throw RunError("measuring the profile: " + failure_of(outcome));
   profiles::Profile profile = profiles::load_profile(path);
-  if (f.save_profile.empty()) std::filesystem::remove(path);
+  // Under the launcher the other processes poll a core each while rank 0
+  // measures, so the profile has no contention; but ranks that compute at
+  // once slow each other as processes as much as threads (the cores share
+  // memory and the last-level cache), and without it the K = 2 rows came out
+  // 2 to 5 % fast. So this process measures it, with threads, at the
+  // largest size, as validate does without a launcher. (Not for a
+  // tensor-parallel profile: its parts measured their layers beside each other.)
+  if (profile.contention.empty() && f.tensor_parallel == 1) {
+    exec::ProfilerOptions threads;
+    threads.warmup = 1;
+    threads.repeats = f.repeats;
+    threads.seed = f.run.seed;
+    threads.optimizer = optimizer;
+    threads.threads_per_rank = threads_per_rank;
+    threads.forward_only = f.inference.inference();
+    profile.contention = measure_profile("cpu", f.cuda, 1, model, {sizes.back()}, threads).contention;
+  }
+  if (f.save_profile.empty()) {
+    std::filesystem::remove(path);
+  } else {
+    profiles::write_profile(profile, path);
+  }
   if (announce && !f.json) {
     std::cout << fmt::format("profile     measured now by `{}` at micro-batch sizes {} ({}, {}); link {:.2f} us + "
                              "bytes at {:.2f} GB/s, fitted to {}{}\n",
