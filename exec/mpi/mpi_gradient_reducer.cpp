@@ -1,7 +1,6 @@
 #include "exec/mpi/mpi_gradient_reducer.hpp"
 
 #include <algorithm>
-#include <span>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -36,15 +35,13 @@ void MpiGradientReducer::start(schedules::Stage stage, std::vector<Tensor*> grad
   }
   Pending& p = pending_[stage.value];
   p.start = Clock::now();
-  for (Tensor* g : gradients) {
-    const std::span<float> values = g->f32();
-    for (std::size_t first = 0; first < values.size(); first += static_cast<std::size_t>(bucket_floats_)) {
-      const auto n = std::min(values.size() - first, static_cast<std::size_t>(bucket_floats_));
-      MPI_Request& request = p.requests.emplace_back(MPI_REQUEST_NULL);
-      check(MPI_Iallreduce(MPI_IN_PLACE, values.data() + first, static_cast<int>(n), MPI_FLOAT, MPI_SUM, group_,
-                           &request),
-            "MPI_Iallreduce");
-    }
+  std::vector<std::int64_t> sizes;
+  for (const Tensor* g : gradients) sizes.push_back(g->numel());
+  for (const ReductionPiece& piece : reduction_pieces(sizes, bucket_floats_)) {
+    MPI_Request& request = p.requests.emplace_back(MPI_REQUEST_NULL);
+    check(MPI_Iallreduce(MPI_IN_PLACE, gradients[piece.tensor]->f32().data() + piece.first,
+                         static_cast<int>(piece.count), MPI_FLOAT, MPI_SUM, group_, &request),
+          "MPI_Iallreduce");
   }
   test(p);
 }

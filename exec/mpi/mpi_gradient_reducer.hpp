@@ -23,6 +23,7 @@
 #include "exec/mpi/failure_watch.hpp"
 #include "exec/mpi/mpi_world.hpp"
 #include "exec/runtime/gradient_reducer.hpp"
+#include "exec/runtime/reduction_pieces.hpp"
 #include "exec/runtime/tensor.hpp"
 
 namespace gpipe::exec::mpi {
