@@ -90,6 +90,14 @@ GradientReducer<Tensor>::Times MpiGradientReducer::wait(schedules::Stage stage) 
   return times;
 }
 
+void MpiGradientReducer::sum_in_place(Tensor& tensor) {
+  MPI_Request request = MPI_REQUEST_NULL;
+  check(MPI_Iallreduce(MPI_IN_PLACE, tensor.f32().data(), static_cast<int>(tensor.numel()), MPI_FLOAT, MPI_SUM, group_,
+                       &request),
+        "MPI_Iallreduce");
+  world_.wait(request, [this] { watch_.check(); });
+}
+
 double MpiGradientReducer::sum(double value) {
   MPI_Request request = MPI_REQUEST_NULL;
   double total = 0;

@@ -42,6 +42,7 @@ class MpiGradientReducer final : public GradientReducer<Tensor> {
   void progress() override;
   Times wait(schedules::Stage stage) override;
   double sum(double value) override;
+  void sum_in_place(Tensor& tensor) override;
   void abort() override { watch_.abort(); }
 
  private:

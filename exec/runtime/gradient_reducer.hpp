@@ -40,6 +40,10 @@ class GradientReducer {
   // `value` summed over the group, in every member: the loss stage's share
   // of a step's loss, over the replicas.
   virtual double sum(double value) = 0;
+  // `tensor` summed over the group in place, returning once it is: a tied
+  // embedding's gradient from the other end of this replica's pipeline,
+  // which STEP adds to this end's summed one.
+  virtual void sum_in_place(Tensor& tensor) = 0;
   // Ends every wait (another rank failed).
   virtual void abort() = 0;
 };

@@ -63,11 +63,6 @@ void check_train_options(const TrainOptions& o, std::string_view backend, bool r
   // The split's own one-line errors: the family, T dividing the heads, the
   // kv heads and the FFN width.
   if (o.tensor_parallel > 1) (void)models::split_tensor_parallel(o.model, {.degree = o.tensor_parallel});
-  if (o.schedule.data_parallel > 1 && o.model.tied) {
-    throw InputError(fmt::format("--data-parallel {} with a tied embedding ({}): the executor does not reduce the "
-                                 "tied matrix over replicas yet",
-                                 o.schedule.data_parallel, o.model.spec));
-  }
   if (runs_split_backward) return;
   for (const auto& list : o.schedule.ranks) {
     for (const Action& a : list) {

@@ -277,24 +277,29 @@ class Worker {
         partner = Tensor();
         break;
       }
-      case schedules::ActionKind::REDUCE_GRAD:
-        if (schedules::is_tied_exchange(*settings_.schedule, a)) {
-          post_tied_gradient(mark, step);
-        } else if (links_.reducer != nullptr) {
-          start_reduction(mark);
-        } else {
-          unsupported(a);
-        }
+      // A stage may do both: a tied end's exchange, and with replicas the
+      // reduction of all its gradients. Its REDUCE_GRAD posts this end's
+      // tied gradient before the reduction sums it; its WAIT_REDUCE_GRAD
+      // waits for the reduction, then takes the other end's copy and sums
+      // that over the replicas too, so that STEP adds two sums.
+      case schedules::ActionKind::REDUCE_GRAD: {
+        const bool tied = schedules::is_tied_exchange(*settings_.schedule, a);
+        if (!tied && links_.reducer == nullptr) unsupported(a);
+        const TimedScope timed(links_.timer, mark);
+        if (tied) post_tied_gradient(mark, step);
+        if (links_.reducer != nullptr) start_reduction(mark);
         break;
-      case schedules::ActionKind::WAIT_REDUCE_GRAD:
-        if (schedules::is_tied_exchange(*settings_.schedule, a)) {
-          wait_tied_gradient(mark, step);
-        } else if (links_.reducer != nullptr) {
-          wait_reduction(mark);
-        } else {
-          unsupported(a);
-        }
+      }
+      case schedules::ActionKind::WAIT_REDUCE_GRAD: {
+        const bool tied = schedules::is_tied_exchange(*settings_.schedule, a);
+        if (!tied && links_.reducer == nullptr) unsupported(a);
+        if (links_.reducer != nullptr) wait_reduction(mark);
+        if (tied) wait_tied_gradient(mark, step);
+        // From the arrival (of the sums, of the other end's copy) on: the
+        // wait is idle, as a receive's is.
+        const TimedScope timed(links_.timer, mark);
         break;
+      }
       case schedules::ActionKind::WAIT_SEND_F:
       case schedules::ActionKind::WAIT_SEND_B:
       case schedules::ActionKind::UNSHARD:
@@ -311,14 +316,13 @@ class Worker {
   // A tied embedding's exchange (schedules/tied_gradient.hpp). REDUCE_GRAD(s)
   // posts a copy of the stage's tied gradient to the other end of the
   // pipeline; WAIT_REDUCE_GRAD(s) takes that end's, which STEP(s) adds to its
-  // own. Timed as the simulator prices them: REDUCE_GRAD the copy and the
-  // post, WAIT_REDUCE_GRAD from the arrival on (its wait is idle, as a
-  // receive's is), so the link is timed for neither.
+  // own. Timed (by the caller) as the simulator prices them: REDUCE_GRAD the
+  // copy and the post, WAIT_REDUCE_GRAD from the arrival on, so the link is
+  // timed for neither.
   void post_tied_gradient(const ActionMark& mark, int step) {
     const schedules::Stage partner = *schedules::tied_partner(*settings_.schedule, mark.action.stage);
     const schedules::Rank to = settings_.schedule->rank_of(partner);
     const MessageTag tag{step, MessageKind::tied_gradient, mark.action.stage, schedules::Microbatch{0}};
-    const TimedScope timed(links_.timer, mark);
     Tensor copy = stage(mark.action.stage).tied_gradient_copy();
     if (to == rank_) {
       slots_.put(tag, device_.local(std::move(copy)));
@@ -333,27 +337,23 @@ class Worker {
     const MessageTag tag{step, MessageKind::tied_gradient, partner, schedules::Microbatch{0}};
     if (from != rank_) slots_.put(tag, links_.link->receive(rank_, from, tag, untimed(mark)));
     tied_received_[mark.action.stage.at()] = take(tag, mark.action);
-    const TimedScope timed(links_.timer, mark);
+    if (links_.reducer != nullptr) links_.reducer->sum_in_place(tied_received_[mark.action.stage.at()]);
   }
 
   // Data parallelism (gradient_reducer.hpp): REDUCE_GRAD(s) starts the sum
   // of the stage's gradients over the replicas, WAIT_REDUCE_GRAD(s) waits for
-  // it. Each is timed on the rank as its own work (the start: packing the
-  // gradients, posting; the wait: from the end on, unpacking), and the
-  // reduction itself on the rank's reduce stream, from its start to the
-  // moment its end was seen, as the simulator's reduce stream shows it.
+  // it. Each is timed on the rank (by the caller) as its own work (the
+  // start: posting; the wait: from the end on), and the reduction itself on
+  // the rank's reduce stream, from the moment its last replica started it to
+  // the moment its end was seen, as the simulator's reduce stream shows it.
   void start_reduction(const ActionMark& mark) {
     Stage& st = stage(mark.action.stage);
-    const TimedScope timed(links_.timer, mark);
     links_.reducer->start(mark.action.stage, st.gradients());
     reduction_marks_[mark.action.stage.at()] = mark;
   }
 
   void wait_reduction(const ActionMark& mark) {
     const auto times = links_.reducer->wait(mark.action.stage);
-    {
-      const TimedScope timed(links_.timer, mark);
-    }
     const ActionMark& started = reduction_marks_[mark.action.stage.at()];
     if (started.measured() && links_.timer != nullptr) {
       links_.timer->record_reduction(started, times.start, times.end);

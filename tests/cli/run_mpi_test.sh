@@ -81,16 +81,12 @@ assert sorted((e["pid"], e["args"]["group"]) for e in lanes) == [
 assert all(e["dur"] > 0 for e in lanes), lanes
 PY
 # What cannot run says so in one line, exit 2: replicas without processes,
-# a launch of the wrong size, a tied embedding.
+# a launch of the wrong size.
 expect_status 2 "$run" train --model $mlp -K 2 -M 2 -N 4 --steps 1 --data-parallel 2
 expect_one_error_line "--data-parallel 2 runs each replica's ranks as processes: launch 4 processes under mpirun or srun"
 expect_status 2 timeout 120 "${launch[@]}" -np 2 "$run" train --model $mlp -K 2 -M 2 -N 4 --steps 1 --data-parallel 2
 ours; grep -qF "the schedule has 2 ranks in each of 2 replicas but mpirun started 2 processes: launch 2 x 2 = 4" "$tmp/ours" ||
   fail "data parallel: the launch's size: $(cat "$tmp/err")"
-expect_status 2 timeout 120 "${launch[@]}" -np 4 "$run" train --model $tied -K 2 -M 2 -N 4 --steps 1 \
-  --data-parallel 2
-ours; grep -qF "the executor does not reduce the tied matrix over replicas yet" "$tmp/ours" ||
-  fail "data parallel: tied: $(cat "$tmp/err")"
 
 # Tensor parallelism: K = 2 ranks of T = 2 parts each, the blocks' heads and
 # feed-forward columns split, train as the threads do (the losses as printed),

@@ -5,7 +5,8 @@
 # every step's loss) against one process training the global batch on one
 # stage (parallel_transparency.cpp). The models: the MLP under GPipe, 1F1B,
 # interleaved 1F1B and ZB-V (whose reduction starts after a stage's last W),
-# with momentum, and with AdamW; llama (GQA) with momentum and with SGD.
+# with momentum, and with AdamW; llama (GQA) with momentum and with SGD, and
+# tied (tied=1).
 # Exit 77 (skipped) where there is no mpirun.
 # Usage: parallel_transparency_test.sh PROGRAM
 set -u
@@ -41,6 +42,13 @@ check $llama 1f1b 2 2 2 2 momentum
 check $llama gpipe 1 2 2 2 sgd
 check $mlp interleaved-1f1b 2 2 4 4 momentum
 check $mlp zbv 2 2 4 4 momentum
+# A tied embedding over replicas: each end's gradient summed over them, the
+# other end's copy too, at K = 2 (1F1B and ZB-V, whose rank 0 holds both
+# ends) and K = 1 (one stage holds both).
+tied=llama:layers=2,hidden=16,heads=4,kv_heads=2,ffn=24,seq=8,vocab=32,tied=1
+check $tied 1f1b 2 2 2 2 momentum
+check $tied zbv 2 2 4 4 momentum
+check $tied gpipe 1 2 2 2 sgd
 # Tensor parallelism: the blocks' heads and feed-forward columns over T = 2
 # (the transformer's biases too), alone, with K = 2 and with D = 2.
 gpt=transformer:layers=3,hidden=32,heads=4,seq=16,vocab=64

@@ -175,6 +175,24 @@ GradientReducer<DeviceTensor>::Times NcclGradientReducer::wait(schedules::Stage 
   return times;
 }
 
+void NcclGradientReducer::sum_in_place(DeviceTensor& tensor) {
+  throw_if_aborted();
+  if (tensor.type() != DeviceType::f32) throw std::logic_error("NCCL gradient reducer: a gradient that is not fp32");
+  cudaEvent_t ready = nullptr;
+  GPIPE_CUDA_CHECK(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming));
+  GPIPE_CUDA_CHECK(cudaEventRecord(ready, compute_));
+  GPIPE_CUDA_CHECK(cudaStreamWaitEvent(stream_, ready, 0));
+  GPIPE_CUDA_CHECK(cudaEventDestroy(ready));
+  complete(ncclAllReduce(tensor.raw(), tensor.raw(), static_cast<std::size_t>(tensor.numel()), ncclFloat32, ncclSum,
+                         comm_, stream_),
+           "ncclAllReduce of a tied gradient");
+  cudaEvent_t done = nullptr;
+  GPIPE_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+  GPIPE_CUDA_CHECK(cudaEventRecord(done, stream_));
+  GPIPE_CUDA_CHECK(cudaStreamWaitEvent(compute_, done, 0));
+  GPIPE_CUDA_CHECK(cudaEventDestroy(done));
+}
+
 double NcclGradientReducer::sum(double value) {
   throw_if_aborted();
   double* device = nullptr;

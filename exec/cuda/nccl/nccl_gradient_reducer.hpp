@@ -51,6 +51,7 @@ class NcclGradientReducer final : public GradientReducer<DeviceTensor> {
   void progress() override;
   Times wait(schedules::Stage stage) override;
   double sum(double value) override;
+  void sum_in_place(DeviceTensor& tensor) override;
   void abort() override { abort_requested_.store(true, std::memory_order_release); }
 
  private:
