@@ -11,6 +11,7 @@
 #include <map>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -146,18 +147,16 @@ void list_unmatched(std::string_view title, const std::vector<std::string>& name
   out += '\n';
 }
 
-TransferError transfer_errors(const ActionIndex& pred, const Timeline& measured) {
+// The statistics of (predicted, measured) durations in ns, one pair each.
+TransferError duration_errors(const std::vector<std::pair<std::int64_t, std::int64_t>>& pairs) {
   TransferError t;
   std::int64_t predicted_ns = 0, measured_ns = 0;
   std::vector<double> abs_errors;
-  for (const MeasuredTransfer& m : measured_transfers(measured)) {
-    const auto it = pred.find({m.receive->rank, m.receive->action});
-    if (it == pred.end()) continue;
-    const std::int64_t predicted = it->second->duration_ns();
+  for (const auto& [predicted, measured] : pairs) {
     ++t.count;
     predicted_ns += predicted;
-    measured_ns += m.took_ns;
-    const double e = percent_error(static_cast<double>(predicted), static_cast<double>(m.took_ns));
+    measured_ns += measured;
+    const double e = percent_error(static_cast<double>(predicted), static_cast<double>(measured));
     if (!std::isnan(e)) abs_errors.push_back(std::abs(e));
   }
   if (t.count == 0) return t;
@@ -175,33 +174,24 @@ TransferError transfer_errors(const ActionIndex& pred, const Timeline& measured)
   return t;
 }
 
+// Each message's predicted transfer against the time its bytes took.
+TransferError transfer_errors(const ActionIndex& pred, const Timeline& measured) {
+  std::vector<std::pair<std::int64_t, std::int64_t>> pairs;
+  for (const MeasuredTransfer& m : measured_transfers(measured)) {
+    const auto it = pred.find({m.receive->rank, m.receive->action});
+    if (it != pred.end()) pairs.emplace_back(it->second->duration_ns(), m.took_ns);
+  }
+  return duration_errors(pairs);
+}
+
 // Each data-parallel reduction matched in both, by its duration.
 TransferError reduction_errors(const ActionIndex& pred, const ActionIndex& meas) {
-  TransferError t;
-  std::int64_t predicted_ns = 0, measured_ns = 0;
-  std::vector<double> abs_errors;
+  std::vector<std::pair<std::int64_t, std::int64_t>> pairs;
   for (const auto& [key, p] : pred) {
     const auto it = meas.find(key);
-    if (it == meas.end()) continue;
-    ++t.count;
-    predicted_ns += p->duration_ns();
-    measured_ns += it->second->duration_ns();
-    const double e = percent_error(static_cast<double>(p->duration_ns()), static_cast<double>(it->second->duration_ns()));
-    if (!std::isnan(e)) abs_errors.push_back(std::abs(e));
+    if (it != meas.end()) pairs.emplace_back(p->duration_ns(), it->second->duration_ns());
   }
-  if (t.count == 0) return t;
-  t.predicted_mean_us = to_us(predicted_ns) / t.count;
-  t.measured_mean_us = to_us(measured_ns) / t.count;
-  t.mean_error_pct = percent_error(static_cast<double>(predicted_ns), static_cast<double>(measured_ns));
-  if (!abs_errors.empty()) {
-    std::ranges::sort(abs_errors);
-    t.median_abs_error_pct = abs_errors[abs_errors.size() / 2];
-    t.max_abs_error_pct = abs_errors.back();
-    t.abs_errors_pct = std::move(abs_errors);
-  } else {
-    t.median_abs_error_pct = t.max_abs_error_pct = kNaN;
-  }
-  return t;
+  return duration_errors(pairs);
 }
 
 json error_json(const TransferError& t) {

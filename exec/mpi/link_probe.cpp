@@ -64,10 +64,7 @@ double all_reduce_us(const MpiWorld& world, std::vector<float>& buffer, std::int
   for (int i = 0; i < kWarmup + calls; ++i) {
     check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
     const std::int64_t start = steady_now_ns();
-    MPI_Request request = MPI_REQUEST_NULL;
-    check(MPI_Iallreduce(MPI_IN_PLACE, buffer.data(), count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &request),
-          "MPI_Iallreduce");
-    world.wait(request, [] {});
+    world.all_reduce(buffer.data(), count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, [] {});
     if (i >= kWarmup) times.push_back(static_cast<double>(steady_now_ns() - start) / 1e3);
   }
   std::nth_element(times.begin(), times.begin() + static_cast<std::ptrdiff_t>(times.size() / 2), times.end());
@@ -79,7 +76,7 @@ double all_reduce_us(const MpiWorld& world, std::vector<float>& buffer, std::int
 // t = L + S/B' of the points gives a = L / (2(n-1)) and B = B' x 2(n-1)/n.
 void probe_all_reduce(const MpiWorld& world, std::int64_t max_bytes, ProbedLink& out) {
   const int n = world.size();
-  std::vector<float> buffer(static_cast<std::size_t>(max_bytes / static_cast<std::int64_t>(sizeof(float))), 1.0F);
+  std::vector<float> buffer(static_cast<std::size_t>(max_bytes / static_cast<std::int64_t>(sizeof(float))), 0.0F);
   std::vector<profiles::LinkPoint> points;
   for (std::int64_t bytes = 16; bytes <= max_bytes; bytes *= 2) {
     const double us = all_reduce_us(world, buffer, bytes);
@@ -207,7 +204,15 @@ ProbedLink probe_mpi_link(const LinkProbeOptions& options) {
       watch.emplace(world);
       group = std::make_unique<MpiTensorParallel>(world, *watch, MPI_COMM_WORLD);
     }
-    options.in_world(group.get());
+    // A part that fails tells the others, which wait in its all-reduces, and
+    // no process waits in MPI_Finalize for a peer that is gone.
+    try {
+      options.in_world(group.get());
+    } catch (const std::exception& e) {
+      if (watch) watch->announce(fmt::format("process {} failed measuring its part: {}", world.rank(), e.what()));
+      world.skip_finalize();
+      throw;
+    }
   }
   if (world.rank() == 0) {
     const std::string host0(hosts.data());

@@ -79,11 +79,7 @@ GradientReducer<Tensor>::Times MpiGradientReducer::wait(schedules::Stage stage) 
   // as the collective's. One steady clock on one node; across nodes the
   // clocks' offsets are not known here, and the own start stands.
   std::int64_t latest = p.start.time_since_epoch().count();
-  if (one_clock_) {
-    MPI_Request request = MPI_REQUEST_NULL;
-    check(MPI_Iallreduce(MPI_IN_PLACE, &latest, 1, MPI_INT64_T, MPI_MAX, group_, &request), "MPI_Iallreduce");
-    world_.wait(request, between);
-  }
+  if (one_clock_) world_.all_reduce(&latest, 1, MPI_INT64_T, MPI_MAX, group_, between);
   const Clock::time_point start{Clock::duration{latest}};
   const Times times{std::min(start, p.end), p.end};
   pending_.erase(found);
@@ -91,19 +87,13 @@ GradientReducer<Tensor>::Times MpiGradientReducer::wait(schedules::Stage stage) 
 }
 
 void MpiGradientReducer::sum_in_place(Tensor& tensor) {
-  MPI_Request request = MPI_REQUEST_NULL;
-  check(MPI_Iallreduce(MPI_IN_PLACE, tensor.f32().data(), static_cast<int>(tensor.numel()), MPI_FLOAT, MPI_SUM, group_,
-                       &request),
-        "MPI_Iallreduce");
-  world_.wait(request, [this] { watch_.check(); });
+  world_.all_reduce(tensor.f32().data(), static_cast<int>(tensor.numel()), MPI_FLOAT, MPI_SUM, group_,
+                    [this] { watch_.check(); });
 }
 
 double MpiGradientReducer::sum(double value) {
-  MPI_Request request = MPI_REQUEST_NULL;
-  double total = 0;
-  check(MPI_Iallreduce(&value, &total, 1, MPI_DOUBLE, MPI_SUM, group_, &request), "MPI_Iallreduce");
-  world_.wait(request, [this] { watch_.check(); });
-  return total;
+  world_.all_reduce(&value, 1, MPI_DOUBLE, MPI_SUM, group_, [this] { watch_.check(); });
+  return value;
 }
 
 }  // namespace gpipe::exec::mpi

@@ -7,7 +7,7 @@
 // more and smaller, the same bytes with more latencies (a microsecond or so
 // each between two processes of one node). Copying the gradients into
 // buckets, as DDP does, cost 3.7 ms a step for 12 MB here, time the model
-// does not have; in place, as Megatron-LM's contiguous buffer, none. The
+// does not have; in place, none. The
 // worker's calls between actions test the requests, which is what moves
 // Open MPI's collectives on and notes when each reduction ended; it is timed
 // from the last replica's start. Only the rank's worker thread calls it

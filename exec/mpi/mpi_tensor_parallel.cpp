@@ -12,11 +12,8 @@ MpiTensorParallel::MpiTensorParallel(const MpiWorld& world, FailureWatch& watch,
 }
 
 void MpiTensorParallel::all_reduce_sum(std::span<float> values) {
-  MPI_Request request = MPI_REQUEST_NULL;
-  check(MPI_Iallreduce(MPI_IN_PLACE, values.data(), static_cast<int>(values.size()), MPI_FLOAT, MPI_SUM, group_,
-                       &request),
-        "MPI_Iallreduce");
-  world_.wait(request, [this] { watch_.check(); });
+  world_.all_reduce(values.data(), static_cast<int>(values.size()), MPI_FLOAT, MPI_SUM, group_,
+                    [this] { watch_.check(); });
 }
 
 }  // namespace gpipe::exec::mpi

@@ -48,6 +48,13 @@ void check(int code, const char* what) {
   throw RunError(fmt::format("{} failed: {}", what, std::string(text, static_cast<std::size_t>(length))));
 }
 
+void MpiWorld::all_reduce(void* data, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                          const std::function<void()>& between) const {
+  MPI_Request request = MPI_REQUEST_NULL;
+  check(MPI_Iallreduce(MPI_IN_PLACE, data, count, type, op, comm, &request), "MPI_Iallreduce");
+  wait(request, between);
+}
+
 void MpiWorld::wait(MPI_Request& request, const std::function<void()>& between) const {
   using namespace std::chrono_literals;
   using Clock = std::chrono::steady_clock;

@@ -54,6 +54,10 @@ class MpiWorld {
   // stays the link's; a yield costs tens of us to come back from); one that
   // shares a core yields to the others between polls.
   void wait(MPI_Request& request, const std::function<void()>& between) const;
+  // An all-reduce of `count` values at `data`, in place, over `comm`,
+  // started non-blocking and waited for as wait() does.
+  void all_reduce(void* data, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                  const std::function<void()>& between) const;
 
  private:
   int rank_ = 0;

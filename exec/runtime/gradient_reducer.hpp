@@ -5,7 +5,9 @@
 // same stage of every replica) once its gradients are final; the rank goes on
 // computing while it runs; WAIT_REDUCE_GRAD(s) waits for it. What carries it
 // is the backend's: MPI's all-reduce between CPU processes
-// (exec/mpi/mpi_gradient_reducer.hpp).
+// (exec/mpi/mpi_gradient_reducer.hpp), NCCL's between GPUs
+// (exec/cuda/nccl/nccl_gradient_reducer.hpp). Either sees a reduction end
+// only when polled (between the rank's actions, and at the wait).
 #pragma once
 
 #include <chrono>

@@ -92,7 +92,7 @@ void print_header(const TrainFlags& f, const models::Model& model, const plan::P
   }
   if (s.data_parallel > 1) {
     std::cout << fmt::format("replicas    {} of the pipeline (global batch {}), each stage's gradients summed over "
-                             "its {} copies (MPI all-reduce, 25 MB buckets) after its last backward\n",
+                             "its {} copies (MPI all-reduce in place, in pieces of at most 25 MB) after its last backward\n",
                              s.data_parallel, plan.batch * s.data_parallel, s.data_parallel);
   }
   if (!searched.empty()) std::cout << fmt::format("searched    kept {}\n", searched);

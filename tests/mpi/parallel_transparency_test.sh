@@ -59,4 +59,8 @@ check $gpt gpipe 1 2 2 4 momentum 2
 check $llama 1f1b 2 1 2 2 momentum 2
 check $llama gpipe 1 2 2 2 sgd 2
 check $gpt gpipe 1 1 2 4 momentum 4
+# Split parts with a split backward (ZB-V: I, then W on the part's shapes)
+# and with a tied embedding (its ends whole in every part).
+check $gpt zbv 2 1 4 4 momentum 2
+check $tied 1f1b 2 1 2 2 momentum 2
 exit $failed

@@ -15,6 +15,8 @@
 
 #include "exec/cpu/layers/layer.hpp"
 #include "exec/cpu/ops/init.hpp"
+#include "exec/cpu/ops/linear.hpp"
+#include "exec/cpu/tensor_parallel_comm.hpp"
 #include "exec/layers/layer_checks.hpp"
 #include "models/layer_layout.hpp"
 #include "schedules/error.hpp"
@@ -90,6 +92,27 @@ class KindLayer : public Layer {
       loss.data()[n] = static_cast<float>(sum / static_cast<double>(seq));
     }
     return loss;
+  }
+
+  // A block split over a tensor-parallel group (null: whole). y = x W^T +
+  // bias + residual, where x W^T is this part's share of a row-parallel
+  // Linear when split: summed over the group first, then the bias (whole in
+  // every part) and the residual added once.
+  static void row_parallel_forward(TensorParallelComm* group, const LinearShape& shape, const float* x,
+                                   const float* w, const float* bias, float* y, const float* residual) {
+    if (group == nullptr) {
+      linear_forward(shape, x, w, bias, y, residual);
+      return;
+    }
+    linear_forward(shape, x, w, nullptr, y);
+    group->all_reduce_sum({y, static_cast<std::size_t>(shape.rows * shape.out)});
+    add_bias_and_residual(shape, bias, residual, y);
+  }
+
+  // A column-parallel Linear's input gradient, this part's share, summed
+  // over the group (nothing when whole).
+  static void sum_over_group(TensorParallelComm* group, Tensor& partial) {
+    if (group != nullptr) group->all_reduce_sum(partial.f32());
   }
 
   // An empty weight-gradient stash of the layout's size, for I to fill.

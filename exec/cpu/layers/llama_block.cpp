@@ -85,12 +85,12 @@ class LlamaBlock final : public KindLayer {
     } else {
       attention_forward(attention_shape(b), at(kQkv), at(kScores), at(kAttn));
     }
-    row_parallel_forward({rows, attn_, h_}, at(kAttn), value(kWo), nullptr, at(kA), at(kX));
+    row_parallel_forward(group_, {rows, attn_, h_}, at(kAttn), value(kWo), nullptr, at(kA), at(kX));
     rmsnorm_forward(rows, h_, at(kA), value(kNorm2), at(kNormed2), at(kRstd2));
     linear_forward({rows, h_, f_}, at(kNormed2), value(kW1), nullptr, at(kGate));
     linear_forward({rows, h_, f_}, at(kNormed2), value(kW3), nullptr, at(kUp));
     swiglu_forward(rows * f_, at(kGate), at(kUp), at(kH));
-    row_parallel_forward({rows, f_, h_}, at(kH), value(kW2), nullptr, y.data(), at(kA));
+    row_parallel_forward(group_, {rows, f_, h_}, at(kH), value(kW2), nullptr, y.data(), at(kA));
     return y;
   }
 
@@ -114,7 +114,7 @@ class LlamaBlock final : public KindLayer {
     linear_backward_input({rows, h_, f_}, value(kW1), at(kGate), dn.data());
     gemm(Transpose::no, Transpose::no, rows, h_, f_, 1.0F, at(kUp), f_, value(kW3), h_, 1.0F,
          dn.data(), h_);
-    sum_over_group(dn);  // each part's columns' share of d norm2-out
+    sum_over_group(group_, dn);  // each part's columns' share of d norm2-out
     Tensor da = grad_output.clone(weight_account);
     rmsnorm_backward(rows, h_, at(kA), at(kRstd2), value(kNorm2), dn.data(), da.data(),
                      grad(kNorm2));
@@ -133,7 +133,7 @@ class LlamaBlock final : public KindLayer {
     dattn = Tensor();
     rotate(b, dqkv.data(), /*inverse=*/true);
     linear_backward_input({rows, h_, qkv_}, value(kWqkv), dqkv.data(), dn.data());
-    sum_over_group(dn);  // each part's heads' share of d norm1-out
+    sum_over_group(group_, dn);  // each part's heads' share of d norm1-out
     Tensor dx = da.clone();  // the residual's share; norm1 adds its own
     rmsnorm_backward(rows, h_, at(kX), at(kRstd1), value(kNorm1), dn.data(), dx.data(),
                      grad(kNorm1));
@@ -168,23 +168,6 @@ class LlamaBlock final : public KindLayer {
  private:
   [[nodiscard]] AttentionShape attention_shape(std::int64_t b) const {
     return {.batch = b, .seq = s_, .hidden = attn_, .heads = a_, .kv_heads = g_, .causal = true};
-  }
-
-  // y = x W^T + residual, where x W^T is this part's share of a row-parallel
-  // Linear when split: summed over the group first, then the residual added.
-  void row_parallel_forward(const LinearShape& shape, const float* x, const float* w, const float* bias, float* y,
-                            const float* residual) {
-    if (group_ == nullptr) {
-      linear_forward(shape, x, w, bias, y, residual);
-      return;
-    }
-    linear_forward(shape, x, w, nullptr, y);
-    group_->all_reduce_sum({y, static_cast<std::size_t>(shape.rows * shape.out)});
-    add_bias_and_residual(shape, bias, residual, y);
-  }
-
-  void sum_over_group(Tensor& partial) {
-    if (group_ != nullptr) group_->all_reduce_sum(partial.f32());
   }
 
   // The rotary embedding of q's A heads and k's G heads in a packed qkv

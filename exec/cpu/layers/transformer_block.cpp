@@ -79,12 +79,12 @@ class TransformerBlock final : public KindLayer {
     } else {
       attention_forward({b, s_, attn_, a_}, at(kQkv), at(kProbs), at(kAttn));
     }
-    row_parallel_forward({rows, attn_, h_}, at(kAttn), value(kWo), value(kBo), at(kA), at(kX));
+    row_parallel_forward(group_, {rows, attn_, h_}, at(kAttn), value(kWo), value(kBo), at(kA), at(kX));
     layernorm_forward(rows, h_, at(kA), value(kGamma2), value(kBeta2), at(kNormed2),
                       at(kStats2));
     linear_forward({rows, h_, f_}, at(kNormed2), value(kW1), value(kB1), at(kPreGelu));
     gelu_forward(rows * f_, at(kPreGelu), at(kGelu));
-    row_parallel_forward({rows, f_, h_}, at(kGelu), value(kW2), value(kB2), y.data(), at(kA));
+    row_parallel_forward(group_, {rows, f_, h_}, at(kGelu), value(kW2), value(kB2), y.data(), at(kA));
     return y;
   }
 
@@ -108,7 +108,7 @@ class TransformerBlock final : public KindLayer {
     // One [rows, H] scratch, reused by each step below in turn.
     Tensor dh = Tensor::uninitialized({b, s_, h_});
     linear_backward_input({rows, h_, f_}, value(kW1), dpre, dh.data());
-    sum_over_group(dh);  // each part's columns' share of d LN2-out
+    sum_over_group(group_, dh);  // each part's columns' share of d LN2-out
     Tensor da = grad_output.clone(weight_account);
     layernorm_backward(rows, h_, at(kA), at(kStats2), value(kGamma2), dh.data(), da.data(),
                        grad(kGamma2), grad(kBeta2));
@@ -126,7 +126,7 @@ class TransformerBlock final : public KindLayer {
     }
     dattn = Tensor();
     linear_backward_input({rows, h_, 3 * attn_}, value(kWqkv), dqkv.data(), dh.data());
-    sum_over_group(dh);  // each part's heads' share of d LN1-out
+    sum_over_group(group_, dh);  // each part's heads' share of d LN1-out
     Tensor dx = da.clone();  // the residual's share; LN1 adds its own
     layernorm_backward(rows, h_, at(kX), at(kStats1), value(kGamma1), dh.data(), dx.data(),
                        grad(kGamma1), grad(kBeta1));
@@ -157,24 +157,6 @@ class TransformerBlock final : public KindLayer {
   }
 
  private:
-  // y = x W^T + bias + residual, where x W^T is this part's share of a
-  // row-parallel Linear when split: summed over the group first, then the
-  // bias (whole in every part) and the residual added once.
-  void row_parallel_forward(const LinearShape& shape, const float* x, const float* w, const float* bias, float* y,
-                            const float* residual) {
-    if (group_ == nullptr) {
-      linear_forward(shape, x, w, bias, y, residual);
-      return;
-    }
-    linear_forward(shape, x, w, nullptr, y);
-    group_->all_reduce_sum({y, static_cast<std::size_t>(shape.rows * shape.out)});
-    add_bias_and_residual(shape, bias, residual, y);
-  }
-
-  void sum_over_group(Tensor& partial) {
-    if (group_ != nullptr) group_->all_reduce_sum(partial.f32());
-  }
-
   std::int64_t h_;
   std::int64_t s_;
   std::int64_t a_;

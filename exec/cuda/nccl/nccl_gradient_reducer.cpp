@@ -94,6 +94,16 @@ void NcclGradientReducer::throw_if_aborted() {
   throw Aborted();
 }
 
+void NcclGradientReducer::poll_once() {
+  throw_if_aborted();
+  ncclResult_t async = ncclSuccess;
+  GPIPE_NCCL_CHECK(ncclCommGetAsyncError(comm_, &async));
+  if (async != ncclSuccess && async != ncclInProgress) {
+    throw RunError(std::string("NCCL gradient reducer: a reduction failed: ") + ncclGetErrorString(async));
+  }
+  std::this_thread::yield();
+}
+
 void NcclGradientReducer::complete(ncclResult_t issued, const char* what) {
   if (issued != ncclSuccess && issued != ncclInProgress) {
     throw RunError(std::string("NCCL gradient reducer: ") + what + " failed: " + ncclGetErrorString(issued));
@@ -160,15 +170,7 @@ GradientReducer<DeviceTensor>::Times NcclGradientReducer::wait(schedules::Stage 
   Pending& p = found->second;
   // The STEP's kernels, queued next on the compute stream, read the sums.
   GPIPE_CUDA_CHECK(cudaStreamWaitEvent(compute_, p.done, 0));
-  while (!test(p)) {
-    throw_if_aborted();
-    ncclResult_t async = ncclSuccess;
-    GPIPE_NCCL_CHECK(ncclCommGetAsyncError(comm_, &async));
-    if (async != ncclSuccess && async != ncclInProgress) {
-      throw RunError(std::string("NCCL gradient reducer: a reduction failed: ") + ncclGetErrorString(async));
-    }
-    std::this_thread::yield();
-  }
+  while (!test(p)) poll_once();
   const Times times{p.start, p.end};
   GPIPE_CUDA_CHECK(cudaEventDestroy(p.done));
   pending_.erase(found);
@@ -202,7 +204,14 @@ double NcclGradientReducer::sum(double value) {
   double total = 0;
   GPIPE_CUDA_CHECK(cudaMemcpyAsync(&total, device, sizeof(double), cudaMemcpyDeviceToHost, stream_));
   GPIPE_CUDA_CHECK(cudaFreeAsync(device, stream_));
-  GPIPE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  // Polled, not synchronized: a peer that never comes must not hang the host.
+  cudaEvent_t done = nullptr;
+  GPIPE_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+  GPIPE_CUDA_CHECK(cudaEventRecord(done, stream_));
+  cudaError_t state = cudaErrorNotReady;
+  while ((state = cudaEventQuery(done)) == cudaErrorNotReady) poll_once();
+  (void)cudaEventDestroy(done);
+  GPIPE_CUDA_CHECK(state);
   return total;
 }
 

@@ -8,7 +8,9 @@
 // rest of the rank's work, as the simulator's reduce stream does;
 // WAIT_REDUCE_GRAD orders the compute stream after them and, to note when
 // they ended (Times), waits for them on the host: the STEP it precedes
-// needs them anyway. Its communicator is
+// needs them anyway. A reduction's start is this process's, when it
+// enqueued it (the MPI reducer takes the last replica's; here the GPU's own
+// start would need the device timer's events). Its communicator is
 // non-blocking, as NcclTransport's are: every call is polled, so an abort or
 // a peer that never comes ends a wait instead of hanging it.
 //
@@ -64,6 +66,9 @@ class NcclGradientReducer final : public GradientReducer<DeviceTensor> {
 
   // Polls an NCCL call issued on the non-blocking communicator to completion.
   void complete(ncclResult_t issued, const char* what);
+  // One poll of a wait: throws Aborted after abort(), RunError when NCCL
+  // reported a failure (a peer gone), else yields.
+  void poll_once();
   // Whether `p`'s all-reduces have run (querying its event); notes its end.
   bool test(Pending& p);
   void throw_if_aborted();
