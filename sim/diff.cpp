@@ -344,22 +344,17 @@ std::string to_text(const TimelineDiff& d) {
                    k.count, k.predicted_mean_us, k.measured_mean_us, k.mean_abs_error_us,
                    percent_text(k.mean_error_pct, 1));
   }
-  if (d.transfers.count > 0) {
-    const TransferError& t = d.transfers;
-    fmt::format_to(it,
-                   "transfers   {} messages: predicted mean {:.1f} us, measured {:.1f} us, error {}; per message "
-                   "|error| median {}, largest {}\n",
-                   t.count, t.predicted_mean_us, t.measured_mean_us, percent_text(t.mean_error_pct, 1),
-                   percent_text(t.median_abs_error_pct, 1), percent_text(t.max_abs_error_pct, 1));
-  }
-  if (d.reductions.count > 0) {
-    const TransferError& t = d.reductions;
-    fmt::format_to(it,
-                   "reductions  {} data-parallel: predicted mean {:.1f} us, measured {:.1f} us, error {}; per "
-                   "reduction |error| median {}, largest {}\n",
-                   t.count, t.predicted_mean_us, t.measured_mean_us, percent_text(t.mean_error_pct, 1),
-                   percent_text(t.median_abs_error_pct, 1), percent_text(t.max_abs_error_pct, 1));
-  }
+  // "transfers   4 messages: ...", "reductions  2 data-parallel: ...".
+  const auto durations = [&it](std::string_view title, std::string_view what, std::string_view each,
+                               const TransferError& t) {
+    if (t.count == 0) return;
+    fmt::format_to(it, "{:<12}{} {}: predicted mean {:.1f} us, measured {:.1f} us, error {}; per {} |error| median {}, "
+                   "largest {}\n",
+                   title, t.count, what, t.predicted_mean_us, t.measured_mean_us, percent_text(t.mean_error_pct, 1),
+                   each, percent_text(t.median_abs_error_pct, 1), percent_text(t.max_abs_error_pct, 1));
+  };
+  durations("transfers", "messages", "message", d.transfers);
+  durations("reductions", "data-parallel", "reduction", d.reductions);
   fmt::format_to(it, "start drift mean {:.1f} us, max {:.1f} us\n", d.mean_abs_start_drift_us,
                  d.max_abs_start_drift_us);
   out += "peak activation memory error per rank:";

@@ -59,24 +59,18 @@ void HostTimer::record_reduction(const ActionMark& mark, Clock::time_point start
   r.reductions.at(static_cast<std::size_t>(mark.slot)).push_back({mark.action, {from, std::max(from, since_origin(end))}});
 }
 
-MeasuredIntervals HostTimer::reductions(int slot) {
+MeasuredIntervals HostTimer::collect(Records RankRecord::*which, int slot) const {
   MeasuredIntervals out;
   for (std::size_t rank = 0; rank < ranks_.size(); ++rank) {
-    for (const auto& [action, interval] : ranks_[rank].reductions.at(static_cast<std::size_t>(slot))) {
+    for (const auto& [action, interval] : (ranks_[rank].*which).at(static_cast<std::size_t>(slot))) {
       out[{schedules::Rank{static_cast<int>(rank)}, action}] = interval;
     }
   }
   return out;
 }
 
-MeasuredIntervals HostTimer::intervals(int slot) {
-  MeasuredIntervals out;
-  for (std::size_t rank = 0; rank < ranks_.size(); ++rank) {
-    for (const auto& [action, interval] : ranks_[rank].steps.at(static_cast<std::size_t>(slot))) {
-      out[{schedules::Rank{static_cast<int>(rank)}, action}] = interval;
-    }
-  }
-  return out;
-}
+MeasuredIntervals HostTimer::reductions(int slot) { return collect(&RankRecord::reductions, slot); }
+
+MeasuredIntervals HostTimer::intervals(int slot) { return collect(&RankRecord::steps, slot); }
 
 }  // namespace gpipe::exec

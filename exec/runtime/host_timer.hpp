@@ -34,9 +34,13 @@ class HostTimer final : public ActionTimer {
     Clock::time_point origin;
     std::int64_t previous_start = -1;
     std::int64_t open_start = 0;  // of the action begun and not yet ended
-    std::vector<std::vector<std::pair<schedules::Action, Interval>>> steps;       // per slot
-    std::vector<std::vector<std::pair<schedules::Action, Interval>>> reductions;  // per slot
+    using Slots = std::vector<std::vector<std::pair<schedules::Action, Interval>>>;
+    Slots steps;       // per slot
+    Slots reductions;  // per slot
   };
+  using Records = RankRecord::Slots;
+  // Every rank's `which` of step `slot`, by (rank, action).
+  [[nodiscard]] MeasuredIntervals collect(Records RankRecord::*which, int slot) const;
   [[nodiscard]] RankRecord& record(schedules::Rank rank);
 
   std::vector<RankRecord> ranks_;

@@ -162,7 +162,11 @@ expect_out "under mpirun -np 2 the link between processes is measured"
 expect_status 0 timeout 300 "$run" validate --model $mlp -K 2 -M 2,4 -N 8 --schedule 1f1b --steps 2 \
   --launcher mpirun --warmup 0 --repeats 1 --out "$tmp/val.csv"
 expect_out "profile     measured now by \`mpirun -np 2"
-grep -q "note: the ping-pong's bandwidth is kept: " "$tmp/err" || expect_out "the median message of a K=2 gpipe pipeline"
+# The pipeline's fit, or (its messages no slower than the latency on a
+# loaded machine: the launched profile's note stays in its own stderr) the
+# ping-pong's line.
+grep -q "note: the ping-pong's bandwidth is kept: " "$tmp/err" || grep -q "; link .* fitted to MPI ping-pong between ranks 0 and 1" "$tmp/out" ||
+  expect_out "the median message of a K=2 gpipe pipeline"
 # The profile and its link again before each later round, the rows from their median.
 grep -q "validate: round 3 of 3: the profile again" "$tmp/err" || fail "no profile in round 3: $(cat "$tmp/err")"
 expect_out "the profile is measured before each round and every row predicted from the median of the 3"
