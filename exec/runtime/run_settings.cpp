@@ -120,6 +120,7 @@ RunSettings make_run_settings(const TrainOptions& o, const schedules::Schedule& 
   settings.schedule = &lowered;
   settings.batch = o.batch;
   settings.replicas = lowered.data_parallel;
+  settings.tensor_parallel = o.tensor_parallel;
   settings.microbatch_sizes = plan::split_batch(o.batch, lowered.num_microbatches);
   std::int64_t offset = 0;
   for (int size : settings.microbatch_sizes) {

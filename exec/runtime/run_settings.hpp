@@ -23,6 +23,8 @@ struct RunSettings {
   std::int64_t batch = 0;                         // N, a replica's share of the mini-batch
   int replicas = 1;                               // D: the schedule's data_parallel
   int replica = 0;                                // which one this process computes
+  int tensor_parallel = 1;                        // T: each rank's blocks in T parts
+  int part = 0;                                   // which part this process holds
   std::vector<int> microbatch_sizes;              // N split into M, as torch.tensor_split
   std::vector<std::int64_t> microbatch_offsets;   // first row of each micro-batch
   std::vector<std::vector<bool>> recomputed;      // [stage][m]: the schedule has R(s,m)

@@ -298,6 +298,7 @@ template <class B>
   const schedules::Schedule lowered = lower_checked(o);
   RunSettings settings = make_run_settings(o, lowered);
   settings.replica = group.replica();
+  settings.part = group.tensor_parallel_rank();
   check_launch_fits(o, group.world_size(), "the launcher");
   B::require_available();
   Placement where;

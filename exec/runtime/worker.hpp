@@ -153,13 +153,17 @@ class Worker {
   }
 
   // "rank R failed in ACTION: what" while an action ran, "rank R failed at
-  // step S: what" between actions.
+  // step S: what" between actions; with replicas or parts, "rank R (replica
+  // d, part t)", since every replica and part has a rank R.
   [[nodiscard]] std::string failure(int step, const char* what) const {
-    if (current_ >= 0) {
-      return fmt::format("rank {} failed in {}: {}", rank_.value,
-                         to_string(program_[static_cast<std::size_t>(current_)]), what);
+    std::string who = fmt::format("rank {}", rank_.value);
+    if (settings_.replicas > 1 || settings_.tensor_parallel > 1) {
+      who += fmt::format(" (replica {}, part {})", settings_.replica, settings_.part);
     }
-    return fmt::format("rank {} failed at step {}: {}", rank_.value, step, what);
+    if (current_ >= 0) {
+      return fmt::format("{} failed in {}: {}", who, to_string(program_[static_cast<std::size_t>(current_)]), what);
+    }
+    return fmt::format("{} failed at step {}: {}", who, step, what);
   }
 
   void run_step(int step) {

@@ -231,6 +231,12 @@ int run_train(const TrainFlags& f, const CLI::App& cmd) {
                                                 : std::string("last step");
   std::cout << fmt::format("\n{}, measured ({}):\n", which, run.where);
   std::cout << format_metrics_summary(result.metrics, plan.schedule.name);
+  // The rows above are one replica's, as the simulator's are; the cluster's
+  // as gpipe-sim run says it.
+  if (const int d = plan.schedule.data_parallel; d > 1) {
+    std::cout << fmt::format("cluster     global batch {} ({} replicas of {}): {:.1f} samples/s\n", d * plan.batch, d,
+                             plan.batch, d * result.metrics.throughput_samples_per_s);
+  }
   std::cout << format_rank_table(result.metrics, plan.partition,
                                  fmt::format("static ({}, fp32)", models::to_string(t.optimizer.kind)),
                                  plan.schedule.stage_to_rank);

@@ -69,6 +69,7 @@ grep '^step [0-9]' "$tmp/out" >"$tmp/threads"
 expect_status 0 timeout 120 "${launch[@]}" -np 4 "$run" train --model $mlp -K 2 -M 2 -N 4 --steps 3 \
   --schedule 1f1b --optimizer momentum --data-parallel 2 --trace "$tmp/dp.json"
 expect_out "replicas    2 of the pipeline (global batch 8)"
+expect_out "^cluster     global batch 8 (2 replicas of 4): [0-9.]* samples/s"
 grep '^step [0-9]' "$tmp/out" >"$tmp/processes"
 cmp -s "$tmp/threads" "$tmp/processes" || fail "data parallel: losses differ from the threads' run: $(cat "$tmp/threads" "$tmp/processes")"
 [ "$(grep -c '^model ' "$tmp/out")" -eq 1 ] || fail "data parallel: more than one process reported: $(cat "$tmp/out")"
@@ -80,6 +81,11 @@ assert sorted((e["pid"], e["args"]["group"]) for e in lanes) == [
     (0, "stage 0 of every data-parallel replica"), (1, "stage 1 of every data-parallel replica")], lanes
 assert all(e["dur"] > 0 for e in lanes), lanes
 PY
+# A failure names the rank with its replica and part (every replica has a rank 1).
+expect_status 1 timeout 120 "${launch[@]}" -np 4 "$run" train --model $mlp -K 2 -M 2 -N 4 --steps 2 \
+  --data-parallel 2 --inject-fault 1:1F1
+ours; grep -qF "rank 1 (replica 0, part 0) failed in 1F1: injected fault" "$tmp/ours" ||
+  fail "data parallel: the failure line: $(cat "$tmp/err")"
 # What cannot run says so in one line, exit 2: replicas without processes,
 # a launch of the wrong size.
 expect_status 2 "$run" train --model $mlp -K 2 -M 2 -N 4 --steps 1 --data-parallel 2
