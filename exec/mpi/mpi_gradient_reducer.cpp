@@ -8,21 +8,13 @@
 namespace gpipe::exec::mpi {
 
 MpiGradientReducer::MpiGradientReducer(const MpiWorld& world, FailureWatch& watch, MPI_Comm group,
-                                       std::int64_t bucket_bytes)
+                                       std::int64_t bucket_bytes, bool one_clock)
     : world_(world),
       watch_(watch),
       group_(group),
-      bucket_floats_(std::max<std::int64_t>(1, bucket_bytes / static_cast<std::int64_t>(sizeof(float)))) {
+      bucket_floats_(float_bucket(bucket_bytes)),
+      one_clock_(one_clock) {
   if (group == MPI_COMM_NULL) throw std::logic_error("a gradient reducer needs a data-parallel group");
-  // Whether every process of the group runs on this node (one steady clock).
-  MPI_Comm node = MPI_COMM_NULL;
-  check(MPI_Comm_split_type(group, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node), "MPI_Comm_split_type");
-  int here = 0;
-  int all = 0;
-  MPI_Comm_size(node, &here);
-  MPI_Comm_size(group, &all);
-  MPI_Comm_free(&node);
-  one_clock_ = here == all;
 }
 
 // After a failure a reduction may still be posted, and its peers may be

@@ -31,8 +31,10 @@ namespace gpipe::exec::mpi {
 class MpiGradientReducer final : public GradientReducer<Tensor> {
  public:
   // `group`: the processes of this pipeline rank in every replica
-  // (MpiProcessGroup::data_parallel_comm()).
-  MpiGradientReducer(const MpiWorld& world, FailureWatch& watch, MPI_Comm group, std::int64_t bucket_bytes);
+  // (MpiProcessGroup::data_parallel_comm()); `one_clock`: they all run on
+  // one node (MpiProcessGroup::one_node()), so their starts compare.
+  MpiGradientReducer(const MpiWorld& world, FailureWatch& watch, MPI_Comm group, std::int64_t bucket_bytes,
+                     bool one_clock);
   ~MpiGradientReducer() override;
   MpiGradientReducer(const MpiGradientReducer&) = delete;
   MpiGradientReducer(MpiGradientReducer&&) = delete;
@@ -60,7 +62,7 @@ class MpiGradientReducer final : public GradientReducer<Tensor> {
   FailureWatch& watch_;
   MPI_Comm group_;
   std::int64_t bucket_floats_;
-  bool one_clock_ = false;  // the group on one node: its starts comparable
+  bool one_clock_;
   std::map<int, Pending> pending_;  // by stage; its gradients stay the stage's
 };
 

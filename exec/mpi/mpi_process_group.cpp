@@ -61,7 +61,8 @@ MpiProcessGroup::~MpiProcessGroup() {
 
 void MpiProcessGroup::agree_on_clocks() {
   const std::vector<std::string> hosts = host_names(world_);
-  const bool one_node = std::all_of(hosts.begin(), hosts.end(), [&](const std::string& h) { return h == hosts[0]; });
+  one_node_ = std::all_of(hosts.begin(), hosts.end(), [&](const std::string& h) { return h == hosts[0]; });
+  const bool one_node = one_node_;
   const char* forced = std::getenv("GPIPE_MPI_CLOCK");
   const bool ping_pong = std::string_view(forced == nullptr ? "" : forced) == "ping-pong";
   // rank 0 measures each process that does not share its clock; [offset, error] each.

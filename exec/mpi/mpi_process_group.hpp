@@ -68,6 +68,8 @@ class MpiProcessGroup final : public ProcessGroup {
   [[nodiscard]] std::string share_from_rank0(const std::string& key, const std::string& value) override;
   void announce_failure(const std::string& line) noexcept override;
 
+  // Whether every process runs on one node (one steady clock).
+  [[nodiscard]] bool one_node() const { return one_node_; }
   // This process's clock minus rank 0's, in ns (0 on rank 0 and on its node).
   [[nodiscard]] std::int64_t offset_ns() const { return offset_ns_; }
 
@@ -93,6 +95,7 @@ class MpiProcessGroup final : public ProcessGroup {
   Sync sync_;
   ClockAgreement clock_;
   std::int64_t offset_ns_ = 0;
+  bool one_node_ = false;
 };
 
 }  // namespace gpipe::exec::mpi

@@ -22,7 +22,8 @@ Trained<cpu::CpuBackend> train_in_world(MpiWorld& world, const TrainOptions& opt
     MpiProcessGroup group(world, watch, options.schedule.data_parallel, options.tensor_parallel);
     std::unique_ptr<MpiGradientReducer> reducer;
     if (options.schedule.data_parallel > 1) {
-      reducer = std::make_unique<MpiGradientReducer>(world, watch, group.data_parallel_comm(), sim::kDefaultBucketBytes);
+      reducer = std::make_unique<MpiGradientReducer>(world, watch, group.data_parallel_comm(), sim::kDefaultBucketBytes,
+                                                     group.one_node());
     }
     std::unique_ptr<MpiTensorParallel> parts;
     if (options.tensor_parallel > 1) parts = std::make_unique<MpiTensorParallel>(world, watch, group.tensor_parallel_comm());

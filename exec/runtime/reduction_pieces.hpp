@@ -21,6 +21,11 @@ struct ReductionPiece {
   bool operator==(const ReductionPiece&) const = default;
 };
 
+// A bucket of `bytes` in fp32 values, at least one.
+[[nodiscard]] inline std::int64_t float_bucket(std::int64_t bytes) {
+  return std::max<std::int64_t>(1, bytes / static_cast<std::int64_t>(sizeof(float)));
+}
+
 // The pieces of tensors of `sizes` values, tensor by tensor, each cut into
 // pieces of `bucket_elements` (the last the rest); an empty tensor has none.
 [[nodiscard]] inline std::vector<ReductionPiece> reduction_pieces(std::span<const std::int64_t> sizes,

@@ -288,6 +288,18 @@ std::string failure_of(const Launcher::Outcome& outcome) {
   return fmt::format("`{}` exited {}: {}", outcome.command, outcome.status, ours.empty() ? last : ours);
 }
 
+exec::ProfilerOptions profiler_options(const ValidateFlags& f, const exec::OptimizerConfig& optimizer,
+                                       int threads_per_rank) {
+  exec::ProfilerOptions options;
+  options.threads_per_rank = threads_per_rank;
+  options.warmup = f.warmup;
+  options.repeats = f.repeats;
+  options.seed = f.run.seed;
+  options.optimizer = optimizer;
+  options.on_pass = report_profiler_pass;
+  return options;
+}
+
 // With --launcher: the layers and the link between two processes, measured by
 // `gpipe-run profile` under the launcher (exec/mpi/link_probe.hpp), so that
 // the predictions use the real link.
@@ -318,12 +330,9 @@ profiles::Profile launched_profile(const ValidateFlags& f, const models::Model& 
   // largest size, as validate does without a launcher. (Not for a
   // tensor-parallel profile: its parts measured their layers beside each other.)
   if (profile.contention.empty() && f.tensor_parallel == 1) {
-    exec::ProfilerOptions threads;
+    exec::ProfilerOptions threads = profiler_options(f, optimizer, threads_per_rank);
     threads.warmup = 1;
-    threads.repeats = f.repeats;
-    threads.seed = f.run.seed;
-    threads.optimizer = optimizer;
-    threads.threads_per_rank = threads_per_rank;
+    threads.on_pass = nullptr;
     threads.forward_only = f.inference.inference();
     profile.contention = measure_profile("cpu", f.cuda, 1, model, {sizes.back()}, threads).contention;
   }
@@ -408,17 +417,6 @@ exec::inference::StreamResult launched_stream(const ValidateFlags& f, const exec
 
 // How validate's profiles are measured: --warmup, --repeats and --seed, with
 // the rows' optimizer and threads per rank; a bar on a terminal.
-exec::ProfilerOptions profiler_options(const ValidateFlags& f, const exec::OptimizerConfig& optimizer,
-                                       int threads_per_rank) {
-  exec::ProfilerOptions options;
-  options.threads_per_rank = threads_per_rank;
-  options.warmup = f.warmup;
-  options.repeats = f.repeats;
-  options.seed = f.run.seed;
-  options.optimizer = optimizer;
-  options.on_pass = report_profiler_pass;
-  return options;
-}
 
 // The profile to predict with: --profile, else one measured now at every
 // micro-batch size the grid can use, as a rank of a `stages`-stage run

@@ -27,7 +27,7 @@ NcclGradientReducer::NcclGradientReducer(int rank, int size, int device, const s
     : rank_(rank),
       size_(size),
       compute_(compute),
-      bucket_floats_(std::max<std::int64_t>(1, bucket_bytes / static_cast<std::int64_t>(sizeof(float)))) {
+      bucket_floats_(float_bucket(bucket_bytes)) {
   if (size < 1 || rank < 0 || rank >= size) {
     throw InputError("NCCL gradient reducer: rank " + std::to_string(rank) + " is outside [0, " +
                      std::to_string(size) + ")");
