@@ -34,6 +34,7 @@ constexpr const char* kFormat = "gpipe-trace";
 constexpr int kVersion = 2;        // tid = lane + 1 (schedules/trace_lanes.hpp)
 constexpr int kOldestVersion = 1;  // tid = lane
 constexpr const char* kMemoryCounter = "activation memory";
+constexpr const char* kCollectiveCategory = "collective";  // Timeline::collectives
 // Times beyond this (about 31 years in ns) cannot come from a run; rejecting
 // them keeps llround away from values it cannot represent.
 constexpr double kMaxAbsUs = 1e15;
@@ -57,13 +58,16 @@ std::string process_name(const TimelineInfo& info, int rank) {
 }
 
 void add_metadata(const TimelineInfo& info, const Timeline& timeline, const std::vector<int>& lanes,
-                  json& events) {
+                  const std::vector<int>& collective_lanes, json& events) {
   // Every rank shows its three streams; extra comm lanes where they were used.
   std::set<std::pair<int, int>> threads;
   for (int r = 0; r < info.num_ranks; ++r) {
     for (int t = 0; t < kNumStreams; ++t) threads.insert({r, t});
   }
   for (std::size_t i = 0; i < lanes.size(); ++i) threads.insert({timeline.actions[i].rank.value, lanes[i]});
+  for (std::size_t i = 0; i < collective_lanes.size(); ++i) {
+    threads.insert({timeline.collectives[i].rank.value, collective_lanes[i]});
+  }
   for (int r = 0; r < info.num_ranks; ++r) {
     events.push_back({{"name", "process_name"},
                       {"ph", "M"},
@@ -98,6 +102,22 @@ json action_event(const TimedAction& a, int lane) {
     event["args"]["group"] = fmt::format("stage {} of every data-parallel replica", a.action.stage.value);
   }
   return event;
+}
+
+// A tensor-parallel collective names the action it ran in and its group: the
+// parts of the rank's stages.
+json collective_event(const CollectiveSpan& c, int lane, int tensor_parallel) {
+  return {{"name", c.collective},
+          {"cat", kCollectiveCategory},
+          {"ph", "X"},
+          {"pid", c.rank.value},
+          {"tid", tid_of_lane(lane)},
+          {"ts", to_us(c.start_ns)},
+          {"dur", to_us(c.end_ns - c.start_ns)},
+          {"args",
+           {{"within", to_string(c.within)},
+            {"bytes", c.bytes},
+            {"group", fmt::format("the {} tensor-parallel parts of rank {}", tensor_parallel, c.rank.value)}}}};
 }
 
 // One s/f pair from each send to the receive of the same data, where both
@@ -165,6 +185,7 @@ json gpipe_data(const Timeline& timeline) {
           {"source", {{"kind", info.source}, {"device", info.device}}},
           {"batch_size", info.batch_size},
           {"static_bytes", info.static_bytes},
+          {"tensor_parallel", info.tensor_parallel},
           {"metrics", to_json(checked_metrics(timeline))}};
 }
 
@@ -291,7 +312,33 @@ TimelineInfo read_info(const json& trace, const FieldReader& in) {
       info.static_bytes.push_back(in.integer_at((*bytes)[r], path, 0, kMaxBytes));
     }
   }
+  if (FieldReader::find(g, "tensor_parallel") != nullptr) {  // absent before issue 26: 1
+    info.tensor_parallel = static_cast<int>(in.integer(g, p, "tensor_parallel", 1, 1 << 20));
+  }
   return info;
+}
+
+void read_collective(const json& ev, const std::string& where, const FieldReader& in, Timeline& timeline) {
+  CollectiveSpan c;
+  c.collective = in.string(ev, where, "name");
+  if (c.collective != "all-reduce" && c.collective != "all-gather" && c.collective != "reduce-scatter") {
+    in.fail(where + ".name", "must be all-reduce, all-gather or reduce-scatter");
+  }
+  c.rank = Rank{static_cast<int>(in.integer(ev, where, "pid", 0, timeline.info.num_ranks - 1))};
+  const json& args = in.object(ev, where, "args");
+  const std::string within = in.string(args, where + ".args", "within");
+  try {
+    c.within = parse_action(within);
+  } catch (const InputError& e) {
+    in.fail(where + ".args.within", e.what());
+  }
+  if (stream_of(c.within.kind) != Stream::compute) in.fail(where + ".args.within", "must be a compute action");
+  c.bytes = in.integer(args, where + ".args", "bytes", 0, kMaxBytes);
+  c.start_ns = in.time_ns(ev, where, "ts");
+  const std::int64_t duration = in.time_ns(ev, where, "dur");
+  if (duration < 0) in.fail(where + ".dur", "must not be negative");
+  c.end_ns = c.start_ns + duration;
+  timeline.collectives.push_back(std::move(c));
 }
 
 void read_action(const json& ev, const std::string& where, const FieldReader& in, int version,
@@ -339,8 +386,12 @@ void read_memory(const json& ev, const std::string& where, const FieldReader& in
 json to_chrome_trace(const Timeline& timeline) {
   json events = json::array();
   const std::vector<int> lanes = assign_lanes(timeline);
-  add_metadata(timeline.info, timeline, lanes, events);
+  const std::vector<int> collective_lanes = assign_collective_lanes(timeline);
+  add_metadata(timeline.info, timeline, lanes, collective_lanes, events);
   for (std::size_t i = 0; i < lanes.size(); ++i) events.push_back(action_event(timeline.actions[i], lanes[i]));
+  for (std::size_t i = 0; i < collective_lanes.size(); ++i) {
+    events.push_back(collective_event(timeline.collectives[i], collective_lanes[i], timeline.info.tensor_parallel));
+  }
   add_flows(timeline, lanes, events);
   for (const auto& s : timeline.memory) {
     events.push_back({{"name", kMemoryCounter},
@@ -389,6 +440,8 @@ Timeline timeline_from_chrome_trace(const json& trace, std::string_view origin) 
     const json* name = FieldReader::find(ev, "name");
     if (*ph == "X" && cat != nullptr && (*cat == "compute" || *cat == "comm")) {
       read_action(ev, where, in, version, timeline);
+    } else if (*ph == "X" && cat != nullptr && *cat == kCollectiveCategory) {
+      read_collective(ev, where, in, timeline);
     } else if (*ph == "C" && name != nullptr && *name == kMemoryCounter) {
       read_memory(ev, where, in, timeline);
     }

@@ -63,6 +63,24 @@ struct MemorySample {
   bool operator==(const MemorySample&) const = default;
 };
 
+// A tensor-parallel collective that ran inside a compute action (a split
+// block's all-reduce of its partial outputs or input gradients, issue 26): on
+// the compute stream, as part of `within`'s interval, and shown on the rank's
+// tensor-parallel lane of a trace (trace_lanes.hpp) over the rank's group of
+// TimelineInfo::tensor_parallel GPUs. A prediction prices it with the
+// collectives' model; a run measures each call.
+struct CollectiveSpan {
+  Rank rank;
+  Action within;           // the compute action (F, B, I, W or R) it ran in
+  std::string collective;  // "all-reduce", "all-gather" or "reduce-scatter"
+  std::int64_t bytes = 0;  // nccl-tests' size (profiles/collectives.hpp)
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+
+  [[nodiscard]] std::int64_t duration_ns() const { return end_ns - start_ns; }
+  bool operator==(const CollectiveSpan&) const = default;
+};
+
 // What was run, and where: the schedule's shape, and who produced the timeline.
 struct TimelineInfo {
   std::string schedule_name;
@@ -76,6 +94,7 @@ struct TimelineInfo {
   std::int64_t batch_size = 0;  // samples per mini-batch N (for throughput); 0 = unknown
   std::vector<std::int64_t>
       static_bytes;  // per rank: params+grads+optimizer state; empty = unknown
+  int tensor_parallel = 1;  // the GPUs (processes) each rank's stages are split over
 
   bool operator==(const TimelineInfo&) const = default;
 };
@@ -84,6 +103,7 @@ struct Timeline {
   TimelineInfo info;
   std::vector<TimedAction> actions;
   std::vector<MemorySample> memory;
+  std::vector<CollectiveSpan> collectives;  // with tensor parallelism; by rank, then start
 
   bool operator==(const Timeline&) const = default;
 };

@@ -38,6 +38,25 @@ std::vector<int> assign_lanes(const Timeline& timeline) {
   return tids;
 }
 
+std::vector<int> assign_collective_lanes(const Timeline& timeline) {
+  const auto& spans = timeline.collectives;
+  std::vector<int> lanes(spans.size(), kTensorParallelTid);
+  std::vector<std::size_t> order(spans.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t i, std::size_t j) { return spans[i].start_ns < spans[j].start_ns; });
+  std::map<int, std::int64_t> first_lane_free_at;  // by rank
+  for (const std::size_t i : order) {
+    const auto [it, first] = first_lane_free_at.try_emplace(spans[i].rank.value, spans[i].end_ns);
+    if (first || it->second <= spans[i].start_ns) {
+      it->second = spans[i].end_ns;
+    } else {
+      lanes[i] = kTensorParallelTid + 1;  // beside the other pass of an overlapped pair
+    }
+  }
+  return lanes;
+}
+
 Stream stream_of_lane(int lane) {
   if (lane == 0) return Stream::compute;
   if (lane == kOverlapTid) return Stream::overlap;
@@ -46,6 +65,8 @@ Stream stream_of_lane(int lane) {
 }
 
 std::string lane_name(int lane) {
+  if (lane == kTensorParallelTid) return "tensor-parallel";
+  if (lane == kTensorParallelTid + 1) return "tensor-parallel 2";
   std::string name(to_string(stream_of_lane(lane)));
   if (lane > 2 && lane != kOverlapTid && lane != kReduceTid) name += " " + std::to_string((lane + 1) / 2);
   return name;

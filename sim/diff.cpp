@@ -194,6 +194,24 @@ TransferError reduction_errors(const ActionIndex& pred, const ActionIndex& meas)
   return duration_errors(pairs);
 }
 
+// The time each (rank, compute action) spent in tensor-parallel collectives.
+std::map<std::pair<Rank, Action>, std::int64_t> collective_time(const Timeline& timeline) {
+  std::map<std::pair<Rank, Action>, std::int64_t> sums;
+  for (const CollectiveSpan& c : timeline.collectives) sums[{c.rank, c.within}] += c.duration_ns();
+  return sums;
+}
+
+// Each action's tensor-parallel collectives, in both, by their summed durations.
+TransferError tensor_parallel_errors(const Timeline& predicted, const Timeline& measured) {
+  const auto meas = collective_time(measured);
+  std::vector<std::pair<std::int64_t, std::int64_t>> pairs;
+  for (const auto& [key, p] : collective_time(predicted)) {
+    const auto it = meas.find(key);
+    if (it != meas.end()) pairs.emplace_back(p, it->second);
+  }
+  return duration_errors(pairs);
+}
+
 json error_json(const TransferError& t) {
   return {{"count", t.count},
           {"predicted_mean_us", t.predicted_mean_us},
@@ -278,6 +296,7 @@ TimelineDiff diff_timelines(const Timeline& predicted, const Timeline& measured,
   d.transfers = transfer_errors(pred, measured);
   d.reductions = reduction_errors(index_actions(predicted, "predicted", /*reduce=*/true),
                                   index_actions(measured, "measured", /*reduce=*/true));
+  d.tensor_parallel = tensor_parallel_errors(predicted, measured);
   // Stable: equal errors stay in (rank, action) order.
   std::ranges::stable_sort(errors, std::greater{},
                            [](const ActionError& e) { return std::abs(e.error_us); });
@@ -324,6 +343,7 @@ json to_json(const TimelineDiff& d) {
           {"peak_activation_error_pct", std::move(peaks)},
           {"transfers", error_json(d.transfers)},
           {"reductions", error_json(d.reductions)},
+          {"tensor_parallel_collectives", error_json(d.tensor_parallel)},
           {"worst", std::move(worst)}};
 }
 
@@ -355,6 +375,7 @@ std::string to_text(const TimelineDiff& d) {
   };
   durations("transfers", "messages", "message", d.transfers);
   durations("reductions", "data-parallel", "reduction", d.reductions);
+  durations("tp comm", "actions' tensor-parallel collectives", "action", d.tensor_parallel);
   fmt::format_to(it, "start drift mean {:.1f} us, max {:.1f} us\n", d.mean_abs_start_drift_us,
                  d.max_abs_start_drift_us);
   out += "peak activation memory error per rank:";

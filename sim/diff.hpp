@@ -71,11 +71,15 @@ struct TimelineDiff {
   // Each data-parallel reduction (REDUCE_GRAD on a rank's reduce stream):
   // its duration, start to end; count 0 without data parallelism.
   TransferError reductions;
+  // Each compute action's tensor-parallel collectives (Timeline::collectives),
+  // their durations summed, matched by (rank, action); count 0 without.
+  TransferError tensor_parallel;
   std::vector<ActionError> worst;  // largest |error_us| first; ties by (rank, action)
 };
 
 // Matches every action, compute and comm, by (rank, action), and apart from
-// them each data-parallel reduction on a reduce stream. Throws InputError
+// them each data-parallel reduction on a reduce stream and each action's
+// tensor-parallel collectives. Throws InputError
 // when the two traces describe different schedules (naming each field that
 // differs: name, num_ranks, num_stages, num_microbatches, recompute,
 // stage_to_rank), when an action appears twice on one rank of a trace, when no

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "models/model_spec.hpp"
+#include "models/tensor_parallel.hpp"
 #include "schedules/error.hpp"
 #include "profiles/limits.hpp"
 #include "sim/contention.hpp"
@@ -13,6 +15,7 @@
 #include "sim/step_bounds.hpp"
 #include "sim/profile_costs.hpp"
 #include "sim/placed_link.hpp"
+#include "sim/tensor_parallel_spans.hpp"
 #include "sim/zb_auto_plan.hpp"
 
 namespace gpipe::sim {
@@ -128,6 +131,16 @@ Prediction predict(plan::Planner& planner, const Scenario& sc, bool record_timel
   p.timeline = std::move(result.timeline);
   p.metrics = std::move(result.metrics);
   p.timeline.info.device = profile.device;  // what the prediction is for
+  if (record_timeline && tensor > 1) {
+    // Inside a node: the profile's link, its collectives' fit where it has one.
+    const profiles::CollectiveLink tp_link =
+        profile.link.collective.value_or(profiles::CollectiveLink{link.latency_us(), link.bandwidth_GBps()});
+    add_tensor_parallel_spans(
+        p.timeline, profile,
+        models::split_tensor_parallel(models::parse_model(profile.model),
+                                      {.degree = tensor, .sequence_parallel = profile.sequence_parallel}),
+        p.plan.partition.layers_per_stage, p.plan.microbatch_sizes, tp_link);
+  }
   return p;
 }
 

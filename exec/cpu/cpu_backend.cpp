@@ -122,7 +122,12 @@ CpuBackend::Run::Run(const TrainOptions& options, const RunSettings& settings,
     process_link_ = backend_options.process_link(timer_);
   }
   gradient_reducer_ = backend_options.gradient_reducer;
-  tensor_parallel_ = backend_options.tensor_parallel;
+  if (backend_options.tensor_parallel != nullptr) {
+    for (int r = 0; r < settings.schedule->num_ranks; ++r) {
+      timed_parts_.push_back(
+          std::make_unique<TimedTensorParallel>(*backend_options.tensor_parallel, timer_, schedules::Rank{r}));
+    }
+  }
   if (settings.replicas > 1 && gradient_reducer_ == nullptr) {
     throw std::logic_error("a data-parallel run without a gradient reducer");
   }

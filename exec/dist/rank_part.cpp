@@ -20,9 +20,14 @@ std::string to_json(const RankPart& part) {
     for (const auto& [action, interval] : step.reductions) {
       reductions.push_back({to_string(action), interval.start_ns, interval.end_ns});
     }
+    json collectives = json::array();
+    for (const schedules::CollectiveSpan& c : step.collectives) {
+      collectives.push_back({to_string(c.within), c.collective, c.bytes, c.start_ns, c.end_ns});
+    }
     json memory = json::array();
     for (const MemoryChange& c : step.memory) memory.push_back({c.action_index, c.host_ns, c.bytes});
-    steps.push_back({{"intervals", intervals}, {"reductions", reductions}, {"memory", memory}});
+    steps.push_back(
+        {{"intervals", intervals}, {"reductions", reductions}, {"collectives", collectives}, {"memory", memory}});
   }
   return json{{"rank", part.rank.value}, {"static_bytes", part.static_bytes}, {"steps", steps}}.dump();
 }
@@ -42,6 +47,14 @@ RankPart parse_rank_part(const std::string& text) {
       for (const json& i : s.value("reductions", json::array())) {
         step.reductions.emplace_back(schedules::parse_action(i.at(0).get<std::string>()),
                                      Interval{i.at(1).get<std::int64_t>(), i.at(2).get<std::int64_t>()});
+      }
+      for (const json& c : s.value("collectives", json::array())) {
+        step.collectives.push_back({.rank = part.rank,
+                                    .within = schedules::parse_action(c.at(0).get<std::string>()),
+                                    .collective = c.at(1).get<std::string>(),
+                                    .bytes = c.at(2).get<std::int64_t>(),
+                                    .start_ns = c.at(3).get<std::int64_t>(),
+                                    .end_ns = c.at(4).get<std::int64_t>()});
       }
       for (const json& m : s.at("memory")) {
         step.memory.push_back({m.at(0).get<int>(), m.at(1).get<std::int64_t>(), m.at(2).get<std::int64_t>()});

@@ -16,11 +16,14 @@
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
+#include <vector>
 
 #include "exec/runtime/action_mark.hpp"
 #include "schedules/action.hpp"
 #include "schedules/ids.hpp"
+#include "schedules/timeline.hpp"
 
 namespace gpipe::exec {
 
@@ -59,6 +62,19 @@ class ActionTimer {
   }
   // The reductions of step `slot`, as intervals() gives the actions.
   [[nodiscard]] virtual MeasuredIntervals reductions(int slot) {
+    (void)slot;
+    return {};
+  }
+  // A tensor-parallel collective `rank` ran from `start` to `end` on this
+  // host's clock, inside its compute action begun and not yet ended
+  // (schedules::CollectiveSpan); one outside a measured action is not kept.
+  virtual void record_collective(schedules::Rank rank, std::string_view collective, std::int64_t bytes,
+                                 Clock::time_point start, Clock::time_point end) {
+    (void)rank, (void)collective, (void)bytes, (void)start, (void)end;
+    throw std::logic_error(std::string(name()) + " timer: tensor-parallel collectives are not timed on the host");
+  }
+  // The collectives of step `slot`, every local rank's, in the order made.
+  [[nodiscard]] virtual std::vector<schedules::CollectiveSpan> collectives(int slot) {
     (void)slot;
     return {};
   }

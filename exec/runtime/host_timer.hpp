@@ -27,6 +27,9 @@ class HostTimer final : public ActionTimer {
   [[nodiscard]] MeasuredIntervals intervals(int slot) override;
   void record_reduction(const ActionMark& mark, Clock::time_point start, Clock::time_point end) override;
   [[nodiscard]] MeasuredIntervals reductions(int slot) override;
+  void record_collective(schedules::Rank rank, std::string_view collective, std::int64_t bytes,
+                         Clock::time_point start, Clock::time_point end) override;
+  [[nodiscard]] std::vector<schedules::CollectiveSpan> collectives(int slot) override;
   [[nodiscard]] const char* name() const override { return "host"; }
 
  private:
@@ -34,9 +37,12 @@ class HostTimer final : public ActionTimer {
     Clock::time_point origin;
     std::int64_t previous_start = -1;
     std::int64_t open_start = 0;  // of the action begun and not yet ended
+    schedules::Action open_action;
+    int open_slot = -1;  // -1: no action open
     using Slots = std::vector<std::vector<std::pair<schedules::Action, Interval>>>;
     Slots steps;       // per slot
     Slots reductions;  // per slot
+    std::vector<std::vector<schedules::CollectiveSpan>> collectives;  // per slot
   };
   using Records = RankRecord::Slots;
   // Every rank's `which` of step `slot`, by (rank, action).

@@ -26,6 +26,10 @@ schedules::Timeline measured_step(const std::vector<RankPart>& parts, std::size_
   }
   timeline.actions = complete_step_actions(lowered, intervals, reductions);
   for (const RankPart& part : parts) {
+    const auto& spans = part.steps.at(k).collectives;
+    timeline.collectives.insert(timeline.collectives.end(), spans.begin(), spans.end());
+  }
+  for (const RankPart& part : parts) {
     const auto samples =
         place_memory_changes(part.rank, part.steps.at(k).memory, placement, lowered, timeline.actions);
     timeline.memory.insert(timeline.memory.end(), samples.begin(), samples.end());
@@ -40,9 +44,11 @@ std::vector<RankPart> local_parts(ActionTimer& timer, const std::vector<std::uni
                                   const std::vector<std::int64_t>& static_bytes, int measured_steps) {
   std::vector<MeasuredIntervals> intervals;
   std::vector<MeasuredIntervals> reductions;
+  std::vector<std::vector<schedules::CollectiveSpan>> collectives;
   for (int k = 0; k < measured_steps; ++k) {
     intervals.push_back(timer.intervals(k));
     reductions.push_back(timer.reductions(k));
+    collectives.push_back(timer.collectives(k));
   }
   std::vector<RankPart> parts;
   for (const schedules::Rank rank : local) {
@@ -56,6 +62,9 @@ std::vector<RankPart> local_parts(ActionTimer& timer, const std::vector<std::uni
       }
       for (const auto& [key, interval] : reductions[k]) {
         if (key.first == rank) step.reductions.emplace_back(key.second, interval);
+      }
+      for (const schedules::CollectiveSpan& c : collectives[k]) {
+        if (c.rank == rank) step.collectives.push_back(c);
       }
       step.memory = logs.at(rank.at())->changes(k);
     }

@@ -29,6 +29,8 @@ struct RankPart {
     std::vector<std::pair<schedules::Action, Interval>> intervals;
     // Its data-parallel reductions (REDUCE_GRAD on the reduce stream).
     std::vector<std::pair<schedules::Action, Interval>> reductions;
+    // Its tensor-parallel collectives, inside its compute actions.
+    std::vector<schedules::CollectiveSpan> collectives;
     std::vector<MemoryChange> memory;
     bool operator==(const Step&) const = default;
   };

@@ -215,6 +215,7 @@ template <class B>
   info.source = std::string(B::kName);
   info.device = run.device_name();
   info.batch_size = o.batch;
+  info.tensor_parallel = o.tensor_parallel;
   const int median = assemble_timeline(result, parts, lowered, info, run.memory_placement(), o.steps);
   out.report = run.report(median);
   return out;

@@ -215,14 +215,16 @@ void print_link_summary(const std::vector<exec::CalibrationRow>& rows) {
   std::cout << "\n";
 }
 
-// The collectives' model alone: each data-parallel reduction of a stage, from
-// its start to its end on the rank's reduce stream, pooled over every row.
-void print_reduction_summary(const std::vector<exec::CalibrationRow>& rows) {
+// The collectives' model alone, pooled over every row: `what` of each row's
+// diff (each data-parallel reduction of a stage, from its start to its end on
+// the rank's reduce stream; or each action's tensor-parallel collectives).
+void print_collective_summary(const std::vector<exec::CalibrationRow>& rows, sim::TransferError sim::TimelineDiff::*what,
+                              std::string_view many, std::string_view one) {
   int count = 0;
   double predicted = 0, measured = 0;
   std::vector<double> errors;
   for (const auto& r : rows) {
-    const sim::TransferError& g = r.diff.reductions;
+    const sim::TransferError& g = r.diff.*what;
     if (!r.ok() || g.count == 0) continue;
     count += g.count;
     predicted += g.predicted_mean_us * g.count;
@@ -230,12 +232,12 @@ void print_reduction_summary(const std::vector<exec::CalibrationRow>& rows) {
     errors.insert(errors.end(), g.abs_errors_pct.begin(), g.abs_errors_pct.end());
   }
   if (count == 0) return;
-  std::cout << fmt::format("collectives: {} data-parallel reductions, mean {} predicted against {} measured ({:+.1f} %)",
-                           count, format_time_us(predicted / count), format_time_us(measured / count),
+  std::cout << fmt::format("collectives: {} {}, mean {} predicted against {} measured ({:+.1f} %)", count, many,
+                           format_time_us(predicted / count), format_time_us(measured / count),
                            measured > 0 ? (predicted - measured) / measured * 100 : 0.0);
   if (!errors.empty()) {
     std::ranges::sort(errors);
-    std::cout << fmt::format("; a reduction's |error|: median {:.1f} %, largest {:.1f} %", exec::quantile(errors, 0.5),
+    std::cout << fmt::format("; {}'s |error|: median {:.1f} %, largest {:.1f} %", one, exec::quantile(errors, 0.5),
                              errors.back());
   }
   std::cout << "\n";
@@ -272,7 +274,9 @@ void print_summary(const std::vector<exec::CalibrationRow>& rows, int tensor_par
   std::cout << fmt::format("bubble error: mean |error| {:.1f} points\n", bubble / static_cast<double>(run));
   std::cout << fmt::format("peak activation equal to the prediction in {} of {} configurations\n", equal, run);
   print_link_summary(rows);
-  print_reduction_summary(rows);
+  print_collective_summary(rows, &sim::TimelineDiff::reductions, "data-parallel reductions", "a reduction");
+  print_collective_summary(rows, &sim::TimelineDiff::tensor_parallel, "actions' tensor-parallel all-reduces",
+                           "an action");
 }
 
 // The last line a launched gpipe-run printed about its failure, else the

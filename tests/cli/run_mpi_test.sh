@@ -101,12 +101,33 @@ gpt=transformer:layers=3,hidden=32,heads=4,seq=16,vocab=64
 expect_status 0 "$run" train --model $gpt -K 2 -M 2 -N 8 --steps 3 --schedule 1f1b --optimizer momentum
 grep '^step [0-9]' "$tmp/out" >"$tmp/threads"
 expect_status 0 timeout 120 "${launch[@]}" -np 4 "$run" train --model $gpt -K 2 -M 2 -N 8 --steps 3 \
-  --schedule 1f1b --optimizer momentum --tensor-parallel 2
+  --schedule 1f1b --optimizer momentum --tensor-parallel 2 --trace "$tmp/tp-trace.json"
 expect_out "tensor par. each rank's blocks split over 2 processes"
 expect_out "^   1      3-4 "
 grep '^step [0-9]' "$tmp/out" >"$tmp/processes"
 cmp -s "$tmp/threads" "$tmp/processes" || fail "tensor parallel: losses differ from the threads' run: $(cat "$tmp/threads" "$tmp/processes")"
 [ "$(grep -c '^model ' "$tmp/out")" -eq 1 ] || fail "tensor parallel: more than one process reported: $(cat "$tmp/out")"
+# Its trace shows each block's two all-reduces in every F and B on the rank's
+# tensor-parallel lane: rank 0 (embed, block0, block1) 2 x 2 per pass, rank 1
+# (block2, head) 2, of b x seq x hidden fp32 = 4 x 16 x 32 x 4 bytes each.
+python3 - "$tmp/tp-trace.json" <<'PY' || fail "tensor parallel: the trace's collectives"
+import collections, json, sys
+trace = json.load(open(sys.argv[1]))
+assert trace["otherData"]["gpipe"]["tensor_parallel"] == 2
+spans = [e for e in trace["traceEvents"] if e.get("cat") == "collective"]
+per_action = collections.Counter((e["pid"], e["args"]["within"]) for e in spans)
+expected = {(0, f"0{k}{m}"): 4 for k in "FB" for m in (0, 1)} | {(1, f"1{k}{m}"): 2 for k in "FB" for m in (0, 1)}
+assert per_action == expected, per_action
+assert all(e["name"] == "all-reduce" and e["args"]["bytes"] == 8192 and e["dur"] >= 0 for e in spans), spans[:3]
+lanes = {(e["pid"], e["args"]["name"]) for e in trace["traceEvents"] if e.get("name") == "thread_name"}
+assert (0, "tensor-parallel") in lanes and (1, "tensor-parallel") in lanes, lanes
+# Each lies inside the action it names.
+actions = {(e["pid"], e["name"]): (e["ts"], e["ts"] + e["dur"]) for e in trace["traceEvents"]
+           if e.get("ph") == "X" and e.get("cat") == "compute"}
+for e in spans:
+    start, end = actions[(e["pid"], e["args"]["within"])]
+    assert start - 0.001 <= e["ts"] and e["ts"] + e["dur"] <= end + 0.001, (e, start, end)
+PY
 expect_status 2 "$run" train --model $gpt -K 2 -M 2 -N 4 --steps 1 --tensor-parallel 2
 expect_one_error_line "--tensor-parallel 2 runs each rank's parts as processes: launch 4 processes under mpirun or srun"
 expect_status 2 timeout 120 "${launch[@]}" -np 3 "$run" train --model $gpt -K 1 -M 2 -N 4 --steps 1 --tensor-parallel 3
@@ -205,11 +226,15 @@ PY
 expect_status 0 timeout 300 "$run" validate --model $gpt -K 1 -M 1,2 -N 4 --steps 2 --rounds 1 \
   --launcher mpirun --tensor-parallel 2 --warmup 0 --repeats 1 --out "$tmp/tp.csv" --save-profile "$tmp/tp-prof.json"
 expect_out "batch 4, each rank's blocks split over 2 processes"
+expect_out "^collectives: [0-9]* actions' tensor-parallel all-reduces, mean "
 expect_out "peak activation equal to the prediction in 2 of 2 configurations"
 python3 - "$tmp/tp.csv" "$tmp/tp-prof.json" <<'PY' || fail "validate --tensor-parallel: $(cat "$tmp/tp.csv")"
 import csv, json, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 assert [r["status"] for r in rows] == ["ok", "ok"], rows
+# Each F and B's all-reduces, predicted by the collectives' model against the run's.
+assert all(r["tensor_parallel"] == "2" and int(r["tp_collective_actions"]) > 0 for r in rows), rows
+assert all(float(r["predicted_tp_collective_us"]) > 0 and float(r["measured_tp_collective_us"]) > 0 for r in rows), rows
 profile = json.load(open(sys.argv[2]))
 assert profile["tensor_parallel"] == 2, profile.get("tensor_parallel")
 blocks = {l["name"]: l["param_bytes"] for l in profile["layers"]}

@@ -137,6 +137,24 @@ TEST(HostTimer, EachRanksThreadRecordsOnItsOwn) {
   }
 }
 
+TEST(HostTimer, ACollectiveIsFiledUnderTheActionOpenOnItsRank) {
+  HostTimer timer(2, 1);
+  const Clock::time_point origin = Clock::now();
+  timer.start_step(Rank{1}, 0, origin);
+  const auto after = [&](int us) { return origin + std::chrono::microseconds(us); };
+  timer.record_collective(Rank{1}, "all-reduce", 64, after(1), after(2));  // no action open: not kept
+  timer.begin(mark(1, 0, 0, "1F0"));
+  timer.record_collective(Rank{1}, "all-reduce", 64, after(3), after(5));
+  timer.record_collective(Rank{1}, "all-reduce", 128, after(7), after(6));  // an end before its start: empty
+  timer.end(mark(1, 0, 0, "1F0"));
+  timer.record_collective(Rank{1}, "all-reduce", 64, after(9), after(10));  // after the end: not kept
+  EXPECT_EQ(timer.collectives(0),
+            (std::vector<schedules::CollectiveSpan>{{Rank{1}, parse_action("1F0"), "all-reduce", 64, 3'000, 5'000},
+                                                    {Rank{1}, parse_action("1F0"), "all-reduce", 128, 7'000, 7'000}}));
+  timer.start_step(Rank{1}, 0, origin);  // a new start of the slot forgets them
+  EXPECT_TRUE(timer.collectives(0).empty());
+}
+
 TEST(HostTimer, ARankOutOfRangeIsNamed) {
   HostTimer timer(2, 1);
   EXPECT_STREQ(timer.name(), "host");

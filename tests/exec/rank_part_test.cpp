@@ -36,6 +36,12 @@ RankPart part_of(int r) {
                       {parse_action(s + "B0"), {100 * k + 61, 100 * k + 90}},
                       {parse_action(s + "STEP"), {100 * k + 91, 100 * k + 99}}};
     step.reductions = {{parse_action(s + "REDUCE_GRAD"), {100 * k + 91, 100 * k + 97}}};
+    step.collectives = {{.rank = part.rank,
+                         .within = parse_action(s + "F0"),
+                         .collective = "all-reduce",
+                         .bytes = 65536,
+                         .start_ns = 100 * k + 10,
+                         .end_ns = 100 * k + 18}};
     step.memory = {{0, 5, 4096}, {3, 70, 0}, {-1, 99, 0}};
   }
   return part;
@@ -54,10 +60,18 @@ TEST(RankPart, TheJsonFormIsExact) {
   RankPart part;
   part.rank = schedules::Rank{1};
   part.static_bytes = 64;
-  part.steps.push_back({{{parse_action("1F0"), {0, 10}}}, {{parse_action("1REDUCE_GRAD"), {12, 40}}}, {{0, 5, 128}}});
+  part.steps.push_back({{{parse_action("1F0"), {0, 10}}},
+                        {{parse_action("1REDUCE_GRAD"), {12, 40}}},
+                        {{.rank = part.rank,
+                          .within = parse_action("1F0"),
+                          .collective = "all-reduce",
+                          .bytes = 4096,
+                          .start_ns = 3,
+                          .end_ns = 7}},
+                        {{0, 5, 128}}});
   EXPECT_EQ(to_json(part),
-            R"({"rank":1,"static_bytes":64,"steps":[{"intervals":[["1F0",0,10]],"memory":[[0,5,128]],)"
-            R"("reductions":[["1REDUCE_GRAD",12,40]]}]})");
+            R"({"rank":1,"static_bytes":64,"steps":[{"collectives":[["1F0","all-reduce",4096,3,7]],)"
+            R"("intervals":[["1F0",0,10]],"memory":[[0,5,128]],"reductions":[["1REDUCE_GRAD",12,40]]}]})");
 }
 
 TEST(RankPart, RoundTripsExactly) {

@@ -7,6 +7,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <fmt/format.h>
@@ -14,6 +15,7 @@
 #include "schedules/chrome_trace.hpp"
 #include "schedules/error.hpp"
 #include "schedules/metrics.hpp"
+#include "schedules/trace_lanes.hpp"
 #include "tests/schedules/test_support.hpp"
 
 namespace gpipe::schedules {
@@ -273,6 +275,69 @@ TEST(ChromeTrace, ReaderErrorsNameOriginAndField) {
   }
   EXPECT_NE(read_error(json::array()).find("pred.json: not a Chrome trace object"),
             std::string::npos);
+}
+
+// With tensor parallelism, each collective a compute action ran is a slice
+// on its rank's tensor-parallel lane naming the action and the group; two
+// that meet (the passes of an overlapped pair) take a second lane.
+Timeline with_collectives() {
+  Timeline tl = sample();
+  tl.info.tensor_parallel = 2;
+  const std::int64_t t0 = 1'234'567'891;
+  tl.collectives = {{Rank{0}, parse_action("0F0"), "all-reduce", 4096, t0 + 1, t0 + 3},
+                    {Rank{0}, parse_action("0F0"), "all-reduce", 4096, t0 + 2, t0 + 6},
+                    {Rank{1}, parse_action("1F0"), "reduce-scatter", 1'000'000'000'001, t0 + 1'100, t0 + 1'900}};
+  return tl;
+}
+
+TEST(ChromeTrace, TensorParallelCollectivesHaveALaneNamingTheirGroup) {
+  const Timeline tl = with_collectives();
+  const json trace = to_chrome_trace(tl);
+  std::vector<json> spans;
+  std::set<std::pair<int, std::string>> lanes;  // (tid, name)
+  for (const auto& ev : trace.at("traceEvents")) {
+    if (ev.value("cat", "") == "collective") spans.push_back(ev);
+    if (ev.at("name") == "thread_name") lanes.insert({ev.at("tid").get<int>(), ev.at("args").at("name")});
+  }
+  ASSERT_EQ(spans.size(), 3U);
+  EXPECT_EQ(spans[0].at("name"), "all-reduce");
+  EXPECT_EQ(spans[0].at("tid"), tid_of_lane(kTensorParallelTid));
+  EXPECT_EQ(spans[1].at("tid"), tid_of_lane(kTensorParallelTid + 1));  // it starts before the first ends
+  EXPECT_EQ(spans[2].at("tid"), tid_of_lane(kTensorParallelTid));
+  EXPECT_EQ(spans[0].at("args").at("within"), "0F0");
+  EXPECT_EQ(spans[2].at("args").at("bytes"), 1'000'000'000'001);
+  EXPECT_EQ(spans[2].at("args").at("group"), "the 2 tensor-parallel parts of rank 1");
+  EXPECT_EQ(trace.at("otherData").at("gpipe").at("tensor_parallel"), 2);
+  EXPECT_TRUE(lanes.contains({tid_of_lane(kTensorParallelTid), "tensor-parallel"}));
+  EXPECT_TRUE(lanes.contains({tid_of_lane(kTensorParallelTid + 1), "tensor-parallel 2"}));
+  EXPECT_EQ(timeline_from_chrome_trace(json::parse(trace.dump()), "tp"), tl);
+}
+
+TEST(ChromeTrace, ABadCollectiveIsAnErrorNamingItsField) {
+  const json good = to_chrome_trace(with_collectives());
+  std::size_t first = 0;
+  while (good.at("traceEvents")[first].value("cat", "") != "collective") ++first;
+  const std::string at = "/traceEvents/" + std::to_string(first);
+  const std::string e = fmt::format("traceEvents[{}]", first);
+  const std::vector<std::tuple<std::string, json, std::string>> cases = {
+      {at + "/name", "broadcast", e + ".name' must be all-reduce, all-gather or reduce-scatter"},
+      {at + "/args/within", "0SEND_F0", e + ".args.within' must be a compute action"},
+      {at + "/args/within", "0Q0", e + ".args.within' bad action"},
+      {at + "/args/bytes", -1, e + ".args.bytes' must be in [0, "},
+      {at + "/dur", -1.0, e + ".dur' must not be negative"},
+      {at + "/pid", 2, e + ".pid' must be in [0, 1]"},
+      {"/otherData/gpipe/tensor_parallel", 0, "field 'otherData.gpipe.tensor_parallel' must be in [1, "},
+  };
+  for (const auto& [pointer, value, expected] : cases) {
+    json bad = good;
+    bad[json::json_pointer(pointer)] = value;
+    const std::string message = read_error(bad);
+    EXPECT_NE(message.find(expected), std::string::npos) << pointer << ": " << message;
+  }
+  // A trace written before tensor parallelism had no such field: one part.
+  json old = to_chrome_trace(sample());
+  old["otherData"]["gpipe"].erase("tensor_parallel");
+  EXPECT_EQ(timeline_from_chrome_trace(old, "old").info.tensor_parallel, 1);
 }
 
 TEST(ChromeTrace, FileErrorsNameTheFile) {

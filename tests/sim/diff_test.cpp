@@ -338,6 +338,33 @@ TEST(DiffTimelines, ReductionsCompareEachDataParallelReductionApartFromItsStart)
   EXPECT_EQ(diff_timelines(gpipe_2x2(), gpipe_2x2()).reductions.count, 0);
 }
 
+TEST(DiffTimelines, TensorParallelCollectivesCompareEachActionsSum) {
+  // 0F0's two all-reduces take 10 + 10 us predicted and 12 + 13 measured
+  // (-20 %); 1F0's 30 predicted and 20 measured (+50 %); 0B0's only in the
+  // prediction, so it is not compared.
+  const auto span = [](int rank, const char* within, std::int64_t start, std::int64_t end) {
+    return schedules::CollectiveSpan{Rank{rank}, schedules::parse_action(within), "all-reduce", 64, start, end};
+  };
+  Timeline predicted = gpipe_2x2();
+  predicted.info.tensor_parallel = 2;
+  Timeline measured = predicted;
+  predicted.collectives = {span(0, "0F0", 0, 10'000), span(0, "0F0", 20'000, 30'000),
+                           span(1, "1F0", 0, 30'000), span(0, "0B0", 0, 5'000)};
+  measured.collectives = {span(0, "0F0", 0, 12'000), span(0, "0F0", 20'000, 33'000), span(1, "1F0", 0, 20'000)};
+  const TimelineDiff d = diff_timelines(predicted, measured);
+  EXPECT_EQ(d.tensor_parallel.count, 2);
+  EXPECT_DOUBLE_EQ(d.tensor_parallel.predicted_mean_us, 25.0);
+  EXPECT_DOUBLE_EQ(d.tensor_parallel.measured_mean_us, 22.5);
+  EXPECT_DOUBLE_EQ(d.tensor_parallel.max_abs_error_pct, 50.0);
+  EXPECT_EQ(d.tensor_parallel.abs_errors_pct, (std::vector<double>{20.0, 50.0}));
+  EXPECT_EQ(to_json(d)["tensor_parallel_collectives"]["count"], 2);
+  EXPECT_NE(to_text(d).find("tp comm     2 actions' tensor-parallel collectives: predicted mean 25.0 us, measured "
+                            "22.5 us, error +11.1 %"),
+            std::string::npos)
+      << to_text(d);
+  EXPECT_EQ(diff_timelines(gpipe_2x2(), gpipe_2x2()).tensor_parallel.count, 0);
+}
+
 TEST(DiffTimelinesErrors, DifferentSchedulesNameEveryField) {
   const Timeline predicted = gpipe_2x2();
   Timeline measured = gpipe_2x2();

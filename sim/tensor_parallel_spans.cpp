@@ -1,0 +1,118 @@
+#include "sim/tensor_parallel_spans.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "schedules/error.hpp"
+
+namespace gpipe::sim {
+
+namespace {
+
+using models::TensorParallelPass;
+using schedules::ActionKind;
+
+// Whether a collective of `pass` runs in an action of `kind`.
+bool runs_in(TensorParallelPass pass, ActionKind kind) {
+  switch (kind) {
+    case ActionKind::F:
+    case ActionKind::R:
+      return pass == TensorParallelPass::forward;
+    case ActionKind::B:
+      return pass == TensorParallelPass::input || pass == TensorParallelPass::weight;
+    case ActionKind::I:
+      return pass == TensorParallelPass::input;
+    case ActionKind::W:
+      return pass == TensorParallelPass::weight || pass == TensorParallelPass::split_weight;
+    default:
+      return false;
+  }
+}
+
+// The layer's profiled time of an action of `kind` at size b (0 when the
+// profile has no sample of that size: the layers then share evenly).
+double pass_us(const profiles::LayerProfile& layer, ActionKind kind, int b) {
+  const auto it = std::ranges::find(layer.samples, b, &profiles::ProfileSample::micro_batch_size);
+  if (it == layer.samples.end()) return 0;
+  switch (kind) {
+    case ActionKind::F:
+    case ActionKind::R:
+      return it->fwd_us;
+    case ActionKind::B:
+      return it->bwd_us;
+    case ActionKind::I:
+      return it->bwd_input_us.value_or(it->bwd_us);
+    case ActionKind::W:
+      return it->bwd_weight_us.value_or(0);
+    default:
+      return 0;
+  }
+}
+
+bool is_pass(ActionKind kind) {
+  return kind == ActionKind::F || kind == ActionKind::R || kind == ActionKind::B || kind == ActionKind::I ||
+         kind == ActionKind::W;
+}
+
+}  // namespace
+
+void add_tensor_parallel_spans(schedules::Timeline& timeline, const profiles::Profile& profile,
+                               const models::Model& model, std::span<const int> layers_per_stage,
+                               std::span<const int> microbatch_sizes, const profiles::CollectiveLink& link) {
+  const int group = profile.tensor_parallel;
+  timeline.info.tensor_parallel = group;
+  if (group == 1) return;
+  if (model.layers.size() != profile.layers.size()) {
+    throw InputError("tensor-parallel spans: the model's layers are not the profile's");
+  }
+  const std::int64_t element_bytes = models::bytes_per_element(profile.dtype);
+  std::vector<int> first_layer{0};
+  for (const int n : layers_per_stage) first_layer.push_back(first_layer.back() + n);
+  for (const schedules::TimedAction& a : timeline.actions) {
+    if (!is_pass(a.action.kind)) continue;
+    const auto s = a.action.stage.at();
+    const int b = microbatch_sizes[a.action.microbatch.at()];
+    std::vector<int> order;
+    for (int l = first_layer.at(s); l < first_layer.at(s + 1); ++l) order.push_back(l);
+    const bool forward = a.action.kind == ActionKind::F || a.action.kind == ActionKind::R;
+    if (!forward) std::ranges::reverse(order);
+    double total_us = 0;
+    for (const int l : order) total_us += pass_us(profile.layers[static_cast<std::size_t>(l)], a.action.kind, b);
+    double done_us = 0;
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      const auto l = static_cast<std::size_t>(order[i]);
+      done_us += total_us > 0 ? pass_us(profile.layers[l], a.action.kind, b) : 0;
+      const double share = total_us > 0 ? done_us / total_us : static_cast<double>(i + 1) / order.size();
+      const std::int64_t layer_end =
+          a.start_ns + std::llround(share * static_cast<double>(a.end_ns - a.start_ns));
+      std::vector<schedules::CollectiveSpan> spans;
+      std::int64_t took_ns = 0;
+      for (const models::LayerCollective& c : model.layers[l].collectives) {
+        if (!runs_in(c.pass, a.action.kind)) continue;
+        const std::int64_t bytes = c.elems * b * element_bytes;
+        const std::int64_t ns = profiles::fastest_collective(c.collective, group, bytes, link).ns;
+        spans.push_back({.rank = a.rank,
+                         .within = a.action,
+                         .collective = std::string(models::to_string(c.collective)),
+                         .bytes = bytes,
+                         .end_ns = ns});  // a duration, placed below
+        took_ns += ns;
+      }
+      std::int64_t at = layer_end - took_ns;
+      for (schedules::CollectiveSpan& span : spans) {
+        span.start_ns = at;
+        at += span.end_ns;
+        span.end_ns = at;
+        timeline.collectives.push_back(std::move(span));
+      }
+    }
+  }
+  std::ranges::stable_sort(timeline.collectives, [](const auto& x, const auto& y) {
+    return x.rank.value != y.rank.value ? x.rank.value < y.rank.value : x.start_ns < y.start_ns;
+  });
+}
+
+}  // namespace gpipe::sim

@@ -1,0 +1,100 @@
+// The tensor-parallel collectives a prediction puts inside its compute
+// actions (sim/tensor_parallel_spans.hpp), in exact nanoseconds: each
+// layer's collectives of the pass, priced by the ring or tree closed form,
+// end where the layer's profiled share of the action ends; layers run in
+// order in F and in reverse in B; STEP and transfers have none.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "models/model.hpp"
+#include "profiles/profile.hpp"
+#include "schedules/action.hpp"
+#include "schedules/timeline.hpp"
+#include "sim/tensor_parallel_spans.hpp"
+
+namespace gpipe::sim {
+namespace {
+
+using schedules::CollectiveSpan;
+using schedules::parse_action;
+using schedules::Rank;
+using schedules::Stream;
+using schedules::TimedAction;
+
+// Two blocks on one stage, split over 2 GPUs: each all-reduces 1000
+// elements a sample in its forward and in its input gradient's pass.
+models::Model two_blocks() {
+  models::Model m;
+  m.tensor_parallel = 2;
+  for (int l = 0; l < 2; ++l) {
+    models::Layer layer;
+    layer.name = "block" + std::to_string(l);
+    layer.collectives = {{.pass = models::TensorParallelPass::forward, .elems = 1000},
+                         {.pass = models::TensorParallelPass::input, .elems = 1000}};
+    m.layers.push_back(layer);
+  }
+  return m;
+}
+
+// Block 0 takes 30 us forward and 10 us backward, block 1 10 and 10, at b = 1.
+profiles::Profile two_block_profile() {
+  profiles::Profile p;
+  p.tensor_parallel = 2;
+  p.dtype = "fp32";
+  for (const double fwd : {30.0, 10.0}) {
+    profiles::LayerProfile layer;
+    layer.name = "block";
+    layer.samples = {{.micro_batch_size = 1, .fwd_us = fwd, .bwd_us = 10}};
+    p.layers.push_back(layer);
+  }
+  return p;
+}
+
+TimedAction at(const char* action, std::int64_t start, std::int64_t end, Stream stream = Stream::compute) {
+  return {parse_action(action), Rank{0}, stream, start, end};
+}
+
+TEST(TensorParallelSpans, EachLayersCollectivesEndWhereItsShareOfTheActionEnds) {
+  schedules::Timeline tl;
+  tl.actions = {at("0F0", 1'000, 41'000), at("0B0", 50'000, 70'000), at("0STEP", 70'000, 71'000)};
+  // 4000 bytes over 2 ranks, 1 us a step, 1 GB/s: ring 2 (1 + 4000 / 2e3) us =
+  // 6 us; tree 2 x 1 + 2 x 4 = 10 us. The ring's 6000 ns.
+  add_tensor_parallel_spans(tl, two_block_profile(), two_blocks(), std::vector<int>{2}, std::vector<int>{1},
+                            {.latency_us = 1, .bandwidth_GBps = 1});
+  const auto span = [](const char* within, std::int64_t start, std::int64_t end) {
+    return CollectiveSpan{Rank{0}, parse_action(within), "all-reduce", 4000, start, end};
+  };
+  // F: block 0 has 30 of 40 us, so it ends at 1000 + 30000; block 1 at 41000.
+  // B: block 1 first, 10 of 20 us, ending at 60000; block 0 at 70000.
+  EXPECT_EQ(tl.collectives, (std::vector<CollectiveSpan>{span("0F0", 25'000, 31'000), span("0F0", 35'000, 41'000),
+                                                         span("0B0", 54'000, 60'000), span("0B0", 64'000, 70'000)}));
+  EXPECT_EQ(tl.info.tensor_parallel, 2);
+}
+
+TEST(TensorParallelSpans, MicroBatchSizeScalesTheBytesAndSplitPassesTakeTheirOwn) {
+  schedules::Timeline tl;
+  tl.actions = {at("0I1", 0, 40'000), at("0W1", 40'000, 80'000)};
+  profiles::Profile p = two_block_profile();
+  for (auto& layer : p.layers) layer.samples = {{.micro_batch_size = 2, .fwd_us = 1, .bwd_us = 2}};
+  // No split times in the profile: I shares the layers by bwd_us, evenly here.
+  add_tensor_parallel_spans(tl, p, two_blocks(), std::vector<int>{2}, std::vector<int>{1, 2},
+                            {.latency_us = 0, .bandwidth_GBps = 8});
+  // 8000 bytes, ring over 2 at 8 GB/s: 2 x 8000 / 16e9 s = 1000 ns. W has no collective.
+  ASSERT_EQ(tl.collectives.size(), 2U);
+  EXPECT_EQ(tl.collectives[0], (CollectiveSpan{Rank{0}, parse_action("0I1"), "all-reduce", 8000, 19'000, 20'000}));
+  EXPECT_EQ(tl.collectives[1], (CollectiveSpan{Rank{0}, parse_action("0I1"), "all-reduce", 8000, 39'000, 40'000}));
+}
+
+TEST(TensorParallelSpans, OneGpuAStageHasNone) {
+  schedules::Timeline tl;
+  tl.actions = {at("0F0", 0, 10)};
+  profiles::Profile p = two_block_profile();
+  p.tensor_parallel = 1;
+  add_tensor_parallel_spans(tl, p, two_blocks(), std::vector<int>{2}, std::vector<int>{1}, {});
+  EXPECT_TRUE(tl.collectives.empty());
+  EXPECT_EQ(tl.info.tensor_parallel, 1);
+}
+
+}  // namespace
+}  // namespace gpipe::sim
