@@ -362,6 +362,11 @@ Profile profile_from_json(const json& document, std::string_view origin) {
   profile.source = read_source(root.object_member("source"));
   profile.dtype = root.object_member("dtype").string();
   profile.model = root.object_member("model").string();
+  if (const auto from = root.optional_member("measured_from")) profile.measured_from = from->string();
+  if (const auto unmeasured = root.optional_member("not_measured")) {
+    const std::size_t n = unmeasured->non_empty_array_size();
+    for (std::size_t i = 0; i < n; ++i) profile.not_measured.push_back(unmeasured->element(i).non_empty_string());
+  }
   profile.link = read_link(root.object_member("link"));
   if (const auto contention = root.optional_member("contention")) profile.contention = read_contention(*contention);
   if (const auto tp = root.optional_member("tensor_parallel")) profile.tensor_parallel = tp->positive_int();
@@ -425,6 +430,8 @@ json head_to_json(const Profile& profile, json layers) {
               {"link", link_to_json(profile.link)},
               {"layers", std::move(layers)}};
   if (profile.device_memory_bytes) out["device_memory_bytes"] = *profile.device_memory_bytes;
+  if (!profile.measured_from.empty()) out["measured_from"] = profile.measured_from;
+  if (!profile.not_measured.empty()) out["not_measured"] = profile.not_measured;
   if (profile.workload != "training") out["workload"] = profile.workload;
   if (profile.tensor_parallel != 1) out["tensor_parallel"] = profile.tensor_parallel;
   if (profile.sequence_parallel) out["sequence_parallel"] = true;

@@ -125,6 +125,11 @@ struct Profile {
   // profile: its device table's row); `--memory-limit device` starts from it.
   std::optional<std::int64_t> device_memory_bytes;
   std::string source;  // one of kProfileSources
+  // What the numbers were measured from, where the source alone does not say
+  // (a torch-trace profile: the torch version and each trace with its size);
+  // and each field that is not measured, with what stands in for it. Empty: none.
+  std::string measured_from;
+  std::vector<std::string> not_measured;
   std::string dtype;
   std::string model;   // the model SPEC string
   // Tensor parallelism (models/tensor_parallel.hpp): the layers are one GPU's
@@ -144,7 +149,7 @@ struct Profile {
 
 inline constexpr std::string_view kProfileFormat = "gpipe-profile";
 inline constexpr int kProfileVersion = 1;
-inline constexpr std::string_view kProfileSources[] = {"cupti", "cpu", "analytic"};
+inline constexpr std::string_view kProfileSources[] = {"cupti", "cpu", "analytic", "torch-trace"};
 
 // Validates and converts. Throws InputError naming the origin (a file name, or
 // any label the caller picks) and the field, e.g.

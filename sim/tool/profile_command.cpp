@@ -2,11 +2,17 @@
 //   [--tensor-parallel T [--sequence-parallel]] --micro-batch-sizes LIST --out P.json:
 //   the analytic profile of the model (one GPU's of a tensor-parallel group),
 //   written as a DESIGN.md profile file, with a one-line summary on stdout.
+// gpipe-sim profile --from-torch-trace T1.json[,T2.json] --micro-batch-sizes B1[,B2]
+//   [--layers REGEX] [--torch-version V] [--model NAME] [--no-activation-bytes] --out P.json:
+//   the profile of the user's own PyTorch model from its profiler traces
+//   (profiles/torch_trace_profile.hpp), one trace per micro-batch size.
 #include "sim/tool/commands.hpp"
 
 #include <iostream>
 #include <memory>
+#include <ranges>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -18,7 +24,9 @@
 #include "models/tensor_parallel.hpp"
 #include "profiles/analytic.hpp"
 #include "profiles/device.hpp"
+#include "profiles/torch_trace_profile.hpp"
 #include "schedules/error.hpp"
+#include "schedules/kineto_trace.hpp"
 
 namespace gpipe::cli {
 namespace {
@@ -32,6 +40,9 @@ struct ProfileFlags {
   std::string out;
   models::TensorParallel tensor_parallel;
   profiles::AnalyticOptions options;
+  // A profile from PyTorch traces instead.
+  std::vector<std::string> torch_traces;
+  profiles::TorchTraceOptions torch;
 };
 
 // 8030261248 as "8,030,261,248".
@@ -61,7 +72,36 @@ std::string model_size_line(std::string_view spec, const models::Model& model) {
   return line + "\n";
 }
 
+int run_torch_profile(const ProfileFlags& f) {
+  const std::vector<int> sizes = parse_int_list(f.micro_batch_sizes, "--micro-batch-sizes");
+  if (sizes.size() != f.torch_traces.size()) {
+    throw InputError(fmt::format("--micro-batch-sizes: {} sizes for {} traces: give each trace's micro-batch size, "
+                                 "in the same order",
+                                 sizes.size(), f.torch_traces.size()));
+  }
+  std::vector<profiles::TorchTrace> traces;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    traces.push_back({schedules::read_kineto_trace(f.torch_traces[i]), sizes[i]});
+  }
+  profiles::TorchTraceOptions options = f.torch;
+  options.model = f.model;
+  const profiles::Profile profile = profiles::torch_trace_profile(traces, options);
+  profiles::write_profile(profile, f.out);
+  std::cout << fmt::format("{}: torch-trace profile of {} on {} ({}), {} layers ({}), micro-batch sizes {}\n", f.out,
+                           profile.model, profile.device, profile.dtype, profile.layers.size(),
+                           fmt::join(profile.layers | std::views::transform(&profiles::LayerProfile::name), ", "),
+                           fmt::join(profile.layers.front().micro_batch_sizes(), ","));
+  std::cout << "measured from " << profile.measured_from << "\n";
+  for (const std::string& line : profile.not_measured) std::cout << "not measured: " << line << "\n";
+  return 0;
+}
+
 int run_profile(const ProfileFlags& f) {
+  if (!f.torch_traces.empty()) return run_torch_profile(f);
+  if (f.model.empty() || f.device.empty()) {
+    throw InputError("give --model and --device (an analytic profile), or --from-torch-trace (a profile from "
+                     "PyTorch profiler traces)");
+  }
   const models::Model whole = models::parse_model(f.model);
   const models::Model model = models::split_tensor_parallel(whole, f.tensor_parallel);
   // A user's table first, so that its rows may stand in for shipped ones.
@@ -105,15 +145,15 @@ Subcommand add_profile_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "profile",
       "Write an analytic profile (roofline from FLOPs, bytes and a device's peak "
-      "rates) of a model, for simulating hardware that is not at hand");
+      "rates) of a model, for simulating hardware that is not at hand; or, with --from-torch-trace, the "
+      "profile of your own PyTorch model from its profiler traces");
   cmd->add_option("--model", flags->model,
-                 models::model_spec_help())
-      ->required();
+                 models::model_spec_help() + " (with --from-torch-trace: the name the profile gives the model, "
+                 "default torch: and its outermost module)");
   cmd->add_option("--device", flags->device,
                   fmt::format("Device whose datasheet peak rates to use (profiles/devices.json, each row with "
                               "its source): {}; or one of --device-file's",
-                              profiles::device_keys()))
-      ->required();
+                              profiles::device_keys()));
   cmd->add_option("--device-file", flags->device_file,
                   "Devices of your own, in the form of profiles/devices.json (key, name, bf16_tflops, "
                   "fp8_tflops, fp32_tflops, memory_GB, memory_TBps, link_GBps, source); they come before the "
@@ -143,6 +183,29 @@ Subcommand add_profile_command(CLI::App& app) {
   cmd->add_option("--link-latency-us", flags->options.link_latency_us,
                   "Link latency written to the profile (its bandwidth is the device's NVLink)")
       ->capture_default_str();
+  CLI::Option* torch = cmd->add_option("--from-torch-trace", flags->torch_traces,
+                                       "PyTorch profiler traces (Kineto's Chrome JSON from export_chrome_trace) of a "
+                                       "few training steps of your model on the CPU, recorded with record_shapes, "
+                                       "profile_memory and with_stack: one per micro-batch size, in "
+                                       "--micro-batch-sizes' order (docs/torch.md)")
+                             ->delimiter(',')
+                             ->check(nonempty_path());
+  cmd->add_option("--layers", flags->torch.layers,
+                  "With --from-torch-trace: a regular expression naming the layers, matched against whole module "
+                  "names (Block_0) or record_function labels (default: the model's child modules)")
+      ->needs(torch);
+  cmd->add_option("--torch-version", flags->torch.torch_version,
+                  "With --from-torch-trace: the torch that wrote the traces, for the profile's record (a trace does "
+                  "not say)")
+      ->needs(torch);
+  cmd->add_flag("--no-activation-bytes", flags->torch.no_activation_bytes,
+                "With --from-torch-trace: traces without memory events; each layer's input bytes stand in for its "
+                "activation bytes")
+      ->needs(torch);
+  for (const char* analytic : {"--device", "--device-file", "--tensor-parallel", "--sequence-parallel", "--mfu",
+                               "--bw-efficiency", "--launch-overhead-us", "--link-latency-us", "--dtype"}) {
+    torch->excludes(cmd->get_option(analytic));
+  }
   return {cmd, [flags] { return run_profile(*flags); }};
 }
 

@@ -53,7 +53,8 @@ def help_flags(binary, subcommands):
 def main(build):
     for target, what in [('schedule_json_fuzz', 'schedule IR JSON (DESIGN.md "Schedule IR")'),
                          ('profile_fuzz', 'profile JSON (DESIGN.md "Profile format")'),
-                         ('trace_fuzz', 'Chrome trace JSON (DESIGN.md "Trace format")')]:
+                         ('trace_fuzz', 'Chrome trace JSON (DESIGN.md "Trace format")'),
+                         ('torch_trace_fuzz', 'PyTorch profiler traces (Kineto JSON, docs/torch.md)')]:
         write(target, f'{what}: JSON tokens, and the strings of the seed corpus',
               JSON_TOKENS + corpus_strings(target))
     kinds = ['F', 'B', 'I', 'W', 'SEND_F', 'RECV_F', 'SEND_B', 'RECV_B', 'STEP', 'UNSHARD', 'RESHARD',

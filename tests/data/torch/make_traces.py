@@ -1,0 +1,122 @@
+"""Writes the PyTorch profiler traces gpipe's torch importers are tested on
+(issue 27), with the torch that runs it; run it with an interpreter that has
+torch (a scratch virtual environment outside the project: torch is a
+yardstick and a source of traces, never a dependency of gpipe):
+
+  python tests/data/torch/make_traces.py tests/data/torch
+
+The model is gpipe's transformer:layers=2,hidden=32,heads=2,seq=16,vocab=64
+(the bench GPT of tests/bench/torch_gpt.py, small), written as the modules
+gpipe's layers are: Embed (token and position tables), Block_0 and Block_1
+(pre-LN blocks), Head (final LayerNorm, unembedding, cross-entropy). It trains
+on one CPU thread, fp32, AdamW, random int32 tokens, seed 0; the profiler
+warms up one step and records the next (schedule wait=0, warmup=1, active=1) with
+record_shapes, profile_memory and with_stack, and the trace is exported as
+Kineto's Chrome JSON:
+
+  gpt_cpu_b{B}.json   micro-batch sizes B = 1 and 2
+  (and versions.json: the torch and Python versions, and the command)
+
+The files are never edited by hand; tests that need a bad trace edit a copy.
+"""
+import json
+import os
+import platform
+import sys
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.profiler import ProfilerActivity, profile, schedule
+
+LAYERS, HIDDEN, HEADS, SEQ, VOCAB = 2, 32, 2, 16, 64
+SPEC = f"transformer:layers={LAYERS},hidden={HIDDEN},heads={HEADS},seq={SEQ},vocab={VOCAB}"
+
+
+class Embed(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.tok = nn.Embedding(VOCAB, HIDDEN)
+        self.pos = nn.Embedding(SEQ, HIDDEN)
+
+    def forward(self, tokens):
+        return self.tok(tokens) + self.pos(torch.arange(SEQ))
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.ln1 = nn.LayerNorm(HIDDEN)
+        self.qkv = nn.Linear(HIDDEN, 3 * HIDDEN)
+        self.proj = nn.Linear(HIDDEN, HIDDEN)
+        self.ln2 = nn.LayerNorm(HIDDEN)
+        self.fc1 = nn.Linear(HIDDEN, 4 * HIDDEN)
+        self.fc2 = nn.Linear(4 * HIDDEN, HIDDEN)
+
+    def forward(self, x):
+        b, s, h = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(HIDDEN, dim=2)
+        q, k, v = (t.view(b, s, HEADS, HIDDEN // HEADS).transpose(1, 2) for t in (q, k, v))
+        scores = (q @ k.transpose(-2, -1)) / (HIDDEN // HEADS) ** 0.5
+        mask = torch.triu(torch.ones(s, s, dtype=torch.bool), 1)
+        att = scores.masked_fill(mask, float("-inf")).softmax(-1) @ v
+        x = x + self.proj(att.transpose(1, 2).reshape(b, s, h))
+        return x + self.fc2(F.gelu(self.fc1(self.ln2(x)), approximate="tanh"))
+
+
+class Head(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.ln = nn.LayerNorm(HIDDEN)
+        self.unembed = nn.Linear(HIDDEN, VOCAB, bias=False)
+
+    def forward(self, x, targets):
+        logits = self.unembed(self.ln(x))
+        return F.cross_entropy(logits.view(-1, VOCAB), targets.view(-1).long())
+
+
+class GPT(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = Embed()
+        self.blocks = nn.ModuleList([Block() for _ in range(LAYERS)])
+        self.head = Head()
+
+    def forward(self, tokens, targets):
+        x = self.embed(tokens)
+        for block in self.blocks:
+            x = block(x)
+        return self.head(x, targets)
+
+
+def trace(batch, path):
+    torch.manual_seed(0)
+    model = GPT()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    tokens = torch.randint(0, VOCAB, (batch, SEQ), dtype=torch.int32)
+    targets = torch.randint(0, VOCAB, (batch, SEQ), dtype=torch.int32)
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True, profile_memory=True, with_stack=True,
+                 schedule=schedule(wait=0, warmup=1, active=1, repeat=1),
+                 on_trace_ready=lambda p: p.export_chrome_trace(path)) as prof:
+        for _ in range(2):
+            opt.zero_grad(set_to_none=True)
+            model(tokens, targets).backward()
+            opt.step()
+            prof.step()
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit("usage: make_traces.py OUT_DIR")
+    out = sys.argv[1]
+    torch.set_num_threads(1)
+    for batch in (1, 2):
+        trace(batch, os.path.join(out, f"gpt_cpu_b{batch}.json"))
+    with open(os.path.join(out, "versions.json"), "w") as f:
+        json.dump({"torch": torch.__version__, "python": platform.python_version(), "model": SPEC,
+                   "command": "python tests/data/torch/make_traces.py tests/data/torch"}, f, indent=1)
+        f.write("\n")
+
+
+if __name__ == "__main__":
+    main()
