@@ -294,7 +294,7 @@ TimelineInfo read_info(const json& trace, const FieldReader& in) {
 
   const json& source = in.object(g, p, "source");
   info.source = in.string(source, p + ".source", "kind");
-  if (!is_timeline_source(info.source)) in.fail(p + ".source.kind", "must be sim, cpu or cuda");
+  if (!is_timeline_source(info.source)) in.fail(p + ".source.kind", "must be sim, cpu, cuda or torch");
   if (const json* device = FieldReader::find(source, "device")) {
     info.device = in.string_at(*device, p + ".source.device");
   }

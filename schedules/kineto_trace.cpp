@@ -156,6 +156,18 @@ KinetoTrace kineto_trace_from_json(const json& document, std::string_view origin
       if (d.is_object() && d.contains("name") && d["name"].is_string()) trace.device_names.push_back(d["name"]);
     }
   }
+  if (const auto info = document.find("distributedInfo"); info != document.end() && info->is_object()) {
+    const auto number = [&](const char* key) -> std::optional<int> {
+      const auto it = info->find(key);
+      if (it == info->end()) return std::nullopt;
+      if (!it->is_number_integer() || it->get<std::int64_t>() < 0 || it->get<std::int64_t>() > (1 << 24)) {
+        throw InputError(fmt::format("{}: 'distributedInfo.{}' must be a non-negative integer", origin, key));
+      }
+      return static_cast<int>(it->get<std::int64_t>());
+    };
+    trace.rank = number("rank");
+    trace.world_size = number("world_size");
+  }
   for (std::size_t i = 0; i < events->size(); ++i) {
     const json& ev = (*events)[i];
     const EventReader in(origin, i);

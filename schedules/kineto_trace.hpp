@@ -65,6 +65,9 @@ struct KinetoTrace {
   std::string host_name;
   std::vector<std::string> device_names;  // "deviceProperties": a GPU trace's devices
   std::int64_t base_time_ns = 0;          // "baseTimeNanoseconds": the clock the ts count from
+  // "distributedInfo" of a rank of a torch.distributed run; nullopt without.
+  std::optional<int> rank;
+  std::optional<int> world_size;
 };
 
 // Throws InputError naming the origin and the field ("t.json: traceEvents[12]:

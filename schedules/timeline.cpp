@@ -31,7 +31,7 @@ bool by_start(const TimedAction& a, const TimedAction& b) {
 std::string_view to_string(Stream stream) { return kStreamNames[static_cast<std::size_t>(stream)]; }
 
 bool is_timeline_source(std::string_view source) {
-  return source == "sim" || source == "cpu" || source == "cuda";
+  return source == "sim" || source == "cpu" || source == "cuda" || source == "torch";
 }
 
 TimelineInfo info_of(const Schedule& schedule) {

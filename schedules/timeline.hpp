@@ -89,7 +89,7 @@ struct TimelineInfo {
   int num_microbatches = 0;
   RecomputePolicy recompute = RecomputePolicy::never;
   std::vector<Rank> stage_to_rank;
-  std::string source;           // "sim", "cpu" or "cuda"
+  std::string source;           // "sim", "cpu", "cuda" or "torch" (a torch.distributed.pipelining run)
   std::string device;           // hardware name for measured timelines (may be empty for sim)
   std::int64_t batch_size = 0;  // samples per mini-batch N (for throughput); 0 = unknown
   std::vector<std::int64_t>

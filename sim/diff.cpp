@@ -297,6 +297,8 @@ TimelineDiff diff_timelines(const Timeline& predicted, const Timeline& measured,
   d.reductions = reduction_errors(index_actions(predicted, "predicted", /*reduce=*/true),
                                   index_actions(measured, "measured", /*reduce=*/true));
   d.tensor_parallel = tensor_parallel_errors(predicted, measured);
+  d.predicted_waits = attribute_waits(predicted);
+  d.measured_waits = attribute_waits(measured);
   // Stable: equal errors stay in (rank, action) order.
   std::ranges::stable_sort(errors, std::greater{},
                            [](const ActionError& e) { return std::abs(e.error_us); });
@@ -326,6 +328,19 @@ json to_json(const TimelineDiff& d) {
   }
   json peaks = json::array();
   for (const double p : d.peak_activation_error_pct) peaks.push_back(number_or_null(p));
+  const auto waits_json = [](const std::vector<RankWaits>& waits) {
+    json out = json::array();
+    for (const RankWaits& w : waits) {
+      out.push_back({{"rank", w.rank},
+                     {"idle_us", to_us(w.idle_ns)},
+                     {"peer_us", to_us(w.peer_ns)},
+                     {"transfer_us", to_us(w.transfer_ns)},
+                     {"other_us", to_us(w.other_ns)},
+                     {"after_last_us", to_us(w.after_last_ns)},
+                     {"longest", w.longest}});
+    }
+    return out;
+  };
   return {{"predicted", info_json(d.predicted_info)},
           {"measured", info_json(d.measured_info)},
           {"matched", d.matched},
@@ -344,6 +359,7 @@ json to_json(const TimelineDiff& d) {
           {"transfers", error_json(d.transfers)},
           {"reductions", error_json(d.reductions)},
           {"tensor_parallel_collectives", error_json(d.tensor_parallel)},
+          {"waits", {{"predicted", waits_json(d.predicted_waits)}, {"measured", waits_json(d.measured_waits)}}},
           {"worst", std::move(worst)}};
 }
 
@@ -358,9 +374,12 @@ std::string to_text(const TimelineDiff& d) {
                  d.predicted_step_us, d.measured_step_us, percent_text(d.step_time_error_pct, 2));
   fmt::format_to(it, "bubble      predicted {:>10.1f} %    measured {:>10.1f} %    error {:+.1f} points\n",
                  d.predicted_bubble * 100.0, d.measured_bubble * 100.0, d.bubble_error_points);
-  out += "per kind    count  predicted mean  measured mean  mean |err|  mean err\n";
+  // The kind column as wide as its longest name (WAIT_REDUCE_GRAD in torch's runs).
+  std::size_t width = 10;
+  for (const auto& k : d.kinds) width = std::max(width, to_string(k.kind).size() + 1);
+  fmt::format_to(it, "per kind  {:<{}}count  predicted mean  measured mean  mean |err|  mean err\n", "", width - 8);
   for (const auto& k : d.kinds) {
-    fmt::format_to(it, "  {:<10}{:>5}{:>13.1f} us{:>12.1f} us{:>9.1f} us{:>10}\n", to_string(k.kind),
+    fmt::format_to(it, "  {:<{}}{:>5}{:>13.1f} us{:>12.1f} us{:>9.1f} us{:>10}\n", to_string(k.kind), width,
                    k.count, k.predicted_mean_us, k.measured_mean_us, k.mean_abs_error_us,
                    percent_text(k.mean_error_pct, 1));
   }
@@ -381,6 +400,20 @@ std::string to_text(const TimelineDiff& d) {
   out += "peak activation memory error per rank:";
   for (const double p : d.peak_activation_error_pct) out += " " + percent_text(p, 1);
   out += '\n';
+  // Where each rank idled, and what held it: predicted | measured.
+  if (d.predicted_waits.size() == d.measured_waits.size() && !d.measured_waits.empty()) {
+    out += "waits       each rank's idle time (predicted | measured): for the peer stage's compute, in transfers, "
+           "after its last action, other\n";
+    const auto pair = [](std::int64_t p, std::int64_t m) { return fmt::format("{:.1f} | {:.1f}", to_us(p), to_us(m)); };
+    for (std::size_t r = 0; r < d.measured_waits.size(); ++r) {
+      const RankWaits& p = d.predicted_waits[r];
+      const RankWaits& m = d.measured_waits[r];
+      fmt::format_to(it, "  rank {:<4} idle {} us: peer {}, transfers {}, after last {}, other {}\n", m.rank,
+                     pair(p.idle_ns, m.idle_ns), pair(p.peer_ns, m.peer_ns), pair(p.transfer_ns, m.transfer_ns),
+                     pair(p.after_last_ns, m.after_last_ns), pair(p.other_ns, m.other_ns));
+      if (!m.longest.empty()) fmt::format_to(it, "            longest measured wait: {}\n", m.longest);
+    }
+  }
   list_unmatched("only in predicted", d.only_in_predicted, out);
   list_unmatched("only in measured", d.only_in_measured, out);
   if (!d.worst.empty()) out += "worst actions (largest |duration error| first):\n";

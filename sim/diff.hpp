@@ -12,6 +12,7 @@
 
 #include "schedules/action.hpp"
 #include "schedules/timeline.hpp"
+#include "sim/wait_attribution.hpp"
 
 namespace gpipe::sim {
 
@@ -74,6 +75,8 @@ struct TimelineDiff {
   // Each compute action's tensor-parallel collectives (Timeline::collectives),
   // their durations summed, matched by (rank, action); count 0 without.
   TransferError tensor_parallel;
+  // Where each rank idled and what held it (sim/wait_attribution.hpp), by rank.
+  std::vector<RankWaits> predicted_waits, measured_waits;
   std::vector<ActionError> worst;  // largest |error_us| first; ties by (rank, action)
 };
 

@@ -1,5 +1,8 @@
 // gpipe-sim diff PREDICTED.json MEASURED.json: print how far the prediction is
-// from the measurement (text report or --json). Exit 0 when |step time error|
+// from the measurement (text report or --json). With --torch-traces R0.json,R1.json
+// instead of MEASURED, the measurement is torch.distributed.pipelining's run,
+// one PyTorch profiler trace per rank (schedules/torch_pipeline_timeline.hpp);
+// --torch-timeline OUT writes it as a gpipe trace. Exit 0 when |step time error|
 // is within --tolerance (the project's goal, 2 %), 1 when it exceeds it (after
 // the report, with one line on stderr), 2 for bad input.
 #include "sim/tool/commands.hpp"
@@ -8,12 +11,16 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "cli/path_flag.hpp"
 #include "schedules/chrome_trace.hpp"
 #include "schedules/error.hpp"
+#include "schedules/kineto_trace.hpp"
+#include "schedules/torch_pipeline_timeline.hpp"
 #include "sim/diff.hpp"
 
 namespace gpipe::cli {
@@ -22,6 +29,8 @@ namespace {
 struct DiffFlags {
   std::string predicted;
   std::string measured;
+  std::vector<std::string> torch_traces;
+  std::string torch_timeline;
   bool json = false;
   double tolerance_pct = 2.0;
   int worst = 10;
@@ -37,13 +46,38 @@ int run_diff(const DiffFlags& f) {
     throw InputError(fmt::format("--tolerance must be a percentage of 0 or more, not {}",
                                  f.tolerance_pct));
   }
+  if (f.measured.empty() == f.torch_traces.empty()) {
+    throw InputError("give MEASURED (a gpipe trace) or --torch-traces (one PyTorch profiler trace per rank), one of them");
+  }
   const schedules::Timeline predicted = schedules::read_chrome_trace(f.predicted);
-  const schedules::Timeline measured = schedules::read_chrome_trace(f.measured);
+  schedules::Timeline measured;
+  std::string measured_name = f.measured;
+  std::string torch_header;
+  if (!f.torch_traces.empty()) {
+    std::vector<schedules::KinetoTrace> traces;
+    for (const std::string& path : f.torch_traces) traces.push_back(schedules::read_kineto_trace(path));
+    schedules::TorchPipelineRun run = schedules::torch_pipeline_run(traces);
+    measured = std::move(run.timeline);
+    measured_name = "--torch-traces";
+    // torch names its schedule its own way: the shape decides whether it is the predicted one.
+    const std::string torch_name = measured.info.schedule_name;
+    measured.info.schedule_name = predicted.info.schedule_name;
+    if (!f.torch_timeline.empty()) schedules::write_chrome_trace(measured, f.torch_timeline);
+    torch_header = fmt::format("torch       {} ranks ({}), clock: {}, error at most {:.1f} us (barrier exits {:.1f} us apart){}\n",
+                               measured.info.num_ranks,
+                               torch_name == "gpipe" ? "ScheduleGPipe's labels" : "the schedule runtime's labels",
+                               run.clock.method, static_cast<double>(run.clock.error_ns) / 1e3,
+                               static_cast<double>(run.clock.barrier_exit_spread_ns) / 1e3,
+                               run.left_out.empty() ? std::string()
+                                                    : fmt::format("; left out: {}", fmt::join(run.left_out, ", ")));
+  } else {
+    measured = schedules::read_chrome_trace(f.measured);
+  }
   sim::TimelineDiff diff;
   try {
     diff = sim::diff_timelines(predicted, measured, f.worst);
   } catch (const InputError& e) {
-    throw InputError(fmt::format("{} vs {}: {}", f.predicted, f.measured, e.what()));
+    throw InputError(fmt::format("{} vs {}: {}", f.predicted, measured_name, e.what()));
   }
   // NaN (a measured step time of 0) never counts as within tolerance.
   const bool within = std::abs(diff.step_time_error_pct) <= f.tolerance_pct;
@@ -53,7 +87,7 @@ int run_diff(const DiffFlags& f) {
     j["within_tolerance"] = within;
     std::cout << j.dump(2) << "\n";
   } else {
-    std::cout << sim::to_text(diff);
+    std::cout << torch_header << sim::to_text(diff);
   }
   if (within) return 0;
   const std::string error = std::isnan(diff.step_time_error_pct)
@@ -74,8 +108,15 @@ Subcommand add_diff_command(CLI::App& app) {
   cmd->add_option("PREDICTED", flags->predicted, "Chrome trace predicted by gpipe-sim run")
       ->required()
       ->check(nonempty_path());
-  cmd->add_option("MEASURED", flags->measured, "Chrome trace measured by gpipe-run train")
-      ->required()
+  cmd->add_option("MEASURED", flags->measured, "Chrome trace measured by gpipe-run train (or give --torch-traces)")
+      ->check(nonempty_path());
+  cmd->add_option("--torch-traces", flags->torch_traces,
+                  "Instead of MEASURED: torch.distributed.pipelining's run, one PyTorch profiler trace per rank "
+                  "(r0.json,r1.json; docs/torch.md)")
+      ->delimiter(',')
+      ->check(nonempty_path());
+  cmd->add_option("--torch-timeline", flags->torch_timeline,
+                  "With --torch-traces: write torch's run as a gpipe trace (Perfetto) to this file")
       ->check(nonempty_path());
   cmd->add_flag("--json", flags->json, "Print the comparison as JSON");
   cmd->add_option("--tolerance", flags->tolerance_pct,

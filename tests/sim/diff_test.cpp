@@ -257,6 +257,13 @@ TEST(DiffTimelines, TextReportReadsLikeTheDesign) {
             "  B             4        200.0 us       220.0 us     20.0 us    -9.1 %\n"
             "start drift mean 30.0 us, max 70.0 us\n"
             "peak activation memory error per rank: -9.1 % +0.0 %\n"
+            // No messages here, so nothing explains a gap: all of it is other.
+            "waits       each rank's idle time (predicted | measured): for the peer stage's compute, in transfers, "
+            "after its last action, other\n"
+            "  rank 0    idle 300.0 | 330.0 us: peer 0.0 | 0.0, transfers 0.0 | 0.0, after last 0.0 | 0.0, "
+            "other 300.0 | 330.0\n"
+            "  rank 1    idle 300.0 | 330.0 us: peer 0.0 | 0.0, transfers 0.0 | 0.0, after last 200.0 | 220.0, "
+            "other 100.0 | 110.0\n"
             "worst actions (largest |duration error| first):\n"
             "  0B0 (rank 0)     predicted 200.0 us  measured 220.0 us  error -20.0 us  "
             "start drift -70.0 us\n");
