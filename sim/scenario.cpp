@@ -10,6 +10,7 @@
 #include "models/tensor_parallel.hpp"
 #include "schedules/error.hpp"
 #include "profiles/limits.hpp"
+#include "sim/action_overhead.hpp"
 #include "sim/contention.hpp"
 #include "sim/engine.hpp"
 #include "sim/step_bounds.hpp"
@@ -113,7 +114,10 @@ Prediction predict(plan::Planner& planner, const Scenario& sc, bool record_timel
     replicated.emplace(profiled, dp, std::move(gradient_bytes));
     p.data_parallel_link = dp_link;
   }
-  const CostModel& costs = replicated ? static_cast<const CostModel&>(*replicated) : profiled;
+  const CostModel& priced = replicated ? static_cast<const CostModel&>(*replicated) : profiled;
+  std::optional<OverheadCosts> with_overhead;
+  if (!c.action_overhead_ns.empty()) with_overhead.emplace(priced, c.action_overhead_ns);
+  const CostModel& costs = with_overhead ? static_cast<const CostModel&>(*with_overhead) : priced;
   SimOptions sim;
   sim.batch_size = p.plan.batch;
   sim.static_bytes = p.plan.static_bytes;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -56,6 +57,9 @@ struct Conditions {
   std::optional<int> tensor_parallel;
   std::optional<bool> sequence_parallel;
   std::optional<ClusterConditions> cluster;  // none: every link the profile's
+  // A fixed cost per action of these kinds on top of the profile's
+  // (sim/action_overhead.hpp: a framework's own time); empty: none.
+  std::map<schedules::ActionKind, std::int64_t> action_overhead_ns;
 };
 
 struct Scenario {

@@ -49,7 +49,7 @@ int run_diff(const DiffFlags& f) {
   if (f.measured.empty() == f.torch_traces.empty()) {
     throw InputError("give MEASURED (a gpipe trace) or --torch-traces (one PyTorch profiler trace per rank), one of them");
   }
-  const schedules::Timeline predicted = schedules::read_chrome_trace(f.predicted);
+  schedules::Timeline predicted = schedules::read_chrome_trace(f.predicted);
   schedules::Timeline measured;
   std::string measured_name = f.measured;
   std::string torch_header;
@@ -63,13 +63,21 @@ int run_diff(const DiffFlags& f) {
     const std::string torch_name = measured.info.schedule_name;
     measured.info.schedule_name = predicted.info.schedule_name;
     if (!f.torch_timeline.empty()) schedules::write_chrome_trace(measured, f.torch_timeline);
-    torch_header = fmt::format("torch       {} ranks ({}), clock: {}, error at most {:.1f} us (barrier exits {:.1f} us apart){}\n",
+    // torch's optimizer runs outside its schedule: the step it measures has no STEP.
+    const auto steps = std::erase_if(predicted.actions, [](const schedules::TimedAction& a) {
+      return a.action.kind == schedules::ActionKind::STEP;
+    });
+    torch_header = fmt::format("torch       {} ranks ({}), clock: {}, error at most {:.1f} us (barrier exits {:.1f} us apart){}{}\n",
                                measured.info.num_ranks,
                                torch_name == "gpipe" ? "ScheduleGPipe's labels" : "the schedule runtime's labels",
                                run.clock.method, static_cast<double>(run.clock.error_ns) / 1e3,
                                static_cast<double>(run.clock.barrier_exit_spread_ns) / 1e3,
                                run.left_out.empty() ? std::string()
-                                                    : fmt::format("; left out: {}", fmt::join(run.left_out, ", ")));
+                                                    : fmt::format("; left out: {}", fmt::join(run.left_out, ", ")),
+                               steps == 0 ? std::string()
+                                          : fmt::format("; the prediction's {} STEPs left out (torch's optimizer runs "
+                                                        "outside its schedule)",
+                                                        steps));
   } else {
     measured = schedules::read_chrome_trace(f.measured);
   }

@@ -11,6 +11,7 @@
 #include "profiles/device.hpp"
 #include "schedules/error.hpp"
 #include "schedules/generate.hpp"
+#include "sim/action_overhead.hpp"
 #include "sim/overlap_model.hpp"
 #include "sim/zb_auto.hpp"
 
@@ -43,6 +44,9 @@ void FixedFlags::add_to(CLI::App& cmd) {
   cmd.add_option("--overlap-f-b", overlap_f_b,
                  "Run overlapped F&B pairs ((0F3;3B1)OVERLAP_F_B) concurrently, each at this share (0.5..1) "
                  "of the compute stream; default: one after the other");
+  cmd.add_option("--action-overhead-us", action_overhead_us,
+                 "A fixed cost per action of these kinds on top of the profile's, such as a framework's own time "
+                 "outside the ops it measured: F=120,B=200 (us; docs/torch.md calibrates gpipe to torch with it)");
   cluster.add_to(cmd);
 }
 
@@ -67,6 +71,7 @@ void FixedFlags::apply_to(plan::PlanRequest& request, sim::Conditions& condition
   request.optimizer = *models::parse_optimizer(optimizer);
   sim::validate_overlap_share(overlap_f_b);
   conditions.overlap_share = overlap_f_b;
+  if (!action_overhead_us.empty()) conditions.action_overhead_ns = sim::parse_action_overheads(action_overhead_us);
   cluster.apply_to(request, conditions);
 }
 

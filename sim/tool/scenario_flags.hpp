@@ -32,6 +32,7 @@ struct FixedFlags {
   std::string optimizer = "adamw";
   std::optional<double> overlap_f_b;  // share of the compute stream each of a pair runs at
   std::string schedule_file;          // an IR JSON or torch CSV file (cli/schedule_file.hpp); empty: generate
+  std::string action_overhead_us;     // "F=120,B=200" (sim/action_overhead.hpp); empty: none
   ClusterFlags cluster;               // TP (the profile's), DP, ZeRO, nodes
 
   void add_to(CLI::App& cmd);

@@ -76,7 +76,8 @@ ranks=$data/pipe_gpipe_rank0.json,$data/pipe_gpipe_rank1.json
 expect_status 0 "$sim" run --profile "$tmp/gpt.json" -K 2 -M 4 -N 8 --schedule gpipe --partition 2,2 --trace "$tmp/pred.json"
 expect_status 1 "$sim" diff "$tmp/pred.json" --torch-traces "$ranks" --torch-timeline "$tmp/torch.json"
 expect_out "^torch       2 ranks (ScheduleGPipe's labels), clock: one host's clock (the traces' base times), error at most 0.0 us"
-expect_out "^actions     matched 32, only in predicted 2, only in measured 0$"
+expect_out "^actions     matched 32, only in predicted 0, only in measured 0$"
+expect_out "the prediction's 2 STEPs left out (torch's optimizer runs outside its schedule)"
 expect_out "^  rank 0    idle "
 expect_out "longest measured wait: "
 python3 -c 'import json, sys; assert json.load(open(sys.argv[1]))["otherData"]["gpipe"]["source"]["kind"] == "torch"' \
@@ -111,5 +112,18 @@ expect_status 2 "$sim" diff "$tmp/pred.json" --torch-traces "$data/pipe_gpipe_ra
 expect_one_error_line "$tmp/unlabelled.json: no pipeline actions: torch.distributed.pipelining labels them PP:<action>"
 expect_status 1 "$sim" diff "$tmp/pred.json" --torch-traces "$data/pipe_gpipe_rank0.json,$tmp/skewed.json"
 expect_out "clock: barrier exits aligned, error at most"
+
+# Calibrated to torch: a fixed cost per action on top of the profile's, and a bad one refused.
+expect_status 0 "$sim" run --profile "$tmp/gpt.json" -K 2 -M 4 -N 8 --schedule gpipe --partition 2,2 \
+  --action-overhead-us F=56.4,B=205.4 --link-latency-us 211.9 --trace "$tmp/cal.json"
+expect_status 1 "$sim" diff "$tmp/cal.json" --torch-traces "$ranks" --json
+python3 - "$tmp/out" <<'PY' || fail "the calibrated diff: $(head -c 400 "$tmp/out")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+means = {k["kind"]: round(k["predicted_mean_us"] - k["measured_mean_us"], 1) for k in d["kinds"]}
+assert means == {"F": 0.0, "B": 0.0}, means  # the overheads are the measured means' differences
+PY
+expect_status 2 "$sim" run --profile "$tmp/gpt.json" -K 2 -M 4 -N 8 --action-overhead-us SEND_F=3
+expect_one_error_line "--action-overhead-us: 'SEND_F' is not a kind of action on the compute stream"
 
 finish "gpipe-sim and PyTorch traces"

@@ -1,0 +1,63 @@
+// A fixed cost per action of some kinds (sim/action_overhead.hpp): parsed
+// from --action-overhead-us, added exactly to what the profile prices, and
+// every bad value one InputError naming the flag.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "schedules/action.hpp"
+#include "schedules/error.hpp"
+#include "sim/action_overhead.hpp"
+#include "sim/scenario.hpp"
+#include "profiles/shipped.hpp"
+
+namespace gpipe::sim {
+namespace {
+
+using schedules::ActionKind;
+
+std::string overhead_error(const std::string& text) {
+  try {
+    (void)parse_action_overheads(text);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(ActionOverhead, ParsesKindsInMicrosecondsToNanoseconds) {
+  const ActionOverheads o = parse_action_overheads("F=120,B=200.5,WAIT_SEND_F=0.001");
+  EXPECT_EQ(o, (ActionOverheads{{ActionKind::F, 120'000}, {ActionKind::B, 200'500}, {ActionKind::WAIT_SEND_F, 1}}));
+  EXPECT_EQ(to_string(o), "F=120 us, B=200.5 us, WAIT_SEND_F=0.001 us");
+  EXPECT_EQ(overhead_error("F"), "--action-overhead-us: 'F' is not KIND=US (such as F=120)");
+  EXPECT_EQ(overhead_error("SEND_F=3").rfind("--action-overhead-us: 'SEND_F' is not a kind of action on the compute stream", 0), 0U);
+  EXPECT_EQ(overhead_error("Q=3").rfind("--action-overhead-us: 'Q' is not a kind", 0), 0U);
+  EXPECT_EQ(overhead_error("F=-1"), "--action-overhead-us: F's '-1' is not a number of microseconds from 0 to 1e9");
+  EXPECT_EQ(overhead_error("F=1x"), "--action-overhead-us: F's '1x' is not a number of microseconds from 0 to 1e9");
+  EXPECT_EQ(overhead_error("F=nan"), "--action-overhead-us: F's 'nan' is not a number of microseconds from 0 to 1e9");
+  EXPECT_EQ(overhead_error("F=1,F=2"), "--action-overhead-us: F is given twice");
+}
+
+TEST(ActionOverhead, EachForwardOfAGpipeStepAddsItsCostToTheCriticalPath) {
+  const profiles::Profile profile = profiles::load_profile(profiles::resolve_profile(profiles::kDefaultProfile));
+  Scenario sc;
+  sc.request.schedule = "gpipe";
+  sc.request.stages = 2;
+  sc.request.microbatches = 4;
+  sc.request.batch = 4;
+  const Prediction plain = predict(profile, sc);
+  sc.conditions.action_overhead_ns = {{ActionKind::F, 7'000}};
+  const Prediction slower = predict(profile, sc);
+  // GPipe's critical path holds M + K - 1 = 5 forwards when the stages are
+  // balanced; every one is 7 us longer, and nothing else moves.
+  for (const auto& a : slower.timeline.actions) {
+    if (a.action.kind != ActionKind::F) continue;
+    const auto it = std::ranges::find_if(plain.timeline.actions, [&](const auto& b) { return b.action == a.action; });
+    EXPECT_EQ(a.duration_ns(), it->duration_ns() + 7'000) << to_string(a.action);
+  }
+  EXPECT_GE(slower.metrics.step_time_ns - plain.metrics.step_time_ns, 4 * 7'000);
+  EXPECT_LE(slower.metrics.step_time_ns - plain.metrics.step_time_ns, 5 * 7'000);
+}
+
+}  // namespace
+}  // namespace gpipe::sim
