@@ -131,7 +131,7 @@ struct Profile {
   std::string measured_from;
   std::vector<std::string> not_measured;
   std::string dtype;
-  std::string model;   // the model SPEC string
+  std::string model;   // the model SPEC string (a torch-trace profile: the name it was given, torch:GPT_0)
   // Tensor parallelism (models/tensor_parallel.hpp): the layers are one GPU's
   // of a group of this many, their passes with the group's collectives.
   int tensor_parallel = 1;

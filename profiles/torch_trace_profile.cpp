@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstdint>
 #include <map>
-#include <numeric>
 #include <optional>
 #include <regex>
 #include <set>
@@ -47,8 +46,26 @@ std::string kind_of(const std::string& name, bool module) {
   return numbered ? name.substr(0, underscore) : name;
 }
 
-std::int64_t tensor_bytes(const std::vector<std::int64_t>& dims, int element_bytes) {
-  return std::accumulate(dims.begin(), dims.end(), std::int64_t{element_bytes}, std::multiplies<>());
+// A profile's own bound on bytes (profiles/profile.cpp reads no more).
+constexpr std::int64_t kMaxBytes = std::int64_t{1} << 50;
+
+// a + b, refusing what no profile holds (a trace's numbers are anyone's).
+std::int64_t checked_sum(std::int64_t a, std::int64_t b, std::string_view origin) {
+  std::int64_t sum = 0;
+  if (__builtin_add_overflow(a, b, &sum) || sum > kMaxBytes) {
+    throw InputError(fmt::format("{}: a layer's bytes exceed 2^50", origin));
+  }
+  return sum;
+}
+
+std::int64_t tensor_bytes(const std::vector<std::int64_t>& dims, int element_bytes, std::string_view origin) {
+  std::int64_t bytes = element_bytes;
+  for (const std::int64_t d : dims) {
+    if (__builtin_mul_overflow(bytes, d, &bytes) || bytes > kMaxBytes) {
+      throw InputError(fmt::format("{}: a tensor of {} elements' shape exceeds 2^50 bytes", origin, dims.size()));
+    }
+  }
+  return bytes;
 }
 
 struct Span {
@@ -190,7 +207,8 @@ class TraceReader {
         const std::optional<int> bytes = schedules::torch_element_bytes(grad->input_types.front());
         if (!bytes) return;
         LayerStep& l = s.layers[*current];
-        l.param_bytes += tensor_bytes(grad->input_dims.front(), *bytes);
+        l.param_bytes = checked_sum(l.param_bytes, tensor_bytes(grad->input_dims.front(), *bytes, trace_.origin),
+                                    trace_.origin);
         l.param_dims.insert(grad->input_dims.front());
         if (l.param_type.empty()) l.param_type = grad->input_types.front();
         return;
@@ -216,8 +234,13 @@ class TraceReader {
       const bool in_layer = std::ranges::any_of(s.layers, [&](const LayerStep& l) { return l.span->encloses(e); });
       if (!in_layer && e.start_ns >= s.layers.front().span->start_ns) s.outside_fwd_ns += e.duration_ns();
     });
+    std::int64_t optimizer_end = span.start_ns;  // one at a time: a step's optimizer spans do not nest
     each_in(span.start_ns, span.end_ns, [&](const KinetoEvent& e) {
-      if (e.category == "user_annotation" && e.name.starts_with(kOptimizerStepPrefix)) s.optimizer_ns += e.duration_ns();
+      if (e.category != "user_annotation" || !e.name.starts_with(kOptimizerStepPrefix) || e.start_ns < optimizer_end) {
+        return;
+      }
+      s.optimizer_ns += e.duration_ns();
+      optimizer_end = e.end_ns;
     });
     return s;
   }
@@ -242,7 +265,7 @@ class TraceReader {
       for (std::size_t i = 0; i < e.input_dims.size() && i < e.input_types.size(); ++i) {
         const std::optional<int> bytes = schedules::torch_element_bytes(e.input_types[i]);
         if (e.input_dims[i].empty() || !bytes || l.param_dims.contains(e.input_dims[i])) continue;
-        found = tensor_bytes(e.input_dims[i], *bytes);
+        found = tensor_bytes(e.input_dims[i], *bytes, trace_.origin);
         return;
       }
     });
@@ -263,7 +286,7 @@ class TraceReader {
     for (const auto& [address, allocation] : alive) {
       for (LayerStep& l : layers) {
         if (l.span->start_ns <= allocation.first && allocation.first <= l.span->end_ns) {
-          l.kept_bytes += allocation.second;
+          l.kept_bytes = checked_sum(l.kept_bytes, allocation.second, trace_.origin);
           break;
         }
       }

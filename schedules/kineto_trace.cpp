@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <string>
 #include <utility>
 
@@ -19,6 +20,9 @@ using nlohmann::json;
 
 // Times beyond this (about 31 years in us) cannot come from a run.
 constexpr double kMaxAbsUs = 1e15;
+constexpr std::uint64_t kMaxBaseTimeNs = std::uint64_t{1} << 61;
+constexpr std::int64_t kMaxEventBytes = std::int64_t{1} << 50;  // a profile's own bound on bytes
+constexpr std::int64_t kMaxDim = std::int64_t{1} << 40;
 
 class EventReader {
  public:
@@ -64,7 +68,7 @@ std::vector<std::vector<std::int64_t>> read_dims(const json& value, const EventR
     // A scalar, or a TensorList's list of shapes: not one tensor.
     if (!input.is_array() || std::ranges::any_of(input, [](const json& d) { return d.is_array(); })) continue;
     for (const json& d : input) {
-      if (!d.is_number_integer() || d.get<std::int64_t>() < 0) {
+      if (!d.is_number_integer() || d.get<std::int64_t>() < 0 || d.get<std::int64_t>() > kMaxDim) {
         in.fail("args.Input Dims", "must hold non-negative integers or lists of them");
       }
       dims.push_back(d.get<std::int64_t>());
@@ -108,6 +112,7 @@ KinetoMemoryEvent read_memory(const json& ev, const EventReader& in) {
   };
   m.address = required("Addr");
   m.bytes = required("Bytes");
+  if (std::abs(m.bytes) > kMaxEventBytes) in.fail("args.Bytes", "must be within 2^50 bytes");
   m.total_allocated = required("Total Allocated");
   return m;
 }
@@ -150,6 +155,12 @@ KinetoTrace kineto_trace_from_json(const json& document, std::string_view origin
   }
   if (const auto base = document.find("baseTimeNanoseconds"); base != document.end() && base->is_number_integer()) {
     trace.base_time_ns = base->get<std::int64_t>();
+    // An epoch time: past 2^61 ns (the year 2043) it is no clock's, and the
+    // sums and differences of clocks (torch_pipeline_timeline.cpp) stay in 64 bits below it.
+    if (base->is_number_unsigned() ? base->get<std::uint64_t>() > kMaxBaseTimeNs
+                                   : trace.base_time_ns < 0 || trace.base_time_ns > static_cast<std::int64_t>(kMaxBaseTimeNs)) {
+      throw InputError(fmt::format("{}: 'baseTimeNanoseconds' must be from 0 to 2^61 ns", origin));
+    }
   }
   if (const auto devices = document.find("deviceProperties"); devices != document.end() && devices->is_array()) {
     for (const json& d : *devices) {
@@ -171,12 +182,15 @@ KinetoTrace kineto_trace_from_json(const json& document, std::string_view origin
   for (std::size_t i = 0; i < events->size(); ++i) {
     const json& ev = (*events)[i];
     const EventReader in(origin, i);
-    if (!ev.is_object()) in.fail("", "must be an object");
+    if (!ev.is_object()) {
+      throw InputError(fmt::format("{}: traceEvents[{}] must be an object", origin, i));
+    }
     const auto ph = ev.find("ph");
     if (ph == ev.end() || !ph->is_string()) in.fail("ph", "must be a string");
     if (*ph == "X") {
       trace.events.push_back(read_complete(ev, in));
-    } else if (*ph == "i" && ev.value("name", "") == "[memory]") {
+    } else if (const auto name = ev.find("name");
+               *ph == "i" && name != ev.end() && name->is_string() && *name == "[memory]") {
       trace.memory.push_back(read_memory(ev, in));
     }
   }

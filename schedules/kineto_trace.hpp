@@ -71,7 +71,9 @@ struct KinetoTrace {
 };
 
 // Throws InputError naming the origin and the field ("t.json: traceEvents[12]:
-// 'dur' must be a non-negative number") when the document is not such a trace.
+// 'dur' must be a non-negative number of microseconds") when the document is
+// not such a trace, or holds numbers past what any run gives (a base time past
+// 2^61 ns, a dimension past 2^40, an allocation past 2^50 bytes).
 [[nodiscard]] KinetoTrace kineto_trace_from_json(const nlohmann::json& document, std::string_view origin);
 [[nodiscard]] KinetoTrace read_kineto_trace(const std::filesystem::path& path);
 

@@ -20,6 +20,9 @@ namespace gpipe::schedules {
 namespace {
 
 constexpr std::string_view kRuntimePrefix = "PP:";
+// More stages or micro-batches than any run has: a label past them is refused.
+constexpr int kMaxStages = 1 << 16;
+constexpr int kMaxMicrobatches = 1 << 24;
 constexpr std::string_view kStepPrefix = "ProfilerStep#";
 
 bool is_transfer_op(const KinetoEvent& e, std::string_view which) {
@@ -37,7 +40,9 @@ std::optional<int> numbered(std::string_view name, std::string_view word) {
   int value = 0;
   const std::string_view digits = name.substr(word.size() + 1);
   const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
-  if (error != std::errc() || end != digits.data() + digits.size() || value < 0) return std::nullopt;
+  if (error != std::errc() || end != digits.data() + digits.size() || value < 0 || value >= kMaxMicrobatches) {
+    return std::nullopt;
+  }
   return value;
 }
 
@@ -72,8 +77,8 @@ std::vector<Transfer> transfers(const KinetoTrace& t, std::int64_t from, std::in
     auto span = std::ranges::lower_bound(t.events, e.start_ns, {}, &KinetoEvent::start_ns);
     while (span != t.events.end() && span->start_ns <= e.end_ns && !is_transfer_span(*span, which)) ++span;
     if (span == t.events.end() || span->start_ns > e.end_ns) {
-      fail(t, fmt::format("the c10d::{} at {} us has no {}:{} span from its post to its completion",
-                          which == "send" ? "send" : "recv_", e.start_ns / 1000, "gloo", which));
+      fail(t, fmt::format("the c10d::{} at {} us has no gloo:{} (or nccl:{}) span from its post to its completion",
+                          which == "send" ? "send" : "recv_", e.start_ns / 1000, which, which));
     }
     out.push_back({&e, span->end_ns});
   }
@@ -114,6 +119,8 @@ RankStep read_rank(const KinetoTrace& t) {
     fail(t, "no barrier before the step's first action: enter dist.barrier() before each step, the run's record of "
             "one moment on every rank's clock");
   }
+  // Base times within [0, 2^61] and times within 1e18 ns (kineto_trace.cpp): these sums,
+  // their differences and the shifts below stay within 64 bits.
   r.barrier_exit_ns = t.base_time_ns + barrier->end_ns;
   r.barrier_duration_ns = barrier->duration_ns();
   const std::string& thread = r.labels.front()->thread;
@@ -146,6 +153,7 @@ std::int64_t latest_done(const std::vector<const Transfer*>& ts) {
 void runtime_actions(const RankStep& r, int num_stages, Built& out) {
   std::map<Action, std::int64_t> received;  // RECV -> the end of its bytes
   for (const KinetoEvent* label : r.labels) {
+    if (!label->name.starts_with(kRuntimePrefix)) continue;  // a Forward i beside the runtime's labels
     Action a;
     try {
       a = parse_action(label->name.substr(kRuntimePrefix.size()));
@@ -260,12 +268,23 @@ TorchPipelineRun torch_pipeline_run(const std::vector<KinetoTrace>& traces) {
   int num_stages = 0;
   for (const RankStep& r : ranks) {
     for (const KinetoEvent* label : r.labels) {
-      if (!r.runtime) continue;
+      if (!r.runtime || !label->name.starts_with(kRuntimePrefix)) continue;
+      Action a;
       try {
-        num_stages = std::max(num_stages, parse_action(label->name.substr(kRuntimePrefix.size())).stage.value + 1);
+        a = parse_action(label->name.substr(kRuntimePrefix.size()));
       } catch (const InputError&) {
+        continue;  // counted as left out below
       }
+      if (a.stage.value >= kMaxStages || a.microbatch.value >= kMaxMicrobatches) {
+        fail(*r.trace, fmt::format("the label {} names a stage or micro-batch past any run's ({} stages, {} "
+                                   "micro-batches at most)",
+                                   label->name, kMaxStages, kMaxMicrobatches));
+      }
+      num_stages = std::max(num_stages, a.stage.value + 1);
     }
+  }
+  if (ranks.front().runtime && num_stages == 0) {
+    fail(*ranks.front().trace, "no PP: label is an action of gpipe's (such as PP:0F3 or PP:1SEND_B0)");
   }
   if (!ranks.front().runtime) num_stages = world;  // ScheduleGPipe: a stage a rank
   for (std::size_t i = 0; i < ranks.size(); ++i) {

@@ -45,14 +45,14 @@ std::vector<int> assign_collective_lanes(const Timeline& timeline) {
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(),
                    [&](std::size_t i, std::size_t j) { return spans[i].start_ns < spans[j].start_ns; });
-  std::map<int, std::int64_t> first_lane_free_at;  // by rank
+  std::map<int, std::vector<std::int64_t>> free_at;  // by rank: when each of its lanes comes free
   for (const std::size_t i : order) {
-    const auto [it, first] = first_lane_free_at.try_emplace(spans[i].rank.value, spans[i].end_ns);
-    if (first || it->second <= spans[i].start_ns) {
-      it->second = spans[i].end_ns;
-    } else {
-      lanes[i] = kTensorParallelTid + 1;  // beside the other pass of an overlapped pair
-    }
+    auto& lanes_free = free_at[spans[i].rank.value];
+    auto lane = std::find_if(lanes_free.begin(), lanes_free.end(),
+                             [&](std::int64_t t) { return t <= spans[i].start_ns; });
+    if (lane == lanes_free.end()) lane = lanes_free.insert(lanes_free.end(), spans[i].start_ns);
+    *lane = spans[i].end_ns;
+    lanes[i] = kTensorParallelTid + static_cast<int>(lane - lanes_free.begin());
   }
   return lanes;
 }
@@ -66,7 +66,7 @@ Stream stream_of_lane(int lane) {
 
 std::string lane_name(int lane) {
   if (lane == kTensorParallelTid) return "tensor-parallel";
-  if (lane == kTensorParallelTid + 1) return "tensor-parallel 2";
+  if (lane > kTensorParallelTid) return "tensor-parallel " + std::to_string(lane - kTensorParallelTid + 1);
   std::string name(to_string(stream_of_lane(lane)));
   if (lane > 2 && lane != kOverlapTid && lane != kReduceTid) name += " " + std::to_string((lane + 1) / 2);
   return name;

@@ -10,7 +10,8 @@
 // group (Stream::reduce) on kReduceTid, "reduce" (one at a time per rank).
 // A rank's tensor-parallel collectives (Timeline::collectives), which run
 // inside its compute actions, on kTensorParallelTid, "tensor-parallel" (and
-// the one above it where an overlapped pair's collectives meet).
+// the ones above it, "tensor-parallel 2", ..., where an overlapped pair's
+// collectives meet).
 //
 // A lane's tid is lane + 1 (trace version 2): Perfetto's JSON importer reads
 // tid 0 as "no tid" and puts the event on the process's main thread, which
@@ -28,7 +29,7 @@ namespace gpipe::schedules {
 // Far above any comm lane a rank could need.
 inline constexpr int kOverlapTid = 1'000'000;
 inline constexpr int kReduceTid = 1'000'001;
-inline constexpr int kTensorParallelTid = 1'000'002;  // and + 1
+inline constexpr int kTensorParallelTid = 1'000'002;  // and up
 
 // One lane per collective span of the timeline, in the same order.
 [[nodiscard]] std::vector<int> assign_collective_lanes(const Timeline& timeline);
@@ -39,7 +40,7 @@ inline constexpr int kTensorParallelTid = 1'000'002;  // and + 1
 [[nodiscard]] Stream stream_of_lane(int lane);
 
 // "compute", "send", "recv", then "send 2", "recv 2", ... for the extra lanes,
-// "overlap", "reduce", "tensor-parallel" and "tensor-parallel 2".
+// "overlap", "reduce", "tensor-parallel", "tensor-parallel 2", ...
 [[nodiscard]] std::string lane_name(int lane);
 
 // The thread id a lane is written with, and back (by the trace's version).

@@ -3,7 +3,9 @@
 // profile measures (Python, hooks, a schedule runtime's bookkeeping). How a
 // user calibrates gpipe to torch (docs/torch.md): the diff of torch's run
 // against a prediction gives each kind's measured mean, and the difference
-// goes here (`gpipe-sim run --action-overhead-us F=120,B=200`).
+// goes here (`gpipe-sim run --action-overhead-us F=120,B=200`). It prices the
+// action on its stream: REDUCE_GRAD's is its posting on the compute stream,
+// not the data-parallel reduction it starts (priced by sim/data_parallel.hpp).
 #pragma once
 
 #include <cstdint>

@@ -136,14 +136,22 @@ Prediction predict(plan::Planner& planner, const Scenario& sc, bool record_timel
   p.metrics = std::move(result.metrics);
   p.timeline.info.device = profile.device;  // what the prediction is for
   if (record_timeline && tensor > 1) {
-    // Inside a node: the profile's link, its collectives' fit where it has one.
-    const profiles::CollectiveLink tp_link =
-        profile.link.collective.value_or(profiles::CollectiveLink{link.latency_us(), link.bandwidth_GBps()});
-    add_tensor_parallel_spans(
-        p.timeline, profile,
-        models::split_tensor_parallel(models::parse_model(profile.model),
-                                      {.degree = tensor, .sequence_parallel = profile.sequence_parallel}),
-        p.plan.partition.layers_per_stage, p.plan.microbatch_sizes, tp_link);
+    // The spans need the model's collectives: a profile of a model gpipe knows
+    // (every tensor-parallel profile gpipe writes is one); else none are drawn.
+    std::optional<models::Model> whole;
+    try {
+      whole = models::parse_model(profile.model);
+    } catch (const InputError&) {
+    }
+    if (whole) {
+      // Inside a node: the profile's link, its collectives' fit where it has one.
+      const profiles::CollectiveLink tp_link =
+          profile.link.collective.value_or(profiles::CollectiveLink{link.latency_us(), link.bandwidth_GBps()});
+      add_tensor_parallel_spans(
+          p.timeline, profile,
+          models::split_tensor_parallel(*whole, {.degree = tensor, .sequence_parallel = profile.sequence_parallel}),
+          p.plan.partition.layers_per_stage, p.plan.microbatch_sizes, tp_link);
+    }
   }
   return p;
 }

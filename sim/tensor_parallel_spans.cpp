@@ -82,6 +82,7 @@ void add_tensor_parallel_spans(schedules::Timeline& timeline, const profiles::Pr
     double total_us = 0;
     for (const int l : order) total_us += pass_us(profile.layers[static_cast<std::size_t>(l)], a.action.kind, b);
     double done_us = 0;
+    std::int64_t free_from = a.start_ns;  // where the action's previous span ended
     for (std::size_t i = 0; i < order.size(); ++i) {
       const auto l = static_cast<std::size_t>(order[i]);
       done_us += total_us > 0 ? pass_us(profile.layers[l], a.action.kind, b) : 0;
@@ -101,13 +102,17 @@ void add_tensor_parallel_spans(schedules::Timeline& timeline, const profiles::Pr
                          .end_ns = ns});  // a duration, placed below
         took_ns += ns;
       }
-      std::int64_t at = layer_end - took_ns;
+      // Inside the action, after the spans before: where the collectives cost
+      // more than the layer's share (a link overridden beside a profile that
+      // timed its own), they are cut at the action's end rather than overlap.
+      std::int64_t at = std::min(std::max(layer_end - took_ns, free_from), a.end_ns);
       for (schedules::CollectiveSpan& span : spans) {
         span.start_ns = at;
-        at += span.end_ns;
+        at = std::min(at + span.end_ns, a.end_ns);
         span.end_ns = at;
         timeline.collectives.push_back(std::move(span));
       }
+      free_from = at;
     }
   }
   std::ranges::stable_sort(timeline.collectives, [](const auto& x, const auto& y) {

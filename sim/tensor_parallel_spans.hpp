@@ -9,7 +9,8 @@
 // the input and weight parts; I the input part; W the weight and split-weight
 // parts) are priced by profiles/collectives.hpp over the T GPUs and `link`,
 // and laid end to end so that the last ends where the layer's share of the
-// action ends. A layer's share is its profiled time of that pass at the
+// action ends (never before the previous layer's spans end, nor past the
+// action's end: where they cost more than that, they are cut there). A layer's share is its profiled time of that pass at the
 // micro-batch's size over the stage's, scaled to the action's interval
 // (which holds any contention); layers run in order in F and R, in reverse in
 // B, I and W. (A block does its two all-reduces after its attention and after

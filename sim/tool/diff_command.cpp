@@ -53,6 +53,7 @@ int run_diff(const DiffFlags& f) {
   schedules::Timeline measured;
   std::string measured_name = f.measured;
   std::string torch_header;
+  nlohmann::json torch_json;  // what the header says, for --json
   if (!f.torch_traces.empty()) {
     std::vector<schedules::KinetoTrace> traces;
     for (const std::string& path : f.torch_traces) traces.push_back(schedules::read_kineto_trace(path));
@@ -61,12 +62,18 @@ int run_diff(const DiffFlags& f) {
     measured_name = "--torch-traces";
     // torch names its schedule its own way: the shape decides whether it is the predicted one.
     const std::string torch_name = measured.info.schedule_name;
-    measured.info.schedule_name = predicted.info.schedule_name;
     if (!f.torch_timeline.empty()) schedules::write_chrome_trace(measured, f.torch_timeline);
+    measured.info.schedule_name = predicted.info.schedule_name;
     // torch's optimizer runs outside its schedule: the step it measures has no STEP.
     const auto steps = std::erase_if(predicted.actions, [](const schedules::TimedAction& a) {
       return a.action.kind == schedules::ActionKind::STEP;
     });
+    torch_json = {{"labels", torch_name == "gpipe" ? "ScheduleGPipe" : "schedule runtime"},
+                  {"clock", run.clock.method},
+                  {"clock_error_us", static_cast<double>(run.clock.error_ns) / 1e3},
+                  {"barrier_exit_spread_us", static_cast<double>(run.clock.barrier_exit_spread_ns) / 1e3},
+                  {"left_out", run.left_out},
+                  {"predicted_steps_left_out", steps}};
     torch_header = fmt::format("torch       {} ranks ({}), clock: {}, error at most {:.1f} us (barrier exits {:.1f} us apart){}{}\n",
                                measured.info.num_ranks,
                                torch_name == "gpipe" ? "ScheduleGPipe's labels" : "the schedule runtime's labels",
@@ -92,6 +99,7 @@ int run_diff(const DiffFlags& f) {
   if (f.json) {
     nlohmann::json j = sim::to_json(diff);
     j["tolerance_pct"] = f.tolerance_pct;
+    if (!torch_json.is_null()) j["torch"] = torch_json;
     j["within_tolerance"] = within;
     std::cout << j.dump(2) << "\n";
   } else {
@@ -123,9 +131,11 @@ Subcommand add_diff_command(CLI::App& app) {
                   "(r0.json,r1.json; docs/torch.md)")
       ->delimiter(',')
       ->check(nonempty_path());
+  CLI::Option* torch = cmd->get_option("--torch-traces");
   cmd->add_option("--torch-timeline", flags->torch_timeline,
                   "With --torch-traces: write torch's run as a gpipe trace (Perfetto) to this file")
-      ->check(nonempty_path());
+      ->check(nonempty_path())
+      ->needs(torch);
   cmd->add_flag("--json", flags->json, "Print the comparison as JSON");
   cmd->add_option("--tolerance", flags->tolerance_pct,
                   "Largest |step time error| in percent that exits 0 (else exit 1)")

@@ -10,12 +10,12 @@
 
 #include <iostream>
 #include <memory>
-#include <ranges>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
 
 #include "cli/int_list.hpp"
 #include "cli/path_flag.hpp"
@@ -85,11 +85,14 @@ int run_torch_profile(const ProfileFlags& f) {
   }
   profiles::TorchTraceOptions options = f.torch;
   options.model = f.model;
-  const profiles::Profile profile = profiles::torch_trace_profile(traces, options);
+  // Checked as any profile is read, so that a trace's extreme numbers stop here, not at `run`.
+  const profiles::Profile profile =
+      profiles::profile_from_json(profiles::to_json(profiles::torch_trace_profile(traces, options)), f.out);
   profiles::write_profile(profile, f.out);
+  std::vector<std::string> names;
+  for (const profiles::LayerProfile& l : profile.layers) names.push_back(l.name);
   std::cout << fmt::format("{}: torch-trace profile of {} on {} ({}), {} layers ({}), micro-batch sizes {}\n", f.out,
-                           profile.model, profile.device, profile.dtype, profile.layers.size(),
-                           fmt::join(profile.layers | std::views::transform(&profiles::LayerProfile::name), ", "),
+                           profile.model, profile.device, profile.dtype, profile.layers.size(), fmt::join(names, ", "),
                            fmt::join(profile.layers.front().micro_batch_sizes(), ","));
   std::cout << "measured from " << profile.measured_from << "\n";
   for (const std::string& line : profile.not_measured) std::cout << "not measured: " << line << "\n";

@@ -6,6 +6,8 @@
 // every trace it cannot read is one InputError saying what is missing.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <filesystem>
 #include <string>

@@ -77,13 +77,33 @@ TEST(TensorParallelSpans, MicroBatchSizeScalesTheBytesAndSplitPassesTakeTheirOwn
   tl.actions = {at("0I1", 0, 40'000), at("0W1", 40'000, 80'000)};
   profiles::Profile p = two_block_profile();
   for (auto& layer : p.layers) layer.samples = {{.micro_batch_size = 2, .fwd_us = 1, .bwd_us = 2}};
-  // No split times in the profile: I shares the layers by bwd_us, evenly here.
-  add_tensor_parallel_spans(tl, p, two_blocks(), std::vector<int>{2}, std::vector<int>{1, 2},
+  // Block 0 also gathers 1000 elements again in its weight gradient (as sequence parallelism's W does).
+  models::Model model = two_blocks();
+  model.layers[0].collectives.push_back(
+      {.pass = models::TensorParallelPass::weight, .collective = models::Collective::all_gather, .elems = 1000});
+  // No split times in the profile: I shares the layers by bwd_us, W (no bwd_weight_us) evenly.
+  add_tensor_parallel_spans(tl, p, model, std::vector<int>{2}, std::vector<int>{1, 2},
                             {.latency_us = 0, .bandwidth_GBps = 8});
-  // 8000 bytes, ring over 2 at 8 GB/s: 2 x 8000 / 16e9 s = 1000 ns. W has no collective.
-  ASSERT_EQ(tl.collectives.size(), 2U);
+  // 8000 bytes over 2 at 8 GB/s: the ring's all-reduce 2 x 4000 / 8e9 s = 1000 ns, its all-gather
+  // 4000 / 8e9 s = 500 ns. In W, block 1 (none) runs first and block 0 ends the action.
+  ASSERT_EQ(tl.collectives.size(), 3U);
   EXPECT_EQ(tl.collectives[0], (CollectiveSpan{Rank{0}, parse_action("0I1"), "all-reduce", 8000, 19'000, 20'000}));
   EXPECT_EQ(tl.collectives[1], (CollectiveSpan{Rank{0}, parse_action("0I1"), "all-reduce", 8000, 39'000, 40'000}));
+  EXPECT_EQ(tl.collectives[2], (CollectiveSpan{Rank{0}, parse_action("0W1"), "all-gather", 8000, 79'500, 80'000}));
+}
+
+TEST(TensorParallelSpans, CollectivesLongerThanTheirShareStayInsideTheAction) {
+  schedules::Timeline tl;
+  tl.actions = {at("0F0", 1'000, 9'000)};  // 8 us for two blocks' forwards and their 6 us all-reduces
+  add_tensor_parallel_spans(tl, two_block_profile(), two_blocks(), std::vector<int>{2}, std::vector<int>{1},
+                            {.latency_us = 1, .bandwidth_GBps = 1});
+  // Block 0 ends at 1000 + 6000 (30 of 40 us): its span [1000, 7000), not before the action;
+  // block 1's starts where that ends and is cut at the action's end.
+  ASSERT_EQ(tl.collectives.size(), 2U);
+  EXPECT_EQ(tl.collectives[0].start_ns, 1'000);
+  EXPECT_EQ(tl.collectives[0].end_ns, 7'000);
+  EXPECT_EQ(tl.collectives[1].start_ns, 7'000);
+  EXPECT_EQ(tl.collectives[1].end_ns, 9'000);
 }
 
 TEST(TensorParallelSpans, OneGpuAStageHasNone) {
