@@ -6,12 +6,12 @@
 // every trace it cannot read is one InputError saying what is missing.
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <filesystem>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "models/model.hpp"
 #include "models/model_spec.hpp"
