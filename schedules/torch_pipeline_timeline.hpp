@@ -23,7 +23,7 @@
 // run enters a barrier before the step, and every rank leaves it within a
 // message's time of the last one's arrival. On one host (every trace's
 // host_name the same) the base times are one clock, and the barrier's exits
-// agree within `max_barrier_exit_spread_ns` (1 ms): then they stand. Else each
+// agree within kMaxBarrierExitSpreadNs (1 ms): then they stand. Else each
 // rank is shifted so that its barrier exit meets rank 0's, and the clock
 // error is at most the shortest rank's time in the barrier.
 #pragma once
