@@ -9,13 +9,13 @@
 #include "schedules/error.hpp"
 
 namespace gpipe::profiles {
-namespace {
-
 double median(std::vector<double> values) {
   std::ranges::sort(values);
   const std::size_t n = values.size();
   return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
+
+namespace {
 
 // The same time of every profile, at one layer (and sample): its median.
 template <class Get>

@@ -20,4 +20,8 @@ namespace gpipe::profiles {
 // or bytes. With an even count, the mean of the middle two.
 [[nodiscard]] Profile median_profile(const std::vector<Profile>& profiles);
 
+// The median of `values` (not empty): with an even count, the mean of the
+// middle two. Every median a profile holds is this one.
+[[nodiscard]] double median(std::vector<double> values);
+
 }  // namespace gpipe::profiles

@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "profiles/median_profile.hpp"
 #include "schedules/error.hpp"
 
 namespace gpipe::profiles {
@@ -298,14 +299,12 @@ class TraceReader {
   std::optional<std::regex> pattern_;
 };
 
+// The median over the steps of a time in ns, in us.
 template <class T, class F>
 double median_us(const std::vector<T>& steps, F&& value_ns) {
-  std::vector<std::int64_t> v;
-  for (const T& s : steps) v.push_back(value_ns(s));
-  std::ranges::sort(v);
-  const std::size_t n = v.size();
-  const double ns = n % 2 == 1 ? static_cast<double>(v[n / 2]) : (static_cast<double>(v[n / 2 - 1]) + v[n / 2]) / 2.0;
-  return ns / 1e3;
+  std::vector<double> ns;
+  for (const T& s : steps) ns.push_back(static_cast<double>(value_ns(s)));
+  return median(std::move(ns)) / 1e3;
 }
 
 std::string dtype_of(const std::string& type) {

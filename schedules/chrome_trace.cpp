@@ -318,6 +318,14 @@ TimelineInfo read_info(const json& trace, const FieldReader& in) {
   return info;
 }
 
+// A complete event's [ts, ts + dur) in ns.
+std::pair<std::int64_t, std::int64_t> read_interval(const json& ev, const std::string& where, const FieldReader& in) {
+  const std::int64_t start = in.time_ns(ev, where, "ts");
+  const std::int64_t duration = in.time_ns(ev, where, "dur");
+  if (duration < 0) in.fail(where + ".dur", "must not be negative");
+  return {start, start + duration};
+}
+
 void read_collective(const json& ev, const std::string& where, const FieldReader& in, Timeline& timeline) {
   CollectiveSpan c;
   c.collective = in.string(ev, where, "name");
@@ -334,10 +342,7 @@ void read_collective(const json& ev, const std::string& where, const FieldReader
   }
   if (stream_of(c.within.kind) != Stream::compute) in.fail(where + ".args.within", "must be a compute action");
   c.bytes = in.integer(args, where + ".args", "bytes", 0, kMaxBytes);
-  c.start_ns = in.time_ns(ev, where, "ts");
-  const std::int64_t duration = in.time_ns(ev, where, "dur");
-  if (duration < 0) in.fail(where + ".dur", "must not be negative");
-  c.end_ns = c.start_ns + duration;
+  std::tie(c.start_ns, c.end_ns) = read_interval(ev, where, in);
   timeline.collectives.push_back(std::move(c));
 }
 
@@ -365,10 +370,7 @@ void read_action(const json& ev, const std::string& where, const FieldReader& in
   if (ev.at("cat") != std::string(category(a.stream))) {
     in.fail(where + ".cat", fmt::format("must be \"{}\" for {}", category(a.stream), name));
   }
-  a.start_ns = in.time_ns(ev, where, "ts");
-  const std::int64_t duration = in.time_ns(ev, where, "dur");
-  if (duration < 0) in.fail(where + ".dur", "must not be negative");
-  a.end_ns = a.start_ns + duration;
+  std::tie(a.start_ns, a.end_ns) = read_interval(ev, where, in);
   timeline.actions.push_back(a);
 }
 

@@ -28,9 +28,12 @@ constexpr std::string_view kStepPrefix = "ProfilerStep#";
 bool is_transfer_op(const KinetoEvent& e, std::string_view which) {
   return e.category == "cpu_op" && e.name == (which == "send" ? "c10d::send" : "c10d::recv_");
 }
-// The span of a transfer's bytes, from its post to its completion: gloo's, or NCCL's.
+// The span of a transfer's bytes, from its post to its completion: gloo's, or
+// NCCL's ("gloo:send"). Asked of every event near a post: no string is built.
 bool is_transfer_span(const KinetoEvent& e, std::string_view which) {
-  return e.name == fmt::format("gloo:{}", which) || e.name == fmt::format("nccl:{}", which);
+  const std::string_view name = e.name;
+  return name.size() == which.size() + 5 && (name.starts_with("gloo:") || name.starts_with("nccl:")) &&
+         name.ends_with(which);
 }
 bool is_barrier_span(const KinetoEvent& e) { return e.name == "gloo:barrier" || e.name == "nccl:barrier"; }
 

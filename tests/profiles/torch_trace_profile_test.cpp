@@ -19,6 +19,7 @@
 #include "profiles/torch_trace_profile.hpp"
 #include "schedules/error.hpp"
 #include "schedules/kineto_trace.hpp"
+#include "tests/error_of.hpp"
 
 namespace gpipe::profiles {
 namespace {
@@ -179,12 +180,7 @@ TEST(TorchTraceProfile, RecordFunctionLabelsNameTheLayersWithLayers) {
 }
 
 std::string import_error(const std::vector<TorchTrace>& traces, const TorchTraceOptions& options = {}) {
-  try {
-    (void)torch_trace_profile(traces, options);
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "no error";
+  return gpipe::testing::error_of([&] { (void)torch_trace_profile(traces, options); });
 }
 
 TEST(TorchTraceProfile, ATraceItCannotReadIsOneLineSayingWhatIsMissing) {

@@ -13,6 +13,7 @@
 #include "schedules/error.hpp"
 #include "schedules/files.hpp"
 #include "schedules/kineto_trace.hpp"
+#include "tests/error_of.hpp"
 
 namespace gpipe::schedules {
 namespace {
@@ -24,12 +25,7 @@ std::filesystem::path torch_data(const std::string& name) {
 }
 
 std::string kineto_error(const json& document) {
-  try {
-    (void)kineto_trace_from_json(document, "t.json");
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "no error";
+  return gpipe::testing::error_of([&] { (void)kineto_trace_from_json(document, "t.json"); });
 }
 
 TEST(KinetoTrace, ReadsTheTraceTorchWrote) {

@@ -19,6 +19,7 @@
 #include "schedules/error.hpp"
 #include "schedules/kineto_trace.hpp"
 #include "schedules/torch_pipeline_timeline.hpp"
+#include "tests/error_of.hpp"
 
 namespace gpipe::schedules {
 namespace {
@@ -98,12 +99,7 @@ TEST(TorchPipelineTimeline, TheRuntimesLabelsAreTheActionsOfTorchsOwnSchedule) {
 }
 
 std::string run_error(const std::vector<KinetoTrace>& traces) {
-  try {
-    (void)torch_pipeline_run(traces);
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "no error";
+  return gpipe::testing::error_of([&] { (void)torch_pipeline_run(traces); });
 }
 
 TEST(TorchPipelineTimeline, ClocksApartAreAlignedAtTheBarrier) {

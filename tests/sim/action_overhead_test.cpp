@@ -9,8 +9,9 @@
 #include "schedules/action.hpp"
 #include "schedules/error.hpp"
 #include "sim/action_overhead.hpp"
-#include "sim/scenario.hpp"
 #include "profiles/shipped.hpp"
+#include "sim/scenario.hpp"
+#include "tests/error_of.hpp"
 
 namespace gpipe::sim {
 namespace {
@@ -18,12 +19,7 @@ namespace {
 using schedules::ActionKind;
 
 std::string overhead_error(const std::string& text) {
-  try {
-    (void)parse_action_overheads(text);
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "no error";
+  return gpipe::testing::error_of([&] { (void)parse_action_overheads(text); });
 }
 
 TEST(ActionOverhead, ParsesKindsInMicrosecondsToNanoseconds) {
