@@ -120,7 +120,8 @@ Subcommand add_diff_command(CLI::App& app) {
   auto flags = std::make_shared<DiffFlags>();
   CLI::App* cmd = app.add_subcommand(
       "diff", "Compare a predicted trace with a measured one, action by action: step time, "
-              "bubble, per-kind durations, start drift, peak memory, worst actions");
+              "bubble, per-kind durations, start drift, peak memory, each rank's waits and what held it, worst actions; "
+              "or against torch.distributed.pipelining's own run (--torch-traces)");
   cmd->add_option("PREDICTED", flags->predicted, "Chrome trace predicted by gpipe-sim run")
       ->required()
       ->check(nonempty_path());
