@@ -248,9 +248,14 @@ Link read_link(const Field& at) {
                           kMinBandwidthGBps, kMaxBandwidthGBps));
   }
   if (const auto collective = at.optional_member("collective")) {
-    collective->expect_object();
-    link.collective = CollectiveLink{.latency_us = collective->object_member("latency_us").time_us(),
-                                     .bandwidth_GBps = collective->object_member("bandwidth_GBps").positive_number()};
+    const auto read = [](const Field& fit) {
+      fit.expect_object();
+      return CollectiveLink{.latency_us = fit.object_member("latency_us").time_us(),
+                            .bandwidth_GBps = fit.object_member("bandwidth_GBps").positive_number()};
+    };
+    link.collective = read(*collective);
+    if (const auto fit = collective->optional_member("reduce_scatter")) link.reduce_scatter = read(*fit);
+    if (const auto fit = collective->optional_member("all_gather")) link.all_gather = read(*fit);
   }
   const auto measured = at.optional_member("measured");
   if (!measured) return link;
@@ -309,9 +314,13 @@ std::string read_source(const Field& at) {
 
 json link_to_json(const Link& link) {
   json out = {{"latency_us", link.latency_us}, {"bandwidth_GBps", link.bandwidth_GBps}};
+  const auto fit_json = [](const CollectiveLink& fit) {
+    return json{{"latency_us", fit.latency_us}, {"bandwidth_GBps", fit.bandwidth_GBps}};
+  };
   if (link.collective) {
-    out["collective"] = {{"latency_us", link.collective->latency_us},
-                         {"bandwidth_GBps", link.collective->bandwidth_GBps}};
+    out["collective"] = fit_json(*link.collective);
+    if (link.reduce_scatter) out["collective"]["reduce_scatter"] = fit_json(*link.reduce_scatter);
+    if (link.all_gather) out["collective"]["all_gather"] = fit_json(*link.all_gather);
   }
   if (link.measured_with.empty()) return out;
   const auto points_json = [](const std::vector<LinkPoint>& points) {

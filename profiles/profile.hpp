@@ -97,6 +97,11 @@ struct Link {
   // bandwidth): a data-parallel reduction over this link takes them instead
   // of the point-to-point numbers above. nullopt: those.
   std::optional<CollectiveLink> collective;
+  // Where the reduce-scatter and all-gather were fitted too (ZeRO's; JSON:
+  // collective.reduce_scatter, collective.all_gather): theirs, for those
+  // collectives; nullopt: `collective`'s.
+  std::optional<CollectiveLink> reduce_scatter;
+  std::optional<CollectiveLink> all_gather;
 
   bool operator==(const Link&) const = default;
 };

@@ -20,7 +20,9 @@ void validate(const DataParallelism& dp) {
   }
   if (dp.bucket_bytes < 1) throw InputError(fmt::format("gradient bucket of {} bytes: give 1 or more", dp.bucket_bytes));
   // The collectives check the link when they price it; check it once here.
-  (void)profiles::collective_ns(Collective::all_gather, profiles::CollectiveAlgorithm::ring, 1, 0, dp.link);
+  for (const Collective c : {Collective::all_reduce, Collective::reduce_scatter, Collective::all_gather}) {
+    (void)profiles::collective_ns(c, profiles::CollectiveAlgorithm::ring, 1, 0, dp.link_for(c));
+  }
 }
 
 std::vector<std::int64_t> stage_gradient_bytes(const profiles::Profile& profile, const models::Partition& partition) {
@@ -39,8 +41,9 @@ std::int64_t bucketed_reduction_ns(const DataParallelism& dp, std::int64_t bytes
   const Collective collective = dp.zero == 0 ? Collective::all_reduce : Collective::reduce_scatter;
   const std::int64_t full = bytes / dp.bucket_bytes;
   const std::int64_t rest = bytes % dp.bucket_bytes;
-  std::int64_t ns = full > 0 ? full * profiles::fastest_collective(collective, dp.degree, dp.bucket_bytes, dp.link).ns : 0;
-  if (rest > 0) ns += profiles::fastest_collective(collective, dp.degree, rest, dp.link).ns;
+  const profiles::CollectiveLink& link = dp.link_for(collective);
+  std::int64_t ns = full > 0 ? full * profiles::fastest_collective(collective, dp.degree, dp.bucket_bytes, link).ns : 0;
+  if (rest > 0) ns += profiles::fastest_collective(collective, dp.degree, rest, link).ns;
   return ns;
 }
 
@@ -50,7 +53,9 @@ DataParallelCosts::DataParallelCosts(const CostModel& base, const DataParallelis
   validate(dp);
   for (const std::int64_t bytes : stage_gradient_bytes) {
     reduction_ns_.push_back(dp.degree > 1 ? bucketed_reduction_ns(dp, bytes) : 0);
-    gather_ns_.push_back(dp.zero > 0 ? profiles::fastest_collective(Collective::all_gather, dp.degree, bytes, dp.link).ns
+    gather_ns_.push_back(dp.zero > 0 ? profiles::fastest_collective(Collective::all_gather, dp.degree, bytes,
+                                                                  dp.link_for(Collective::all_gather))
+                                         .ns
                                      : 0);
   }
 }
@@ -58,6 +63,16 @@ DataParallelCosts::DataParallelCosts(const CostModel& base, const DataParallelis
 std::int64_t DataParallelCosts::duration_ns(const schedules::Action& a) const {
   using K = schedules::ActionKind;
   const std::int64_t base = this->base().duration_ns(a);
+  // A tied end sums the other end's copy of the gradient over the replicas
+  // too, once it has arrived: one all-reduce of the matrix.
+  if (a.kind == K::WAIT_REDUCE_GRAD && dp_.degree > 1) {
+    const std::int64_t tied = tied_gradient_bytes(a.stage);
+    if (tied > 0) {
+      return base + profiles::fastest_collective(Collective::all_reduce, dp_.degree, tied,
+                                                 dp_.link_for(Collective::all_reduce))
+                        .ns;
+    }
+  }
   if (dp_.zero == 0) return base;
   const std::int64_t d = dp_.degree;
   switch (a.kind) {

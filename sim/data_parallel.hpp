@@ -8,7 +8,8 @@
 // - REDUCE_GRAD(s) starts the reduction on the rank's reduce stream
 //   (schedules/gradient_reduction.hpp): the gradients in buckets of
 //   `bucket_bytes` (the last one the rest), each an all-reduce (ZeRO 0) or a
-//   reduce-scatter (ZeRO 1 to 3), the faster algorithm, one after another:
+//   reduce-scatter (ZeRO 1 to 3), the faster algorithm, one after another
+//   (each collective over its own fit where the profile has one):
 //     gradient_reduction_ns(s) = sum over buckets of fastest(collective, D, bucket)
 //   WAIT_REDUCE_GRAD(s), before STEP(s), waits for it.
 // - STEP(s): ZeRO 0 as profiled; ZeRO 1 and 2 each GPU updates its 1/D of the
@@ -17,10 +18,14 @@
 //   weights staying sharded.
 // - ZeRO 3: F, R, B and I of stage s first gather its weights (torch's
 //   UNSHARD; an all-gather of G_s), on the compute stream; W needs none.
+// - A tied embedding's ends (schedules/tied_gradient.hpp): WAIT_REDUCE_GRAD(s),
+//   once the other end's copy has arrived, sums it over the replicas too:
+//   + all_reduce(D, the tied matrix's bytes), on the compute stream.
 // Every other cost is the base model's.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "models/partition.hpp"
@@ -37,7 +42,18 @@ struct DataParallelism {
   int degree = 1;  // D
   int zero = 0;    // ZeRO stage, 0 to 3
   profiles::CollectiveLink link;
+  // Where the reduce-scatter and all-gather have fits of their own (a
+  // measured profile's, profiles::Link): theirs; nullopt: `link`.
+  std::optional<profiles::CollectiveLink> reduce_scatter_link;
+  std::optional<profiles::CollectiveLink> all_gather_link;
   std::int64_t bucket_bytes = kDefaultBucketBytes;
+
+  // The parameters `collective` is priced with.
+  [[nodiscard]] const profiles::CollectiveLink& link_for(profiles::Collective collective) const {
+    if (collective == profiles::Collective::reduce_scatter && reduce_scatter_link) return *reduce_scatter_link;
+    if (collective == profiles::Collective::all_gather && all_gather_link) return *all_gather_link;
+    return link;
+  }
 };
 
 // InputError, naming the flag, for a degree < 1, a ZeRO stage outside 0..3,

@@ -107,10 +107,15 @@ Prediction predict(plan::Planner& planner, const Scenario& sc, bool record_timel
   std::optional<DataParallelCosts> replicated;
   if (sc.request.data_parallel > 1) {
     std::vector<std::int64_t> gradient_bytes = stage_gradient_bytes(profile, p.plan.partition);
-    const DataParallelism dp{.degree = sc.request.data_parallel,
-                             .zero = sc.request.zero,
-                             .link = dp_link,
-                             .bucket_bytes = c.gradient_bucket_bytes};
+    DataParallelism dp{.degree = sc.request.data_parallel,
+                       .zero = sc.request.zero,
+                       .link = dp_link,
+                       .bucket_bytes = c.gradient_bucket_bytes};
+    // The profile's own reduce-scatter and all-gather fits, where its link is the group's.
+    if (profile.link.collective && dp_link == *profile.link.collective) {
+      dp.reduce_scatter_link = profile.link.reduce_scatter;
+      dp.all_gather_link = profile.link.all_gather;
+    }
     replicated.emplace(profiled, dp, std::move(gradient_bytes));
     p.data_parallel_link = dp_link;
   }

@@ -68,6 +68,11 @@ struct CpuBackend {
                                   const Context& /*context*/) {
     return {config, parameters};
   }
+  // ZeRO 1: state for the runs of each parameter this replica owns.
+  static Optimizer make_sharded_optimizer(const OptimizerConfig& config, std::span<const Parameter> parameters,
+                                          std::vector<std::vector<ValueRange>> owned, const Context& /*context*/) {
+    return {config, parameters, std::move(owned)};
+  }
   static bool all_finite(const Tensor& tensor, const Context& /*context*/);
   // A tied embedding's gradients (exec/runtime/stage.hpp): a copy charged to
   // none, and dst += src element by element.

@@ -53,19 +53,45 @@ void in_ranges(std::size_t size, Update&& update) {
 
 }  // namespace
 
-OptimizerState::OptimizerState(const OptimizerConfig& config,
-                               std::span<const Parameter> parameters)
-    : config_(config) {
+namespace {
+
+std::vector<std::int64_t> sizes_of(std::span<const Parameter> parameters) {
+  std::vector<std::int64_t> sizes;
+  for (const Parameter& p : parameters) sizes.push_back(p.value.numel());
+  return sizes;
+}
+
+std::int64_t owned_count(const std::vector<ValueRange>& runs) {
+  std::int64_t count = 0;
+  for (const ValueRange& r : runs) count += r.count;
+  return count;
+}
+
+}  // namespace
+
+OptimizerState::OptimizerState(const OptimizerConfig& config, std::span<const Parameter> parameters)
+    : OptimizerState(config, parameters, whole_ranges(sizes_of(parameters))) {}
+
+OptimizerState::OptimizerState(const OptimizerConfig& config, std::span<const Parameter> parameters,
+                               std::vector<std::vector<ValueRange>> owned)
+    : config_(config), owned_(std::move(owned)) {
+  if (owned_.size() != parameters.size()) throw std::logic_error("optimizer: one list of runs per parameter");
   const bool has_first = config.kind != models::Optimizer::sgd;
   const bool has_second = config.kind == models::Optimizer::adamw;
-  for (const Parameter& p : parameters) {
-    if (has_first) first_.emplace_back(p.value.shape());
-    if (has_second) second_.emplace_back(p.value.shape());
+  for (std::size_t i = 0; i < parameters.size(); ++i) {
+    for (const ValueRange& r : owned_[i]) {
+      if (r.first < 0 || r.count < 0 || r.first + r.count > parameters[i].value.numel()) {
+        throw std::logic_error("optimizer: a run outside its parameter");
+      }
+    }
+    const std::int64_t count = owned_count(owned_[i]);
+    if (has_first) first_.emplace_back(std::vector<std::int64_t>{count});
+    if (has_second) second_.emplace_back(std::vector<std::int64_t>{count});
   }
 }
 
 void OptimizerState::step(std::span<Parameter> parameters) {
-  if (config_.kind != models::Optimizer::sgd && parameters.size() != first_.size()) {
+  if (parameters.size() != owned_.size()) {
     throw std::logic_error("optimizer step: not the parameters its state was made for");
   }
   ++steps_;
@@ -77,27 +103,35 @@ void OptimizerState::step(std::span<Parameter> parameters) {
   const float sqrt_correction2 = static_cast<float>(std::sqrt(correction2));
 
   for (std::size_t i = 0; i < parameters.size(); ++i) {
-    std::span<float> w = parameters[i].value.f32();
     std::span<float> g = parameters[i].grad.f32();
-    switch (config_.kind) {
-      case models::Optimizer::sgd:
-        in_ranges(w.size(), [&](std::size_t at, std::size_t count) {
-          sgd_update(count, lr, g.data() + at, w.data() + at);
-        });
-        break;
-      case models::Optimizer::momentum:
-        in_ranges(w.size(), [&](std::size_t at, std::size_t count) {
-          momentum_update(count, lr, config_.momentum, g.data() + at, first_[i].data() + at, w.data() + at);
-        });
-        break;
-      case models::Optimizer::adamw: {
-        const AdamWCoefficients c{config_.beta1,  config_.beta2,     1.0F - lr * config_.weight_decay,
-                                  step_size,      sqrt_correction2, config_.epsilon};
-        in_ranges(w.size(), [&](std::size_t at, std::size_t count) {
-          adamw_update(count, c, g.data() + at, first_[i].data() + at, second_[i].data() + at, w.data() + at);
-        });
-        break;
+    std::int64_t state_at = 0;  // where this run's state starts among the owned values
+    for (const ValueRange& run : owned_[i]) {
+      float* w = parameters[i].value.f32().data() + run.first;
+      const float* gr = g.data() + run.first;
+      const auto size = static_cast<std::size_t>(run.count);
+      switch (config_.kind) {
+        case models::Optimizer::sgd:
+          in_ranges(size, [&](std::size_t at, std::size_t count) { sgd_update(count, lr, gr + at, w + at); });
+          break;
+        case models::Optimizer::momentum: {
+          float* v = first_[i].data() + state_at;
+          in_ranges(size, [&](std::size_t at, std::size_t count) {
+            momentum_update(count, lr, config_.momentum, gr + at, v + at, w + at);
+          });
+          break;
+        }
+        case models::Optimizer::adamw: {
+          const AdamWCoefficients c{config_.beta1,  config_.beta2,     1.0F - lr * config_.weight_decay,
+                                    step_size,      sqrt_correction2, config_.epsilon};
+          float* m = first_[i].data() + state_at;
+          float* v = second_[i].data() + state_at;
+          in_ranges(size, [&](std::size_t at, std::size_t count) {
+            adamw_update(count, c, gr + at, m + at, v + at, w + at);
+          });
+          break;
+        }
       }
+      state_at += run.count;
     }
     std::fill(g.begin(), g.end(), 0.0F);
   }

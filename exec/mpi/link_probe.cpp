@@ -13,6 +13,8 @@
 #include "exec/mpi/mpi_tensor_parallel.hpp"
 #include "exec/mpi/mpi_world.hpp"
 #include "exec/mpi/world_training.hpp"
+#include "exec/runtime/zero_shards.hpp"
+#include "models/collective.hpp"
 #include "plan/microbatches.hpp"
 #include "plan/model_profile.hpp"
 #include "plan/plan.hpp"
@@ -53,50 +55,100 @@ double ping_pong(const MpiWorld& world, std::vector<char>& buffer, std::int64_t 
   return times[times.size() / 2];
 }
 
-// Rank 0's median time of an all-reduce of `bytes` over the world, in us,
-// each after a barrier so that no process's lateness is counted; started
-// and polled as the executor's reductions are (mpi_gradient_reducer.hpp):
-// Open MPI's non-blocking collectives are other code than its blocking ones.
-double all_reduce_us(const MpiWorld& world, std::vector<float>& buffer, std::int64_t bytes) {
+// Rank 0's median time of `collective` over the world on a buffer of
+// `bytes` (nccl-tests' size: an all-reduce's buffer, a reduce-scatter's
+// input, an all-gather's output), in us, each after a barrier so that no
+// process's lateness is counted; called as the executor calls it
+// (mpi_gradient_reducer.hpp: in place, non-blocking, polled): Open MPI's
+// non-blocking collectives are other code than its blocking ones.
+double collective_us(const MpiWorld& world, std::vector<float>& buffer, std::int64_t bytes,
+                     models::Collective collective) {
   const int count = static_cast<int>(bytes / static_cast<std::int64_t>(sizeof(float)));
-  const int calls = round_trips(bytes);
+  // The reduce-scatter's and all-gather's runs: the executor's cut of one piece.
+  const std::int64_t counts_of[] = {count};
+  const ShardedPiece cut = sharded_pieces(counts_of, count, world.size()).front();
+  // At least 11 calls a size: on a machine shared by both processes, 5 left
+  // a large size's median off by a third from one profile to the next.
+  const int calls = std::max(11, round_trips(bytes));
   std::vector<double> times;
   for (int i = 0; i < kWarmup + calls; ++i) {
     check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
     const std::int64_t start = steady_now_ns();
-    world.all_reduce(buffer.data(), count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, [] {});
+    MPI_Request request = MPI_REQUEST_NULL;
+    switch (collective) {
+      case models::Collective::all_reduce:
+        world.all_reduce(buffer.data(), count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, [] {});
+        break;
+      case models::Collective::reduce_scatter:
+        check(MPI_Ireduce_scatter(MPI_IN_PLACE, buffer.data(), cut.counts.data(), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
+                                  &request),
+              "MPI_Ireduce_scatter");
+        world.wait(request, [] {});
+        break;
+      case models::Collective::all_gather:
+        check(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buffer.data(), cut.counts.data(),
+                              cut.displacements.data(), MPI_FLOAT, MPI_COMM_WORLD, &request),
+              "MPI_Iallgatherv");
+        world.wait(request, [] {});
+        break;
+    }
     if (i >= kWarmup) times.push_back(static_cast<double>(steady_now_ns() - start) / 1e3);
   }
   std::nth_element(times.begin(), times.begin() + static_cast<std::ptrdiff_t>(times.size() / 2), times.end());
   return times[times.size() / 2];
 }
 
-// The all-reduce over the world at sizes from 4 floats doubling up to
-// `max_bytes`, on rank 0 fitted as the ring's 2(n-1) (a + S/(nB)): a line
-// t = L + S/B' of the points gives a = L / (2(n-1)) and B = B' x 2(n-1)/n.
-void probe_all_reduce(const MpiWorld& world, std::int64_t max_bytes, ProbedLink& out) {
+struct CollectiveFit {
+  profiles::CollectiveLink link;
+  double max_error = 0;  // the largest relative error of the fit over its sizes
+  std::string points;    // "24 sizes 16-67108864 B"
+};
+
+// `collective` over the world at sizes from 4 floats doubling up to
+// `max_bytes`, on rank 0 fitted as the ring's closed form (profiles/
+// collectives.hpp): a line t = L + S/B' of the points is steps x (a + S/(nB))
+// with steps = 2(n-1) for the all-reduce and n-1 for the others, so
+// a = L / steps and B = B' x steps / n. Elsewhere nullopt.
+std::optional<CollectiveFit> probe_collective(const MpiWorld& world, std::int64_t max_bytes,
+                                              models::Collective collective) {
   const int n = world.size();
   std::vector<float> buffer(static_cast<std::size_t>(max_bytes / static_cast<std::int64_t>(sizeof(float))), 0.0F);
   std::vector<profiles::LinkPoint> points;
   for (std::int64_t bytes = 16; bytes <= max_bytes; bytes *= 2) {
-    const double us = all_reduce_us(world, buffer, bytes);
+    const double us = collective_us(world, buffer, bytes, collective);
     if (world.rank() == 0) points.push_back({bytes, us});
   }
-  if (world.rank() != 0) return;
-  const profiles::Link line = profiles::fit_link(points, "all-reduce");
-  const double steps = 2.0 * (n - 1);
-  out.collective = profiles::CollectiveLink{.latency_us = line.latency_us / steps,
-                                            .bandwidth_GBps = line.bandwidth_GBps * steps / n};
+  if (world.rank() != 0) return std::nullopt;
+  const profiles::Link line = profiles::fit_link(points, std::string(models::to_string(collective)));
+  const double steps = collective == models::Collective::all_reduce ? 2.0 * (n - 1) : n - 1.0;
+  CollectiveFit fit{.link = {.latency_us = line.latency_us / steps, .bandwidth_GBps = line.bandwidth_GBps * steps / n},
+                    .max_error = 0,
+                    .points = fmt::format("{} sizes {}-{} B", points.size(), points.front().bytes, points.back().bytes)};
   for (const profiles::LinkPoint& p : points) {
-    const double model = static_cast<double>(
-                             profiles::collective_ns(models::Collective::all_reduce, profiles::CollectiveAlgorithm::ring,
-                                                     n, p.bytes, *out.collective)) / 1e3;
-    out.collective_fit_max_error = std::max(out.collective_fit_max_error, std::abs(model - p.one_way_us) / p.one_way_us);
+    const double model = static_cast<double>(profiles::collective_ns(collective, profiles::CollectiveAlgorithm::ring,
+                                                                     n, p.bytes, fit.link)) / 1e3;
+    fit.max_error = std::max(fit.max_error, std::abs(model - p.one_way_us) / p.one_way_us);
   }
-  out.collective_measured_with =
-      fmt::format("MPI_Iallreduce over {} processes ({} sizes {}-{} B, the ring's closed form within {:.0f} % of "
-                  "each)",
-                  n, points.size(), points.front().bytes, points.back().bytes, 100 * out.collective_fit_max_error);
+  return fit;
+}
+
+// The all-reduce's fit, the collectives' parameters, and the reduce-scatter's
+// and all-gather's of ZeRO's reductions and gathers, each its own: Open
+// MPI's reduce-scatter is not half its all-reduce.
+void probe_collectives(const MpiWorld& world, std::int64_t max_bytes, ProbedLink& out) {
+  const auto all_reduce = probe_collective(world, max_bytes, models::Collective::all_reduce);
+  const auto reduce_scatter = probe_collective(world, max_bytes, models::Collective::reduce_scatter);
+  const auto all_gather = probe_collective(world, max_bytes, models::Collective::all_gather);
+  if (world.rank() != 0) return;
+  out.collective = all_reduce->link;
+  out.collective_fit_max_error = all_reduce->max_error;
+  out.reduce_scatter = reduce_scatter->link;
+  out.all_gather = all_gather->link;
+  out.collective_measured_with = fmt::format(
+      "MPI_Iallreduce over {} processes ({}, the ring's closed form within {:.0f} % of each); "
+      "MPI_Ireduce_scatter and MPI_Iallgatherv in place, fitted alike (within {:.0f} and {:.0f} %)",
+      world.size(), all_reduce->points, 100 * all_reduce->max_error, 100 * reduce_scatter->max_error,
+      100 * all_gather->max_error);
 }
 
 // One size's pipeline: K = 2 ranks, gpipe, M micro-batches of `size`
@@ -174,7 +226,7 @@ ProbedLink probe_mpi_link(const LinkProbeOptions& options) {
     }
   }
   check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
-  probe_all_reduce(world, options.max_bytes, out);
+  probe_collectives(world, options.max_bytes, out);
   if (options.pipeline) {
     for (const int size : options.pipeline->micro_batch_sizes) {
       PipelineTransfer measured = pipeline_transfers(world, *options.pipeline, size, out.pipeline_partition);

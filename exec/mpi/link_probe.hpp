@@ -16,7 +16,9 @@
 // - an all-reduce (MPI_Iallreduce of floats) over every process of the
 //   launch at the same sizes, each after a barrier, its median time fitted
 //   as the ring's closed form over n processes (profiles/collectives.hpp):
-//   the collective parameters a data-parallel reduction is priced with.
+//   the collective parameters a data-parallel reduction is priced with;
+//   then ZeRO's reduce-scatter and all-gather (MPI_Ireduce_scatter and
+//   MPI_Iallgatherv in place, as the executor calls them), each fitted alike.
 //
 // Declared in every build; without MPI it says so.
 #pragma once
@@ -88,6 +90,9 @@ struct ProbedLink {
   // fit over its sizes.
   std::optional<profiles::CollectiveLink> collective;
   double collective_fit_max_error = 0;
+  // On rank 0: the reduce-scatter's and all-gather's own fits.
+  std::optional<profiles::CollectiveLink> reduce_scatter;
+  std::optional<profiles::CollectiveLink> all_gather;
   std::string collective_measured_with;
 };
 

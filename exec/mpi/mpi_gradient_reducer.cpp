@@ -1,6 +1,7 @@
 #include "exec/mpi/mpi_gradient_reducer.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -8,14 +9,28 @@
 namespace gpipe::exec::mpi {
 
 MpiGradientReducer::MpiGradientReducer(const MpiWorld& world, FailureWatch& watch, MPI_Comm group,
-                                       std::int64_t bucket_bytes, bool one_clock)
+                                       std::int64_t bucket_bytes, bool one_clock, int zero)
     : world_(world),
       watch_(watch),
       group_(group),
       bucket_floats_(float_bucket(bucket_bytes)),
-      one_clock_(one_clock) {
+      one_clock_(one_clock),
+      zero_(zero) {
   if (group == MPI_COMM_NULL) throw std::logic_error("a gradient reducer needs a data-parallel group");
+  if (zero != 0 && zero != 1) throw std::logic_error("the MPI reducer runs ZeRO 0 and 1");
+  check(MPI_Comm_size(group, &replicas_), "MPI_Comm_size");
+  check(MPI_Comm_rank(group, &replica_), "MPI_Comm_rank");
 }
+
+namespace {
+
+std::vector<std::int64_t> sizes_of(const std::vector<Tensor*>& tensors) {
+  std::vector<std::int64_t> sizes;
+  for (const Tensor* t : tensors) sizes.push_back(t->numel());
+  return sizes;
+}
+
+}  // namespace
 
 // After a failure a reduction may still be posted, and its peers may be
 // gone: its requests are left to MPI (the process is ending).
@@ -27,8 +42,19 @@ void MpiGradientReducer::start(schedules::Stage stage, std::vector<Tensor*> grad
   }
   Pending& p = pending_[stage.value];
   p.start = Clock::now();
-  std::vector<std::int64_t> sizes;
-  for (const Tensor* g : gradients) sizes.push_back(g->numel());
+  const std::vector<std::int64_t> sizes = sizes_of(gradients);
+  if (zero_ > 0) {
+    p.shards = sharded_pieces(sizes, bucket_floats_, replicas_);
+    p.gradients = std::move(gradients);
+    for (const ShardedPiece& sp : p.shards) {
+      MPI_Request& request = p.requests.emplace_back(MPI_REQUEST_NULL);
+      check(MPI_Ireduce_scatter(MPI_IN_PLACE, p.gradients[sp.piece.tensor]->f32().data() + sp.piece.first,
+                                sp.counts.data(), MPI_FLOAT, MPI_SUM, group_, &request),
+            "MPI_Ireduce_scatter");
+    }
+    test(p);
+    return;
+  }
   for (const ReductionPiece& piece : reduction_pieces(sizes, bucket_floats_)) {
     MPI_Request& request = p.requests.emplace_back(MPI_REQUEST_NULL);
     check(MPI_Iallreduce(MPI_IN_PLACE, gradients[piece.tensor]->f32().data() + piece.first,
@@ -65,6 +91,7 @@ GradientReducer<Tensor>::Times MpiGradientReducer::wait(schedules::Stage stage) 
     if (!p.ended) world_.wait(request, between);
   }
   test(p);
+  place_sums(p);
   // The reduction could not end before the last replica started it: it is
   // timed from then, as a message is from the later of its two sides
   // (schedules/transfers.hpp), so that a replica's lateness is not counted
@@ -76,6 +103,29 @@ GradientReducer<Tensor>::Times MpiGradientReducer::wait(schedules::Stage stage) 
   const Times times{std::min(start, p.end), p.end};
   pending_.erase(found);
   return times;
+}
+
+void MpiGradientReducer::place_sums(const Pending& p) const {
+  const auto r = static_cast<std::size_t>(replica_);
+  for (const ShardedPiece& sp : p.shards) {
+    if (sp.displacements[r] == 0 || sp.counts[r] == 0) continue;
+    float* piece = p.gradients[sp.piece.tensor]->f32().data() + sp.piece.first;
+    std::memmove(piece + sp.displacements[r], piece, static_cast<std::size_t>(sp.counts[r]) * sizeof(float));
+  }
+}
+
+void MpiGradientReducer::gather(schedules::Stage /*stage*/, std::vector<Tensor*> values) {
+  if (zero_ == 0) throw std::logic_error("a weight gather without ZeRO");
+  const std::vector<ShardedPiece> shards = sharded_pieces(sizes_of(values), bucket_floats_, replicas_);
+  std::vector<MPI_Request> requests(shards.size(), MPI_REQUEST_NULL);
+  for (std::size_t i = 0; i < shards.size(); ++i) {
+    const ShardedPiece& sp = shards[i];
+    check(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, values[sp.piece.tensor]->f32().data() + sp.piece.first,
+                          sp.counts.data(), sp.displacements.data(), MPI_FLOAT, group_, &requests[i]),
+          "MPI_Iallgatherv");
+  }
+  const auto between = [this] { watch_.check(); };
+  for (MPI_Request& request : requests) world_.wait(request, between);
 }
 
 void MpiGradientReducer::sum_in_place(Tensor& tensor) {

@@ -12,6 +12,12 @@
 // Open MPI's collectives on and notes when each reduction ended; it is timed
 // from the last replica's start. Only the rank's worker thread calls it
 // during a run.
+//
+// Under ZeRO 1 (exec/runtime/zero_shards.hpp) each piece is reduce-scattered
+// in place instead (MPI_Ireduce_scatter: this replica's sums land at the
+// piece's start, and are moved to its own run once the reduction has ended),
+// and gather() all-gathers the updated weights piece by piece
+// (MPI_Iallgatherv in place).
 #pragma once
 
 #include <cstdint>
@@ -25,6 +31,7 @@
 #include "exec/runtime/gradient_reducer.hpp"
 #include "exec/runtime/reduction_pieces.hpp"
 #include "exec/runtime/tensor.hpp"
+#include "exec/runtime/zero_shards.hpp"
 
 namespace gpipe::exec::mpi {
 
@@ -33,8 +40,9 @@ class MpiGradientReducer final : public GradientReducer<Tensor> {
   // `group`: the processes of this pipeline rank in every replica
   // (MpiProcessGroup::data_parallel_comm()); `one_clock`: they all run on
   // one node (MpiProcessGroup::one_node()), so their starts compare.
+  // `zero`: ZeRO's stage, 0 or 1.
   MpiGradientReducer(const MpiWorld& world, FailureWatch& watch, MPI_Comm group, std::int64_t bucket_bytes,
-                     bool one_clock);
+                     bool one_clock, int zero = 0);
   ~MpiGradientReducer() override;
   MpiGradientReducer(const MpiGradientReducer&) = delete;
   MpiGradientReducer(MpiGradientReducer&&) = delete;
@@ -45,11 +53,16 @@ class MpiGradientReducer final : public GradientReducer<Tensor> {
   Times wait(schedules::Stage stage) override;
   double sum(double value) override;
   void sum_in_place(Tensor& tensor) override;
+  void gather(schedules::Stage stage, std::vector<Tensor*> values) override;
   void abort() override { watch_.abort(); }
 
  private:
   struct Pending {
     std::vector<MPI_Request> requests;
+    // ZeRO 1: the pieces' cut (its counts stay alive while MPI reads them)
+    // and the gradients they are of.
+    std::vector<ShardedPiece> shards;
+    std::vector<Tensor*> gradients;
     Clock::time_point start;
     Clock::time_point end;
     bool ended = false;
@@ -57,12 +70,17 @@ class MpiGradientReducer final : public GradientReducer<Tensor> {
 
   // Whether every request of `p` has completed (testing them); notes its end.
   bool test(Pending& p);
+  // ZeRO 1, once `p` has ended: each piece's sums from its start to this replica's run.
+  void place_sums(const Pending& p) const;
 
   const MpiWorld& world_;
   FailureWatch& watch_;
   MPI_Comm group_;
   std::int64_t bucket_floats_;
   bool one_clock_;
+  int zero_;
+  int replicas_ = 1;
+  int replica_ = 0;
   std::map<int, Pending> pending_;  // by stage; its gradients stay the stage's
 };
 

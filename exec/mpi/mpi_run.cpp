@@ -12,6 +12,9 @@
 
 namespace gpipe::exec::mpi {
 
+// The simulator prices the executor's buckets.
+static_assert(kReductionBucketBytes == sim::kDefaultBucketBytes);
+
 bool built_with_mpi() { return true; }
 
 Trained<cpu::CpuBackend> train_in_world(MpiWorld& world, const TrainOptions& options, const std::string& launcher) {
@@ -22,8 +25,8 @@ Trained<cpu::CpuBackend> train_in_world(MpiWorld& world, const TrainOptions& opt
     MpiProcessGroup group(world, watch, options.schedule.data_parallel, options.tensor_parallel);
     std::unique_ptr<MpiGradientReducer> reducer;
     if (options.schedule.data_parallel > 1) {
-      reducer = std::make_unique<MpiGradientReducer>(world, watch, group.data_parallel_comm(), sim::kDefaultBucketBytes,
-                                                     group.one_node());
+      reducer = std::make_unique<MpiGradientReducer>(world, watch, group.data_parallel_comm(), kReductionBucketBytes,
+                                                     group.one_node(), options.zero);
     }
     std::unique_ptr<MpiTensorParallel> parts;
     if (options.tensor_parallel > 1) parts = std::make_unique<MpiTensorParallel>(world, watch, group.tensor_parallel_comm());

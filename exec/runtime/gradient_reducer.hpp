@@ -31,7 +31,9 @@ class GradientReducer {
 
   virtual ~GradientReducer() = default;
   // Starts summing `gradients` (the stage's, which stay alive and untouched
-  // until wait) over the group. One reduction per stage at a time.
+  // until wait) over the group. One reduction per stage at a time. Under
+  // ZeRO 1 a reduce-scatter: after wait, only the runs this replica owns
+  // (zero_shards.hpp) hold the sums, and the rest of each gradient is spent.
   virtual void start(schedules::Stage stage, std::vector<Tensor*> gradients) = 0;
   // Lets the started reductions move on and notes the moment each ends: the
   // worker calls it between actions.
@@ -46,6 +48,10 @@ class GradientReducer {
   // embedding's gradient from the other end of this replica's pipeline,
   // which STEP adds to this end's summed one.
   virtual void sum_in_place(Tensor& tensor) = 0;
+  // ZeRO 1: every replica's runs of `values` (the stage's weights, each
+  // replica's share just updated) copied into every replica, returning once
+  // they are.
+  virtual void gather(schedules::Stage stage, std::vector<Tensor*> values) = 0;
   // Ends every wait (another rank failed).
   virtual void abort() = 0;
 };

@@ -11,6 +11,7 @@
 
 #include "exec/runtime/fault.hpp"
 #include "exec/runtime/train_options.hpp"
+#include "exec/runtime/zero_shards.hpp"
 #include "models/model.hpp"
 #include "schedules/schedule.hpp"
 #include "schedules/timeline.hpp"
@@ -23,6 +24,7 @@ struct RunSettings {
   std::int64_t batch = 0;                         // N, a replica's share of the mini-batch
   int replicas = 1;                               // D: the schedule's data_parallel
   int replica = 0;                                // which one this process computes
+  int zero = 0;                                   // ZeRO's stage: 0 or 1
   int tensor_parallel = 1;                        // T: each rank's blocks in T parts
   int part = 0;                                   // which part this process holds
   std::vector<int> microbatch_sizes;              // N split into M, as torch.tensor_split
@@ -36,6 +38,12 @@ struct RunSettings {
 
   // The mini-batch of every replica together: D x N samples.
   [[nodiscard]] std::int64_t global_batch() const { return batch * replicas; }
+
+  // Under ZeRO 1, this replica's share of every stage's optimizer state.
+  [[nodiscard]] std::optional<ZeroShare> zero_share() const {
+    if (zero == 0) return std::nullopt;
+    return ZeroShare{replicas, replica, float_bucket(kReductionBucketBytes)};
+  }
 
   // The index of the first measured step.
   [[nodiscard]] int first_measured_step() const { return steps - measured_steps; }

@@ -11,7 +11,9 @@
 // exec/cuda/backend/cuda_backend.hpp):
 //   B::Tensor, B::Context (where a stage's work goes: nothing on the CPU; a
 //   GPU's stream, allocator and cuBLASLt handle), B::Optimizer (constructed by
-//   B::make_optimizer; step(parameters), bytes()), and
+//   B::make_optimizer, or under ZeRO 1 by B::make_sharded_optimizer for the
+//   runs its replica owns, exec/runtime/zero_shards.hpp; step(parameters),
+//   bytes()), and
 //   B::make_layer(model, index, seed, context)   the layer, weights from the seed
 //   B::all_finite(tensor, context)                whether every value is finite
 //   B::to_host(tensor, context)                   its f32 values on the host
@@ -35,6 +37,7 @@
 #include "exec/runtime/memory_account.hpp"
 #include "exec/runtime/optimizer_config.hpp"
 #include "exec/runtime/stash_book.hpp"
+#include "exec/runtime/zero_shards.hpp"
 #include "models/model.hpp"
 
 namespace gpipe::exec {
@@ -47,18 +50,39 @@ class Stage {
 
   // Layers [first_layer, end_layer) of `model`, their weights from `seed`
   // (the same whatever the partition), room for `num_microbatches` stashes
-  // charged to `account`.
+  // charged to `account`; with `share`, optimizer state for that replica's
+  // share of the stage's values only (ZeRO 1).
   Stage(const models::Model& model, int first_layer, int end_layer, std::uint64_t seed,
         const OptimizerConfig& optimizer, int num_microbatches, MemoryAccount* account,
-        Context context)
+        Context context, std::optional<ZeroShare> share = std::nullopt)
       : is_last_(end_layer == static_cast<int>(model.layers.size())),
         context_(std::move(context)),
         book_(num_microbatches, static_cast<std::size_t>(end_layer - first_layer)),
         account_(account) {
     for (int l = first_layer; l < end_layer; ++l) {
       layers_.push_back(B::make_layer(model, l, seed, context_));
-      optimizers_.push_back(B::make_optimizer(optimizer, layers_.back()->parameters(), context_));
       if (layers_.back()->spec().tied_param >= 0) tied_layers_.push_back(layers_.size() - 1);
+    }
+    if (!share) {
+      for (auto& layer : layers_) optimizers_.push_back(B::make_optimizer(optimizer, layer->parameters(), context_));
+      return;
+    }
+    // The share is cut over the stage's values in gradients()' order, as
+    // the reducer cuts them; each layer's optimizer gets its parameters' runs.
+    std::vector<std::int64_t> sizes;
+    for (const Tensor* g : gradients()) sizes.push_back(g->numel());
+    auto owned = owned_ranges(sizes, share->bucket_elements, share->replicas, share->replica);
+    std::size_t next = 0;
+    for (auto& layer : layers_) {
+      const std::size_t count = layer->parameters().size();
+      std::vector<std::vector<ValueRange>> runs(std::make_move_iterator(owned.begin() + static_cast<std::ptrdiff_t>(next)),
+                                                std::make_move_iterator(owned.begin() + static_cast<std::ptrdiff_t>(next + count)));
+      next += count;
+      if constexpr (requires { B::make_sharded_optimizer(optimizer, layer->parameters(), std::move(runs), context_); }) {
+        optimizers_.push_back(B::make_sharded_optimizer(optimizer, layer->parameters(), std::move(runs), context_));
+      } else {
+        throw std::logic_error(fmt::format("the {} backend does not shard optimizer state (ZeRO)", B::kName));
+      }
     }
   }
 
@@ -157,6 +181,16 @@ class Stage {
       }
     }
     return std::nullopt;
+  }
+
+  // Every parameter's value, layer by layer in model order: under ZeRO 1
+  // what STEP gathers from the replicas that updated each share.
+  [[nodiscard]] std::vector<Tensor*> values() {
+    std::vector<Tensor*> out;
+    for (auto& layer : layers_) {
+      for (auto& p : layer->parameters()) out.push_back(&p.value);
+    }
+    return out;
   }
 
   // Every parameter's accumulated gradient, layer by layer in model order:

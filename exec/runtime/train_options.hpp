@@ -29,6 +29,10 @@ struct TrainOptions {
   // Tensor parallelism: each rank's blocks split over this many processes
   // (models::split_tensor_parallel; the CPU over MPI, exec/mpi/).
   int tensor_parallel = 1;
+  // ZeRO's stage over the schedule's data-parallel replicas: 0, or 1 (each
+  // replica keeps and updates the optimizer state of its share of every
+  // stage's values: exec/runtime/zero_shards.hpp).
+  int zero = 0;
   int steps = 1;
   std::uint64_t seed = 0;  // weights and data
   OptimizerConfig optimizer;

@@ -101,9 +101,10 @@ struct RankMemory {
 // The stages of the placed ranks, made in their ranks' device contexts; by
 // stage, null for other processes'.
 template <class B>
-std::vector<std::unique_ptr<Stage<B>>> make_stages(const TrainOptions& o, const schedules::Schedule& lowered,
+std::vector<std::unique_ptr<Stage<B>>> make_stages(const TrainOptions& o, const RunSettings& settings,
                                                    const Placement& where, typename B::Run& run,
                                                    RankMemory& memory) {
+  const schedules::Schedule& lowered = *settings.schedule;
   std::vector<std::unique_ptr<Stage<B>>> stages(static_cast<std::size_t>(lowered.num_stages));
   for (int s = 0; s < lowered.num_stages; ++s) {
     const schedules::Rank rank = lowered.rank_of(schedules::Stage{s});
@@ -111,7 +112,7 @@ std::vector<std::unique_ptr<Stage<B>>> make_stages(const TrainOptions& o, const 
     run.in_context(rank, [&] {
       stages[static_cast<std::size_t>(s)] = std::make_unique<Stage<B>>(
           o.model, o.partition.first_layer(s), o.partition.end_layer(s), o.seed, o.optimizer,
-          lowered.num_microbatches, memory.accounts[rank.at()].get(), run.context(rank));
+          lowered.num_microbatches, memory.accounts[rank.at()].get(), run.context(rank), settings.zero_share());
     });
   }
   return stages;
@@ -178,7 +179,7 @@ template <class B>
   typename B::Run run(o, settings, where, backend_options);
   // Declared before the stages, whose stashes are charged to it.
   trainer_detail::RankMemory memory(where, lowered.num_ranks);
-  const auto stages = trainer_detail::make_stages<B>(o, lowered, where, run, memory);
+  const auto stages = trainer_detail::make_stages<B>(o, settings, where, run, memory);
   std::vector<std::int64_t> static_bytes(static_cast<std::size_t>(lowered.num_ranks), 0);
   for (std::size_t s = 0; s < stages.size(); ++s) {
     if (!stages[s]) continue;

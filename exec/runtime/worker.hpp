@@ -277,6 +277,9 @@ class Worker {
         {
           const TimedScope timed(links_.timer, mark);
           stage(a.stage).step(partner.empty() ? nullptr : &partner);
+          // ZeRO 1: this replica updated its share; the step ends when every
+          // replica has every share (sim/data_parallel.hpp prices it so).
+          if (settings_.zero > 0) links_.reducer->gather(a.stage, stage(a.stage).values());
         }
         partner = Tensor();
         break;
@@ -300,8 +303,11 @@ class Worker {
         if (links_.reducer != nullptr) wait_reduction(mark);
         if (tied) wait_tied_gradient(mark, step);
         // From the arrival (of the sums, of the other end's copy) on: the
-        // wait is idle, as a receive's is.
+        // wait is idle, as a receive's is. With replicas the other end's
+        // copy is then summed over them, this action's own work (the
+        // simulator prices it as an all-reduce of the matrix).
         const TimedScope timed(links_.timer, mark);
+        if (tied && links_.reducer != nullptr) links_.reducer->sum_in_place(tied_received_[a.stage.at()]);
         break;
       }
       case schedules::ActionKind::WAIT_SEND_F:
@@ -341,7 +347,6 @@ class Worker {
     const MessageTag tag{step, MessageKind::tied_gradient, partner, schedules::Microbatch{0}};
     if (from != rank_) slots_.put(tag, links_.link->receive(rank_, from, tag, untimed(mark)));
     tied_received_[mark.action.stage.at()] = take(tag, mark.action);
-    if (links_.reducer != nullptr) links_.reducer->sum_in_place(tied_received_[mark.action.stage.at()]);
   }
 
   // Data parallelism (gradient_reducer.hpp): REDUCE_GRAD(s) starts the sum

@@ -110,6 +110,8 @@ profiles::Link pipeline_link_of(const exec::mpi::ProbedLink& probed, const profi
 profiles::Link link_of(const exec::mpi::ProbedLink& probed, const profiles::Profile& profile) {
   profiles::Link link = pipeline_link_of(probed, profile);
   link.collective = probed.collective;
+  link.reduce_scatter = probed.reduce_scatter;
+  link.all_gather = probed.all_gather;
   return link;
 }
 
@@ -227,6 +229,12 @@ int run_profile(const ProfileFlags& f) {
     std::cout << fmt::format("collectives {:.2f} us a step + bytes at {:.2f} GB/s a rank, fitted to {}\n",
                              probed->collective->latency_us, probed->collective->bandwidth_GBps,
                              probed->collective_measured_with);
+    if (probed->reduce_scatter && probed->all_gather) {
+      std::cout << fmt::format("            reduce-scatter {:.2f} us a step + {:.2f} GB/s, all-gather {:.2f} us a "
+                               "step + {:.2f} GB/s\n",
+                               probed->reduce_scatter->latency_us, probed->reduce_scatter->bandwidth_GBps,
+                               probed->all_gather->latency_us, probed->all_gather->bandwidth_GBps);
+    }
   }
   return 0;
 }

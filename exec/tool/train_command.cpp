@@ -56,6 +56,7 @@ struct TrainFlags {
   std::int64_t batch = 0;
   int data_parallel = 1;    // D replicas, each of `batch` samples
   int tensor_parallel = 1;  // T parts of each rank's blocks
+  int zero = 0;             // ZeRO's stage over the replicas
   int steps = 0;
   int measure_steps = 1;
   std::string recompute = "never";
@@ -90,10 +91,17 @@ void print_header(const TrainFlags& f, const models::Model& model, const plan::P
                              "whole in each\n",
                              t.tensor_parallel);
   }
-  if (s.data_parallel > 1) {
+  if (s.data_parallel > 1 && t.zero == 0) {
     std::cout << fmt::format("replicas    {} of the pipeline (global batch {}), each stage's gradients summed over "
                              "its {} copies (MPI all-reduce in place, in pieces of at most 25 MB) after its last backward\n",
                              s.data_parallel, plan.batch * s.data_parallel, s.data_parallel);
+  }
+  if (s.data_parallel > 1 && t.zero > 0) {
+    std::cout << fmt::format("replicas    {} of the pipeline (global batch {}), ZeRO {}: each stage's gradients "
+                             "reduce-scattered over its {} copies (MPI, in place, in pieces of at most 25 MB) after its "
+                             "last backward; each copy keeps the optimizer state of its 1/{} and updates it, then "
+                             "all-gathers the weights in STEP\n",
+                             s.data_parallel, plan.batch * s.data_parallel, t.zero, s.data_parallel, s.data_parallel);
   }
   if (!searched.empty()) std::cout << fmt::format("searched    kept {}\n", searched);
   std::cout << fmt::format("partition   {} ({}{})\n", models::to_string(plan.partition), f.run.partition,
@@ -136,6 +144,7 @@ int run_train(const TrainFlags& f, const CLI::App& cmd) {
   request.microbatches = f.microbatches;
   request.batch = f.batch;
   request.data_parallel = f.data_parallel;
+  request.zero = f.zero;
   request.partition = models::parse_partition_spec(f.run.partition);
   // The executor runs the file's compute order with its own transfers (schedules/compute_order.hpp).
   if (!f.schedule_file.empty()) {
@@ -175,6 +184,7 @@ int run_train(const TrainFlags& f, const CLI::App& cmd) {
   t.partition = plan.partition;
   t.batch = f.batch;
   t.tensor_parallel = f.tensor_parallel;
+  t.zero = f.zero;
   t.steps = f.steps;
   if (f.measure_steps > f.steps) {
     throw InputError(fmt::format("--measure-steps {} exceeds --steps {}", f.measure_steps, f.steps));
@@ -275,6 +285,12 @@ Subcommand add_train_command(CLI::App& app) {
                   "gradients are summed over its D copies after its last backward, before its step (cpu: K x D "
                   "processes under mpirun or srun)")
       ->check(CLI::Range(1, 4096));
+  cmd->add_option("--zero", f->zero,
+                  "ZeRO's stage over the --data-parallel replicas: 0, or 1 (each replica keeps the optimizer state of "
+                  "a 1/D share of every stage's values: gradients reduce-scattered, the share updated, the weights "
+                  "all-gathered in STEP; gpipe-sim predicts 2 and 3 too)")
+      ->check(CLI::Range(0, 3))
+      ->capture_default_str();
   cmd->add_option("--tensor-parallel", f->tensor_parallel,
                   "Split each rank's transformer or llama blocks over T processes (Megatron-LM's split: heads and "
                   "feed-forward columns, partial sums all-reduced; embeddings and heads whole in each): K x T x D "

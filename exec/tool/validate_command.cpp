@@ -68,6 +68,7 @@ struct ValidateFlags {
   int repeats = 5;
   std::string launcher;  // "": every configuration in this process
   int data_parallel = 1;    // replicas of every configuration (under the launcher)
+  int zero = 0;             // ZeRO's stage over them
   int tensor_parallel = 1;  // parts of every rank's blocks (under the launcher)
   InferenceValidateFlags inference;
 };
@@ -374,7 +375,8 @@ exec::TrainResult launched_training(const ValidateFlags& f, const exec::TrainOpt
                                    fmt::format("{}", t.watchdog_seconds), "--threads-per-rank",
                                    std::to_string(t.threads_per_rank), "--measure-steps",
                                    std::to_string(t.measured_steps), "--trace", trace_path, "--json",
-                                   "--data-parallel", std::to_string(t.schedule.data_parallel),
+                                   "--data-parallel", std::to_string(t.schedule.data_parallel), "--zero",
+                                   std::to_string(t.zero),
                                    "--tensor-parallel", std::to_string(f.tensor_parallel)};
   const Launcher::Outcome outcome =
       launcher.run(t.schedule.num_ranks * t.schedule.data_parallel * f.tensor_parallel, args);
@@ -528,6 +530,10 @@ int run_validate(const ValidateFlags& f, const CLI::App& cmd) {
                                  "--launcher mpirun (or a prefix with {{K}}, which becomes K x T x D)",
                                  f.data_parallel));
   }
+  if (f.zero > 0 && f.data_parallel < 2) {
+    throw InputError(fmt::format("--zero {} shards over the data-parallel group: give --data-parallel 2 or more",
+                                 f.zero));
+  }
   if (f.tensor_parallel > 1 && f.launcher.empty()) {
     throw InputError(fmt::format("--tensor-parallel {} runs each rank's parts as processes: give --launcher mpirun "
                                  "(or a prefix with {{K}}, which becomes K x T x D)",
@@ -554,6 +560,7 @@ int run_validate(const ValidateFlags& f, const CLI::App& cmd) {
   grid.base.partition = models::parse_partition_spec(f.run.partition);
   grid.base.backward_order = *schedules::parse_backward_order(f.run.backward_order);
   grid.base.data_parallel = f.data_parallel;
+  grid.base.zero = f.zero;
   // The launcher's processes on this machine: every replica computes beside the others.
   options.replicas_sharing_machine = f.data_parallel;
   options.steps = f.steps;
@@ -626,8 +633,10 @@ int run_validate(const ValidateFlags& f, const CLI::App& cmd) {
                                          f.tensor_parallel > 1
                                              ? fmt::format(", each rank's blocks split over {} processes", f.tensor_parallel)
                                              : "",
-                                         f.data_parallel > 1 ? fmt::format(" in each of {} replicas", f.data_parallel)
-                                                             : ""),
+                                         f.data_parallel > 1
+                                             ? fmt::format(" in each of {} replicas{}", f.data_parallel,
+                                                           f.zero > 0 ? fmt::format(", ZeRO {}", f.zero) : "")
+                                             : ""),
                              f.rounds, f.steps, f.rounds * (f.steps - 1),
                              remeasure ? fmt::format("; the profile is measured before each round and every row "
                                                      "predicted from the median of the {}",
@@ -704,6 +713,11 @@ Subcommand add_validate_command(CLI::App& app) {
                   "their gradients summed over MPI (needs --launcher: K x D processes); predicted with the "
                   "profile's collective fit (gpipe-run profile under mpirun -np 2)")
       ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  cmd->add_option("--zero", f->zero,
+                  "ZeRO's stage over the --data-parallel replicas: 0, or 1 (each replica updates the optimizer state of "
+                  "its 1/D share, gradients reduce-scattered, weights all-gathered in STEP)")
+      ->check(CLI::Range(0, 1))
       ->capture_default_str();
   cmd->add_option("--tensor-parallel", f->tensor_parallel,
                   "Train every configuration with each rank's transformer or llama blocks split over T processes "

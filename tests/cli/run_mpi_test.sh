@@ -94,6 +94,42 @@ expect_status 2 timeout 120 "${launch[@]}" -np 2 "$run" train --model $mlp -K 2 
 ours; grep -qF "the schedule has 2 ranks in each of 2 replicas but mpirun started 2 processes: launch 2 x 2 = 4" "$tmp/ours" ||
   fail "data parallel: the launch's size: $(cat "$tmp/err")"
 
+# ZeRO 1: each replica keeps AdamW's state for its half of every stage's
+# values, reduce-scatters the gradients and all-gathers the weights in STEP.
+# It trains as the threads do (the losses as printed), and each rank's static
+# bytes are the simulator's to the byte: here stage 0 has 1905 parameters
+# (odd), so replica 0 keeps 953 values' state: 8 x 1905 + 8 x 953 = 22864.
+odd=mlp:layers=4,hidden=15
+expect_status 0 "$run" train --model $odd -K 2 -M 2 -N 8 --steps 3 --optimizer adamw --partition 1,4
+grep '^step [0-9]' "$tmp/out" >"$tmp/threads"
+expect_status 0 timeout 120 "${launch[@]}" -np 4 "$run" train --model $odd -K 2 -M 2 -N 4 --steps 3 \
+  --optimizer adamw --partition 1,4 --data-parallel 2 --zero 1
+expect_out "ZeRO 1: each stage's gradients reduce-scattered over its 2 copies"
+grep '^step [0-9]' "$tmp/out" >"$tmp/processes"
+cmp -s "$tmp/threads" "$tmp/processes" || fail "ZeRO 1: losses differ from the threads' run: $(cat "$tmp/threads" "$tmp/processes")"
+expect_status 0 timeout 120 "${launch[@]}" -np 4 "$run" train --model $odd -K 2 -M 2 -N 4 --steps 1 \
+  --optimizer adamw --partition 1,4 --data-parallel 2 --zero 1 --json
+cp "$tmp/out" "$tmp/zero-run.json"
+expect_status 0 "$run" profile --model $odd --micro-batch-sizes 2 --repeats 1 --out "$tmp/odd.json"
+expect_status 0 "$sim" run --profile "$tmp/odd.json" -K 2 -M 2 -N 4 --optimizer adamw --partition 1,4 \
+  --data-parallel 2 --zero 1 --json
+python3 - "$tmp/zero-run.json" "$tmp/out" <<'PY' || fail "ZeRO 1: static bytes: $(cat "$tmp/zero-run.json")"
+import json, sys
+measured, predicted = (json.load(open(p))["metrics"]["ranks"] for p in sys.argv[1:])
+assert [r["static_bytes"] for r in measured] == [r["static_bytes"] for r in predicted] == [22864, 68584], (measured, predicted)
+PY
+# What ZeRO cannot run says so in one line, exit 2: stages 2 and 3 (the
+# simulator predicts them), ZeRO without replicas, one stage with a tied
+# embedding (its two copies' shares differ).
+expect_status 2 timeout 120 "${launch[@]}" -np 4 "$run" train --model $mlp -K 2 -M 2 -N 4 --steps 1 \
+  --data-parallel 2 --zero 2
+ours; grep -qF -- "--zero 2: the executor runs ZeRO 1" "$tmp/ours" || fail "ZeRO 2: $(cat "$tmp/err")"
+expect_status 2 "$run" train --model $mlp -K 2 -M 2 -N 4 --steps 1 --zero 1
+expect_one_error_line "--zero 1 shards over the data-parallel group: give --data-parallel 2 or more"
+expect_status 2 timeout 120 "${launch[@]}" -np 2 "$run" train --model llama:layers=2,hidden=16,heads=4,kv_heads=2,ffn=24,seq=8,vocab=32,tied=1 \
+  -K 1 -M 1 -N 2 --steps 1 --data-parallel 2 --zero 1
+ours; grep -qF "ties its embedding to its head" "$tmp/ours" || fail "ZeRO 1, tied, one stage: $(cat "$tmp/err")"
+
 # Tensor parallelism: K = 2 ranks of T = 2 parts each, the blocks' heads and
 # feed-forward columns split, train as the threads do (the losses as printed),
 # and the loss stage's part 0 (world rank 2) alone reports.
@@ -220,6 +256,21 @@ assert all(float(r["predicted_reduction_us"]) > 0 and float(r["measured_reductio
 collective = json.load(open(sys.argv[2]))["link"]["collective"]
 assert collective["latency_us"] >= 0 and collective["bandwidth_GBps"] > 0, collective
 PY
+# With ZeRO 1: the reductions reduce-scatters, priced with the profile's own
+# reduce-scatter fit, and the CSV says the stage.
+expect_status 0 timeout 300 "$run" validate --model $mlp -K 1 -M 1 -N 4 --steps 2 --rounds 1 --launcher mpirun \
+  --data-parallel 2 --zero 1 --warmup 0 --repeats 1 --out "$tmp/zero.csv" --save-profile "$tmp/zero-prof.json"
+expect_out "batch 4 in each of 2 replicas, ZeRO 1"
+python3 - "$tmp/zero.csv" "$tmp/zero-prof.json" <<'PY' || fail "validate --zero 1: $(cat "$tmp/zero.csv")"
+import csv, json, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert [(r["status"], r["zero"], r["reductions"]) for r in rows] == [("ok", "1", "1")], rows
+assert all(float(r["measured_reduction_us"]) > 0 and float(r["predicted_reduction_us"]) > 0 for r in rows), rows
+collective = json.load(open(sys.argv[2]))["link"]["collective"]
+assert collective["reduce_scatter"]["bandwidth_GBps"] > 0 and collective["all_gather"]["bandwidth_GBps"] > 0, collective
+PY
+expect_status 2 "$run" validate --model $mlp -K 1 -M 1 -N 4 --zero 1 --launcher mpirun
+expect_one_error_line "--zero 1 shards over the data-parallel group: give --data-parallel 2 or more"
 # With tensor parallelism: the profile measured as one rank's 2 parts
 # (tensor_parallel 2, a block's parameters half the whole's), each
 # configuration trained as K x 2 processes.

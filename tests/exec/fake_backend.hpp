@@ -236,6 +236,7 @@ class ScriptedStage {
   [[nodiscard]] FakeTensor tied_gradient_copy() { throw std::logic_error("the fake stage has no tied embedding"); }
   // (Nor does any fake run reduce over replicas.)
   [[nodiscard]] std::vector<FakeTensor*> gradients() { throw std::logic_error("the fake stage has no replicas"); }
+  [[nodiscard]] std::vector<FakeTensor*> values() { throw std::logic_error("the fake stage has no replicas"); }
   void step(const FakeTensor* partner = nullptr) {
     if (partner != nullptr) throw std::logic_error("the fake stage has no tied embedding");
     const std::string action = fmt::format("{}STEP", stage_);

@@ -3,6 +3,7 @@
 #include "exec/cpu/optimizer.hpp"
 
 #include <cmath>
+#include <stdexcept>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -65,6 +66,51 @@ TEST(Optimizer, AdamWSecondStepMatchesTheFormula) {
   const double v_hat = v / (1 - 0.999 * 0.999);
   const double expected = -0.01 - 0.01 * m_hat / (std::sqrt(v_hat) + 1e-8);
   EXPECT_NEAR(params[0].value.f32()[0], expected, 1e-6);
+}
+
+// ZeRO 1: state for the owned runs only, those values updated exactly as the
+// whole optimizer updates them, the rest untouched, every gradient zeroed.
+TEST(Optimizer, AShardedStateUpdatesItsRunsAsTheWholeOneDoes) {
+  OptimizerConfig config{.kind = models::Optimizer::adamw, .learning_rate = 0.01F};
+  const auto make = [] {
+    std::vector<cpu::Parameter> params;
+    params.push_back({"w", Tensor({6}), Tensor({6})});
+    params.push_back({"b", Tensor({2}), Tensor({2})});
+    for (int i = 0; i < 6; ++i) {
+      params[0].value.f32()[static_cast<std::size_t>(i)] = 0.5F * static_cast<float>(i);
+      params[0].grad.f32()[static_cast<std::size_t>(i)] = 1.0F - 0.3F * static_cast<float>(i);
+    }
+    params[1].value.f32()[0] = 1.0F;
+    params[1].grad.f32()[0] = 2.0F;
+    params[1].grad.f32()[1] = -2.0F;
+    return params;
+  };
+  auto whole = make();
+  cpu::OptimizerState full(config, whole);
+  auto shard = make();
+  cpu::OptimizerState part(config, shard, {{{1, 2}, {5, 1}}, {}});
+  EXPECT_EQ(part.bytes(), 3 * 8);  // m and v for 3 values
+  for (int step = 0; step < 2; ++step) {
+    full.step(whole);
+    part.step(shard);
+    for (int i : {1, 2, 5}) {
+      EXPECT_EQ(shard[0].value.f32()[static_cast<std::size_t>(i)], whole[0].value.f32()[static_cast<std::size_t>(i)]) << i;
+    }
+    for (int i : {0, 3, 4}) EXPECT_EQ(shard[0].value.f32()[static_cast<std::size_t>(i)], 0.5F * static_cast<float>(i));
+    EXPECT_EQ(shard[1].value.f32()[0], 1.0F);  // none of b is this replica's
+    for (const auto& p : shard) {
+      for (float g : p.grad.f32()) EXPECT_EQ(g, 0.0F);
+    }
+    // The next step's gradients, the same for both.
+    for (std::size_t i = 0; i < 6; ++i) whole[0].grad.f32()[i] = shard[0].grad.f32()[i] = 0.25F;
+  }
+}
+
+TEST(Optimizer, ARunOutsideItsParameterIsRefused) {
+  OptimizerConfig config{.kind = models::Optimizer::momentum};
+  auto params = one_parameter(1.0F, 1.0F);
+  EXPECT_THROW(cpu::OptimizerState(config, params, {{{0, 2}}}), std::logic_error);
+  EXPECT_THROW(cpu::OptimizerState(config, params, {}), std::logic_error);
 }
 
 }  // namespace

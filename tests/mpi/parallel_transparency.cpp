@@ -1,9 +1,10 @@
 // Data and tensor parallelism's transparency over MPI ("losses and weights
 // equal the one-process run within 1e-5"), run as every process of a launch:
-//   mpirun -np K*T*D parallel_transparency MODEL SCHEDULE K D M N STEPS OPTIMIZER [T]
+//   mpirun -np K*T*D parallel_transparency MODEL SCHEDULE K D M N STEPS OPTIMIZER [T [ZERO]]
 // Each process trains its part of its rank of its replica (D replicas of a
 // K-stage pipeline whose blocks are split over T processes, M micro-batches
-// of a replica's N samples), then trains the same model alone on one stage
+// of a replica's N samples, the optimizer state sharded over the replicas
+// with ZeRO 1 when ZERO is 1), then trains the same model alone on one stage
 // with one micro-batch of the global batch D x N, and compares: its own
 // stages' weights (a block's, the slice of the reference's its part holds),
 // and on the reporter every step's loss, within
@@ -58,8 +59,8 @@ std::vector<std::vector<float>> part_of(const models::Model& model, std::size_t 
 }
 
 int run(int argc, char** argv) {
-  if (argc != 9 && argc != 10) {
-    std::fprintf(stderr, "usage: %s MODEL SCHEDULE K D M N STEPS OPTIMIZER [T]\n", argv[0]);
+  if (argc < 9 || argc > 11) {
+    std::fprintf(stderr, "usage: %s MODEL SCHEDULE K D M N STEPS OPTIMIZER [T [ZERO]]\n", argv[0]);
     return 2;
   }
   RunConfig c;
@@ -75,7 +76,8 @@ int run(int argc, char** argv) {
   exec::mpi::MpiWorld world;
   exec::TrainOptions options = exec::trainer_test::options_for(c);
   options.schedule.data_parallel = replicas;
-  options.tensor_parallel = argc == 10 ? std::stoi(argv[9]) : 1;
+  options.tensor_parallel = argc >= 10 ? std::stoi(argv[9]) : 1;
+  options.zero = argc == 11 ? std::stoi(argv[10]) : 0;
   // K x V stages for the interleaved and V-shaped schedules.
   options.partition =
       models::partition_uniform(static_cast<int>(options.model.layers.size()), options.schedule.num_stages);
@@ -98,8 +100,10 @@ int run(int argc, char** argv) {
       for (int l = options.partition.first_layer(s); l < options.partition.end_layer(s); ++l) layers.push_back(l);
     }
   }
-  const std::string who = fmt::format("T={} K={} D={} process {} (replica {}, rank {}, part {})", parts, c.stages,
-                                      replicas, world.rank(), world.rank() / (c.stages * parts), rank, part);
+  const std::string who =
+      fmt::format("T={} K={} D={}{} process {} (replica {}, rank {}, part {})", parts, c.stages, replicas,
+                  options.zero > 0 ? fmt::format(" ZeRO {}", options.zero) : "", world.rank(),
+                  world.rank() / (c.stages * parts), rank, part);
   if (result.weights.size() != layers.size()) {
     std::printf("%s: %zu layers' weights, expected %zu\n", who.c_str(), result.weights.size(), layers.size());
     return 1;

@@ -6,7 +6,7 @@
 # stage (parallel_transparency.cpp). The models: the MLP under GPipe, 1F1B,
 # interleaved 1F1B and ZB-V (whose reduction starts after a stage's last W),
 # with momentum, and with AdamW; llama (GQA) with momentum and with SGD, and
-# tied (tied=1).
+# tied (tied=1); and ZeRO 1 over the replicas.
 # Exit 77 (skipped) where there is no mpirun.
 # Usage: parallel_transparency_test.sh PROGRAM
 set -u
@@ -17,11 +17,12 @@ launch=(mpirun --oversubscribe)
 mlp=mlp:layers=4,hidden=16
 llama=llama:layers=2,hidden=16,heads=4,kv_heads=2,ffn=24,seq=8,vocab=32
 failed=0
-check() {  # MODEL SCHEDULE K D M N OPTIMIZER [T]
+check() {  # MODEL SCHEDULE K D M N OPTIMIZER [T [ZERO]]
   local parts=${8:-1}
+  local zero=${9:-0}
   local processes=$(($3 * $4 * parts))
   local out
-  out=$(timeout 240 "${launch[@]}" -np $processes "$program" "$1" "$2" "$3" "$4" "$5" "$6" 3 "$7" "$parts" 2>&1)
+  out=$(timeout 240 "${launch[@]}" -np $processes "$program" "$1" "$2" "$3" "$4" "$5" "$6" 3 "$7" "$parts" "$zero" 2>&1)
   local status=$?
   local equal
   equal=$(grep -c ': equal, ' <<<"$out")
@@ -63,4 +64,13 @@ check $gpt gpipe 1 1 2 4 momentum 4
 # and with a tied embedding (its ends whole in every part).
 check $gpt zbv 2 1 4 4 momentum 2
 check $tied 1f1b 2 1 2 2 momentum 2
+# ZeRO 1: each replica updates its share of every stage's values (AdamW's
+# and momentum's state for it only) and all-gathers the weights in STEP: D =
+# 2 and 4, with K = 2, with a split backward, a tied embedding and T = 2.
+check $mlp gpipe 1 2 2 4 adamw 1 1
+check $mlp 1f1b 2 2 4 4 momentum 1 1
+check $mlp gpipe 1 4 1 2 momentum 1 1
+check $mlp zbv 2 2 4 4 adamw 1 1
+check $tied 1f1b 2 2 2 2 momentum 1 1
+check $gpt gpipe 1 2 2 4 adamw 2 1
 exit $failed

@@ -291,6 +291,19 @@ TEST_F(ProfileFromJson, ReadsTheCollectivesFitAndRefusesABadOne) {
   EXPECT_EQ(error(), "inline: link.collective: expected an object");
 }
 
+TEST_F(ProfileFromJson, ReadsTheReduceScatterAndAllGatherFits) {
+  doc_["link"]["collective"] = {{"latency_us", 0.5},
+                                {"bandwidth_GBps", 3},
+                                {"reduce_scatter", {{"latency_us", 1}, {"bandwidth_GBps", 2.25}}},
+                                {"all_gather", {{"latency_us", 0.75}, {"bandwidth_GBps", 11}}}};
+  const Profile p = profile_from_json(doc_, "inline");
+  EXPECT_EQ(p.link.reduce_scatter, (CollectiveLink{.latency_us = 1, .bandwidth_GBps = 2.25}));
+  EXPECT_EQ(p.link.all_gather, (CollectiveLink{.latency_us = 0.75, .bandwidth_GBps = 11}));
+  EXPECT_EQ(profile_from_json(to_json(p), "round trip"), p);
+  doc_["link"]["collective"]["all_gather"]["latency_us"] = -1;
+  EXPECT_TRUE(error().starts_with("inline: link.collective.all_gather.latency_us: ")) << error();
+}
+
 TEST_F(ProfileFromJson, ReadsTheWorkloadAndRefusesAnUnknownOne) {
   EXPECT_EQ(profile_from_json(doc_, "inline").workload, "training");
   EXPECT_FALSE(to_json(profile_from_json(doc_, "inline")).contains("workload"));  // the default stays unsaid

@@ -96,6 +96,44 @@ TEST(DataParallelSim, ZeroOneScattersAndGathers) {
   EXPECT_EQ(reduce_action_at(r.timeline, "1STEP", Stream::compute).end_ns, 12150);
 }
 
+// ZeRO 1 with the profile's own reduce-scatter fit (2 us a step, 1 GB/s) and
+// all-gather fit (no latency, 2 GB/s): the reduce-scatter 2000 + 4000 / 2 =
+// 4000 ns, the gather 4000 / (2 x 2) = 1000: rank 1 reduces [6000, 10000],
+// steps [10000, 11150]; rank 0 reduces [10000, 14000], steps [14000, 15150].
+TEST(DataParallelSim, EachCollectiveTakesItsOwnFit) {
+  const ReplicaCosts base;
+  DataParallelism dp = data_parallel_pair(1);
+  dp.reduce_scatter_link = profiles::CollectiveLink{.latency_us = 2, .bandwidth_GBps = 1};
+  dp.all_gather_link = profiles::CollectiveLink{.latency_us = 0, .bandwidth_GBps = 2};
+  const DataParallelCosts costs(base, dp, {4000, 4000});
+  const SimResult r = simulate(replicated_schedule("gpipe", 2, 1, 2), costs, kLink, {});
+  EXPECT_EQ(r.metrics.step_time_ns, 15150);
+  EXPECT_EQ(reduce_action_at(r.timeline, "1REDUCE_GRAD", Stream::reduce).end_ns, 10000);
+  EXPECT_EQ(reduce_action_at(r.timeline, "1STEP", Stream::compute).end_ns, 11150);
+  // The all-reduce keeps the group's link: ZeRO 0 is unchanged by the others' fits.
+  dp.zero = 0;
+  EXPECT_EQ(bucketed_reduction_ns(dp, 4000), bucketed_reduction_ns(data_parallel_pair(0), 4000));
+}
+
+// A tied embedding's ends over replicas: once the other end's copy of the
+// 2000-byte gradient has arrived, WAIT_REDUCE_GRAD sums it over the pair, an
+// all-reduce of 2 (1 + 2000 / 2 / 1000) us = 4000 ns on the compute stream.
+TEST(DataParallelSim, ATiedEndSumsTheOtherEndsCopyOverTheReplicas) {
+  const ReplicaCosts base(2000);
+  const DataParallelCosts costs(base, data_parallel_pair(0), {4000, 4000});
+  EXPECT_EQ(costs.duration_ns(schedules::parse_action("0WAIT_REDUCE_GRAD")), 4000);
+  EXPECT_EQ(costs.duration_ns(schedules::parse_action("1WAIT_REDUCE_GRAD")), 4000);
+  Schedule tied = replicated_schedule("gpipe", 2, 1, 2);
+  tied.tied_embedding = true;
+  const SimResult r = simulate(tied, costs, kLink, {});
+  const auto& wait = reduce_action_at(r.timeline, "0WAIT_REDUCE_GRAD", Stream::compute);
+  EXPECT_EQ(wait.end_ns - wait.start_ns, 4000);
+  // Without replicas there is nothing to sum.
+  const ReplicaCosts alone(2000);
+  const DataParallelCosts one(alone, {.degree = 1, .link = {.latency_us = 1, .bandwidth_GBps = 1}}, {4000, 4000});
+  EXPECT_EQ(one.duration_ns(schedules::parse_action("0WAIT_REDUCE_GRAD")), 0);
+}
+
 // ZeRO 3: F and B each gather the weights first (3000 ns): F 4000, B 5000,
 // STEP 150. Rank 0: F [0, 4000]; rank 1: F [6000, 10000], B [10000, 15000],
 // reduces [15000, 18000]; rank 0: B [17000, 22000], reduces [22000, 25000],

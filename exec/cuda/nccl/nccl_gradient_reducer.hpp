@@ -22,6 +22,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,10 @@ class NcclGradientReducer final : public GradientReducer<DeviceTensor> {
   Times wait(schedules::Stage stage) override;
   double sum(double value) override;
   void sum_in_place(DeviceTensor& tensor) override;
+  // ZeRO runs on the cpu backend only (exec/runtime/run_settings.cpp refuses it elsewhere).
+  void gather(schedules::Stage /*stage*/, std::vector<DeviceTensor*> /*values*/) override {
+    throw std::logic_error("ZeRO's weight gather is not run over NCCL yet");
+  }
   void abort() override { abort_requested_.store(true, std::memory_order_release); }
 
  private:
