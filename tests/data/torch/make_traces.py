@@ -4,6 +4,7 @@ torch (a scratch virtual environment outside the project: torch is a
 yardstick and a source of traces, never a dependency of gpipe):
 
   python tests/data/torch/make_traces.py tests/data/torch
+  python tests/data/torch/make_traces.py --device cuda OUT_DIR   (on a GPU)
 
 The model is gpipe's transformer:layers=2,hidden=32,heads=2,seq=16,vocab=64
 (the bench GPT of tests/bench/torch_gpt.py, small), written as the modules
@@ -16,6 +17,10 @@ Kineto's Chrome JSON:
 
   gpt_cpu_b{B}.json   micro-batch sizes B = 1 and 2
   (and versions.json: the torch and Python versions, and the command)
+
+With --device cuda the same model trains on the GPU, fp32 (TF32 off), and
+the profiler records the CUDA activities too (kernels, memcpys, runtime
+calls): gpt_cuda_b{B}.json and versions_cuda.json, which names the GPU.
 
 The files are never edited by hand; tests that need a bad trace edit a copy.
 """
@@ -40,7 +45,7 @@ class Embed(nn.Module):
         self.pos = nn.Embedding(SEQ, HIDDEN)
 
     def forward(self, tokens):
-        return self.tok(tokens) + self.pos(torch.arange(SEQ))
+        return self.tok(tokens) + self.pos(torch.arange(SEQ, device=tokens.device))
 
 
 class Block(nn.Module):
@@ -58,7 +63,7 @@ class Block(nn.Module):
         q, k, v = self.qkv(self.ln1(x)).split(HIDDEN, dim=2)
         q, k, v = (t.view(b, s, HEADS, HIDDEN // HEADS).transpose(1, 2) for t in (q, k, v))
         scores = (q @ k.transpose(-2, -1)) / (HIDDEN // HEADS) ** 0.5
-        mask = torch.triu(torch.ones(s, s, dtype=torch.bool), 1)
+        mask = torch.triu(torch.ones(s, s, dtype=torch.bool, device=x.device), 1)
         att = scores.masked_fill(mask, float("-inf")).softmax(-1) @ v
         x = x + self.proj(att.transpose(1, 2).reshape(b, s, h))
         return x + self.fc2(F.gelu(self.fc1(self.ln2(x)), approximate="tanh"))
@@ -89,13 +94,14 @@ class GPT(nn.Module):
         return self.head(x, targets)
 
 
-def trace(batch, path):
+def trace(batch, path, device="cpu"):
     torch.manual_seed(0)
-    model = GPT()
+    model = GPT().to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    tokens = torch.randint(0, VOCAB, (batch, SEQ), dtype=torch.int32)
-    targets = torch.randint(0, VOCAB, (batch, SEQ), dtype=torch.int32)
-    with profile(activities=[ProfilerActivity.CPU], record_shapes=True, profile_memory=True, with_stack=True,
+    tokens = torch.randint(0, VOCAB, (batch, SEQ), dtype=torch.int32).to(device)
+    targets = torch.randint(0, VOCAB, (batch, SEQ), dtype=torch.int32).to(device)
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
+    with profile(activities=activities, record_shapes=True, profile_memory=True, with_stack=True,
                  schedule=schedule(wait=0, warmup=1, active=1, repeat=1),
                  on_trace_ready=lambda p: p.export_chrome_trace(path)) as prof:
         for _ in range(2):
@@ -106,15 +112,28 @@ def trace(batch, path):
 
 
 def main():
-    if len(sys.argv) != 2:
-        sys.exit("usage: make_traces.py OUT_DIR")
-    out = sys.argv[1]
+    args = sys.argv[1:]
+    device = "cpu"
+    if args[:1] == ["--device"] and len(args) >= 2:
+        device = args[1]
+        args = args[2:]
+    if len(args) != 1 or device not in ("cpu", "cuda"):
+        sys.exit("usage: make_traces.py [--device cpu|cuda] OUT_DIR")
+    out = args[0]
     torch.set_num_threads(1)
+    versions = {"torch": torch.__version__, "python": platform.python_version(), "model": SPEC}
+    if device == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        versions["device"] = torch.cuda.get_device_name(0)
+        versions["cuda"] = torch.version.cuda
+    os.makedirs(out, exist_ok=True)
     for batch in (1, 2):
-        trace(batch, os.path.join(out, f"gpt_cpu_b{batch}.json"))
-    with open(os.path.join(out, "versions.json"), "w") as f:
-        json.dump({"torch": torch.__version__, "python": platform.python_version(), "model": SPEC,
-                   "command": "python tests/data/torch/make_traces.py tests/data/torch"}, f, indent=1)
+        trace(batch, os.path.join(out, f"gpt_{device}_b{batch}.json"), device)
+    versions["command"] = "python tests/data/torch/make_traces.py " + " ".join(sys.argv[1:])
+    name = "versions.json" if device == "cpu" else f"versions_{device}.json"
+    with open(os.path.join(out, name), "w") as f:
+        json.dump(versions, f, indent=1)
         f.write("\n")
 
 
