@@ -64,8 +64,9 @@ std::int64_t DataParallelCosts::duration_ns(const schedules::Action& a) const {
   using K = schedules::ActionKind;
   const std::int64_t base = this->base().duration_ns(a);
   // A tied end sums the other end's copy of the gradient over the replicas
-  // too, once it has arrived: one all-reduce of the matrix.
-  if (a.kind == K::WAIT_REDUCE_GRAD && dp_.degree > 1) {
+  // too, once it has arrived: one all-reduce of the matrix. On one stage
+  // (both ends in it, schedules::tied_partner: none) there is no copy.
+  if (a.kind == K::WAIT_REDUCE_GRAD && dp_.degree > 1 && reduction_ns_.size() > 1) {
     const std::int64_t tied = tied_gradient_bytes(a.stage);
     if (tied > 0) {
       return base + profiles::fastest_collective(Collective::all_reduce, dp_.degree, tied,

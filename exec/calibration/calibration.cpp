@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "exec/cpu/cpu_backend.hpp"
+#include "exec/runtime/run_settings.hpp"
 #include "plan/microbatches.hpp"
 #include "plan/model_profile.hpp"
 #include "profiles/median_profile.hpp"
@@ -44,6 +45,8 @@ Configuration predict_one(const profiles::Profile& profile, const CalibrationOpt
     conditions.replicas_sharing_machine = options.replicas_sharing_machine;
     c.prediction = sim::predict(profile, sim::Scenario{.request = request, .conditions = conditions},
                                 /*record_timeline=*/true);
+    // What the executor cannot train is skipped as what cannot exist is.
+    check_zero(request.zero, request.data_parallel, options.model, c.prediction.plan.partition.num_stages());
   } catch (const InputError& e) {
     c.row.skipped = e.what();
   }
@@ -223,6 +226,9 @@ nlohmann::json calibration_json(const std::vector<CalibrationRow>& rows) {
   nlohmann::json out = nlohmann::json::array();
   for (const CalibrationRow& r : rows) {
     nlohmann::json row = plan::grid_row_json(r.request, r.skipped);
+    // Where the grid has replicas, how many, and ZeRO's stage over them.
+    if (r.request.data_parallel > 1) row["data_parallel"] = r.request.data_parallel;
+    if (r.request.zero > 0) row["zero"] = r.request.zero;
     if (r.ok()) {
       row["micro_batch_size"] = r.microbatch_sizes.front();
       row["partition"] = r.partition;

@@ -18,19 +18,14 @@ MpiGradientReducer::MpiGradientReducer(const MpiWorld& world, FailureWatch& watc
       zero_(zero) {
   if (group == MPI_COMM_NULL) throw std::logic_error("a gradient reducer needs a data-parallel group");
   if (zero != 0 && zero != 1) throw std::logic_error("the MPI reducer runs ZeRO 0 and 1");
+  // The stages cut their optimizers' shares over the executor's bucket
+  // (RunSettings::zero_share): the reduce-scatters must cut the same runs.
+  if (zero > 0 && bucket_floats_ != float_bucket(kReductionBucketBytes)) {
+    throw std::logic_error("ZeRO 1's reducer must use the executor's bucket, which the stages' shares are cut over");
+  }
   check(MPI_Comm_size(group, &replicas_), "MPI_Comm_size");
   check(MPI_Comm_rank(group, &replica_), "MPI_Comm_rank");
 }
-
-namespace {
-
-std::vector<std::int64_t> sizes_of(const std::vector<Tensor*>& tensors) {
-  std::vector<std::int64_t> sizes;
-  for (const Tensor* t : tensors) sizes.push_back(t->numel());
-  return sizes;
-}
-
-}  // namespace
 
 // After a failure a reduction may still be posted, and its peers may be
 // gone: its requests are left to MPI (the process is ending).
@@ -42,7 +37,7 @@ void MpiGradientReducer::start(schedules::Stage stage, std::vector<Tensor*> grad
   }
   Pending& p = pending_[stage.value];
   p.start = Clock::now();
-  const std::vector<std::int64_t> sizes = sizes_of(gradients);
+  const std::vector<std::int64_t> sizes = tensor_sizes(gradients);
   if (zero_ > 0) {
     p.shards = sharded_pieces(sizes, bucket_floats_, replicas_);
     p.gradients = std::move(gradients);
@@ -116,15 +111,20 @@ void MpiGradientReducer::place_sums(const Pending& p) const {
 
 void MpiGradientReducer::gather(schedules::Stage /*stage*/, std::vector<Tensor*> values) {
   if (zero_ == 0) throw std::logic_error("a weight gather without ZeRO");
-  const std::vector<ShardedPiece> shards = sharded_pieces(sizes_of(values), bucket_floats_, replicas_);
-  std::vector<MPI_Request> requests(shards.size(), MPI_REQUEST_NULL);
-  for (std::size_t i = 0; i < shards.size(); ++i) {
-    const ShardedPiece& sp = shards[i];
+  // A member, so that its counts outlive requests left posted by a failure.
+  gather_cut_ = sharded_pieces(tensor_sizes(values), bucket_floats_, replicas_);
+  std::vector<MPI_Request> requests(gather_cut_.size(), MPI_REQUEST_NULL);
+  for (std::size_t i = 0; i < gather_cut_.size(); ++i) {
+    const ShardedPiece& sp = gather_cut_[i];
     check(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, values[sp.piece.tensor]->f32().data() + sp.piece.first,
                           sp.counts.data(), sp.displacements.data(), MPI_FLOAT, group_, &requests[i]),
           "MPI_Iallgatherv");
   }
-  const auto between = [this] { watch_.check(); };
+  // The rank's other stages' reductions move on, and their ends are noted, meanwhile.
+  const auto between = [this] {
+    watch_.check();
+    progress();
+  };
   for (MPI_Request& request : requests) world_.wait(request, between);
 }
 

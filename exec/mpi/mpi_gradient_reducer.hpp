@@ -82,6 +82,7 @@ class MpiGradientReducer final : public GradientReducer<Tensor> {
   int replicas_ = 1;
   int replica_ = 0;
   std::map<int, Pending> pending_;  // by stage; its gradients stay the stage's
+  std::vector<ShardedPiece> gather_cut_;  // the last gather's pieces
 };
 
 }  // namespace gpipe::exec::mpi

@@ -22,30 +22,25 @@ void check_threads_per_rank(int threads) {
   }
 }
 
-namespace {
-
-// ZeRO 1 runs; 2 and 3 shard what a pipeline still needs whole.
-void check_zero(const TrainOptions& o) {
-  if (o.zero == 0) return;
-  if (o.zero < 0 || o.zero > 3) throw InputError(fmt::format("--zero {}: ZeRO's stages are 0, 1, 2 and 3", o.zero));
-  if (o.zero > 1) {
+void check_zero(int zero, int replicas, const models::Model& model, int num_stages) {
+  if (zero == 0) return;
+  if (zero < 0 || zero > 3) throw InputError(fmt::format("--zero {}: ZeRO's stages are 0, 1, 2 and 3", zero));
+  if (zero > 1) {
     throw InputError(fmt::format(
         "--zero {}: the executor runs ZeRO 1 (each replica keeps its share of the optimizer state); ZeRO 2 and 3 "
         "shard the gradients and weights, which a pipeline's stage accumulates and reads whole over its "
         "micro-batches (gpipe-sim predicts them)",
-        o.zero));
+        zero));
   }
-  if (o.schedule.data_parallel < 2) {
-    throw InputError(fmt::format("--zero {} shards over the data-parallel group: give --data-parallel 2 or more", o.zero));
+  if (replicas < 2) {
+    throw InputError(fmt::format("--zero {} shards over the data-parallel group: give --data-parallel 2 or more", zero));
   }
-  if (o.model.tied && o.partition.num_stages() == 1) {
+  if (model.tied && num_stages == 1) {
     throw InputError(fmt::format("--zero {}: model {} ties its embedding to its head, and on one stage the two "
                                  "copies' shares are not the same values: give 2 stages or more",
-                                 o.zero, o.model.spec));
+                                 zero, model.spec));
   }
 }
-
-}  // namespace
 
 void check_train_options(const TrainOptions& o, std::string_view backend, bool runs_split_backward) {
   const int num_layers = static_cast<int>(o.model.layers.size());
@@ -85,7 +80,7 @@ void check_train_options(const TrainOptions& o, std::string_view backend, bool r
   if (o.tensor_parallel < 1) {
     throw InputError(fmt::format("--tensor-parallel must be at least 1, got {}", o.tensor_parallel));
   }
-  check_zero(o);
+  check_zero(o.zero, o.schedule.data_parallel, o.model, o.partition.num_stages());
   // The split's own one-line errors: the family, T dividing the heads, the
   // kv heads and the FFN width.
   if (o.tensor_parallel > 1) (void)models::split_tensor_parallel(o.model, {.degree = o.tensor_parallel});

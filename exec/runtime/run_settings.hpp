@@ -82,6 +82,11 @@ template <class B>
 [[nodiscard]] RunSettings make_run_settings(const TrainOptions& options,
                                             const schedules::Schedule& lowered);
 
+// Throws InputError for a ZeRO stage the executor does not run (it runs 0
+// and 1), ZeRO without replicas, or ZeRO with one stage holding both ends of
+// a tied embedding (its two copies' shares differ); `num_stages` is K x V.
+void check_zero(int zero, int replicas, const models::Model& model, int num_stages);
+
 // The index of the timeline of median step time (the lower median).
 [[nodiscard]] std::size_t median_step(const std::vector<schedules::Timeline>& steps);
 

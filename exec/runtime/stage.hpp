@@ -69,9 +69,7 @@ class Stage {
     }
     // The share is cut over the stage's values in gradients()' order, as
     // the reducer cuts them; each layer's optimizer gets its parameters' runs.
-    std::vector<std::int64_t> sizes;
-    for (const Tensor* g : gradients()) sizes.push_back(g->numel());
-    auto owned = owned_ranges(sizes, share->bucket_elements, share->replicas, share->replica);
+    auto owned = owned_ranges(tensor_sizes(gradients()), share->bucket_elements, share->replicas, share->replica);
     std::size_t next = 0;
     for (auto& layer : layers_) {
       const std::size_t count = layer->parameters().size();

@@ -1,5 +1,5 @@
 // ZeRO stage 1 in the executor (Rajbhandari et al., arXiv 1910.02054;
-// DESIGN.md "Data parallelism"): each of a stage's D replicas keeps the
+// docs/design.md "Data parallelism"): each of a stage's D replicas keeps the
 // optimizer state of a 1/D share of the stage's values and updates only
 // those. Its data-parallel reduction is then a reduce-scatter (each replica
 // gets the sums of its share) instead of an all-reduce, and its STEP ends
@@ -71,6 +71,15 @@ struct ValueRange {
   std::int64_t count = 0;
   bool operator==(const ValueRange&) const = default;
 };
+
+// The values of each tensor of `tensors` (pointers), in order: the sizes the
+// stage and its reducer both cut.
+template <class TensorPointers>
+[[nodiscard]] std::vector<std::int64_t> tensor_sizes(const TensorPointers& tensors) {
+  std::vector<std::int64_t> sizes;
+  for (const auto* t : tensors) sizes.push_back(t->numel());
+  return sizes;
+}
 
 // Per tensor of `sizes`, the runs `replica` owns (sharded_pieces' cut), in
 // order; a tensor of which it owns nothing has none.

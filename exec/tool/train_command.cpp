@@ -91,17 +91,17 @@ void print_header(const TrainFlags& f, const models::Model& model, const plan::P
                              "whole in each\n",
                              t.tensor_parallel);
   }
-  if (s.data_parallel > 1 && t.zero == 0) {
-    std::cout << fmt::format("replicas    {} of the pipeline (global batch {}), each stage's gradients summed over "
-                             "its {} copies (MPI all-reduce in place, in pieces of at most 25 MB) after its last backward\n",
-                             s.data_parallel, plan.batch * s.data_parallel, s.data_parallel);
-  }
-  if (s.data_parallel > 1 && t.zero > 0) {
-    std::cout << fmt::format("replicas    {} of the pipeline (global batch {}), ZeRO {}: each stage's gradients "
-                             "reduce-scattered over its {} copies (MPI, in place, in pieces of at most 25 MB) after its "
-                             "last backward; each copy keeps the optimizer state of its 1/{} and updates it, then "
-                             "all-gathers the weights in STEP\n",
-                             s.data_parallel, plan.batch * s.data_parallel, t.zero, s.data_parallel, s.data_parallel);
+  if (s.data_parallel > 1) {
+    const std::string how =
+        t.zero == 0 ? fmt::format("each stage's gradients summed over its {} copies (MPI all-reduce in place, in "
+                                  "pieces of at most 25 MB) after its last backward",
+                                  s.data_parallel)
+                    : fmt::format("ZeRO {}: each stage's gradients reduce-scattered over its {} copies (MPI, in place, "
+                                  "in pieces of at most 25 MB) after its last backward; each copy keeps the optimizer "
+                                  "state of its 1/{} and updates it, then all-gathers the weights in STEP",
+                                  t.zero, s.data_parallel, s.data_parallel);
+    std::cout << fmt::format("replicas    {} of the pipeline (global batch {}), {}\n", s.data_parallel,
+                             plan.batch * s.data_parallel, how);
   }
   if (!searched.empty()) std::cout << fmt::format("searched    kept {}\n", searched);
   std::cout << fmt::format("partition   {} ({}{})\n", models::to_string(plan.partition), f.run.partition,

@@ -12,8 +12,8 @@ check=scripts/gpu-check
 
 expect_status 2 "$check" --bogus
 expect_one_error_line "unknown argument '--bogus'"
-expect_status 2 "$check" --only 11 --dry-run
-expect_one_error_line "--only '11': give step numbers 1 to 10"
+expect_status 2 "$check" --only 12 --dry-run
+expect_one_error_line "--only '12': give step numbers 1 to 11"
 expect_status 2 "$check" --limit 6=x --dry-run
 expect_one_error_line "--limit '6=x': give STEP=SECONDS"
 expect_status 2 "$check" --dry-run --bundle "$tmp/none.tar.xz"
@@ -45,6 +45,11 @@ expect_out "^  9   170  gpipe-run validate --backend cuda of dit"
 expect_status 1 "$check" --dry-run --bundle "$tmp/bundle" --only 1,2,3,10
 expect_out "^total: 325 s (the limit is 480 s)"
 expect_out "^  10   200  inference streams"
+# Step 11, torch's own GPU traces, when named.
+expect_status 1 "$check" --dry-run --bundle "$tmp/bundle" --only 1,11
+expect_out "^total: 80 s (the limit is 480 s)"
+expect_out "^  11    60  torch's own GPU traces"
+grep -q "^  11 " <(scripts/gpu-check --dry-run --bundle "$tmp/bundle" 2>/dev/null) && fail "step 11 listed without --only"
 # A longer step than 8 minutes allow is refused.
 expect_status 1 "$check" --dry-run --bundle "$tmp/bundle" --limit 6=400
 grep -q "the steps add up to over 8 minutes" "$tmp/err" || fail "no over-time line: $(cat "$tmp/err")"

@@ -238,6 +238,30 @@ TEST(Calibration, RemeasuredProfilesPredictFromTheirMedian) {
   EXPECT_GT(rows[0].diff.predicted_step_us, 1.5 * first.metrics.step_time_us);
 }
 
+// ZeRO 1 over replicas with a tied embedding on one stage: the executor
+// cannot train it (its two copies' shares differ), so the row is skipped
+// with the executor's reason, before any process is started.
+TEST(Calibration, SkipsWhatTheExecutorCannotTrain) {
+  CalibrationOptions options;
+  options.model = models::parse_model("llama:layers=2,hidden=16,heads=4,kv_heads=2,ffn=24,seq=8,vocab=32,tied=1");
+  ProfilerOptions profiling;
+  profiling.warmup = 0;
+  profiling.repeats = 1;
+  profiling.link_round_trips = 10;
+  const profiles::Profile profile = cpu::profile_cpu(options.model, std::vector<int>{2}, profiling);
+  options.grid.schedules = {"gpipe"};
+  options.grid.stages = {1};
+  options.grid.microbatches = {1};
+  options.grid.base.batch = 2;
+  options.grid.base.data_parallel = 2;
+  options.grid.base.zero = 1;
+  options.train = [](const TrainOptions&) -> TrainResult { throw std::logic_error("nothing should train"); };
+  const std::vector<CalibrationRow> rows = run_calibration(profile, options);
+  ASSERT_EQ(rows.size(), 1U);
+  EXPECT_FALSE(rows[0].ok());
+  EXPECT_NE(rows[0].skipped.find("ties its embedding to its head"), std::string::npos) << rows[0].skipped;
+}
+
 TEST(Calibration, RejectsWhatIsNoGrid) {
   CalibrationOptions options = tiny_grid();
   options.rounds = 0;

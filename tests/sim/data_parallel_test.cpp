@@ -128,10 +128,12 @@ TEST(DataParallelSim, ATiedEndSumsTheOtherEndsCopyOverTheReplicas) {
   const SimResult r = simulate(tied, costs, kLink, {});
   const auto& wait = reduce_action_at(r.timeline, "0WAIT_REDUCE_GRAD", Stream::compute);
   EXPECT_EQ(wait.end_ns - wait.start_ns, 4000);
-  // Without replicas there is nothing to sum.
-  const ReplicaCosts alone(2000);
-  const DataParallelCosts one(alone, {.degree = 1, .link = {.latency_us = 1, .bandwidth_GBps = 1}}, {4000, 4000});
+  // Without replicas there is nothing to sum; nor on one stage, which holds
+  // both ends and receives no copy.
+  const DataParallelCosts one(base, {.degree = 1, .link = {.latency_us = 1, .bandwidth_GBps = 1}}, {4000, 4000});
   EXPECT_EQ(one.duration_ns(schedules::parse_action("0WAIT_REDUCE_GRAD")), 0);
+  const DataParallelCosts single(base, data_parallel_pair(0), {4000});
+  EXPECT_EQ(single.duration_ns(schedules::parse_action("0WAIT_REDUCE_GRAD")), 0);
 }
 
 // ZeRO 3: F and B each gather the weights first (3000 ns): F 4000, B 5000,
