@@ -68,17 +68,18 @@ RankPart parse_rank_part(const std::string& text) {
   }
 }
 
-std::vector<RankPart> exchange_parts(TcpStore& store, const RankPart& mine, int world_size,
-                                     schedules::Rank reporter) {
-  store.set(fmt::format("gpipe/part{}", mine.rank.value), to_json(mine));
+std::vector<RankPart> exchange_parts(TcpStore& store, const RankPart& mine, int ranks, schedules::Rank reporter,
+                                     int replica, int replicas) {
+  const auto key = [replica](int rank) {
+    return replica == 0 ? fmt::format("gpipe/part{}", rank) : fmt::format("gpipe/replica{}/part{}", replica, rank);
+  };
+  store.set(key(mine.rank.value), to_json(mine));
   std::vector<RankPart> parts;
   if (mine.rank == reporter) {
-    for (int r = 0; r < world_size; ++r) {
-      parts.push_back(parse_rank_part(store.get(fmt::format("gpipe/part{}", r))));
-    }
+    for (int r = 0; r < ranks; ++r) parts.push_back(parse_rank_part(store.get(key(r))));
   }
-  // Rank 0 serves the store: it stays until the reporter has read every part.
-  store.barrier("gpipe/done", mine.rank.value, world_size);
+  // Rank 0 of replica 0 serves the store: it stays until every reporter has read every part.
+  store.barrier("gpipe/done", replica * ranks + mine.rank.value, ranks * replicas);
   return parts;
 }
 

@@ -19,8 +19,11 @@ namespace gpipe::exec {
 
 // Every process publishes its part; the process of rank `reporter` gets them
 // all, in rank order (the others get none). Then every process waits until
-// the reporter has read them, since rank 0 serves the store.
-[[nodiscard]] std::vector<RankPart> exchange_parts(TcpStore& store, const RankPart& mine,
-                                                   int world_size, schedules::Rank reporter);
+// the reporter has read them, since rank 0 serves the store. With data
+// parallelism each of `replicas` replicas of `ranks` processes does so
+// apart: its reporter gets its own replica's parts (`replica`: this
+// process's), and the wait is every replica's.
+[[nodiscard]] std::vector<RankPart> exchange_parts(TcpStore& store, const RankPart& mine, int ranks,
+                                                   schedules::Rank reporter, int replica = 0, int replicas = 1);
 
 }  // namespace gpipe::exec

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -44,8 +45,15 @@ class ProcessGroup {
   // all, in rank order, the others none.
   [[nodiscard]] virtual std::vector<RankPart> exchange_parts(const RankPart& mine,
                                                              schedules::Rank reporter) = 0;
-  // Rank 0's `value` in every process (`key` names it where a store needs one).
+  // Rank 0's `value` in every process of this replica (`key` names it where
+  // a store needs one): the pipeline's NCCL ids.
   [[nodiscard]] virtual std::string share_from_rank0(const std::string& key, const std::string& value) = 0;
+  // Replica 0's `value` in every replica's process of this rank: the data-
+  // parallel group's NCCL id. A group without replicas' collectives of its
+  // own to set up (MPI's: its communicators) need not give it.
+  [[nodiscard]] virtual std::string share_across_replicas(const std::string& /*key*/, const std::string& /*value*/) {
+    throw std::logic_error("this process group shares nothing across replicas");
+  }
   // This process's run failed with `line`: tell the others, where the group
   // can, so that each reports the failed rank and action instead of waiting
   // for its watchdog. Bounded in time; never throws.

@@ -317,16 +317,19 @@ template <class B>
                                           const LaunchInfo& launch) {
   check_train_options(o, B::kName, runs_split_backward<B>());
   (void)lower_checked(o);
-  if (o.schedule.data_parallel > 1 || o.tensor_parallel > 1) {
-    throw InputError(fmt::format("--data-parallel {} --tensor-parallel {}: the {} backend has no collectives "
-                                 "between processes yet (--backend cpu runs them over MPI)",
-                                 o.schedule.data_parallel, o.tensor_parallel, B::kName));
+  // Replicas need the backend's reducer (the CUDA backend's: NCCL's);
+  // tensor parallelism and ZeRO run on --backend cpu over MPI alone.
+  constexpr bool reduces = requires(typename B::Run& run) { run.gradient_reducer(); };
+  if ((o.schedule.data_parallel > 1 && !reduces) || o.tensor_parallel > 1 || o.zero > 0) {
+    throw InputError(fmt::format("--data-parallel {} --tensor-parallel {} --zero {}: the {} backend has no such "
+                                 "collectives between processes yet (--backend cpu runs them over MPI)",
+                                 o.schedule.data_parallel, o.tensor_parallel, o.zero, B::kName));
   }
   check_launch_fits(o, launch.world_size, launch.launcher);
   B::require_available();  // before waiting for the other processes
   TcpStore store(launch.master_addr, launch.master_port, launch.rank == 0,
                  store_timeout(o.watchdog_seconds));
-  StoreProcessGroup group(store, launch.rank, launch.world_size);
+  StoreProcessGroup group(store, launch.rank, launch.world_size, o.schedule.num_ranks);
   return train_in_group<B>(o, backend_options, group);
 }
 

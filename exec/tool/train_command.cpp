@@ -93,9 +93,9 @@ void print_header(const TrainFlags& f, const models::Model& model, const plan::P
   }
   if (s.data_parallel > 1) {
     const std::string how =
-        t.zero == 0 ? fmt::format("each stage's gradients summed over its {} copies (MPI all-reduce in place, in "
+        t.zero == 0 ? fmt::format("each stage's gradients summed over its {} copies ({} all-reduce in place, in "
                                   "pieces of at most 25 MB) after its last backward",
-                                  s.data_parallel)
+                                  s.data_parallel, f.run.backend == "cuda" ? "NCCL" : "MPI")
                     : fmt::format("ZeRO {}: each stage's gradients reduce-scattered over its {} copies (MPI, in place, "
                                   "in pieces of at most 25 MB) after its last backward; each copy keeps the optimizer "
                                   "state of its 1/{} and updates it, then all-gathers the weights in STEP",

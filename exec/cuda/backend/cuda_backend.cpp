@@ -14,6 +14,7 @@
 #include "exec/cuda/cupti/kernel_events.hpp"
 #include "exec/cuda/inference/cuda_stream.hpp"
 #include "exec/cuda/layers/ops.hpp"
+#include "exec/cuda/nccl/nccl_gradient_reducer.hpp"
 #include "exec/cuda/nccl/nccl_transport.hpp"
 #include "exec/cuda/profiler/layer_profiler.hpp"
 
@@ -173,12 +174,22 @@ CudaBackend::Run::Run(const TrainOptions& options, const RunSettings& settings,
     }
     return;
   }
-  // One rank per process: rank 0 makes NCCL's ids and shares them through the store.
+  // One rank per process: each replica's rank 0 makes its pipeline's NCCL ids
+  // and shares them through the store.
   const int me = where.local.front().value;
   const std::string ids = where.group->share_from_rank0("gpipe/nccl_ids", me == 0 ? make_nccl_ids() : "");
-  transport_ = std::make_unique<NcclTransport>(me, where.group->world_size(), device_index_, ids,
+  transport_ = std::make_unique<NcclTransport>(me, num_ranks, device_index_, ids,
                                                store_timeout(options.watchdog_seconds));
   process_stream_ = std::make_unique<Stream>(device_index_);
+  // Replicas: the same rank of every replica reduces its stages' gradients
+  // over one more communicator, whose id replica 0 makes.
+  if (settings.replicas > 1) {
+    const std::string group_id = where.group->share_across_replicas(
+        "gpipe/nccl_data_parallel", settings.replica == 0 ? make_nccl_group_id() : "");
+    reducer_ = std::make_unique<NcclGradientReducer>(settings.replica, settings.replicas, device_index_, group_id,
+                                                     process_stream_->get(), kReductionBucketBytes,
+                                                     store_timeout(options.watchdog_seconds));
+  }
   devices_[static_cast<std::size_t>(me)] =
       std::make_unique<RankDevice>(device_index_, *process_stream_, memory_, true);
 }

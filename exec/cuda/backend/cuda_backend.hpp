@@ -33,6 +33,7 @@
 #include "exec/cuda/layers/device_optimizer.hpp"
 #include "exec/cuda/layers/layer.hpp"
 #include "exec/cuda/nccl/device_transport.hpp"
+#include "exec/runtime/gradient_reducer.hpp"
 #include "exec/runtime/stage.hpp"
 #include "exec/runtime/step_timeline.hpp"
 #include "exec/runtime/trainer.hpp"
@@ -115,6 +116,9 @@ struct CudaBackend {
     }
     [[nodiscard]] DeviceLink& link() { return *link_; }
     [[nodiscard]] ActionTimer& timer() { return timing_.timer(); }
+    // Data parallelism: the reduction over this rank's replicas (NCCL's,
+    // exec/cuda/nccl/nccl_gradient_reducer.hpp); null without.
+    [[nodiscard]] GradientReducer<Tensor>* gradient_reducer() const { return reducer_.get(); }
     [[nodiscard]] MemoryPlacement memory_placement() const { return MemoryPlacement::action_bounds; }
     // The weights are on the GPU: timing starts (CUPTI collects from here on).
     void weights_ready();
@@ -131,6 +135,7 @@ struct CudaBackend {
     std::optional<SmPartitions> partitions_;          // one GPU, K ranks
     std::unique_ptr<DeviceTransport> transport_;      // one rank per process: NCCL
     std::unique_ptr<Stream> process_stream_;          // and its rank's compute stream
+    std::unique_ptr<GradientReducer<Tensor>> reducer_;  // replicas: over them, on that stream's work
     CudaDeviceMemory memory_;
     std::vector<std::unique_ptr<RankDevice>> devices_;  // by rank; null for other processes'
     RunTiming timing_;
