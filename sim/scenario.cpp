@@ -83,10 +83,13 @@ Prediction predict(plan::Planner& planner, const Scenario& sc, bool record_timel
   // The stages' links: the profile's, or on a cluster by where the ranks sit.
   const int tensor = profile.tensor_parallel;
   std::optional<PlacedLink> placed;
-  // A data-parallel group inside a node reduces over the profile's link: its
-  // collectives' fit where it has one (profiles::Link::collective).
-  profiles::CollectiveLink dp_link = c.data_parallel_link.value_or(profile.link.collective.value_or(
-      profiles::CollectiveLink{link.latency_us(), link.bandwidth_GBps()}));
+  // Inside a node, collectives run over the profile's link: its collectives'
+  // fit where it has one (profiles::Link::collective). A data-parallel group
+  // reduces there unless told otherwise or spread over nodes.
+  const profiles::CollectiveLink within_node =
+      profile.link.collective.value_or(profiles::CollectiveLink{link.latency_us(), link.bandwidth_GBps()});
+  bool dp_within_node = !c.data_parallel_link.has_value();
+  profiles::CollectiveLink dp_link = c.data_parallel_link.value_or(within_node);
   if (c.cluster) {
     const int ranks = p.plan.schedule.num_ranks;
     const int data = sc.request.data_parallel;
@@ -97,7 +100,10 @@ Prediction predict(plan::Planner& planner, const Scenario& sc, bool record_timel
     for (int r = 0; r < ranks; ++r) node_of_rank.push_back(placement.node_of(placement.gpu(0, r, 0)));
     const profiles::CollectiveLink& inter = c.cluster->inter_node;
     placed.emplace(std::move(node_of_rank), link, UniformLink(inter.latency_us, inter.bandwidth_GBps));
-    if (!c.data_parallel_link && placement.nodes_spanned_by_data_parallel_group() > 1) dp_link = inter;
+    if (dp_within_node && placement.nodes_spanned_by_data_parallel_group() > 1) {
+      dp_link = inter;
+      dp_within_node = false;
+    }
     p.placement = placement.describe();
   }
   const LinkModel& links = placed ? static_cast<const LinkModel&>(*placed) : link;
@@ -112,7 +118,7 @@ Prediction predict(plan::Planner& planner, const Scenario& sc, bool record_timel
                        .link = dp_link,
                        .bucket_bytes = c.gradient_bucket_bytes};
     // The profile's own reduce-scatter and all-gather fits, where its link is the group's.
-    if (profile.link.collective && dp_link == *profile.link.collective) {
+    if (dp_within_node) {
       dp.reduce_scatter_link = profile.link.reduce_scatter;
       dp.all_gather_link = profile.link.all_gather;
     }
@@ -149,13 +155,11 @@ Prediction predict(plan::Planner& planner, const Scenario& sc, bool record_timel
     } catch (const InputError&) {
     }
     if (whole) {
-      // Inside a node: the profile's link, its collectives' fit where it has one.
-      const profiles::CollectiveLink tp_link =
-          profile.link.collective.value_or(profiles::CollectiveLink{link.latency_us(), link.bandwidth_GBps()});
+      // A tensor-parallel group lies inside a node.
       add_tensor_parallel_spans(
           p.timeline, profile,
           models::split_tensor_parallel(*whole, {.degree = tensor, .sequence_parallel = profile.sequence_parallel}),
-          p.plan.partition.layers_per_stage, p.plan.microbatch_sizes, tp_link);
+          p.plan.partition.layers_per_stage, p.plan.microbatch_sizes, within_node);
     }
   }
   return p;

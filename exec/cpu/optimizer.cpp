@@ -51,10 +51,6 @@ void in_ranges(std::size_t size, Update&& update) {
   });
 }
 
-}  // namespace
-
-namespace {
-
 std::vector<std::int64_t> sizes_of(std::span<const Parameter> parameters) {
   std::vector<std::int64_t> sizes;
   for (const Parameter& p : parameters) sizes.push_back(p.value.numel());

@@ -205,37 +205,12 @@ struct ProcessOutcome {
   std::string error;  // what the process threw, "" when it returned
 };
 
-// Runs `options` with each rank in its own thread-process; rank 0's process
-// serves the store, whose waits end after `timeout`.
-std::vector<ProcessOutcome> run_as_processes(const TrainOptions& options,
-                                             std::chrono::milliseconds timeout) {
-  const int world = options.schedule.num_ranks;
-  Mailboxes<Tensor> mailboxes(world);
-  TcpStore server("127.0.0.1", 0, /*is_server=*/true, timeout);
-  std::vector<ProcessOutcome> outcomes(static_cast<std::size_t>(world));
-  std::vector<std::thread> processes;
-  for (int r = 0; r < world; ++r) {
-    processes.emplace_back([&, r] {
-      ProcessOutcome& out = outcomes[static_cast<std::size_t>(r)];
-      try {
-        std::unique_ptr<TcpStore> client;
-        if (r > 0) client = std::make_unique<TcpStore>("127.0.0.1", server.port(), false, timeout);
-        StoreProcessGroup group(r == 0 ? server : *client, r, world);
-        out.result = train_in_group<CpuAsProcesses>(options, {&mailboxes}, group).result;
-      } catch (const std::exception& e) {
-        out.error = e.what();
-        mailboxes.abort();  // as a failed process's peers lose their connection to it
-      }
-    });
-  }
-  for (auto& p : processes) p.join();
-  return outcomes;
-}
-
-// D replicas of `options`' pipeline as K x D thread-processes at one store
-// (StoreProcessGroup's layout: world rank d K + r), each replica with its
-// own mailboxes, every process with its own reducer over shared sums.
-std::vector<ProcessOutcome> run_replicas_as_processes(const TrainOptions& options, std::chrono::milliseconds timeout) {
+// Runs `options` with each rank of each of its D replicas (the schedule's
+// data_parallel) in its own thread-process, K x D of them at one store
+// (StoreProcessGroup's layout: world rank d K + r); rank 0's process serves
+// the store, whose waits end after `timeout`. Each replica has its own
+// mailboxes and, with D > 1, every process its own reducer over shared sums.
+std::vector<ProcessOutcome> run_as_processes(const TrainOptions& options, std::chrono::milliseconds timeout) {
   const int ranks = options.schedule.num_ranks;
   const int replicas = options.schedule.data_parallel;
   const int world = ranks * replicas;
@@ -255,10 +230,11 @@ std::vector<ProcessOutcome> run_replicas_as_processes(const TrainOptions& option
         if (w > 0) client = std::make_unique<TcpStore>("127.0.0.1", server.port(), false, timeout);
         StoreProcessGroup group(w == 0 ? server : *client, w, world, ranks);
         ThreadReducer reducer(floats, doubles, group.replica(), group.rank());
-        out.result = train_in_group<CpuAsProcesses>(options, {&mine, &reducer}, group).result;
+        out.result =
+            train_in_group<CpuAsProcesses>(options, {&mine, replicas > 1 ? &reducer : nullptr}, group).result;
       } catch (const std::exception& e) {
         out.error = e.what();
-        mine.abort();
+        mine.abort();  // as a failed process's peers lose their connection to it
         floats.abort();
         doubles.abort();
       }
@@ -343,7 +319,7 @@ TEST(TrainerProcesses, ReplicasAtOneStoreTrainTheGlobalBatch) {
   c.optimizer.kind = models::Optimizer::momentum;
   TrainOptions options = trainer_test::options_for(c);
   options.schedule.data_parallel = 2;
-  const std::vector<ProcessOutcome> outcomes = run_replicas_as_processes(options, std::chrono::seconds(60));
+  const std::vector<ProcessOutcome> outcomes = run_as_processes(options, std::chrono::seconds(60));
   RunConfig whole = c;
   whole.batch = 8;
   const TrainResult reference = trainer_test::one_stage_reference(whole);
