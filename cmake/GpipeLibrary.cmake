@@ -1,11 +1,10 @@
 # gpipe_library(NAME DEPENDS ... [EXCLUDE regex]): one library per folder of
-# DESIGN.md, made of every .cpp in that folder and its subfolders except the
-# command-line tools (tool/), what EXCLUDE matches, and CUDA sources (*.cu,
-# built only when GPIPE_CUDA is on). Built as unity files (gpipe_unity).
+# docs/layout.md, made of every .cpp in that folder and its subfolders except
+# what EXCLUDE matches, and CUDA sources (*.cu, built only when GPIPE_CUDA is
+# on). Built as unity files (gpipe_unity).
 function(gpipe_library name)
   cmake_parse_arguments(ARG "" "EXCLUDE" "DEPENDS;PRIVATE" ${ARGN})
   file(GLOB_RECURSE sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cpp)
-  list(FILTER sources EXCLUDE REGEX "/tool/")
   if(ARG_EXCLUDE)
     list(FILTER sources EXCLUDE REGEX "${ARG_EXCLUDE}")
   endif()

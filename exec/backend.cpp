@@ -8,8 +8,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "base/error.hpp"
 #include "exec/cpu/cpu_backend.hpp"
-#include "schedules/error.hpp"
 
 #ifdef GPIPE_HAVE_CUDA
 #include "exec/cuda/backend/cuda_backend.hpp"
@@ -45,7 +45,7 @@ class MissingBackend final : public Backend {
     require_available();
     return {};
   }
-  [[nodiscard]] inference::StreamResult serve(const inference::StreamRequest&,
+  [[nodiscard]] inference::ServingResult serve(const inference::ServingRequest&,
                                               const BackendOptions&) const override {
     require_available();
     return {};

@@ -16,7 +16,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "exec/dist/bootstrap.hpp"
-#include "exec/inference/stream_request.hpp"
+#include "exec/inference/serving_request.hpp"
 #include "exec/profiling/profiler_options.hpp"
 #include "exec/runtime/process_group.hpp"
 #include "exec/runtime/train_options.hpp"
@@ -89,7 +89,7 @@ class Backend {
                                                   const BackendOptions& backend_options,
                                                   int stages) const = 0;
   // An inference stream (gpipe-run infer), every rank in this process.
-  [[nodiscard]] virtual inference::StreamResult serve(const inference::StreamRequest& request,
+  [[nodiscard]] virtual inference::ServingResult serve(const inference::ServingRequest& request,
                                                       const BackendOptions& backend_options) const = 0;
 };
 

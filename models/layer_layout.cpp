@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "base/error.hpp"
 #include "models/model.hpp"
-#include "schedules/error.hpp"
 
 namespace gpipe::models {
 

@@ -8,9 +8,9 @@
 
 #include <fmt/format.h>
 
+#include "base/error.hpp"
 #include "models/families.hpp"
 #include "models/presets.hpp"
-#include "schedules/error.hpp"
 
 namespace gpipe::models {
 namespace {

@@ -5,8 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "base/error.hpp"
 #include "models/layer_layout.hpp"
-#include "schedules/error.hpp"
 
 namespace gpipe::models {
 

@@ -1,4 +1,4 @@
-// Where the GPUs of a cluster plan sit (issue 26): N GPUs, G to a node, each
+// Where the GPUs of a cluster plan sit: N GPUs, G to a node, each
 // pipeline stage a tensor-parallel group of T GPUs, K stages to a pipeline,
 // D pipelines (data-parallel replicas), T x K x D = N. GPUs are numbered
 // node after node. The layout, Megatron-LM's order with the pipeline inside

@@ -4,8 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "base/error.hpp"
 #include "profiles/interpolate.hpp"
-#include "schedules/error.hpp"
 
 namespace gpipe::plan {
 

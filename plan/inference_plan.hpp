@@ -1,4 +1,4 @@
-// Planning an inference pipeline (DESIGN.md, "Inference"): K stages, one per
+// Planning an inference pipeline (docs/design.md, "Inference"): K stages, one per
 // rank, each item a micro-batch of b samples. The partitioner balances the
 // forward costs alone at b, with GPipe's objective (the smallest largest
 // stage, then the smallest variance: models/partition.hpp), since no

@@ -1,4 +1,4 @@
-// How a mini-batch is cut into micro-batches (DESIGN.md "Terms"): N samples
+// How a mini-batch is cut into micro-batches (docs/design.md "Terms"): N samples
 // into M micro-batches as torch.tensor_split does, or M micro-batches of
 // exactly b. The simulator, the executor and the profiler all size their
 // micro-batches here, so that a prediction and a run split alike; M >= 1 and

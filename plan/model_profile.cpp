@@ -2,9 +2,9 @@
 
 #include <fmt/format.h>
 
+#include "base/error.hpp"
 #include "profiles/analytic.hpp"
 #include "profiles/device.hpp"
-#include "schedules/error.hpp"
 
 namespace gpipe::plan {
 

@@ -8,10 +8,10 @@
 
 #include <fmt/format.h>
 
+#include "base/error.hpp"
 #include "models/model.hpp"
 #include "plan/microbatches.hpp"
 #include "profiles/interpolate.hpp"
-#include "schedules/error.hpp"
 
 namespace gpipe::plan {
 namespace {

@@ -1,6 +1,6 @@
 """Shared loading, validation and styling for the gpipe plot scripts.
 
-Readers for the two files the tools write (DESIGN.md): the sweep CSV of
+Readers for the two files the tools write (docs/design.md): the sweep CSV of
 `gpipe-sim sweep --out` and the Chrome trace of `--trace`. Bad input raises
 InputError with a message naming the file and the line/field; `run_main` turns
 it into one line on stderr and exit status 2, the same contract as gpipe-sim.
@@ -35,7 +35,7 @@ _BYTE_COLUMNS = ["peak_activation_bytes", "static_bytes", "peak_memory_bytes"]
 MEMORY_COUNTER = "activation memory"
 ACTION_RE = re.compile(r"^(\d+)(WAIT_SEND_F|WAIT_SEND_B|SEND_F|RECV_F|SEND_B|RECV_B|STEP|UNSHARD|RESHARD|"
                        r"WAIT_REDUCE_GRAD|REDUCE_GRAD|F|B|I|W|R)(\d*)$")
-OVERLAP_TID = 1_000_000  # the lane of an overlapped pair's backward (schedules/trace_lanes.hpp)
+OVERLAP_TID = 1_000_000  # the lane of an overlapped pair's backward (timelines/trace_lanes.hpp)
 
 
 class InputError(Exception):

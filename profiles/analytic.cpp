@@ -8,8 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "base/error.hpp"
 #include "profiles/collectives.hpp"
-#include "schedules/error.hpp"
 
 namespace gpipe::profiles {
 namespace {

@@ -9,7 +9,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
-#include "schedules/error.hpp"
+#include "base/error.hpp"
 
 namespace gpipe::profiles {
 

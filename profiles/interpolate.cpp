@@ -5,8 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "base/error.hpp"
 #include "profiles/limits.hpp"
-#include "schedules/error.hpp"
 
 namespace gpipe::profiles {
 namespace {

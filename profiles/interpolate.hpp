@@ -1,5 +1,5 @@
 // The cost of one layer at any micro-batch size, from the sizes its profile
-// measured (DESIGN.md "Profiles"): linear interpolation between the two
+// measured (docs/design.md "Profiles"): linear interpolation between the two
 // samples around the size, linear extrapolation from the two nearest samples
 // outside them, and proportional scaling (value * b / b0) with one sample.
 #pragma once

@@ -9,9 +9,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "base/error.hpp"
+#include "base/files.hpp"
 #include "profiles/limits.hpp"
-#include "schedules/error.hpp"
-#include "schedules/files.hpp"
 
 namespace gpipe::profiles {
 namespace {
@@ -152,7 +152,7 @@ ProfileSample read_sample(const Field& at) {
   s.output_bytes = at.object_member("output_bytes").bytes();
   s.activation_bytes = at.object_member("activation_bytes").bytes();
   if (s.activation_bytes < s.input_bytes) {
-    // DESIGN.md: activation_bytes includes the layer's input; the memory model
+    // docs/design.md: activation_bytes includes the layer's input; the memory model
     // frees A_s - In_s after a recomputed forward, which must not be negative.
     at.fail_member("activation_bytes",
                    fmt::format("{} is less than input_bytes {} (it includes the layer's input)",

@@ -1,4 +1,4 @@
-// The profile format of DESIGN.md "Profiles": per-layer costs measured (CUPTI,
+// The profile format of docs/design.md "Profiles": per-layer costs measured (CUPTI,
 // CPU) or computed (analytic) at one or more micro-batch sizes, plus the link
 // between ranks. This file holds the types and their JSON form; reading
 // validates everything, so the rest of the project can trust a Profile.
@@ -37,7 +37,7 @@ struct ProfileSample {
   std::optional<std::int64_t> weight_grad_stash_bytes;
   // What the layer keeps across a stream of inference items, for one stream
   // of micro-batches of this size (a KV cache over the previous chunk's
-  // tokens): DESIGN.md "Inference". Absent: 0, a layer without state.
+  // tokens): docs/design.md "Inference". Absent: 0, a layer without state.
   std::optional<std::int64_t> state_bytes;
 
   bool operator==(const ProfileSample&) const = default;
@@ -54,7 +54,7 @@ struct LayerProfile {
   // holds as one with another layer's, the first layer's token table and the
   // last layer's unembedding; both give it, equal, or neither does. Their
   // gradients, this many bytes, are summed before each optimizer step
-  // (DESIGN.md "Tied embeddings"). 0: nothing shared.
+  // (docs/design.md "Tied embeddings"). 0: nothing shared.
   std::int64_t tied_bytes = 0;
 
   // Whether the samples give bwd_input_us/bwd_weight_us (all of them do, or none).

@@ -6,9 +6,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "base/error.hpp"
 #include "profiles/interpolate.hpp"
 #include "profiles/limits.hpp"
-#include "schedules/error.hpp"
 
 namespace gpipe::profiles {
 namespace {

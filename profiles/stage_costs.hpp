@@ -1,6 +1,6 @@
 // The costs of each pipeline stage at one micro-batch size: the sums over the
 // consecutive layers a stage holds, in the simulator's integer nanoseconds
-// (DESIGN.md "Simulation semantics").
+// (docs/design.md "Simulation semantics").
 #pragma once
 
 #include <cstdint>
@@ -29,7 +29,7 @@ struct StageCost {
 };
 
 // layers_per_stage[s] is how many consecutive layers stage s holds (the
-// --partition n1,n2,... of DESIGN.md); it must sum to the profile's layer
+// --partition n1,n2,... of docs/design.md); it must sum to the profile's layer
 // count with every entry >= 1, else InputError naming the partition.
 // Each stage's times are summed in microseconds and converted once, as
 // llround(sum_us * 1000), so I + W may differ from B by a nanosecond.

@@ -8,8 +8,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "schedules/schedule.hpp"
 #include "schedules/gradient_reduction.hpp"
+#include "schedules/schedule.hpp"
 
 namespace gpipe::schedules {
 
@@ -21,7 +21,7 @@ namespace gpipe::schedules {
   return k != ActionKind::RECV_F && k != ActionKind::RECV_B;
 }
 
-// The rules of DESIGN.md, as one function every user shares: calls
+// The rules of docs/design.md, as one function every user shares: calls
 // visit(dependency) for each action `a` needs. `contains(action)` says whether
 // the schedule holds an action (R is optional; I replaces B where the backward
 // is split); `via_comm` says whether cross-rank data goes through SEND/RECV

@@ -5,11 +5,11 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "schedules/error.hpp"
-#include "schedules/generators/zb_h1.hpp"
-#include "schedules/generators/zb_h2.hpp"
+#include "base/error.hpp"
 #include "schedules/generators/multi_stage.hpp"
 #include "schedules/generators/skeleton.hpp"
+#include "schedules/generators/zb_h1.hpp"
+#include "schedules/generators/zb_h2.hpp"
 
 namespace gpipe::schedules {
 

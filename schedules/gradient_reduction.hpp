@@ -1,5 +1,5 @@
 // What a stage's gradients go through between its last backward and its
-// STEP (DESIGN.md "Tied embeddings", "Data parallelism"):
+// STEP (docs/design.md "Tied embeddings", "Data parallelism"):
 // - a tied embedding's exchange between the first and the last stage
 //   (tied_gradient.hpp);
 // - with data parallelism (Schedule::data_parallel = D > 1), the reduction of

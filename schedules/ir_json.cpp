@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "schedules/error.hpp"
+#include "base/error.hpp"
 #include "schedules/overlap.hpp"
 
 namespace gpipe::schedules {

@@ -1,4 +1,4 @@
-// The schedule IR's JSON form, exactly as DESIGN.md shows it:
+// The schedule IR's JSON form, exactly as docs/design.md shows it:
 //   {"format": "gpipe-schedule", "version": 1, "name": "gpipe", "num_ranks": 4,
 //    "num_stages": 4, "num_microbatches": 8, "stage_to_rank": [0, 1, 2, 3],
 //    "recompute": "never", "ranks": [["0F0", ...], ...]}

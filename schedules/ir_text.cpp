@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "schedules/grid.hpp"
+#include "schedules/grid_printer.hpp"
 
 namespace gpipe::schedules {
 

@@ -1,7 +1,7 @@
 #include "schedules/lower.hpp"
 
-#include "schedules/overlap.hpp"
 #include "schedules/gradient_reduction.hpp"
+#include "schedules/overlap.hpp"
 
 namespace gpipe::schedules {
 

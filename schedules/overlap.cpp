@@ -4,8 +4,8 @@
 
 #include <fmt/format.h>
 
-#include "schedules/error.hpp"
-#include "schedules/text.hpp"
+#include "base/error.hpp"
+#include "base/text.hpp"
 
 namespace gpipe::schedules {
 namespace {

@@ -17,7 +17,7 @@ enum class RecomputePolicy { never, always, except_last };
 // An overlapped forward and backward, torch's `(0F3;3B1)OVERLAP_F_B`
 // (DualPipeV): the two stand next to each other in their rank's list, forward
 // first, before and after lowering (lowering puts R and comm actions around
-// the pair). overlap.hpp reads and writes the composite; DESIGN.md says how
+// the pair). overlap.hpp reads and writes the composite; docs/design.md says how
 // the pair runs.
 struct OverlapPair {
   Action forward;

@@ -1,4 +1,4 @@
-// A tied embedding (llama's tied=1; DESIGN.md "Tied embeddings"): the first
+// A tied embedding (llama's tied=1; docs/design.md "Tied embeddings"): the first
 // stage and the last hold one matrix, the token table and the unembedding,
 // each its own copy. Before either steps, the two gradients are summed, so
 // that both copies take the same update: each stage posts its gradient to the

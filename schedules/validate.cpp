@@ -10,10 +10,10 @@
 #include <boost/graph/depth_first_search.hpp>
 #include <fmt/format.h>
 
+#include "base/error.hpp"
 #include "schedules/dependencies.hpp"
-#include "schedules/error.hpp"
-#include "schedules/overlap.hpp"
 #include "schedules/gradient_reduction.hpp"
+#include "schedules/overlap.hpp"
 
 namespace gpipe::schedules {
 namespace {

@@ -4,11 +4,11 @@
 
 #include <fmt/format.h>
 
+#include "base/error.hpp"
 #include "schedules/dependencies.hpp"
-#include "schedules/error.hpp"
+#include "schedules/gradient_reduction.hpp"
 #include "schedules/lower.hpp"
 #include "schedules/overlap.hpp"
-#include "schedules/gradient_reduction.hpp"
 #include "sim/compute_program.hpp"
 #include "sim/overlap_model.hpp"
 

@@ -6,8 +6,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "schedules/error.hpp"
-#include "schedules/timeline.hpp"
+#include "base/error.hpp"
+#include "timelines/timeline.hpp"
 
 namespace gpipe::sim {
 
@@ -23,7 +23,7 @@ ActionOverheads parse_action_overheads(std::string_view text) {
     }
     const std::string_view name = item.substr(0, equals);
     const auto kind = schedules::parse_action_kind(name);
-    if (!kind || schedules::stream_of(*kind) != schedules::Stream::compute) {
+    if (!kind || timelines::stream_of(*kind) != timelines::Stream::compute) {
       throw InputError(fmt::format("--action-overhead-us: '{}' is not a kind of action on the compute stream (F, B, "
                                    "I, W, R, STEP, WAIT_SEND_F, UNSHARD, ...; the link prices SEND and RECV)",
                                    name));

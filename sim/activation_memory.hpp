@@ -1,4 +1,4 @@
-// DESIGN.md's activation-memory rules: how a rank's activation bytes change at
+// docs/design.md's activation-memory rules: how a rank's activation bytes change at
 // the start and end of each compute action of stage s (A = A_s, In = In_s):
 //   start F: +A;  end F: -(A - In) when (s,m) will be recomputed;
 //   start R: +(A - In);  end B: -A;

@@ -6,10 +6,10 @@
 
 #include <fmt/format.h>
 
+#include "base/error.hpp"
 #include "models/tensor_parallel.hpp"
 #include "plan/plan.hpp"
 #include "profiles/stage_costs.hpp"
-#include "schedules/error.hpp"
 #include "sim/scenario.hpp"
 
 namespace gpipe::sim {

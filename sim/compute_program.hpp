@@ -6,10 +6,10 @@
 
 #include <vector>
 
+#include "schedules/gradient_reduction.hpp"
 #include "schedules/lower.hpp"
 #include "schedules/overlap.hpp"
 #include "schedules/schedule.hpp"
-#include "schedules/gradient_reduction.hpp"
 
 namespace gpipe::sim {
 

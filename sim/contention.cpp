@@ -18,12 +18,12 @@ double contention_slowdown(std::span<const profiles::ContentionPoint> points, do
   return y0;
 }
 
-std::unordered_map<std::uint64_t, double> busy_peers(const schedules::Timeline& timeline) {
-  using schedules::Stream;
+std::unordered_map<std::uint64_t, double> busy_peers(const timelines::Timeline& timeline) {
+  using timelines::Stream;
   // Each rank's compute intervals, by start (an overlapped pair's two are
   // one busy stretch of the rank: merged, so that it counts once).
   std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> busy;
-  for (const schedules::TimedAction& t : timeline.actions) {
+  for (const timelines::TimedAction& t : timeline.actions) {
     if (t.stream != Stream::compute && t.stream != Stream::overlap) continue;
     const auto r = static_cast<std::size_t>(t.rank.value);
     if (busy.size() <= r) busy.resize(r + 1);
@@ -52,7 +52,7 @@ std::unordered_map<std::uint64_t, double> busy_peers(const schedules::Timeline& 
     return total;
   };
   std::unordered_map<std::uint64_t, double> out;
-  for (const schedules::TimedAction& t : timeline.actions) {
+  for (const timelines::TimedAction& t : timeline.actions) {
     if (t.stream != Stream::compute && t.stream != Stream::overlap) continue;
     const std::int64_t duration = t.duration_ns();
     std::int64_t peers_ns = 0;

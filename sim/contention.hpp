@@ -19,10 +19,10 @@
 #include <unordered_map>
 
 #include "profiles/profile.hpp"
-#include "schedules/timeline.hpp"
 #include "sim/cost_model.hpp"
 #include "sim/engine.hpp"
 #include "sim/link_model.hpp"
+#include "timelines/timeline.hpp"
 
 namespace gpipe::sim {
 
@@ -34,7 +34,7 @@ namespace gpipe::sim {
 // For each compute action of `timeline` (the compute and overlap streams), by
 // its action_key (cost_model.hpp): the mean number of other ranks computing while it runs, its overlap with their
 // compute actions over its duration (0 for an action that takes no time).
-[[nodiscard]] std::unordered_map<std::uint64_t, double> busy_peers(const schedules::Timeline& timeline);
+[[nodiscard]] std::unordered_map<std::uint64_t, double> busy_peers(const timelines::Timeline& timeline);
 
 // `base`'s costs with each action's duration stretched by its factor (1 when
 // it has none), rounded to the ns; memory and message sizes as `base` says.

@@ -1,4 +1,4 @@
-// Data parallelism (DESIGN.md "Data parallelism"): D replicas of the
+// Data parallelism (docs/design.md "Data parallelism"): D replicas of the
 // pipeline, each stage's gradients reduced over its data-parallel group (the
 // same stage of every replica) before its STEP, and with ZeRO (Rajbhandari
 // et al., arXiv 1910.02054) the optimizer state, gradients and weights
@@ -28,15 +28,13 @@
 #include <optional>
 #include <vector>
 
+#include "models/collective.hpp"
 #include "models/partition.hpp"
 #include "profiles/collectives.hpp"
 #include "profiles/profile.hpp"
 #include "sim/cost_model.hpp"
 
 namespace gpipe::sim {
-
-// PyTorch DDP's default bucket (bucket_cap_mb = 25).
-inline constexpr std::int64_t kDefaultBucketBytes = 25'000'000;
 
 struct DataParallelism {
   int degree = 1;  // D
@@ -46,7 +44,7 @@ struct DataParallelism {
   // measured profile's, profiles::Link): theirs; nullopt: `link`.
   std::optional<profiles::CollectiveLink> reduce_scatter_link;
   std::optional<profiles::CollectiveLink> all_gather_link;
-  std::int64_t bucket_bytes = kDefaultBucketBytes;
+  std::int64_t bucket_bytes = models::kGradientBucketBytes;
 
   // The parameters `collective` is priced with.
   [[nodiscard]] const profiles::CollectiveLink& link_for(profiles::Collective collective) const {

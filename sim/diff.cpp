@@ -16,15 +16,16 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "schedules/error.hpp"
-#include "schedules/metrics.hpp"
-#include "schedules/report_check.hpp"
-#include "schedules/transfers.hpp"
+#include "base/error.hpp"
+#include "timelines/metrics.hpp"
+#include "timelines/report_check.hpp"
+#include "timelines/transfers.hpp"
 
 namespace gpipe::sim {
 namespace {
 
 using namespace gpipe::schedules;
+using namespace gpipe::timelines;
 using nlohmann::json;
 
 // Actions are matched by (rank, action); the map's order makes every list sorted.
@@ -32,8 +33,6 @@ using ActionIndex = std::map<std::pair<Rank, Action>, const TimedAction*>;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr std::size_t kMaxListed = 10;  // unmatched actions named in the text report
-
-double to_us(std::int64_t ns) { return static_cast<double>(ns) / 1000.0; }
 
 // (pred - meas) / meas * 100; 0 when both are 0, NaN when only meas is.
 double percent_error(double predicted, double measured) {
@@ -160,8 +159,8 @@ TransferError duration_errors(const std::vector<std::pair<std::int64_t, std::int
     if (!std::isnan(e)) abs_errors.push_back(std::abs(e));
   }
   if (t.count == 0) return t;
-  t.predicted_mean_us = to_us(predicted_ns) / t.count;
-  t.measured_mean_us = to_us(measured_ns) / t.count;
+  t.predicted_mean_us = timelines::to_us(predicted_ns) / t.count;
+  t.measured_mean_us = timelines::to_us(measured_ns) / t.count;
   t.mean_error_pct = percent_error(static_cast<double>(predicted_ns), static_cast<double>(measured_ns));
   if (!abs_errors.empty()) {
     std::ranges::sort(abs_errors);
@@ -246,8 +245,8 @@ TimelineDiff diff_timelines(const Timeline& predicted, const Timeline& measured,
     const TimedAction& m = *it->second;
     const std::int64_t error_ns = p->duration_ns() - m.duration_ns();
     const std::int64_t drift_ns = (p->start_ns - pred_origin) - (m.start_ns - meas_origin);
-    errors.push_back({key.first, key.second, to_us(p->duration_ns()), to_us(m.duration_ns()),
-                      to_us(error_ns), to_us(drift_ns)});
+    errors.push_back({key.first, key.second, timelines::to_us(p->duration_ns()), timelines::to_us(m.duration_ns()),
+                      timelines::to_us(error_ns), timelines::to_us(drift_ns)});
     drift_sum_ns += std::abs(drift_ns);
     drift_max_ns = std::max(drift_max_ns, std::abs(drift_ns));
     KindSums& s = sums[static_cast<std::size_t>(key.second.kind)];
@@ -280,13 +279,13 @@ TimelineDiff diff_timelines(const Timeline& predicted, const Timeline& measured,
     const KindSums& s = sums[static_cast<std::size_t>(k)];
     if (is_comm(kind) || s.count == 0) continue;
     const double n = s.count;
-    d.kinds.push_back({kind, s.count, to_us(s.predicted_ns) / n, to_us(s.measured_ns) / n,
-                       to_us(s.abs_error_ns) / n,
+    d.kinds.push_back({kind, s.count, timelines::to_us(s.predicted_ns) / n, timelines::to_us(s.measured_ns) / n,
+                       timelines::to_us(s.abs_error_ns) / n,
                        percent_error(static_cast<double>(s.predicted_ns),
                                      static_cast<double>(s.measured_ns))});
   }
-  d.mean_abs_start_drift_us = to_us(drift_sum_ns) / d.matched;
-  d.max_abs_start_drift_us = to_us(drift_max_ns);
+  d.mean_abs_start_drift_us = timelines::to_us(drift_sum_ns) / d.matched;
+  d.max_abs_start_drift_us = timelines::to_us(drift_max_ns);
   // Same schedule, so both have num_ranks ranks.
   for (std::size_t r = 0; r < pm.ranks.size(); ++r) {
     d.peak_activation_error_pct.push_back(
@@ -332,11 +331,11 @@ json to_json(const TimelineDiff& d) {
     json out = json::array();
     for (const RankWaits& w : waits) {
       out.push_back({{"rank", w.rank},
-                     {"idle_us", to_us(w.idle_ns)},
-                     {"peer_us", to_us(w.peer_ns)},
-                     {"transfer_us", to_us(w.transfer_ns)},
-                     {"other_us", to_us(w.other_ns)},
-                     {"after_last_us", to_us(w.after_last_ns)},
+                     {"idle_us", timelines::to_us(w.idle_ns)},
+                     {"peer_us", timelines::to_us(w.peer_ns)},
+                     {"transfer_us", timelines::to_us(w.transfer_ns)},
+                     {"other_us", timelines::to_us(w.other_ns)},
+                     {"after_last_us", timelines::to_us(w.after_last_ns)},
                      {"longest", w.longest}});
     }
     return out;
@@ -404,7 +403,7 @@ std::string to_text(const TimelineDiff& d) {
   if (d.predicted_waits.size() == d.measured_waits.size() && !d.measured_waits.empty()) {
     out += "waits       each rank's idle time (predicted | measured): for the peer stage's compute, in transfers, "
            "after its last action, other\n";
-    const auto pair = [](std::int64_t p, std::int64_t m) { return fmt::format("{:.1f} | {:.1f}", to_us(p), to_us(m)); };
+    const auto pair = [](std::int64_t p, std::int64_t m) { return fmt::format("{:.1f} | {:.1f}", timelines::to_us(p), timelines::to_us(m)); };
     for (std::size_t r = 0; r < d.measured_waits.size(); ++r) {
       const RankWaits& p = d.predicted_waits[r];
       const RankWaits& m = d.measured_waits[r];

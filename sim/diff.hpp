@@ -1,5 +1,5 @@
 // Comparing a predicted Timeline with a measured one (`gpipe-sim diff`): the
-// step time, bubble and peak activation memory of each (schedules::compute_metrics),
+// step time, bubble and peak activation memory of each (timelines::compute_metrics),
 // and every action matched by (rank, action text), to say how far the simulator
 // is from reality and where. Signed errors are predicted minus measured, so a
 // negative error means the simulator is optimistic.
@@ -11,8 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include "schedules/action.hpp"
-#include "schedules/timeline.hpp"
 #include "sim/wait_attribution.hpp"
+#include "timelines/timeline.hpp"
 
 namespace gpipe::sim {
 
@@ -59,7 +59,7 @@ struct TransferError {
 // Every percentage is (pred - meas) / meas * 100: 0 when both are 0, and NaN
 // (null in JSON, "n/a" in text) when only the measured value is 0.
 struct TimelineDiff {
-  schedules::TimelineInfo predicted_info, measured_info;  // for the report's header
+  timelines::TimelineInfo predicted_info, measured_info;  // for the report's header
   int matched = 0;
   std::vector<std::string> only_in_predicted, only_in_measured;  // "3B7 (rank 3)", sorted
   double predicted_step_us = 0.0, measured_step_us = 0.0, step_time_error_pct = 0.0;
@@ -87,8 +87,8 @@ struct TimelineDiff {
 // differs: name, num_ranks, num_stages, num_microbatches, recompute,
 // stage_to_rank), when an action appears twice on one rank of a trace, when no
 // action matches, or when worst < 0.
-[[nodiscard]] TimelineDiff diff_timelines(const schedules::Timeline& predicted,
-                                          const schedules::Timeline& measured, int worst = 10);
+[[nodiscard]] TimelineDiff diff_timelines(const timelines::Timeline& predicted,
+                                          const timelines::Timeline& measured, int worst = 10);
 
 [[nodiscard]] nlohmann::json to_json(const TimelineDiff& diff);
 // The readable report of `gpipe-sim diff`: header, step time, bubble, per-kind

@@ -5,15 +5,15 @@
 #include <string>
 #include <vector>
 
-#include "schedules/error.hpp"
+#include "base/error.hpp"
 #include "schedules/gradient_reduction.hpp"
 #include "schedules/lower.hpp"
-#include "schedules/metrics.hpp"
 #include "schedules/overlap.hpp"
-#include "schedules/timeline.hpp"
 #include "sim/activation_memory.hpp"
 #include "sim/huge_page_allocator.hpp"
 #include "sim/stage_links.hpp"
+#include "timelines/metrics.hpp"
+#include "timelines/timeline.hpp"
 
 namespace gpipe::sim {
 namespace {
@@ -134,7 +134,7 @@ class DirectReplay {
     SimResult result;
     result.timeline.info = simulated_info(schedule, options);
     result.metrics =
-        schedules::metrics_from_totals(result.timeline.info, makespan_, busy_, peak_memory_, compute_times_.means());
+        timelines::metrics_from_totals(result.timeline.info, makespan_, busy_, peak_memory_, compute_times_.means());
     return result;
   }
 
@@ -308,7 +308,7 @@ class DirectReplay {
   std::vector<std::int64_t> rank_free_, memory_, peak_memory_, busy_;
   std::vector<std::int64_t> waiting_;  // per rank: 2 x slot (+1 for a gradient) it waits for, or -1
   std::int64_t makespan_ = 0;
-  schedules::ComputeTimeTotals compute_times_;
+  timelines::ComputeTimeTotals compute_times_;
 };
 
 }  // namespace

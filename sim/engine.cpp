@@ -18,8 +18,8 @@ RunError stalled(int rank, const schedules::Action& waits_at) {
   return RunError("simulation stalled: rank " + std::to_string(rank) + " waits at " + schedules::to_string(waits_at));
 }
 
-schedules::TimelineInfo simulated_info(const schedules::Schedule& schedule, const SimOptions& options) {
-  schedules::TimelineInfo info = schedules::info_of(schedule);
+timelines::TimelineInfo simulated_info(const schedules::Schedule& schedule, const SimOptions& options) {
+  timelines::TimelineInfo info = timelines::info_of(schedule);
   info.source = "sim";
   info.batch_size = options.batch_size;
   info.static_bytes = options.static_bytes;

@@ -1,5 +1,5 @@
 // The discrete-event engine: replays a schedule against a cost model and a
-// link model with DESIGN.md's deterministic semantics, exact to the ns:
+// link model with docs/design.md's deterministic semantics, exact to the ns:
 //   - each rank runs its compute actions in IR order on one compute stream; an
 //     action starts when the previous one on its rank has ended and its inputs
 //     are ready (schedules::for_each_dependency);
@@ -28,12 +28,12 @@
 #include <optional>
 #include <vector>
 
-#include "schedules/error.hpp"
-#include "schedules/metrics.hpp"
+#include "base/error.hpp"
 #include "schedules/schedule.hpp"
-#include "schedules/timeline.hpp"
 #include "sim/cost_model.hpp"
 #include "sim/link_model.hpp"
+#include "timelines/metrics.hpp"
+#include "timelines/timeline.hpp"
 
 namespace gpipe::sim {
 
@@ -54,14 +54,14 @@ struct SimOptions {
 };
 
 struct SimResult {
-  schedules::Timeline timeline;  // info always; actions and memory when recorded
-  schedules::Metrics metrics;
+  timelines::Timeline timeline;  // info always; actions and memory when recorded
+  timelines::Metrics metrics;
 };
 
 // What every replay ends with (replay.hpp, direct_replay.hpp): the error of a
 // rank that did not run its whole program, and the info of the result.
 [[nodiscard]] RunError stalled(int rank, const schedules::Action& waits_at);
-[[nodiscard]] schedules::TimelineInfo simulated_info(const schedules::Schedule& schedule, const SimOptions& options);
+[[nodiscard]] timelines::TimelineInfo simulated_info(const schedules::Schedule& schedule, const SimOptions& options);
 
 // Throws InputError for an invalid schedule.
 [[nodiscard]] SimResult simulate(const schedules::Schedule& schedule, const CostModel& costs,

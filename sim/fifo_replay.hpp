@@ -1,5 +1,5 @@
 // Replaying a schedule when every link is a FIFO (LinkSharing::fifo,
-// DESIGN.md's deterministic default): a message starts at max(end of the
+// docs/design.md's deterministic default): a message starts at max(end of the
 // action that produced it, end of the previous message on its link).
 //
 // That needs no clock at all. Every message on a link comes from one rank, in

@@ -11,7 +11,7 @@
 
 namespace gpipe::sim {
 
-// fifo (DESIGN.md's deterministic default): a message starts when the one
+// fifo (docs/design.md's deterministic default): a message starts when the one
 // before it on the link has arrived. shared: messages in flight run at once
 // and split the bandwidth equally (sim/shared_link.hpp); latency_ns is
 // transfer_ns(from, to, 0) and the rest is the solo drain time.

@@ -2,8 +2,8 @@
 
 #include <string>
 
-#include "schedules/error.hpp"
-#include "schedules/metrics.hpp"
+#include "base/error.hpp"
+#include "timelines/metrics.hpp"
 
 namespace gpipe::sim {
 
@@ -33,7 +33,7 @@ Replay::Replay(const schedules::Schedule& schedule, const CostModel& costs, bool
 }
 
 void Replay::record_transfer(int producer, int consumer, std::int64_t start, std::int64_t end) {
-  using schedules::Stream;
+  using timelines::Stream;
   const Action& p = graph_.action(static_cast<std::size_t>(producer));
   const Action& c = graph_.action(static_cast<std::size_t>(consumer));
   // A stage's data-parallel reduction runs on its rank's reduce stream. A
@@ -63,20 +63,20 @@ SimResult Replay::finish(const schedules::Schedule& schedule, const SimOptions& 
     // Compute actions rank after rank, each in program order; the backward of
     // a concurrent pair beside its forward, on the overlap stream.
     for (std::size_t i = 0; i < graph_.size(); ++i) {
-      const auto stream = graph_.ends_pair(i) ? schedules::Stream::overlap : schedules::Stream::compute;
+      const auto stream = graph_.ends_pair(i) ? timelines::Stream::overlap : timelines::Stream::compute;
       timeline_.actions.push_back(
           {graph_.action(i), Rank{graph_.rank(i)}, stream, start_ns_[i], start_ns_[i] + graph_.duration_ns(i)});
     }
   }
   SimResult result;
   result.timeline = std::move(timeline_);
-  schedules::TimelineInfo& info = result.timeline.info;
+  timelines::TimelineInfo& info = result.timeline.info;
   info = simulated_info(schedule, options);
   // The mean F, I and W times the zero-bubble closed forms read: one pass
   // over the graph's durations, off the replay's hot path.
-  schedules::ComputeTimeTotals compute_times;
+  timelines::ComputeTimeTotals compute_times;
   for (std::size_t i = 0; i < graph_.size(); ++i) compute_times.add(graph_.action(i).kind, graph_.duration_ns(i));
-  result.metrics = schedules::metrics_from_totals(info, makespan_, busy_, peak_memory_, compute_times.means());
+  result.metrics = timelines::metrics_from_totals(info, makespan_, busy_, peak_memory_, compute_times.means());
   return result;
 }
 

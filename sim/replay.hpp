@@ -3,7 +3,7 @@
 // is free), how many inputs each action still waits for and when the latest
 // arrived, activation memory (activation_memory.hpp), busy time, the makespan
 // and the recorded timeline. A replay decides in which order actions start and
-// when messages arrive; Replay applies DESIGN.md's rules for everything else:
+// when messages arrive; Replay applies docs/design.md's rules for everything else:
 // an action starts at max(end of the previous action on its rank, arrival of
 // its latest input), and memory and message prices are asked of the models as
 // the action runs rather than stored.
@@ -16,12 +16,12 @@
 #include <vector>
 
 #include "schedules/schedule.hpp"
-#include "schedules/timeline.hpp"
 #include "sim/action_graph.hpp"
 #include "sim/activation_memory.hpp"
 #include "sim/cost_model.hpp"
 #include "sim/engine.hpp"
 #include "sim/huge_page_allocator.hpp"
+#include "timelines/timeline.hpp"
 
 namespace gpipe::sim {
 
@@ -161,7 +161,7 @@ class Replay {
   std::vector<std::int64_t> peak_memory_;
   std::vector<std::int64_t> busy_;  // compute time per rank, ns
   std::int64_t makespan_ = 0;
-  schedules::Timeline timeline_;
+  timelines::Timeline timeline_;
 };
 
 }  // namespace gpipe::sim

@@ -6,16 +6,16 @@
 
 #include <fmt/format.h>
 
+#include "base/error.hpp"
 #include "models/model_spec.hpp"
 #include "models/tensor_parallel.hpp"
-#include "schedules/error.hpp"
 #include "profiles/limits.hpp"
 #include "sim/action_overhead.hpp"
 #include "sim/contention.hpp"
 #include "sim/engine.hpp"
-#include "sim/step_bounds.hpp"
-#include "sim/profile_costs.hpp"
 #include "sim/placed_link.hpp"
+#include "sim/profile_costs.hpp"
+#include "sim/step_bounds.hpp"
 #include "sim/tensor_parallel_spans.hpp"
 #include "sim/zb_auto_plan.hpp"
 

@@ -13,13 +13,13 @@
 
 #include "plan/cluster.hpp"
 #include "plan/plan.hpp"
-#include "profiles/profile.hpp"
-#include "schedules/metrics.hpp"
-#include "schedules/timeline.hpp"
 #include "profiles/collectives.hpp"
+#include "profiles/profile.hpp"
 #include "sim/data_parallel.hpp"
 #include "sim/link_model.hpp"
 #include "sim/stochastic.hpp"
+#include "timelines/metrics.hpp"
+#include "timelines/timeline.hpp"
 
 namespace gpipe::sim {
 
@@ -46,7 +46,7 @@ struct Conditions {
   // group (default: the profile's link) and the gradient bucket
   // (sim/data_parallel.hpp).
   std::optional<profiles::CollectiveLink> data_parallel_link;
-  std::int64_t gradient_bucket_bytes = kDefaultBucketBytes;
+  std::int64_t gradient_bucket_bytes = models::kGradientBucketBytes;
   // How many of the D replicas compute on the one machine whose sharing the
   // profile's contention describes (sim/contention.hpp): D for CPU
   // processes on one node (gpipe-run validate --data-parallel), 1 where each
@@ -71,8 +71,8 @@ struct Prediction {
   plan::Plan plan;
   double link_latency_us = 0;
   double link_bandwidth_GBps = 0;
-  schedules::Timeline timeline;                // empty when not recorded
-  schedules::Metrics metrics;                  // the deterministic run
+  timelines::Timeline timeline;                // empty when not recorded
+  timelines::Metrics metrics;                  // the deterministic run
   std::optional<StochasticResult> stochastic;  // when the jitter's cv > 0
   std::string searched;                        // zb-auto: the candidate its search kept
   // With data parallelism: the link a stage's group reduces over; with a

@@ -1,5 +1,5 @@
 // One directed link whose bandwidth is shared between the transfers on it
-// (LinkSharing::shared, DESIGN.md's "link bandwidth shared between concurrent
+// (LinkSharing::shared, docs/design.md's "link bandwidth shared between concurrent
 // transfers"): processor sharing instead of a FIFO. A transfer first waits
 // out the link's latency, then drains; while n transfers drain, each drains
 // at 1/n of the full bandwidth, so completion times move as transfers join

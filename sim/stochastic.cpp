@@ -6,14 +6,14 @@
 
 #include <fmt/format.h>
 
-#include "schedules/error.hpp"
+#include "base/error.hpp"
 #include "sim/jitter.hpp"
 
 namespace gpipe::sim {
 namespace {
 
-Spread spread_of_metric(const std::vector<schedules::Metrics>& runs,
-                        double schedules::Metrics::*field) {
+Spread spread_of_metric(const std::vector<timelines::Metrics>& runs,
+                        double timelines::Metrics::*field) {
   std::vector<double> values;
   values.reserve(runs.size());
   for (const auto& m : runs) values.push_back(m.*field);
@@ -64,9 +64,9 @@ StochasticResult run_stochastic(const schedules::Schedule& schedule, const CostM
     const JitteredCosts costs(base, cv, seed + static_cast<std::uint64_t>(i));
     r.per_run.push_back(simulate(schedule, costs, links, options).metrics);
   }
-  r.step_time_us = spread_of_metric(r.per_run, &schedules::Metrics::step_time_us);
-  r.bubble_fraction = spread_of_metric(r.per_run, &schedules::Metrics::bubble_fraction);
-  r.throughput_samples_per_s = spread_of_metric(r.per_run, &schedules::Metrics::throughput_samples_per_s);
+  r.step_time_us = spread_of_metric(r.per_run, &timelines::Metrics::step_time_us);
+  r.bubble_fraction = spread_of_metric(r.per_run, &timelines::Metrics::bubble_fraction);
+  r.throughput_samples_per_s = spread_of_metric(r.per_run, &timelines::Metrics::throughput_samples_per_s);
   return r;
 }
 

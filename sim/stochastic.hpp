@@ -1,4 +1,4 @@
-// The simulator's stochastic mode (DESIGN.md): N runs of one schedule with
+// The simulator's stochastic mode (docs/design.md): N runs of one schedule with
 // jittered compute durations (sim/jitter.hpp), seeds seed, seed+1, ...,
 // reported as percentiles over the runs beside the deterministic run.
 //
@@ -7,7 +7,7 @@
 // always one of the observed values, so p5 <= p50 <= p95 holds by construction.
 #pragma once
 
-#include "schedules/percentile.hpp"
+#include "base/percentile.hpp"
 
 #include <cstdint>
 #include <span>
@@ -15,11 +15,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "schedules/metrics.hpp"
 #include "schedules/schedule.hpp"
 #include "sim/cost_model.hpp"
 #include "sim/engine.hpp"
 #include "sim/link_model.hpp"
+#include "timelines/metrics.hpp"
 
 namespace gpipe::sim {
 
@@ -42,8 +42,7 @@ struct Spread {
   bool operator==(const Spread&) const = default;
 };
 
-// The nearest-rank percentile (schedules/percentile.hpp).
-using schedules::nearest_rank;
+// The nearest-rank percentile (base/percentile.hpp).
 // Percentiles, mean, min and max of values (not empty; any order).
 [[nodiscard]] Spread spread_of(std::vector<double> values);
 
@@ -51,8 +50,8 @@ struct StochasticResult {
   double cv = 0;
   int runs = 0;
   std::uint64_t seed = 0;
-  schedules::Metrics deterministic;          // the run without jitter
-  std::vector<schedules::Metrics> per_run;   // run i used seed + i
+  timelines::Metrics deterministic;          // the run without jitter
+  std::vector<timelines::Metrics> per_run;   // run i used seed + i
   Spread step_time_us;
   Spread bubble_fraction;
   Spread throughput_samples_per_s;

@@ -11,7 +11,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "schedules/error.hpp"
+#include "base/error.hpp"
 
 namespace gpipe::sim {
 namespace {
@@ -46,7 +46,7 @@ std::string fits_cell(const SweepRow& row, std::optional<std::int64_t> limit) {
   return fits(row, limit) ? "1" : "0";
 }
 
-double min_utilization(const schedules::Metrics& m) {
+double min_utilization(const timelines::Metrics& m) {
   double u = m.ranks.empty() ? 0.0 : 1.0;
   for (const auto& r : m.ranks) u = std::min(u, r.utilization);
   return u;
@@ -168,7 +168,7 @@ nlohmann::json sweep_json_row(const SweepRow& r, std::optional<std::int64_t> mem
   if (r.ok()) {
     row["micro_batch_size"] = r.micro_batch_size;
     row["partition"] = r.partition;
-    row["metrics"] = schedules::to_json(r.metrics);
+    row["metrics"] = timelines::to_json(r.metrics);
     row["peak_memory_bytes"] = r.peak_memory_bytes;
     if (memory_limit) row["fits"] = fits(r, memory_limit);
   }

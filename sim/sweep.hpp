@@ -1,4 +1,4 @@
-// What-if sweeps: a grid of plan requests (plan/grid.hpp: stages K,
+// What-if sweeps: a grid of plan requests (plan/request_grid.hpp: stages K,
 // micro-batches M, schedules and recompute policies for one mini-batch of N
 // samples) predicted in parallel under the same conditions. A configuration
 // that cannot exist (M > N, K > layers) is kept as a skipped row with the
@@ -14,14 +14,14 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "plan/grid.hpp"
+#include "plan/request_grid.hpp"
 #include "profiles/profile.hpp"
 #include "sim/scenario.hpp"
 
 namespace gpipe::sim {
 
 struct SweepGrid {
-  plan::Grid grid;
+  plan::RequestGrid grid;
   Conditions conditions;  // the link and how it is shared: the same for every row
 };
 
@@ -30,7 +30,7 @@ struct SweepRow {
   std::string skipped;  // why the configuration cannot exist; empty when simulated
   std::vector<int> partition;
   int micro_batch_size = 0;  // the largest micro-batch
-  schedules::Metrics metrics;
+  timelines::Metrics metrics;
   std::int64_t peak_activation_bytes = 0;  // the largest over ranks
   std::int64_t static_bytes = 0;           // the largest over ranks
   std::int64_t peak_memory_bytes = 0;      // the largest over ranks of static + activation peak

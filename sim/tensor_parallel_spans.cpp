@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "schedules/error.hpp"
+#include "base/error.hpp"
 
 namespace gpipe::sim {
 
@@ -59,7 +59,7 @@ bool is_pass(ActionKind kind) {
 
 }  // namespace
 
-void add_tensor_parallel_spans(schedules::Timeline& timeline, const profiles::Profile& profile,
+void add_tensor_parallel_spans(timelines::Timeline& timeline, const profiles::Profile& profile,
                                const models::Model& model, std::span<const int> layers_per_stage,
                                std::span<const int> microbatch_sizes, const profiles::CollectiveLink& link) {
   const int group = profile.tensor_parallel;
@@ -71,7 +71,7 @@ void add_tensor_parallel_spans(schedules::Timeline& timeline, const profiles::Pr
   const std::int64_t element_bytes = models::bytes_per_element(profile.dtype);
   std::vector<int> first_layer{0};
   for (const int n : layers_per_stage) first_layer.push_back(first_layer.back() + n);
-  for (const schedules::TimedAction& a : timeline.actions) {
+  for (const timelines::TimedAction& a : timeline.actions) {
     if (!is_pass(a.action.kind)) continue;
     const auto s = a.action.stage.at();
     const int b = microbatch_sizes[a.action.microbatch.at()];
@@ -89,7 +89,7 @@ void add_tensor_parallel_spans(schedules::Timeline& timeline, const profiles::Pr
       const double share = total_us > 0 ? done_us / total_us : static_cast<double>(i + 1) / order.size();
       const std::int64_t layer_end =
           a.start_ns + std::llround(share * static_cast<double>(a.end_ns - a.start_ns));
-      std::vector<schedules::CollectiveSpan> spans;
+      std::vector<timelines::CollectiveSpan> spans;
       std::int64_t took_ns = 0;
       for (const models::LayerCollective& c : model.layers[l].collectives) {
         if (!runs_in(c.pass, a.action.kind)) continue;
@@ -106,7 +106,7 @@ void add_tensor_parallel_spans(schedules::Timeline& timeline, const profiles::Pr
       // more than the layer's share (a link overridden beside a profile that
       // timed its own), they are cut at the action's end rather than overlap.
       std::int64_t at = std::min(std::max(layer_end - took_ns, free_from), a.end_ns);
-      for (schedules::CollectiveSpan& span : spans) {
+      for (timelines::CollectiveSpan& span : spans) {
         span.start_ns = at;
         at = std::min(at + span.end_ns, a.end_ns);
         span.end_ns = at;

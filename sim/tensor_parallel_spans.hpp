@@ -1,6 +1,6 @@
 // The tensor-parallel collectives inside a predicted timeline's compute
-// actions (issue 26), as a trace shows them on each rank's tensor-parallel
-// lane and `diff` compares them with a run's (schedules::CollectiveSpan).
+// actions, as a trace shows them on each rank's tensor-parallel
+// lane and `diff` compares them with a run's (timelines::CollectiveSpan).
 //
 // A profile of one GPU of a group of T prices each pass with its collectives
 // already in it (profiles/analytic.hpp adds them; a measured profile timed
@@ -22,7 +22,7 @@
 #include "models/model.hpp"
 #include "profiles/collectives.hpp"
 #include "profiles/profile.hpp"
-#include "schedules/timeline.hpp"
+#include "timelines/timeline.hpp"
 
 namespace gpipe::sim {
 
@@ -31,7 +31,7 @@ namespace gpipe::sim {
 // start, and sets info.tensor_parallel. `model` is the profile's, split over
 // its T GPUs (models::split_tensor_parallel), one layer per profile layer;
 // microbatch_sizes[m] is micro-batch m's size. Nothing for T = 1.
-void add_tensor_parallel_spans(schedules::Timeline& timeline, const profiles::Profile& profile,
+void add_tensor_parallel_spans(timelines::Timeline& timeline, const profiles::Profile& profile,
                                const models::Model& model, std::span<const int> layers_per_stage,
                                std::span<const int> microbatch_sizes, const profiles::CollectiveLink& link);
 

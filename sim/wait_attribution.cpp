@@ -14,7 +14,7 @@ namespace {
 
 using schedules::Action;
 using schedules::ActionKind;
-using schedules::TimedAction;
+using timelines::TimedAction;
 
 std::string time_text(std::int64_t ns) {
   return ns >= 1'000'000 ? fmt::format("{:.2f} ms", static_cast<double>(ns) / 1e6)
@@ -23,7 +23,7 @@ std::string time_text(std::int64_t ns) {
 
 }  // namespace
 
-std::vector<RankWaits> attribute_waits(const schedules::Timeline& timeline) {
+std::vector<RankWaits> attribute_waits(const timelines::Timeline& timeline) {
   std::vector<RankWaits> out;
   if (timeline.actions.empty()) return out;
   std::int64_t begin = timeline.actions.front().start_ns, end = timeline.actions.front().end_ns;
@@ -43,7 +43,7 @@ std::vector<RankWaits> attribute_waits(const schedules::Timeline& timeline) {
     w.rank = r;
     std::vector<const TimedAction*> compute;
     for (const TimedAction& a : timeline.actions) {
-      if (a.rank.value == r && a.stream == schedules::Stream::compute) compute.push_back(&a);
+      if (a.rank.value == r && a.stream == timelines::Stream::compute) compute.push_back(&a);
     }
     std::ranges::sort(compute, {}, [](const TimedAction* a) { return a->start_ns; });
     std::int64_t free_from = begin;

@@ -1,5 +1,5 @@
 // Where each rank idled in a timeline, and what held it: the bubble's
-// attribution (issue 27), for a prediction and a measured run alike.
+// attribution, for a prediction and a measured run alike.
 //
 // A rank's idle time is the step (the timeline's earliest start to its latest
 // end) less its compute-stream actions. Each gap before a compute action X is
@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "schedules/timeline.hpp"
+#include "timelines/timeline.hpp"
 
 namespace gpipe::sim {
 
@@ -36,6 +36,6 @@ struct RankWaits {
   std::int64_t longest_ns = 0;
 };
 
-[[nodiscard]] std::vector<RankWaits> attribute_waits(const schedules::Timeline& timeline);
+[[nodiscard]] std::vector<RankWaits> attribute_waits(const timelines::Timeline& timeline);
 
 }  // namespace gpipe::sim

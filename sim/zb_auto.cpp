@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "schedules/error.hpp"
+#include "base/error.hpp"
 #include "schedules/generators/zb_greedy.hpp"
 #include "sim/engine.hpp"
 
@@ -36,7 +36,7 @@ schedules::ZbGreedyCosts greedy_costs(int num_ranks, const CostModel& costs, con
   return c;
 }
 
-// The most micro-batches rank r's budget holds by DESIGN.md's memory rule: A
+// The most micro-batches rank r's budget holds by docs/design.md's memory rule: A
 // bytes each, or, when recomputing, the boundary input In each plus one
 // stage's A - In for the one being recomputed. An estimate for the greedy's
 // caps only; the simulator has the last word.

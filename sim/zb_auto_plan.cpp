@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "schedules/error.hpp"
+#include "base/error.hpp"
 #include "sim/engine.hpp"
 #include "sim/profile_costs.hpp"
 #include "sim/step_bounds.hpp"

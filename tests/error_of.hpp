@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "schedules/error.hpp"
+#include "base/error.hpp"
 
 namespace gpipe::testing {
 

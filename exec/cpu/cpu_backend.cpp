@@ -5,12 +5,12 @@
 
 #include <fmt/format.h>
 
+#include "base/error.hpp"
 #include "exec/cpu/device_name.hpp"
 #include "exec/cpu/ops/gemm.hpp"
 #include "exec/cpu/profiler.hpp"
-#include "exec/inference/cpu_stream.hpp"
+#include "exec/inference/cpu_serving.hpp"
 #include "exec/mpi/mpi_run.hpp"
-#include "schedules/error.hpp"
 
 namespace gpipe::exec::cpu {
 
@@ -67,9 +67,9 @@ class CpuEntry final : public Backend {
                                           int /*stages*/) const override {
     return profile_cpu(model, sizes, options);
   }
-  [[nodiscard]] inference::StreamResult serve(const inference::StreamRequest& request,
+  [[nodiscard]] inference::ServingResult serve(const inference::ServingRequest& request,
                                               const BackendOptions& /*backend_options*/) const override {
-    return inference::run_cpu_stream(request);
+    return inference::run_cpu_serving(request);
   }
 };
 

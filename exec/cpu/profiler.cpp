@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "base/error.hpp"
 #include "exec/cpu/compute_team.hpp"
 #include "exec/cpu/device_name.hpp"
 #include "exec/cpu/in_process_link.hpp"
@@ -18,7 +19,6 @@
 #include "exec/cpu/optimizer.hpp"
 #include "exec/profiling/profiler_inputs.hpp"
 #include "exec/runtime/run_settings.hpp"
-#include "schedules/error.hpp"
 
 namespace gpipe::exec::cpu {
 namespace {
@@ -313,7 +313,7 @@ profiles::Profile profile_cpu(const models::Model& model, std::span<const int> m
       // What the layer keeps for one stream of items of this size (dit's
       // cache=1): the bytes of the state it makes for one.
       if (options.forward_only) {
-        const std::int64_t state = pm.layers[i]->start_streams(1, sample.micro_batch_size, nullptr);
+        const std::int64_t state = pm.layers[i]->start_sequences(1, sample.micro_batch_size, nullptr);
         if (state > 0) sample.state_bytes = state;
       }
       sample.fwd_us = median(s.fwd_us[i]);

@@ -1,6 +1,6 @@
 // The CPU profiler behind `gpipe-run profile --backend cpu`: the cost of every
 // layer of a model at each requested micro-batch size, timed and measured on
-// this machine, written as a DESIGN.md profile (source "cpu") that the
+// this machine, written as a profile (docs/profiles.md; source "cpu") that the
 // simulator reads like any other.
 //
 // The layers are built as the executor builds them (cpu::make_layer) and the

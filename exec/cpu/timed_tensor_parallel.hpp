@@ -1,5 +1,5 @@
-// A rank's tensor-parallel group, each all-reduce timed (issue 26: "traces
-// show the collectives on their own lane per rank"): it forwards to the
+// A rank's tensor-parallel group, each all-reduce timed, so that traces show
+// the collectives on their own lane per rank: it forwards to the
 // launch's group and files the call's interval with the run's timer, which
 // keeps it under the compute action then open (ActionTimer::record_collective).
 #pragma once

@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "schedules/error.hpp"
+#include "base/error.hpp"
 
 namespace gpipe::exec {
 
@@ -21,7 +21,7 @@ std::string to_json(const RankPart& part) {
       reductions.push_back({to_string(action), interval.start_ns, interval.end_ns});
     }
     json collectives = json::array();
-    for (const schedules::CollectiveSpan& c : step.collectives) {
+    for (const timelines::CollectiveSpan& c : step.collectives) {
       collectives.push_back({to_string(c.within), c.collective, c.bytes, c.start_ns, c.end_ns});
     }
     json memory = json::array();

@@ -13,7 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "schedules/error.hpp"
+#include "base/error.hpp"
 
 namespace gpipe::exec {
 

@@ -1,4 +1,4 @@
-// Who may enter the pipeline, and when (DESIGN.md, "Inference"): stage 0's
+// Who may enter the pipeline, and when (docs/design.md, "Inference"): stage 0's
 // rank asks before each item, the last stage's rank reports each completion.
 // Item r may enter once it has arrived (open loop: at its arrival time from
 // the stream's start; closed loop: at once) and item r - B has completed.

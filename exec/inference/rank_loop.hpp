@@ -7,11 +7,11 @@
 //   zeros(shape) -> Tensor                 an input of zeros, for the warm-up of a later stage
 //   forward(x, target) -> Tensor           every layer's forward, keeping nothing; done when it returns,
 //                                          so that the host clock sees its end
-//   start_streams(streams, b) -> bytes     the layers' state for the streams, zeroed (dit's cache=1)
-//   select_stream(stream)                  the forwards that follow serve that stream
+//   start_sequences(streams, b) -> bytes     the layers' state for the streams, zeroed (dit's cache=1)
+//   select_sequence(stream)                  the forwards that follow serve that stream
 //   to_host(tensor) -> exec::Tensor        an output, for keep_outputs
 // The CPU's (stream_rank.cpp) runs on its compute team, the CUDA backend's
-// (exec/cuda/inference/cuda_stream.cpp) on its rank's SM partition.
+// (exec/cuda/inference/cuda_serving.cpp) on its rank's SM partition.
 #pragma once
 
 #include <algorithm>
@@ -21,18 +21,18 @@
 
 #include <fmt/format.h>
 
-#include "exec/inference/stream_rank.hpp"
+#include "base/error.hpp"
+#include "exec/inference/serving_rank.hpp"
 #include "exec/layers/layer.hpp"
 #include "exec/runtime/aborted.hpp"
 #include "exec/runtime/synthetic_data.hpp"
 #include "models/layer_layout.hpp"
-#include "schedules/error.hpp"
 
 namespace gpipe::exec::inference {
 
 // The streams in flight, each with its own state (dit's cache=1): item r is
 // stream r mod B's, as it takes the place of item r - B.
-[[nodiscard]] inline int stream_count(const StreamRequest& rq) {
+[[nodiscard]] inline int sequence_count(const ServingRequest& rq) {
   return std::min(rq.workload.in_flight, rq.workload.requests);
 }
 
@@ -51,22 +51,22 @@ template <class Layers, class Tensor>
 }
 
 template <class Layers>
-[[nodiscard]] std::int64_t start_layer_streams(Layers& layers, int streams, int b) {
+[[nodiscard]] std::int64_t start_layer_sequences(Layers& layers, int streams, int b) {
   std::int64_t bytes = 0;
-  for (auto& layer : layers) bytes += layer->start_streams(streams, b, nullptr);
+  for (auto& layer : layers) bytes += layer->start_sequences(streams, b, nullptr);
   return bytes;
 }
 
 template <class Layers>
-void select_layer_stream(Layers& layers, int stream) {
-  for (auto& layer : layers) layer->select_stream(stream);
+void select_layer_sequence(Layers& layers, int stream) {
+  for (auto& layer : layers) layer->select_sequence(stream);
 }
 
 // The stage's forward `warmup` times before the stream starts, so that its
 // first items do not pay for first touches (pages, BLAS buffers, kernels):
 // stage 0 on the task's data, later stages on zeros of their input's shape.
 template <class D>
-void warm_up(const StreamRequest& rq, D& device, const SyntheticTask& task, bool first_stage, bool last,
+void warm_up(const ServingRequest& rq, D& device, const SyntheticTask& task, bool first_stage, bool last,
              const models::Layer& first_layer) {
   const int b = rq.micro_batch_size;
   const Batch batch = task.batch(rq.workload.requests, b);  // a batch no item uses
@@ -82,8 +82,8 @@ void warm_up(const StreamRequest& rq, D& device, const SyntheticTask& task, bool
 // zeroed (the warm-up's forwards touched none of it); whatever happens, the
 // rank reaches the start line.
 template <class D>
-void ready(const StreamRequest& rq, int s, bool last, const SyntheticTask& task, D& device,
-           StreamPeersOf<typename D::Tensor>& peers, RankRecord& record) {
+void ready(const ServingRequest& rq, int s, bool last, const SyntheticTask& task, D& device,
+           ServingPeersOf<typename D::Tensor>& peers, RankRecord& record) {
   const int first = std::accumulate(rq.layers_per_stage.begin(), rq.layers_per_stage.begin() + s, 0);
   const int end = first + rq.layers_per_stage[static_cast<std::size_t>(s)];
   try {
@@ -94,7 +94,7 @@ void ready(const StreamRequest& rq, int s, bool last, const SyntheticTask& task,
   }
   try {
     warm_up(rq, device, task, s == 0, last, rq.model->layers[static_cast<std::size_t>(first)]);
-    record.state_bytes = device.start_streams(stream_count(rq), rq.micro_batch_size);
+    record.state_bytes = device.start_sequences(sequence_count(rq), rq.micro_batch_size);
   } catch (const std::exception& e) {
     peers.start_line();
     throw RunError(fmt::format("rank {} failed warming up: {}", s, e.what()));
@@ -105,13 +105,13 @@ void ready(const StreamRequest& rq, int s, bool last, const SyntheticTask& task,
 }  // namespace rank_loop
 
 template <class D>
-void run_stream_rank_on(D& device, const StreamRequest& rq, int s, int num_stages,
-                        StreamPeersOf<typename D::Tensor>& peers, RankRecord& record) {
+void run_serving_rank_on(D& device, const ServingRequest& rq, int s, int num_stages,
+                        ServingPeersOf<typename D::Tensor>& peers, RankRecord& record) {
   using Tensor = typename D::Tensor;
   using schedules::ActionKind;
   using schedules::Microbatch;
   using schedules::Stage;
-  using schedules::Stream;
+  using timelines::Stream;
   const SyntheticTask task(*rq.model, rq.seed);
   const bool last = s + 1 == num_stages;
   const auto R = static_cast<std::size_t>(rq.workload.requests);
@@ -125,7 +125,7 @@ void run_stream_rank_on(D& device, const StreamRequest& rq, int s, int num_stage
   record.completed_ns.assign(last ? R : 0, -1);
   if (last && rq.keep_outputs) record.outputs.resize(R);
   rank_loop::ready(rq, s, last, task, device, peers, record);
-  const int streams = stream_count(rq);
+  const int streams = sequence_count(rq);
 
   const schedules::Rank rank{s};
   int item = 0;
@@ -142,13 +142,13 @@ void run_stream_rank_on(D& device, const StreamRequest& rq, int s, int num_stage
         record.arrival_ns[at(item)] = entry.arrival_ns;
         record.admitted_ns[at(item)] = entry.admitted_ns;
       } else {
-        typename StreamPeersOf<Tensor>::Received got = peers.receive(s, item);
+        typename ServingPeersOf<Tensor>::Received got = peers.receive(s, item);
         input = std::move(got.tensor);
         input_bytes = input.bytes();
         record.received_ns[at(item)] = got.arrived_ns;
-        record.received_bytes[at(item)] = input_bytes;  // counted from its arrival (assemble_stream)
+        record.received_bytes[at(item)] = input_bytes;  // counted from its arrival (assemble_serving)
       }
-      device.select_stream(item % streams);
+      device.select_sequence(item % streams);
       const std::int64_t start = peers.now_ns();
       Tensor x = device.forward(std::move(input), last ? &target : nullptr);
       const std::int64_t stop = peers.now_ns();

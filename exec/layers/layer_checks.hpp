@@ -18,8 +18,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "base/error.hpp"
 #include "models/model.hpp"
-#include "schedules/error.hpp"
 
 namespace gpipe::exec {
 

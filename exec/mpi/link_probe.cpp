@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "base/error.hpp"
 #include "exec/mpi/failure_watch.hpp"
 #include "exec/mpi/mpi_tensor_parallel.hpp"
 #include "exec/mpi/mpi_world.hpp"
@@ -20,8 +21,7 @@
 #include "plan/plan.hpp"
 #include "profiles/collectives.hpp"
 #include "profiles/link_fit.hpp"
-#include "schedules/error.hpp"
-#include "schedules/transfers.hpp"
+#include "timelines/transfers.hpp"
 
 namespace gpipe::exec::mpi {
 namespace {
@@ -181,7 +181,7 @@ PipelineTransfer pipeline_transfers(MpiWorld& world, const PipelineProbe& probe,
   for (int run = 0; run < probe.runs; ++run) {
     const TrainResult result = train_in_world(world, t, "the launcher").result;
     if (!result.reporter) continue;
-    for (const auto& m : schedules::measured_transfers(result.timeline)) {
+    for (const auto& m : timelines::measured_transfers(result.timeline)) {
       took.push_back(static_cast<double>(m.took_ns) / 1e3);
     }
   }

@@ -9,7 +9,7 @@
 // - the transfers of a real pipeline (when `pipeline` is given and there are
 //   exactly two processes): the model trained as K = 2 ranks, gpipe, at each
 //   micro-batch size, each message timed as `gpipe-sim diff` times it
-//   (schedules/transfers.hpp). There the receiver copies an activation its
+//   (timelines/transfers.hpp). There the receiver copies an activation its
 //   peer has just written while the peer computes: slower per byte than the
 //   ping-pong says, and each message pays a fixed cost besides (noticing it,
 //   its buffer), which is why the profile's link is fitted to these.

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "models/collective.hpp"
+
 namespace gpipe::exec::mpi {
 
 MpiGradientReducer::MpiGradientReducer(const MpiWorld& world, FailureWatch& watch, MPI_Comm group,
@@ -20,7 +22,7 @@ MpiGradientReducer::MpiGradientReducer(const MpiWorld& world, FailureWatch& watc
   if (zero != 0 && zero != 1) throw std::logic_error("the MPI reducer runs ZeRO 0 and 1");
   // The stages cut their optimizers' shares over the executor's bucket
   // (RunSettings::zero_share): the reduce-scatters must cut the same runs.
-  if (zero > 0 && bucket_floats_ != float_bucket(kReductionBucketBytes)) {
+  if (zero > 0 && bucket_floats_ != float_bucket(models::kGradientBucketBytes)) {
     throw std::logic_error("ZeRO 1's reducer must use the executor's bucket, which the stages' shares are cut over");
   }
   check(MPI_Comm_size(group, &replicas_), "MPI_Comm_size");
@@ -89,7 +91,7 @@ GradientReducer<Tensor>::Times MpiGradientReducer::wait(schedules::Stage stage) 
   place_sums(p);
   // The reduction could not end before the last replica started it: it is
   // timed from then, as a message is from the later of its two sides
-  // (schedules/transfers.hpp), so that a replica's lateness is not counted
+  // (timelines/transfers.hpp), so that a replica's lateness is not counted
   // as the collective's. One steady clock on one node; across nodes the
   // clocks' offsets are not known here, and the own start stands.
   std::int64_t latest = p.start.time_since_epoch().count();

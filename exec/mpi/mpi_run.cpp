@@ -8,12 +8,9 @@
 #include "exec/mpi/mpi_world.hpp"
 #include "exec/mpi/world_training.hpp"
 #include "exec/runtime/termination.hpp"
-#include "sim/data_parallel.hpp"
+#include "models/collective.hpp"
 
 namespace gpipe::exec::mpi {
-
-// The simulator prices the executor's buckets.
-static_assert(kReductionBucketBytes == sim::kDefaultBucketBytes);
 
 bool built_with_mpi() { return true; }
 
@@ -25,7 +22,7 @@ Trained<cpu::CpuBackend> train_in_world(MpiWorld& world, const TrainOptions& opt
     MpiProcessGroup group(world, watch, options.schedule.data_parallel, options.tensor_parallel);
     std::unique_ptr<MpiGradientReducer> reducer;
     if (options.schedule.data_parallel > 1) {
-      reducer = std::make_unique<MpiGradientReducer>(world, watch, group.data_parallel_comm(), kReductionBucketBytes,
+      reducer = std::make_unique<MpiGradientReducer>(world, watch, group.data_parallel_comm(), models::kGradientBucketBytes,
                                                      group.one_node(), options.zero);
     }
     std::unique_ptr<MpiTensorParallel> parts;

@@ -1,7 +1,7 @@
 // exec/mpi/link_probe.hpp in a build without MPI (GPIPE_MPI off): it says so.
 #include "exec/mpi/link_probe.hpp"
 
-#include "schedules/error.hpp"
+#include "base/error.hpp"
 
 namespace gpipe::exec::mpi {
 

@@ -5,8 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "base/error.hpp"
 #include "exec/runtime/synthetic_data.hpp"
-#include "schedules/error.hpp"
 
 namespace gpipe::exec {
 namespace {

@@ -6,7 +6,7 @@
 
 #include <exception>
 
-#include "schedules/error.hpp"
+#include "base/error.hpp"
 
 namespace gpipe::exec {
 

@@ -23,7 +23,7 @@
 #include "exec/runtime/action_mark.hpp"
 #include "schedules/action.hpp"
 #include "schedules/ids.hpp"
-#include "schedules/timeline.hpp"
+#include "timelines/timeline.hpp"
 
 namespace gpipe::exec {
 
@@ -67,14 +67,14 @@ class ActionTimer {
   }
   // A tensor-parallel collective `rank` ran from `start` to `end` on this
   // host's clock, inside its compute action begun and not yet ended
-  // (schedules::CollectiveSpan); one outside a measured action is not kept.
+  // (timelines::CollectiveSpan); one outside a measured action is not kept.
   virtual void record_collective(schedules::Rank rank, std::string_view collective, std::int64_t bytes,
                                  Clock::time_point start, Clock::time_point end) {
     (void)rank, (void)collective, (void)bytes, (void)start, (void)end;
     throw std::logic_error(std::string(name()) + " timer: tensor-parallel collectives are not timed on the host");
   }
   // The collectives of step `slot`, every local rank's, in the order made.
-  [[nodiscard]] virtual std::vector<schedules::CollectiveSpan> collectives(int slot) {
+  [[nodiscard]] virtual std::vector<timelines::CollectiveSpan> collectives(int slot) {
     (void)slot;
     return {};
   }

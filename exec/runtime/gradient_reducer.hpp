@@ -1,4 +1,4 @@
-// The data-parallel reduction of a stage's gradients (DESIGN.md "Data
+// The data-parallel reduction of a stage's gradients (docs/design.md "Data
 // parallelism"): D replicas of the pipeline each compute a share of the
 // mini-batch, and before STEP(s) every replica's stage s holds the sum of
 // their gradients. REDUCE_GRAD(s) starts the sum over the stage's group (the

@@ -82,8 +82,8 @@ void HostTimer::record_collective(schedules::Rank rank, std::string_view collect
                   .end_ns = std::max(from, since_origin(end))});
 }
 
-std::vector<schedules::CollectiveSpan> HostTimer::collectives(int slot) {
-  std::vector<schedules::CollectiveSpan> out;
+std::vector<timelines::CollectiveSpan> HostTimer::collectives(int slot) {
+  std::vector<timelines::CollectiveSpan> out;
   for (const RankRecord& r : ranks_) {
     const auto& spans = r.collectives.at(static_cast<std::size_t>(slot));
     out.insert(out.end(), spans.begin(), spans.end());

@@ -29,7 +29,7 @@ class HostTimer final : public ActionTimer {
   [[nodiscard]] MeasuredIntervals reductions(int slot) override;
   void record_collective(schedules::Rank rank, std::string_view collective, std::int64_t bytes,
                          Clock::time_point start, Clock::time_point end) override;
-  [[nodiscard]] std::vector<schedules::CollectiveSpan> collectives(int slot) override;
+  [[nodiscard]] std::vector<timelines::CollectiveSpan> collectives(int slot) override;
   [[nodiscard]] const char* name() const override { return "host"; }
 
  private:
@@ -42,7 +42,7 @@ class HostTimer final : public ActionTimer {
     using Slots = std::vector<std::vector<std::pair<schedules::Action, Interval>>>;
     Slots steps;       // per slot
     Slots reductions;  // per slot
-    std::vector<std::vector<schedules::CollectiveSpan>> collectives;  // per slot
+    std::vector<std::vector<timelines::CollectiveSpan>> collectives;  // per slot
   };
   using Records = RankRecord::Slots;
   // Every rank's `which` of step `slot`, by (rank, action).

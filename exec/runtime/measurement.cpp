@@ -1,18 +1,18 @@
 #include "exec/runtime/measurement.hpp"
 
 #include "exec/runtime/run_settings.hpp"
-#include "schedules/metrics.hpp"
-#include "schedules/timeline.hpp"
+#include "timelines/metrics.hpp"
+#include "timelines/timeline.hpp"
 
 namespace gpipe::exec {
 
 namespace {
 
 // Measured step `k` of every rank as a Timeline.
-schedules::Timeline measured_step(const std::vector<RankPart>& parts, std::size_t k,
+timelines::Timeline measured_step(const std::vector<RankPart>& parts, std::size_t k,
                                   const schedules::Schedule& lowered,
-                                  const schedules::TimelineInfo& info, MemoryPlacement placement) {
-  schedules::Timeline timeline;
+                                  const timelines::TimelineInfo& info, MemoryPlacement placement) {
+  timelines::Timeline timeline;
   timeline.info = info;
   MeasuredIntervals intervals;
   MeasuredIntervals reductions;
@@ -44,7 +44,7 @@ std::vector<RankPart> local_parts(ActionTimer& timer, const std::vector<std::uni
                                   const std::vector<std::int64_t>& static_bytes, int measured_steps) {
   std::vector<MeasuredIntervals> intervals;
   std::vector<MeasuredIntervals> reductions;
-  std::vector<std::vector<schedules::CollectiveSpan>> collectives;
+  std::vector<std::vector<timelines::CollectiveSpan>> collectives;
   for (int k = 0; k < measured_steps; ++k) {
     intervals.push_back(timer.intervals(k));
     reductions.push_back(timer.reductions(k));
@@ -63,7 +63,7 @@ std::vector<RankPart> local_parts(ActionTimer& timer, const std::vector<std::uni
       for (const auto& [key, interval] : reductions[k]) {
         if (key.first == rank) step.reductions.emplace_back(key.second, interval);
       }
-      for (const schedules::CollectiveSpan& c : collectives[k]) {
+      for (const timelines::CollectiveSpan& c : collectives[k]) {
         if (c.rank == rank) step.collectives.push_back(c);
       }
       step.memory = logs.at(rank.at())->changes(k);
@@ -73,20 +73,20 @@ std::vector<RankPart> local_parts(ActionTimer& timer, const std::vector<std::uni
 }
 
 int assemble_timeline(TrainResult& result, const std::vector<RankPart>& parts,
-                      const schedules::Schedule& lowered, schedules::TimelineInfo info,
+                      const schedules::Schedule& lowered, timelines::TimelineInfo info,
                       MemoryPlacement placement, int steps) {
   info.static_bytes.assign(static_cast<std::size_t>(lowered.num_ranks), 0);
   for (const RankPart& part : parts) info.static_bytes[part.rank.at()] = part.static_bytes;
   const std::size_t measured_steps = parts.empty() ? 0 : parts.front().steps.size();
-  std::vector<schedules::Timeline> measured;
+  std::vector<timelines::Timeline> measured;
   for (std::size_t k = 0; k < measured_steps; ++k) {
     measured.push_back(measured_step(parts, k, lowered, info, placement));
-    result.step_times_ns.push_back(schedules::makespan_ns(measured.back()));
+    result.step_times_ns.push_back(timelines::makespan_ns(measured.back()));
   }
   const std::size_t median = median_step(measured);
   result.timeline = std::move(measured[median]);
   result.timeline_step = steps - static_cast<int>(measured_steps) + static_cast<int>(median);
-  result.metrics = schedules::compute_metrics(result.timeline);
+  result.metrics = timelines::compute_metrics(result.timeline);
   return static_cast<int>(median);
 }
 

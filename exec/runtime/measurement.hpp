@@ -18,7 +18,7 @@
 #include "schedules/action.hpp"
 #include "schedules/ids.hpp"
 #include "schedules/schedule.hpp"
-#include "schedules/timeline.hpp"
+#include "timelines/timeline.hpp"
 
 namespace gpipe::exec {
 
@@ -30,7 +30,7 @@ struct RankPart {
     // Its data-parallel reductions (REDUCE_GRAD on the reduce stream).
     std::vector<std::pair<schedules::Action, Interval>> reductions;
     // Its tensor-parallel collectives, inside its compute actions.
-    std::vector<schedules::CollectiveSpan> collectives;
+    std::vector<timelines::CollectiveSpan> collectives;
     std::vector<MemoryChange> memory;
     bool operator==(const Step&) const = default;
   };
@@ -51,7 +51,7 @@ struct RankPart {
 // result.timeline_step, result.step_times_ns and result.metrics. Returns the median's measured step
 // (0: the first measured). `steps` is the run's step count.
 int assemble_timeline(TrainResult& result, const std::vector<RankPart>& parts,
-                      const schedules::Schedule& lowered, schedules::TimelineInfo info,
+                      const schedules::Schedule& lowered, timelines::TimelineInfo info,
                       MemoryPlacement placement, int steps);
 
 }  // namespace gpipe::exec

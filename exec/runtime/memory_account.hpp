@@ -1,7 +1,7 @@
 // Exact accounting of a rank's activation memory. Every Tensor charged to an
 // account adds its bytes while it lives and gives them back when it is freed,
 // so the account's peak is the true peak of what the rank kept, byte for byte,
-// and can be compared with the simulator's prediction (DESIGN.md, "Simulation
+// and can be compared with the simulator's prediction (docs/design.md, "Simulation
 // semantics": the stash of each F, dropped and rebuilt around R, freed by B).
 //
 // Thread-safe: a tensor may be freed on another thread than the one that

@@ -31,7 +31,7 @@ class ProcessGroup {
   // in all (every replica's).
   [[nodiscard]] virtual int rank() const = 0;
   [[nodiscard]] virtual int world_size() const = 0;
-  // Data parallelism (DESIGN.md "Data parallelism"): which of the run's
+  // Data parallelism (docs/design.md "Data parallelism"): which of the run's
   // replicas of the pipeline this process belongs to; 0 without.
   [[nodiscard]] virtual int replica() const { return 0; }
   // Tensor parallelism: which part of its stage's split this process holds; 0 without.

@@ -14,11 +14,6 @@
 
 namespace gpipe::exec {
 
-// The executor's bucket: PyTorch DDP's default (bucket_cap_mb = 25), which
-// the simulator prices too (sim::kDefaultBucketBytes; exec/mpi/mpi_run.cpp
-// checks that they agree).
-inline constexpr std::int64_t kReductionBucketBytes = 25'000'000;
-
 struct ReductionPiece {
   std::size_t tensor = 0;   // which gradient
   std::int64_t first = 0;   // its first value

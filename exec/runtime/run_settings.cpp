@@ -5,9 +5,9 @@
 
 #include <fmt/format.h>
 
+#include "base/error.hpp"
 #include "models/tensor_parallel.hpp"
 #include "plan/microbatches.hpp"
-#include "schedules/error.hpp"
 #include "schedules/lower.hpp"
 #include "schedules/validate.hpp"
 
@@ -126,11 +126,11 @@ schedules::Schedule lower_checked(const TrainOptions& o) {
   return lowered;
 }
 
-std::size_t median_step(const std::vector<schedules::Timeline>& steps) {
+std::size_t median_step(const std::vector<timelines::Timeline>& steps) {
   std::vector<std::size_t> order(steps.size());
   std::iota(order.begin(), order.end(), 0);
   std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    return schedules::makespan_ns(steps[a]) < schedules::makespan_ns(steps[b]);
+    return timelines::makespan_ns(steps[a]) < timelines::makespan_ns(steps[b]);
   });
   return order[(order.size() - 1) / 2];
 }

@@ -12,9 +12,10 @@
 #include "exec/runtime/fault.hpp"
 #include "exec/runtime/train_options.hpp"
 #include "exec/runtime/zero_shards.hpp"
+#include "models/collective.hpp"
 #include "models/model.hpp"
 #include "schedules/schedule.hpp"
-#include "schedules/timeline.hpp"
+#include "timelines/timeline.hpp"
 
 namespace gpipe::exec {
 
@@ -42,7 +43,7 @@ struct RunSettings {
   // Under ZeRO 1, this replica's share of every stage's optimizer state.
   [[nodiscard]] std::optional<ZeroShare> zero_share() const {
     if (zero == 0) return std::nullopt;
-    return ZeroShare{replicas, replica, float_bucket(kReductionBucketBytes)};
+    return ZeroShare{replicas, replica, float_bucket(models::kGradientBucketBytes)};
   }
 
   // The index of the first measured step.
@@ -88,6 +89,6 @@ template <class B>
 void check_zero(int zero, int replicas, const models::Model& model, int num_stages);
 
 // The index of the timeline of median step time (the lower median).
-[[nodiscard]] std::size_t median_step(const std::vector<schedules::Timeline>& steps);
+[[nodiscard]] std::size_t median_step(const std::vector<timelines::Timeline>& steps);
 
 }  // namespace gpipe::exec

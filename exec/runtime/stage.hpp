@@ -3,7 +3,7 @@
 // forward kept for the backward. This is where re-materialisation really
 // happens: after F of a recomputed micro-batch every stash tensor but the
 // stage's input is freed, and R rebuilds them from that input, so the rank's
-// memory account follows DESIGN.md's rules: +A_s during F, down to In_s after
+// memory account follows docs/design.md's rules: +A_s during F, down to In_s after
 // it, back to A_s in R, 0 after B; with a split backward, down to W_s (what
 // the layers' W keep) during I and to 0 during W.
 //

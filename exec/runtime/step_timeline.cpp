@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "schedules/error.hpp"
+#include "base/error.hpp"
 
 namespace gpipe::exec {
 
@@ -22,18 +22,18 @@ std::pair<schedules::Rank, Action> matching_recv(const schedules::Schedule& lowe
   return {lowered.rank_of(to), recv};
 }
 
-std::vector<schedules::MemorySample> at_action_bounds(
+std::vector<timelines::MemorySample> at_action_bounds(
     schedules::Rank rank, const std::vector<MemoryChange>& changes,
-    const schedules::Schedule& lowered, const std::vector<schedules::TimedAction>& actions) {
+    const schedules::Schedule& lowered, const std::vector<timelines::TimedAction>& actions) {
   // This rank's actions in program order: complete_step_actions emits them so.
-  std::vector<const schedules::TimedAction*> program;
+  std::vector<const timelines::TimedAction*> program;
   for (const auto& t : actions) {
-    if (t.rank == rank && t.stream != schedules::Stream::reduce) program.push_back(&t);
+    if (t.rank == rank && t.stream != timelines::Stream::reduce) program.push_back(&t);
   }
   if (program.size() != lowered.actions(rank).size()) {
     throw std::logic_error(fmt::format("rank {}: the timeline does not hold its program", rank.value));
   }
-  std::vector<schedules::MemorySample> out;
+  std::vector<timelines::MemorySample> out;
   std::int64_t bytes = 0;
   std::int64_t previous_end = 0;
   int last_index = -1;
@@ -59,15 +59,15 @@ std::vector<schedules::MemorySample> at_action_bounds(
 
 }  // namespace
 
-std::vector<schedules::TimedAction> complete_step_actions(const schedules::Schedule& lowered,
+std::vector<timelines::TimedAction> complete_step_actions(const schedules::Schedule& lowered,
                                                           const MeasuredIntervals& measured,
                                                           const MeasuredIntervals& reductions) {
-  std::vector<schedules::TimedAction> out;
+  std::vector<timelines::TimedAction> out;
   for (int r = 0; r < lowered.num_ranks; ++r) {
     const schedules::Rank rank{r};
-    std::int64_t stream_end[schedules::kNumStreams] = {0, 0, 0};
+    std::int64_t stream_end[timelines::kNumStreams] = {0, 0, 0};
     for (const Action& a : lowered.actions(rank)) {
-      const schedules::Stream stream = schedules::stream_of(a.kind);
+      const timelines::Stream stream = timelines::stream_of(a.kind);
       auto found = measured.find({rank, a});
       if (found == measured.end() && (a.kind == ActionKind::SEND_F || a.kind == ActionKind::SEND_B)) {
         found = measured.find(matching_recv(lowered, a));
@@ -86,18 +86,18 @@ std::vector<schedules::TimedAction> complete_step_actions(const schedules::Sched
     }
   }
   for (const auto& [key, interval] : reductions) {
-    out.push_back({key.second, key.first, schedules::Stream::reduce, interval.start_ns, interval.end_ns});
+    out.push_back({key.second, key.first, timelines::Stream::reduce, interval.start_ns, interval.end_ns});
   }
   return out;
 }
 
-std::vector<schedules::MemorySample> place_memory_changes(
+std::vector<timelines::MemorySample> place_memory_changes(
     schedules::Rank rank, const std::vector<MemoryChange>& changes, MemoryPlacement placement,
-    const schedules::Schedule& lowered, const std::vector<schedules::TimedAction>& actions) {
+    const schedules::Schedule& lowered, const std::vector<timelines::TimedAction>& actions) {
   if (placement == MemoryPlacement::action_bounds) {
     return at_action_bounds(rank, changes, lowered, actions);
   }
-  std::vector<schedules::MemorySample> out;
+  std::vector<timelines::MemorySample> out;
   out.reserve(changes.size());
   for (const MemoryChange& c : changes) out.push_back({rank, c.host_ns, c.bytes});
   return out;

@@ -18,7 +18,7 @@
 #include "exec/runtime/action_timer.hpp"
 #include "exec/runtime/memory_log.hpp"
 #include "schedules/schedule.hpp"
-#include "schedules/timeline.hpp"
+#include "timelines/timeline.hpp"
 
 namespace gpipe::exec {
 
@@ -26,7 +26,7 @@ namespace gpipe::exec {
 // kind runs on, then each measured data-parallel reduction (`reductions`) on
 // its rank's reduce stream. Throws RunError naming the action when a RECV has
 // no measured interval or an unmeasured SEND has no RECV to take one from.
-[[nodiscard]] std::vector<schedules::TimedAction> complete_step_actions(
+[[nodiscard]] std::vector<timelines::TimedAction> complete_step_actions(
     const schedules::Schedule& lowered, const MeasuredIntervals& measured,
     const MeasuredIntervals& reductions = {});
 
@@ -43,8 +43,8 @@ enum class MemoryPlacement : std::uint8_t {
 
 // The changes of `rank` in one step (in the order made) as samples of the
 // timeline whose actions are `actions` (complete_step_actions), in time order.
-[[nodiscard]] std::vector<schedules::MemorySample> place_memory_changes(
+[[nodiscard]] std::vector<timelines::MemorySample> place_memory_changes(
     schedules::Rank rank, const std::vector<MemoryChange>& changes, MemoryPlacement placement,
-    const schedules::Schedule& lowered, const std::vector<schedules::TimedAction>& actions);
+    const schedules::Schedule& lowered, const std::vector<timelines::TimedAction>& actions);
 
 }  // namespace gpipe::exec

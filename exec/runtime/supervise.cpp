@@ -8,8 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "base/error.hpp"
 #include "exec/runtime/termination.hpp"
-#include "schedules/error.hpp"
 
 namespace gpipe::exec {
 

@@ -1,4 +1,4 @@
-// The synthetic training data of DESIGN.md: seeded, and with a learnable
+// The synthetic training data of docs/design.md: seeded, and with a learnable
 // pattern so that the loss falls.
 //
 // mlp, unbalanced: input x ~ normal(0, 1) [H]; target t_j = 0.5 * x_{(j+1) mod H}

@@ -13,9 +13,9 @@
 #include "exec/runtime/optimizer_config.hpp"
 #include "models/model.hpp"
 #include "models/partition.hpp"
-#include "schedules/metrics.hpp"
 #include "schedules/schedule.hpp"
-#include "schedules/timeline.hpp"
+#include "timelines/metrics.hpp"
+#include "timelines/timeline.hpp"
 
 namespace gpipe::exec {
 
@@ -60,12 +60,12 @@ struct TrainResult {
   std::vector<double> losses;  // one per step: the mean per-sample loss over the mini-batch
   // Of the last measured_steps steps, the one of median step time (the lower
   // median for an even count); source the backend's name, device its hardware.
-  schedules::Timeline timeline;
+  timelines::Timeline timeline;
   int timeline_step = 0;       // which step (0-based) that is
   // Every measured step's makespan in ns, in step order: its spread is the
-  // run's noise (exec/calibration/step_noise.hpp).
+  // run's noise (calibration/step_noise.hpp).
   std::vector<std::int64_t> step_times_ns;
-  schedules::Metrics metrics;  // compute_metrics(timeline)
+  timelines::Metrics metrics;  // compute_metrics(timeline)
   // The weights after the last step: [layer][parameter] values, in model
   // order, of the stages this process holds.
   std::vector<std::vector<std::vector<float>>> weights;

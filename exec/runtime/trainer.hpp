@@ -44,9 +44,7 @@
 
 #include <fmt/format.h>
 
-#include "exec/dist/bootstrap.hpp"
-#include "exec/dist/store_process_group.hpp"
-#include "exec/dist/tcp_store.hpp"
+#include "base/error.hpp"
 #include "exec/runtime/measurement.hpp"
 #include "exec/runtime/memory_account.hpp"
 #include "exec/runtime/memory_log.hpp"
@@ -59,7 +57,6 @@
 #include "exec/runtime/termination.hpp"
 #include "exec/runtime/train_options.hpp"
 #include "exec/runtime/worker.hpp"
-#include "schedules/error.hpp"
 
 namespace gpipe::exec {
 
@@ -144,9 +141,9 @@ std::vector<double> run_workers(const TrainOptions& o, const RunSettings& settin
     for (std::size_t s = 0; s < stages.size(); ++s) {
       if (lowered.rank_of(schedules::Stage{static_cast<int>(s)}) == r) own[s] = stages[s].get();
     }
-    WorkerLinks<B> links{&run.link(), &control, &sync, &run.timer(), memory.logs[r.at()].get()};
-    if constexpr (requires { run.gradient_reducer(); }) links.reducer = run.gradient_reducer();
-    workers.push_back(std::make_unique<Worker<B>>(r, settings, std::move(own), run.device(r), links));
+    WorkerServices<B> services{&run.link(), &control, &sync, &run.timer(), memory.logs[r.at()].get()};
+    if constexpr (requires { run.gradient_reducer(); }) services.reducer = run.gradient_reducer();
+    workers.push_back(std::make_unique<Worker<B>>(r, settings, std::move(own), run.device(r), services));
   }
   std::vector<std::function<void()>> bodies;
   for (auto& worker : workers) bodies.emplace_back([w = worker.get()] { w->run(); });
@@ -212,7 +209,7 @@ template <class B>
     return out;
   }
   result.losses = losses;
-  schedules::TimelineInfo info = schedules::info_of(lowered);
+  timelines::TimelineInfo info = timelines::info_of(lowered);
   info.source = std::string(B::kName);
   info.device = run.device_name();
   info.batch_size = o.batch;
@@ -264,14 +261,6 @@ template <class B>
   return train_placed<B>(o, backend_options, where);
 }
 
-// How long a process waits at the store (a step's barrier, the other ranks'
-// parts): the watchdog's time, and at least 30 s for a slow start. A store's
-// wait cannot be woken by an abort, so a process whose peer failed leaves it
-// after this long, with an error naming the wait.
-[[nodiscard]] inline std::chrono::milliseconds store_timeout(double watchdog_seconds) {
-  return std::chrono::milliseconds(static_cast<std::int64_t>(std::max(30.0, watchdog_seconds) * 1000));
-}
-
 // Throws InputError when a launch of `world_size` processes (by `launcher`)
 // does not fit the schedule: one process per rank of every replica.
 inline void check_launch_fits(const TrainOptions& o, int world_size, const std::string& launcher) {
@@ -307,30 +296,6 @@ template <class B>
   where.local = {schedules::Rank{group.rank()}};
   where.group = &group;
   return trainer_detail::run_placed<B>(o, settings, backend_options, where);
-}
-
-// One rank per process, this one's from the launcher (`launch`), meeting at
-// the rendezvous store that rank 0 serves at MASTER_ADDR:MASTER_PORT. Throws
-// InputError when the launch does not fit the schedule.
-template <class B>
-[[nodiscard]] Trained<B> train_as_process(const TrainOptions& o, const typename B::Options& backend_options,
-                                          const LaunchInfo& launch) {
-  check_train_options(o, B::kName, runs_split_backward<B>());
-  (void)lower_checked(o);
-  // Replicas need the backend's reducer (the CUDA backend's: NCCL's);
-  // tensor parallelism and ZeRO run on --backend cpu over MPI alone.
-  constexpr bool reduces = requires(typename B::Run& run) { run.gradient_reducer(); };
-  if ((o.schedule.data_parallel > 1 && !reduces) || o.tensor_parallel > 1 || o.zero > 0) {
-    throw InputError(fmt::format("--data-parallel {} --tensor-parallel {} --zero {}: the {} backend has no such "
-                                 "collectives between processes yet (--backend cpu runs them over MPI)",
-                                 o.schedule.data_parallel, o.tensor_parallel, o.zero, B::kName));
-  }
-  check_launch_fits(o, launch.world_size, launch.launcher);
-  B::require_available();  // before waiting for the other processes
-  TcpStore store(launch.master_addr, launch.master_port, launch.rank == 0,
-                 store_timeout(o.watchdog_seconds));
-  StoreProcessGroup group(store, launch.rank, launch.world_size, o.schedule.num_ranks);
-  return train_in_group<B>(o, backend_options, group);
 }
 
 }  // namespace gpipe::exec

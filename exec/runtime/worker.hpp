@@ -43,10 +43,11 @@
 
 #include <fmt/format.h>
 
+#include "base/error.hpp"
 #include "exec/runtime/aborted.hpp"
-#include "exec/runtime/gradient_reducer.hpp"
 #include "exec/runtime/action_mark.hpp"
 #include "exec/runtime/action_timer.hpp"
+#include "exec/runtime/gradient_reducer.hpp"
 #include "exec/runtime/link.hpp"
 #include "exec/runtime/memory_log.hpp"
 #include "exec/runtime/message_slots.hpp"
@@ -55,15 +56,16 @@
 #include "exec/runtime/step_sync.hpp"
 #include "exec/runtime/storage_pool.hpp"
 #include "exec/runtime/synthetic_data.hpp"
-#include "schedules/error.hpp"
 #include "schedules/schedule.hpp"
 #include "schedules/tied_gradient.hpp"
 
 namespace gpipe::exec {
 
-// What a worker shares with the other workers and the trainer.
+// The run's services a worker uses, shared with the other workers and the
+// trainer: the link, the run control, the step barrier, the action timer, the
+// memory log and, with replicas, the gradient reducer.
 template <class B>
-struct WorkerLinks {
+struct WorkerServices {
   Link<typename B::Tensor, typename B::Message>* link = nullptr;
   RunControl* control = nullptr;
   StepSync* sync = nullptr;
@@ -83,12 +85,12 @@ class Worker {
 
   // `stages` is indexed by stage: the rank's own stages, nullptr elsewhere.
   Worker(schedules::Rank rank, const RunSettings& settings, std::vector<Stage*> stages,
-         Device& device, WorkerLinks<B> links)
+         Device& device, WorkerServices<B> services)
       : rank_(rank),
         settings_(settings),
         stages_(std::move(stages)),
         device_(device),
-        links_(links),
+        services_(services),
         program_(settings.schedule->actions(rank)),
         task_(*settings.model, settings.seed),
         first_(stages_.front() != nullptr),
@@ -101,7 +103,7 @@ class Worker {
     // after an abort the link first ends what the device may wait for.
     if (!completed) {
       try {
-        links_.link->finish_abort();
+        services_.link->finish_abort();
       } catch (...) {  // the run has failed already; draining is all that is left
       }
     }
@@ -111,7 +113,7 @@ class Worker {
     slots_.clear();
     clear_step_data();
     if (!completed) give_back_memory();
-    links_.control->exit_worker(rank_, completed);
+    services_.control->exit_worker(rank_, completed);
   }
 
  private:
@@ -119,7 +121,7 @@ class Worker {
   // quietly (another rank or the watchdog has the run's error); any other
   // exception becomes the run's error, naming this rank and where it was.
   [[nodiscard]] bool run_steps() noexcept {
-    RunControl& control = *links_.control;
+    RunControl& control = *services_.control;
     int step = 0;
     try {
       device_.enter_thread();
@@ -167,28 +169,28 @@ class Worker {
   }
 
   void run_step(int step) {
-    RunControl& control = *links_.control;
+    RunControl& control = *services_.control;
     current_ = -1;
     prepare_data(step);
     control.enter_barrier(rank_, step);
-    const auto start = links_.sync->arrive(step);
+    const auto start = services_.sync->arrive(step);
     control.note_progress();
     const int slot = step >= settings_.first_measured_step() ? step - settings_.first_measured_step() : -1;
     if (slot >= 0) {
-      links_.timer->start_step(rank_, slot, start);
-      links_.memory->start_step(start);
+      services_.timer->start_step(rank_, slot, start);
+      services_.memory->start_step(start);
     }
     for (std::size_t i = 0; i < program_.size(); ++i) {
       control.throw_if_aborted();
       current_ = static_cast<int>(i);
       control.enter_action(rank_, step, current_);
-      links_.memory->set_action(current_);
+      services_.memory->set_action(current_);
       execute({rank_, slot, i, program_[i]}, step);
-      if (links_.reducer != nullptr) links_.reducer->progress();
+      if (services_.reducer != nullptr) services_.reducer->progress();
       control.note_progress();
     }
     current_ = -1;
-    links_.memory->set_action(-1);
+    services_.memory->set_action(-1);
     slots_.expect_empty();
     device_.finish_step(control);
     if (last_) publish_loss(step);
@@ -230,14 +232,14 @@ class Worker {
     double sum = 0;
     for (const Tensor& loss : losses_) sum += device_.sum(loss);
     losses_.clear();
-    if (links_.reducer != nullptr) sum = links_.reducer->sum(sum);
-    links_.control->publish_loss(step, sum / static_cast<double>(settings_.global_batch()));
+    if (services_.reducer != nullptr) sum = services_.reducer->sum(sum);
+    services_.control->publish_loss(step, sum / static_cast<double>(settings_.global_batch()));
   }
 
   void execute(const ActionMark& mark, int step) {
     const schedules::Action& a = mark.action;
     if (settings_.fault && settings_.fault->rank == rank_ && settings_.fault->action == a) {
-      if (settings_.fault->kind == FaultInjection::Kind::stall) links_.control->stall(rank_);
+      if (settings_.fault->kind == FaultInjection::Kind::stall) services_.control->stall(rank_);
       if (settings_.fault->kind == FaultInjection::Kind::out_of_memory) throw std::bad_alloc();
       throw RunError("injected fault");
     }
@@ -256,7 +258,7 @@ class Worker {
         weight_backward(mark);
         break;
       case schedules::ActionKind::R: {
-        const TimedScope timed(links_.timer, mark);
+        const TimedScope timed(services_.timer, mark);
         stage(a.stage).recompute(a.microbatch.value, target(a));
         break;
       }
@@ -275,11 +277,11 @@ class Worker {
       case schedules::ActionKind::STEP: {
         Tensor& partner = tied_received_[a.stage.at()];
         {
-          const TimedScope timed(links_.timer, mark);
+          const TimedScope timed(services_.timer, mark);
           stage(a.stage).step(partner.empty() ? nullptr : &partner);
           // ZeRO 1: this replica updated its share; the step ends when every
           // replica has every share (sim/data_parallel.hpp prices it so).
-          if (settings_.zero > 0) links_.reducer->gather(a.stage, stage(a.stage).values());
+          if (settings_.zero > 0) services_.reducer->gather(a.stage, stage(a.stage).values());
         }
         partner = Tensor();
         break;
@@ -291,23 +293,23 @@ class Worker {
       // that over the replicas too, so that STEP adds two sums.
       case schedules::ActionKind::REDUCE_GRAD: {
         const bool tied = schedules::is_tied_exchange(*settings_.schedule, a);
-        if (!tied && links_.reducer == nullptr) unsupported(a);
-        const TimedScope timed(links_.timer, mark);
+        if (!tied && services_.reducer == nullptr) unsupported(a);
+        const TimedScope timed(services_.timer, mark);
         if (tied) post_tied_gradient(mark, step);
-        if (links_.reducer != nullptr) start_reduction(mark);
+        if (services_.reducer != nullptr) start_reduction(mark);
         break;
       }
       case schedules::ActionKind::WAIT_REDUCE_GRAD: {
         const bool tied = schedules::is_tied_exchange(*settings_.schedule, a);
-        if (!tied && links_.reducer == nullptr) unsupported(a);
-        if (links_.reducer != nullptr) wait_reduction(mark);
+        if (!tied && services_.reducer == nullptr) unsupported(a);
+        if (services_.reducer != nullptr) wait_reduction(mark);
         if (tied) wait_tied_gradient(mark, step);
         // From the arrival (of the sums, of the other end's copy) on: the
         // wait is idle, as a receive's is. With replicas the other end's
         // copy is then summed over them, this action's own work (the
         // simulator prices it as an all-reduce of the matrix).
-        const TimedScope timed(links_.timer, mark);
-        if (tied && links_.reducer != nullptr) links_.reducer->sum_in_place(tied_received_[a.stage.at()]);
+        const TimedScope timed(services_.timer, mark);
+        if (tied && services_.reducer != nullptr) services_.reducer->sum_in_place(tied_received_[a.stage.at()]);
         break;
       }
       case schedules::ActionKind::WAIT_SEND_F:
@@ -337,7 +339,7 @@ class Worker {
     if (to == rank_) {
       slots_.put(tag, device_.local(std::move(copy)));
     } else {
-      links_.link->send(rank_, to, tag, std::move(copy), untimed(mark));
+      services_.link->send(rank_, to, tag, std::move(copy), untimed(mark));
     }
   }
 
@@ -345,7 +347,7 @@ class Worker {
     const schedules::Stage partner = *schedules::tied_partner(*settings_.schedule, mark.action.stage);
     const schedules::Rank from = settings_.schedule->rank_of(partner);
     const MessageTag tag{step, MessageKind::tied_gradient, partner, schedules::Microbatch{0}};
-    if (from != rank_) slots_.put(tag, links_.link->receive(rank_, from, tag, untimed(mark)));
+    if (from != rank_) slots_.put(tag, services_.link->receive(rank_, from, tag, untimed(mark)));
     tied_received_[mark.action.stage.at()] = take(tag, mark.action);
   }
 
@@ -357,15 +359,15 @@ class Worker {
   // the moment its end was seen, as the simulator's reduce stream shows it.
   void start_reduction(const ActionMark& mark) {
     Stage& st = stage(mark.action.stage);
-    links_.reducer->start(mark.action.stage, st.gradients());
+    services_.reducer->start(mark.action.stage, st.gradients());
     reduction_marks_[mark.action.stage.at()] = mark;
   }
 
   void wait_reduction(const ActionMark& mark) {
-    const auto times = links_.reducer->wait(mark.action.stage);
+    const auto times = services_.reducer->wait(mark.action.stage);
     const ActionMark& started = reduction_marks_[mark.action.stage.at()];
-    if (started.measured() && links_.timer != nullptr) {
-      links_.timer->record_reduction(started, times.start, times.end);
+    if (started.measured() && services_.timer != nullptr) {
+      services_.timer->record_reduction(started, times.start, times.end);
     }
   }
 
@@ -385,7 +387,7 @@ class Worker {
                               a);
     Tensor output;
     {
-      const TimedScope timed(links_.timer, mark);
+      const TimedScope timed(services_.timer, mark);
       output = st.forward(a.microbatch.value, std::move(input), target(a));
     }
     if (st.is_last()) {
@@ -410,7 +412,7 @@ class Worker {
     const Tensor& grad_output = st.is_last() ? loss_gradients_.at(m) : received;
     Tensor grad_input;
     {
-      const TimedScope timed(links_.timer, mark);
+      const TimedScope timed(services_.timer, mark);
       grad_input = a.kind == schedules::ActionKind::I ? st.input_backward(a.microbatch.value, grad_output)
                                                       : st.backward(a.microbatch.value, grad_output);
     }
@@ -429,7 +431,7 @@ class Worker {
   void weight_backward(const ActionMark& mark) {
     Stage& st = stage(mark.action.stage);
     {
-      const TimedScope timed(links_.timer, mark);
+      const TimedScope timed(services_.timer, mark);
       st.weight_backward(mark.action.microbatch.value);
     }
     if (settings_.check_finite) {
@@ -439,12 +441,12 @@ class Worker {
 
   // SEND: what this rank produced under `tag` goes to rank `to`.
   void send(const ActionMark& mark, const MessageTag& tag, schedules::Rank to) {
-    links_.link->send(rank_, to, tag, take(tag, mark.action), mark);
+    services_.link->send(rank_, to, tag, take(tag, mark.action), mark);
   }
 
   // RECV: the message `tag` from rank `from`, into its slot until its consumer takes it.
   void receive(const ActionMark& mark, const MessageTag& tag, schedules::Rank from) {
-    slots_.put(tag, links_.link->receive(rank_, from, tag, mark));
+    slots_.put(tag, services_.link->receive(rank_, from, tag, mark));
   }
 
   // The tensor of `tag`, usable by the compute that follows.
@@ -469,7 +471,7 @@ class Worker {
   const RunSettings& settings_;
   std::vector<Stage*> stages_;
   Device& device_;
-  WorkerLinks<B> links_;
+  WorkerServices<B> services_;
   const std::vector<schedules::Action>& program_;
   SyntheticTask task_;
   bool first_ = false;  // holds stage 0, which reads the inputs

@@ -19,7 +19,7 @@
 
 #include <fmt/format.h>
 
-#include "schedules/error.hpp"
+#include "base/error.hpp"
 #include "schedules/generators/multi_stage.hpp"
 #include "schedules/generators/skeleton.hpp"
 

@@ -1,7 +1,7 @@
 // Generators of the families that put several stages on a rank (V =
 // ScheduleOptions::stages_per_rank, --stages-per-rank), each the
 // compute order of PyTorch 2.15's torch.distributed.pipelining schedule of
-// the same name, rank by rank (tests/schedules/torch_conformance_test.cpp
+// the same name, rank by rank (tests/interop/torch_conformance_test.cpp
 // holds them to torch's own listings). Each family's file draws its table.
 //
 // | name             | torch                 | V          | placement     | torch refuses          |

@@ -10,7 +10,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "schedules/error.hpp"
+#include "base/error.hpp"
 
 namespace gpipe::schedules {
 namespace {

@@ -12,7 +12,7 @@
 //   5. drain:     the W's put off in phase 2, filling the bubbles of the tail.
 //
 // Each kind runs in micro-batch order, and at most warmup + growing
-// micro-batches are in flight: a W frees what its F kept (DESIGN.md's memory
+// micro-batches are in flight: a W frees what its F kept (docs/design.md's memory
 // rule), so this count is the activation memory, in units of one stage's.
 #pragma once
 

@@ -32,11 +32,11 @@ class StageCosts final : public CostModel {
 // With a profile's contention (sim/contention.hpp), as training does: replay,
 // count for every forward the ranks computing beside it, stretch it by the
 // slowdown there, and replay again, kContentionReplays times in all.
-StreamRun replay_contended(const CostModel& costs, const LinkModel& link, int num_stages, const Workload& w,
+ServingRun replay_contended(const CostModel& costs, const LinkModel& link, int num_stages, const Workload& w,
                            const std::vector<std::int64_t>& state, bool record,
                            std::span<const profiles::ContentionPoint> points) {
   if (points.empty() || num_stages < 2) return replay(costs, link, num_stages, w, state, record);
-  StreamRun run = replay(costs, link, num_stages, w, state, true);
+  ServingRun run = replay(costs, link, num_stages, w, state, true);
   for (int i = 1; i < kContentionReplays; ++i) {
     std::unordered_map<std::uint64_t, double> factors = busy_peers(run.timeline);
     for (auto& [key, peers] : factors) peers = 1 + contention_slowdown(points, peers);
@@ -53,22 +53,22 @@ StochasticResult run_jittered(const Prediction& p, const CostModel& base, const 
   StochasticResult out{.cv = j.cv, .runs = j.runs, .seed = j.seed};
   std::vector<double> step_us, throughput;
   // Every run's items, for the latency percentiles (its rank totals are unused).
-  StreamRun pooled;
+  ServingRun pooled;
   const auto K = static_cast<std::size_t>(p.plan.partition.num_stages());
   pooled.busy_ns.assign(K, 0);
   pooled.peak_bytes.assign(K, 0);
   pooled.state_bytes.assign(K, 0);
   for (int i = 0; i < j.runs; ++i) {
     const JitteredCosts costs(base, j.cv, j.seed + static_cast<std::uint64_t>(i));
-    StreamRun run = replay_contended(costs, link, p.plan.partition.num_stages(), sc.workload, state, false, points);
-    const schedules::StreamMetrics m = schedules::compute_stream_metrics(run, sc.workload.in_flight, p.plan.micro_batch_size, {});
+    ServingRun run = replay_contended(costs, link, p.plan.partition.num_stages(), sc.workload, state, false, points);
+    const timelines::ServingMetrics m = timelines::compute_serving_metrics(run, sc.workload.in_flight, p.plan.micro_batch_size, {});
     step_us.push_back(m.step_time_us);
     throughput.push_back(m.throughput_items_per_s);
     pooled.items.insert(pooled.items.end(), run.items.begin(), run.items.end());
   }
   out.step_time_us = spread_of(std::move(step_us));
   out.throughput_items_per_s = spread_of(std::move(throughput));
-  out.latency = schedules::compute_stream_metrics(pooled, sc.workload.in_flight, p.plan.micro_batch_size, {}).latency;
+  out.latency = timelines::compute_serving_metrics(pooled, sc.workload.in_flight, p.plan.micro_batch_size, {}).latency;
   return out;
 }
 
@@ -87,9 +87,9 @@ Prediction predict(const profiles::Profile& profile, const Scenario& sc, bool re
   const StageCosts costs(p.plan.stages);
   p.run = replay_contended(costs, link, p.plan.partition.num_stages(), sc.workload, state, record_timeline,
                            profile.contention);
-  p.metrics = schedules::compute_stream_metrics(p.run, sc.workload.in_flight, p.plan.micro_batch_size, p.plan.static_bytes);
+  p.metrics = timelines::compute_serving_metrics(p.run, sc.workload.in_flight, p.plan.micro_batch_size, p.plan.static_bytes);
   if (record_timeline) {
-    p.run.timeline.info = schedules::stream_info(p.plan.partition.num_stages(), sc.workload.requests,
+    p.run.timeline.info = timelines::serving_info(p.plan.partition.num_stages(), sc.workload.requests,
                                                  p.plan.micro_batch_size, "sim", profile.device, p.plan.static_bytes);
   }
   if (sc.conditions.jitter.cv > 0) p.stochastic = run_jittered(p, costs, link, sc, state, profile.contention);

@@ -9,17 +9,17 @@
 
 #include "plan/inference_plan.hpp"
 #include "profiles/profile.hpp"
-#include "schedules/stream_metrics.hpp"
+#include "schedules/serving_workload.hpp"
 #include "sim/inference/replay.hpp"
-#include "schedules/stream_workload.hpp"
 #include "sim/scenario.hpp"
 #include "sim/stochastic.hpp"
+#include "timelines/serving_metrics.hpp"
 
 namespace gpipe::sim::inference {
 
-using schedules::Latency;
-using schedules::RankLoad;
-using schedules::StreamMetrics;
+using timelines::Latency;
+using timelines::RankLoad;
+using timelines::ServingMetrics;
 
 struct Scenario {
   plan::InferenceRequest request;
@@ -44,8 +44,8 @@ struct Prediction {
   plan::InferencePlan plan;
   double link_latency_us = 0;
   double link_bandwidth_GBps = 0;
-  StreamRun run;  // its timeline's info filled when recorded
-  schedules::StreamMetrics metrics;
+  ServingRun run;  // its timeline's info filled when recorded
+  timelines::ServingMetrics metrics;
   std::optional<StochasticResult> stochastic;
 };
 

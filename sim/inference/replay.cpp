@@ -6,23 +6,23 @@
 
 #include <fmt/format.h>
 
-#include "schedules/error.hpp"
+#include "base/error.hpp"
 
 namespace gpipe::sim::inference {
 namespace {
 
-using schedules::MemoryChange;
-using schedules::peak_of;
+using timelines::MemoryChange;
+using timelines::peak_of;
 using schedules::Action;
 using schedules::ActionKind;
 using schedules::Microbatch;
 using schedules::Rank;
 using schedules::Stage;
-using schedules::Stream;
+using timelines::Stream;
 
 }  // namespace
 
-StreamRun replay(const CostModel& costs, const LinkModel& links, int num_stages, const Workload& workload,
+ServingRun replay(const CostModel& costs, const LinkModel& links, int num_stages, const Workload& workload,
            std::span<const std::int64_t> state_bytes, bool record) {
   if (num_stages < 1) throw std::invalid_argument("inference::replay: no stages");
   if (!state_bytes.empty() && std::cmp_not_equal(state_bytes.size(), num_stages)) {
@@ -37,7 +37,7 @@ StreamRun replay(const CostModel& costs, const LinkModel& links, int num_stages,
   const std::size_t R = arrivals.size();
   const auto B = static_cast<std::size_t>(workload.in_flight);
 
-  StreamRun run;
+  ServingRun run;
   run.items.resize(R);
   run.busy_ns.assign(K, 0);
   run.state_bytes.assign(K, 0);

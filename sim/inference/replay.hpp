@@ -14,7 +14,7 @@
 // runs its items in order and every link is a FIFO, items complete in order,
 // and "fewer than B in flight" is exactly "item r - B has completed".
 //
-// Memory of a rank (its activation bytes, DESIGN.md "Inference"): from the
+// Memory of a rank (its activation bytes, docs/design.md "Inference"): from the
 // stream's start, the state its layers keep for each of the min(B, R)
 // streams in flight (the profile's state_bytes); an item's input from the
 // arrival of its message until its forward ends (stage 0's input is the
@@ -28,25 +28,25 @@
 #include <span>
 #include <vector>
 
-#include "schedules/stream.hpp"
+#include "schedules/serving_workload.hpp"
 #include "sim/cost_model.hpp"
-#include "schedules/stream_workload.hpp"
 #include "sim/link_model.hpp"
+#include "timelines/serving_run.hpp"
 
 namespace gpipe::sim::inference {
 
-using schedules::ItemTimes;
+using timelines::ItemTimes;
 using schedules::Workload;
 using schedules::arrival_times_ns;
 using schedules::validate_workload;
 using schedules::kMaxForwards;
-using schedules::StreamRun;
+using timelines::ServingRun;
 
 // `state_bytes[s]`: the state stage s keeps for one stream (empty: none).
 // Throws InputError for a workload validate() refuses or R x K past
 // kMaxForwards, and std::invalid_argument
 // for num_stages < 1 or state_bytes of the wrong length.
-[[nodiscard]] StreamRun replay(const CostModel& costs, const LinkModel& links, int num_stages, const Workload& workload,
+[[nodiscard]] ServingRun replay(const CostModel& costs, const LinkModel& links, int num_stages, const Workload& workload,
                          std::span<const std::int64_t> state_bytes, bool record);
 
 }  // namespace gpipe::sim::inference

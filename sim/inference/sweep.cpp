@@ -4,8 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "base/error.hpp"
 #include "models/partition.hpp"
-#include "schedules/error.hpp"
 
 namespace gpipe::sim::inference {
 namespace {
@@ -83,7 +83,7 @@ std::string sweep_csv_row(const SweepRow& r, std::optional<double> latency_limit
     return fmt::format("{},{},{},,,skipped,{},,,,,,,,,,,,,\n", r.stages, r.in_flight, r.micro_batch_size,
                        quoted(r.skipped));
   }
-  const schedules::StreamMetrics& m = r.metrics;
+  const timelines::ServingMetrics& m = r.metrics;
   double utilization_max = 0;
   for (const RankLoad& load : m.ranks) utilization_max = std::max(utilization_max, load.utilization);
   return fmt::format("{},{},{},{},{},ok,,{},{},{},{},{},{},{},{},{},{},{},{},{}\n", r.stages, r.in_flight,

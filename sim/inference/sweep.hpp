@@ -27,7 +27,7 @@ struct SweepRow {
   int in_flight = 0;
   int micro_batch_size = 0;
   std::string skipped;  // why the configuration cannot exist; empty when it ran
-  schedules::StreamMetrics metrics;
+  timelines::ServingMetrics metrics;
   std::int64_t peak_memory_bytes = 0;  // the largest rank's peak activations, state and weights
   std::string partition;
 

@@ -1,6 +1,6 @@
 // The CPU backend's elementwise and row kernels, one at a time, at the shapes
 // of transformer:layers=4,hidden=256,heads=4,seq=128 with micro-batches of 16
-// and of 2 samples (issue 15): bytes_per_second is the kernel's own traffic
+// and of 2 samples: bytes_per_second is the kernel's own traffic
 // (its inputs read and outputs written once), so a kernel far below the
 // machine's memory bandwidth is compute-bound and a candidate for SIMD.
 #include <benchmark/benchmark.h>

@@ -1,4 +1,4 @@
-// The planner's speed goal (issue 26): a plan for N = 1024 GPUs over every
+// The planner's speed goal: a plan for N = 1024 GPUs over every
 // valid configuration within 10 s. sim::plan_cluster for Llama 3 70B at
 // 4,096 tokens (a global batch of 1,024 sequences) and Llama 3.1 405B at
 // 8,192 (2,048 sequences) on H100s, 8 a node:

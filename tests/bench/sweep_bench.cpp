@@ -2,7 +2,7 @@
 // transformer profile (50 layers with the embedding and the head), with 1
 // and 2 worker threads.
 //
-// BM_Sweep_K32_M256: the sweep of issue 3, K 1..32 x M 1..256, N = 256,
+// BM_Sweep_K32_M256: the first sweep gpipe was asked for, K 1..32 x M 1..256, N = 256,
 // GPipe: 8,192 configurations, every one simulated.
 //
 // BM_Sweep_Families_M256: the same K and M, N = 256, for the nine generated

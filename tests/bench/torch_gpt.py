@@ -1,4 +1,4 @@
-"""PyTorch eager yardstick for gpipe's CPU executor (issue 15): the GPT of
+"""PyTorch eager yardstick for gpipe's CPU executor: the GPT of
 gpipe's transformer spec, trained whole steps (forward, backward, AdamW) on
 random tokens, fp32. Torch is a yardstick, never a dependency: run this with
 an interpreter that has it (a scratch virtual environment outside the project);

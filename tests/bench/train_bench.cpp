@@ -1,5 +1,5 @@
 // Training throughput of the CPU executor, in samples per second
-// (items_per_second), at issue 15's configurations: GPT models of the
+// (items_per_second), at the configurations torch is compared on (scripts/compare-torch): GPT models of the
 // transformer spec, batch 16, whole steps (forward, backward, AdamW).
 //   K=1 (M=1), for transformer:layers=4,hidden=64,heads=4,seq=32 and
 //   transformer:layers=4,hidden=256,heads=4,seq=128;

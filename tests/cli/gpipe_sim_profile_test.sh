@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # gpipe-sim profile as a user runs it: the file it writes, its one-line
-# summary, and the LIST syntax of DESIGN.md (1,2,4 / 1..64 / 1..4,8) with one
+# summary, and the LIST syntax of docs/design.md (1,2,4 / 1..64 / 1..4,8) with one
 # clear error line and exit 2 for every bad list, device, dtype or spec.
 # Usage: gpipe_sim_profile_test.sh GPIPE_SIM
 set -u

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # gpipe-sim run and sweep as a user runs them: the default profile, the
 # table, --json, --trace, the sweep CSV, and one clear error line with exit 2
-# for every bad input of DESIGN.md's rule. Usage: gpipe_sim_run_test.sh GPIPE_SIM
+# for every bad input of docs/design.md's rule. Usage: gpipe_sim_run_test.sh GPIPE_SIM
 set -u
 sim=$1
 source "$(dirname "$0")/lib.sh"
@@ -13,7 +13,7 @@ expect_out "transformer-48L-h2048-h100.json (analytic, NVIDIA H100 80GB HBM3, bf
 expect_out "bubble          "
 expect_out "analytic (K-1)/(M+K-1): 27.27 %"
 
-# A hand-made profile: 2 layers, one per stage; --json carries DESIGN.md's metric keys.
+# A hand-made profile: 2 layers, one per stage; --json carries docs/design.md's metric keys.
 expect_status 0 "$sim" run --profile $data/valid_two_layers.json -K 2 -M 4 -N 8 --json --trace "$tmp/t.json"
 for key in step_time_us bubble_fraction bubble_fraction_analytic throughput_samples_per_s busy_us \
            utilization peak_activation_bytes static_bytes; do

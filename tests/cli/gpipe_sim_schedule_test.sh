@@ -10,7 +10,7 @@ expect_status 0 "$sim" schedule --schedule gpipe --stages 4 --microbatches 8 --f
 grep -q '^   3  0F3     1F2     2F1     3F0$' "$tmp/out" || fail "gpipe grid row 3: $(cat "$tmp/out")"
 grep -q '^  21  0B0$' "$tmp/out" || fail "gpipe grid ends at step 21"
 
-# JSON is the DESIGN.md document; check reads it back as valid.
+# JSON is the docs/design.md document; check reads it back as valid.
 for schedule in gpipe 1f1b zb-h1 zb-h2; do
   for k in 1 3 4; do
     for m in 1 2 8; do
@@ -122,7 +122,7 @@ expect_status 0 "$sim" schedule --schedule gpipe -K 20000 -M 1 --format csv
 [ "$(wc -l <"$tmp/out")" -eq 20000 ] || fail "the CSV of K=20000 has $(wc -l <"$tmp/out") lines"
 
 # What a format cannot hold is refused before the schedule is built: in 256
-# MiB, where building K = M = 1000 lowered took 1 GB (issue 23).
+# MiB, where building K = M = 1000 lowered took 1 GB.
 small() { bash -c 'ulimit -v 262144 && exec "$@"' small "$@"; }
 [ -n "${GPIPE_SANITIZED:-}" ] && small() { "$@"; }  # ASan's shadow memory needs more
 expect_status 2 small "$sim" schedule -K 1000 -M 1000 --format csv --lowered --recompute always

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 14's examples, each as a hostile or careless user would type it: every
+# Examples, each as a hostile or careless user would type it: every
 # one ends in one clear line on stderr with the right exit status (2 for bad
 # input, 1 for a failed run), under a 4 GiB address-space limit (not in the
 # sanitize build, whose shadow memory needs more address space). Each one's

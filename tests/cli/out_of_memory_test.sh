@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Running out of memory (issue 23) under an address-space limit, in a
+# Running out of memory under an address-space limit, in a
 # subshell: on a rank's thread of gpipe-run train and on a pool thread of
 # gpipe-sim sweep, it ends in one line on stderr and exit status 1, never in
 # std::terminate (exit 134) or a hang. Not in the sanitize build, whose shadow

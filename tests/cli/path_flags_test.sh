@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every flag and argument of both tools that names a file (cli/path_flag.hpp):
+# Every flag and argument of both tools that names a file (tools/common/path_flag.hpp):
 # an empty name is bad usage (exit 2, one line naming the flag), where it used
 # to read as "no file" (gpipe-sim run --trace '' wrote nothing and exited 0);
 # an output path that cannot be written fails before the work, not after it.

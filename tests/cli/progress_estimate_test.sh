@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Long work says how long it will take (issue 23): gpipe-run train --steps
+# Long work says how long it will take: gpipe-run train --steps
 # 100000000 and gpipe-run profile --repeats 100000 print one estimate line on
 # stderr after a second of work, in a log too (stderr is a file here), and
 # no bar there (no carriage return); they are stopped once it is seen. Short
-# work prints no estimate. The line's arithmetic is tests/cli/progress_test.cpp's.
+# work prints no estimate. The line's arithmetic is tests/tools/progress_test.cpp's.
 # Usage: progress_estimate_test.sh GPIPE_SIM GPIPE_RUN
 source "$(dirname "$0")/lib.sh"
 run=$2

@@ -1,8 +1,8 @@
 // Reading a rank's place in a multi-process run from the launcher's environment.
 #include <gtest/gtest.h>
 
+#include "base/error.hpp"
 #include "exec/dist/bootstrap.hpp"
-#include "schedules/error.hpp"
 #include "tests/error_of.hpp"
 
 namespace gpipe::exec {

@@ -573,7 +573,7 @@ class WorkerHarness {
       }
       workers_.push_back(std::make_unique<Worker<FakeBackend>>(
           Rank{r}, settings_, std::move(own), *devices_[ri],
-          WorkerLinks<FakeBackend>{&link_, &control_, &barrier_, &timer_, memory_[ri].get()}));
+          WorkerServices<FakeBackend>{&link_, &control_, &barrier_, &timer_, memory_[ri].get()}));
     }
     for (auto& worker : workers_) threads_.emplace_back([w = worker.get()] { w->run(); });
     guard_ = std::thread([this] {

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "schedules/error.hpp"
+#include "base/error.hpp"
 #include "tests/error_of.hpp"
 
 namespace gpipe::exec {

@@ -149,7 +149,7 @@ TEST(HostTimer, ACollectiveIsFiledUnderTheActionOpenOnItsRank) {
   timer.end(mark(1, 0, 0, "1F0"));
   timer.record_collective(Rank{1}, "all-reduce", 64, after(9), after(10));  // after the end: not kept
   EXPECT_EQ(timer.collectives(0),
-            (std::vector<schedules::CollectiveSpan>{{Rank{1}, parse_action("1F0"), "all-reduce", 64, 3'000, 5'000},
+            (std::vector<timelines::CollectiveSpan>{{Rank{1}, parse_action("1F0"), "all-reduce", 64, 3'000, 5'000},
                                                     {Rank{1}, parse_action("1F0"), "all-reduce", 128, 7'000, 7'000}}));
   timer.start_step(Rank{1}, 0, origin);  // a new start of the slot forgets them
   EXPECT_TRUE(timer.collectives(0).empty());

@@ -11,9 +11,9 @@
 
 #include <gtest/gtest.h>
 
+#include "base/error.hpp"
 #include "exec/runtime/synthetic_data.hpp"
 #include "models/model_spec.hpp"
-#include "schedules/error.hpp"
 #include "tests/error_of.hpp"
 
 namespace gpipe::exec {

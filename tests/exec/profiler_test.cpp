@@ -1,6 +1,6 @@
 // The CPU profiler: the bytes it MEASURES equal the model description's
 // (models::bytes_at) exactly, every layer kind included; times are positive;
-// the profile is a valid DESIGN.md profile that round-trips and that the
+// the profile is a valid profile (docs/profiles.md) that round-trips and that the
 // simulator runs. Tiny models and few repeats: no test asserts a speed.
 #include "exec/cpu/profiler.hpp"
 

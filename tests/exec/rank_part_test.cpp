@@ -11,10 +11,10 @@
 #include <thread>
 #include <vector>
 
+#include "base/error.hpp"
 #include "exec/dist/rank_part.hpp"
 #include "exec/dist/tcp_store.hpp"
 #include "schedules/action.hpp"
-#include "schedules/error.hpp"
 
 namespace gpipe::exec {
 namespace {

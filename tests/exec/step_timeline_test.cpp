@@ -6,8 +6,8 @@
 
 #include <algorithm>
 
+#include "base/error.hpp"
 #include "exec/runtime/step_timeline.hpp"
-#include "schedules/error.hpp"
 #include "schedules/generate.hpp"
 #include "schedules/lower.hpp"
 
@@ -18,7 +18,7 @@ using schedules::Action;
 using schedules::ActionKind;
 using schedules::make_action;
 using schedules::Rank;
-using schedules::Stream;
+using timelines::Stream;
 
 schedules::Schedule lowered_gpipe(int k, int m) {
   return schedules::lower(schedules::generate_gpipe({.num_ranks = k, .num_microbatches = m}));
@@ -51,7 +51,7 @@ TEST(StepTimeline, EveryActionInProgramOrderOnItsStream) {
     for (const Action& a : s.actions(Rank{r})) {
       EXPECT_EQ(actions[k].action, a);
       EXPECT_EQ(actions[k].rank, Rank{r});
-      EXPECT_EQ(actions[k].stream, schedules::stream_of(a.kind));
+      EXPECT_EQ(actions[k].stream, timelines::stream_of(a.kind));
       ++k;
     }
   }
@@ -135,7 +135,7 @@ TEST(StepTimeline, OnTheHostMemoryChangesStayAtTheirHostTime) {
   const auto actions = complete_step_actions(s, measure_all(s));
   const std::vector<MemoryChange> changes = {{0, 7, 100}, {2, 260, 40}, {-1, 400, 0}};
   const auto placed = place_memory_changes(Rank{0}, changes, MemoryPlacement::host_time, s, actions);
-  const std::vector<schedules::MemorySample> expected = {
+  const std::vector<timelines::MemorySample> expected = {
       {Rank{0}, 7, 100}, {Rank{0}, 260, 40}, {Rank{0}, 400, 0}};
   EXPECT_EQ(placed, expected);
 }

@@ -77,7 +77,7 @@ TEST(StoragePool, TensorsAreZeroedUnlessAskedNotToBeAndFreedAcrossThreads) {
   EXPECT_EQ(StoragePool::instance().stats().in_use_bytes, again.bytes());
 }
 
-// Issue 15's "no allocation inside a step once the first step has run": a
+// "No allocation inside a step once the first step has run": a
 // one-rank run (one thread, so the same order every step) of 3 steps takes no
 // more new blocks from the heap than a run of 1 step; steps 2 and 3 reuse
 // what step 1 gave back.

@@ -7,8 +7,8 @@
 #include <thread>
 #include <vector>
 
+#include "base/error.hpp"
 #include "exec/dist/tcp_store.hpp"
-#include "schedules/error.hpp"
 
 namespace gpipe::exec {
 namespace {

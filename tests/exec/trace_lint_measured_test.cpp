@@ -1,5 +1,5 @@
 // The executor's measured traces follow Perfetto's rules
-// (schedules/trace_lint.hpp) for every schedule family it trains, its
+// (timelines/trace_lint.hpp) for every schedule family it trains, its
 // receives included, which start waiting before their sends.
 #include <gtest/gtest.h>
 
@@ -8,10 +8,10 @@
 #include <nlohmann/json.hpp>
 
 #include "exec/cpu/cpu_backend.hpp"
-#include "schedules/chrome_trace.hpp"
 #include "schedules/generate.hpp"
-#include "schedules/trace_lint.hpp"
 #include "tests/exec/trainer_support.hpp"
+#include "timelines/chrome_trace.hpp"
+#include "timelines/trace_lint.hpp"
 
 namespace gpipe::exec {
 namespace {
@@ -31,8 +31,8 @@ TEST(TraceLintMeasured, EveryFamilysMeasuredStepIsATraceViewersReadWhole) {
     TrainOptions o = trainer_test::options_for(c);
     o.schedule = std::move(schedule);
     const TrainResult r = cpu::train(o);
-    const nlohmann::json trace = schedules::to_chrome_trace(r.timeline);
-    for (const std::string& finding : schedules::lint_chrome_trace(trace)) ADD_FAILURE() << family << ": " << finding;
+    const nlohmann::json trace = timelines::to_chrome_trace(r.timeline);
+    for (const std::string& finding : timelines::lint_chrome_trace(trace)) ADD_FAILURE() << family << ": " << finding;
     int arrows = 0;
     for (const auto& ev : trace["traceEvents"]) arrows += ev["ph"] == "f";
     EXPECT_GT(arrows, 0) << family;

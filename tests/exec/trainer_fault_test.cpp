@@ -12,7 +12,7 @@
 #include <string>
 #include <thread>
 
-#include "schedules/error.hpp"
+#include "base/error.hpp"
 #include "tests/exec/trainer_support.hpp"
 
 namespace gpipe::exec {

@@ -1,7 +1,7 @@
 // The executor's measured activation memory against the simulator's
 // prediction from the same shapes: the analytic profile of the same model in
 // fp32 at the run's micro-batch sizes gives the bytes, sim::predict replays
-// the same schedule, partition and recompute policy with DESIGN.md's rules,
+// the same schedule, partition and recompute policy with docs/design.md's rules,
 // and each rank's peak must match byte for byte.
 #include <gtest/gtest.h>
 

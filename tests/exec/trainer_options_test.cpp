@@ -2,7 +2,7 @@
 // the flag or action at fault.
 #include <gtest/gtest.h>
 
-#include "schedules/error.hpp"
+#include "base/error.hpp"
 #include "tests/error_of.hpp"
 #include "tests/exec/trainer_support.hpp"
 

@@ -27,14 +27,14 @@
 
 #include <fmt/format.h>
 
+#include "base/error.hpp"
 #include "exec/cpu/cpu_backend.hpp"
-#include "exec/dist/tcp_store.hpp"
 #include "exec/dist/store_process_group.hpp"
+#include "exec/dist/tcp_store.hpp"
 #include "exec/runtime/aborted.hpp"
 #include "exec/runtime/gradient_reducer.hpp"
 #include "exec/runtime/mailboxes.hpp"
 #include "exec/runtime/trainer.hpp"
-#include "schedules/error.hpp"
 #include "tests/exec/trainer_support.hpp"
 #include "tests/exec/transparency_support.hpp"
 
@@ -347,7 +347,7 @@ TEST(TrainerProcesses, ReplicasAtOneStoreTrainTheGlobalBatch) {
   }
   // Its replica's two ranks, each holding its own stage's REDUCE_GRAD.
   ASSERT_EQ(reported.metrics.ranks.size(), 2U);
-  EXPECT_TRUE(std::ranges::any_of(reported.timeline.actions, [](const schedules::TimedAction& a) {
+  EXPECT_TRUE(std::ranges::any_of(reported.timeline.actions, [](const timelines::TimedAction& a) {
     return a.rank.value == 0 && a.action.kind == schedules::ActionKind::REDUCE_GRAD;
   }));
 }

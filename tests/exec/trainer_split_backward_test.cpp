@@ -72,7 +72,7 @@ schedules::Schedule generated(const std::string& name, int stages, int microbatc
   return schedules::generate(name, s);
 }
 
-std::size_t count_kind(const schedules::Timeline& timeline, schedules::ActionKind kind) {
+std::size_t count_kind(const timelines::Timeline& timeline, schedules::ActionKind kind) {
   return static_cast<std::size_t>(std::count_if(timeline.actions.begin(), timeline.actions.end(),
                                                 [&](const auto& t) { return t.action.kind == kind; }));
 }

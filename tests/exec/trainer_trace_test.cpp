@@ -25,8 +25,8 @@ void expect_program_order(const RunConfig& c) {
   const schedules::Schedule lowered = schedules::lower(options.schedule);
   for (int r = 0; r < lowered.num_ranks; ++r) {
     std::vector<std::string> measured;
-    for (const auto& a : schedules::actions_of(run.timeline, schedules::Rank{r})) {
-      EXPECT_EQ(a.stream, schedules::stream_of(a.action.kind)) << to_string(a.action);
+    for (const auto& a : timelines::actions_of(run.timeline, schedules::Rank{r})) {
+      EXPECT_EQ(a.stream, timelines::stream_of(a.action.kind)) << to_string(a.action);
       EXPECT_LE(a.start_ns, a.end_ns) << to_string(a.action);
       measured.push_back(to_string(a.action));
     }
@@ -34,7 +34,7 @@ void expect_program_order(const RunConfig& c) {
     for (const auto& a : lowered.actions(schedules::Rank{r})) expected.push_back(to_string(a));
     EXPECT_EQ(measured, expected) << c.schedule << " rank " << r;
   }
-  EXPECT_NO_THROW(schedules::check_no_overlap(run.timeline, "cpu run"));
+  EXPECT_NO_THROW(timelines::check_no_overlap(run.timeline, "cpu run"));
 }
 
 TEST(TrainerTrace, EachRankRunsItsLoweredProgramInOrder) {
@@ -66,7 +66,7 @@ TEST(TrainerTrace, InfoNamesTheCpuRunAndItsStaticMemory) {
   c.optimizer = trainer_test::adamw(1e-3F);
   const TrainOptions options = trainer_test::options_for(c);
   const TrainResult run = cpu::train(options);
-  const schedules::TimelineInfo& info = run.timeline.info;
+  const timelines::TimelineInfo& info = run.timeline.info;
   EXPECT_EQ(info.source, "cpu");
   EXPECT_EQ(info.device, cpu::device_name());
   EXPECT_FALSE(info.device.empty());
@@ -130,9 +130,9 @@ TEST(TrainerTrace, WithSeveralMeasuredStepsTheTimelineIsOneOfThem) {
   EXPECT_LE(run.timeline_step, 4);
   EXPECT_EQ(static_cast<int>(run.timeline.actions.size()),
             schedules::lower(options.schedule).total_actions());
-  for (const schedules::RankMetrics& rank : run.metrics.ranks) EXPECT_GT(rank.peak_activation_bytes, 0);
+  for (const timelines::RankMetrics& rank : run.metrics.ranks) EXPECT_GT(rank.peak_activation_bytes, 0);
   std::vector<std::int64_t> last(2, -1);
-  for (const schedules::MemorySample& m : run.timeline.memory) last[m.rank.at()] = m.activation_bytes;
+  for (const timelines::MemorySample& m : run.timeline.memory) last[m.rank.at()] = m.activation_bytes;
   EXPECT_EQ(last, (std::vector<std::int64_t>{0, 0}));
 }
 

@@ -1,6 +1,6 @@
 // The argv-level fuzz targets (one per tool): the input is the command line
 // after the program's name, one argument per line, run in process through the
-// tool's own main function (cli/cli_main.hpp). Every exit status is fine (0,
+// tool's own main function (tools/common/cli_main.hpp). Every exit status is fine (0,
 // 1 for a failed run, 2 for bad input); a crash, a sanitizer report, an
 // exception that escapes, a timeout or memory past the limit is a finding.
 //

@@ -1,5 +1,5 @@
 // What every fuzz target shares. A parser may refuse its input with
-// gpipe::InputError (DESIGN.md: one clear line, exit 2); anything else that
+// gpipe::InputError (docs/design.md: one clear line, exit 2); anything else that
 // escapes (another exception, a crash, a sanitizer report, a timeout, memory
 // past -rss_limit_mb or -malloc_limit_mb) is a finding, and libFuzzer stops
 // with the input that caused it.
@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "schedules/error.hpp"
+#include "base/error.hpp"
 
 namespace gpipe::fuzz {
 

@@ -51,9 +51,9 @@ def help_flags(binary, subcommands):
 
 
 def main(build):
-    for target, what in [('schedule_json_fuzz', 'schedule IR JSON (DESIGN.md "Schedule IR")'),
-                         ('profile_fuzz', 'profile JSON (DESIGN.md "Profile format")'),
-                         ('trace_fuzz', 'Chrome trace JSON (DESIGN.md "Trace format")'),
+    for target, what in [('schedule_json_fuzz', 'schedule IR JSON (docs/design.md "Schedule IR")'),
+                         ('profile_fuzz', 'profile JSON (docs/design.md "Profile format")'),
+                         ('trace_fuzz', 'Chrome trace JSON (docs/design.md "Trace format")'),
                          ('torch_trace_fuzz', 'PyTorch profiler traces (Kineto JSON, docs/torch.md)')]:
         write(target, f'{what}: JSON tokens, and the strings of the seed corpus',
               JSON_TOKENS + corpus_strings(target))
@@ -71,13 +71,13 @@ def main(build):
     # '\n\n' is an empty argument (--trace '', FILE ''), which every path flag refuses.
     sim_commands = ['schedule', 'check', 'run', 'sweep', 'diff', 'profile']
     write('gpipe_sim_argv_fuzz', 'gpipe-sim argv, one argument per line: commands, flags, values, scratch files',
-          ['\n', '\n\n'] + sim_commands + help_flags(f'{build}/sim/gpipe-sim', sim_commands) +
+          ['\n', '\n\n'] + sim_commands + help_flags(f'{build}/bin/gpipe-sim', sim_commands) +
           ['s.json', 's.csv', 'p.json', 't.json', 'o.json', 'gpipe', '1f1b', 'zbv', 'dualpipev', 'zb-auto',
            'zb-h1', 'interleaved-1f1b', 'never', 'always', 'except_last', 'json', 'csv', 'grid', 'h100', 'fifo', 'shared',
            'mlp:layers=4,hidden=8', '8GB'])
     run_commands = ['train', 'profile', 'validate']
     write('gpipe_run_argv_fuzz', 'gpipe-run argv, one argument per line: commands, flags, values, scratch files',
-          ['\n', '\n\n'] + run_commands + help_flags(f'{build}/exec/gpipe-run', run_commands) +
+          ['\n', '\n\n'] + run_commands + help_flags(f'{build}/bin/gpipe-run', run_commands) +
           ['s.json', 'p.json', 'o.json', 'cpu', 'gpipe', '1f1b', 'zbv', 'never', 'always', 'adamw', 'sgd',
            'mlp:layers=4,hidden=8', 'transformer:layers=2,hidden=8,heads=2,seq=4', ':fail', ':stall', ':oom'])
 

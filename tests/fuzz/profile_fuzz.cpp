@@ -1,14 +1,14 @@
-// Fuzz target: a profile file (DESIGN.md "Profile format"), read and then
+// Fuzz target: a profile file (docs/design.md "Profile format"), read and then
 // simulated, K=2 (or 1) and M=4 with 1f1b, as `gpipe-sim run --profile` does:
 // numbers the reader lets through must give a report that keeps its promises
-// (schedules/report_check.hpp), never a wrong number or an overflow.
+// (timelines/report_check.hpp), never a wrong number or an overflow.
 #include <algorithm>
 
+#include "base/files.hpp"
 #include "profiles/profile.hpp"
-#include "schedules/files.hpp"
-#include "schedules/report_check.hpp"
 #include "sim/scenario.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
+#include "timelines/report_check.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   gpipe::fuzz::refusing_only_with_input_error([&] {
@@ -20,7 +20,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     scenario.request.microbatches = 4;
     scenario.request.micro_batch_size = profile.layers.front().samples.front().micro_batch_size;
     const auto prediction = gpipe::sim::predict(profile, scenario, /*record_timeline=*/false);
-    gpipe::schedules::check_report(prediction.metrics, "the prediction");
+    gpipe::timelines::check_report(prediction.metrics, "the prediction");
   });
   return 0;
 }

@@ -1,8 +1,8 @@
-// Fuzz target: a schedule file in the IR's JSON form (DESIGN.md "Schedule IR"),
+// Fuzz target: a schedule file in the IR's JSON form (docs/design.md "Schedule IR"),
 // read and checked as `gpipe-sim check` does.
 #include <nlohmann/json.hpp>
 
-#include "schedules/files.hpp"
+#include "base/files.hpp"
 #include "schedules/ir_json.hpp"
 #include "schedules/validate.hpp"
 #include "tests/fuzz/fuzz_support.hpp"

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "base/error.hpp"
 #include "models/families.hpp"
 #include "models/model.hpp"
-#include "schedules/error.hpp"
 
 namespace gpipe::models {
 namespace {

@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
+#include "base/error.hpp"
 #include "models/families.hpp"
 #include "models/model_spec.hpp"
-#include "schedules/error.hpp"
 
 namespace gpipe::models {
 namespace {

@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "base/error.hpp"
 #include "models/families.hpp"
 #include "models/model.hpp"
-#include "schedules/error.hpp"
 #include "tests/error_of.hpp"
 
 namespace gpipe::models {

@@ -15,8 +15,8 @@
 
 #include <gtest/gtest.h>
 
+#include "base/error.hpp"
 #include "models/partition.hpp"
-#include "schedules/error.hpp"
 
 namespace gpipe::models {
 namespace {

@@ -6,10 +6,10 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "interop/torch_csv.hpp"
 #include "plan/plan.hpp"
 #include "profiles/stage_costs.hpp"
 #include "schedules/generate.hpp"
-#include "schedules/ir_csv.hpp"
 #include "schedules/lower.hpp"
 #include "schedules/validate.hpp"
 #include "tests/error_of.hpp"
@@ -119,7 +119,7 @@ TEST(MakePlan, RejectsConfigurationsThatCannotExist) {
 
 TEST(MakePlan, AGivenSchedule) {
   // A V-shaped schedule of 2 ranks and 4 stages, M = 2, as a file gives it.
-  schedules::Schedule v = schedules::schedule_from_csv(
+  schedules::Schedule v = interop::schedule_from_csv(
       "0F0,0F1,3F0,3B0,3F1,3B1,0B0,0B1\n1F0,2F0,1F1,2F1,2B0,1B0,2B1,1B1\n", "v.csv", "v");
   PlanRequest base;
   base.batch = 6;

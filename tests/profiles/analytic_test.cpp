@@ -14,10 +14,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/error.hpp"
 #include "models/model_spec.hpp"
 #include "profiles/analytic.hpp"
 #include "profiles/profile.hpp"
-#include "schedules/error.hpp"
 
 namespace gpipe::profiles {
 namespace {

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "base/error.hpp"
 #include "profiles/device.hpp"
-#include "schedules/error.hpp"
 
 namespace gpipe::profiles {
 namespace {

@@ -5,8 +5,8 @@
 
 #include <string>
 
+#include "base/error.hpp"
 #include "profiles/interpolate.hpp"
-#include "schedules/error.hpp"
 
 namespace gpipe::profiles {
 namespace {

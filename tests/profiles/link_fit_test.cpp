@@ -8,9 +8,9 @@
 #include <filesystem>
 #include <vector>
 
+#include "base/error.hpp"
 #include "profiles/link_fit.hpp"
 #include "profiles/profile.hpp"
-#include "schedules/error.hpp"
 #include "tests/error_of.hpp"
 
 namespace gpipe::profiles {

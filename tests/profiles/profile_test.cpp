@@ -1,5 +1,5 @@
 // The profile format: the golden files load (or fail naming exactly the field
-// at fault), the DESIGN.md example parses, and writing then reading is exact.
+// at fault), the docs/design.md example parses, and writing then reading is exact.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,9 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/error.hpp"
+#include "base/files.hpp"
 #include "profiles/profile.hpp"
-#include "schedules/error.hpp"
-#include "schedules/files.hpp"
 
 namespace gpipe::profiles {
 namespace {

@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "base/error.hpp"
 #include "profiles/profile.hpp"
 #include "profiles/stage_costs.hpp"
-#include "schedules/error.hpp"
 
 namespace gpipe::profiles {
 namespace {

@@ -3,8 +3,8 @@
 
 #include <string>
 
+#include "base/error.hpp"
 #include "schedules/action.hpp"
-#include "schedules/error.hpp"
 #include "tests/error_of.hpp"
 
 namespace gpipe::schedules {

@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "schedules/analytic_bubble.hpp"
-#include "schedules/metrics.hpp"
+#include "timelines/metrics.hpp"
 
 namespace gpipe::schedules {
 namespace {
@@ -52,7 +52,7 @@ TEST(AnalyticBubble, FamiliesWithoutAClosedFormHaveNone) {
 }
 
 TEST(ComputeTimeTotals, MeansOfAFullOrASplitBackward) {
-  ComputeTimeTotals full;
+  timelines::ComputeTimeTotals full;
   full.add(ActionKind::F, 10);
   full.add(ActionKind::F, 20);
   full.add(ActionKind::B, 40);
@@ -60,7 +60,7 @@ TEST(ComputeTimeTotals, MeansOfAFullOrASplitBackward) {
   EXPECT_EQ(full.means().forward, 15.0);
   EXPECT_EQ(full.means().backward, 40.0);
   EXPECT_EQ(full.means().weight, 0.0);
-  ComputeTimeTotals split;
+  timelines::ComputeTimeTotals split;
   split.add(ActionKind::F, 10);
   split.add(ActionKind::I, 6);
   split.add(ActionKind::I, 6);
@@ -69,7 +69,7 @@ TEST(ComputeTimeTotals, MeansOfAFullOrASplitBackward) {
   EXPECT_EQ(split.means().backward, 12.0);  // (6 + 4 + 6 + 8) / 2
   EXPECT_EQ(split.means().weight, 6.0);
   // Mixed, as DualPipeV: one B of 12, one I of 6 with its W of 6.
-  ComputeTimeTotals mixed;
+  timelines::ComputeTimeTotals mixed;
   mixed.add(ActionKind::B, 12);
   mixed.add(ActionKind::I, 6);
   mixed.add(ActionKind::W, 6);
@@ -78,10 +78,10 @@ TEST(ComputeTimeTotals, MeansOfAFullOrASplitBackward) {
 }
 
 TEST(Metrics, NoClosedFormIsNullInJson) {
-  Metrics m;
+  timelines::Metrics m;
   const auto j = to_json(m);
   EXPECT_TRUE(j.at("bubble_fraction_analytic").is_null());
-  EXPECT_EQ(metrics_from_json(j), m);
+  EXPECT_EQ(timelines::metrics_from_json(j), m);
 }
 
 }  // namespace

@@ -6,15 +6,15 @@
 #include <string>
 #include <vector>
 
-#include "schedules/compute_order.hpp"
-#include "schedules/ir_csv.hpp"
+#include "interop/torch_csv.hpp"
 #include "schedules/action.hpp"
+#include "schedules/compute_order.hpp"
 
 namespace gpipe::schedules {
 namespace {
 
 TEST(ComputeOrder, KeepsTheComputeActionsInTheFilesOrderAndThePairs) {
-  const Schedule file = schedule_from_csv(
+  const Schedule file = interop::schedule_from_csv(
       "0UNSHARD,0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0WAIT_SEND_F0,0RECV_B1,0I1,0W1,0REDUCE_GRAD\n"
       "1RECV_F0,1RECV_F1,(1F0;1B0)OVERLAP_F_B,1SEND_B0,1F1,1B1,1SEND_B1,1WAIT_SEND_B0,1WAIT_SEND_B1\n",
       "t.csv", "t");

@@ -2,7 +2,7 @@
 // including M < K, K = 1 and M = 1.
 #include <gtest/gtest.h>
 
-#include "schedules/error.hpp"
+#include "base/error.hpp"
 #include "schedules/generate.hpp"
 #include "tests/schedules/test_support.hpp"
 

@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "schedules/error.hpp"
+#include "base/error.hpp"
 #include "schedules/generate.hpp"
 #include "schedules/generators/multi_stage.hpp"
 #include "tests/schedules/test_support.hpp"

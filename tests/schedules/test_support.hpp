@@ -9,7 +9,7 @@
 
 #include "schedules/generate.hpp"
 #include "schedules/schedule.hpp"
-#include "schedules/timeline.hpp"
+#include "timelines/timeline.hpp"
 
 namespace gpipe::schedules::testing {
 
@@ -32,9 +32,9 @@ inline std::string program(const Schedule& s, int rank) {
 }
 
 // The action `action` (as "0F1") on `rank` from `start` to `end`, on its kind's stream.
-inline TimedAction timed(int rank, const char* action, std::int64_t start, std::int64_t end) {
+inline timelines::TimedAction timed(int rank, const char* action, std::int64_t start, std::int64_t end) {
   const Action a = parse_action(action);
-  return TimedAction{a, Rank{rank}, stream_of(a.kind), start, end};
+  return timelines::TimedAction{a, Rank{rank}, timelines::stream_of(a.kind), start, end};
 }
 
 }  // namespace gpipe::schedules::testing

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "schedules/error.hpp"
+#include "base/error.hpp"
 #include "schedules/generate.hpp"
 #include "schedules/lower.hpp"
 #include "schedules/validate.hpp"

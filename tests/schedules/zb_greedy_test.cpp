@@ -8,10 +8,10 @@
 
 #include <fmt/format.h>
 
-#include "schedules/error.hpp"
+#include "base/error.hpp"
+#include "schedules/generators/zb_greedy.hpp"
 #include "schedules/lower.hpp"
 #include "schedules/validate.hpp"
-#include "schedules/generators/zb_greedy.hpp"
 #include "tests/schedules/test_support.hpp"
 
 namespace gpipe::schedules {

@@ -6,12 +6,12 @@
 
 #include <algorithm>
 
-#include "schedules/error.hpp"
+#include "base/error.hpp"
 #include "schedules/generate.hpp"
-#include "schedules/lower.hpp"
-#include "schedules/validate.hpp"
 #include "schedules/generators/zb_h1.hpp"
 #include "schedules/generators/zb_h2.hpp"
+#include "schedules/lower.hpp"
+#include "schedules/validate.hpp"
 #include "tests/schedules/test_support.hpp"
 
 namespace gpipe::schedules {

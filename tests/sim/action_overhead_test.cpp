@@ -6,10 +6,10 @@
 #include <algorithm>
 #include <string>
 
-#include "schedules/action.hpp"
-#include "schedules/error.hpp"
-#include "sim/action_overhead.hpp"
+#include "base/error.hpp"
 #include "profiles/shipped.hpp"
+#include "schedules/action.hpp"
+#include "sim/action_overhead.hpp"
 #include "sim/scenario.hpp"
 #include "tests/error_of.hpp"
 

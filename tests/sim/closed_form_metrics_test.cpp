@@ -10,8 +10,8 @@
 #include <fmt/format.h>
 
 #include "schedules/generate.hpp"
-#include "schedules/metrics.hpp"
 #include "sim/engine.hpp"
+#include "timelines/metrics.hpp"
 
 namespace gpipe::sim {
 namespace {
@@ -35,7 +35,7 @@ class EqualStages final : public CostModel {
   std::int64_t stashed_input_bytes(schedules::Stage, schedules::Microbatch) const override { return 0; }
 };
 
-schedules::Metrics simulated_metrics(const std::string& family, int k, int m) {
+timelines::Metrics simulated_metrics(const std::string& family, int k, int m) {
   schedules::ScheduleOptions o;
   o.num_ranks = k;
   o.num_microbatches = m;
@@ -43,7 +43,7 @@ schedules::Metrics simulated_metrics(const std::string& family, int k, int m) {
 }
 
 void expect_closed_form(const std::string& family, int k, int m) {
-  const schedules::Metrics metrics = simulated_metrics(family, k, m);
+  const timelines::Metrics metrics = simulated_metrics(family, k, m);
   const std::string what = fmt::format("{} K={} M={}", family, k, m);
   ASSERT_TRUE(metrics.bubble_time_over_ideal_analytic.has_value()) << what;
   EXPECT_NEAR(metrics.bubble_time_over_ideal, *metrics.bubble_time_over_ideal_analytic, 1e-12) << what;
@@ -75,7 +75,7 @@ TEST(ClosedFormMetrics, ZeroBubbleOnceEveryRankIsFull) {
 
 TEST(ClosedFormMetrics, FamiliesWithoutOneSayNone) {
   for (const char* family : {"zb-h2", "zbv"}) {
-    const schedules::Metrics metrics = simulated_metrics(family, 2, 4);
+    const timelines::Metrics metrics = simulated_metrics(family, 2, 4);
     EXPECT_FALSE(metrics.bubble_fraction_analytic.has_value()) << family;
     EXPECT_FALSE(metrics.bubble_time_over_ideal_analytic.has_value()) << family;
   }

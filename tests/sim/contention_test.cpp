@@ -18,7 +18,7 @@ using schedules::ActionKind;
 using schedules::Microbatch;
 using schedules::Rank;
 using schedules::Stage;
-using schedules::Stream;
+using timelines::Stream;
 
 // Every F takes 1000 ns, every B 2000 ns, the optimizer step nothing; no bytes.
 class FixedCosts final : public CostModel {
@@ -52,7 +52,7 @@ TEST(Contention, BusyPeersIsEachActionsOverlapWithTheOtherRanksCompute) {
   // Rank 0 computes [0, 100) and [100, 200); rank 1 [50, 150); rank 2
   // [0, 200) on its overlap stream (a concurrent pair's backward); sends
   // and receives never count.
-  schedules::Timeline t;
+  timelines::Timeline t;
   const auto add = [&t](int stage, ActionKind kind, int rank, Stream stream, std::int64_t start, std::int64_t end) {
     t.actions.push_back({Action{Stage{stage}, kind, Microbatch{0}}, Rank{rank}, stream, start, end});
   };
@@ -100,7 +100,7 @@ TEST(Contention, RanksThatComputeSideBySideStretchByTheSlowdown) {
     const SimResult r = simulate_with_contention(s, costs, link, options, points, replays);
     EXPECT_DOUBLE_EQ(r.metrics.step_time_us, 9.3) << replays << " replays";
     std::int64_t stretched = 0;
-    for (const schedules::TimedAction& a : r.timeline.actions) {
+    for (const timelines::TimedAction& a : r.timeline.actions) {
       if (a.stream == Stream::compute && (a.duration_ns() == 1100 || a.duration_ns() == 2200)) ++stretched;
     }
     EXPECT_EQ(stretched, 4);

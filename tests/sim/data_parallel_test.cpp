@@ -8,14 +8,14 @@
 #include <stdexcept>
 #include <string>
 
-#include "schedules/chrome_trace.hpp"
 #include "schedules/generate.hpp"
 #include "schedules/lower.hpp"
-#include "schedules/metrics.hpp"
 #include "sim/data_parallel.hpp"
 #include "sim/engine.hpp"
 #include "tests/error_of.hpp"
 #include "tests/sim/uniform_stage_costs.hpp"
+#include "timelines/chrome_trace.hpp"
+#include "timelines/metrics.hpp"
 
 namespace gpipe::sim {
 namespace {
@@ -24,7 +24,7 @@ using schedules::Action;
 using schedules::ActionKind;
 using schedules::Schedule;
 using schedules::Stage;
-using schedules::Stream;
+using timelines::Stream;
 
 using ReplicaCosts = testing::UniformStageCosts;
 
@@ -37,9 +37,9 @@ Schedule replicated_schedule(const char* name, int ranks, int microbatches, int 
   return s;
 }
 
-const schedules::TimedAction& reduce_action_at(const schedules::Timeline& t, const std::string& text, Stream stream) {
+const timelines::TimedAction& reduce_action_at(const timelines::Timeline& t, const std::string& text, Stream stream) {
   const Action a = schedules::parse_action(text);
-  const auto it = std::find_if(t.actions.begin(), t.actions.end(), [&](const schedules::TimedAction& x) {
+  const auto it = std::find_if(t.actions.begin(), t.actions.end(), [&](const timelines::TimedAction& x) {
     return x.action == a && x.stream == stream;
   });
   if (it == t.actions.end()) throw std::runtime_error("no " + text);
@@ -179,8 +179,8 @@ TEST(DataParallelSim, TheReductionsAreInTheTrace) {
   const ReplicaCosts base;
   const DataParallelCosts costs(base, data_parallel_pair(0), {4000, 4000});
   const SimResult r = simulate(replicated_schedule("1f1b", 2, 4, 2), costs, kLink, {});
-  const schedules::Timeline back =
-      schedules::timeline_from_chrome_trace(schedules::to_chrome_trace(r.timeline), "trace");
+  const timelines::Timeline back =
+      timelines::timeline_from_chrome_trace(timelines::to_chrome_trace(r.timeline), "trace");
   EXPECT_EQ(reduce_action_at(back, "0REDUCE_GRAD", Stream::reduce).end_ns, reduce_action_at(r.timeline, "0REDUCE_GRAD", Stream::reduce).end_ns);
 }
 

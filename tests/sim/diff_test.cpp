@@ -11,10 +11,10 @@
 #include <string_view>
 #include <vector>
 
-#include "schedules/chrome_trace.hpp"
-#include "schedules/error.hpp"
+#include "base/error.hpp"
 #include "schedules/generate.hpp"
 #include "sim/diff.hpp"
+#include "timelines/chrome_trace.hpp"
 
 namespace gpipe::sim {
 namespace {
@@ -24,15 +24,15 @@ namespace {
 using schedules::Action;
 using schedules::ActionKind;
 using schedules::generate_gpipe;
-using schedules::info_of;
+using timelines::info_of;
 using schedules::parse_action;
 using schedules::Rank;
-using schedules::read_chrome_trace;
+using timelines::read_chrome_trace;
 using schedules::RecomputePolicy;
-using schedules::stream_of;
-using schedules::TimedAction;
-using schedules::Timeline;
-using schedules::TimelineInfo;
+using timelines::stream_of;
+using timelines::TimedAction;
+using timelines::Timeline;
+using timelines::TimelineInfo;
 using nlohmann::json;
 
 constexpr std::int64_t kUs = 1000;
@@ -319,7 +319,7 @@ TEST(DiffTimelines, ReductionsCompareEachDataParallelReductionApartFromItsStart)
   // once on the compute stream (the start) and once on the reduce stream
   // (the reduction, 40 us predicted, 50 measured: -20 %).
   const auto on_reduce = [](TimedAction a) {
-    a.stream = schedules::Stream::reduce;
+    a.stream = timelines::Stream::reduce;
     return a;
   };
   Timeline predicted;
@@ -350,7 +350,7 @@ TEST(DiffTimelines, TensorParallelCollectivesCompareEachActionsSum) {
   // (-20 %); 1F0's 30 predicted and 20 measured (+50 %); 0B0's only in the
   // prediction, so it is not compared.
   const auto span = [](int rank, const char* within, std::int64_t start, std::int64_t end) {
-    return schedules::CollectiveSpan{Rank{rank}, schedules::parse_action(within), "all-reduce", 64, start, end};
+    return timelines::CollectiveSpan{Rank{rank}, schedules::parse_action(within), "all-reduce", 64, start, end};
   };
   Timeline predicted = gpipe_2x2();
   predicted.info.tensor_parallel = 2;

@@ -8,8 +8,8 @@
 #include <optional>
 #include <string>
 
+#include "base/error.hpp"
 #include "plan/plan.hpp"
-#include "schedules/error.hpp"
 #include "schedules/generate.hpp"
 #include "schedules/lower.hpp"
 #include "sim/direct_replay.hpp"

@@ -5,11 +5,11 @@
 #include <tuple>
 #include <vector>
 
-#include "schedules/error.hpp"
+#include "base/error.hpp"
 #include "schedules/generate.hpp"
 #include "schedules/lower.hpp"
-#include "schedules/metrics.hpp"
 #include "sim/engine.hpp"
+#include "timelines/metrics.hpp"
 
 namespace gpipe::sim {
 namespace {
@@ -55,7 +55,7 @@ Schedule make(const char* name, int k, int m,
 
 // Simulates with the timeline recorded, and checks on the way that the
 // engine's running totals give exactly the metrics of the recorded timeline.
-schedules::Timeline simulate_timeline(const Schedule& s, const CostModel& costs, const LinkModel& links,
+timelines::Timeline simulate_timeline(const Schedule& s, const CostModel& costs, const LinkModel& links,
                                       LinkSharing sharing = LinkSharing::fifo) {
   SimOptions options;
   options.link_sharing = sharing;
@@ -63,22 +63,22 @@ schedules::Timeline simulate_timeline(const Schedule& s, const CostModel& costs,
   SimOptions quiet = options;
   quiet.record_timeline = false;
   const SimResult totals = simulate(s, costs, links, quiet);
-  EXPECT_EQ(totals.metrics, schedules::compute_metrics(recorded.timeline));
+  EXPECT_EQ(totals.metrics, timelines::compute_metrics(recorded.timeline));
   EXPECT_EQ(recorded.metrics, totals.metrics);
   EXPECT_TRUE(totals.timeline.actions.empty());
   return std::move(recorded.timeline);
 }
 
-const schedules::TimedAction& find(const schedules::Timeline& t, const char* text) {
+const timelines::TimedAction& find(const timelines::Timeline& t, const char* text) {
   const Action a = schedules::parse_action(text);
   auto it = std::find_if(t.actions.begin(), t.actions.end(),
-                         [&](const schedules::TimedAction& x) { return x.action == a; });
+                         [&](const timelines::TimedAction& x) { return x.action == a; });
   if (it == t.actions.end()) throw std::runtime_error(std::string("no ") + text);
   return *it;
 }
 
-std::int64_t peak(const schedules::Timeline& t, int rank) {
-  return schedules::compute_metrics(t).ranks.at(static_cast<std::size_t>(rank)).peak_activation_bytes;
+std::int64_t peak(const timelines::Timeline& t, int rank) {
+  return timelines::compute_metrics(t).ranks.at(static_cast<std::size_t>(rank)).peak_activation_bytes;
 }
 
 TEST(Engine, UniformStagesFreeLinksMatchTheClosedForm) {
@@ -87,7 +87,7 @@ TEST(Engine, UniformStagesFreeLinksMatchTheClosedForm) {
     for (int k : {1, 2, 3, 4, 8}) {
       for (int m : {1, 2, 3, 4, 7, 16, 32}) {
         const auto t = simulate_timeline(make(name, k, m), UniformCosts(tf, tb), FreeLink());
-        const auto metrics = schedules::compute_metrics(t);
+        const auto metrics = timelines::compute_metrics(t);
         EXPECT_EQ(metrics.step_time_ns, (m + k - 1) * (tf + tb)) << name << " K=" << k << " M=" << m;
         EXPECT_DOUBLE_EQ(metrics.bubble_fraction, double(k - 1) / double(m + k - 1))
             << name << " K=" << k << " M=" << m;
@@ -105,7 +105,7 @@ TEST(Engine, RecomputeCostsOneMoreForwardPerRecomputedBackward) {
     for (int m : {1, 4, 8}) {
       const auto t = simulate_timeline(make("gpipe", k, m, schedules::RecomputePolicy::always),
                               UniformCosts(tf, tb), FreeLink());
-      EXPECT_EQ(schedules::compute_metrics(t).step_time_ns, (m + k - 1) * (tf + tb) + m * tf)
+      EXPECT_EQ(timelines::compute_metrics(t).step_time_ns, (m + k - 1) * (tf + tb) + m * tf)
           << "K=" << k << " M=" << m;
     }
   }
@@ -124,7 +124,7 @@ TEST(Engine, LinkLatencyAndBandwidthByHand) {
   EXPECT_EQ(find(t, "1B0").start_ns, 65'000);
   EXPECT_EQ(find(t, "1SEND_B0").start_ns, 85'000);
   EXPECT_EQ(find(t, "0B0").start_ns, 130'000);
-  EXPECT_EQ(schedules::compute_metrics(t).step_time_ns, 150'000);
+  EXPECT_EQ(timelines::compute_metrics(t).step_time_ns, 150'000);
 }
 
 TEST(Engine, EachLinkIsAFifo) {
@@ -212,7 +212,7 @@ TEST(Engine, RunsSchedulesReadFromFilesAndRejectsInvalidOnes) {
   Schedule s = make("gpipe", 2, 2);
   const auto lowered = simulate_timeline(schedules::lower(s), UniformCosts(10, 20), FreeLink());
   const auto plain = simulate_timeline(s, UniformCosts(10, 20), FreeLink());
-  EXPECT_EQ(schedules::compute_metrics(lowered).step_time_ns, schedules::compute_metrics(plain).step_time_ns);
+  EXPECT_EQ(timelines::compute_metrics(lowered).step_time_ns, timelines::compute_metrics(plain).step_time_ns);
   std::swap(s.ranks[1][0], s.ranks[1][2]);  // 1B1 before 1F0
   EXPECT_THROW((void)simulate_timeline(s, UniformCosts(10, 20), FreeLink()), InputError);
 }
@@ -259,7 +259,7 @@ TEST(EngineSharedLinks, ATransferJoiningHalfway) {
   EXPECT_EQ(find(t, "1SEND_B0").end_ns, 120'000);
   EXPECT_EQ(find(t, "0B1").start_ns, 110'000);
   EXPECT_EQ(find(t, "0B0").start_ns, 120'000);
-  EXPECT_EQ(schedules::compute_metrics(t).step_time_ns, 130'000);  // 0B0 [120, 130]
+  EXPECT_EQ(timelines::compute_metrics(t).step_time_ns, 130'000);  // 0B0 [120, 130]
 }
 
 TEST(EngineSharedLinks, LatencyIsNotShared) {
@@ -274,7 +274,7 @@ TEST(EngineSharedLinks, LatencyIsNotShared) {
 }
 
 // The timeline in one canonical order, to compare runs whose recording order differs.
-std::vector<schedules::TimedAction> sorted_actions(schedules::Timeline t) {
+std::vector<timelines::TimedAction> sorted_actions(timelines::Timeline t) {
   std::sort(t.actions.begin(), t.actions.end(), [](const auto& a, const auto& b) {
     return std::tie(a.rank, a.stream, a.start_ns, a.action) < std::tie(b.rank, b.stream, b.start_ns, b.action);
   });
@@ -292,7 +292,7 @@ TEST(EngineSharedLinks, OneTransferAtATimeIsExactlyFifo) {
       const auto fifo = simulate_timeline(s, costs, link);
       const auto shared = simulate_timeline(s, costs, link, LinkSharing::shared);
       EXPECT_EQ(sorted_actions(shared), sorted_actions(fifo)) << name;
-      EXPECT_EQ(schedules::compute_metrics(shared), schedules::compute_metrics(fifo)) << name;
+      EXPECT_EQ(timelines::compute_metrics(shared), timelines::compute_metrics(fifo)) << name;
     }
   }
   // K=2, M=1 by hand, as LinkLatencyAndBandwidthByHand.
@@ -300,7 +300,7 @@ TEST(EngineSharedLinks, OneTransferAtATimeIsExactlyFifo) {
                                    UniformLink(5.0, 25.0), LinkSharing::shared);
   EXPECT_EQ(find(t, "0SEND_F0").end_ns, 55'000);
   EXPECT_EQ(find(t, "0B0").start_ns, 130'000);
-  EXPECT_EQ(schedules::compute_metrics(t).step_time_ns, 150'000);
+  EXPECT_EQ(timelines::compute_metrics(t).step_time_ns, 150'000);
 }
 
 TEST(EngineSharedLinks, UniformStagesFreeLinksMatchTheClosedForm) {
@@ -309,7 +309,7 @@ TEST(EngineSharedLinks, UniformStagesFreeLinksMatchTheClosedForm) {
     for (int k : {1, 2, 3, 4, 8}) {
       for (int m : {1, 2, 3, 4, 7, 16, 32}) {
         const auto t = simulate_timeline(make(name, k, m), UniformCosts(tf, tb), FreeLink(), LinkSharing::shared);
-        const auto metrics = schedules::compute_metrics(t);
+        const auto metrics = timelines::compute_metrics(t);
         EXPECT_EQ(metrics.step_time_ns, (m + k - 1) * (tf + tb)) << name << " K=" << k << " M=" << m;
         EXPECT_DOUBLE_EQ(metrics.bubble_fraction, double(k - 1) / double(m + k - 1));
       }
@@ -324,8 +324,8 @@ TEST(EngineSharedLinks, SharingNeverBeatsTheWorkOnALink) {
   const Schedule s = make("gpipe", 3, 8);
   const UniformCosts costs(1'000, 2'000, 100, 10, 50'000);
   const UniformLink link(0.0, 1.0);  // 50us per message, forwards take 1us
-  const auto fifo = schedules::compute_metrics(simulate_timeline(s, costs, link));
-  const auto shared = schedules::compute_metrics(simulate_timeline(s, costs, link, LinkSharing::shared));
+  const auto fifo = timelines::compute_metrics(simulate_timeline(s, costs, link));
+  const auto shared = timelines::compute_metrics(simulate_timeline(s, costs, link, LinkSharing::shared));
   EXPECT_GE(shared.step_time_ns, fifo.step_time_ns);
   for (int r = 0; r < 3; ++r) {
     EXPECT_EQ(shared.ranks[static_cast<std::size_t>(r)].peak_activation_bytes,

@@ -56,7 +56,7 @@ class UniformStageCosts final : public CostModel {
 const UniformStageCosts kEqualStages(kUnit, kUnit / 2, kUnit / 2);  // F = B = 1, I = W = 1/2
 
 struct Simulated {
-  schedules::Metrics metrics;
+  timelines::Metrics metrics;
   std::int64_t idle_ns = 0;  // summed over the ranks
 };
 

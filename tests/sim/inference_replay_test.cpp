@@ -13,8 +13,8 @@
 
 #include <fmt/format.h>
 
-#include "schedules/stream_metrics.hpp"
 #include "sim/inference/replay.hpp"
+#include "timelines/serving_metrics.hpp"
 
 namespace gpipe::sim::inference {
 namespace {
@@ -50,8 +50,8 @@ TEST(InferenceClosedForms, ABatchOfBItemsTakesBPlusKMinus1StageTimes) {
   constexpr std::int64_t t = 1000;
   for (int k = 1; k <= 6; ++k) {
     for (int b = 1; b <= 9; ++b) {
-      const StreamRun run = replay(equal(k, t), FreeLink{}, k, closed(b, b), {}, false);
-      const schedules::StreamMetrics m = schedules::compute_stream_metrics(run, b, 1, {});
+      const ServingRun run = replay(equal(k, t), FreeLink{}, k, closed(b, b), {}, false);
+      const timelines::ServingMetrics m = timelines::compute_serving_metrics(run, b, 1, {});
       EXPECT_EQ(m.step_time_ns, (b + k - 1) * t) << fmt::format("K={} B={}", k, b);
       EXPECT_DOUBLE_EQ(m.step_time_us, m.closed_form.batch_time_us) << fmt::format("K={} B={}", k, b);
       EXPECT_EQ(run.items.front().latency_ns(), k * t);
@@ -65,7 +65,7 @@ TEST(InferenceClosedForms, TheSteadyStateServesMinBKOverKStageTimes) {
   for (int k = 1; k <= 6; ++k) {
     for (int b = 1; b <= 8; ++b) {
       const int r = 5 * b;  // a multiple of B, more than 2B
-      const schedules::StreamMetrics m = schedules::compute_stream_metrics(replay(equal(k, t), FreeLink{}, k, closed(r, b), {}, false), b, 1, {});
+      const timelines::ServingMetrics m = timelines::compute_serving_metrics(replay(equal(k, t), FreeLink{}, k, closed(r, b), {}, false), b, 1, {});
       ASSERT_TRUE(m.steady_throughput_items_per_s.has_value());
       const double expected = std::min(b, k) * 1e9 / static_cast<double>(k * t);
       EXPECT_NEAR(*m.steady_throughput_items_per_s, expected, 1e-9 * expected) << fmt::format("K={} B={}", k, b);
@@ -74,7 +74,7 @@ TEST(InferenceClosedForms, TheSteadyStateServesMinBKOverKStageTimes) {
       // the batch time. After it, Little's law: B in the pipeline at
       // min(B, K) / (K t) items per unit time spend max(B, K) t each.
       EXPECT_DOUBLE_EQ(m.latency.max_us, (b + k - 1) * t / 1e3) << fmt::format("K={} B={}", k, b);
-      const StreamRun run = replay(equal(k, t), FreeLink{}, k, closed(r, b), {}, false);
+      const ServingRun run = replay(equal(k, t), FreeLink{}, k, closed(r, b), {}, false);
       for (std::size_t i = static_cast<std::size_t>(b); i < run.items.size(); ++i) {
         EXPECT_EQ(run.items[i].latency_ns(), std::max(b, k) * t) << fmt::format("K={} B={} item {}", k, b, i);
       }
@@ -83,7 +83,7 @@ TEST(InferenceClosedForms, TheSteadyStateServesMinBKOverKStageTimes) {
 }
 
 TEST(InferenceClosedForms, NoSteadyStateWithinTwoWindows) {
-  const schedules::StreamMetrics m = schedules::compute_stream_metrics(replay(equal(2, 10), FreeLink{}, 2, closed(8, 4), {}, false), 4, 1, {});
+  const timelines::ServingMetrics m = timelines::compute_serving_metrics(replay(equal(2, 10), FreeLink{}, 2, closed(8, 4), {}, false), 4, 1, {});
   EXPECT_FALSE(m.steady_throughput_items_per_s.has_value());
 }
 
@@ -174,7 +174,7 @@ ListResult list_schedule(const CostModel& costs, const LinkModel& link, int k, c
 void expect_models_agree(const Workload& w, const std::string& what) {
   const Stages costs({900, 1700, 400, 1200}, {3000, 5000, 1000, 0}, true);
   const UniformLink link(0.25, 2.0);  // 250 ns + 0.5 ns per byte
-  const StreamRun run = replay(costs, link, 4, w, {}, false);
+  const ServingRun run = replay(costs, link, 4, w, {}, false);
   const ListResult list = list_schedule(costs, link, 4, w, arrival_times_ns(w));
   for (int r = 0; r < w.requests; ++r) {
     const ItemTimes& item = run.items[static_cast<std::size_t>(r)];
@@ -206,7 +206,7 @@ TEST(InferenceOpenLoop, LatencyIncludesTheWaitForAPlace) {
   // 100 r and leaves at 1000 (r + 1), so it waits 900 r ns.
   Workload w = closed(10, 1);
   w.arrival_interval_us = 0.1;
-  const StreamRun run = replay(equal(1, 1000), FreeLink{}, 1, w, {}, false);
+  const ServingRun run = replay(equal(1, 1000), FreeLink{}, 1, w, {}, false);
   for (int r = 0; r < 10; ++r) {
     const ItemTimes& item = run.items[static_cast<std::size_t>(r)];
     EXPECT_EQ(item.arrival_ns, 100 * r);
@@ -215,7 +215,7 @@ TEST(InferenceOpenLoop, LatencyIncludesTheWaitForAPlace) {
   }
   // Arrivals slower than the pipeline: nobody waits.
   w.arrival_interval_us = 2.0;
-  const StreamRun slow = replay(equal(3, 500), FreeLink{}, 3, w, {}, false);
+  const ServingRun slow = replay(equal(3, 500), FreeLink{}, 3, w, {}, false);
   for (const ItemTimes& item : slow.items) EXPECT_EQ(item.latency_ns(), 1500);
 }
 
@@ -226,12 +226,12 @@ TEST(InferenceMemory, InputsUntilTheirForwardEndsOutputsUntilTheLinkTakesThem) {
   const UniformLink link(1.0, 1e9);
   // One item: stage 0 holds 10 bytes from 0 until the link takes them at 100;
   // stage 1 holds the 10 arrived at 1100 and its own 7 during [1100, 1150).
-  const StreamRun one = replay(costs, link, 2, closed(1, 1), {}, true);
+  const ServingRun one = replay(costs, link, 2, closed(1, 1), {}, true);
   EXPECT_EQ(one.peak_bytes, (std::vector<std::int64_t>{10, 17}));
   // Three at once: stage 0 makes outputs at 0, 100 and 200, which the FIFO
   // link takes at 100, 1100 and 2100: at 200 it holds the second and the
   // third, 20 bytes. Stage 1 gets them one at a time: still 17.
-  const StreamRun three = replay(costs, link, 2, closed(3, 3), {}, true);
+  const ServingRun three = replay(costs, link, 2, closed(3, 3), {}, true);
   EXPECT_EQ(three.peak_bytes, (std::vector<std::int64_t>{20, 17}));
   // The recorded samples end at the state (0) on both ranks.
   for (int rank : {0, 1}) {
@@ -246,7 +246,7 @@ TEST(InferenceMemory, InputsUntilTheirForwardEndsOutputsUntilTheLinkTakesThem) {
 TEST(InferenceMemory, StateCountsForEveryStreamFromTheStart) {
   const Stages costs({100, 100}, {10, 10});
   const std::vector<std::int64_t> state{1000, 3};
-  const StreamRun run = replay(costs, FreeLink{}, 2, closed(5, 2), state, false);
+  const ServingRun run = replay(costs, FreeLink{}, 2, closed(5, 2), state, false);
   EXPECT_EQ(run.state_bytes, (std::vector<std::int64_t>{2000, 6}));
   // Free link: stage 0's output leaves as its forward ends; stage 1 holds the
   // input and its output during its forward.
@@ -259,7 +259,7 @@ TEST(InferenceMemory, StateCountsForEveryStreamFromTheStart) {
 TEST(InferenceMetrics, BottleneckIsTheBusiestStage) {
   const Stages costs({100, 300, 200}, {0, 0, 0});
   const std::vector<std::int64_t> weights{5, 6, 7};
-  const schedules::StreamMetrics m = schedules::compute_stream_metrics(replay(costs, FreeLink{}, 3, closed(30, 3), {}, false), 3, 2, weights);
+  const timelines::ServingMetrics m = timelines::compute_serving_metrics(replay(costs, FreeLink{}, 3, closed(30, 3), {}, false), 3, 2, weights);
   EXPECT_EQ(m.bottleneck_stage, 1);
   EXPECT_DOUBLE_EQ(m.ranks[1].forward_us, 0.3);
   EXPECT_DOUBLE_EQ(m.closed_form.stage_time_us, 0.3);
@@ -275,7 +275,7 @@ TEST(InferenceMetrics, LatencyPercentilesAreNearestRank) {
   // latencies 1000 + 900 r ns, r = 0..99.
   Workload w = closed(100, 1);
   w.arrival_interval_us = 0.1;
-  const schedules::StreamMetrics m = schedules::compute_stream_metrics(replay(equal(1, 1000), FreeLink{}, 1, w, {}, false), 1, 1, {});
+  const timelines::ServingMetrics m = timelines::compute_serving_metrics(replay(equal(1, 1000), FreeLink{}, 1, w, {}, false), 1, 1, {});
   EXPECT_DOUBLE_EQ(m.latency.first_us, 1.0);
   EXPECT_DOUBLE_EQ(m.latency.p50_us, (1000 + 900 * 49) / 1e3);
   EXPECT_DOUBLE_EQ(m.latency.p90_us, (1000 + 900 * 89) / 1e3);

@@ -9,7 +9,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "schedules/error.hpp"
+#include "base/error.hpp"
 #include "schedules/generate.hpp"
 #include "sim/replay.hpp"
 #include "sim/stage_links.hpp"

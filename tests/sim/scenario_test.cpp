@@ -4,7 +4,7 @@
 
 #include <limits>
 
-#include "schedules/error.hpp"
+#include "base/error.hpp"
 #include "sim/scenario.hpp"
 #include "tests/error_of.hpp"
 #include "tests/test_profiles.hpp"

@@ -10,7 +10,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "schedules/error.hpp"
+#include "base/error.hpp"
 #include "schedules/generate.hpp"
 #include "sim/jitter.hpp"
 #include "sim/link_model.hpp"

@@ -10,17 +10,17 @@
 #include "models/model.hpp"
 #include "profiles/profile.hpp"
 #include "schedules/action.hpp"
-#include "schedules/timeline.hpp"
 #include "sim/tensor_parallel_spans.hpp"
+#include "timelines/timeline.hpp"
 
 namespace gpipe::sim {
 namespace {
 
-using schedules::CollectiveSpan;
+using timelines::CollectiveSpan;
 using schedules::parse_action;
 using schedules::Rank;
-using schedules::Stream;
-using schedules::TimedAction;
+using timelines::Stream;
+using timelines::TimedAction;
 
 // Two blocks on one stage, split over 2 GPUs: each all-reduces 1000
 // elements a sample in its forward and in its input gradient's pass.
@@ -56,7 +56,7 @@ TimedAction at(const char* action, std::int64_t start, std::int64_t end, Stream 
 }
 
 TEST(TensorParallelSpans, EachLayersCollectivesEndWhereItsShareOfTheActionEnds) {
-  schedules::Timeline tl;
+  timelines::Timeline tl;
   tl.actions = {at("0F0", 1'000, 41'000), at("0B0", 50'000, 70'000), at("0STEP", 70'000, 71'000)};
   // 4000 bytes over 2 ranks, 1 us a step, 1 GB/s: ring 2 (1 + 4000 / 2e3) us =
   // 6 us; tree 2 x 1 + 2 x 4 = 10 us. The ring's 6000 ns.
@@ -73,7 +73,7 @@ TEST(TensorParallelSpans, EachLayersCollectivesEndWhereItsShareOfTheActionEnds) 
 }
 
 TEST(TensorParallelSpans, MicroBatchSizeScalesTheBytesAndSplitPassesTakeTheirOwn) {
-  schedules::Timeline tl;
+  timelines::Timeline tl;
   tl.actions = {at("0I1", 0, 40'000), at("0W1", 40'000, 80'000)};
   profiles::Profile p = two_block_profile();
   for (auto& layer : p.layers) layer.samples = {{.micro_batch_size = 2, .fwd_us = 1, .bwd_us = 2}};
@@ -93,7 +93,7 @@ TEST(TensorParallelSpans, MicroBatchSizeScalesTheBytesAndSplitPassesTakeTheirOwn
 }
 
 TEST(TensorParallelSpans, CollectivesLongerThanTheirShareStayInsideTheAction) {
-  schedules::Timeline tl;
+  timelines::Timeline tl;
   tl.actions = {at("0F0", 1'000, 9'000)};  // 8 us for two blocks' forwards and their 6 us all-reduces
   add_tensor_parallel_spans(tl, two_block_profile(), two_blocks(), std::vector<int>{2}, std::vector<int>{1},
                             {.latency_us = 1, .bandwidth_GBps = 1});
@@ -107,7 +107,7 @@ TEST(TensorParallelSpans, CollectivesLongerThanTheirShareStayInsideTheAction) {
 }
 
 TEST(TensorParallelSpans, OneGpuAStageHasNone) {
-  schedules::Timeline tl;
+  timelines::Timeline tl;
   tl.actions = {at("0F0", 0, 10)};
   profiles::Profile p = two_block_profile();
   p.tensor_parallel = 1;

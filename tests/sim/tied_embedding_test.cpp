@@ -8,9 +8,9 @@
 #include <string>
 
 #include "schedules/generate.hpp"
-#include "schedules/metrics.hpp"
 #include "sim/engine.hpp"
 #include "tests/sim/uniform_stage_costs.hpp"
+#include "timelines/metrics.hpp"
 
 namespace gpipe::sim {
 namespace {
@@ -33,10 +33,10 @@ Schedule tied_schedule(const char* name, int ranks, int microbatches, bool tied 
   return s;
 }
 
-const schedules::TimedAction& tied_action_at(const schedules::Timeline& t, const std::string& text) {
+const timelines::TimedAction& tied_action_at(const timelines::Timeline& t, const std::string& text) {
   const Action a = schedules::parse_action(text);
   const auto it = std::find_if(t.actions.begin(), t.actions.end(),
-                               [&](const schedules::TimedAction& x) { return x.action == a; });
+                               [&](const timelines::TimedAction& x) { return x.action == a; });
   if (it == t.actions.end()) throw std::runtime_error("no " + text);
   return *it;
 }
@@ -66,13 +66,13 @@ TEST(TiedEmbeddingSim, TheStepWaitsForTheOtherEndsGradient) {
     EXPECT_EQ(tied_action_at(tied.timeline, "1STEP").end_ns, 15300) << what;
     // The exchange is on the compute stream, framed by the two actions: no
     // SEND or RECV of its own, as in a measured timeline.
-    EXPECT_EQ(tied_action_at(tied.timeline, "1WAIT_REDUCE_GRAD").stream, schedules::Stream::compute) << what;
+    EXPECT_EQ(tied_action_at(tied.timeline, "1WAIT_REDUCE_GRAD").stream, timelines::Stream::compute) << what;
     EXPECT_EQ(tied.timeline.actions.size(), 4u + 2u * 2u + 2u * 3u) << what;  // 2 messages, 3 actions a rank
     // The running totals a sweep keeps give the same metrics.
     SimOptions quiet = options;
     quiet.record_timeline = false;
     EXPECT_EQ(simulate(tied_schedule("gpipe", 2, 1), costs, kTiedLink, quiet).metrics, tied.metrics) << what;
-    EXPECT_EQ(tied.metrics, schedules::compute_metrics(tied.timeline)) << what;
+    EXPECT_EQ(tied.metrics, timelines::compute_metrics(tied.timeline)) << what;
 
     const SimResult untied = simulate(tied_schedule("gpipe", 2, 1, false), costs, kTiedLink, options);
     EXPECT_EQ(untied.metrics.step_time_ns, 10300) << what;

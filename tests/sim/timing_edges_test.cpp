@@ -9,8 +9,9 @@
 #include <optional>
 #include <string>
 
-#include "schedules/error.hpp"
-#include "schedules/files.hpp"
+#include "base/error.hpp"
+#include "base/files.hpp"
+#include "interop/schedule_file.hpp"
 #include "schedules/generate.hpp"
 #include "sim/fifo_replay.hpp"
 #include "sim/replay.hpp"
@@ -119,7 +120,7 @@ TEST(TimingEdges, TorchFilesWithSendWaitsAndOverlappedPairs) {
   int checked = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     if (entry.path().extension() != ".csv") continue;
-    const Schedule s = schedules::read_schedule_file(entry.path());
+    const Schedule s = interop::read_schedule_file(entry.path());
     expect_same_replays(s, entry.path().filename().string());
     if (!s.overlapped.empty()) expect_same_replays(s, entry.path().filename().string() + " overlapped", 0.7);
     ++checked;

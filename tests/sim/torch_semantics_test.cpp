@@ -10,17 +10,18 @@
 #include <string>
 #include <vector>
 
-#include "schedules/chrome_trace.hpp"
-#include "schedules/files.hpp"
+#include "base/files.hpp"
+#include "interop/schedule_file.hpp"
+#include "interop/torch_csv.hpp"
 #include "schedules/generate.hpp"
-#include "schedules/ir_csv.hpp"
 #include "schedules/lower.hpp"
-#include "schedules/metrics.hpp"
-#include "schedules/trace_lanes.hpp"
 #include "sim/engine.hpp"
 #include "sim/profile_costs.hpp"
 #include "tests/error_of.hpp"
 #include "tests/test_profiles.hpp"
+#include "timelines/chrome_trace.hpp"
+#include "timelines/metrics.hpp"
+#include "timelines/trace_lanes.hpp"
 
 namespace gpipe::sim {
 namespace {
@@ -29,7 +30,7 @@ using schedules::Action;
 using schedules::ActionKind;
 using schedules::Schedule;
 using schedules::Stage;
-using schedules::Stream;
+using timelines::Stream;
 
 const std::string kData = std::string(GPIPE_TEST_DATA_DIR) + "/torch_csv/";
 
@@ -61,7 +62,7 @@ class Costs final : public CostModel {
   std::int64_t tf_, tb_, boundary_, housekeeping_;
 };
 
-Schedule csv(const std::string& text) { return schedules::schedule_from_csv(text, "t.csv", "t"); }
+Schedule csv(const std::string& text) { return interop::schedule_from_csv(text, "t.csv", "t"); }
 
 // Simulates twice, recording and not, and checks that the running totals give
 // the metrics of the recorded timeline, whose streams never overlap.
@@ -74,12 +75,12 @@ SimResult run(const Schedule& s, const CostModel& costs, const LinkModel& links,
   options.record_timeline = false;
   const SimResult totals = simulate(s, costs, links, options);
   EXPECT_EQ(totals.metrics, recorded.metrics);
-  EXPECT_EQ(schedules::compute_metrics(recorded.timeline), recorded.metrics);
-  EXPECT_NO_THROW(schedules::check_no_overlap(recorded.timeline, "sim"));
+  EXPECT_EQ(timelines::compute_metrics(recorded.timeline), recorded.metrics);
+  EXPECT_NO_THROW(timelines::check_no_overlap(recorded.timeline, "sim"));
   return recorded;
 }
 
-const schedules::TimedAction& find_action(const SimResult& r, const char* text) {
+const timelines::TimedAction& find_action(const SimResult& r, const char* text) {
   const Action a = schedules::parse_action(text);
   const auto& acts = r.timeline.actions;
   const auto it = std::find_if(acts.begin(), acts.end(), [&](const auto& x) { return x.action == a; });
@@ -162,7 +163,7 @@ Schedule compute_only(Schedule s) {
 TEST(TorchSemantics, TorchFilesWithCommsTakeTheirComputeOnlySchedulesStepTime) {
   // Receives posted early and sends waited for where torch waits for them change nothing.
   for (const char* name : {"dualpipev_k2_m4_comms.csv", "interleaved_zb_k2_m4_v2_comms.csv", "1f1b_k4_m8_comms.csv"}) {
-    const Schedule with_comms = schedules::read_schedule_file(kData + name);
+    const Schedule with_comms = interop::read_schedule_file(kData + name);
     const Schedule plain = compute_only(with_comms);
     ASSERT_FALSE(plain.is_lowered());
     for (const auto& link : {UniformLink(0.0, 1e9), UniformLink(3.0, 0.5)}) {
@@ -176,11 +177,11 @@ TEST(TorchSemantics, TorchFilesWithCommsTakeTheirComputeOnlySchedulesStepTime) {
   Schedule ours = schedules::generate("1f1b", {.num_ranks = 4, .num_microbatches = 8});
   ours.name = "1f1b_k4_m8_comms";  // the file's name: the same family, so the same closed form
   const Costs costs(1000, 2000, 4000);
-  EXPECT_EQ(run(schedules::read_schedule_file(kData + "1f1b_k4_m8_comms.csv"), costs, FreeLink()).metrics,
+  EXPECT_EQ(run(interop::read_schedule_file(kData + "1f1b_k4_m8_comms.csv"), costs, FreeLink()).metrics,
             run(ours, costs, FreeLink()).metrics);
   // DualPipeV with comms and compute-only, as torch writes both.
-  EXPECT_EQ(run(schedules::read_schedule_file(kData + "dualpipev_k2_m4_comms.csv"), costs, FreeLink()).metrics,
-            run(schedules::read_schedule_file(kData + "dualpipev_k2_m4.csv"), costs, FreeLink()).metrics);
+  EXPECT_EQ(run(interop::read_schedule_file(kData + "dualpipev_k2_m4_comms.csv"), costs, FreeLink()).metrics,
+            run(interop::read_schedule_file(kData + "dualpipev_k2_m4.csv"), costs, FreeLink()).metrics);
 }
 
 // One rank holds stages 0 and 1; F 300 ns, B 500 ns.
@@ -217,18 +218,18 @@ TEST(TorchSemantics, OverlappedPairConcurrentlyWithAShare) {
 
 TEST(TorchSemantics, OverlapTraceKeepsEveryLaneFreeOfOverlapsAndReadsBack) {
   const SimResult r = run(csv(kV), Costs(300, 500), FreeLink(), LinkSharing::fifo, 0.8);
-  const auto tids = schedules::assign_lanes(r.timeline);
+  const auto tids = timelines::assign_lanes(r.timeline);
   const auto at = std::find_if(r.timeline.actions.begin(), r.timeline.actions.end(),
                                [](const auto& a) { return a.stream == Stream::overlap; });
   ASSERT_NE(at, r.timeline.actions.end());
-  EXPECT_EQ(tids[static_cast<std::size_t>(at - r.timeline.actions.begin())], schedules::kOverlapTid);
-  EXPECT_EQ(schedules::lane_name(schedules::kOverlapTid), "overlap");
+  EXPECT_EQ(tids[static_cast<std::size_t>(at - r.timeline.actions.begin())], timelines::kOverlapTid);
+  EXPECT_EQ(timelines::lane_name(timelines::kOverlapTid), "overlap");
   const auto path = std::filesystem::temp_directory_path() / "gpipe_overlap_trace.json";
-  schedules::write_chrome_trace(r.timeline, path);
-  const schedules::Timeline back = schedules::read_chrome_trace(path);
+  timelines::write_chrome_trace(r.timeline, path);
+  const timelines::Timeline back = timelines::read_chrome_trace(path);
   std::filesystem::remove(path);
-  EXPECT_EQ(schedules::compute_metrics(back).step_time_ns, 3025);
-  EXPECT_EQ(schedules::compute_metrics(back).ranks[0].busy_ns, 3025);
+  EXPECT_EQ(timelines::compute_metrics(back).step_time_ns, 3025);
+  EXPECT_EQ(timelines::compute_metrics(back).ranks[0].busy_ns, 3025);
 }
 
 TEST(TorchSemantics, OverlapAcrossRanksKeepsTheBooks) {
@@ -238,7 +239,7 @@ TEST(TorchSemantics, OverlapAcrossRanksKeepsTheBooks) {
   // path saves 1 us. With messages of 0.14 us everything shifts by 0.56 us.
   // With slow links (5 us a message) the links decide the step either way.
   // run() checks the books: totals and recorded timeline agree, no lane overlaps.
-  const Schedule s = schedules::read_schedule_file(kData + "dualpipev_k2_m4_comms.csv");
+  const Schedule s = interop::read_schedule_file(kData + "dualpipev_k2_m4_comms.csv");
   const Costs costs(1000, 2000, 4000);
   for (const auto sharing : {LinkSharing::fifo, LinkSharing::shared}) {
     EXPECT_EQ(run(s, costs, FreeLink(), sharing).metrics.step_time_ns, 25'000);

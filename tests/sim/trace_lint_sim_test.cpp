@@ -1,4 +1,4 @@
-// The simulator's traces follow Perfetto's rules (schedules/trace_lint.hpp)
+// The simulator's traces follow Perfetto's rules (timelines/trace_lint.hpp)
 // for every schedule it predicts, with either link sharing and with
 // overlapped pairs run concurrently: no lane merged, no slice dropped, every
 // send's arrow drawn.
@@ -16,10 +16,10 @@
 #include "profiles/device.hpp"
 #include "profiles/profile.hpp"
 #include "profiles/shipped.hpp"
-#include "schedules/chrome_trace.hpp"
-#include "schedules/trace_lint.hpp"
 #include "sim/scenario.hpp"
 #include "sim/zb_auto.hpp"
+#include "timelines/chrome_trace.hpp"
+#include "timelines/trace_lint.hpp"
 
 namespace gpipe::sim {
 namespace {
@@ -42,8 +42,8 @@ TEST(TraceLintSim, EveryScheduleGivesATraceViewersReadWhole) {
       sc.conditions.link_sharing = sharing;
       if (name == "dualpipev" && sharing == LinkSharing::shared) sc.conditions.overlap_share = 0.5;
       const Prediction p = predict(profile, sc);
-      const nlohmann::json trace = schedules::to_chrome_trace(p.timeline);
-      for (const std::string& finding : schedules::lint_chrome_trace(trace)) {
+      const nlohmann::json trace = timelines::to_chrome_trace(p.timeline);
+      for (const std::string& finding : timelines::lint_chrome_trace(trace)) {
         ADD_FAILURE() << name << " (" << to_string(sharing) << "): " << finding;
       }
       int sends = 0;
@@ -76,17 +76,17 @@ TEST(TraceLintSim, TensorParallelCollectivesLieInsideTheirActions) {
     const Prediction p = predict(profile, sc);
     ASSERT_FALSE(p.timeline.collectives.empty()) << name;
     EXPECT_EQ(p.timeline.info.tensor_parallel, 4);
-    for (const schedules::CollectiveSpan& c : p.timeline.collectives) {
-      const auto in = std::ranges::find_if(p.timeline.actions, [&](const schedules::TimedAction& a) {
-        return a.rank == c.rank && a.action == c.within && a.stream != schedules::Stream::reduce;
+    for (const timelines::CollectiveSpan& c : p.timeline.collectives) {
+      const auto in = std::ranges::find_if(p.timeline.actions, [&](const timelines::TimedAction& a) {
+        return a.rank == c.rank && a.action == c.within && a.stream != timelines::Stream::reduce;
       });
       ASSERT_NE(in, p.timeline.actions.end()) << name;
       EXPECT_LE(in->start_ns, c.start_ns) << name << " " << to_string(c.within);
       EXPECT_LE(c.end_ns, in->end_ns) << name << " " << to_string(c.within);
     }
-    const nlohmann::json trace = schedules::to_chrome_trace(p.timeline);
-    for (const std::string& finding : schedules::lint_chrome_trace(trace)) ADD_FAILURE() << name << ": " << finding;
-    EXPECT_EQ(schedules::timeline_from_chrome_trace(nlohmann::json::parse(trace.dump()), name).collectives,
+    const nlohmann::json trace = timelines::to_chrome_trace(p.timeline);
+    for (const std::string& finding : timelines::lint_chrome_trace(trace)) ADD_FAILURE() << name << ": " << finding;
+    EXPECT_EQ(timelines::timeline_from_chrome_trace(nlohmann::json::parse(trace.dump()), name).collectives,
               p.timeline.collectives);
   }
 }

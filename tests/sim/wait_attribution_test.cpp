@@ -5,15 +5,15 @@
 // rank's last action; the parts sum to its idle time.
 #include <gtest/gtest.h>
 
-#include "schedules/timeline.hpp"
 #include "sim/wait_attribution.hpp"
 #include "tests/schedules/test_support.hpp"
+#include "timelines/timeline.hpp"
 
 namespace gpipe::sim {
 namespace {
 
-schedules::Timeline hand_timed() {
-  schedules::Timeline t;
+timelines::Timeline hand_timed() {
+  timelines::Timeline t;
   t.info.schedule_name = "gpipe";
   t.info.num_ranks = 2;
   t.info.num_stages = 2;
@@ -49,7 +49,7 @@ TEST(WaitAttribution, EachGapIsSplitByWhatItsActionWaitedFor) {
 }
 
 TEST(WaitAttribution, AGapWithNoMessageAwaitedIsOther) {
-  schedules::Timeline t = hand_timed();
+  timelines::Timeline t = hand_timed();
   t.actions.erase(t.actions.begin() + 6);  // no 0RECV_B0: nothing explains rank 0's gap
   const std::vector<RankWaits> w = attribute_waits(t);
   EXPECT_EQ(w[0].other_ns, 200);

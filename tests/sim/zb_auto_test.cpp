@@ -9,7 +9,7 @@
 #include <optional>
 #include <vector>
 
-#include "schedules/error.hpp"
+#include "base/error.hpp"
 #include "schedules/generate.hpp"
 #include "schedules/validate.hpp"
 #include "sim/engine.hpp"
@@ -78,7 +78,7 @@ SimResult simulate_totals(const schedules::Schedule& s, const CostModel& costs, 
   return simulate(s, costs, links, o);
 }
 
-bool fits(const schedules::Metrics& m, const std::vector<std::int64_t>& budget) {
+bool fits(const timelines::Metrics& m, const std::vector<std::int64_t>& budget) {
   for (std::size_t r = 0; r < m.ranks.size(); ++r) {
     if (!budget.empty() && m.ranks[r].peak_activation_bytes > budget[r]) return false;
   }

@@ -21,8 +21,8 @@
 #include <vector>
 
 #include "schedules/generate.hpp"
-#include "schedules/metrics.hpp"
 #include "sim/engine.hpp"
+#include "timelines/metrics.hpp"
 
 namespace gpipe::sim {
 namespace {
@@ -60,12 +60,12 @@ schedules::Schedule schedule_of(const char* name, int k, int m) {
 }
 
 // The paper's bubble of a rank: idle time between its first start and its last end.
-std::vector<std::int64_t> bubble_in_span(const schedules::Timeline& t, int num_ranks) {
+std::vector<std::int64_t> bubble_in_span(const timelines::Timeline& t, int num_ranks) {
   std::vector<std::int64_t> first(num_ranks, std::numeric_limits<std::int64_t>::max());
   std::vector<std::int64_t> last(num_ranks, 0);
   std::vector<std::int64_t> busy(num_ranks, 0);
   for (const auto& a : t.actions) {
-    if (a.stream != schedules::Stream::compute) continue;
+    if (a.stream != timelines::Stream::compute) continue;
     const auto r = a.rank.at();
     first[r] = std::min(first[r], a.start_ns);
     last[r] = std::max(last[r], a.end_ns);
@@ -125,7 +125,7 @@ TEST(ZeroBubbleClosedForm, ZbH1KeepsOneFOneBsPeakActivationMemory) {
       const SplitCosts costs(1000, 1000, 1000, a);
       const auto h1 = simulate(schedule_of("zb-h1", k, m), costs, FreeLink());
       const auto base = simulate(schedule_of("1f1b", k, m), costs, FreeLink());
-      const auto peak = [](const schedules::Metrics& mt) {
+      const auto peak = [](const timelines::Metrics& mt) {
         std::int64_t p = 0;
         for (const auto& r : mt.ranks) p = std::max(p, r.peak_activation_bytes);
         return p;

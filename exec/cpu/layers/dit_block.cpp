@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/error.hpp"
 #include "exec/cpu/layers/kind_base.hpp"
 #include "exec/cpu/layers/layer_kinds.hpp"
 #include "exec/cpu/ops/attention.hpp"
@@ -29,7 +30,6 @@
 #include "exec/cpu/ops/swiglu.hpp"
 #include "exec/layers/layer_checks.hpp"
 #include "models/layer_layout.hpp"
-#include "schedules/error.hpp"
 
 namespace gpipe::exec::cpu {
 
@@ -56,7 +56,7 @@ class DitBlock final : public KindLayer {
     }
   }
 
-  std::int64_t start_streams(int streams, std::int64_t b, MemoryAccount* account) override {
+  std::int64_t start_sequences(int streams, std::int64_t b, MemoryAccount* account) override {
     if (!cache_) return 0;
     kept_k_.clear();
     kept_v_.clear();
@@ -69,7 +69,7 @@ class DitBlock final : public KindLayer {
     return bytes;
   }
 
-  void select_stream(int stream) override {
+  void select_sequence(int stream) override {
     if (cache_ && (stream < 0 || static_cast<std::size_t>(stream) >= kept_k_.size())) {
       throw std::logic_error(fmt::format("layer {}: stream {} of {} started", spec_.name, stream, kept_k_.size()));
     }

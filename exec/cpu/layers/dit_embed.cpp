@@ -8,6 +8,7 @@
 
 #include <cmath>
 
+#include "base/error.hpp"
 #include "exec/cpu/layers/kind_base.hpp"
 #include "exec/cpu/layers/layer_kinds.hpp"
 #include "exec/cpu/ops/linear.hpp"
@@ -15,7 +16,6 @@
 #include "exec/cpu/ops/swiglu.hpp"
 #include "exec/layers/layer_checks.hpp"
 #include "models/layer_layout.hpp"
-#include "schedules/error.hpp"
 
 namespace gpipe::exec::cpu {
 

@@ -8,6 +8,7 @@
 // matrix products, a simpler loss.)
 #include <fmt/format.h>
 
+#include "base/error.hpp"
 #include "exec/cpu/layers/kind_base.hpp"
 #include "exec/cpu/layers/layer_kinds.hpp"
 #include "exec/cpu/ops/layernorm.hpp"
@@ -16,7 +17,6 @@
 #include "exec/cpu/ops/swiglu.hpp"
 #include "exec/layers/layer_checks.hpp"
 #include "models/layer_layout.hpp"
-#include "schedules/error.hpp"
 
 namespace gpipe::exec::cpu {
 

@@ -5,11 +5,11 @@
 
 #include <cstddef>
 
+#include "base/error.hpp"
 #include "exec/cpu/layers/kind_base.hpp"
 #include "exec/cpu/layers/layer_kinds.hpp"
 #include "exec/layers/layer_checks.hpp"
 #include "models/layer_layout.hpp"
-#include "schedules/error.hpp"
 
 namespace gpipe::exec::cpu {
 

@@ -13,13 +13,13 @@
 
 #include <fmt/format.h>
 
+#include "base/error.hpp"
 #include "exec/cpu/layers/layer.hpp"
 #include "exec/cpu/ops/init.hpp"
 #include "exec/cpu/ops/linear.hpp"
 #include "exec/cpu/tensor_parallel_comm.hpp"
 #include "exec/layers/layer_checks.hpp"
 #include "models/layer_layout.hpp"
-#include "schedules/error.hpp"
 
 namespace gpipe::exec::cpu {
 

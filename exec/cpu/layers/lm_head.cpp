@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <vector>
 
+#include "base/error.hpp"
 #include "exec/cpu/layers/kind_base.hpp"
 #include "exec/cpu/layers/layer_kinds.hpp"
 #include "exec/cpu/ops/cross_entropy.hpp"
@@ -13,7 +14,6 @@
 #include "exec/cpu/ops/linear.hpp"
 #include "exec/layers/layer_checks.hpp"
 #include "models/layer_layout.hpp"
-#include "schedules/error.hpp"
 
 namespace gpipe::exec::cpu {
 

@@ -4,9 +4,9 @@
 #include <array>
 #include <utility>
 
+#include "base/error.hpp"
 #include "exec/cpu/layers/layer.hpp"
 #include "exec/cpu/layers/layer_kinds.hpp"
-#include "schedules/error.hpp"
 
 namespace gpipe::exec::cpu {
 namespace {

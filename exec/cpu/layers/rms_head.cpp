@@ -3,6 +3,7 @@
 // cross-entropy against the next-token targets. As lm_head, with RMSNorm.
 #include <fmt/format.h>
 
+#include "base/error.hpp"
 #include "exec/cpu/layers/kind_base.hpp"
 #include "exec/cpu/layers/layer_kinds.hpp"
 #include "exec/cpu/ops/cross_entropy.hpp"
@@ -10,7 +11,6 @@
 #include "exec/cpu/ops/rmsnorm.hpp"
 #include "exec/layers/layer_checks.hpp"
 #include "models/layer_layout.hpp"
-#include "schedules/error.hpp"
 
 namespace gpipe::exec::cpu {
 

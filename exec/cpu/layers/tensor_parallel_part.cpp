@@ -10,11 +10,11 @@
 #include <cstdint>
 #include <vector>
 
+#include "base/error.hpp"
 #include "exec/cpu/layers/layer.hpp"
 #include "exec/cpu/layers/layer_kinds.hpp"
 #include "models/layer_layout.hpp"
 #include "models/tensor_parallel.hpp"
-#include "schedules/error.hpp"
 
 namespace gpipe::exec::cpu {
 namespace {

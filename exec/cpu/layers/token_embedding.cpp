@@ -3,11 +3,11 @@
 // each block places the tokens. I does the scatter-add, W nothing.
 #include <fmt/format.h>
 
+#include "base/error.hpp"
 #include "exec/cpu/layers/kind_base.hpp"
 #include "exec/cpu/layers/layer_kinds.hpp"
 #include "exec/layers/layer_checks.hpp"
 #include "models/layer_layout.hpp"
-#include "schedules/error.hpp"
 
 namespace gpipe::exec::cpu {
 

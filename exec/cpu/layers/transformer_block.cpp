@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <stdexcept>
 
+#include "base/error.hpp"
 #include "exec/cpu/layers/kind_base.hpp"
 #include "exec/cpu/layers/layer_kinds.hpp"
 #include "exec/cpu/ops/attention.hpp"
@@ -23,7 +24,6 @@
 #include "exec/cpu/ops/linear.hpp"
 #include "exec/layers/layer_checks.hpp"
 #include "models/layer_layout.hpp"
-#include "schedules/error.hpp"
 
 namespace gpipe::exec::cpu {
 

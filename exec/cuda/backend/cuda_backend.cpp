@@ -12,11 +12,13 @@
 #include "exec/cuda/base/check.hpp"
 #include "exec/cuda/base/device.hpp"
 #include "exec/cuda/cupti/kernel_events.hpp"
-#include "exec/cuda/inference/cuda_stream.hpp"
+#include "exec/cuda/inference/cuda_serving.hpp"
 #include "exec/cuda/layers/ops.hpp"
 #include "exec/cuda/nccl/nccl_gradient_reducer.hpp"
 #include "exec/cuda/nccl/nccl_transport.hpp"
 #include "exec/cuda/profiler/layer_profiler.hpp"
+#include "exec/dist/train_as_process.hpp"
+#include "models/collective.hpp"
 
 namespace gpipe::exec::cuda {
 
@@ -121,9 +123,9 @@ class CudaEntry final : public Backend {
     return profiler::profile_cuda(model, sizes, c);
   }
 
-  [[nodiscard]] inference::StreamResult serve(const inference::StreamRequest& request,
+  [[nodiscard]] inference::ServingResult serve(const inference::ServingRequest& request,
                                               const BackendOptions& backend_options) const override {
-    return run_cuda_stream(request, {.device = backend_options.device, .sm_per_stage = backend_options.sm_per_stage});
+    return run_cuda_serving(request, {.device = backend_options.device, .sm_per_stage = backend_options.sm_per_stage});
   }
 };
 
@@ -187,7 +189,7 @@ CudaBackend::Run::Run(const TrainOptions& options, const RunSettings& settings,
     const std::string group_id = where.group->share_across_replicas(
         "gpipe/nccl_data_parallel", settings.replica == 0 ? make_nccl_group_id() : "");
     reducer_ = std::make_unique<NcclGradientReducer>(settings.replica, settings.replicas, device_index_, group_id,
-                                                     process_stream_->get(), kReductionBucketBytes,
+                                                     process_stream_->get(), models::kGradientBucketBytes,
                                                      store_timeout(options.watchdog_seconds));
   }
   devices_[static_cast<std::size_t>(me)] =

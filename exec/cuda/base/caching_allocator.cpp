@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "schedules/error.hpp"
+#include "base/error.hpp"
 
 namespace gpipe::exec::cuda {
 

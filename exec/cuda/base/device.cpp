@@ -4,8 +4,8 @@
 
 #include <cuda_runtime.h>
 
+#include "base/error.hpp"
 #include "exec/cuda/base/check.hpp"
-#include "schedules/error.hpp"
 
 namespace gpipe::exec::cuda {
 

@@ -9,8 +9,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "base/error.hpp"
 #include "exec/cuda/base/check.hpp"
-#include "schedules/error.hpp"
 
 namespace gpipe::exec::cuda {
 

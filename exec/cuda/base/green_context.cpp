@@ -8,9 +8,9 @@
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 
+#include "base/error.hpp"
 #include "exec/cuda/base/check.hpp"
 #include "exec/cuda/base/device.hpp"
-#include "schedules/error.hpp"
 
 namespace gpipe::exec::cuda {
 

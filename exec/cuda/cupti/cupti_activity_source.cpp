@@ -8,10 +8,10 @@
 #include <cuda_runtime.h>
 #include <cupti.h>
 
+#include "base/error.hpp"
 #include "exec/cuda/base/check.hpp"
 #include "exec/cuda/base/device.hpp"
 #include "exec/cuda/cupti/record_parser.hpp"
-#include "schedules/error.hpp"
 
 namespace gpipe::exec::cuda::cupti {
 

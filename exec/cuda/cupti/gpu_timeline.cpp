@@ -52,10 +52,10 @@ GpuTimeline build_gpu_timeline(const ActivityRecords& records, const ExternalIdM
       result.actions_without_gpu_work.push_back(id);
       continue;
     }
-    result.actions.push_back(schedules::TimedAction{
+    result.actions.push_back(timelines::TimedAction{
         .action = ref.action,
         .rank = ref.rank,
-        .stream = schedules::stream_of(ref.action.kind),
+        .stream = timelines::stream_of(ref.action.kind),
         .start_ns = span->second.start_ns - origin_ns,
         .end_ns = span->second.end_ns - origin_ns,
     });

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "exec/cuda/cupti/activity_record.hpp"
-#include "schedules/timeline.hpp"
+#include "timelines/timeline.hpp"
 
 namespace gpipe::exec::cuda::cupti {
 
@@ -27,8 +27,8 @@ using ExternalIdMap = std::map<std::uint64_t, ActionRef>;
 
 struct GpuTimeline {
   // One per action with GPU work, on the stream its kind runs on
-  // (schedules::stream_of), sorted by (rank, start, stream).
-  std::vector<schedules::TimedAction> actions;
+  // (timelines::stream_of), sorted by (rank, start, stream).
+  std::vector<timelines::TimedAction> actions;
   // External ids of the map whose action launched no kernel or copy.
   std::vector<std::uint64_t> actions_without_gpu_work;
   // Kernels and copies whose correlation id no external id claims (launched

@@ -1,5 +1,7 @@
 #include "exec/cuda/cupti/kernel_events.hpp"
 
+#include "timelines/timeline.hpp"
+
 #include <optional>
 #include <set>
 #include <string>
@@ -10,8 +12,6 @@ namespace gpipe::exec::cuda::cupti {
 using nlohmann::json;
 
 namespace {
-
-double to_us(std::int64_t ns) { return static_cast<double>(ns) / 1000.0; }
 
 // The action that claims a correlation id, if any.
 struct Owner {
@@ -68,8 +68,8 @@ json gpu_trace_events(const ActivityRecords& records, const ExternalIdMap& actio
     json e = {{"ph", "X"},
               {"cat", "kernel"},
               {"name", k.name},
-              {"ts", to_us(k.start_ns - origin_ns)},
-              {"dur", to_us(k.end_ns - k.start_ns)},
+              {"ts", timelines::to_us(k.start_ns - origin_ns)},
+              {"dur", timelines::to_us(k.end_ns - k.start_ns)},
               {"args", {{"device", k.device}, {"stream", k.stream}, {"correlation", k.correlation}}}};
     place(e, attribution.owner(k.correlation), k.device, k.stream, threads, unattributed);
     events.push_back(std::move(e));
@@ -79,8 +79,8 @@ json gpu_trace_events(const ActivityRecords& records, const ExternalIdMap& actio
               {"cat", m.kind == MemcpyKind::memset ? "gpu_memset" : "gpu_memcpy"},
               {"name", m.kind == MemcpyKind::memset ? std::string("Memset")
                                                     : std::string("Memcpy ") + to_string(m.kind)},
-              {"ts", to_us(m.start_ns - origin_ns)},
-              {"dur", to_us(m.end_ns - m.start_ns)},
+              {"ts", timelines::to_us(m.start_ns - origin_ns)},
+              {"dur", timelines::to_us(m.end_ns - m.start_ns)},
               {"args",
                {{"device", m.device},
                 {"stream", m.stream},

@@ -1,4 +1,4 @@
-// The Kineto-shaped GPU events of a measured trace (DESIGN.md, "Timeline and
+// The Kineto-shaped GPU events of a measured trace (docs/design.md, "Timeline and
 // Chrome trace"): one "X" event per kernel (cat "kernel") and per copy or set
 // (cat "gpu_memcpy", "gpu_memset") with args.stream and args.correlation, as the PyTorch
 // profiler writes them. schedules' writer does not emit these: the caller
@@ -30,7 +30,7 @@ inline constexpr int kUnattributedPidBase = 1000;
                                               std::int64_t origin_ns = 0);
 
 // Appends gpu_trace_events(...) to trace["traceEvents"] (a trace made by
-// schedules::to_chrome_trace), and the record counts to
+// timelines::to_chrome_trace), and the record counts to
 // otherData.gpipe.gpu_records {kernels, memcpys (copies and sets), unmatched,
 // dropped}.
 void append_gpu_events(nlohmann::json& trace, const ActivityRecords& records,

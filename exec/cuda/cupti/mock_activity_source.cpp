@@ -1,6 +1,6 @@
 #include "exec/cuda/cupti/mock_activity_source.hpp"
 
-#include "schedules/error.hpp"
+#include "base/error.hpp"
 
 namespace gpipe::exec::cuda::cupti {
 

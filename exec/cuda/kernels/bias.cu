@@ -1,6 +1,6 @@
 // Bias add, bias gradient and residual add (see bias.hpp).
-#include "exec/cuda/base/check.hpp"
 #include "exec/cuda/kernels/bias.hpp"
+#include "exec/cuda/base/check.hpp"
 #include "exec/cuda/kernels/column_sum.cuh"
 #include "exec/cuda/kernels/device_math.cuh"
 

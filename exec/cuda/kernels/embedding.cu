@@ -1,8 +1,8 @@
 // Embedding gather and scatter-add (see embedding.hpp); one thread per element
 // of out. Without a position table (token_embedding) the gather is a copy.
+#include "exec/cuda/kernels/embedding.hpp"
 #include "exec/cuda/base/check.hpp"
 #include "exec/cuda/kernels/device_math.cuh"
-#include "exec/cuda/kernels/embedding.hpp"
 
 namespace gpipe::exec::cuda::kernels {
 

@@ -1,7 +1,7 @@
 // GELU forward and backward (see gelu.hpp), elementwise with a grid stride.
+#include "exec/cuda/kernels/gelu.hpp"
 #include "exec/cuda/base/check.hpp"
 #include "exec/cuda/kernels/device_math.cuh"
-#include "exec/cuda/kernels/gelu.hpp"
 
 namespace gpipe::exec::cuda::kernels {
 

@@ -1,8 +1,8 @@
 // Cross-entropy and mse kernels (see losses.hpp): one block per row, since a
 // vocabulary row (tens of thousands of logits) is too long for one warp.
+#include "exec/cuda/kernels/losses.hpp"
 #include "exec/cuda/base/check.hpp"
 #include "exec/cuda/kernels/device_math.cuh"
-#include "exec/cuda/kernels/losses.hpp"
 
 namespace gpipe::exec::cuda::kernels {
 

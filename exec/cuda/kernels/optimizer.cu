@@ -3,9 +3,9 @@
 // fused multiply-add, which the CPU's optimizer does not (exec/CMakeLists.txt
 // builds it with -ffp-contract=off), and the results would differ in the last
 // bit from exec/cpu/optimizer.cpp.
+#include "exec/cuda/kernels/optimizer.hpp"
 #include "exec/cuda/base/check.hpp"
 #include "exec/cuda/kernels/device_math.cuh"
-#include "exec/cuda/kernels/optimizer.hpp"
 
 namespace gpipe::exec::cuda::kernels {
 

@@ -1,8 +1,8 @@
 // Attention's softmax forward and backward (see softmax.hpp), one warp per
 // score row. Causal, row i sees its first i+1 entries; otherwise all S.
+#include "exec/cuda/kernels/softmax.hpp"
 #include "exec/cuda/base/check.hpp"
 #include "exec/cuda/kernels/device_math.cuh"
-#include "exec/cuda/kernels/softmax.hpp"
 
 namespace gpipe::exec::cuda::kernels {
 

@@ -13,11 +13,11 @@
 
 #include <cstddef>
 
+#include "base/error.hpp"
 #include "exec/cuda/layers/checks.hpp"
 #include "exec/cuda/layers/dit_rows.hpp"
 #include "exec/cuda/layers/kind_base.hpp"
 #include "models/layer_layout.hpp"
-#include "schedules/error.hpp"
 
 namespace gpipe::exec::cuda::layers {
 

@@ -10,11 +10,11 @@
 #include <string_view>
 #include <utility>
 
+#include "base/error.hpp"
 #include "exec/cpu/layers/layer.hpp"
 #include "exec/cuda/layers/checks.hpp"
 #include "exec/cuda/layers/kind_base.hpp"
 #include "exec/cuda/layers/layer_kinds.hpp"
-#include "schedules/error.hpp"
 
 namespace gpipe::exec::cuda {
 

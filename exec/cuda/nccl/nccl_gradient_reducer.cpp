@@ -5,11 +5,11 @@
 #include <stdexcept>
 #include <thread>
 
+#include "base/error.hpp"
 #include "exec/cuda/base/check.hpp"
 #include "exec/cuda/base/device.hpp"
 #include "exec/runtime/aborted.hpp"
 #include "exec/runtime/reduction_pieces.hpp"
-#include "schedules/error.hpp"
 
 namespace gpipe::exec::cuda {
 

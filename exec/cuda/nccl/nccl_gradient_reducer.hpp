@@ -55,8 +55,8 @@ class NcclGradientReducer final : public GradientReducer<DeviceTensor> {
   Times wait(schedules::Stage stage) override;
   double sum(double value) override;
   void sum_in_place(DeviceTensor& tensor) override;
-  // ZeRO runs on the cpu backend only: ZeRO needs replicas, which --backend
-  // cuda does not start yet (exec/runtime/trainer.hpp, train_as_process).
+  // ZeRO runs on the cpu backend only (exec/dist/train_as_process.hpp refuses
+  // it with --backend cuda).
   void gather(schedules::Stage /*stage*/, std::vector<DeviceTensor*> /*values*/) override {
     throw std::logic_error("ZeRO's weight gather is not run over NCCL yet");
   }

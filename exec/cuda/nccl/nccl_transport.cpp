@@ -3,10 +3,10 @@
 #include <cstring>
 #include <thread>
 
+#include "base/error.hpp"
 #include "exec/cuda/base/check.hpp"
 #include "exec/cuda/base/device.hpp"
 #include "exec/runtime/aborted.hpp"
-#include "schedules/error.hpp"
 
 namespace gpipe::exec::cuda {
 

@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "base/error.hpp"
 #include "exec/cuda/base/caching_allocator.hpp"
 #include "exec/cuda/base/check.hpp"
 #include "exec/cuda/base/device.hpp"
@@ -28,7 +29,6 @@
 #include "exec/cuda/profiler/layer_timings.hpp"
 #include "exec/profiling/profiler_inputs.hpp"
 #include "exec/runtime/memory_account.hpp"
-#include "schedules/error.hpp"
 
 namespace gpipe::exec::cuda::profiler {
 namespace {

@@ -1,7 +1,7 @@
 // The CUDA profiler behind `gpipe-run profile --backend cuda`: the cost of
 // every layer of a model at each requested micro-batch size, timed on the GPU
 // by CUPTI in the SM partition a K-stage run gives each stage, written as a
-// DESIGN.md profile (source "cupti", dtype "fp32", the device's name) that the
+// profile (docs/profiles.md; source "cupti", dtype "fp32", the device's name) that the
 // simulator reads like any other.
 //
 // It mirrors the CPU profiler (exec/cpu/profiler.hpp): the layers are built as

@@ -5,9 +5,9 @@
 
 #include <fmt/format.h>
 
+#include "base/error.hpp"
 #include "exec/cuda/cupti/gpu_timeline.hpp"
 #include "exec/profiling/profiler_inputs.hpp"
-#include "schedules/error.hpp"
 
 namespace gpipe::exec::cuda::profiler {
 

@@ -6,10 +6,10 @@
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 
+#include "base/error.hpp"
 #include "exec/cuda/base/check.hpp"
 #include "exec/cuda/profiler/layer_timings.hpp"
 #include "exec/profiling/profiler_inputs.hpp"
-#include "schedules/error.hpp"
 
 namespace gpipe::exec::cuda::profiler {
 

@@ -1,4 +1,4 @@
-// gpipe-run infer on the CUDA backend (exec/cuda/inference/cuda_stream.hpp),
+// gpipe-run infer on the CUDA backend (exec/cuda/inference/cuda_serving.hpp),
 // against the CPU's stream of the same request: every item's output within
 // the layers' fp32 tolerance, the same bytes held at each rank's peak (one
 // item in flight, so that the order of events is fixed), and items complete
@@ -10,8 +10,8 @@
 #include <cstdio>
 
 #include "exec/cuda/base/device.hpp"
-#include "exec/cuda/inference/cuda_stream.hpp"
-#include "exec/inference/cpu_stream.hpp"
+#include "exec/cuda/inference/cuda_serving.hpp"
+#include "exec/inference/cpu_serving.hpp"
 #include "models/model_spec.hpp"
 
 namespace gpipe::exec::cuda {
@@ -20,8 +20,8 @@ namespace {
 #define SKIP_WITHOUT_GPU() \
   if (device_count() == 0) GTEST_SKIP() << "no CUDA device"
 
-inference::StreamRequest cuda_stream_request(const models::Model& model, std::vector<int> partition, int in_flight) {
-  inference::StreamRequest rq;
+inference::ServingRequest cuda_stream_request(const models::Model& model, std::vector<int> partition, int in_flight) {
+  inference::ServingRequest rq;
   rq.model = &model;
   rq.layers_per_stage = std::move(partition);
   rq.micro_batch_size = 2;
@@ -38,9 +38,9 @@ TEST_P(CudaStream, ServesTheCpusOutputsAndPeaks) {
   const models::Model model = models::parse_model(GetParam());
   const std::vector<int> partition{1, static_cast<int>(model.layers.size()) - 2, 1};
   for (const int in_flight : {1, 3}) {
-    const inference::StreamRequest rq = cuda_stream_request(model, partition, in_flight);
-    const inference::StreamResult gpu = run_cuda_stream(rq, {});
-    const inference::StreamResult cpu = inference::run_cpu_stream(rq);
+    const inference::ServingRequest rq = cuda_stream_request(model, partition, in_flight);
+    const inference::ServingResult gpu = run_cuda_serving(rq, {});
+    const inference::ServingResult cpu = inference::run_cpu_serving(rq);
     ASSERT_EQ(gpu.outputs.size(), cpu.outputs.size());
     double worst = 0;
     for (std::size_t r = 0; r < cpu.outputs.size(); ++r) {

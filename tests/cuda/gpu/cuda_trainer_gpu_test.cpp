@@ -14,10 +14,10 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "base/error.hpp"
 #include "exec/cpu/cpu_backend.hpp"
 #include "exec/cuda/backend/cuda_backend.hpp"
 #include "exec/cuda/base/device.hpp"
-#include "schedules/error.hpp"
 #include "schedules/lower.hpp"
 #include "tests/exec/trainer_support.hpp"
 
@@ -108,8 +108,8 @@ TEST(CudaTrainer, StagesOverlapInTimeOnTheirPartitions) {
   std::size_t overlaps = 0;
   for (const auto& a : actions) {
     for (const auto& b : actions) {
-      if (a.rank.value < b.rank.value && a.stream == schedules::Stream::compute &&
-          b.stream == schedules::Stream::compute && a.start_ns < b.end_ns && b.start_ns < a.end_ns) {
+      if (a.rank.value < b.rank.value && a.stream == timelines::Stream::compute &&
+          b.stream == timelines::Stream::compute && a.start_ns < b.end_ns && b.start_ns < a.end_ns) {
         ++overlaps;
       }
     }

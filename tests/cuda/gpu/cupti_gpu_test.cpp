@@ -7,12 +7,12 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include "base/error.hpp"
 #include "exec/cuda/base/check.hpp"
 #include "exec/cuda/base/device.hpp"
 #include "exec/cuda/cupti/cupti_activity_source.hpp"
 #include "exec/cuda/cupti/gpu_timeline.hpp"
 #include "exec/cuda/cupti/kernel_events.hpp"
-#include "schedules/error.hpp"
 
 namespace gpipe::exec::cuda::cupti {
 namespace {

@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include "base/error.hpp"
 #include "exec/cuda/base/caching_allocator.hpp"
 #include "exec/cuda/base/check.hpp"
 #include "exec/cuda/base/device.hpp"
@@ -16,7 +17,6 @@
 #include "exec/cuda/base/device_tensor.hpp"
 #include "exec/cuda/base/green_context.hpp"
 #include "exec/cuda/base/stream.hpp"
-#include "schedules/error.hpp"
 
 namespace gpipe::exec::cuda {
 namespace {

@@ -10,12 +10,12 @@
 
 #include <cuda_runtime.h>
 
+#include "base/error.hpp"
 #include "exec/cuda/base/check.hpp"
 #include "exec/cuda/base/device.hpp"
 #include "exec/cuda/nccl/nccl_transport.hpp"
 #include "exec/dist/tcp_store.hpp"
 #include "exec/runtime/aborted.hpp"
-#include "schedules/error.hpp"
 
 namespace gpipe::exec::cuda {
 namespace {

@@ -14,11 +14,11 @@
 
 #include <gtest/gtest.h>
 
+#include "base/error.hpp"
 #include "exec/cuda/base/caching_allocator.hpp"
 #include "exec/cuda/base/device_memory.hpp"
 #include "exec/cuda/base/device_tensor.hpp"
 #include "exec/runtime/memory_account.hpp"
-#include "schedules/error.hpp"
 
 namespace gpipe::exec::cuda {
 namespace {

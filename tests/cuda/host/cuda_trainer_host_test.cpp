@@ -6,9 +6,10 @@
 
 #include <string>
 
+#include "base/error.hpp"
 #include "exec/cuda/backend/cuda_backend.hpp"
 #include "exec/cuda/base/device.hpp"
-#include "schedules/error.hpp"
+#include "exec/dist/train_as_process.hpp"
 #include "tests/exec/trainer_support.hpp"
 
 namespace gpipe::exec::cuda {

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "exec/cuda/cupti/kernel_events.hpp"
-#include "schedules/chrome_trace.hpp"
+#include "timelines/chrome_trace.hpp"
 
 namespace gpipe::exec::cuda::cupti {
 namespace {
@@ -81,7 +81,7 @@ TEST(GpuTraceEvents, CopyEventAndThreadNames) {
 }
 
 TEST(GpuTraceEvents, MergedTraceReadsBackIntoTheSameTimeline) {
-  schedules::Timeline timeline;
+  timelines::Timeline timeline;
   timeline.info.schedule_name = "gpipe";
   timeline.info.num_ranks = 3;
   timeline.info.num_stages = 3;
@@ -94,7 +94,7 @@ TEST(GpuTraceEvents, MergedTraceReadsBackIntoTheSameTimeline) {
   EXPECT_EQ(timeline.actions[0].start_ns, 1'000);
   EXPECT_EQ(timeline.actions[0].end_ns, 3'700);  // the memset ends last
 
-  json trace = schedules::to_chrome_trace(timeline);
+  json trace = timelines::to_chrome_trace(timeline);
   const std::size_t before = trace["traceEvents"].size();
   append_gpu_events(trace, sample(), kActions);
   EXPECT_EQ(trace["traceEvents"].size(), before + gpu_trace_events(sample(), kActions).size());
@@ -103,7 +103,7 @@ TEST(GpuTraceEvents, MergedTraceReadsBackIntoTheSameTimeline) {
   EXPECT_EQ(counts["memcpys"], 2);  // copies and sets
   EXPECT_EQ(counts["unmatched"], 1);
   EXPECT_EQ(counts["dropped"], 2);
-  EXPECT_EQ(schedules::timeline_from_chrome_trace(trace, "merged").actions, timeline.actions);
+  EXPECT_EQ(timelines::timeline_from_chrome_trace(trace, "merged").actions, timeline.actions);
 }
 
 }  // namespace

@@ -2,9 +2,9 @@
 // action's GPU interval, with unmatched and dropped records counted.
 #include <gtest/gtest.h>
 
+#include "base/error.hpp"
 #include "exec/cuda/cupti/gpu_timeline.hpp"
 #include "exec/cuda/cupti/mock_activity_source.hpp"
-#include "schedules/error.hpp"
 
 namespace gpipe::exec::cuda::cupti {
 namespace {
@@ -12,7 +12,7 @@ namespace {
 using schedules::ActionKind;
 using schedules::make_action;
 using schedules::Rank;
-using schedules::Stream;
+using timelines::Stream;
 
 KernelRecord kernel(std::uint32_t correlation, std::int64_t start, std::int64_t end,
                     std::uint32_t stream = 7) {

@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "exec/cpu/layers/layer.hpp"
+#include "exec/cuda/backend/device_link.hpp"
 #include "exec/cuda/base/caching_allocator.hpp"
 #include "exec/cuda/base/device_memory.hpp"
-#include "exec/cuda/backend/device_link.hpp"
 #include "exec/cuda/base/device_tensor.hpp"
 #include "exec/cuda/layers/layer.hpp"
 #include "exec/cuda/layers/layer_kinds.hpp"

@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include "base/error.hpp"
 #include "exec/cuda/base/caching_allocator.hpp"
 #include "exec/cuda/base/device_memory.hpp"
 #include "exec/cuda/base/device_tensor.hpp"
@@ -19,7 +20,6 @@
 #include "exec/cuda/layers/layer.hpp"
 #include "exec/cuda/layers/layer_kinds.hpp"
 #include "models/families.hpp"
-#include "schedules/error.hpp"
 #include "tests/cuda/host/fake_layer_context.hpp"
 #include "tests/error_of.hpp"
 

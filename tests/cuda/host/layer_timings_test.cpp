@@ -8,12 +8,12 @@
 #include <string>
 #include <vector>
 
+#include "base/error.hpp"
 #include "exec/cuda/base/device.hpp"
 #include "exec/cuda/profiler/layer_profiler.hpp"
 #include "exec/cuda/profiler/layer_timings.hpp"
 #include "exec/cuda/profiler/link_probe.hpp"
 #include "models/model_spec.hpp"
-#include "schedules/error.hpp"
 
 namespace gpipe::exec::cuda::profiler {
 namespace {

@@ -5,8 +5,8 @@
 
 #include <string>
 
+#include "base/error.hpp"
 #include "exec/cuda/nccl/nccl_gradient_reducer.hpp"
-#include "schedules/error.hpp"
 
 namespace gpipe::exec::cuda {
 namespace {

@@ -1,4 +1,4 @@
-"""Writes PyTorch profiler traces of torch's own pipeline runs (issue 27), which
+"""Writes PyTorch profiler traces of torch's own pipeline runs, which
 gpipe reads as a measured timeline (`gpipe-sim diff PREDICTED --torch-traces`),
 with the torch that runs it (a scratch virtual environment outside the project:
 torch is a yardstick and a source of traces, never a dependency of gpipe):

@@ -1,5 +1,5 @@
-"""Writes the PyTorch profiler traces gpipe's torch importers are tested on
-(issue 27), with the torch that runs it; run it with an interpreter that has
+"""Writes the PyTorch profiler traces gpipe's torch importers are tested on,
+with the torch that runs it; run it with an interpreter that has
 torch (a scratch virtual environment outside the project: torch is a
 yardstick and a source of traces, never a dependency of gpipe):
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes the torch.distributed.pipelining reference schedules that
-tests/schedules/torch_conformance_test.cpp compares our generators with.
+tests/interop/torch_conformance_test.cpp compares our generators with.
 
 Run by hand, NOT in CI: it needs PyTorch 2.15 (a yardstick only, never a
 dependency of the project), e.g.

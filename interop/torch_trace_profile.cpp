@@ -1,0 +1,443 @@
+#include "interop/torch_trace_profile.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <regex>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "base/error.hpp"
+#include "profiles/median_profile.hpp"
+
+namespace gpipe::interop {
+
+namespace {
+
+using interop::KinetoEvent;
+using interop::KinetoTrace;
+
+constexpr std::string_view kModulePrefix = "nn.Module: ";
+constexpr std::string_view kBackwardPrefix = "autograd::engine::evaluate_function: ";
+constexpr std::string_view kOptimizerStepPrefix = "Optimizer.step#";
+
+bool is_module(const KinetoEvent& e) { return e.category == "python_function" && e.name.starts_with(kModulePrefix); }
+bool is_op(const KinetoEvent& e) { return e.category == "cpu_op"; }
+bool is_label(const KinetoEvent& e) {
+  return e.category == "user_annotation" && !e.name.starts_with(kProfilerStepPrefix) && !e.name.starts_with("Optimizer.");
+}
+std::string name_of(const KinetoEvent& e) {
+  return is_module(e) ? e.name.substr(kModulePrefix.size()) : e.name;
+}
+// "Block_0" -> "Block": the module's class; a label is its own kind.
+std::string kind_of(const std::string& name, bool module) {
+  if (!module) return "record_function";
+  const std::size_t underscore = name.find_last_of('_');
+  if (underscore == std::string::npos || underscore + 1 == name.size()) return name;
+  const bool numbered = std::all_of(name.begin() + static_cast<std::ptrdiff_t>(underscore) + 1, name.end(),
+                                    [](char c) { return c >= '0' && c <= '9'; });
+  return numbered ? name.substr(0, underscore) : name;
+}
+
+// A profile's own bound on bytes (profiles/profile.cpp reads no more).
+constexpr std::int64_t kMaxBytes = std::int64_t{1} << 50;
+
+// a + b, refusing what no profile holds (a trace's numbers are anyone's).
+std::int64_t checked_sum(std::int64_t a, std::int64_t b, std::string_view origin) {
+  std::int64_t sum = 0;
+  if (__builtin_add_overflow(a, b, &sum) || sum > kMaxBytes) {
+    throw InputError(fmt::format("{}: a layer's bytes exceed 2^50", origin));
+  }
+  return sum;
+}
+
+std::int64_t tensor_bytes(const std::vector<std::int64_t>& dims, int element_bytes, std::string_view origin) {
+  std::int64_t bytes = element_bytes;
+  for (const std::int64_t d : dims) {
+    if (__builtin_mul_overflow(bytes, d, &bytes) || bytes > kMaxBytes) {
+      throw InputError(fmt::format("{}: a tensor of {} elements' shape exceeds 2^50 bytes", origin, dims.size()));
+    }
+  }
+  return bytes;
+}
+
+struct Span {
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+};
+
+// One layer in one step.
+struct LayerStep {
+  std::string name;
+  bool module = true;
+  const KinetoEvent* span = nullptr;
+  std::int64_t fwd_ns = 0;
+  std::int64_t bwd_ns = 0;
+  std::int64_t param_bytes = 0;
+  std::set<std::vector<std::int64_t>> param_dims;
+  std::int64_t input_bytes = 0;
+  std::int64_t kept_bytes = 0;  // allocated in the forward, alive when the backward began
+  std::string param_type;       // the first parameter's element type
+};
+
+struct StepMeasure {
+  std::vector<LayerStep> layers;
+  std::string root;                 // the outermost module, when modules were read
+  std::int64_t optimizer_ns = 0;
+  std::int64_t outside_fwd_ns = 0;  // ops of the forward in no layer
+  std::int64_t outside_bwd_ns = 0;  // autograd functions of no layer
+};
+
+class TraceReader {
+ public:
+  TraceReader(const KinetoTrace& trace, const TorchTraceOptions& options) : trace_(trace), options_(options) {
+    if (!options.layers.empty()) {
+      try {
+        pattern_.emplace(options.layers);
+      } catch (const std::regex_error& e) {
+        throw InputError(fmt::format("--layers: '{}' is not a regular expression: {}", options.layers, e.what()));
+      }
+    }
+  }
+
+  [[nodiscard]] std::vector<StepMeasure> steps() const {
+    std::vector<Span> spans;
+    for (const KinetoEvent& e : trace_.events) {
+      if (e.category == "user_annotation" && e.name.starts_with(kProfilerStepPrefix)) spans.push_back({e.start_ns, e.end_ns});
+    }
+    if (spans.empty() && !trace_.events.empty()) {
+      Span all{trace_.events.front().start_ns, trace_.events.front().end_ns};
+      for (const KinetoEvent& e : trace_.events) all.end_ns = std::max(all.end_ns, e.end_ns);
+      spans.push_back(all);
+    }
+    std::vector<StepMeasure> out;
+    for (std::size_t k = 0; k < spans.size(); ++k) out.push_back(step(spans[k], k));
+    return out;
+  }
+
+ private:
+  // The events that start in [from, to], in order.
+  template <class F>
+  void each_in(std::int64_t from, std::int64_t to, F&& f) const {
+    auto it = std::ranges::lower_bound(trace_.events, from, {}, &KinetoEvent::start_ns);
+    for (; it != trace_.events.end() && it->start_ns <= to; ++it) {
+      if (it->end_ns <= to) f(*it);
+    }
+  }
+
+  [[noreturn]] void fail(std::string_view why) const { throw InputError(fmt::format("{}: {}", trace_.origin, why)); }
+
+  // The layers' spans of the step's forward.
+  [[nodiscard]] std::vector<LayerStep> layer_spans(const Span& step, std::string& root) const {
+    std::vector<const KinetoEvent*> modules;
+    each_in(step.start_ns, step.end_ns, [&](const KinetoEvent& e) {
+      if (is_module(e)) modules.push_back(&e);
+    });
+    std::vector<LayerStep> layers;
+    const auto keep = [&](const KinetoEvent& e) {
+      if (!layers.empty() && layers.back().span->encloses(e)) return;  // inside a layer kept already
+      layers.push_back({.name = name_of(e), .module = is_module(e), .span = &e});
+    };
+    if (!modules.empty()) root = name_of(*modules.front());
+    if (pattern_) {
+      each_in(step.start_ns, step.end_ns, [&](const KinetoEvent& e) {
+        if ((is_module(e) || is_label(e)) && std::regex_match(name_of(e), *pattern_)) keep(e);
+      });
+      if (layers.empty()) fail(fmt::format("no module or record_function label matches --layers '{}'", options_.layers));
+      return layers;
+    }
+    if (modules.empty()) {
+      fail("no module events: profile an eager model with with_stack=True (which writes \"nn.Module: Block_0\" "
+           "events), or give --layers naming the record_function labels around each layer");
+    }
+    const KinetoEvent& outermost = *modules.front();
+    for (const KinetoEvent* m : modules) {
+      if (m != &outermost && outermost.encloses(*m)) keep(*m);
+    }
+    if (layers.empty()) fail(fmt::format("the model's module {} has no child modules: give --layers", root));
+    return layers;
+  }
+
+  [[nodiscard]] StepMeasure step(const Span& span, std::size_t k) const {
+    StepMeasure s;
+    s.layers = layer_spans(span, s.root);
+    std::set<std::string> seen;
+    for (const LayerStep& l : s.layers) {
+      if (!seen.insert(l.name).second) {
+        fail(fmt::format("layer {} runs twice in step {}: one forward a step is read (a micro-batch loop inside "
+                         "a step, or --layers matching a repeated label?)",
+                         l.name, k));
+      }
+    }
+    // Forward: the layers' top-level ops, and their sequence numbers.
+    std::map<std::int64_t, std::size_t> layer_of_sequence;
+    std::int64_t forward_end = 0;
+    for (std::size_t i = 0; i < s.layers.size(); ++i) {
+      LayerStep& l = s.layers[i];
+      std::int64_t top_end = l.span->start_ns;
+      each_in(l.span->start_ns, l.span->end_ns, [&](const KinetoEvent& e) {
+        if (!is_op(e) || !l.span->encloses(e)) return;
+        if (e.start_ns >= top_end) {
+          l.fwd_ns += e.duration_ns();
+          top_end = e.end_ns;
+        }
+        if (e.sequence_number) layer_of_sequence[*e.sequence_number] = i;
+      });
+      forward_end = std::max(forward_end, l.span->end_ns);
+    }
+    // Backward: each autograd function, by its forward op's sequence number;
+    // a parameter's AccumulateGrad to the layer whose backward ran before it.
+    std::optional<std::size_t> current;
+    std::int64_t backward_top_end = forward_end;
+    std::optional<std::int64_t> backward_start;
+    each_in(forward_end, span.end_ns, [&](const KinetoEvent& e) {
+      if (!is_op(e) || !e.name.starts_with(kBackwardPrefix) || e.start_ns < backward_top_end) return;
+      backward_top_end = e.end_ns;
+      if (!backward_start) backward_start = e.start_ns;
+      if (e.name.find("AccumulateGrad") != std::string::npos) {
+        const KinetoEvent* grad = first_op_with_inputs(e);
+        if (grad == nullptr || !current) return;
+        const std::optional<int> bytes = interop::torch_element_bytes(grad->input_types.front());
+        if (!bytes) return;
+        LayerStep& l = s.layers[*current];
+        l.param_bytes = checked_sum(l.param_bytes, tensor_bytes(grad->input_dims.front(), *bytes, trace_.origin),
+                                    trace_.origin);
+        l.param_dims.insert(grad->input_dims.front());
+        if (l.param_type.empty()) l.param_type = grad->input_types.front();
+        return;
+      }
+      const auto it = e.sequence_number ? layer_of_sequence.find(*e.sequence_number) : layer_of_sequence.end();
+      if (it == layer_of_sequence.end()) {
+        s.outside_bwd_ns += e.duration_ns();
+        return;
+      }
+      current = it->second;
+      s.layers[it->second].bwd_ns += e.duration_ns();
+    });
+    if (!backward_start) {
+      fail("no backward after the forward: trace training steps (loss.backward()), with record_shapes=True");
+    }
+    for (LayerStep& l : s.layers) l.input_bytes = input_bytes(l);
+    if (!trace_.memory.empty()) kept_bytes(s.layers, *backward_start);
+    // The forward's ops outside every layer (a loss computed outside the model).
+    std::int64_t top_end = span.start_ns;
+    each_in(span.start_ns, forward_end, [&](const KinetoEvent& e) {
+      if (!is_op(e) || e.start_ns < top_end || e.name.starts_with(kBackwardPrefix)) return;
+      top_end = e.end_ns;
+      const bool in_layer = std::ranges::any_of(s.layers, [&](const LayerStep& l) { return l.span->encloses(e); });
+      if (!in_layer && e.start_ns >= s.layers.front().span->start_ns) s.outside_fwd_ns += e.duration_ns();
+    });
+    std::int64_t optimizer_end = span.start_ns;  // one at a time: a step's optimizer spans do not nest
+    each_in(span.start_ns, span.end_ns, [&](const KinetoEvent& e) {
+      if (e.category != "user_annotation" || !e.name.starts_with(kOptimizerStepPrefix) || e.start_ns < optimizer_end) {
+        return;
+      }
+      s.optimizer_ns += e.duration_ns();
+      optimizer_end = e.end_ns;
+    });
+    return s;
+  }
+
+  // The op inside `e` (same thread) that recorded its inputs first.
+  [[nodiscard]] const KinetoEvent* first_op_with_inputs(const KinetoEvent& e) const {
+    const KinetoEvent* found = nullptr;
+    each_in(e.start_ns, e.end_ns, [&](const KinetoEvent& op) {
+      if (found == nullptr && &op != &e && is_op(op) && e.encloses(op) && !op.input_dims.empty() &&
+          !op.input_dims.front().empty() && !op.input_types.empty()) {
+        found = &op;
+      }
+    });
+    return found;
+  }
+
+  // The first tensor input of the layer's ops that is none of its parameters' shapes.
+  [[nodiscard]] std::int64_t input_bytes(const LayerStep& l) const {
+    std::optional<std::int64_t> found;
+    each_in(l.span->start_ns, l.span->end_ns, [&](const KinetoEvent& e) {
+      if (found || !is_op(e) || !l.span->encloses(e)) return;
+      for (std::size_t i = 0; i < e.input_dims.size() && i < e.input_types.size(); ++i) {
+        const std::optional<int> bytes = interop::torch_element_bytes(e.input_types[i]);
+        if (e.input_dims[i].empty() || !bytes || l.param_dims.contains(e.input_dims[i])) continue;
+        found = tensor_bytes(e.input_dims[i], *bytes, trace_.origin);
+        return;
+      }
+    });
+    return found.value_or(0);
+  }
+
+  // What each layer's forward allocated and still held when the backward began.
+  void kept_bytes(std::vector<LayerStep>& layers, std::int64_t backward_start) const {
+    std::map<std::int64_t, std::pair<std::int64_t, std::int64_t>> alive;  // address -> (time, bytes)
+    for (const interop::KinetoMemoryEvent& m : trace_.memory) {
+      if (m.time_ns >= backward_start) break;
+      if (m.bytes > 0) {
+        alive[m.address] = {m.time_ns, m.bytes};
+      } else {
+        alive.erase(m.address);
+      }
+    }
+    for (const auto& [address, allocation] : alive) {
+      for (LayerStep& l : layers) {
+        if (l.span->start_ns <= allocation.first && allocation.first <= l.span->end_ns) {
+          l.kept_bytes = checked_sum(l.kept_bytes, allocation.second, trace_.origin);
+          break;
+        }
+      }
+    }
+  }
+
+  const KinetoTrace& trace_;
+  const TorchTraceOptions& options_;
+  std::optional<std::regex> pattern_;
+};
+
+// The median over the steps of a time in ns, in us.
+template <class T, class F>
+double median_us(const std::vector<T>& steps, F&& value_ns) {
+  std::vector<double> ns;
+  for (const T& s : steps) ns.push_back(static_cast<double>(value_ns(s)));
+  return profiles::median(std::move(ns)) / 1e3;
+}
+
+std::string dtype_of(const std::string& type) {
+  if (type == "c10::BFloat16") return "bf16";
+  if (type == "c10::Half") return "fp16";
+  return "fp32";
+}
+
+}  // namespace
+
+profiles::Profile torch_trace_profile(const std::vector<TorchTrace>& traces, const TorchTraceOptions& options) {
+  if (traces.empty()) throw InputError("--from-torch-trace: no trace given");
+  profiles::Profile profile;
+  profile.source = "torch-trace";
+  std::vector<std::string> sources;
+  std::set<int> sizes;
+  std::string root;
+  bool memory_missing = false;
+  std::string last_output_layer;
+  std::vector<std::int64_t> optimizer_ns;  // every step's, over the traces
+  double outside_fwd_us = 0;
+  double outside_bwd_us = 0;
+  for (const TorchTrace& t : traces) {
+    const KinetoTrace& trace = t.trace;
+    const int b = t.micro_batch_size;
+    if (b < 1) throw InputError(fmt::format("{}: micro-batch size {} must be at least 1", trace.origin, b));
+    if (!sizes.insert(b).second) {
+      throw InputError(fmt::format("{}: micro-batch size {} is given twice: one trace a size", trace.origin, b));
+    }
+    if (!trace.device_names.empty()) {
+      throw InputError(fmt::format("{}: a GPU trace ({}): gpipe reads CPU traces so far (a GPU's kernel spans wait "
+                                   "for a GPU trace to be tested against)",
+                                   trace.origin, trace.device_names.front()));
+    }
+    if (!trace.record_shapes) {
+      throw InputError(fmt::format("{}: recorded without shapes: profile with record_shapes=True (the layers' bytes "
+                                   "and parameters come from them)",
+                                   trace.origin));
+    }
+    if (trace.memory.empty()) {
+      if (!options.no_activation_bytes) {
+        throw InputError(fmt::format("{}: no memory events, so activation bytes cannot be measured: profile with "
+                                     "profile_memory=True, or give --no-activation-bytes to write each layer's input "
+                                     "bytes instead",
+                                     trace.origin));
+      }
+      memory_missing = true;
+    }
+    const std::vector<StepMeasure> steps = TraceReader(trace, options).steps();
+    if (steps.empty()) throw InputError(fmt::format("{}: no events", trace.origin));
+    const StepMeasure& first = steps.front();
+    for (const StepMeasure& s : steps) {
+      std::vector<std::string> a, n;
+      for (const LayerStep& l : s.layers) a.push_back(l.name);
+      for (const LayerStep& l : first.layers) n.push_back(l.name);
+      if (a != n) {
+        throw InputError(fmt::format("{}: the steps run different layers ({} against {})", trace.origin,
+                                     fmt::join(a, ", "), fmt::join(n, ", ")));
+      }
+    }
+    if (profile.layers.empty()) {
+      root = first.root;
+      profile.device = fmt::format("CPU ({})", trace.host_name.empty() ? "host unnamed" : trace.host_name);
+      profile.dtype = dtype_of(first.layers.front().param_type);
+      for (const LayerStep& l : first.layers) {
+        profile.layers.push_back(
+            {.name = l.name, .kind = kind_of(l.name, l.module), .param_bytes = l.param_bytes, .samples = {}});
+      }
+    } else {
+      std::vector<std::string> mine, theirs;
+      for (const LayerStep& l : first.layers) mine.push_back(l.name);
+      for (const profiles::LayerProfile& l : profile.layers) theirs.push_back(l.name);
+      if (mine != theirs) {
+        throw InputError(fmt::format("{}: its layers ({}) are not the first trace's ({})", trace.origin,
+                                     fmt::join(mine, ", "), fmt::join(theirs, ", ")));
+      }
+    }
+    const std::size_t n = first.layers.size();
+    for (std::size_t i = 0; i < n; ++i) {
+      const LayerStep& l = first.layers[i];
+      if (l.param_bytes != profile.layers[i].param_bytes) {
+        throw InputError(fmt::format("{}: layer {} has {} parameter bytes, {} in the first trace", trace.origin,
+                                     l.name, l.param_bytes, profile.layers[i].param_bytes));
+      }
+      profiles::ProfileSample sample;
+      sample.micro_batch_size = b;
+      sample.fwd_us = median_us(steps, [i](const StepMeasure& s) { return s.layers[i].fwd_ns; });
+      sample.bwd_us = median_us(steps, [i](const StepMeasure& s) { return s.layers[i].bwd_ns; });
+      sample.input_bytes = l.input_bytes;
+      sample.output_bytes = i + 1 < n ? first.layers[i + 1].input_bytes : 0;
+      sample.activation_bytes =
+          memory_missing ? l.input_bytes
+                         : std::max(l.input_bytes, l.kept_bytes - sample.output_bytes + l.input_bytes);
+      profile.layers[i].samples.push_back(sample);
+    }
+    last_output_layer = first.layers.back().name;
+    for (const StepMeasure& s : steps) optimizer_ns.push_back(s.optimizer_ns);
+    outside_fwd_us = std::max(outside_fwd_us, median_us(steps, [](const StepMeasure& s) { return s.outside_fwd_ns; }));
+    outside_bwd_us = std::max(outside_bwd_us, median_us(steps, [](const StepMeasure& s) { return s.outside_bwd_ns; }));
+    sources.push_back(fmt::format("{} (b={}, {} step{})", trace.origin, b, steps.size(), steps.size() == 1 ? "" : "s"));
+  }
+  for (profiles::LayerProfile& l : profile.layers) {
+    std::ranges::sort(l.samples, {}, &profiles::ProfileSample::micro_batch_size);
+  }
+  const double optimizer_us = median_us(optimizer_ns, [](std::int64_t ns) { return ns; });
+  std::int64_t params = 0;
+  for (const profiles::LayerProfile& l : profile.layers) params += l.param_bytes;
+  for (profiles::LayerProfile& l : profile.layers) {
+    l.optimizer_us = params > 0 ? optimizer_us * static_cast<double>(l.param_bytes) / static_cast<double>(params) : 0;
+  }
+  profile.model = options.model.empty() ? "torch:" + (root.empty() ? std::string("record_function layers") : root)
+                                        : options.model;
+  profile.link = profiles::Link{.latency_us = 0, .bandwidth_GBps = 1e6};
+  profile.measured_from = fmt::format("PyTorch {} profiler traces of CPU ops: {}",
+                                      options.torch_version.empty() ? "(version unknown)" : options.torch_version,
+                                      fmt::join(sources, ", "));
+  profile.not_measured = {
+      "link: a one-device trace has no transfers (0 us, 1000000 GB/s here; give gpipe-sim run --link-latency-us "
+      "and --link-bandwidth-gbps)",
+      fmt::format("optimizer_us: the optimizer's step is measured whole ({:.1f} us a step) and shared among the "
+                  "layers by parameter bytes",
+                  optimizer_us),
+      fmt::format("output_bytes of the last layer ({}): a trace records inputs only (0)", last_output_layer),
+      "bwd_input_us and bwd_weight_us: a torch backward is not split into input and weight gradients"};
+  if (memory_missing) {
+    profile.not_measured.push_back("activation_bytes: no memory events (each layer's input bytes instead)");
+  }
+  if (outside_fwd_us > 0 || outside_bwd_us > 0) {
+    profile.not_measured.push_back(fmt::format(
+        "time in no layer: forward ops up to {:.1f} us and autograd functions up to {:.1f} us a step lie outside "
+        "every layer and are left out",
+        outside_fwd_us, outside_bwd_us));
+  }
+  return profile;
+}
+
+}  // namespace gpipe::interop

@@ -1,0 +1,70 @@
+#include "tools/gpipe-sim/cluster_flags.hpp"
+
+#include <fmt/format.h>
+
+namespace gpipe::tools {
+
+namespace {
+
+constexpr const char* kFlags[] = {"--tensor-parallel", "--sequence-parallel", "--data-parallel",
+                                  "--zero", "--gpus", "--gpus-per-node",
+                                  "--inter-node-bandwidth-gbps", "--inter-node-latency-us"};
+
+}  // namespace
+
+void ClusterFlags::add_to(CLI::App& cmd) {
+  cmd.add_option("--tensor-parallel", tensor_parallel,
+                 "GPUs each stage is split over (tensor parallelism): the profile's, made by gpipe-sim profile "
+                 "--tensor-parallel T (checked)")
+      ->check(CLI::Range(1, 4096));
+  cmd.add_flag("--sequence-parallel", sequence_parallel,
+               "The profile's split is sequence parallel too (checked: gpipe-sim profile --sequence-parallel)");
+  cmd.add_option("--data-parallel", data_parallel,
+                 "Pipeline replicas D: each stage's gradients are reduced over its D copies, starting after its "
+                 "last backward, before its step")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  cmd.add_option("--zero", zero,
+                 "ZeRO stage over the replicas: 1 shards the optimizer state, 2 the gradients too (both "
+                 "reduce-scatter, then gather the weights after the step), 3 the weights too (gathered before "
+                 "each forward and backward)")
+      ->check(CLI::Range(0, 3))
+      ->capture_default_str();
+  cmd.add_option("--gpus", gpus, "GPUs N of the cluster: T x K x D (default: that product)")
+      ->check(CLI::Range(1, 1 << 24));
+  cmd.add_option("--gpus-per-node", gpus_per_node,
+                 "GPUs G a node: lays the plan out on nodes (TP groups inside one, a replica's stages side by "
+                 "side), and rank pairs and data-parallel groups across nodes use the inter-node link "
+                 "(default: no nodes, every link the profile's)")
+      ->check(CLI::Range(1, 1 << 16));
+  cmd.add_option("--inter-node-bandwidth-gbps", inter_node_bandwidth_GBps,
+                 "Each GPU's share of the network between nodes, one way, GB/s (default 50: a 400 Gb/s NIC a "
+                 "GPU)")
+      ->check(CLI::Range(1e-6, 1e6));
+  cmd.add_option("--inter-node-latency-us", inter_node_latency_us,
+                 "Latency between nodes, us (default 5)")
+      ->check(CLI::Range(0.0, 1e6));
+}
+
+void ClusterFlags::apply_to(plan::PlanRequest& request, sim::Conditions& conditions) const {
+  request.data_parallel = data_parallel;
+  request.zero = zero;
+  conditions.tensor_parallel = tensor_parallel;
+  if (sequence_parallel) conditions.sequence_parallel = true;
+  if (!gpus && !gpus_per_node && !inter_node_bandwidth_GBps && !inter_node_latency_us) return;
+  sim::ClusterConditions cluster;
+  cluster.gpus = gpus;
+  if (gpus_per_node) cluster.gpus_per_node = *gpus_per_node;
+  if (inter_node_bandwidth_GBps) cluster.inter_node.bandwidth_GBps = *inter_node_bandwidth_GBps;
+  if (inter_node_latency_us) cluster.inter_node.latency_us = *inter_node_latency_us;
+  conditions.cluster = cluster;
+}
+
+bool ClusterFlags::any_given(const CLI::App& cmd) {
+  for (const char* flag : kFlags) {
+    if (cmd.count(flag) > 0) return true;
+  }
+  return false;
+}
+
+}  // namespace gpipe::tools

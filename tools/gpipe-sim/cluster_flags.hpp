@@ -1,0 +1,35 @@
+// gpipe-sim's flags for a pipeline on a cluster (run and sweep): the
+// tensor-parallel group each stage is (the profile's, checked), the
+// data-parallel replicas and ZeRO, and where the GPUs sit (plan/cluster.hpp):
+// nodes of G GPUs joined by an inter-node link.
+#pragma once
+
+#include <optional>
+
+#include <CLI/CLI.hpp>
+
+#include "plan/plan.hpp"
+#include "sim/scenario.hpp"
+
+namespace gpipe::tools {
+
+struct ClusterFlags {
+  std::optional<int> tensor_parallel;
+  bool sequence_parallel = false;
+  int data_parallel = 1;
+  int zero = 0;
+  std::optional<int> gpus;
+  std::optional<int> gpus_per_node;
+  std::optional<double> inter_node_bandwidth_GBps;
+  std::optional<double> inter_node_latency_us;
+
+  void add_to(CLI::App& cmd);
+  // Sets the request's replicas and ZeRO stage and the conditions' group
+  // and cluster (a cluster when any of --gpus, --gpus-per-node or the
+  // inter-node link is given).
+  void apply_to(plan::PlanRequest& request, sim::Conditions& conditions) const;
+  // Whether any of these flags was given (`cmd`): an inference stream refuses them.
+  [[nodiscard]] static bool any_given(const CLI::App& cmd);
+};
+
+}  // namespace gpipe::tools

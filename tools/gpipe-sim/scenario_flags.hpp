@@ -1,0 +1,84 @@
+// gpipe-sim's own flags: those that describe one configuration (`run`):
+// profile, K, M, batch, schedule (generated, or a file), recompute,
+// partition, link (and its sharing), overlapped pairs, optimizer and jitter; and those a sweep holds fixed across its
+// grid (the grid itself is tools/common/grid_flags.hpp, shared with gpipe-run validate).
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "plan/plan.hpp"
+#include "profiles/profile.hpp"
+#include "profiles/shipped.hpp"
+#include "schedules/schedule.hpp"
+#include "sim/scenario.hpp"
+#include "tools/gpipe-sim/cluster_flags.hpp"
+
+namespace gpipe::tools {
+
+// The flags `run` and `sweep` share: the profile, and what a sweep holds fixed
+// across its grid (backward order, optimizer, the link, how overlapped pairs
+// run, a schedule file instead of generated schedules).
+struct FixedFlags {
+  std::string profile{profiles::kDefaultProfile};
+  std::string backward_order = "reverse";
+  std::optional<double> link_latency_us;
+  std::optional<double> link_bandwidth_GBps;
+  std::string link_sharing = "fifo";
+  std::string optimizer = "adamw";
+  std::optional<double> overlap_f_b;  // share of the compute stream each of a pair runs at
+  std::string schedule_file;          // an IR JSON or torch CSV file (tools/common/schedule_file.hpp); empty: generate
+  std::string action_overhead_us;     // "F=120,B=200" (sim/action_overhead.hpp); empty: none
+  ClusterFlags cluster;               // TP (the profile's), DP, ZeRO, nodes
+
+  void add_to(CLI::App& cmd);
+  // Sets those fields of the request and the conditions; throws InputError
+  // for a value that is not one.
+  void apply_to(plan::PlanRequest& request, sim::Conditions& conditions) const;
+};
+
+// gpipe-sim's note on what a schedule holds that no profile prices
+// ("note: 4 UNSHARD/RESHARD/REDUCE_GRAD/WAIT_REDUCE_GRAD actions cost 0 (...)"),
+// or empty.
+[[nodiscard]] std::string unpriced_note(const schedules::Schedule& schedule);
+
+// The memory limit per rank that --memory-limit (`flag`) and the profile
+// give, and what it is, for the report ("76 GB: NVIDIA H100 80GB HBM3's 80 GB
+// less 5 %"), or nullopt for none. InputError for "device" with a profile
+// that knows no device memory, or bytes that do not parse.
+struct MemoryLimit {
+  std::int64_t bytes = 0;
+  std::string origin;  // "--memory-limit" or the device's description
+};
+[[nodiscard]] std::optional<MemoryLimit> memory_limit_of(const std::string& flag,
+                                                         const profiles::Profile& profile);
+
+struct ScenarioFlags {
+  FixedFlags fixed;
+  std::string schedule = "gpipe";
+  int stages = 0;
+  int stages_per_rank = 0;  // 0: the schedule's own
+  int microbatches = 0;
+  std::int64_t batch = 0;
+  int micro_batch_size = 0;
+  std::string recompute = "never";
+  std::string partition = "balanced";
+  // Bytes, or "device" (the profile's device memory less its reserve); empty:
+  // "device" where the profile knows its device's memory, else none.
+  // zb-auto searches within it; every schedule is checked against it.
+  std::string memory_limit;
+  double jitter_cv = 0.0;  // stochastic mode (sim/stochastic.hpp) when > 0
+  int runs = 100;
+  std::uint64_t seed = 1;
+
+  void add_to(CLI::App& cmd);
+  // Throws InputError for flags that do not make a configuration (`cmd` says
+  // which were given).
+  [[nodiscard]] sim::Scenario scenario(const CLI::App& cmd) const;
+};
+
+}  // namespace gpipe::tools
