@@ -27,6 +27,15 @@ void CudaFlags::add_to(CLI::App& cmd, bool with_timing) {
                       ->capture_default_str();
 }
 
+std::vector<std::string> CudaFlags::args() const {
+  std::vector<std::string> out;
+  const CudaFlags defaults;
+  if (device != defaults.device) out.insert(out.end(), {"--device", std::to_string(device)});
+  if (sm_per_stage != defaults.sm_per_stage) out.insert(out.end(), {"--sm-per-stage", std::to_string(sm_per_stage)});
+  if (timing != defaults.timing) out.insert(out.end(), {"--timing", timing});
+  return out;
+}
+
 void CudaFlags::check_backend(const std::string& backend) const {
   if (backend == "cuda") return;
   for (const CLI::Option* o : {device_option, sm_option, timing_option}) {
@@ -41,6 +50,11 @@ void CpuFlags::add_to(CLI::App& cmd) {
                           "cpu: threads each rank computes with, splitting its GEMMs and elementwise passes "
                           "(default: this machine's cores shared by the ranks on it, at least 1)")
                ->check(CLI::Range(1, exec::kMaxThreadsPerRank));
+}
+
+std::vector<std::string> CpuFlags::args() const {
+  if (threads_per_rank == 0) return {};
+  return {"--threads-per-rank", std::to_string(threads_per_rank)};
 }
 
 void CpuFlags::check_backend(const std::string& backend) const {

@@ -28,6 +28,8 @@ struct CudaFlags {
   // Throws InputError when a CUDA flag was given with another backend.
   void check_backend(const std::string& backend) const;
   [[nodiscard]] exec::BackendOptions options() const { return {device, sm_per_stage, timing}; }
+  // The flags that make these values again: those not at their defaults.
+  [[nodiscard]] std::vector<std::string> args() const;
 
   CLI::Option* device_option = nullptr;
   CLI::Option* sm_option = nullptr;
@@ -42,6 +44,8 @@ struct CpuFlags {
   void add_to(CLI::App& cmd);
   // Throws InputError when the flag was given with another backend.
   void check_backend(const std::string& backend) const;
+  // --threads-per-rank N, or nothing for the default.
+  [[nodiscard]] std::vector<std::string> args() const;
   // The flag's value, or its default with `ranks_here` ranks on this machine's cores.
   [[nodiscard]] int threads_for(int ranks_here) const;
 

@@ -35,29 +35,10 @@
 #include "tools/common/units.hpp"
 #include "tools/gpipe-run/backend_flags.hpp"
 #include "tools/gpipe-run/commands.hpp"
+#include "tools/gpipe-run/infer_flags.hpp"
 
 namespace gpipe::tools {
 namespace {
-
-struct InferFlags {
-  std::string backend = "cpu";
-  std::string model;
-  int stages = 0;
-  int micro_batch_size = 1;
-  int requests = 256;
-  std::optional<int> in_flight;
-  std::optional<double> arrival_interval_us;
-  std::optional<double> arrival_rate;
-  std::uint64_t arrival_seed = 1;
-  std::string partition = "balanced";
-  std::string profile;
-  std::uint64_t seed = 1;
-  int warmup = 2;
-  CpuFlags cpu;
-  CudaFlags cuda;
-  std::string trace;
-  bool json = false;
-};
 
 std::string arrivals(const schedules::Workload& w) {
   if (w.arrival_interval_us) return fmt::format("open loop, one every {}", format_time_us(*w.arrival_interval_us));
@@ -198,38 +179,7 @@ Subcommand add_infer_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "infer", "Serve an inference stream through K pipeline stages, forward only, and measure its throughput, "
                "latency per item and memory per rank (what gpipe-sim run --workload inference predicts)");
-  cmd->add_option("--backend", f->backend,
-                  "Where to run: cpu (a thread per rank; under mpirun or srun, a process per rank), or cuda (a rank "
-                  "per SM partition of one GPU)")
-      ->capture_default_str();
-  cmd->add_option("--model", f->model, models::model_spec_help())->required();
-  cmd->add_option("--stages,-K", f->stages, "Pipeline stages K, one rank each")->check(CLI::Range(1, 4096));
-  cmd->add_option("--micro-batch-size,-b", f->micro_batch_size, "Samples per item b")
-      ->check(CLI::Range(1, 1 << 24))
-      ->capture_default_str();
-  // Ranges are checked by schedules::validate_workload, which names the flag.
-  cmd->add_option("--requests,-R", f->requests, "Items served, in order")->capture_default_str();
-  cmd->add_option("--in-flight,-B", f->in_flight,
-                  "Most items in the pipeline at once (closed loop: item r+B enters when item r leaves); default: K");
-  auto* interval = cmd->add_option("--arrival-interval-us", f->arrival_interval_us,
-                                   "Open loop: item r arrives at r times this (us)");
-  auto* rate = cmd->add_option("--arrival-rate", f->arrival_rate, "Open loop: Poisson arrivals, items per second");
-  interval->excludes(rate);
-  add_seed_flag(*cmd, f->arrival_seed, "Seed of the Poisson arrivals", "--arrival-seed");
-  cmd->add_option("--partition", f->partition,
-                  "Layers per stage: balanced (GPipe's partitioner on the forward costs), uniform, or n1,n2,...")
-      ->capture_default_str();
-  cmd->add_option("--profile", f->profile, "Profile of the model to balance on (default: its analytic costs)")
-      ->check(nonempty_path());
-  add_seed_flag(*cmd, f->seed, "Seed of the weights and the data");
-  cmd->add_option("--warmup", f->warmup, "Forwards each rank runs alone before the stream starts, untimed")
-      ->check(CLI::Range(0, 1000))
-      ->capture_default_str();
-  f->cpu.add_to(*cmd);
-  f->cuda.add_to(*cmd, /*with_timing=*/false);
-  cmd->add_option("--trace", f->trace, "Write the measured stream as a Chrome trace (Perfetto)")->check(nonempty_path());
-  cmd->add_flag("--json", f->json,
-                "Print the configuration, the measured metrics and each item's outputs (its loss per sample) as JSON");
+  f->add_to(*cmd);
   return {cmd, [f, cmd] { return run_infer(*f, *cmd); }};
 }
 

@@ -28,29 +28,13 @@
 #include "tools/common/units.hpp"
 #include "tools/gpipe-run/backend_flags.hpp"
 #include "tools/gpipe-run/commands.hpp"
+#include "tools/gpipe-run/profile_flags.hpp"
 #include "tools/gpipe-run/run_flags.hpp"
 
 namespace gpipe::tools {
 namespace {
 
 constexpr const char* kPassUnits = "passes over every micro-batch size";
-
-struct ProfileFlags {
-  std::string backend = "cpu";
-  std::string model;
-  std::string micro_batch_sizes;
-  int tensor_parallel = 1;  // under mpirun -np T: one part of each block, the T processes at once
-  std::string out;
-  int warmup = 2;
-  int repeats = 5;
-  std::uint64_t seed = 1;
-  std::string optimizer = "adamw";
-  CudaFlags cuda;
-  CpuFlags cpu;
-  int stages = 1;  // measure as a rank of a K-stage run computes (its SM partition, its threads)
-  std::string link_fit = "pipeline";  // under mpirun: what the bandwidth is fitted to
-  std::string workload = "training";
-};
 
 }  // namespace
 
@@ -246,47 +230,7 @@ Subcommand add_profile_run_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "profile", "Measure every layer of a model (median forward, backward and optimizer-step "
                  "times; input, output and stash bytes) and write a profile for gpipe-sim");
-  add_backend_flag(*cmd, f->backend);
-  cmd->add_option("--model", f->model,
-                 models::model_spec_help())
-      ->required();
-  cmd->add_option("--micro-batch-sizes", f->micro_batch_sizes,
-                  "Micro-batch sizes to measure: 1,2,4,8 or 1..8")
-      ->required();
-  cmd->add_option("--out", f->out, "Profile file to write (JSON)")->required()->check(nonempty_path());
-  cmd->add_option("--warmup", f->warmup, "Untimed runs of each layer and size before timing")
-      ->check(CLI::Range(0, 100000))
-      ->capture_default_str();
-  cmd->add_option("--repeats", f->repeats, "Timed runs of each layer and size; the median is kept")
-      ->check(CLI::Range(1, 100000))
-      ->capture_default_str();
-  add_seed_flag(*cmd, f->seed, "Seed of the weights and the random inputs");
-  cmd->add_option("--optimizer", f->optimizer, "Optimizer whose step optimizer_us times")
-      ->check(CLI::IsMember(models::optimizer_names()))
-      ->capture_default_str();
-  cmd->add_option("--tensor-parallel", f->tensor_parallel,
-                  "cpu under mpirun -np T: measure one rank's transformer or llama blocks split over T processes "
-                  "(each process its part, the parts summing over MPI as gpipe-run train --tensor-parallel does); "
-                  "the profile is part 0's, its tensor_parallel T")
-      ->check(CLI::Range(1, 4096));
-  cmd->add_option("--stages", f->stages,
-                  "Measure as each rank of a K-stage run computes: cpu, with its threads (cores / K unless "
-                  "--threads-per-rank); cuda, in its SM partition")
-      ->check(CLI::Range(1, 1024))
-      ->capture_default_str();
-  cmd->add_option("--workload", f->workload,
-                  "training (each pass: every forward, every backward, the optimizer's steps) or inference (passes "
-                  "of the forwards alone, as a stream runs them; the profile prices no backward)")
-      ->check(CLI::IsMember({"training", "inference"}))
-      ->capture_default_str();
-  cmd->add_option("--link-fit", f->link_fit,
-                  "cpu under mpirun -np 2: fit the link's bandwidth to the messages of a K=2 pipeline of the model "
-                  "(pipeline: the receiver copies data just written while its peer computes), or to the idle "
-                  "ping-pong alone (ping-pong); the latency is the ping-pong's either way")
-      ->check(CLI::IsMember({"pipeline", "ping-pong"}))
-      ->capture_default_str();
-  f->cpu.add_to(*cmd);
-  f->cuda.add_to(*cmd, /*with_timing=*/false);
+  f->add_to(*cmd);
   return {cmd, [f] { return run_profile(*f); }};
 }
 

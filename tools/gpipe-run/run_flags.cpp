@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include "base/error.hpp"
-#include "models/model_spec.hpp"
+#include "tools/common/shared_flags.hpp"
 #include "models/optimizer.hpp"
 
 namespace gpipe::tools {
@@ -18,26 +18,27 @@ void add_backend_flag(CLI::App& cmd, std::string& backend) {
 
 void RunFlags::add_to(CLI::App& cmd, const std::string& profile_help) {
   add_backend_flag(cmd, backend);
-  cmd.add_option("--model", model,
-                 models::model_spec_help())
-      ->required();
-  cmd.add_option("--backward-order", backward_order, "GPipe backward order")
-      ->check(CLI::IsMember({"reverse", "forward"}))
-      ->capture_default_str();
-  cmd.add_option("--partition", partition,
-                 "Layers per stage: balanced (GPipe's partitioner on --profile's costs, or on the "
-                 "model's analytic fp32 costs), uniform, or a list n1,n2,...")
-      ->capture_default_str();
-  cmd.add_option("--profile", profile, profile_help)->check(nonempty_path());
+  add_model_flag(cmd, model);
+  add_backward_order_flag(cmd, backward_order);
+  add_partition_flag(cmd, partition);
+  add_profile_flag(cmd, profile, profile_help);
   add_seed_flag(cmd, seed, "Seed of the weights and the synthetic data");
-  cmd.add_option("--optimizer", optimizer, "Optimizer applied at each stage's STEP")
-      ->check(CLI::IsMember(models::optimizer_names()))
-      ->capture_default_str();
+  add_optimizer_flag(cmd, optimizer, "Optimizer applied at each stage's STEP");
   cmd.add_option("--lr", learning_rate, "Learning rate")->capture_default_str();
   cmd.add_option("--watchdog-seconds", watchdog_seconds,
                  "Stop a run in which no action finishes for this long (a stall)")
       ->check(CLI::Range(1e-3, 1e6))
       ->capture_default_str();
+}
+
+std::vector<std::string> RunFlags::args(bool with_backward_order) const {
+  std::vector<std::string> out{"--backend", backend, "--model", model};
+  if (with_backward_order) out.insert(out.end(), {"--backward-order", backward_order});
+  out.insert(out.end(), {"--partition", partition});
+  if (!profile.empty()) out.insert(out.end(), {"--profile", profile});
+  out.insert(out.end(), {"--seed", std::to_string(seed), "--optimizer", optimizer, "--lr",
+                         fmt::format("{}", learning_rate), "--watchdog-seconds", fmt::format("{}", watchdog_seconds)});
+  return out;
 }
 
 exec::OptimizerConfig RunFlags::optimizer_config() const {

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -27,6 +28,9 @@ struct RunFlags {
 
   // `profile_help` says what --profile is for in this command.
   void add_to(CLI::App& cmd, const std::string& profile_help);
+  // The flags that make these values again (--backward-order only
+  // `with_backward_order`: a schedule file refuses it).
+  [[nodiscard]] std::vector<std::string> args(bool with_backward_order = true) const;
   // The optimizer, with --lr; InputError for a learning rate that is not positive.
   [[nodiscard]] exec::OptimizerConfig optimizer_config() const;
 };

@@ -21,6 +21,7 @@
 #include "exec/runtime/train_options.hpp"
 #include "exec/runtime/trainer.hpp"
 #include "models/model_spec.hpp"
+#include "models/partition.hpp"
 #include "plan/microbatches.hpp"
 #include "plan/model_profile.hpp"
 #include "plan/plan.hpp"
@@ -40,31 +41,10 @@
 #include "tools/gpipe-run/backend_flags.hpp"
 #include "tools/gpipe-run/commands.hpp"
 #include "tools/gpipe-run/run_flags.hpp"
+#include "tools/gpipe-run/train_flags.hpp"
 
 namespace gpipe::tools {
 namespace {
-
-struct TrainFlags {
-  RunFlags run;
-  CudaFlags cuda;
-  CpuFlags cpu;
-  std::string schedule = "gpipe";
-  std::string schedule_file;  // an IR JSON or torch CSV; empty: generate
-  int stages = 0;
-  int stages_per_rank = 0;  // 0: the schedule's own
-  int microbatches = 0;
-  std::int64_t batch = 0;
-  int data_parallel = 1;    // D replicas, each of `batch` samples
-  int tensor_parallel = 1;  // T parts of each rank's blocks
-  int zero = 0;             // ZeRO's stage over the replicas
-  int steps = 0;
-  int measure_steps = 1;
-  std::string recompute = "never";
-  std::string trace;
-  bool json = false;
-  bool check_finite = false;
-  std::string inject_fault;
-};
 
 std::string sizes_text(const std::vector<int>& sizes) {
   return sizes.front() == sizes.back() ? std::to_string(sizes.front())
@@ -122,37 +102,21 @@ std::string device_memory_line(const exec::BackendRun& run) {
       format_bytes(run.device_peak_used_bytes), per_rank);
 }
 
-void check_schedule_flags(const TrainFlags& f, const CLI::App& cmd) {
-  refuse_beside_schedule_file(cmd, f.schedule_file);
-  if (f.schedule_file.empty() && (cmd.count("--stages") == 0 || cmd.count("--microbatches") == 0)) {
-    throw InputError("give --stages K and --microbatches M, or --schedule-file FILE");
-  }
-}
-
 int run_train(const TrainFlags& f, const CLI::App& cmd) {
-  check_schedule_flags(f, cmd);
+  f.pipeline.check(cmd);
   f.cuda.check_backend(f.run.backend);
   f.cpu.check_backend(f.run.backend);
   require_backend(f.run.backend);
   const models::Model model = models::parse_model(f.run.model);
-  plan::PlanRequest request;
-  request.schedule = f.schedule;
+  // The executor runs a file's compute order with its own transfers (schedules/compute_order.hpp).
+  plan::PlanRequest request = f.pipeline.request(cmd, [](schedules::Schedule s) { return schedules::compute_order(s); });
   request.backward_order = *schedules::parse_backward_order(f.run.backward_order);
-  request.recompute = *schedules::parse_recompute_policy(f.recompute);
-  request.stages = f.stages;
-  request.stages_per_rank = f.stages_per_rank;
-  request.microbatches = f.microbatches;
-  request.batch = f.batch;
+  request.partition = models::parse_partition_spec(f.run.partition);
   request.data_parallel = f.data_parallel;
   request.zero = f.zero;
-  request.partition = models::parse_partition_spec(f.run.partition);
-  // The executor runs the file's compute order with its own transfers (schedules/compute_order.hpp).
-  if (!f.schedule_file.empty()) {
-    request = plan::for_schedule(std::move(request), schedules::compute_order(read_checked_schedule(f.schedule_file)));
-  }
   // The run's one split of N into M: its error (M > N) comes before any
   // profile is read, and the analytic profile is built at its sizes.
-  std::vector<int> sizes = plan::split_batch(f.batch, request.microbatches);
+  std::vector<int> sizes = plan::split_batch(f.pipeline.batch, request.microbatches);
 
   // The costs the partitioner balances: a measured profile when given, else
   // the model's analytic costs at this run's micro-batch sizes.
@@ -182,7 +146,7 @@ int run_train(const TrainFlags& f, const CLI::App& cmd) {
   t.model = model;
   t.schedule = plan.schedule;
   t.partition = plan.partition;
-  t.batch = f.batch;
+  t.batch = f.pipeline.batch;
   t.tensor_parallel = f.tensor_parallel;
   t.zero = f.zero;
   t.steps = f.steps;
@@ -263,66 +227,7 @@ Subcommand add_train_command(CLI::App& app) {
       "train", "Train a model through a pipeline schedule (cpu: a thread per rank, with --threads-per-rank helpers; cuda: a rank per "
                "SM partition of one GPU) and measure it: loss per step, then step time, bubble, "
                "utilisation and memory of the last step");
-  f->run.add_to(*cmd, "Profile of the model (gpipe-run profile) whose costs --partition balanced balances");
-  // Required unless --schedule-file gives them (run_train checks).
-  cmd->add_option("--stages,-K", f->stages, "Number of pipeline ranks K (each holds V stages)")
-      ->check(CLI::Range(1, 4096));
-  cmd->add_option("--stages-per-rank,-V", f->stages_per_rank, "Stages per rank V of the interleaved and V-shaped schedules (the model is cut into K x V stages; default: the schedule's own)")
-      ->check(CLI::Range(1, 64));
-  cmd->add_option("--microbatches,-M", f->microbatches, "Micro-batches per mini-batch M")
-      ->check(CLI::Range(1, 1000000));
-  cmd->add_option("--schedule-file", f->schedule_file,
-                  "Train the schedule of this IR JSON or torch CSV file (K, its stages and M from the file; the "
-                  "executor runs its compute order, with its own transfers, each receive just before its "
-                  "consumer)")
-      ->check(nonempty_path())
-      ->check(CLI::ExistingFile);
-  cmd->add_option("--batch,-N", f->batch, "Samples per mini-batch N, split over the M micro-batches")
-      ->required()
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30));
-  cmd->add_option("--data-parallel", f->data_parallel,
-                  "Pipeline replicas D, each training on its own N samples (global batch D x N): each stage's "
-                  "gradients are summed over its D copies after its last backward, before its step (cpu: K x D "
-                  "processes under mpirun or srun)")
-      ->check(CLI::Range(1, 4096));
-  cmd->add_option("--zero", f->zero,
-                  "ZeRO's stage over the --data-parallel replicas: 0, or 1 (each replica keeps the optimizer state of "
-                  "a 1/D share of every stage's values: gradients reduce-scattered, the share updated, the weights "
-                  "all-gathered in STEP; gpipe-sim predicts 2 and 3 too)")
-      ->check(CLI::Range(0, 3))
-      ->capture_default_str();
-  cmd->add_option("--tensor-parallel", f->tensor_parallel,
-                  "Split each rank's transformer or llama blocks over T processes (Megatron-LM's split: heads and "
-                  "feed-forward columns, partial sums all-reduced; embeddings and heads whole in each): K x T x D "
-                  "processes under mpirun or srun")
-      ->check(CLI::Range(1, 4096));
-  cmd->add_option("--steps", f->steps, "Training steps (one mini-batch and one optimizer step each)")
-      ->required()
-      ->check(CLI::Range(1, 100000000));
-  cmd->add_option("--measure-steps", f->measure_steps,
-                  "Measure the last N steps: the metrics and --trace are of the one of median time, --json "
-                  "lists every one's time")
-      ->check(CLI::Range(1, 100000000))
-      ->capture_default_str();
-  cmd->add_option("--schedule", f->schedule,
-                  "Schedule (zb-auto: the simulator's search on the profile's costs)")
-      ->check(CLI::IsMember(sim::predictable_schedule_names()))
-      ->capture_default_str();
-  cmd->add_option("--recompute", f->recompute, "Re-materialisation policy")
-      ->check(CLI::IsMember(schedules::recompute_policy_names()))
-      ->capture_default_str();
-  cmd->add_option("--trace", f->trace,
-                  "Write the last step's measured timeline as a Chrome trace (cuda with cupti: "
-                  "with the GPU's kernels)")
-      ->check(nonempty_path());
-  f->cpu.add_to(*cmd);
-  f->cuda.add_to(*cmd);
-  cmd->add_flag("--json", f->json, "Print {\"losses\": [...], \"metrics\": {...}, \"step_times_us\": [...]} only");
-  cmd->add_flag("--check-finite", f->check_finite, "Fail the run on a non-finite loss or gradient");
-  cmd->add_option("--inject-fault", f->inject_fault,
-                  "For testing: RANK:ACTION makes rank RANK fail at ACTION (e.g. 1:1F0); "
-                  "RANK:ACTION:stall makes it hang there until the watchdog ends the run; "
-                  "RANK:ACTION:oom makes it run out of memory there");
+  f->add_to(*cmd);
   return {cmd, [f, cmd] { return run_train(*f, *cmd); }};
 }
 

@@ -71,12 +71,12 @@ schedules::Workload InferenceFlags::workload_of(int in_flight_default) const {
 sim::inference::Scenario InferenceFlags::scenario(const ScenarioFlags& shared, const CLI::App& cmd) const {
   check_flags(cmd);
   if (cmd.count("--stages") == 0) throw InputError("give --stages K");
-  if (shared.micro_batch_size == 0) throw InputError("give --micro-batch-size b: the samples of one item");
+  if (shared.pipeline.micro_batch_size == 0) throw InputError("give --micro-batch-size b: the samples of one item");
   sim::inference::Scenario sc;
-  sc.request.stages = shared.stages;
-  sc.request.micro_batch_size = shared.micro_batch_size;
+  sc.request.stages = shared.pipeline.stages;
+  sc.request.micro_batch_size = shared.pipeline.micro_batch_size;
   sc.request.partition = models::parse_partition_spec(shared.partition);
-  sc.workload = workload_of(shared.stages);
+  sc.workload = workload_of(shared.pipeline.stages);
   sc.conditions.link_latency_us = shared.fixed.link_latency_us;
   sc.conditions.link_bandwidth_GBps = shared.fixed.link_bandwidth_GBps;
   sim::validate_jitter(shared.jitter_cv, shared.runs);

@@ -22,6 +22,7 @@
 #include "tools/common/progress.hpp"
 #include "tools/common/units.hpp"
 #include "tools/gpipe-sim/commands.hpp"
+#include "tools/common/shared_flags.hpp"
 
 namespace gpipe::tools {
 namespace {
@@ -138,7 +139,7 @@ Subcommand add_plan_command(CLI::App& app) {
       "plan",
       "Plan a cluster: every tensor-parallel degree T, pipeline depth K and replica count D with T x K x D = N, "
       "over micro-batch sizes, schedules, recompute and ZeRO, each simulated; the fastest that fit printed");
-  cmd->add_option("--model", f->model, models::model_spec_help())->required();
+  add_model_flag(*cmd, f->model);
   cmd->add_option("--device", f->device,
                   fmt::format("Device (profiles/devices.json): {}; or one of --device-file's", profiles::device_keys()))
       ->required();

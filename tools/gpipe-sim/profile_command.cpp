@@ -27,6 +27,7 @@
 #include "profiles/device.hpp"
 #include "tools/common/int_list.hpp"
 #include "tools/common/path_flag.hpp"
+#include "tools/common/shared_flags.hpp"
 
 namespace gpipe::tools {
 namespace {
@@ -150,9 +151,10 @@ Subcommand add_profile_command(CLI::App& app) {
       "Write an analytic profile (roofline from FLOPs, bytes and a device's peak "
       "rates) of a model, for simulating hardware that is not at hand; or, with --from-torch-trace, the "
       "profile of your own PyTorch model from its profiler traces");
-  cmd->add_option("--model", flags->model,
-                 models::model_spec_help() + " (with --from-torch-trace: the name the profile gives the model, "
-                 "default torch: and its outermost module)");
+  add_model_flag(*cmd, flags->model,
+                 " (with --from-torch-trace: the name the profile gives the model, default torch: and its "
+                 "outermost module)")
+      ->required(false);
   cmd->add_option("--device", flags->device,
                   fmt::format("Device whose datasheet peak rates to use (profiles/devices.json, each row with "
                               "its source): {}; or one of --device-file's",

@@ -5,26 +5,24 @@
 
 #include "base/error.hpp"
 #include "models/optimizer.hpp"
+#include "models/partition.hpp"
 #include "profiles/device.hpp"
 #include "schedules/generate.hpp"
 #include "sim/action_overhead.hpp"
 #include "sim/overlap_model.hpp"
 #include "sim/zb_auto.hpp"
 #include "tools/common/path_flag.hpp"
+#include "tools/common/shared_flags.hpp"
 #include "tools/common/schedule_file.hpp"
 #include "tools/common/seed_flag.hpp"
 #include "tools/common/units.hpp"
 
 namespace gpipe::tools {
 
-void FixedFlags::add_to(CLI::App& cmd) {
-  cmd.add_option("--profile", profile,
-                 "Profile file, or the name of a shipped profile (profiles/data/NAME.json)")
-      ->check(nonempty_path())
+void FixedFlags::add_to(CLI::App& cmd, std::string& schedule_file) {
+  add_profile_flag(cmd, profile, "Profile file, or the name of a shipped profile (profiles/data/NAME.json)")
       ->capture_default_str();
-  cmd.add_option("--backward-order", backward_order, "GPipe backward order")
-      ->check(CLI::IsMember({"reverse", "forward"}))
-      ->capture_default_str();
+  add_backward_order_flag(cmd, backward_order);
   cmd.add_option("--link-latency-us", link_latency_us, "Override the profile's link latency (us)")
       ->check(CLI::Range(0.0, 1e9));
   cmd.add_option("--link-bandwidth-gbps", link_bandwidth_GBps, "Override the profile's link bandwidth (GB/s)")
@@ -33,13 +31,10 @@ void FixedFlags::add_to(CLI::App& cmd) {
                  "Messages on one link: fifo (queue) or shared (split its bandwidth)")
       ->check(CLI::IsMember({"fifo", "shared"}))
       ->capture_default_str();
-  cmd.add_option("--optimizer", optimizer, "Optimizer, for static memory (weights, gradients, state)")
-      ->check(CLI::IsMember(models::optimizer_names()))
-      ->capture_default_str();
-  cmd.add_option("--schedule-file", schedule_file,
-                 "Simulate this schedule (IR JSON or torch CSV, compute-only or with comms) instead of a "
-                 "generated one: K, the stages and M come from it")
-      ->check(nonempty_path());
+  add_optimizer_flag(cmd, optimizer, "Optimizer, for static memory (weights, gradients, state)");
+  add_schedule_file_flag(cmd, schedule_file,
+                         "Simulate this schedule (IR JSON or torch CSV, compute-only or with comms) instead of a "
+                         "generated one: K, the stages and M come from it");
   // The range is checked by sim::validate_overlap_share, which names the flag.
   cmd.add_option("--overlap-f-b", overlap_f_b,
                  "Run overlapped F&B pairs ((0F3;3B1)OVERLAP_F_B) concurrently, each at this share (0.5..1) "
@@ -76,37 +71,20 @@ void FixedFlags::apply_to(plan::PlanRequest& request, sim::Conditions& condition
 }
 
 void ScenarioFlags::add_to(CLI::App& cmd) {
-  fixed.add_to(cmd);
-  // Required unless --schedule-file gives them (scenario() checks).
-  cmd.add_option("--stages,-K", stages, "Number of pipeline ranks K (each holds V stages)")->check(CLI::Range(1, 100000));
-  cmd.add_option("--stages-per-rank,-V", stages_per_rank,
-                 "Stages per rank V of the interleaved and V-shaped schedules (the model is cut into K x V "
-                 "stages; default: the schedule's own; zb-auto: search only layouts of this V)")
-      ->check(CLI::Range(1, 64));
-  cmd.add_option("--microbatches,-M", microbatches, "Micro-batches per mini-batch M")->check(CLI::Range(1, 1000000));
-  auto* n = cmd.add_option("--batch,-N", batch, "Samples per mini-batch N, split over the M micro-batches")
-                ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40));
-  auto* b = cmd.add_option("--micro-batch-size,-b", micro_batch_size,
-                           "Samples per micro-batch b (instead of --batch)")
-                ->check(CLI::Range(1, 1 << 24));
-  n->excludes(b);
-  cmd.add_option("--schedule", schedule,
-                 fmt::format("Schedule: {}; zb-auto searches for the fastest schedule of one or two stages "
-                             "per rank (within --memory-limit), judged by this simulator",
-                             fmt::join(sim::predictable_schedule_names(), ", ")))
-      ->check(CLI::IsMember(sim::predictable_schedule_names()))
-      ->capture_default_str();
+  fixed.add_to(cmd, pipeline.schedule_file);
+  pipeline.add_shape(cmd, 100000);
+  pipeline.add_batch(cmd, std::int64_t{1} << 40, /*with_micro_batch_size=*/true);
+  pipeline.add_schedule(cmd, sim::predictable_schedule_names(),
+                        fmt::format("Schedule: {}; zb-auto searches for the fastest schedule of one or two stages "
+                                    "per rank (within --memory-limit), judged by this simulator",
+                                    fmt::join(sim::predictable_schedule_names(), ", ")));
   cmd.add_option("--memory-limit", memory_limit,
                  fmt::format("Memory per rank (static + activations), e.g. 80GB, or device: the profile's "
                              "device memory less {} % (the default where the profile names it). "
                              "--schedule zb-auto keeps to it; every schedule's ranks are checked against it",
                              profiles::kDeviceMemoryReservePercent));
-  cmd.add_option("--recompute", recompute, "Re-materialisation policy")
-      ->check(CLI::IsMember(schedules::recompute_policy_names()))
-      ->capture_default_str();
-  cmd.add_option("--partition", partition,
-                 "Layers per stage: balanced (GPipe's partitioner), uniform, or a list n1,n2,...")
-      ->capture_default_str();
+  add_recompute_flag(cmd, pipeline.recompute);
+  add_partition_flag(cmd, partition);
   // Range checks live in sim::validate_jitter, so the error names the flag the
   // same way from the library and the command line.
   cmd.add_option("--jitter", jitter_cv,
@@ -135,26 +113,15 @@ std::optional<MemoryLimit> memory_limit_of(const std::string& flag, const profil
 }
 
 sim::Scenario ScenarioFlags::scenario(const CLI::App& cmd) const {
-  if (batch == 0 && micro_batch_size == 0) throw InputError("give --batch N or --micro-batch-size b");
-  refuse_beside_schedule_file(cmd, fixed.schedule_file);
-  if (fixed.schedule_file.empty() && (cmd.count("--stages") == 0 || cmd.count("--microbatches") == 0)) {
-    throw InputError("give --stages K and --microbatches M, or --schedule-file FILE");
-  }
-  sim::Scenario sc;
-  plan::PlanRequest& r = sc.request;
-  r.schedule = schedule;
-  r.stages = stages;
-  r.stages_per_rank = stages_per_rank;
-  r.microbatches = microbatches;
-  r.batch = batch;
-  r.micro_batch_size = micro_batch_size;
-  r.recompute = *schedules::parse_recompute_policy(recompute);
-  r.partition = models::parse_partition_spec(partition);
-  fixed.apply_to(r, sc.conditions);
+  if (pipeline.batch == 0 && pipeline.micro_batch_size == 0) throw InputError("give --batch N or --micro-batch-size b");
+  pipeline.check(cmd);
   // The limit itself is settled beside the profile (memory_limit_of); a
   // malformed one fails here, before any work.
   if (!memory_limit.empty() && memory_limit != "device") (void)parse_bytes(memory_limit, "--memory-limit");
-  if (!fixed.schedule_file.empty()) r = plan::for_schedule(std::move(r), read_checked_schedule(fixed.schedule_file));
+  sim::Scenario sc;
+  sc.request = pipeline.request(cmd);
+  sc.request.partition = models::parse_partition_spec(partition);
+  fixed.apply_to(sc.request, sc.conditions);
   sim::validate_jitter(jitter_cv, runs);
   sc.conditions.jitter = {jitter_cv, runs, seed};
   return sc;

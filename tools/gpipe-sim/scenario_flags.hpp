@@ -1,7 +1,8 @@
-// gpipe-sim's own flags: those that describe one configuration (`run`):
-// profile, K, M, batch, schedule (generated, or a file), recompute,
-// partition, link (and its sharing), overlapped pairs, optimizer and jitter; and those a sweep holds fixed across its
-// grid (the grid itself is tools/common/grid_flags.hpp, shared with gpipe-run validate).
+// gpipe-sim's own flags: those that describe one configuration (`run`): the
+// pipeline's (tools/common/pipeline_flags.hpp: schedule or its file, K, M,
+// batch, recompute, partition), the link (and its sharing), overlapped pairs,
+// optimizer and jitter; and those a sweep holds fixed across its grid (the
+// grid itself is tools/common/grid_flags.hpp, shared with gpipe-run validate).
 #pragma once
 
 #include <cstdint>
@@ -16,6 +17,7 @@
 #include "profiles/shipped.hpp"
 #include "schedules/schedule.hpp"
 #include "sim/scenario.hpp"
+#include "tools/common/pipeline_flags.hpp"
 #include "tools/gpipe-sim/cluster_flags.hpp"
 
 namespace gpipe::tools {
@@ -31,11 +33,12 @@ struct FixedFlags {
   std::string link_sharing = "fifo";
   std::string optimizer = "adamw";
   std::optional<double> overlap_f_b;  // share of the compute stream each of a pair runs at
-  std::string schedule_file;          // an IR JSON or torch CSV file (tools/common/schedule_file.hpp); empty: generate
   std::string action_overhead_us;     // "F=120,B=200" (sim/action_overhead.hpp); empty: none
   ClusterFlags cluster;               // TP (the profile's), DP, ZeRO, nodes
 
-  void add_to(CLI::App& cmd);
+  // --schedule-file is stored in `schedule_file` (an IR JSON or torch CSV
+  // file, tools/common/schedule_file.hpp; empty: generate).
+  void add_to(CLI::App& cmd, std::string& schedule_file);
   // Sets those fields of the request and the conditions; throws InputError
   // for a value that is not one.
   void apply_to(plan::PlanRequest& request, sim::Conditions& conditions) const;
@@ -59,13 +62,7 @@ struct MemoryLimit {
 
 struct ScenarioFlags {
   FixedFlags fixed;
-  std::string schedule = "gpipe";
-  int stages = 0;
-  int stages_per_rank = 0;  // 0: the schedule's own
-  int microbatches = 0;
-  std::int64_t batch = 0;
-  int micro_batch_size = 0;
-  std::string recompute = "never";
+  PipelineFlags pipeline;  // the schedule (or its file), K, V, M, N or b, recompute
   std::string partition = "balanced";
   // Bytes, or "device" (the profile's device memory less its reserve); empty:
   // "device" where the profile knows its device's memory, else none.

@@ -19,6 +19,8 @@
 #include "schedules/validate.hpp"
 #include "sim/zb_auto.hpp"
 #include "tools/gpipe-sim/commands.hpp"
+#include "tools/common/pipeline_flags.hpp"
+#include "tools/common/shared_flags.hpp"
 
 namespace gpipe::tools {
 namespace {
@@ -26,10 +28,7 @@ namespace {
 using namespace gpipe::schedules;
 
 struct ScheduleFlags {
-  std::string schedule = "gpipe";
-  int stages = 0;
-  int stages_per_rank = 0;  // 0: the family's own
-  int microbatches = 0;
+  PipelineFlags shape;  // the generator's name, K, V and M
   std::string backward_order = "reverse";
   std::string recompute = "never";
   bool lowered = false;
@@ -48,30 +47,30 @@ void check_format_fits(const ScheduleFlags& f) {
   // Every stage has at least an action per micro-batch (its F, or an
   // OVERLAP_F_B holding it), so the grid's K rows have K x M actions or more
   // between them: a lower bound of what grid_too_large() counts once built.
-  const std::int64_t at_least = std::int64_t{f.stages} * f.microbatches;
-  if (f.format == "text" && at_least > kMaxGridCells / f.stages) {
+  const std::int64_t at_least = std::int64_t{f.shape.stages} * f.shape.microbatches;
+  if (f.format == "text" && at_least > kMaxGridCells / f.shape.stages) {
     throw InputError(fmt::format("a grid of {} ranks and {} actions or more is too large to print (more than {} "
                                  "cells): use --format json or --format csv",
-                                 f.stages, at_least, kMaxGridCells));
+                                 f.shape.stages, at_least, kMaxGridCells));
   }
 }
 
 int run_schedule(const ScheduleFlags& f, const CLI::App& cmd) {
-  if (f.schedule == sim::kZbAuto) {
+  if (f.shape.schedule == sim::kZbAuto) {
     throw InputError("--schedule zb-auto searches with the simulator and needs a profile: use gpipe-sim run "
                      "--profile FILE --schedule zb-auto");
   }
-  if (f.schedule != "gpipe" && cmd.count("--backward-order") > 0) {
+  if (f.shape.schedule != "gpipe" && cmd.count("--backward-order") > 0) {
     throw InputError("--backward-order applies to --schedule gpipe only");
   }
   check_format_fits(f);
   ScheduleOptions options;
-  options.num_ranks = f.stages;
-  options.stages_per_rank = f.stages_per_rank;
-  options.num_microbatches = f.microbatches;
+  options.num_ranks = f.shape.stages;
+  options.stages_per_rank = f.shape.stages_per_rank;
+  options.num_microbatches = f.shape.microbatches;
   options.backward_order = *parse_backward_order(f.backward_order);
   options.recompute = *parse_recompute_policy(f.recompute);
-  Schedule schedule = generate(f.schedule, options);
+  Schedule schedule = generate(f.shape.schedule, options);
   if (f.lowered) schedule = lower(schedule);
   validate(schedule);  // a generator bug must never print a broken schedule
   if (f.format == "json") {
@@ -99,32 +98,13 @@ Subcommand add_schedule_command(CLI::App& app) {
   auto flags = std::make_shared<ScheduleFlags>();
   CLI::App* cmd = app.add_subcommand(
       "schedule", "Generate a schedule and print it (text grid, IR JSON or torch-style CSV)");
-  cmd->add_option("--schedule", flags->schedule,
-                  fmt::format("Schedule generator: {} (zb-auto needs a profile: gpipe-sim run --profile FILE "
-                              "--schedule zb-auto)",
-                              fmt::join(sim::predictable_schedule_names(), ", ")))
-      ->check(CLI::IsMember(sim::predictable_schedule_names()))
-      ->capture_default_str();
-  cmd->add_option("--stages,-K", flags->stages,
-                  "Number of pipeline ranks K; the model is cut into K x V stages")
-      ->required()
-      ->check(CLI::Range(1, 100000));
-  cmd->add_option("--stages-per-rank", flags->stages_per_rank,
-                  "Stages per rank V: interleaved-1f1b, looped-bfs and interleaved-zb take V >= 2 "
-                  "(default 2), zbv and dualpipev V = 2 (a V shape), the others V = 1 (default: the "
-                  "schedule's own)")
-      ->check(CLI::Range(1, 100000));
-  cmd->add_option("--microbatches,-M", flags->microbatches, "Micro-batches per mini-batch M")
-      ->required()
-      ->check(CLI::Range(1, 1000000));
-  cmd->add_option("--backward-order", flags->backward_order,
-                  "GPipe backward order: reverse (B of M-1 first, GPipe Fig. 2c) or forward (B0 first)")
-      ->check(CLI::IsMember({"reverse", "forward"}))
-      ->capture_default_str();
-  cmd->add_option("--recompute", flags->recompute,
-                  "Re-materialisation policy, applied by lowering (R before the backward)")
-      ->check(CLI::IsMember(schedules::recompute_policy_names()))
-      ->capture_default_str();
+  flags->shape.add_schedule(*cmd, sim::predictable_schedule_names(),
+                            fmt::format("Schedule generator: {} (zb-auto needs a profile: gpipe-sim run --profile "
+                                        "FILE --schedule zb-auto)",
+                                        fmt::join(sim::predictable_schedule_names(), ", ")));
+  flags->shape.add_shape(*cmd, 100000, /*required=*/true);
+  add_backward_order_flag(*cmd, flags->backward_order);
+  add_recompute_flag(*cmd, flags->recompute);
   cmd->add_flag("--lowered", flags->lowered,
                 "Print the lowered program: with R, SEND/RECV and STEP actions (as CSV: torch's "
                 "runtime dialect, with WAIT_SEND_F/B and without STEP)");

@@ -35,6 +35,7 @@ namespace {
 
 struct SweepFlags {
   FixedFlags fixed;
+  std::string schedule_file;  // instead of the grid's schedules: its one, with each recompute policy
   GridFlags grid;
   InferenceFlags inference;
   InferenceGridFlags inference_grid;
@@ -83,9 +84,9 @@ int run(const SweepFlags& f, const CLI::App& cmd) {
   f.inference.check_flags(cmd);
   if (cmd.count("--batch") == 0) throw InputError("give --batch N");
   sim::SweepGrid sweep;
-  refuse_beside_schedule_file(cmd, f.fixed.schedule_file);
-  if (!f.fixed.schedule_file.empty()) {
-    f.grid.apply_to(sweep.grid, read_checked_schedule(f.fixed.schedule_file));
+  refuse_beside_schedule_file(cmd, f.schedule_file);
+  if (!f.schedule_file.empty()) {
+    f.grid.apply_to(sweep.grid, read_checked_schedule(f.schedule_file));
   } else if (cmd.count("--stages") == 0 || cmd.count("--microbatches") == 0) {
     throw InputError("give --stages LIST and --microbatches LIST, or --schedule-file FILE");
   } else {
@@ -165,7 +166,7 @@ Subcommand add_sweep_command(CLI::App& app) {
       "sweep",
       "Predict a grid of configurations (K x M x schedule x recompute) for one mini-batch, or of an inference "
       "stream (K x B in flight x b, --workload inference)");
-  f->fixed.add_to(*cmd);
+  f->fixed.add_to(*cmd, f->schedule_file);
   f->grid.known_schedules = sim::predictable_schedule_names();
   // The lists or --schedule-file; --batch for training (run() checks).
   f->grid.add_to(*cmd, std::int64_t{1} << 40, /*lists_required=*/false, /*batch_required=*/false);
