@@ -4,7 +4,8 @@
 // (no bytes move), and every action is timed on the host's clock.
 //
 // CpuBackend is what the shared runtime (exec/runtime/: Stage, Worker,
-// train_placed) is instantiated with; cpu_backend() is its entry in the
+// train_placed) is instantiated with, a TrainingBackend with every optional
+// part (exec/runtime/training_backend.hpp); cpu_backend() is its entry in the
 // registry of exec/backend.hpp.
 #pragma once
 

@@ -17,6 +17,7 @@
 #include "exec/cpu/in_process_link.hpp"
 #include "exec/cpu/layers/layer.hpp"
 #include "exec/cpu/optimizer.hpp"
+#include "exec/profiling/profile_assembly.hpp"
 #include "exec/profiling/profiler_inputs.hpp"
 #include "exec/runtime/run_settings.hpp"
 
@@ -259,8 +260,7 @@ double measure_handoff_latency_us(int round_trips) {
 profiles::Profile profile_cpu(const models::Model& model, std::span<const int> micro_batch_sizes,
                               const ProfilerOptions& options) {
   const std::vector<int> sizes = checked_micro_batch_sizes(micro_batch_sizes);
-  if (options.warmup < 0) throw InputError(fmt::format("--warmup must be 0 or more, got {}", options.warmup));
-  if (options.repeats < 1) throw InputError(fmt::format("--repeats must be at least 1, got {}", options.repeats));
+  check_pass_counts(options.warmup, options.repeats);
   check_threads_per_rank(options.threads_per_rank);
   if (model.attention_cache && !options.forward_only) {
     throw InputError("dit's cache=1 serves inference streams, which have no backward: profile it with --workload "
@@ -272,18 +272,14 @@ profiles::Profile profile_cpu(const models::Model& model, std::span<const int> m
     team = std::make_unique<ComputeTeam>(options.threads_per_rank, polling_budget(options.threads_per_rank));
   }
   const ComputeTeam::Scope on_team(team.get());
-  profiles::Profile profile;
-  profile.device = device_name(options.threads_per_rank);
-  profile.source = "cpu";
-  profile.dtype = "fp32";
-  profile.model = model.spec;
+  profiles::Profile profile = profile_header(model, device_name(options.threads_per_rank), "cpu");
   if (options.forward_only) profile.workload = "inference";
   if (options.tensor_parallel != nullptr) profile.tensor_parallel = options.tensor_parallel->size();
   profile.link = {.latency_us = measure_handoff_latency_us(options.link_round_trips),
                   .bandwidth_GBps = kInProcessBandwidthGBps};
-  // One generator for the output gradients, seeded apart from the weights;
-  // the data is the run's own (training_size_inputs).
-  std::mt19937_64 rng(options.seed ^ 0x9e3779b97f4a7c15ULL);
+  // One generator for the output gradients; the data is the run's own
+  // (training_size_inputs).
+  std::mt19937_64 rng = output_gradient_generator(options.seed);
   const int count = static_cast<int>(model.layers.size());
   ProfiledModel pm = profiled_model(model, options);
   std::vector<SizeRuns> runs;
@@ -324,20 +320,12 @@ profiles::Profile profile_cpu(const models::Model& model, std::span<const int> m
       sample.bwd_us = *sample.bwd_input_us + *sample.bwd_weight_us;
     }
   }
+  profile.layers = layer_profiles(pm.layers, runs);
   for (int index = 0; index < count; ++index) {
     const auto i = static_cast<std::size_t>(index);
-    profiles::LayerProfile lp;
-    lp.name = pm.layers[i]->spec().name;
-    lp.kind = pm.layers[i]->spec().kind;
-    for (const Parameter& p : pm.layers[i]->parameters()) lp.param_bytes += p.value.bytes();
-    // The tied matrix (llama's tied=1): its bytes as held, a parameter of the layer.
-    if (const int tied = pm.layers[i]->spec().tied_param; tied >= 0) {
-      lp.tied_bytes = pm.layers[i]->parameters()[static_cast<std::size_t>(tied)].value.bytes();
-    }
-    for (const SizeRuns& s : runs) lp.samples.push_back(s.samples[i]);
+    profiles::LayerProfile& lp = profile.layers[i];
     lp.optimizer_us = pm.step_us[i].empty() ? 0.0 : median(pm.step_us[i]);
     if (options.on_layer) options.on_layer(index, count, lp);
-    profile.layers.push_back(std::move(lp));
   }
   const int cores = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
   // (A part of a tensor-parallel group cannot: its replicas' blocks would sum

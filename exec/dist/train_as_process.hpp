@@ -30,15 +30,14 @@ namespace gpipe::exec {
 // One rank per process, this one's from the launcher (`launch`), meeting at
 // the rendezvous store that rank 0 serves at MASTER_ADDR:MASTER_PORT. Throws
 // InputError when the launch does not fit the schedule.
-template <class B>
+template <TrainingBackend B>
 [[nodiscard]] Trained<B> train_as_process(const TrainOptions& o, const typename B::Options& backend_options,
                                           const LaunchInfo& launch) {
   check_train_options(o, B::kName, runs_split_backward<B>());
   (void)lower_checked(o);
   // Replicas need the backend's reducer (the CUDA backend's: NCCL's);
   // tensor parallelism and ZeRO run on --backend cpu over MPI alone.
-  constexpr bool reduces = requires(typename B::Run& run) { run.gradient_reducer(); };
-  if ((o.schedule.data_parallel > 1 && !reduces) || o.tensor_parallel > 1 || o.zero > 0) {
+  if ((o.schedule.data_parallel > 1 && !GradientReducingBackend<B>) || o.tensor_parallel > 1 || o.zero > 0) {
     throw InputError(fmt::format("--data-parallel {} --tensor-parallel {} --zero {}: the {} backend has no such "
                                  "collectives between processes yet (--backend cpu runs them over MPI)",
                                  o.schedule.data_parallel, o.tensor_parallel, o.zero, B::kName));

@@ -1,16 +1,7 @@
-// The loop one rank of an inference stream runs (stream_rank.hpp says what
+// The loop one rank of an inference stream runs (serving_rank.hpp says what
 // it does and records), for every backend. `D` is the rank's device, the
-// backend's side of the seam:
-//   D::Tensor                              what its stages compute with (bytes())
-//   build(request, first, end)             layers [first, end) of the model, on the rank's thread
-//   input(host tensor) -> Tensor           stage 0's samples, a target, on the device (moved in)
-//   zeros(shape) -> Tensor                 an input of zeros, for the warm-up of a later stage
-//   forward(x, target) -> Tensor           every layer's forward, keeping nothing; done when it returns,
-//                                          so that the host clock sees its end
-//   start_sequences(streams, b) -> bytes     the layers' state for the streams, zeroed (dit's cache=1)
-//   select_sequence(stream)                  the forwards that follow serve that stream
-//   to_host(tensor) -> exec::Tensor        an output, for keep_outputs
-// The CPU's (stream_rank.cpp) runs on its compute team, the CUDA backend's
+// backend's side of the seam: a ServingDevice (serving_device.hpp). The
+// CPU's (serving_rank.cpp) runs on its compute team, the CUDA backend's
 // (exec/cuda/inference/cuda_serving.cpp) on its rank's SM partition.
 #pragma once
 
@@ -22,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "base/error.hpp"
+#include "exec/inference/serving_device.hpp"
 #include "exec/inference/serving_rank.hpp"
 #include "exec/layers/layer.hpp"
 #include "exec/runtime/aborted.hpp"
@@ -65,7 +57,7 @@ void select_layer_sequence(Layers& layers, int stream) {
 // The stage's forward `warmup` times before the stream starts, so that its
 // first items do not pay for first touches (pages, BLAS buffers, kernels):
 // stage 0 on the task's data, later stages on zeros of their input's shape.
-template <class D>
+template <ServingDevice D>
 void warm_up(const ServingRequest& rq, D& device, const SyntheticTask& task, bool first_stage, bool last,
              const models::Layer& first_layer) {
   const int b = rq.micro_batch_size;
@@ -81,7 +73,7 @@ void warm_up(const ServingRequest& rq, D& device, const SyntheticTask& task, boo
 // Builds and warms the stage, then makes its layers' state for the streams,
 // zeroed (the warm-up's forwards touched none of it); whatever happens, the
 // rank reaches the start line.
-template <class D>
+template <ServingDevice D>
 void ready(const ServingRequest& rq, int s, bool last, const SyntheticTask& task, D& device,
            ServingPeersOf<typename D::Tensor>& peers, RankRecord& record) {
   const int first = std::accumulate(rq.layers_per_stage.begin(), rq.layers_per_stage.begin() + s, 0);
@@ -104,7 +96,7 @@ void ready(const ServingRequest& rq, int s, bool last, const SyntheticTask& task
 
 }  // namespace rank_loop
 
-template <class D>
+template <ServingDevice D>
 void run_serving_rank_on(D& device, const ServingRequest& rq, int s, int num_stages,
                         ServingPeersOf<typename D::Tensor>& peers, RankRecord& record) {
   using Tensor = typename D::Tensor;

@@ -14,6 +14,7 @@
 #include "exec/cpu/cpu_backend.hpp"
 #include "exec/cpu/layers/layer.hpp"
 #include "exec/inference/rank_loop.hpp"
+#include "exec/inference/serving_device.hpp"
 #include "exec/runtime/aborted.hpp"
 #include "exec/runtime/synthetic_data.hpp"
 #include "models/layer_layout.hpp"
@@ -54,6 +55,7 @@ class CpuServingDevice {
   cpu::CpuBackend::RankDevice device_;
   std::vector<std::unique_ptr<cpu::Layer>> layers_;
 };
+static_assert(ServingDevice<CpuServingDevice>);
 
 }  // namespace
 

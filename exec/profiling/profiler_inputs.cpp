@@ -33,6 +33,11 @@ std::vector<int> checked_micro_batch_sizes(std::span<const int> sizes) {
   return sorted;
 }
 
+void check_pass_counts(int warmup, int repeats) {
+  if (warmup < 0) throw InputError(fmt::format("--warmup must be 0 or more, got {}", warmup));
+  if (repeats < 1) throw InputError(fmt::format("--repeats must be at least 1, got {}", repeats));
+}
+
 SizeInputs training_size_inputs(const models::Model& model, int b, std::uint64_t seed) {
   const Batch batch = SyntheticTask(model, seed).batch(0, b);
   SizeInputs s;
@@ -54,6 +59,8 @@ Tensor output_gradient(const std::vector<std::int64_t>& output_shape, const mode
   }
   return random_normal(output_shape, 0.01F, rng);
 }
+
+std::mt19937_64 output_gradient_generator(std::uint64_t seed) { return std::mt19937_64(seed ^ 0x9e3779b97f4a7c15ULL); }
 
 void record_sample_bytes(profiles::ProfileSample& sample, bool first_pass, const models::Layer& layer, int b,
                          std::int64_t input_bytes, std::int64_t output_bytes, std::int64_t activation_bytes) {

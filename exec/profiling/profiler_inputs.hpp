@@ -1,9 +1,10 @@
 // What the CPU profiler (exec/cpu/profiler.cpp) and the CUDA profiler
-// (exec/cuda/profiler/layer_profiler.cpp) share on the host: the check of the
-// requested micro-batch sizes, the data a pass starts from (the first
-// layer's input and the loss layer's target, per size: the run's own), the gradient
-// the backward pass starts from, the bytes a pass records per layer, and the
-// median kept of the timed passes. One copy, so both backends draw the same
+// (exec/cuda/profiler/layer_profiler.cpp) share on the host: the checks of the
+// requested micro-batch sizes and of the passes' counts, the data a pass
+// starts from (the first layer's input and the loss layer's target, per size:
+// the run's own), the gradient the backward pass starts from and the seed of
+// its generator, the bytes a pass records per layer, and the median kept of
+// the timed passes. One copy, so both backends draw the same
 // numbers from the same seed and refuse the same arguments with the same words.
 // Plain exec::Tensors, no CUDA: all of it is tested in CI.
 #pragma once
@@ -22,6 +23,9 @@ namespace gpipe::exec {
 // The sizes sorted; InputError naming --micro-batch-sizes when empty, when
 // one is below 1 or when one is given twice.
 [[nodiscard]] std::vector<int> checked_micro_batch_sizes(std::span<const int> sizes);
+
+// InputError naming --warmup when `warmup` < 0, --repeats when `repeats` < 1.
+void check_pass_counts(int warmup, int repeats);
 
 // The data of one micro-batch size: the first layer's input and a target for
 // every loss layer.
@@ -44,6 +48,11 @@ struct SizeInputs {
 // values of `output_shape` otherwise.
 [[nodiscard]] Tensor output_gradient(const std::vector<std::int64_t>& output_shape, const models::Layer& last,
                                      int micro_batch_size, std::mt19937_64& rng);
+
+// The generator of the output gradients (output_gradient) of a profile whose
+// weights and inputs come from `seed`: seeded apart from them, the same on
+// every backend.
+[[nodiscard]] std::mt19937_64 output_gradient_generator(std::uint64_t seed);
 
 // The bytes one layer's forward showed at micro-batch size b: at the first
 // pass they are written into `sample` (with b); at a later pass the stash must

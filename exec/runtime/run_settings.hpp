@@ -58,22 +58,11 @@ void check_threads_per_rank(int threads);
 
 // Throws InputError for options no run can have: steps, measured steps,
 // threads per rank (above 1 on the cpu backend only), the watchdog, a partition that does not match the schedule or the model, and a
-// split backward (I/W) unless `runs_split_backward`; `backend` ("cpu",
-// "cuda") names itself in that message.
+// split backward (I/W) unless `runs_split_backward` (the backend is a
+// SplitBackwardBackend, training_backend.hpp); `backend` ("cpu", "cuda")
+// names itself in that message.
 void check_train_options(const TrainOptions& options, std::string_view backend,
                          bool runs_split_backward = false);
-
-// Whether backend `B` runs split backwards: B::kRunsSplitBackward, false for a
-// backend that does not say (its layers keep exec/layers/layer.hpp's
-// refusing defaults).
-template <class B>
-[[nodiscard]] constexpr bool runs_split_backward() {
-  if constexpr (requires { B::kRunsSplitBackward; }) {
-    return B::kRunsSplitBackward;
-  } else {
-    return false;
-  }
-}
 
 // The schedule validated and lowered, and the fault (if any) checked against it.
 [[nodiscard]] schedules::Schedule lower_checked(const TrainOptions& options);

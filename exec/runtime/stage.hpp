@@ -7,20 +7,11 @@
 // it, back to A_s in R, 0 after B; with a split backward, down to W_s (what
 // the layers' W keep) during I and to 0 during W.
 //
-// The backend `B` supplies the math (exec/cpu/cpu_backend.hpp,
-// exec/cuda/backend/cuda_backend.hpp):
-//   B::Tensor, B::Context (where a stage's work goes: nothing on the CPU; a
-//   GPU's stream, allocator and cuBLASLt handle), B::Optimizer (constructed by
-//   B::make_optimizer, or under ZeRO 1 by B::make_sharded_optimizer for the
-//   runs its replica owns, exec/runtime/zero_shards.hpp; step(parameters),
-//   bytes()), and
-//   B::make_layer(model, index, seed, context)   the layer, weights from the seed
-//   B::all_finite(tensor, context)                whether every value is finite
-//   B::to_host(tensor, context)                   its f32 values on the host
-//   B::copy_of(tensor, context)                   a copy, charged to none
-//   B::add_into(dst, src, context)                dst += src (a tied embedding's gradients)
-// On a device every call enqueues on the context's stream and returns
-// without waiting, except the two that read values back.
+// The backend `B` supplies the math, a StageBackend (training_backend.hpp):
+// its layers, their optimizer state, and the few whole-tensor operations a
+// stage needs (a copy, dst += src, whether all values are finite, the values
+// on the host); exec/cpu/cpu_backend.hpp and exec/cuda/backend/cuda_backend.hpp
+// are the two.
 #pragma once
 
 #include <cstdint>
@@ -37,13 +28,19 @@
 #include "exec/runtime/memory_account.hpp"
 #include "exec/runtime/optimizer_config.hpp"
 #include "exec/runtime/stash_book.hpp"
+#include "exec/runtime/training_backend.hpp"
 #include "exec/runtime/zero_shards.hpp"
 #include "models/model.hpp"
 
 namespace gpipe::exec {
 
+// Not a constrained template: a backend names its own Stage<B> (B::Stage)
+// inside its definition, where B is not yet complete; the class is checked
+// when it is instantiated, once B is.
 template <class B>
 class Stage {
+  static_assert(StageBackend<B>, "exec::Stage<B>: B must be a StageBackend (exec/runtime/training_backend.hpp)");
+
  public:
   using Tensor = typename B::Tensor;
   using Context = typename B::Context;
@@ -76,7 +73,7 @@ class Stage {
       std::vector<std::vector<ValueRange>> runs(std::make_move_iterator(owned.begin() + static_cast<std::ptrdiff_t>(next)),
                                                 std::make_move_iterator(owned.begin() + static_cast<std::ptrdiff_t>(next + count)));
       next += count;
-      if constexpr (requires { B::make_sharded_optimizer(optimizer, layer->parameters(), std::move(runs), context_); }) {
+      if constexpr (ShardedOptimizerBackend<B>) {
         optimizers_.push_back(B::make_sharded_optimizer(optimizer, layer->parameters(), std::move(runs), context_));
       } else {
         throw std::logic_error(fmt::format("the {} backend does not shard optimizer state (ZeRO)", B::kName));

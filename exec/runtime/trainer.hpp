@@ -6,35 +6,20 @@
 // and each rank's memory, scored by the same metrics as the simulator's
 // prediction.
 //
-// Where the ranks live (Placement): all of them as threads of this process,
-// or one of them in this process and the others in their own processes, a
-// ProcessGroup (exec/runtime/process_group.hpp: the rendezvous store's for
-// NCCL, MPI's for the CPU): there each step starts at the group's barrier,
-// the process of the loss stage gathers every rank's part and alone reports,
-// and a failure is announced to the other processes.
+// Where the ranks live (Placement, placement.hpp): all of them as threads of
+// this process, or one of them in this process and the others in their own
+// processes, a ProcessGroup (exec/runtime/process_group.hpp: the rendezvous
+// store's for NCCL, MPI's for the CPU): there each step starts at the group's
+// barrier, the process of the loss stage gathers every rank's part and alone
+// reports, and a failure is announced to the other processes.
 //
-// Besides what the worker and the stage need (worker.hpp, stage.hpp), the
-// backend `B` supplies:
-//   B::kName                   "cpu", "cuda": the timeline's source and error messages
-//   B::kRunsSplitBackward      optional, true when its layers split the backward
-//                              into I and W (run_settings.hpp); false if absent
-//   B::Options                 its own settings (the CUDA device, SM partitions, timing)
-//   B::require_available()     RunError when this machine cannot run it ("no CUDA device")
-//   B::Report                  what only this backend has to say of a run
-//   B::Run                     its resources for one run in this process:
-//     Run(options, settings, placement, backend_options)
-//     device(rank), context(rank)     for each rank placed here
-//     in_context(rank, f)             calls f with the rank's device current
-//     link(), timer()                 the run's link and action timer
-//     memory_placement()              where memory changes land (step_timeline.hpp)
-//     weights_ready()                 once the stages are built
-//     finish()                        after the workers: the device drained, the timing collected
-//     abandon() noexcept              instead, after a failed run
-//     device_name()                   for the timeline
-//     report(median_slot)            the B::Report, for the measured step of median time
+// The backend `B` is a TrainingBackend (training_backend.hpp): what the
+// worker and the stage need, and what the trainer needs besides (its name,
+// options and report, whether this machine can run it, and its resources for
+// a run, B::Run); the optional parts (a split backward, a reduction over
+// replicas) are concepts of their own there.
 #pragma once
 
-#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -48,6 +33,7 @@
 #include "exec/runtime/measurement.hpp"
 #include "exec/runtime/memory_account.hpp"
 #include "exec/runtime/memory_log.hpp"
+#include "exec/runtime/placement.hpp"
 #include "exec/runtime/process_group.hpp"
 #include "exec/runtime/run_control.hpp"
 #include "exec/runtime/run_settings.hpp"
@@ -56,21 +42,12 @@
 #include "exec/runtime/supervise.hpp"
 #include "exec/runtime/termination.hpp"
 #include "exec/runtime/train_options.hpp"
+#include "exec/runtime/training_backend.hpp"
 #include "exec/runtime/worker.hpp"
 
 namespace gpipe::exec {
 
-// Which ranks this process runs.
-struct Placement {
-  std::vector<schedules::Rank> local;  // every rank when `group` is null
-  ProcessGroup* group = nullptr;       // where the processes of the other ranks meet
-
-  [[nodiscard]] bool here(schedules::Rank rank) const {
-    return std::find(local.begin(), local.end(), rank) != local.end();
-  }
-};
-
-template <class B>
+template <TrainingBackend B>
 struct Trained {
   TrainResult result;
   typename B::Report report;
@@ -97,7 +74,7 @@ struct RankMemory {
 
 // The stages of the placed ranks, made in their ranks' device contexts; by
 // stage, null for other processes'.
-template <class B>
+template <TrainingBackend B>
 std::vector<std::unique_ptr<Stage<B>>> make_stages(const TrainOptions& o, const RunSettings& settings,
                                                    const Placement& where, typename B::Run& run,
                                                    RankMemory& memory) {
@@ -118,7 +95,7 @@ std::vector<std::unique_ptr<Stage<B>>> make_stages(const TrainOptions& o, const 
 // A worker thread per placed rank, supervised until every one has left;
 // returns the losses. On a failure the backend abandons the run and the
 // run's error is thrown.
-template <class B>
+template <TrainingBackend B>
 std::vector<double> run_workers(const TrainOptions& o, const RunSettings& settings, const Placement& where,
                                 typename B::Run& run, const std::vector<std::unique_ptr<Stage<B>>>& stages,
                                 RankMemory& memory) {
@@ -131,7 +108,7 @@ std::vector<double> run_workers(const TrainOptions& o, const RunSettings& settin
   }
   control.add_abort_hook([&] { run.link().abort(); });
   control.add_abort_hook([&] { sync.abort(); });
-  if constexpr (requires { run.gradient_reducer(); }) {
+  if constexpr (GradientReducingBackend<B>) {
     if (run.gradient_reducer() != nullptr) control.add_abort_hook([&] { run.gradient_reducer()->abort(); });
   }
 
@@ -142,7 +119,7 @@ std::vector<double> run_workers(const TrainOptions& o, const RunSettings& settin
       if (lowered.rank_of(schedules::Stage{static_cast<int>(s)}) == r) own[s] = stages[s].get();
     }
     WorkerServices<B> services{&run.link(), &control, &sync, &run.timer(), memory.logs[r.at()].get()};
-    if constexpr (requires { run.gradient_reducer(); }) services.reducer = run.gradient_reducer();
+    if constexpr (GradientReducingBackend<B>) services.reducer = run.gradient_reducer();
     workers.push_back(std::make_unique<Worker<B>>(r, settings, std::move(own), run.device(r), services));
   }
   std::vector<std::function<void()>> bodies;
@@ -168,7 +145,7 @@ namespace trainer_detail {
 
 // The run of checked options (`settings`, and the lowered schedule it points
 // to) on the ranks `where` places in this process.
-template <class B>
+template <TrainingBackend B>
 [[nodiscard]] Trained<B> run_placed(const TrainOptions& o, const RunSettings& settings,
                                     const typename B::Options& backend_options,
                                     const Placement& where) {
@@ -225,7 +202,7 @@ template <class B>
 // InputError for a configuration that cannot run (before any thread starts),
 // RunError naming the rank and action when a worker fails or the run stalls;
 // every worker thread has stopped when it returns or throws.
-template <class B>
+template <TrainingBackend B>
 [[nodiscard]] Trained<B> train_placed(const TrainOptions& o, const typename B::Options& backend_options,
                                       const Placement& where) {
   check_train_options(o, B::kName, runs_split_backward<B>());
@@ -252,7 +229,7 @@ inline void check_no_replicas_in_process(const TrainOptions& o) {
 }
 
 // Every rank as a thread of this process.
-template <class B>
+template <TrainingBackend B>
 [[nodiscard]] Trained<B> train_in_process(const TrainOptions& o,
                                           const typename B::Options& backend_options = {}) {
   check_no_replicas_in_process(o);
@@ -282,7 +259,7 @@ inline void check_launch_fits(const TrainOptions& o, int world_size, const std::
 }
 
 // One rank per process, this one rank `group.rank()` of `group`.
-template <class B>
+template <TrainingBackend B>
 [[nodiscard]] Trained<B> train_in_group(const TrainOptions& o, const typename B::Options& backend_options,
                                         ProcessGroup& group) {
   check_train_options(o, B::kName, runs_split_backward<B>());

@@ -9,22 +9,12 @@
 // loss gradient 1/N) is drawn and handed to the device before the step
 // starts, so it is not timed.
 //
-// What differs between backends is behind `B` (exec/cpu/cpu_backend.hpp,
-// exec/cuda/backend/cuda_backend.hpp):
-//   B::Tensor, B::Message      what stages compute with, what a receive yields
-//   B::Stage                   F, B, I, W, R, STEP of a stage (exec/runtime/stage.hpp), and
-//                              drop_stashes() noexcept after a failure
-//   B::RankDevice              what the rank computes on:
-//     enter_thread()              on the worker's thread, before anything else
-//     upload(host tensor)         a step's data, before the step starts
-//     data_ready()                once the step's data is uploaded
-//     ready(message) -> Tensor    a received message, usable by the consumer
-//     local(tensor) -> Message    a tensor produced here, into a slot
-//     all_finite(tensor), sum(tensor)    read back (--check-finite, the loss)
-//     finish_step(control)        waits for the step's device work (an abort ends the wait)
-//     drain() noexcept            waits for what the device may still read, on the way out
-// On the CPU every call runs the work; on a GPU it enqueues it and the host
-// runs ahead, the order coming from streams and events.
+// What differs between backends is behind `B`, a WorkerBackend
+// (training_backend.hpp): its tensors and messages, its stages' actions
+// (exec/runtime/stage.hpp, or a test's scripted ones) and the rank's device
+// (exec/cpu/cpu_backend.hpp, exec/cuda/backend/rank_device.hpp). On the CPU
+// every call runs the work; on a GPU it enqueues it and the host runs ahead,
+// the order coming from streams and events.
 //
 // A worker never throws: an error is recorded in RunControl as "rank R failed
 // in ACTION: what" (or "at step S" between actions), which aborts the run; an
@@ -56,6 +46,7 @@
 #include "exec/runtime/step_sync.hpp"
 #include "exec/runtime/storage_pool.hpp"
 #include "exec/runtime/synthetic_data.hpp"
+#include "exec/runtime/training_backend.hpp"
 #include "schedules/schedule.hpp"
 #include "schedules/tied_gradient.hpp"
 
@@ -64,7 +55,7 @@ namespace gpipe::exec {
 // The run's services a worker uses, shared with the other workers and the
 // trainer: the link, the run control, the step barrier, the action timer, the
 // memory log and, with replicas, the gradient reducer.
-template <class B>
+template <WorkerBackend B>
 struct WorkerServices {
   Link<typename B::Tensor, typename B::Message>* link = nullptr;
   RunControl* control = nullptr;
@@ -75,7 +66,7 @@ struct WorkerServices {
   GradientReducer<typename B::Tensor>* reducer = nullptr;
 };
 
-template <class B>
+template <WorkerBackend B>
 class Worker {
  public:
   using Tensor = typename B::Tensor;

@@ -499,6 +499,8 @@ class RecordingTimer final : public ActionTimer {
   std::map<std::pair<int, int>, Clock::time_point> starts_;
 };
 
+// A worker's backend (WorkerBackend, exec/runtime/training_backend.hpp) and
+// nothing more: no math, no run.
 struct FakeBackend {
   using Tensor = FakeTensor;
   using Message = FakeMessage;

@@ -1,6 +1,7 @@
 // The host-side helpers the CPU and CUDA profilers share: the inputs' shapes
-// and bytes, and that they are the run's own first mini-batch; the loss gradient, the sizes check with its exact messages,
-// the per-layer bytes a pass records, and the median.
+// and bytes, and that they are the run's own first mini-batch; the loss
+// gradient and its generator's seed, the sizes' and the passes' checks with
+// their exact messages, the per-layer bytes a pass records, and the median.
 #include "exec/profiling/profiler_inputs.hpp"
 
 #include <algorithm>
@@ -92,6 +93,24 @@ TEST(ProfileInputs, SizesAreChecked) {
             "--micro-batch-sizes: sizes must be at least 1, got 0");
   EXPECT_EQ(error_of([] { (void)checked_micro_batch_sizes(std::vector<int>{2, 2}); }),
             "--micro-batch-sizes: 2 is given more than once");
+}
+
+TEST(ProfileInputs, PassCountsAreChecked) {
+  EXPECT_EQ(error_of([] { check_pass_counts(0, 1); }), "no error");
+  EXPECT_EQ(error_of([] { check_pass_counts(-1, 5); }), "--warmup must be 0 or more, got -1");
+  EXPECT_EQ(error_of([] { check_pass_counts(2, 0); }), "--repeats must be at least 1, got 0");
+  // The warm-up is checked first.
+  EXPECT_EQ(error_of([] { check_pass_counts(-2, 0); }), "--warmup must be 0 or more, got -2");
+}
+
+// Seeded apart from the weights and inputs (which `seed` itself seeds), and
+// the same on every backend: the profiles' gradients are drawn alike.
+TEST(ProfileInputs, OutputGradientGeneratorIsSeededApartFromTheWeights) {
+  std::mt19937_64 drawn = output_gradient_generator(3);
+  std::mt19937_64 expected(3ULL ^ 0x9e3779b97f4a7c15ULL);
+  EXPECT_EQ(drawn(), expected());
+  std::mt19937_64 plain(3);
+  EXPECT_NE(output_gradient_generator(3)(), plain());
 }
 
 TEST(ProfileInputs, SampleBytesAreSetAtTheFirstPassAndCheckedAfter) {

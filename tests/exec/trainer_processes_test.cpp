@@ -107,6 +107,7 @@ struct CpuAsProcesses : cpu::CpuBackend {
     std::vector<RankDevice> devices_;
   };
 };
+static_assert(TrainingBackend<CpuAsProcesses> && GradientReducingBackend<CpuAsProcesses>);
 
 // Sums between the thread-processes of D replicas, as NCCL's communicators
 // would make them: each sum named by its key meets the D participants, and

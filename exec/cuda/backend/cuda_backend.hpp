@@ -9,7 +9,8 @@
 //   over NCCL (nccl_device_link.hpp), NCCL's ids through the rendezvous store.
 // Every action's GPU interval is measured (CUPTI by default, device_timer.hpp).
 //
-// What this backend supplies to the runtime is here and in rank_device.hpp;
+// What this backend supplies to the runtime, a TrainingBackend
+// (exec/runtime/training_backend.hpp), is here and in rank_device.hpp;
 // the layers and kernels are in exec/cuda/layers/ and exec/cuda/kernels/.
 // cuda_backend() is its entry in the registry of exec/backend.hpp.
 #pragma once

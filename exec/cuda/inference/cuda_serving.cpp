@@ -20,6 +20,7 @@
 #include "exec/cuda/layers/layer.hpp"
 #include "exec/inference/admission.hpp"
 #include "exec/inference/rank_loop.hpp"
+#include "exec/inference/serving_device.hpp"
 #include "exec/inference/serving_rank.hpp"
 #include "exec/runtime/aborted.hpp"
 
@@ -68,6 +69,7 @@ class CudaServingDevice {
   RankDevice& device_;
   std::vector<std::unique_ptr<DeviceLayer>> layers_;
 };
+static_assert(inference::ServingDevice<CudaServingDevice>);
 
 // What every rank's thread shares.
 struct Shared {

@@ -27,6 +27,7 @@
 #include "exec/cuda/layers/layer.hpp"
 #include "exec/cuda/profiler/call_tagger.hpp"
 #include "exec/cuda/profiler/layer_timings.hpp"
+#include "exec/profiling/profile_assembly.hpp"
 #include "exec/profiling/profiler_inputs.hpp"
 #include "exec/runtime/memory_account.hpp"
 
@@ -190,7 +191,8 @@ class PartitionLoad {
       Stream& stream = partitions.stream(p);
       CachingAllocator allocator(memory);
       const layers::OwnedBlasHandle blas = layers::make_blas_handle();
-      std::mt19937_64 rng(options.seed ^ 0x9e3779b97f4a7c15ULL ^ static_cast<std::uint64_t>(p));
+      // Each replica's output gradients from a generator of its own.
+      std::mt19937_64 rng = output_gradient_generator(options.seed ^ static_cast<std::uint64_t>(p));
       Replica replica;
       build_replica(replica, model, sizes, options, allocator, blas.get(), stream);
       CallTagger untagged;  // never tagged: CUPTI's records of the load match no call
@@ -222,8 +224,7 @@ class PartitionLoad {
 };
 
 void check_options(const CudaProfilerOptions& options) {
-  if (options.warmup < 0) throw InputError(fmt::format("--warmup must be 0 or more, got {}", options.warmup));
-  if (options.repeats < 1) throw InputError(fmt::format("--repeats must be at least 1, got {}", options.repeats));
+  check_pass_counts(options.warmup, options.repeats);
   if (options.stages < 1) throw InputError(fmt::format("--stages {}: need at least one stage", options.stages));
   if (options.sm_per_stage < 0) {
     throw InputError(fmt::format("--sm-per-stage {}: must not be negative", options.sm_per_stage));
@@ -250,8 +251,8 @@ profiles::Profile profile_cuda(const models::Model& model, std::span<const int> 
   CachingAllocator allocator(memory);
   const layers::OwnedBlasHandle blas = layers::make_blas_handle();
 
-  // One generator for the output gradients, seeded apart from the weights (as the CPU profiler).
-  std::mt19937_64 rng(options.seed ^ 0x9e3779b97f4a7c15ULL);
+  // One generator for the output gradients (as the CPU profiler's).
+  std::mt19937_64 rng = output_gradient_generator(options.seed);
   Replica timed;
   build_replica(timed, model, sizes, options, allocator, blas.get(), stream);
   DeviceModel& dm = timed.dm;
@@ -294,23 +295,8 @@ profiles::Profile profile_cuda(const models::Model& model, std::span<const int> 
   const LayerTimings timings = layer_timings(records, tagger.calls());
   require_complete(timings, tagger.calls());
 
-  profiles::Profile profile;
-  profile.device = device_name(options.device);
-  profile.source = "cupti";
-  profile.dtype = std::string(models::to_string(models::DType::fp32));
-  profile.model = model.spec;
-  for (int index = 0; index < count; ++index) {
-    const auto i = static_cast<std::size_t>(index);
-    profiles::LayerProfile& lp = profile.layers.emplace_back();
-    lp.name = dm.layers[i]->spec().name;
-    lp.kind = dm.layers[i]->spec().kind;
-    for (const DeviceParameter& p : dm.layers[i]->parameters()) lp.param_bytes += p.value.bytes();
-    // The tied matrix (llama's tied=1): its bytes as held, a parameter of the layer.
-    if (const int tied = dm.layers[i]->spec().tied_param; tied >= 0) {
-      lp.tied_bytes = dm.layers[i]->parameters()[static_cast<std::size_t>(tied)].value.bytes();
-    }
-    for (const DeviceSize& s : runs) lp.samples.push_back(s.samples[i]);
-  }
+  profiles::Profile profile = profile_header(model, device_name(options.device), "cupti");
+  profile.layers = layer_profiles(dm.layers, runs);
   apply_timings(timings, profile.layers);
   if (options.on_layer) {
     for (int index = 0; index < count; ++index) {

@@ -18,7 +18,9 @@
 // for the host between them, as it does in a run.
 //
 // dtype is "fp32", the project's name (models::to_string): gpipe-sim derives
-// the static memory from it and knows no other spelling.
+// the static memory from it and knows no other spelling. The profile's
+// header and its layers' entries are assembled as the CPU's are
+// (exec/profiling/profile_assembly.hpp).
 //
 // Bytes are measured as on the CPU: input_bytes and output_bytes the device
 // tensors' sizes, activation_bytes what the layer's stash account holds after

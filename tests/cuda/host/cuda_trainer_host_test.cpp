@@ -1,7 +1,10 @@
 // The CUDA trainers' checks that need no GPU: a configuration that cannot run
 // is an InputError naming the flag before any device is touched, a launch
 // whose process count is not the schedule's rank count too, and a valid one on
-// a machine without a GPU is RunError "no CUDA device: ...".
+// a machine without a GPU is RunError "no CUDA device: ...". And the CUDA
+// backend is a training backend (exec/runtime/training_backend.hpp) with the
+// optional parts it has: a reduction over replicas (NCCL's), no split
+// backward, no sharded optimizer state.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -10,12 +13,18 @@
 #include "exec/cuda/backend/cuda_backend.hpp"
 #include "exec/cuda/base/device.hpp"
 #include "exec/dist/train_as_process.hpp"
+#include "exec/runtime/training_backend.hpp"
 #include "tests/exec/trainer_support.hpp"
 
 namespace gpipe::exec::cuda {
 namespace {
 
 using trainer_test::RunConfig;
+
+static_assert(TrainingBackend<CudaBackend>);
+static_assert(GradientReducingBackend<CudaBackend>);
+static_assert(!SplitBackwardBackend<CudaBackend>);
+static_assert(!ShardedOptimizerBackend<CudaBackend>);
 
 TrainOptions two_stages() {
   RunConfig c;
