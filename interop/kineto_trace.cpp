@@ -11,6 +11,7 @@
 
 #include "base/error.hpp"
 #include "base/files.hpp"
+#include "base/json_fields.hpp"
 
 namespace gpipe::interop {
 
@@ -20,56 +21,57 @@ using nlohmann::json;
 
 // Times beyond this (about 31 years in us) cannot come from a run.
 constexpr double kMaxAbsUs = 1e15;
-constexpr std::uint64_t kMaxBaseTimeNs = std::uint64_t{1} << 61;
+constexpr std::int64_t kMaxBaseTimeNs = std::int64_t{1} << 61;
 constexpr std::int64_t kMaxEventBytes = std::int64_t{1} << 50;  // a profile's own bound on bytes
 constexpr std::int64_t kMaxDim = std::int64_t{1} << 40;
 
-class EventReader {
- public:
-  EventReader(std::string_view origin, std::size_t index) : origin_(origin), index_(index) {}
+// A PyTorch trace's errors: "ORIGIN: 'distributedInfo.rank' must be ...", and
+// within an event "ORIGIN: traceEvents[3]: 'args.Bytes' is missing".
+constexpr JsonWording kKinetoWording{.form = JsonWording::Form::quoted};
 
-  [[noreturn]] void fail(std::string_view key, std::string_view why) const {
-    throw InputError(fmt::format("{}: traceEvents[{}]: '{}' {}", origin_, index_, key, why));
-  }
-  [[nodiscard]] std::int64_t time_ns(const json& ev, const char* key, bool non_negative) const {
-    const auto it = ev.find(key);
-    if (it == ev.end() || !it->is_number()) fail(key, "must be a number");
-    const double us = it->get<double>();
-    if (!std::isfinite(us) || std::abs(us) > kMaxAbsUs || (non_negative && us < 0)) {
-      fail(key, non_negative ? "must be a non-negative number of microseconds" : "is out of range");
-    }
-    return std::llround(us * 1000.0);
-  }
-  [[nodiscard]] std::string text(const json& ev, const char* key) const {
-    const auto it = ev.find(key);
-    if (it == ev.end() || it->is_null()) return {};
-    if (it->is_string()) return it->get<std::string>();
-    if (it->is_number_integer()) return std::to_string(it->get<std::int64_t>());
-    fail(key, "must be a string or an integer");
-  }
-  [[nodiscard]] std::optional<std::int64_t> integer_arg(const json& args, const char* key) const {
-    const auto it = args.find(key);
-    if (it == args.end()) return std::nullopt;
-    if (!it->is_number_integer()) fail(fmt::format("args.{}", key), "must be an integer");
-    return it->get<std::int64_t>();
-  }
+// The member `key` of an event, which must be there: absent, it fails as a
+// value of the wrong kind would (`what`: "must be a number").
+JsonField present(const JsonField& ev, std::string_view key, std::string_view what) {
+  const auto field = ev.optional_member(key);
+  if (!field) ev.fail_member(key, what);
+  return *field;
+}
 
- private:
-  std::string_view origin_;
-  std::size_t index_;
-};
+std::int64_t time_ns(const JsonField& ev, std::string_view key, bool non_negative) {
+  const JsonField at = present(ev, key, "must be a number");
+  const double us = at.number();
+  if (!std::isfinite(us) || std::abs(us) > kMaxAbsUs || (non_negative && us < 0)) {
+    at.fail(non_negative ? "must be a non-negative number of microseconds" : "is out of range");
+  }
+  return std::llround(us * 1000.0);
+}
+
+// A string, or an integer as its text; empty when absent or null.
+std::string text(const JsonField& ev, std::string_view key) {
+  const auto at = ev.optional_member(key);
+  if (!at || at->value().is_null()) return {};
+  if (at->value().is_number_integer()) return std::to_string(at->value().get<std::int64_t>());
+  if (!at->value().is_string()) at->fail("must be a string or an integer");
+  return at->string();
+}
+
+std::optional<std::int64_t> integer_arg(const JsonField& args, std::string_view key) {
+  const auto at = args.optional_member(key);
+  if (!at) return std::nullopt;
+  return at->integer();
+}
 
 // A record_shapes list of dims per input: [[2, 16, 32], [], [32]].
-std::vector<std::vector<std::int64_t>> read_dims(const json& value, const EventReader& in) {
+std::vector<std::vector<std::int64_t>> read_dims(const JsonField& at) {
   std::vector<std::vector<std::int64_t>> out;
-  if (!value.is_array()) in.fail("args.Input Dims", "must be an array");
-  for (const json& input : value) {
+  out.reserve(at.array_size());
+  for (const json& input : at.value()) {
     std::vector<std::int64_t>& dims = out.emplace_back();
     // A scalar, or a TensorList's list of shapes: not one tensor.
     if (!input.is_array() || std::ranges::any_of(input, [](const json& d) { return d.is_array(); })) continue;
     for (const json& d : input) {
       if (!d.is_number_integer() || d.get<std::int64_t>() < 0 || d.get<std::int64_t>() > kMaxDim) {
-        in.fail("args.Input Dims", "must hold non-negative integers or lists of them");
+        at.fail("must hold non-negative integers or lists of them");
       }
       dims.push_back(d.get<std::int64_t>());
     }
@@ -77,43 +79,36 @@ std::vector<std::vector<std::int64_t>> read_dims(const json& value, const EventR
   return out;
 }
 
-KinetoEvent read_complete(const json& ev, const EventReader& in) {
+KinetoEvent read_complete(const JsonField& ev) {
   KinetoEvent e;
-  const auto name = ev.find("name");
-  if (name == ev.end() || !name->is_string()) in.fail("name", "must be a string");
-  e.name = name->get<std::string>();
-  e.category = in.text(ev, "cat");
-  e.process = in.text(ev, "pid");
-  e.thread = in.text(ev, "tid");
-  e.start_ns = in.time_ns(ev, "ts", false);
-  e.end_ns = e.start_ns + in.time_ns(ev, "dur", true);
-  const auto args = ev.find("args");
-  if (args == ev.end()) return e;
-  if (!args->is_object()) in.fail("args", "must be an object");
-  e.sequence_number = in.integer_arg(*args, "Sequence number");
-  e.external_id = in.integer_arg(*args, "External id");
-  if (const auto dims = args->find("Input Dims"); dims != args->end()) e.input_dims = read_dims(*dims, in);
-  if (const auto types = args->find("Input type"); types != args->end()) {
-    if (!types->is_array()) in.fail("args.Input type", "must be an array");
-    for (const json& t : *types) e.input_types.push_back(t.is_string() ? t.get<std::string>() : std::string());
+  e.name = present(ev, "name", "must be a string").string();
+  e.category = text(ev, "cat");
+  e.process = text(ev, "pid");
+  e.thread = text(ev, "tid");
+  e.start_ns = time_ns(ev, "ts", false);
+  e.end_ns = e.start_ns + time_ns(ev, "dur", true);
+  const auto args = ev.optional_member("args");
+  if (!args) return e;
+  args->expect_object();
+  e.sequence_number = integer_arg(*args, "Sequence number");
+  e.external_id = integer_arg(*args, "External id");
+  if (const auto dims = args->optional_member("Input Dims")) e.input_dims = read_dims(*dims);
+  if (const auto types = args->optional_member("Input type")) {
+    e.input_types.reserve(types->array_size());
+    for (const json& t : types->value()) e.input_types.push_back(t.is_string() ? t.get<std::string>() : std::string());
   }
   return e;
 }
 
-KinetoMemoryEvent read_memory(const json& ev, const EventReader& in) {
+KinetoMemoryEvent read_memory(const JsonField& ev) {
   KinetoMemoryEvent m;
-  m.time_ns = in.time_ns(ev, "ts", false);
-  const auto args = ev.find("args");
-  if (args == ev.end() || !args->is_object()) in.fail("args", "must be an object");
-  const auto required = [&](const char* key) {
-    const auto v = in.integer_arg(*args, key);
-    if (!v) in.fail(fmt::format("args.{}", key), "is missing");
-    return *v;
-  };
-  m.address = required("Addr");
-  m.bytes = required("Bytes");
-  if (std::abs(m.bytes) > kMaxEventBytes) in.fail("args.Bytes", "must be within 2^50 bytes");
-  m.total_allocated = required("Total Allocated");
+  m.time_ns = time_ns(ev, "ts", false);
+  const JsonField args = present(ev, "args", "must be an object");
+  m.address = args.member("Addr").integer();
+  const JsonField bytes = args.member("Bytes");
+  m.bytes = bytes.integer();
+  if (std::abs(m.bytes) > kMaxEventBytes) bytes.fail("must be within 2^50 bytes");
+  m.total_allocated = args.member("Total Allocated").integer();
   return m;
 }
 
@@ -138,13 +133,10 @@ std::optional<int> torch_element_bytes(std::string_view type) {
 }
 
 KinetoTrace kineto_trace_from_json(const json& document, std::string_view origin) {
-  if (!document.is_object()) {
-    throw InputError(fmt::format("{}: not a PyTorch profiler trace: expected a JSON object", origin));
-  }
-  const auto events = document.find("traceEvents");
-  if (events == document.end() || !events->is_array()) {
-    throw InputError(fmt::format("{}: not a PyTorch profiler trace: no 'traceEvents' array", origin));
-  }
+  const JsonField root(document, origin, kKinetoWording);
+  if (!document.is_object()) root.fail("not a PyTorch profiler trace: expected a JSON object");
+  const auto events = root.optional_member("traceEvents");
+  if (!events || !events->value().is_array()) root.fail("not a PyTorch profiler trace: no 'traceEvents' array");
   KinetoTrace trace;
   trace.origin = std::string(origin);
   trace.record_shapes = flag(document, "record_shapes");
@@ -153,45 +145,34 @@ KinetoTrace kineto_trace_from_json(const json& document, std::string_view origin
   if (const auto host = document.find("host_name"); host != document.end() && host->is_string()) {
     trace.host_name = host->get<std::string>();
   }
-  if (const auto base = document.find("baseTimeNanoseconds"); base != document.end() && base->is_number_integer()) {
-    trace.base_time_ns = base->get<std::int64_t>();
+  if (const auto base = root.optional_member("baseTimeNanoseconds"); base && base->value().is_number_integer()) {
     // An epoch time: past 2^61 ns (the year 2043) it is no clock's, and the
     // sums and differences of clocks (torch_pipeline_timeline.cpp) stay in 64 bits below it.
-    if (base->is_number_unsigned() ? base->get<std::uint64_t>() > kMaxBaseTimeNs
-                                   : trace.base_time_ns < 0 || trace.base_time_ns > static_cast<std::int64_t>(kMaxBaseTimeNs)) {
-      throw InputError(fmt::format("{}: 'baseTimeNanoseconds' must be from 0 to 2^61 ns", origin));
-    }
+    trace.base_time_ns = base->integer(0, kMaxBaseTimeNs, "from 0 to 2^61 ns");
   }
   if (const auto devices = document.find("deviceProperties"); devices != document.end() && devices->is_array()) {
     for (const json& d : *devices) {
       if (d.is_object() && d.contains("name") && d["name"].is_string()) trace.device_names.push_back(d["name"]);
     }
   }
-  if (const auto info = document.find("distributedInfo"); info != document.end() && info->is_object()) {
-    const auto number = [&](const char* key) -> std::optional<int> {
-      const auto it = info->find(key);
-      if (it == info->end()) return std::nullopt;
-      if (!it->is_number_integer() || it->get<std::int64_t>() < 0 || it->get<std::int64_t>() > (1 << 24)) {
-        throw InputError(fmt::format("{}: 'distributedInfo.{}' must be a non-negative integer", origin, key));
-      }
-      return static_cast<int>(it->get<std::int64_t>());
+  if (const auto info = root.optional_member("distributedInfo"); info && info->value().is_object()) {
+    const auto number = [&](std::string_view key) -> std::optional<int> {
+      const auto at = info->optional_member(key);
+      if (!at) return std::nullopt;
+      return static_cast<int>(at->integer(0, 1 << 24, "a non-negative integer"));
     };
     trace.rank = number("rank");
     trace.world_size = number("world_size");
   }
-  for (std::size_t i = 0; i < events->size(); ++i) {
-    const json& ev = (*events)[i];
-    const EventReader in(origin, i);
-    if (!ev.is_object()) {
-      throw InputError(fmt::format("{}: traceEvents[{}] must be an object", origin, i));
-    }
-    const auto ph = ev.find("ph");
-    if (ph == ev.end() || !ph->is_string()) in.fail("ph", "must be a string");
-    if (*ph == "X") {
-      trace.events.push_back(read_complete(ev, in));
-    } else if (const auto name = ev.find("name");
-               *ph == "i" && name != ev.end() && name->is_string() && *name == "[memory]") {
-      trace.memory.push_back(read_memory(ev, in));
+  const std::size_t count = events->array_size();
+  for (std::size_t i = 0; i < count; ++i) {
+    const JsonField ev = events->element(i).record();
+    ev.expect_object();
+    const std::string& ph = present(ev, "ph", "must be a string").string();
+    if (ph == "X") {
+      trace.events.push_back(read_complete(ev));
+    } else if (const auto name = ev.optional_member("name"); ph == "i" && name && name->value() == "[memory]") {
+      trace.memory.push_back(read_memory(ev));
     }
   }
   std::ranges::stable_sort(trace.events, [](const KinetoEvent& a, const KinetoEvent& b) {

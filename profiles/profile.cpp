@@ -1,7 +1,6 @@
 #include "profiles/profile.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <limits>
 #include <map>
 #include <utility>
@@ -11,6 +10,7 @@
 
 #include "base/error.hpp"
 #include "base/files.hpp"
+#include "base/json_fields.hpp"
 #include "profiles/limits.hpp"
 
 namespace gpipe::profiles {
@@ -18,126 +18,40 @@ namespace {
 
 using nlohmann::json;
 
-// A value with its place in the document, so that every error names the
-// field at fault: "ORIGIN: layers[3].samples[0].fwd_us: ...".
-class Field {
- public:
-  Field(const json& value, std::string_view origin, std::string path)
-      : value_(&value), origin_(origin), path_(std::move(path)) {}
+// A profile's errors: "ORIGIN: layers[3].samples[0].fwd_us: expected a non-negative number".
+constexpr JsonWording kProfileWording{};
 
-  [[noreturn]] void fail(std::string_view message) const {
-    if (path_.empty()) throw InputError(fmt::format("{}: {}", origin_, message));
-    throw InputError(fmt::format("{}: {}: {}", origin_, path_, message));
+// A time in us, 0 to kMaxTimeUs.
+double time_us(const JsonField& at) {
+  const double us = at.non_negative_number();
+  if (us > kMaxTimeUs) {
+    at.fail(fmt::format("{} us is more than the {:g} us (11.6 days) a time may be", us, kMaxTimeUs));
   }
+  return us;
+}
 
-  [[nodiscard]] const json& value() const { return *value_; }
+// Byte counts must be JSON integers: 1.5 bytes is a broken writer, not a size.
+std::int64_t non_negative_integer(const JsonField& at) {
+  return at.integer(0, std::numeric_limits<std::int64_t>::max(), "a non-negative integer");
+}
 
-  // Fails naming the member `key` of this object, present or not.
-  [[noreturn]] void fail_member(std::string_view key, std::string_view message) const {
-    Field(*value_, origin_, child_path(key)).fail(message);
-  }
+// A byte count, 0 to kMaxBytes.
+std::int64_t bytes(const JsonField& at) {
+  const std::int64_t n = non_negative_integer(at);
+  if (n > kMaxBytes) at.fail(fmt::format("{} bytes is more than the 2^50 (1 PiB) a size may be", n));
+  return n;
+}
 
-  [[nodiscard]] Field object_member(std::string_view key) const {
-    const auto found = value_->find(key);
-    if (found == value_->end()) fail_member(key, "is missing");
-    return Field(*found, origin_, child_path(key));
-  }
+int positive_int(const JsonField& at) {
+  return static_cast<int>(at.integer(1, std::numeric_limits<int>::max(), "a positive integer"));
+}
 
-  [[nodiscard]] std::optional<Field> optional_member(std::string_view key) const {
-    const auto found = value_->find(key);
-    if (found == value_->end()) return std::nullopt;
-    return Field(*found, origin_, child_path(key));
-  }
-
-  [[nodiscard]] Field element(std::size_t index) const {
-    return Field((*value_)[index], origin_, fmt::format("{}[{}]", path_, index));
-  }
-
-  void expect_object() const {
-    if (!value_->is_object()) fail(path_.empty() ? "expected a JSON object" : "expected an object");
-  }
-
-  // The number of elements; fails unless a non-empty array.
-  [[nodiscard]] std::size_t non_empty_array_size() const {
-    if (!value_->is_array() || value_->empty()) fail("expected a non-empty array");
-    return value_->size();
-  }
-
-  [[nodiscard]] std::string string() const {
-    if (!value_->is_string()) fail("expected a string");
-    return value_->get<std::string>();
-  }
-
-  [[nodiscard]] std::string non_empty_string() const {
-    std::string text = string();
-    if (text.empty()) fail("expected a non-empty string");
-    return text;
-  }
-
-  [[nodiscard]] double non_negative_number() const {
-    // is_number() is false for booleans, so `true` is not read as 1.
-    if (!value_->is_number() || !std::isfinite(value_->get<double>()) ||
-        value_->get<double>() < 0) {
-      fail("expected a non-negative number");
-    }
-    return value_->get<double>();
-  }
-
-  [[nodiscard]] double positive_number() const {
-    if (!value_->is_number() || !std::isfinite(value_->get<double>()) ||
-        value_->get<double>() <= 0) {
-      fail("expected a positive number");
-    }
-    return value_->get<double>();
-  }
-
-  // A time in us, 0 to kMaxTimeUs.
-  [[nodiscard]] double time_us() const {
-    const double us = non_negative_number();
-    if (us > kMaxTimeUs) fail(fmt::format("{} us is more than the {:g} us (11.6 days) a time may be", us, kMaxTimeUs));
-    return us;
-  }
-
-  // A byte count, 0 to kMaxBytes.
-  [[nodiscard]] std::int64_t bytes() const {
-    const std::int64_t n = non_negative_integer();
-    if (n > kMaxBytes) fail(fmt::format("{} bytes is more than the 2^50 (1 PiB) a size may be", n));
-    return n;
-  }
-
-  // Byte counts must be JSON integers: 1.5 bytes is a broken writer, not a size.
-  [[nodiscard]] std::int64_t non_negative_integer() const {
-    constexpr auto kMax = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
-    const bool ok = value_->is_number_unsigned()  ? value_->get<std::uint64_t>() <= kMax
-                    : value_->is_number_integer() ? value_->get<std::int64_t>() >= 0
-                                                  : false;
-    if (!ok) fail("expected a non-negative integer");
-    return value_->get<std::int64_t>();
-  }
-
-  [[nodiscard]] int positive_int() const {
-    const bool ok = value_->is_number_integer() && value_->get<std::int64_t>() > 0 &&
-                    value_->get<std::int64_t>() <= std::numeric_limits<int>::max();
-    if (!ok) fail("expected a positive integer");
-    return value_->get<int>();
-  }
-
- private:
-  [[nodiscard]] std::string child_path(std::string_view key) const {
-    return path_.empty() ? std::string(key) : fmt::format("{}.{}", path_, key);
-  }
-
-  const json* value_;
-  std::string_view origin_;
-  std::string path_;
-};
-
-ProfileSample read_sample(const Field& at) {
+ProfileSample read_sample(const JsonField& at) {
   at.expect_object();
   ProfileSample s;
-  s.micro_batch_size = at.object_member("micro_batch_size").positive_int();
-  s.fwd_us = at.object_member("fwd_us").time_us();
-  s.bwd_us = at.object_member("bwd_us").time_us();
+  s.micro_batch_size = positive_int(at.member("micro_batch_size"));
+  s.fwd_us = time_us(at.member("fwd_us"));
+  s.bwd_us = time_us(at.member("bwd_us"));
   const auto input = at.optional_member("bwd_input_us");
   const auto weight = at.optional_member("bwd_weight_us");
   if (input && !weight) {
@@ -146,11 +60,11 @@ ProfileSample read_sample(const Field& at) {
   if (weight && !input) {
     at.fail_member("bwd_input_us", "is missing, but bwd_weight_us is given (give both or neither)");
   }
-  if (input) s.bwd_input_us = input->time_us();
-  if (weight) s.bwd_weight_us = weight->time_us();
-  s.input_bytes = at.object_member("input_bytes").bytes();
-  s.output_bytes = at.object_member("output_bytes").bytes();
-  s.activation_bytes = at.object_member("activation_bytes").bytes();
+  if (input) s.bwd_input_us = time_us(*input);
+  if (weight) s.bwd_weight_us = time_us(*weight);
+  s.input_bytes = bytes(at.member("input_bytes"));
+  s.output_bytes = bytes(at.member("output_bytes"));
+  s.activation_bytes = bytes(at.member("activation_bytes"));
   if (s.activation_bytes < s.input_bytes) {
     // docs/design.md: activation_bytes includes the layer's input; the memory model
     // frees A_s - In_s after a recomputed forward, which must not be negative.
@@ -159,32 +73,32 @@ ProfileSample read_sample(const Field& at) {
                                s.activation_bytes, s.input_bytes));
   }
   if (const auto kept = at.optional_member("weight_grad_stash_bytes")) {
-    s.weight_grad_stash_bytes = kept->bytes();
+    s.weight_grad_stash_bytes = bytes(*kept);
     if (*s.weight_grad_stash_bytes > s.activation_bytes) {
       at.fail_member("weight_grad_stash_bytes",
                      fmt::format("{} exceeds activation_bytes {} (it is the share of them that W keeps)",
                                  *s.weight_grad_stash_bytes, s.activation_bytes));
     }
   }
-  if (const auto state = at.optional_member("state_bytes")) s.state_bytes = state->bytes();
+  if (const auto state = at.optional_member("state_bytes")) s.state_bytes = bytes(*state);
   return s;
 }
 
-LayerProfile read_layer(const Field& at) {
+LayerProfile read_layer(const JsonField& at) {
   at.expect_object();
   LayerProfile layer;
-  layer.name = at.object_member("name").non_empty_string();
-  layer.kind = at.object_member("kind").non_empty_string();
-  layer.param_bytes = at.object_member("param_bytes").bytes();
+  layer.name = at.member("name").non_empty_string();
+  layer.kind = at.member("kind").non_empty_string();
+  layer.param_bytes = bytes(at.member("param_bytes"));
   if (const auto optimizer = at.optional_member("optimizer_us")) {
-    layer.optimizer_us = optimizer->time_us();
+    layer.optimizer_us = time_us(*optimizer);
   }
-  if (const auto tied = at.optional_member("tied_bytes")) layer.tied_bytes = tied->bytes();
-  const Field samples = at.object_member("samples");
+  if (const auto tied = at.optional_member("tied_bytes")) layer.tied_bytes = bytes(*tied);
+  const JsonField samples = at.member("samples");
   const std::size_t count = samples.non_empty_array_size();
   std::map<int, std::size_t> index_of_size;
   for (std::size_t i = 0; i < count; ++i) {
-    const Field sample_at = samples.element(i);
+    const JsonField sample_at = samples.element(i);
     ProfileSample sample = read_sample(sample_at);
     // Interpolating I and W needs them at every size: a layer is all split or not at all.
     const bool split = sample.bwd_input_us.has_value();
@@ -211,16 +125,16 @@ LayerProfile read_layer(const Field& at) {
 // A non-empty list of points, each read by read_point(field), strictly
 // ascending in the member `key` (key_of: its value in a point).
 template <class ReadPoint, class KeyOf>
-auto read_ascending_points(const Field& points, std::string_view key, const ReadPoint& read_point,
+auto read_ascending_points(const JsonField& points, std::string_view key, const ReadPoint& read_point,
                            const KeyOf& key_of) {
   std::vector<decltype(read_point(points))> out;
   const std::size_t count = points.non_empty_array_size();
   for (std::size_t i = 0; i < count; ++i) {
-    const Field point = points.element(i);
+    const JsonField point = points.element(i);
     point.expect_object();
     auto p = read_point(point);
     if (!out.empty() && key_of(p) <= key_of(out.back())) {
-      point.object_member(key).fail("must be larger than the point before");
+      point.member(key).fail("must be larger than the point before");
     }
     out.push_back(p);
   }
@@ -228,30 +142,30 @@ auto read_ascending_points(const Field& points, std::string_view key, const Read
 }
 
 // {bytes, one_way_us}, ascending in bytes.
-std::vector<LinkPoint> read_link_points(const Field& points) {
+std::vector<LinkPoint> read_link_points(const JsonField& points) {
   return read_ascending_points(
       points, "bytes",
-      [](const Field& point) {
-        return LinkPoint{.bytes = point.object_member("bytes").bytes(),
-                         .one_way_us = point.object_member("one_way_us").time_us()};
+      [](const JsonField& point) {
+        return LinkPoint{.bytes = bytes(point.member("bytes")),
+                         .one_way_us = time_us(point.member("one_way_us"))};
       },
       [](const LinkPoint& p) { return p.bytes; });
 }
 
-Link read_link(const Field& at) {
+Link read_link(const JsonField& at) {
   at.expect_object();
-  Link link{.latency_us = at.object_member("latency_us").time_us(),
-            .bandwidth_GBps = at.object_member("bandwidth_GBps").positive_number()};
+  Link link{.latency_us = time_us(at.member("latency_us")),
+            .bandwidth_GBps = at.member("bandwidth_GBps").positive_number()};
   if (link.bandwidth_GBps < kMinBandwidthGBps || link.bandwidth_GBps > kMaxBandwidthGBps) {
-    at.object_member("bandwidth_GBps")
+    at.member("bandwidth_GBps")
         .fail(fmt::format("{:g} GB/s is outside the {:g} to {:g} GB/s a link may have", link.bandwidth_GBps,
                           kMinBandwidthGBps, kMaxBandwidthGBps));
   }
   if (const auto collective = at.optional_member("collective")) {
-    const auto read = [](const Field& fit) {
+    const auto read = [](const JsonField& fit) {
       fit.expect_object();
-      return CollectiveLink{.latency_us = fit.object_member("latency_us").time_us(),
-                            .bandwidth_GBps = fit.object_member("bandwidth_GBps").positive_number()};
+      return CollectiveLink{.latency_us = time_us(fit.member("latency_us")),
+                            .bandwidth_GBps = fit.member("bandwidth_GBps").positive_number()};
     };
     link.collective = read(*collective);
     if (const auto fit = collective->optional_member("reduce_scatter")) link.reduce_scatter = read(*fit);
@@ -260,8 +174,8 @@ Link read_link(const Field& at) {
   const auto measured = at.optional_member("measured");
   if (!measured) return link;
   measured->expect_object();
-  link.measured_with = measured->object_member("with").non_empty_string();
-  link.points = read_link_points(measured->object_member("points"));
+  link.measured_with = measured->member("with").non_empty_string();
+  link.points = read_link_points(measured->member("points"));
   if (const auto pipeline = measured->optional_member("pipeline_points")) {
     link.pipeline_points = read_link_points(*pipeline);
   }
@@ -269,7 +183,7 @@ Link read_link(const Field& at) {
 }
 
 // A tied matrix is the first layer's and the last's, the same bytes in both.
-void check_tied(const Field& layers, const std::vector<LayerProfile>& read) {
+void check_tied(const JsonField& layers, const std::vector<LayerProfile>& read) {
   const std::size_t last = read.size() - 1;
   for (std::size_t i = 0; i < read.size(); ++i) {
     if (read[i].tied_bytes == 0) continue;
@@ -288,14 +202,14 @@ void check_tied(const Field& layers, const std::vector<LayerProfile>& read) {
 }
 
 // {busy_peers, slowdown}, ascending in busy_peers.
-std::vector<ContentionPoint> read_contention(const Field& points) {
+std::vector<ContentionPoint> read_contention(const JsonField& points) {
   return read_ascending_points(
       points, "busy_peers",
-      [](const Field& point) {
-        ContentionPoint c{.busy_peers = point.object_member("busy_peers").positive_int(),
-                          .slowdown = point.object_member("slowdown").non_negative_number()};
+      [](const JsonField& point) {
+        ContentionPoint c{.busy_peers = positive_int(point.member("busy_peers")),
+                          .slowdown = point.member("slowdown").non_negative_number()};
         if (c.slowdown > kMaxSlowdown) {
-          point.object_member("slowdown").fail(
+          point.member("slowdown").fail(
               fmt::format("{:g} is more than the {:g} a slowdown may be", c.slowdown, kMaxSlowdown));
         }
         return c;
@@ -303,7 +217,7 @@ std::vector<ContentionPoint> read_contention(const Field& points) {
       [](const ContentionPoint& c) { return c.busy_peers; });
 }
 
-std::string read_source(const Field& at) {
+std::string read_source(const JsonField& at) {
   std::string source = at.string();
   if (std::find(std::begin(kProfileSources), std::end(kProfileSources), source) ==
       std::end(kProfileSources)) {
@@ -350,13 +264,13 @@ json sample_to_json(const ProfileSample& s) {
 }  // namespace
 
 Profile profile_from_json(const json& document, std::string_view origin) {
-  const Field root(document, origin, "");
+  const JsonField root(document, origin, kProfileWording);
   root.expect_object();
-  const Field format = root.object_member("format");
+  const JsonField format = root.member("format");
   if (!format.value().is_string() || format.value().get<std::string>() != kProfileFormat) {
     format.fail(fmt::format("expected \"{}\"", kProfileFormat));
   }
-  const Field version = root.object_member("version");
+  const JsonField version = root.member("version");
   if (!version.value().is_number_integer() ||
       version.value().get<std::int64_t>() != kProfileVersion) {
     version.fail(fmt::format("unsupported version {} (this build reads version {})",
@@ -364,24 +278,23 @@ Profile profile_from_json(const json& document, std::string_view origin) {
   }
 
   Profile profile;
-  profile.device = root.object_member("device").string();
+  profile.device = root.member("device").string();
   if (const auto memory = root.optional_member("device_memory_bytes")) {
-    profile.device_memory_bytes = memory->non_negative_integer();
+    profile.device_memory_bytes = non_negative_integer(*memory);
   }
-  profile.source = read_source(root.object_member("source"));
-  profile.dtype = root.object_member("dtype").string();
-  profile.model = root.object_member("model").string();
+  profile.source = read_source(root.member("source"));
+  profile.dtype = root.member("dtype").string();
+  profile.model = root.member("model").string();
   if (const auto from = root.optional_member("measured_from")) profile.measured_from = from->string();
   if (const auto unmeasured = root.optional_member("not_measured")) {
     const std::size_t n = unmeasured->non_empty_array_size();
     for (std::size_t i = 0; i < n; ++i) profile.not_measured.push_back(unmeasured->element(i).non_empty_string());
   }
-  profile.link = read_link(root.object_member("link"));
+  profile.link = read_link(root.member("link"));
   if (const auto contention = root.optional_member("contention")) profile.contention = read_contention(*contention);
-  if (const auto tp = root.optional_member("tensor_parallel")) profile.tensor_parallel = tp->positive_int();
+  if (const auto tp = root.optional_member("tensor_parallel")) profile.tensor_parallel = positive_int(*tp);
   if (const auto sp = root.optional_member("sequence_parallel")) {
-    if (!sp->value().is_boolean()) sp->fail("expected true or false");
-    profile.sequence_parallel = sp->value().get<bool>();
+    profile.sequence_parallel = sp->boolean();
     if (profile.sequence_parallel && profile.tensor_parallel < 2) {
       sp->fail("sequence parallelism needs a tensor_parallel of 2 or more");
     }
@@ -393,12 +306,12 @@ Profile profile_from_json(const json& document, std::string_view origin) {
     }
   }
 
-  const Field layers = root.object_member("layers");
+  const JsonField layers = root.member("layers");
   const std::size_t count = layers.non_empty_array_size();
   std::map<std::string, std::size_t, std::less<>> index_of_name;
   profile.layers.reserve(count);
   for (std::size_t i = 0; i < count; ++i) {
-    const Field layer_at = layers.element(i);
+    const JsonField layer_at = layers.element(i);
     LayerProfile layer = read_layer(layer_at);
     const auto [it, inserted] = index_of_name.emplace(layer.name, i);
     if (!inserted) {

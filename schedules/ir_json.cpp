@@ -1,9 +1,12 @@
 #include "schedules/ir_json.hpp"
 
+#include <limits>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "base/error.hpp"
+#include "base/json_fields.hpp"
 #include "schedules/overlap.hpp"
 
 namespace gpipe::schedules {
@@ -11,38 +14,12 @@ namespace {
 
 using nlohmann::json;
 
-class Reader {
- public:
-  Reader(const json& doc, std::string_view origin) : doc_(doc), origin_(origin) {}
+// A schedule file's errors: "ORIGIN: num_ranks: expected an integer from 1 to 1000000".
+constexpr JsonWording kScheduleWording{.missing = "missing"};
 
-  [[nodiscard]] InputError error(std::string_view field, std::string_view why) const {
-    return InputError(fmt::format("{}: {}: {}", origin_, field, why));
-  }
-
-  [[nodiscard]] const json& field(const char* name) const {
-    auto it = doc_.find(name);
-    if (it == doc_.end()) throw error(name, "missing");
-    return *it;
-  }
-
-  [[nodiscard]] std::string string(const char* name) const {
-    const json& v = field(name);
-    if (!v.is_string()) throw error(name, "expected a string");
-    return v.get<std::string>();
-  }
-
-  [[nodiscard]] int count(const char* name) const {
-    const json& v = field(name);
-    if (!v.is_number_integer() || v.get<long long>() < 1 || v.get<long long>() > 1'000'000) {
-      throw error(name, "expected an integer from 1 to 1000000");
-    }
-    return v.get<int>();
-  }
-
- private:
-  const json& doc_;
-  std::string_view origin_;
-};
+int count(const JsonField& at) {
+  return static_cast<int>(at.integer(1, 1'000'000, "an integer from 1 to 1000000"));
+}
 
 }  // namespace
 
@@ -66,54 +43,49 @@ json to_json(const Schedule& s) {
 }
 
 Schedule schedule_from_json(const json& doc, std::string_view origin) {
-  if (!doc.is_object()) throw InputError(fmt::format("{}: expected a JSON object", origin));
-  const Reader in(doc, origin);
-  if (in.string("format") != "gpipe-schedule") {
-    throw in.error("format", "expected \"gpipe-schedule\"");
-  }
-  if (in.field("version") != 1) throw in.error("version", "unsupported (this tool reads version 1)");
+  const JsonField root(doc, origin, kScheduleWording);
+  root.expect_object();
+  const JsonField format = root.member("format");
+  if (format.string() != "gpipe-schedule") format.fail("expected \"gpipe-schedule\"");
+  const JsonField version = root.member("version");
+  if (version.value() != 1) version.fail("unsupported (this tool reads version 1)");
 
   Schedule s;
-  s.name = in.string("name");
-  s.num_ranks = in.count("num_ranks");
-  s.num_stages = in.count("num_stages");
-  s.num_microbatches = in.count("num_microbatches");
+  s.name = root.member("name").string();
+  s.num_ranks = count(root.member("num_ranks"));
+  s.num_stages = count(root.member("num_stages"));
+  s.num_microbatches = count(root.member("num_microbatches"));
 
-  const std::string policy = in.string("recompute");
-  const auto recompute = parse_recompute_policy(policy);
+  const JsonField policy = root.member("recompute");
+  const auto recompute = parse_recompute_policy(policy.string());
   if (!recompute) {
-    throw in.error("recompute", fmt::format("unknown policy '{}' (never, always, except_last)", policy));
+    policy.fail(fmt::format("unknown policy '{}' (never, always, except_last)", policy.string()));
   }
   s.recompute = *recompute;
-  if (doc.contains("tied_embedding")) {
-    const json& tied = doc["tied_embedding"];
-    if (!tied.is_boolean()) throw in.error("tied_embedding", "expected true or false");
-    s.tied_embedding = tied.get<bool>();
-  }
-  if (doc.contains("data_parallel")) s.data_parallel = in.count("data_parallel");
+  if (const auto tied = root.optional_member("tied_embedding")) s.tied_embedding = tied->boolean();
+  if (const auto replicas = root.optional_member("data_parallel")) s.data_parallel = count(*replicas);
 
-  const json& map = in.field("stage_to_rank");
-  if (!map.is_array()) throw in.error("stage_to_rank", "expected an array of ranks");
-  for (std::size_t i = 0; i < map.size(); ++i) {
-    if (!map[i].is_number_integer()) {
-      throw in.error(fmt::format("stage_to_rank[{}]", i), "expected an integer rank");
-    }
-    s.stage_to_rank.emplace_back(map[i].get<int>());
+  const JsonField map = root.member("stage_to_rank");
+  if (!map.value().is_array()) map.fail("expected an array of ranks");
+  for (std::size_t i = 0; i < map.value().size(); ++i) {
+    const auto rank = map.element(i).integer(std::numeric_limits<int>::min(), std::numeric_limits<int>::max(),
+                                             "an integer rank");
+    s.stage_to_rank.emplace_back(static_cast<int>(rank));
   }
 
-  const json& ranks = in.field("ranks");
-  if (!ranks.is_array()) throw in.error("ranks", "expected an array with one action list per rank");
-  for (std::size_t r = 0; r < ranks.size(); ++r) {
-    if (!ranks[r].is_array()) throw in.error(fmt::format("ranks[{}]", r), "expected an array of actions");
+  const JsonField ranks = root.member("ranks");
+  if (!ranks.value().is_array()) ranks.fail("expected an array with one action list per rank");
+  for (std::size_t r = 0; r < ranks.value().size(); ++r) {
+    const JsonField cells = ranks.element(r);
+    if (!cells.value().is_array()) cells.fail("expected an array of actions");
     auto& list = s.ranks.emplace_back();
-    for (std::size_t i = 0; i < ranks[r].size(); ++i) {
-      const json& cell = ranks[r][i];
-      const auto where = fmt::format("ranks[{}][{}]", r, i);
-      if (!cell.is_string()) throw in.error(where, "expected an action string such as \"0F0\"");
+    for (std::size_t i = 0; i < cells.value().size(); ++i) {
+      const JsonField cell = cells.element(i);
+      if (!cell.value().is_string()) cell.fail("expected an action string such as \"0F0\"");
       try {
-        append_cell(cell.get<std::string>(), list, s.overlapped);
+        append_cell(cell.string(), list, s.overlapped);
       } catch (const InputError& e) {
-        throw in.error(where, e.what());
+        cell.fail(e.what());
       }
     }
   }
@@ -121,13 +93,13 @@ Schedule schedule_from_json(const json& doc, std::string_view origin) {
   // cannot be there, and would size every later check by the number.
   const std::size_t actions = s.total_actions();
   if (static_cast<std::size_t>(s.num_stages) > std::max<std::size_t>(actions, 1)) {
-    throw in.error("num_stages", fmt::format("{} stages in a file of {} actions: every stage needs at least one",
-                                             s.num_stages, actions));
+    root.member("num_stages")
+        .fail(fmt::format("{} stages in a file of {} actions: every stage needs at least one", s.num_stages, actions));
   }
   if (static_cast<std::size_t>(s.num_microbatches) > std::max<std::size_t>(actions, 1)) {
-    throw in.error("num_microbatches", fmt::format("{} micro-batches in a file of {} actions: every micro-batch "
-                                                   "needs at least one",
-                                                   s.num_microbatches, actions));
+    root.member("num_microbatches")
+        .fail(fmt::format("{} micro-batches in a file of {} actions: every micro-batch needs at least one",
+                          s.num_microbatches, actions));
   }
   return s;
 }

@@ -14,6 +14,7 @@
 
 #include "base/error.hpp"
 #include "base/files.hpp"
+#include "base/json_fields.hpp"
 #include "timelines/metrics.hpp"
 #include "timelines/report_check.hpp"
 #include "timelines/trace_lanes.hpp"
@@ -187,197 +188,139 @@ json gpipe_data(const Timeline& timeline) {
           {"metrics", to_json(checked_metrics(timeline))}};
 }
 
-// Reads fields of the trace, naming the origin and the field's path (such as
-// "traceEvents[12].ts") in every error.
-class FieldReader {
- public:
-  explicit FieldReader(std::string_view origin) : origin_(origin) {}
+// A trace's errors: "ORIGIN: field 'traceEvents[12].ts' must be a number".
+constexpr JsonWording kTraceWording{.form = JsonWording::Form::quoted, .field_word = "field "};
 
-  [[noreturn]] void fail(const std::string& path, std::string_view why) const {
-    throw InputError(fmt::format("{}: field '{}' {}", origin_, path, why));
-  }
-  [[nodiscard]] static std::string join(const std::string& prefix, const char* key) {
-    return prefix.empty() ? key : prefix + "." + key;
-  }
-  // The field `key` of `parent`, or nullptr when it is absent.
-  [[nodiscard]] static const json* find(const json& parent, const char* key) {
-    const auto it = parent.find(key);
-    return it == parent.end() ? nullptr : &*it;
-  }
-  // The field `key` of `parent`, whose own path is `prefix`; it must be present.
-  [[nodiscard]] const json& get(const json& parent, const std::string& prefix,
-                                const char* key) const {
-    const json* value = find(parent, key);
-    if (value == nullptr) fail(join(prefix, key), "is missing");
-    return *value;
-  }
-  [[nodiscard]] const json& object(const json& parent, const std::string& prefix,
-                                   const char* key) const {
-    const json& value = get(parent, prefix, key);
-    if (!value.is_object()) fail(join(prefix, key), "must be an object");
-    return value;
-  }
-  [[nodiscard]] std::string string_at(const json& value, const std::string& path) const {
-    if (!value.is_string()) fail(path, "must be a string");
-    return value.get<std::string>();
-  }
-  [[nodiscard]] std::string string(const json& parent, const std::string& prefix,
-                                   const char* key) const {
-    return string_at(get(parent, prefix, key), join(prefix, key));
-  }
-  [[nodiscard]] std::int64_t integer_at(const json& value, const std::string& path,
-                                        std::int64_t min, std::int64_t max) const {
-    if (!value.is_number_integer()) fail(path, "must be an integer");
-    const bool too_big =
-        value.is_number_unsigned() && value.get<std::uint64_t>() > static_cast<std::uint64_t>(max);
-    if (too_big || value.get<std::int64_t>() < min || value.get<std::int64_t>() > max) {
-      fail(path, fmt::format("must be in [{}, {}]", min, max));
-    }
-    return value.get<std::int64_t>();
-  }
-  [[nodiscard]] std::int64_t integer(const json& parent, const std::string& prefix, const char* key,
-                                     std::int64_t min = kMinInt64,
-                                     std::int64_t max = kMaxInt64) const {
-    return integer_at(get(parent, prefix, key), join(prefix, key), min, max);
-  }
-  // A non-negative int, such as a count of ranks.
-  [[nodiscard]] int count(const json& parent, const std::string& prefix, const char* key) const {
-    return static_cast<int>(integer(parent, prefix, key, 0, std::numeric_limits<int>::max()));
-  }
-  // A time in microseconds, as integer nanoseconds.
-  [[nodiscard]] std::int64_t time_ns(const json& parent, const std::string& prefix,
-                                     const char* key) const {
-    const json& value = get(parent, prefix, key);
-    if (!value.is_number()) fail(join(prefix, key), "must be a number");
-    const double us = value.get<double>();
-    if (!std::isfinite(us) || std::abs(us) > kMaxAbsUs) fail(join(prefix, key), "is out of range");
-    return std::llround(us * 1000.0);
-  }
+// A non-negative int, such as a count of ranks.
+int non_negative_int(const JsonField& at) { return static_cast<int>(at.integer(0, std::numeric_limits<int>::max())); }
 
- private:
-  static constexpr std::int64_t kMinInt64 = std::numeric_limits<std::int64_t>::min();
-  static constexpr std::int64_t kMaxInt64 = std::numeric_limits<std::int64_t>::max();
-  std::string_view origin_;
-};
+// A time in microseconds, as integer nanoseconds.
+std::int64_t time_ns(const JsonField& at) {
+  const double us = at.number();
+  if (!std::isfinite(us) || std::abs(us) > kMaxAbsUs) at.fail("is out of range");
+  return std::llround(us * 1000.0);
+}
 
-TimelineInfo read_info(const json& trace, const FieldReader& in) {
-  const std::string p = "otherData.gpipe";
-  const json& g = in.object(in.object(trace, "", "otherData"), "otherData", "gpipe");
-  if (in.string(g, p, "format") != kFormat) {
-    in.fail(p + ".format", fmt::format("must be \"{}\"", kFormat));
-  }
-  const std::int64_t version = in.integer(g, p, "version");
-  if (version < kOldestVersion || version > kVersion) {
-    in.fail(p + ".version", fmt::format("must be {} to {}", kOldestVersion, kVersion));
+TimelineInfo read_info(const JsonField& trace) {
+  const JsonField g = trace.member("otherData").member("gpipe");
+  const JsonField format = g.member("format");
+  if (format.string() != kFormat) format.fail(fmt::format("must be \"{}\"", kFormat));
+  const JsonField version = g.member("version");
+  const std::int64_t number = version.integer();
+  if (number < kOldestVersion || number > kVersion) {
+    version.fail(fmt::format("must be {} to {}", kOldestVersion, kVersion));
   }
   TimelineInfo info;
-  const std::string ps = p + ".schedule";
-  const json& sched = in.object(g, p, "schedule");
-  info.schedule_name = in.string(sched, ps, "name");
-  info.num_ranks = in.count(sched, ps, "num_ranks");
-  info.num_stages = in.count(sched, ps, "num_stages");
-  info.num_microbatches = in.count(sched, ps, "num_microbatches");
-  const auto recompute = schedules::parse_recompute_policy(in.string(sched, ps, "recompute"));
-  if (!recompute) in.fail(ps + ".recompute", "must be never, always or except_last");
+  const JsonField sched = g.member("schedule");
+  info.schedule_name = sched.member("name").string();
+  info.num_ranks = non_negative_int(sched.member("num_ranks"));
+  info.num_stages = non_negative_int(sched.member("num_stages"));
+  info.num_microbatches = non_negative_int(sched.member("num_microbatches"));
+  const JsonField recompute_at = sched.member("recompute");
+  const auto recompute = schedules::parse_recompute_policy(recompute_at.string());
+  if (!recompute) recompute_at.fail("must be never, always or except_last");
   info.recompute = *recompute;
-  const json& map = in.get(sched, ps, "stage_to_rank");
-  if (!map.is_array() || map.size() != static_cast<std::size_t>(info.num_stages)) {
-    in.fail(ps + ".stage_to_rank", "must be an array of num_stages ranks");
+  const JsonField map = sched.member("stage_to_rank");
+  if (!map.value().is_array() || map.value().size() != static_cast<std::size_t>(info.num_stages)) {
+    map.fail("must be an array of num_stages ranks");
   }
-  for (std::size_t s = 0; s < map.size(); ++s) {
-    const auto path = fmt::format("{}.stage_to_rank[{}]", ps, s);
-    info.stage_to_rank.emplace_back(
-        static_cast<int>(in.integer_at(map[s], path, 0, info.num_ranks - 1)));
+  for (std::size_t s = 0; s < map.value().size(); ++s) {
+    info.stage_to_rank.emplace_back(static_cast<int>(map.element(s).integer(0, info.num_ranks - 1)));
   }
 
-  const json& source = in.object(g, p, "source");
-  info.source = in.string(source, p + ".source", "kind");
-  if (!is_timeline_source(info.source)) in.fail(p + ".source.kind", "must be sim, cpu, cuda or torch");
-  if (const json* device = FieldReader::find(source, "device")) {
-    info.device = in.string_at(*device, p + ".source.device");
-  }
+  const JsonField source = g.member("source");
+  const JsonField kind = source.member("kind");
+  info.source = kind.string();
+  if (!is_timeline_source(info.source)) kind.fail("must be sim, cpu, cuda or torch");
+  if (const auto device = source.optional_member("device")) info.device = device->string();
   // batch_size and static_bytes may be unknown: absent reads as 0 / empty.
-  if (FieldReader::find(g, "batch_size") != nullptr) {
-    info.batch_size = in.integer(g, p, "batch_size", 0);
+  if (const auto batch = g.optional_member("batch_size")) {
+    info.batch_size = batch->integer(0, std::numeric_limits<std::int64_t>::max());
   }
-  if (const json* bytes = FieldReader::find(g, "static_bytes")) {
-    if (!bytes->is_array() ||
-        (!bytes->empty() && bytes->size() != static_cast<std::size_t>(info.num_ranks))) {
-      in.fail(p + ".static_bytes", "must be an array with one entry per rank (or empty)");
+  if (const auto bytes = g.optional_member("static_bytes")) {
+    if (!bytes->value().is_array() ||
+        (!bytes->value().empty() && bytes->value().size() != static_cast<std::size_t>(info.num_ranks))) {
+      bytes->fail("must be an array with one entry per rank (or empty)");
     }
-    for (std::size_t r = 0; r < bytes->size(); ++r) {
-      const auto path = fmt::format("{}.static_bytes[{}]", p, r);
-      info.static_bytes.push_back(in.integer_at((*bytes)[r], path, 0, kMaxBytes));
+    for (std::size_t r = 0; r < bytes->value().size(); ++r) {
+      info.static_bytes.push_back(bytes->element(r).integer(0, kMaxBytes));
     }
   }
-  if (FieldReader::find(g, "tensor_parallel") != nullptr) {  // absent from older traces: 1
-    info.tensor_parallel = static_cast<int>(in.integer(g, p, "tensor_parallel", 1, 1 << 20));
+  if (const auto tp = g.optional_member("tensor_parallel")) {  // absent from older traces: 1
+    info.tensor_parallel = static_cast<int>(tp->integer(1, 1 << 20));
   }
   return info;
 }
 
 // A complete event's [ts, ts + dur) in ns.
-std::pair<std::int64_t, std::int64_t> read_interval(const json& ev, const std::string& where, const FieldReader& in) {
-  const std::int64_t start = in.time_ns(ev, where, "ts");
-  const std::int64_t duration = in.time_ns(ev, where, "dur");
-  if (duration < 0) in.fail(where + ".dur", "must not be negative");
+std::pair<std::int64_t, std::int64_t> read_interval(const JsonField& ev) {
+  const std::int64_t start = time_ns(ev.member("ts"));
+  const JsonField dur = ev.member("dur");
+  const std::int64_t duration = time_ns(dur);
+  if (duration < 0) dur.fail("must not be negative");
   return {start, start + duration};
 }
 
-void read_collective(const json& ev, const std::string& where, const FieldReader& in, Timeline& timeline) {
+schedules::Rank read_rank(const JsonField& ev, const Timeline& timeline) {
+  return schedules::Rank{static_cast<int>(ev.member("pid").integer(0, timeline.info.num_ranks - 1))};
+}
+
+void read_collective(const JsonField& ev, Timeline& timeline) {
   CollectiveSpan c;
-  c.collective = in.string(ev, where, "name");
+  const JsonField name = ev.member("name");
+  c.collective = name.string();
   if (c.collective != "all-reduce" && c.collective != "all-gather" && c.collective != "reduce-scatter") {
-    in.fail(where + ".name", "must be all-reduce, all-gather or reduce-scatter");
+    name.fail("must be all-reduce, all-gather or reduce-scatter");
   }
-  c.rank = schedules::Rank{static_cast<int>(in.integer(ev, where, "pid", 0, timeline.info.num_ranks - 1))};
-  const json& args = in.object(ev, where, "args");
-  const std::string within = in.string(args, where + ".args", "within");
+  c.rank = read_rank(ev, timeline);
+  const JsonField args = ev.member("args");
+  args.expect_object();
+  const JsonField within = args.member("within");
   try {
-    c.within = schedules::parse_action(within);
+    c.within = schedules::parse_action(within.string());
   } catch (const InputError& e) {
-    in.fail(where + ".args.within", e.what());
+    within.fail(e.what());
   }
-  if (stream_of(c.within.kind) != Stream::compute) in.fail(where + ".args.within", "must be a compute action");
-  c.bytes = in.integer(args, where + ".args", "bytes", 0, kMaxBytes);
-  std::tie(c.start_ns, c.end_ns) = read_interval(ev, where, in);
+  if (stream_of(c.within.kind) != Stream::compute) within.fail("must be a compute action");
+  c.bytes = args.member("bytes").integer(0, kMaxBytes);
+  std::tie(c.start_ns, c.end_ns) = read_interval(ev);
   timeline.collectives.push_back(std::move(c));
 }
 
-void read_action(const json& ev, const std::string& where, const FieldReader& in, int version,
-                 Timeline& timeline) {
+void read_action(const JsonField& ev, int version, Timeline& timeline) {
   TimedAction a;
-  const std::string name = in.string(ev, where, "name");
+  const JsonField name_at = ev.member("name");
+  const std::string& name = name_at.string();
   try {
     a.action = schedules::parse_action(name);
   } catch (const InputError& e) {
-    in.fail(where + ".name", e.what());
+    name_at.fail(e.what());
   }
-  a.rank = schedules::Rank{static_cast<int>(in.integer(ev, where, "pid", 0, timeline.info.num_ranks - 1))};
-  const auto tid = static_cast<int>(in.integer(ev, where, "tid", version >= 2 ? 1 : 0, 1 << 20));
+  a.rank = read_rank(ev, timeline);
+  const JsonField tid_at = ev.member("tid");
+  const auto tid = static_cast<int>(tid_at.integer(version >= 2 ? 1 : 0, 1 << 20));
   a.stream = stream_of_lane(lane_of_tid(tid, version));
   // The backward of an overlapped pair may run beside its forward, on the
   // overlap lane; a stage's data-parallel reduction on the reduce lane.
   const bool overlapped = a.stream == Stream::overlap && is_input_backward(a.action.kind);
   const bool reduction = a.stream == Stream::reduce && a.action.kind == schedules::ActionKind::REDUCE_GRAD;
   if (a.stream != stream_of(a.action.kind) && !overlapped && !reduction) {
-    in.fail(where + ".tid",
-            fmt::format("is {} (a {} lane) but {} runs on the {} stream", tid, to_string(a.stream), name,
-                        to_string(stream_of(a.action.kind))));
+    tid_at.fail(fmt::format("is {} (a {} lane) but {} runs on the {} stream", tid, to_string(a.stream), name,
+                            to_string(stream_of(a.action.kind))));
   }
-  if (ev.at("cat") != std::string(category(a.stream))) {
-    in.fail(where + ".cat", fmt::format("must be \"{}\" for {}", category(a.stream), name));
+  const JsonField cat = ev.member("cat");
+  if (cat.value() != std::string(category(a.stream))) {
+    cat.fail(fmt::format("must be \"{}\" for {}", category(a.stream), name));
   }
-  std::tie(a.start_ns, a.end_ns) = read_interval(ev, where, in);
+  std::tie(a.start_ns, a.end_ns) = read_interval(ev);
   timeline.actions.push_back(a);
 }
 
-void read_memory(const json& ev, const std::string& where, const FieldReader& in,
-                 Timeline& timeline) {
+void read_memory(const JsonField& ev, Timeline& timeline) {
   MemorySample s;
-  s.rank = schedules::Rank{static_cast<int>(in.integer(ev, where, "pid", 0, timeline.info.num_ranks - 1))};
-  s.time_ns = in.time_ns(ev, where, "ts");
-  s.activation_bytes = in.integer(in.object(ev, where, "args"), where + ".args", "bytes");
+  s.rank = read_rank(ev, timeline);
+  s.time_ns = time_ns(ev.member("ts"));
+  s.activation_bytes = ev.member("args").member("bytes").integer();
   timeline.memory.push_back(s);
 }
 
@@ -423,27 +366,26 @@ void write_chrome_trace(const json& trace, const std::filesystem::path& path) {
 }
 
 Timeline timeline_from_chrome_trace(const json& trace, std::string_view origin) {
-  const FieldReader in(origin);
-  if (!trace.is_object()) throw InputError(fmt::format("{}: not a Chrome trace object", origin));
-  const json& events = in.get(trace, "", "traceEvents");
-  if (!events.is_array()) in.fail("traceEvents", "must be an array");
+  const JsonField root(trace, origin, kTraceWording);
+  if (!trace.is_object()) root.fail("not a Chrome trace object");
+  const JsonField events = root.member("traceEvents");
+  const std::size_t count = events.array_size();
   Timeline timeline;
-  timeline.info = read_info(trace, in);  // checks the version
+  timeline.info = read_info(root);  // checks the version
   const auto version = trace.at("otherData").at("gpipe").at("version").get<int>();
-  for (std::size_t i = 0; i < events.size(); ++i) {
-    const std::string where = fmt::format("traceEvents[{}]", i);
-    const json& ev = events[i];
-    if (!ev.is_object()) in.fail(where, "must be an object");
-    const json* ph = FieldReader::find(ev, "ph");
-    if (ph == nullptr || !ph->is_string()) in.fail(where + ".ph", "must be a string");
-    const json* cat = FieldReader::find(ev, "cat");
-    const json* name = FieldReader::find(ev, "name");
-    if (*ph == "X" && cat != nullptr && (*cat == "compute" || *cat == "comm")) {
-      read_action(ev, where, in, version, timeline);
-    } else if (*ph == "X" && cat != nullptr && *cat == kCollectiveCategory) {
-      read_collective(ev, where, in, timeline);
-    } else if (*ph == "C" && name != nullptr && *name == kMemoryCounter) {
-      read_memory(ev, where, in, timeline);
+  for (std::size_t i = 0; i < count; ++i) {
+    const JsonField ev = events.element(i);
+    ev.expect_object();
+    const auto ph = ev.optional_member("ph");
+    if (!ph || !ph->value().is_string()) ev.fail_member("ph", "must be a string");
+    const auto cat = ev.optional_member("cat");
+    const auto name = ev.optional_member("name");
+    if (ph->value() == "X" && cat && (cat->value() == "compute" || cat->value() == "comm")) {
+      read_action(ev, version, timeline);
+    } else if (ph->value() == "X" && cat && cat->value() == kCollectiveCategory) {
+      read_collective(ev, timeline);
+    } else if (ph->value() == "C" && name && name->value() == kMemoryCounter) {
+      read_memory(ev, timeline);
     }
   }
   check_no_overlap(timeline, origin);

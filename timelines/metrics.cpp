@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "base/error.hpp"
+#include "base/json_fields.hpp"
 
 namespace gpipe::timelines {
 namespace {
@@ -23,52 +24,17 @@ double ratio(std::int64_t numerator, std::int64_t denominator) {
   return static_cast<double>(numerator) / static_cast<double>(denominator);
 }
 
-std::string join(const std::string& path, const std::string& key) {
-  return path.empty() ? key : path + "." + key;
-}
-
-[[noreturn]] void bad_field(const std::string& path, std::string_view why) {
-  throw InputError(fmt::format("metrics: field '{}' {}", path, why));
-}
-
-const json& field(const json& object, const std::string& key, const std::string& path) {
-  if (!object.is_object()) {
-    if (path.empty()) throw InputError("metrics: must be a JSON object");
-    bad_field(path, "must be an object");
-  }
-  const auto it = object.find(key);
-  if (it == object.end()) bad_field(join(path, key), "is missing");
-  return *it;
-}
+// The metrics' errors: "metrics: field 'ranks[1].busy_us' is missing".
+constexpr JsonWording kMetricsWording{.form = JsonWording::Form::quoted, .field_word = "field "};
 
 // A number, or null for an absent value.
-std::optional<double> optional_number(const json& object, const std::string& key) {
-  const json& value = field(object, key, "");
-  if (value.is_null()) return std::nullopt;
-  if (!value.is_number()) bad_field(key, "must be a number or null");
-  return value.get<double>();
+std::optional<double> optional_number(const JsonField& at) {
+  if (at.value().is_null()) return std::nullopt;
+  if (!at.value().is_number()) at.fail("must be a number or null");
+  return at.number();
 }
 
 json or_null(const std::optional<double>& value) { return value ? json(*value) : json(nullptr); }
-
-double number(const json& object, const std::string& key, const std::string& path = "") {
-  const json& value = field(object, key, path);
-  if (!value.is_number()) bad_field(join(path, key), "must be a number");
-  return value.get<double>();
-}
-
-std::int64_t integer(const json& object, const std::string& key, const std::string& path = "") {
-  const json& value = field(object, key, path);
-  if (!value.is_number_integer()) {
-    bad_field(join(path, key), "must be an integer");
-  }
-  if (value.is_number_unsigned() &&
-      value.get<std::uint64_t>() >
-          static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
-    bad_field(join(path, key), "is out of range");
-  }
-  return value.get<std::int64_t>();
-}
 
 // A backward that ran beside its forward (Stream::overlap) makes its rank
 // busy only where the compute stream was idle: busy is the time the stream
@@ -219,28 +185,29 @@ json to_json(const Metrics& metrics) {
 }
 
 Metrics metrics_from_json(const json& j) {
+  const JsonField root(j, "metrics", kMetricsWording);
   Metrics m;
-  m.step_time_us = number(j, "step_time_us");
+  m.step_time_us = root.member("step_time_us").number();
   m.step_time_ns = std::llround(m.step_time_us * 1000.0);
-  m.bubble_fraction = number(j, "bubble_fraction");
-  m.bubble_fraction_analytic = optional_number(j, "bubble_fraction_analytic");
-  m.bubble_time_over_ideal = number(j, "bubble_time_over_ideal");
-  m.bubble_time_over_ideal_analytic = optional_number(j, "bubble_time_over_ideal_analytic");
-  m.throughput_samples_per_s = number(j, "throughput_samples_per_s");
-  const json& ranks = field(j, "ranks", "");
-  if (!ranks.is_array()) bad_field("ranks", "must be an array");
-  for (std::size_t i = 0; i < ranks.size(); ++i) {
-    const std::string path = fmt::format("ranks[{}]", i);
+  m.bubble_fraction = root.member("bubble_fraction").number();
+  m.bubble_fraction_analytic = optional_number(root.member("bubble_fraction_analytic"));
+  m.bubble_time_over_ideal = root.member("bubble_time_over_ideal").number();
+  m.bubble_time_over_ideal_analytic = optional_number(root.member("bubble_time_over_ideal_analytic"));
+  m.throughput_samples_per_s = root.member("throughput_samples_per_s").number();
+  const JsonField ranks = root.member("ranks");
+  const std::size_t count = ranks.array_size();
+  for (std::size_t i = 0; i < count; ++i) {
+    const JsonField at = ranks.element(i);
     RankMetrics r;
-    const std::int64_t rank = integer(ranks[i], "rank", path);
-    if (rank < 0 || rank > std::numeric_limits<int>::max())
-      bad_field(path + ".rank", "is out of range");
-    r.rank = static_cast<int>(rank);
-    r.busy_us = number(ranks[i], "busy_us", path);
+    const JsonField rank = at.member("rank");
+    const std::int64_t index = rank.integer();
+    if (index < 0 || index > std::numeric_limits<int>::max()) rank.fail("is out of range");
+    r.rank = static_cast<int>(index);
+    r.busy_us = at.member("busy_us").number();
     r.busy_ns = std::llround(r.busy_us * 1000.0);
-    r.utilization = number(ranks[i], "utilization", path);
-    r.peak_activation_bytes = integer(ranks[i], "peak_activation_bytes", path);
-    r.static_bytes = integer(ranks[i], "static_bytes", path);
+    r.utilization = at.member("utilization").number();
+    r.peak_activation_bytes = at.member("peak_activation_bytes").integer();
+    r.static_bytes = at.member("static_bytes").integer();
     m.ranks.push_back(r);
   }
   return m;
