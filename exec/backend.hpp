@@ -1,9 +1,8 @@
-// The backends gpipe-run trains and profiles on, found by name in one
-// registry: `cpu` (exec/cpu/) and `cuda` (exec/cuda/backend/). Each is the
-// shared runtime (exec/runtime/) instantiated with its own stages, links,
-// timers and memory; this interface is what the command lines see of it. In
-// a build without the CUDA toolkit `cuda` is still a name, whose runs say
-// that this build cannot make them.
+// A backend as the command lines see it: what gpipe-run trains, profiles and
+// serves on, whatever runs it. Each is the shared runtime (exec/runtime/)
+// instantiated with its own stages, links, timers and memory. The registry
+// (exec/registry/) finds them by name: `cpu` (its entry there, over
+// exec/cpu/, exec/mpi/ and exec/inference/) and `cuda` (exec/cuda/backend/).
 #pragma once
 
 #include <cstdint>
@@ -92,10 +91,5 @@ class Backend {
   [[nodiscard]] virtual inference::ServingResult serve(const inference::ServingRequest& request,
                                                       const BackendOptions& backend_options) const = 0;
 };
-
-// The backend called `name`; InputError naming the known ones otherwise.
-[[nodiscard]] const Backend& find_backend(std::string_view name);
-// "cpu, cuda", for help texts and errors.
-[[nodiscard]] std::vector<std::string> backend_names();
 
 }  // namespace gpipe::exec

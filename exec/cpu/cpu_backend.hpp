@@ -5,8 +5,8 @@
 //
 // CpuBackend is what the shared runtime (exec/runtime/: Stage, Worker,
 // train_placed) is instantiated with, a TrainingBackend with every optional
-// part (exec/runtime/training_backend.hpp); cpu_backend() is its entry in the
-// registry of exec/backend.hpp.
+// part (exec/runtime/training_backend.hpp); its entry in the registry, with
+// ranks as MPI processes and inference streams, is exec/registry/cpu_entry.hpp.
 #pragma once
 
 #include <cstdint>
@@ -17,7 +17,6 @@
 #include <string_view>
 #include <vector>
 
-#include "exec/backend.hpp"
 #include "exec/cpu/compute_team.hpp"
 #include "exec/cpu/in_process_link.hpp"
 #include "exec/cpu/layers/layer.hpp"
@@ -150,8 +149,5 @@ struct CpuBackend {
 
 // Trains `options` on CPU threads, one per rank.
 [[nodiscard]] TrainResult train(const TrainOptions& options);
-
-// The CPU backend's entry in the registry (exec/backend.hpp).
-[[nodiscard]] const Backend& cpu_backend();
 
 }  // namespace gpipe::exec::cpu

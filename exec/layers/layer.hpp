@@ -35,7 +35,7 @@
 #include <utility>
 #include <vector>
 
-#include "exec/runtime/memory_account.hpp"
+#include "exec/layers/memory_account.hpp"
 #include "models/model.hpp"
 
 namespace gpipe::exec {

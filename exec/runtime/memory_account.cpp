@@ -1,4 +1,4 @@
-#include "exec/runtime/memory_account.hpp"
+#include "exec/layers/memory_account.hpp"
 
 #include <algorithm>
 

@@ -25,7 +25,7 @@
 #include <fmt/format.h>
 
 #include "exec/layers/layer.hpp"
-#include "exec/runtime/memory_account.hpp"
+#include "exec/layers/memory_account.hpp"
 #include "exec/runtime/optimizer_config.hpp"
 #include "exec/runtime/stash_book.hpp"
 #include "exec/runtime/training_backend.hpp"

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "exec/runtime/memory_account.hpp"
+#include "exec/layers/memory_account.hpp"
 #include "exec/runtime/storage_pool.hpp"
 
 namespace gpipe::exec {

@@ -31,7 +31,7 @@
 
 #include "base/error.hpp"
 #include "exec/runtime/measurement.hpp"
-#include "exec/runtime/memory_account.hpp"
+#include "exec/layers/memory_account.hpp"
 #include "exec/runtime/memory_log.hpp"
 #include "exec/runtime/placement.hpp"
 #include "exec/runtime/process_group.hpp"

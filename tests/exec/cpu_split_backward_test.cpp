@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "exec/cpu/layers/layer.hpp"
-#include "exec/runtime/memory_account.hpp"
+#include "exec/layers/memory_account.hpp"
 #include "models/layer_layout.hpp"
 #include "tests/error_of.hpp"
 #include "tests/exec/cpu_layer_cases.hpp"

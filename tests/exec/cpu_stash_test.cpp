@@ -7,7 +7,7 @@
 #include <random>
 
 #include "exec/cpu/layers/layer.hpp"
-#include "exec/runtime/memory_account.hpp"
+#include "exec/layers/memory_account.hpp"
 #include "tests/exec/cpu_layer_cases.hpp"
 
 namespace gpipe::exec::cpu {

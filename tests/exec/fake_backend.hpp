@@ -45,7 +45,7 @@
 #include "exec/runtime/action_timer.hpp"
 #include "exec/runtime/link.hpp"
 #include "exec/runtime/mailboxes.hpp"
-#include "exec/runtime/memory_account.hpp"
+#include "exec/layers/memory_account.hpp"
 #include "exec/runtime/memory_log.hpp"
 #include "exec/runtime/run_control.hpp"
 #include "exec/runtime/run_settings.hpp"

@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "exec/runtime/memory_account.hpp"
+#include "exec/layers/memory_account.hpp"
 #include "exec/runtime/memory_log.hpp"
 #include "tests/exec/fake_backend.hpp"
 

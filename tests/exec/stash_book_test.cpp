@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "exec/layers/layer.hpp"
-#include "exec/runtime/memory_account.hpp"
+#include "exec/layers/memory_account.hpp"
 #include "exec/runtime/stash_book.hpp"
 #include "exec/runtime/tensor.hpp"
 #include "tests/error_of.hpp"

@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "exec/runtime/memory_account.hpp"
+#include "exec/layers/memory_account.hpp"
 
 namespace gpipe::exec {
 namespace {

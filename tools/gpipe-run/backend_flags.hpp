@@ -1,6 +1,6 @@
 // Where a gpipe-run command sends its work: the backend flags (--backend, the
 // CPU's --threads-per-rank, and the CUDA ones: --device, --sm-per-stage, --timing) and the calls that reach
-// the backend registry (exec/backend.hpp) with them. The commands ask for a
+// the backend registry (exec/registry/registry.hpp) with them. The commands ask for a
 // training run or a profile and get the same results whatever the backend.
 #pragma once
 
@@ -9,7 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "exec/backend.hpp"
+#include "exec/registry/registry.hpp"
 #include "exec/runtime/train_options.hpp"
 #include "models/model.hpp"
 #include "profiles/profile.hpp"

@@ -16,7 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.hpp"
-#include "exec/backend.hpp"
+#include "exec/registry/registry.hpp"
 #include "exec/cpu/device_name.hpp"
 #include "exec/dist/bootstrap.hpp"
 #include "exec/mpi/mpi_serving.hpp"

@@ -12,7 +12,7 @@
 // What this backend supplies to the runtime, a TrainingBackend
 // (exec/runtime/training_backend.hpp), is here and in rank_device.hpp;
 // the layers and kernels are in exec/cuda/layers/ and exec/cuda/kernels/.
-// cuda_backend() is its entry in the registry of exec/backend.hpp.
+// cuda_backend() is its entry in the registry (exec/registry/registry.hpp).
 #pragma once
 
 #include <cstdint>
@@ -145,7 +145,7 @@ struct CudaBackend {
   };
 };
 
-// The CUDA backend's entry in the registry (exec/backend.hpp).
+// The CUDA backend's entry in the registry (exec/registry/registry.hpp).
 [[nodiscard]] const Backend& cuda_backend();
 
 }  // namespace gpipe::exec::cuda

@@ -52,7 +52,7 @@
 
 #include "exec/cuda/base/device_memory.hpp"
 #include "exec/cuda/kernels/launch.hpp"
-#include "exec/runtime/memory_account.hpp"
+#include "exec/layers/memory_account.hpp"
 
 namespace gpipe::exec::cuda {
 

@@ -17,7 +17,7 @@
 #include "exec/cuda/base/caching_allocator.hpp"
 #include "exec/cuda/base/stream.hpp"
 #include "exec/cuda/kernels/launch.hpp"
-#include "exec/runtime/memory_account.hpp"
+#include "exec/layers/memory_account.hpp"
 #include "exec/runtime/tensor.hpp"
 
 namespace gpipe::exec::cuda {

@@ -29,7 +29,7 @@
 #include "exec/cuda/profiler/layer_timings.hpp"
 #include "exec/profiling/profile_assembly.hpp"
 #include "exec/profiling/profiler_inputs.hpp"
-#include "exec/runtime/memory_account.hpp"
+#include "exec/layers/memory_account.hpp"
 
 namespace gpipe::exec::cuda::profiler {
 namespace {

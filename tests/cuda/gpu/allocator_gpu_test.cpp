@@ -20,7 +20,7 @@
 #include "exec/cuda/base/device_memory.hpp"
 #include "exec/cuda/base/device_tensor.hpp"
 #include "exec/cuda/base/stream.hpp"
-#include "exec/runtime/memory_account.hpp"
+#include "exec/layers/memory_account.hpp"
 #include "exec/runtime/tensor.hpp"
 
 namespace gpipe::exec::cuda {

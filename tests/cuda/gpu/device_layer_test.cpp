@@ -26,7 +26,7 @@
 #include "exec/cuda/base/stream.hpp"
 #include "exec/cuda/layers/blas.hpp"
 #include "exec/cuda/layers/layer.hpp"
-#include "exec/runtime/memory_account.hpp"
+#include "exec/layers/memory_account.hpp"
 #include "models/model.hpp"
 #include "tests/cuda/gpu/kernel_check.hpp"
 #include "tests/exec/cpu_layer_cases.hpp"

@@ -17,7 +17,7 @@
 #include "exec/cuda/base/caching_allocator.hpp"
 #include "exec/cuda/base/device_memory.hpp"
 #include "exec/cuda/base/device_tensor.hpp"
-#include "exec/runtime/memory_account.hpp"
+#include "exec/layers/memory_account.hpp"
 #include "tests/error_of.hpp"
 
 namespace gpipe::exec::cuda {

@@ -23,7 +23,7 @@
 #include "exec/cuda/base/device_tensor.hpp"
 #include "exec/cuda/layers/layer.hpp"
 #include "exec/cuda/layers/layer_kinds.hpp"
-#include "exec/runtime/memory_account.hpp"
+#include "exec/layers/memory_account.hpp"
 #include "models/families.hpp"
 #include "models/layer_layout.hpp"
 #include "models/model.hpp"

@@ -1,6 +1,6 @@
-// The registry: every backend by name. The one place where whether this build
-// has the CUDA backend is a compile-time switch.
-#include "exec/backend.hpp"
+// The one place where whether this build has the CUDA backend is a
+// compile-time switch.
+#include "exec/registry/registry.hpp"
 
 #include <array>
 #include <string>
@@ -9,7 +9,7 @@
 #include <fmt/ranges.h>
 
 #include "base/error.hpp"
-#include "exec/cpu/cpu_backend.hpp"
+#include "exec/registry/cpu_entry.hpp"
 
 #ifdef GPIPE_HAVE_CUDA
 #include "exec/cuda/backend/cuda_backend.hpp"
@@ -65,7 +65,7 @@ const Backend& cuda_backend() {
 const Backend& cuda_backend() { return cuda::cuda_backend(); }
 #endif
 
-std::array<const Backend*, 2> registry() { return {&cpu::cpu_backend(), &cuda_backend()}; }
+std::array<const Backend*, 2> registry() { return {&cpu_entry(), &cuda_backend()}; }
 
 }  // namespace
 
