@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <map>
 #include <string>
 #include <string_view>
@@ -37,6 +38,8 @@ class OverheadCosts final : public RepricedCosts {
     const auto it = overheads_.find(action.kind);
     return base().duration_ns(action) + (it == overheads_.end() ? 0 : it->second);
   }
+  // One overhead per kind: the base's table, repriced.
+  [[nodiscard]] std::optional<StagePrices> stage_prices() const override { return repriced_stage_prices(); }
 
  private:
   ActionOverheads overheads_;

@@ -17,6 +17,8 @@ struct StageMemory {
   std::int64_t activation_bytes = 0;     // A_s
   std::int64_t stashed_input_bytes = 0;  // In_s
   std::int64_t weight_grad_bytes = 0;    // W_s <= A_s
+
+  bool operator==(const StageMemory&) const = default;
 };
 
 [[nodiscard]] constexpr std::int64_t memory_change_at_start(schedules::ActionKind kind,

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <unordered_map>
 
@@ -45,6 +46,10 @@ class ContendedCosts final : public RepricedCosts {
   ContendedCosts(const CostModel&& base, std::unordered_map<std::uint64_t, double> factors) = delete;
 
   [[nodiscard]] std::int64_t duration_ns(const schedules::Action& action) const override;
+  // None: each action's factor is its own, from the busy peers the replay
+  // before found beside it. (Those replays record a timeline, which only
+  // the graph replay does.)
+  [[nodiscard]] std::optional<StagePrices> stage_prices() const override { return std::nullopt; }
 
  private:
   std::unordered_map<std::uint64_t, double> factors_;

@@ -1,13 +1,17 @@
 // What the engine asks about compute and memory: how long each compute action
 // takes, and how many bytes a stage keeps and sends for a micro-batch. An
 // interface (as SimGrid keeps its models), so profiles, analytic costs and
-// jitter plug in alike. The engine asks once per action, before it runs.
+// jitter plug in alike. The engine asks once per action, before it runs, or
+// reads the model's table of its answers (stage_prices) where it has one.
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <utility>
 
 #include "schedules/action.hpp"
 #include "sim/activation_memory.hpp"
+#include "sim/stage_prices.hpp"
 
 namespace gpipe::sim {
 
@@ -42,6 +46,13 @@ class CostModel {
   [[nodiscard]] virtual StageMemory stage_memory(schedules::Stage s, schedules::Microbatch m) const {
     return {activation_bytes(s, m), stashed_input_bytes(s, m), weight_grad_stash_bytes(s, m)};
   }
+  // Where every answer above depends on an action's stage, its kind and the
+  // class of its micro-batch alone (a profile's: its size), the answers as
+  // a table (stage_prices.hpp). The direct replay (direct_replay.hpp) reads
+  // it instead of asking action by action, and runs only for a model that
+  // answers. None, the default: a price may depend on more (a jitter's draw
+  // is per action), so each action is asked about.
+  [[nodiscard]] virtual std::optional<StagePrices> stage_prices() const { return std::nullopt; }
 };
 
 // One 64-bit key per action: micro-batch in the low 32 bits, kind in the next
@@ -55,7 +66,10 @@ class CostModel {
 
 // Another model's costs with the durations priced anew (jitter.hpp,
 // contention.hpp, data_parallel.hpp): bytes and memory are the base's. It keeps a reference to
-// the base, which must outlive it (subclasses refuse a temporary).
+// the base, which must outlive it (subclasses refuse a temporary). It has no
+// price table unless a subclass says that its repricing depends on the
+// stage and the kind alone (and answers repriced_stage_prices()): none is
+// the answer that is never wrong.
 class RepricedCosts : public CostModel {
  public:
   explicit RepricedCosts(const CostModel& base) : base_(base) {}
@@ -85,6 +99,13 @@ class RepricedCosts : public CostModel {
 
  protected:
   [[nodiscard]] const CostModel& base() const { return base_; }
+  // The base's table, each price asked anew of this model with the base's
+  // classes; none where the base has none.
+  [[nodiscard]] std::optional<StagePrices> repriced_stage_prices() const {
+    std::optional<StagePrices> prices = base_.stage_prices();
+    if (!prices) return std::nullopt;
+    return priced_by(*this, std::move(prices->class_of), prices->num_stages);
+  }
 
  private:
   const CostModel& base_;

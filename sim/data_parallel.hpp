@@ -69,6 +69,9 @@ class DataParallelCosts final : public RepricedCosts {
   [[nodiscard]] std::int64_t gradient_reduction_ns(schedules::Stage s) const override {
     return reduction_ns_.at(s.at());
   }
+  // What it adds is per stage and kind (the gathers, the sharded step, the
+  // reductions): the base's table, repriced.
+  [[nodiscard]] std::optional<StagePrices> stage_prices() const override { return repriced_stage_prices(); }
 
   // The weights' all-gather of stage s over the group (ZeRO's), in ns.
   [[nodiscard]] std::int64_t weight_gather_ns(schedules::Stage s) const { return gather_ns_.at(s.at()); }

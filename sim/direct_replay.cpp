@@ -3,15 +3,18 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/error.hpp"
 #include "schedules/gradient_reduction.hpp"
 #include "schedules/lower.hpp"
 #include "schedules/overlap.hpp"
+#include "schedules/tied_gradient.hpp"
 #include "sim/activation_memory.hpp"
 #include "sim/huge_page_allocator.hpp"
 #include "sim/stage_links.hpp"
+#include "sim/stage_prices.hpp"
 #include "timelines/metrics.hpp"
 #include "timelines/timeline.hpp"
 
@@ -22,29 +25,18 @@ using schedules::Action;
 using schedules::ActionKind;
 using schedules::Schedule;
 
-// One stage at one micro-batch size: what its actions take, what they keep,
-// and what its boundary's messages take (the activation on to s+1, the
-// gradient back from s+1; both carry the stage's output bytes).
-struct StagePrice {
-  std::int64_t fwd_ns = 0;
-  std::int64_t bwd_ns = 0;
-  std::int64_t bwd_input_ns = 0;
-  std::int64_t bwd_weight_ns = 0;
-  std::int64_t optimizer_ns = 0;
-  StageMemory memory;
-  std::int64_t forward_message_ns = 0;
-  std::int64_t backward_message_ns = 0;
-};
-
 constexpr std::int64_t kNotYet = -1;  // an arrival time not yet known
 
 class DirectReplay {
  public:
-  DirectReplay(const Schedule& s, const ProfileCosts& costs, const LinkModel& links)
+  // `prices` must hold the schedule's stages and micro-batches (prices_schedule).
+  DirectReplay(const Schedule& s, StagePrices prices, const LinkModel& links)
       : num_stages_(static_cast<std::size_t>(s.num_stages)),
         num_microbatches_(static_cast<std::size_t>(s.num_microbatches)),
-        layout_(link_layout(s)) {
-    price(s, costs, links);
+        reduces_(s.data_parallel > 1),
+        layout_(link_layout(s)),
+        prices_(std::move(prices)) {
+    price_messages(s, links);
     const auto ranks = static_cast<std::size_t>(s.num_ranks);
     next_.resize(ranks);
     rank_end_.resize(ranks);
@@ -53,8 +45,8 @@ class DirectReplay {
     peak_memory_.assign(ranks, 0);
     busy_.assign(ranks, 0);
     waiting_.assign(ranks, -1);
-    next_recompute_.assign(ranks, 0);
-    recompute_end_.assign(ranks, 0);
+    next_added_.assign(ranks, 0);
+    added_end_.assign(ranks, 0);
     stepped_.assign(ranks, 0);
     rank_of_stage_.resize(num_stages_);
     for (std::size_t st = 0; st < num_stages_; ++st) {
@@ -65,6 +57,10 @@ class DirectReplay {
     activation_in_.assign(slots, kNotYet);
     gradient_in_.assign(slots, kNotYet);
     recomputed_.assign(slots, 0);
+    if (reduces_) {
+      reduce_stream_free_.assign(ranks, 0);
+      reduced_at_.assign(num_stages_, kNotYet);
+    }
   }
 
   // Reads the schedule once: false where a rank's list holds more than F, B,
@@ -72,44 +68,26 @@ class DirectReplay {
   // program is for the graph replay). Notes where lowering puts each R
   // (schedules::recomputes; before the pair, for the backward of an
   // overlapped pair, as for_each_compute_action in compute_program.hpp), and
-  // marks its (stage, micro-batch), whose F needs to know at its end.
+  // marks its (stage, micro-batch), whose F needs to know at its end; and
+  // with data parallelism each stage's REDUCE_GRAD, after its last backward
+  // (after the pair, for one of an overlapped pair).
   bool read_programs(const Schedule& s) {
     const bool may_recompute = s.recompute != schedules::RecomputePolicy::never;
-    // Pairs move only an R, so without recompute their index is not needed.
-    const schedules::OverlapIndex pairs =
-        may_recompute ? schedules::OverlapIndex(s) : schedules::OverlapIndex();
+    // Pairs move only an R and a REDUCE_GRAD, so without either their index is not needed.
+    const bool adds = may_recompute || reduces_;
+    const schedules::OverlapIndex pairs = adds ? schedules::OverlapIndex(s) : schedules::OverlapIndex();
+    if (adds) {
+      // At most an R per action and a REDUCE_GRAD per stage: grown once.
+      std::size_t actions = 0;
+      for (const auto& list : s.ranks) actions += list.size();
+      added_.reserve(actions + num_stages_);
+    }
     for (int r = 0; r < s.num_ranks; ++r) {
       const auto rank = static_cast<std::size_t>(r);
-      const std::vector<Action>& list = s.ranks[rank];
-      next_recompute_[rank] = recompute_at_.size();
-      bool second_of_pair = false;
-      for (std::size_t i = 0; i < list.size(); ++i) {
-        const Action& a = list[i];
-        if (a.kind != ActionKind::F && a.kind != ActionKind::W && !schedules::is_input_backward(a.kind)) return false;
-        // (An unvalidated file's action beyond the stages or micro-batches
-        // would index past the tables: the graph replay refuses it.)
-        if (a.stage.value < 0 || a.stage.at() >= num_stages_ || a.microbatch.value < 0 ||
-            a.microbatch.at() >= num_microbatches_) {
-          return false;
-        }
-        if (!may_recompute) continue;
-        if (second_of_pair) {  // its R, if any, comes before the pair
-          second_of_pair = false;
-          continue;
-        }
-        std::size_t backward = i;
-        if (pairs.pair_at(list, i)) {
-          backward = i + 1;
-          second_of_pair = true;
-        }
-        if (schedules::is_input_backward(list[backward].kind) &&
-            schedules::recomputes(s, schedules::Rank{r}, static_cast<int>(backward))) {
-          recomputed_[slot(list[backward])] = 1;
-          recompute_at_.push_back({static_cast<int>(i), list[backward]});
-        }
-      }
-      recompute_end_[rank] = recompute_at_.size();
-      rank_end_[rank] = static_cast<int>(list.size());
+      next_added_[rank] = added_.size();
+      if (!(adds ? read_list<true>(s, r, may_recompute, pairs) : read_list<false>(s, r, false, pairs))) return false;
+      added_end_[rank] = added_.size();
+      rank_end_[rank] = static_cast<int>(s.ranks[rank].size());
     }
     return true;
   }
@@ -143,38 +121,74 @@ class DirectReplay {
     return a.stage.at() * num_microbatches_ + a.microbatch.at();
   }
 
-  void price(const Schedule& s, const ProfileCosts& costs, const LinkModel& links) {
-    const std::vector<int>& sizes = costs.microbatch_sizes();
-    std::vector<int> distinct;
-    size_index_.reserve(sizes.size());
-    for (const int b : sizes) {
-      auto it = std::find(distinct.begin(), distinct.end(), b);
-      if (it == distinct.end()) it = distinct.insert(distinct.end(), b);
-      size_index_.push_back(static_cast<std::uint32_t>(it - distinct.begin()));
+  // Each boundary's two messages at each class's bytes, priced once.
+  void price_messages(const Schedule& s, const LinkModel& links) {
+    for (std::size_t i = 0; i < prices_.work.size(); ++i) {
+      const std::size_t st = i % num_stages_;
+      if (st + 1 == num_stages_ || layout_.forward[st] < 0) continue;  // none, or on one rank: free
+      const schedules::Rank here = s.rank_of(schedules::Stage{static_cast<int>(st)});
+      const schedules::Rank there = s.rank_of(schedules::Stage{static_cast<int>(st) + 1});
+      WorkPrice& p = prices_.work[i];
+      p.forward_message_ns = links.transfer_ns(here, there, p.boundary_bytes);
+      p.backward_message_ns = links.transfer_ns(there, here, p.boundary_bytes);
     }
-    prices_.resize(distinct.size() * num_stages_);
-    for (std::size_t z = 0; z < distinct.size(); ++z) {
-      const std::vector<profiles::StageCost>& stages = costs.at_size(distinct[z]);
-      for (std::size_t st = 0; st < num_stages_; ++st) {
-        const profiles::StageCost& c = stages[st];
-        StagePrice& p = prices_[z * num_stages_ + st];
-        p = {c.fwd_ns, c.bwd_ns, c.bwd_input_ns, c.bwd_weight_ns, c.optimizer_ns,
-             {c.activation_bytes, c.input_bytes, c.weight_grad_stash_bytes}};
-        if (st + 1 < num_stages_ && layout_.forward[st] >= 0) {
-          const schedules::Rank here = s.rank_of(schedules::Stage{static_cast<int>(st)});
-          const schedules::Rank there = s.rank_of(schedules::Stage{static_cast<int>(st) + 1});
-          p.forward_message_ns = links.transfer_ns(here, there, c.output_bytes);
-          p.backward_message_ns = links.transfer_ns(there, here, c.output_bytes);
+  }
+
+  // One rank's list, for read_programs. kAdds: whether lowering may add to
+  // it (recompute, data parallelism), apart so that a plain list's loop only
+  // checks it.
+  template <bool kAdds>
+  bool read_list(const Schedule& s, int r, bool may_recompute, const schedules::OverlapIndex& pairs) {
+    const std::vector<Action>& list = s.ranks[static_cast<std::size_t>(r)];
+    const bool reduces = reduces_;  // (a local: the loop stores to members)
+    const std::vector<int> last_backward = reduces ? schedules::last_backward_index(s, list) : std::vector<int>{};
+    bool second_of_pair = false;
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const Action& a = list[i];
+      if (a.kind != ActionKind::F && a.kind != ActionKind::W && !schedules::is_input_backward(a.kind)) return false;
+      // (An unvalidated file's action beyond the stages or micro-batches
+      // would index past the tables: the graph replay refuses it.)
+      if (a.stage.value < 0 || a.stage.at() >= num_stages_ || a.microbatch.value < 0 ||
+          a.microbatch.at() >= num_microbatches_) {
+        return false;
+      }
+      if constexpr (kAdds) {
+        // (Each stage's reduction is on its own rank's stream: a stage on a
+        // rank not its own, in an unvalidated list, is the graph's to place.)
+        if (reduces && rank_of_stage_[a.stage.at()] != r) return false;
+        int reduce_before = static_cast<int>(i) + 1;
+        if (second_of_pair) {  // its R, if any, comes before the pair
+          second_of_pair = false;
+        } else {
+          std::size_t backward = i;
+          if (pairs.pair_at(list, i)) {
+            backward = i + 1;
+            second_of_pair = true;
+            ++reduce_before;
+          }
+          if (may_recompute && schedules::is_input_backward(list[backward].kind) &&
+              schedules::recomputes(s, schedules::Rank{r}, static_cast<int>(backward))) {
+            const Action& b = list[backward];
+            recomputed_[slot(b)] = 1;
+            added_.push_back({static_cast<int>(i), Action{b.stage, ActionKind::R, b.microbatch}});
+          }
+        }
+        // (Pushed in place order: a REDUCE_GRAD after action i - 1 before an R before action i.)
+        if (reduces && last_backward[a.stage.at()] == static_cast<int>(i)) {
+          added_.push_back({reduce_before, Action{a.stage, ActionKind::REDUCE_GRAD, schedules::Microbatch{0}}});
         }
       }
     }
+    return true;
   }
 
   // Runs the rank's program as far as its inputs allow; a rank that waits
   // names the arrival it waits for in waiting_. The program is the rank's
   // list with an R before each backward that recomputes (before the pair,
-  // for the backward of an overlapped pair) and the STEP of each of its
-  // stages at the end, as for_each_compute_action (compute_program.hpp) has it.
+  // for the backward of an overlapped pair), with data parallelism each
+  // stage's REDUCE_GRAD after its last backward and its WAIT_REDUCE_GRAD at
+  // the end, and the STEP of each of its stages at the end, as
+  // for_each_compute_action (compute_program.hpp) has it.
   void run_rank(const Schedule& s, int rank, std::vector<int>& runnable) {
     const auto r = static_cast<std::size_t>(rank);
     const std::vector<Action>& list = s.ranks[r];
@@ -184,6 +198,8 @@ class DirectReplay {
     std::int64_t busy = busy_[r];
     int at = next_[r];
     const int end = rank_end_[r];
+    std::size_t next_added = next_added_[r];
+    const std::size_t added_end = added_end_[r];
     const auto change_memory = [&](std::int64_t change) {
       if (change == 0) return;
       memory += change;
@@ -198,16 +214,22 @@ class DirectReplay {
     };
     for (; at < end; ++at) {
       const auto i = static_cast<std::size_t>(at);
-      if (std::size_t& k = next_recompute_[r]; k < recompute_end_[r] && recompute_at_[k].place == at) {
-        const Action& b = recompute_at_[k].backward;  // R(s, m) of this backward
-        const StagePrice& price = prices_[size_index_[b.microbatch.at()] * num_stages_ + b.stage.at()];
-        run_local(ActionKind::R, price.fwd_ns, price.memory);
-        ++k;  // done, whatever the rank now waits for
+      // What lowering adds before this action; each done once, whatever
+      // the rank then waits for.
+      for (; next_added < added_end && added_[next_added].place == at; ++next_added) {
+        const Action& added = added_[next_added].action;
+        if (added.kind == ActionKind::R) {
+          const WorkPrice& price = prices_.at(added.stage.at(), added.microbatch.at());
+          run_local(ActionKind::R, price.recompute_ns, price.memory);
+        } else {
+          run_local(ActionKind::REDUCE_GRAD, prices_.step[added.stage.at()].reduce_grad_ns, StageMemory{});
+          start_reduction(r, added.stage.at(), free);
+        }
       }
       const Action a = list[i];
       const std::size_t st = a.stage.at();
       const std::size_t here = slot(a);
-      const StagePrice& price = prices_[size_index_[a.microbatch.at()] * num_stages_ + st];
+      const WorkPrice& price = prices_.at(st, a.microbatch.at());
       std::int64_t ready = 0;
       std::int64_t duration = 0;
       switch (a.kind) {
@@ -239,30 +261,72 @@ class DirectReplay {
       free = finish;
       makespan_ = std::max(makespan_, finish);
       compute_times_.add(a.kind, duration);
-      if (a.kind == ActionKind::F && st + 1 < num_stages_) {
-        send(st + 1, here + num_microbatches_, finish, layout_.forward[st], price.forward_message_ns, activation_in_,
-             2 * (here + num_microbatches_), runnable);
+      // F sends its activation on, B or I its gradient back; the last
+      // stage's F sends nothing (a gradient sent from it would hold the link
+      // and could wake the stage below before its backward's is in).
+      if (a.kind == ActionKind::F) {
+        if (st + 1 < num_stages_) {
+          send(st + 1, here + num_microbatches_, finish, layout_.forward[st], price.forward_message_ns,
+               activation_in_, 2 * (here + num_microbatches_), runnable);
+        }
       } else if (a.kind != ActionKind::W && st > 0) {
-        const StagePrice& below = prices_[size_index_[a.microbatch.at()] * num_stages_ + st - 1];
+        const WorkPrice& below = prices_.at(st - 1, a.microbatch.at());
         send(st - 1, here - num_microbatches_, finish, layout_.backward[st - 1], below.backward_message_ns,
              gradient_in_, 2 * (here - num_microbatches_) + 1, runnable);
       }
     }
-    if (at == end && !stepped_[r]) {
-      // STEP of each of the rank's stages; the optimizer's cost is the same
-      // at any size, so micro-batch 0's.
-      for (std::size_t st = 0; st < num_stages_; ++st) {
-        if (rank_of_stage_[st] != rank) continue;
-        const StagePrice& price = prices_[size_index_[0] * num_stages_ + st];
-        run_local(ActionKind::STEP, price.optimizer_ns, price.memory);
-      }
-      stepped_[r] = 1;
-    }
     next_[r] = at;
+    next_added_[r] = next_added;
     rank_free_[r] = free;
     memory_[r] = memory;
     peak_memory_[r] = peak;
     busy_[r] = busy;
+    if (at == end && !stepped_[r]) run_program_end(rank);
+  }
+
+  // The reduction REDUCE_GRAD(stage) starts at `at` on rank r's reduce
+  // stream, after the one before there: a FIFO in the order started.
+  void start_reduction(std::size_t r, std::size_t stage, std::int64_t at) {
+    std::int64_t& stream = reduce_stream_free_[r];
+    stream = std::max(at, stream) + prices_.step[stage].reduction_ns;
+    reduced_at_[stage] = stream;
+    makespan_ = std::max(makespan_, stream);
+  }
+
+  // What the rank's program ends with once its list has run: with data
+  // parallelism the REDUCE_GRAD after its last action, if any, then in
+  // stage order that of each stage with no backward in the list (none has
+  // started its reduction), then each stage's WAIT_REDUCE_GRAD, which waits
+  // for its reduction (both on this rank: no rank waits for another's);
+  // then the STEP of each stage. None changes the activation memory.
+  void run_program_end(int rank) {
+    const auto r = static_cast<std::size_t>(rank);
+    std::int64_t& free = rank_free_[r];
+    std::int64_t& busy = busy_[r];
+    const auto run = [&](std::int64_t duration) {
+      busy += duration;
+      free += duration;
+      makespan_ = std::max(makespan_, free);
+    };
+    if (reduces_) {
+      const auto reduce = [&](std::size_t st) {
+        run(prices_.step[st].reduce_grad_ns);
+        start_reduction(r, st, free);
+      };
+      for (std::size_t& k = next_added_[r]; k < added_end_[r]; ++k) reduce(added_[k].action.stage.at());
+      for (std::size_t st = 0; st < num_stages_; ++st) {
+        if (rank_of_stage_[st] == rank && reduced_at_[st] == kNotYet) reduce(st);
+      }
+      for (std::size_t st = 0; st < num_stages_; ++st) {
+        if (rank_of_stage_[st] != rank) continue;
+        free = std::max(free, reduced_at_[st]);
+        run(prices_.step[st].wait_reduce_grad_ns);
+      }
+    }
+    for (std::size_t st = 0; st < num_stages_; ++st) {
+      if (rank_of_stage_[st] == rank) run(prices_.step[st].step_ns);
+    }
+    stepped_[r] = 1;
   }
 
   // Hands an output made at `made` to slot `to` of the consumer's stage
@@ -288,22 +352,25 @@ class DirectReplay {
 
   std::size_t num_stages_;
   std::size_t num_microbatches_;
+  bool reduces_;  // data parallelism: each stage's gradients reduced before its STEP
   LinkLayout layout_;
-  std::vector<StagePrice> prices_;         // per (size, stage)
-  std::vector<std::uint32_t> size_index_;  // per micro-batch: its size's place in prices_
+  StagePrices prices_;
   std::vector<int> rank_of_stage_;
-  // Where each R runs: before the action at `place` of its rank's list.
-  struct RecomputeAt {
+  // What lowering adds to a rank's list, R(s, m) and REDUCE_GRAD(s): each
+  // runs before the action at `place` (one past the last: at the end).
+  struct Added {
     int place;
-    Action backward;  // the backward it recomputes for
+    Action action;
   };
-  std::vector<RecomputeAt> recompute_at_;  // rank after rank, in list order
+  std::vector<Added> added_;  // rank after rank, in program order
   BigVector<std::int64_t> activation_in_;  // per (stage, micro-batch): when its input arrived
   BigVector<std::int64_t> gradient_in_;    // per (stage, micro-batch): when its output's gradient arrived
   BigVector<std::uint8_t> recomputed_;     // per (stage, micro-batch): 1 when R recomputes it
   std::vector<std::int64_t> link_free_;    // per link: when its last message arrives
   std::vector<int> next_, rank_end_;       // per rank: its next place in its list, one past its last
-  std::vector<std::size_t> next_recompute_, recompute_end_;  // per rank: its next R and its end in recompute_at_
+  std::vector<std::size_t> next_added_, added_end_;  // per rank: its next and its end in added_
+  std::vector<std::int64_t> reduce_stream_free_;  // per rank: when its last reduction ends
+  std::vector<std::int64_t> reduced_at_;          // per stage: when its reduction ends, or kNotYet
   std::vector<std::uint8_t> stepped_;      // per rank: 1 once its STEPs have run
   std::vector<std::int64_t> rank_free_, memory_, peak_memory_, busy_;
   std::vector<std::int64_t> waiting_;  // per rank: 2 x slot (+1 for a gradient) it waits for, or -1
@@ -311,16 +378,30 @@ class DirectReplay {
   timelines::ComputeTimeTotals compute_times_;
 };
 
+// Whether the table has a price for every stage and micro-batch of the schedule.
+bool prices_schedule(const StagePrices& p, const Schedule& s) {
+  const auto stages = static_cast<std::size_t>(s.num_stages);
+  const auto microbatches = static_cast<std::size_t>(s.num_microbatches);
+  if (p.num_stages != stages || p.step.size() != stages || p.class_of.size() < microbatches) return false;
+  const std::size_t classes = stages == 0 ? 0 : p.work.size() / stages;
+  return std::all_of(p.class_of.begin(), p.class_of.begin() + static_cast<std::ptrdiff_t>(microbatches),
+                     [classes](std::uint32_t c) { return c < classes; });
+}
+
 }  // namespace
 
-std::optional<SimResult> try_direct_replay(const Schedule& schedule, const ProfileCosts& costs,
+std::optional<SimResult> try_direct_replay(const Schedule& schedule, const CostModel& costs,
                                            const LinkModel& links, const SimOptions& options) {
   if (options.record_timeline || options.link_sharing != LinkSharing::fifo) return std::nullopt;
   if (options.overlap_share && !schedule.overlapped.empty()) return std::nullopt;
-  // A tied embedding's exchange is a message between two stages' STEPs, a
-  // data-parallel reduction a span on a stream of its own: the graph's.
-  if (schedules::has_gradient_reductions(schedule)) return std::nullopt;
-  DirectReplay replay(schedule, costs, links);
+  // A tied embedding's exchange is a message between two ranks' reductions,
+  // which the other rank's WAIT_REDUCE_GRAD waits for: the graph's.
+  if (schedules::tied_partner(schedule, schedules::Stage{0})) return std::nullopt;
+  // A model that prices action by action, or a table that misses some of
+  // the schedule (for the graph replay to ask the model, and hear why).
+  std::optional<StagePrices> prices = costs.stage_prices();
+  if (!prices || !prices_schedule(*prices, schedule)) return std::nullopt;
+  DirectReplay replay(schedule, std::move(*prices), links);
   if (!replay.read_programs(schedule)) return std::nullopt;
   replay.run(schedule);
   return replay.finish(schedule, options);

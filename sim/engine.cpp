@@ -7,7 +7,6 @@
 #include "sim/direct_replay.hpp"
 #include "sim/fifo_replay.hpp"
 #include "sim/overlap_model.hpp"
-#include "sim/profile_costs.hpp"
 #include "sim/replay.hpp"
 #include "sim/shared_replay.hpp"
 #include "sim/stage_links.hpp"
@@ -30,10 +29,9 @@ SimResult simulate(const schedules::Schedule& schedule, const CostModel& costs, 
                    const SimOptions& options) {
   if (options.validate) schedules::validate(schedule);
   validate_overlap_share(options.overlap_share);
-  // A sweep's case, a million times: the same semantics without the graph.
-  if (const auto* profile_costs = dynamic_cast<const ProfileCosts*>(&costs); profile_costs != nullptr) {
-    if (auto direct = try_direct_replay(schedule, *profile_costs, links, options)) return std::move(*direct);
-  }
+  // A sweep's case, a million times: the same semantics without the graph,
+  // for a model with a price table (CostModel::stage_prices).
+  if (auto direct = try_direct_replay(schedule, costs, links, options)) return std::move(*direct);
   Replay replay(schedule, costs, options.record_timeline, options.overlap_share, ActionGraph::Edges::timing);
   const StageLinks stage_links(schedule, replay.graph(), costs, links);
   if (options.link_sharing == LinkSharing::shared) {

@@ -19,9 +19,10 @@
 // compute-only or lowered, generated or read from a file (torch's included).
 // simulate() picks the replay for the link sharing: fifo_replay.hpp (a
 // dataflow pass, no clock) or shared_replay.hpp (events in time order); both
-// keep their books in a Replay (replay.hpp). For the metrics alone of a
-// profile's costs on FIFO links (a sweep's million runs) it takes
-// direct_replay.hpp instead: the same rules without building the graph.
+// keep their books in a Replay (replay.hpp). For the metrics alone on FIFO
+// links of a cost model with a price table (a profile's and its repricings
+// per stage and kind: CostModel::stage_prices; a sweep's million runs) it
+// takes direct_replay.hpp instead: the same rules without building the graph.
 #pragma once
 
 #include <cstdint>

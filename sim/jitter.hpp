@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "schedules/action.hpp"
 #include "sim/cost_model.hpp"
@@ -40,6 +41,9 @@ class JitteredCosts final : public RepricedCosts {
 
   // Compute actions (F, B, I, W, R, STEP): llround(base * X); comm actions as the base.
   [[nodiscard]] std::int64_t duration_ns(const schedules::Action& action) const override;
+  // None: each action draws its own factor, so two micro-batches of one
+  // size at one stage and kind take different times.
+  [[nodiscard]] std::optional<StagePrices> stage_prices() const override { return std::nullopt; }
 
  private:
   double cv_;

@@ -15,7 +15,12 @@ ProfileCosts::ProfileCosts(std::size_t num_stages, std::vector<int> microbatch_s
     if (find(b) == by_size_.end()) by_size_.emplace_back(b, stage_costs_at(b));
   }
   of_microbatch_.reserve(microbatch_sizes_.size());
-  for (const int b : microbatch_sizes_) of_microbatch_.push_back(find(b)->second->data());
+  class_of_.reserve(microbatch_sizes_.size());
+  for (const int b : microbatch_sizes_) {
+    const auto entry = find(b);
+    of_microbatch_.push_back(entry->second->data());
+    class_of_.push_back(static_cast<std::uint32_t>(entry - by_size_.begin()));
+  }
 }
 
 ProfileCosts::ProfileCosts(const profiles::Profile& profile, std::span<const int> layers_per_stage,
@@ -38,24 +43,61 @@ const std::vector<profiles::StageCost>& ProfileCosts::at_size(int micro_batch_si
   throw std::out_of_range("ProfileCosts::at_size: not one of the micro-batch sizes given");
 }
 
-std::int64_t ProfileCosts::duration_ns(const schedules::Action& action) const {
+std::int64_t ProfileCosts::cost_of(const profiles::StageCost& c, schedules::ActionKind kind) {
   using K = schedules::ActionKind;
-  switch (action.kind) {
+  switch (kind) {
     case K::F:
     case K::R:
-      return stage(action.stage, action.microbatch).fwd_ns;
+      return c.fwd_ns;
     case K::B:
-      return stage(action.stage, action.microbatch).bwd_ns;
+      return c.bwd_ns;
     case K::I:
-      return stage(action.stage, action.microbatch).bwd_input_ns;
+      return c.bwd_input_ns;
     case K::W:
-      return stage(action.stage, action.microbatch).bwd_weight_ns;
+      return c.bwd_weight_ns;
     case K::STEP:
-      return stage(action.stage, action.microbatch).optimizer_ns;
+      return c.optimizer_ns;
     default:
-      if (schedules::is_housekeeping(action.kind)) return 0;  // no profile field gives it a cost yet
+      if (schedules::is_housekeeping(kind)) return 0;  // no profile field gives it a cost yet
       throw std::logic_error("ProfileCosts: comm actions and send waits have no compute cost");
   }
+}
+
+std::int64_t ProfileCosts::duration_ns(const schedules::Action& action) const {
+  if (schedules::is_work(action.kind)) return cost_of(stage(action.stage, action.microbatch), action.kind);
+  return cost_of(profiles::StageCost{}, action.kind);  // no stage's costs: 0, or the error
+}
+
+std::optional<StagePrices> ProfileCosts::stage_prices() const {
+  // (The step's prices are micro-batch 0's: without one, the graph replay
+  // asks and hears that there is none.)
+  if (of_microbatch_.empty()) return std::nullopt;
+  using K = schedules::ActionKind;
+  StagePrices t;
+  t.num_stages = num_stages_;
+  t.class_of = class_of_;
+  t.work.reserve(by_size_.size() * num_stages_);
+  for (const auto& entry : by_size_) {
+    for (std::size_t st = 0; st < num_stages_; ++st) {
+      const profiles::StageCost& c = (*entry.second)[st];
+      t.work.push_back({.fwd_ns = cost_of(c, K::F),
+                        .bwd_ns = cost_of(c, K::B),
+                        .bwd_input_ns = cost_of(c, K::I),
+                        .bwd_weight_ns = cost_of(c, K::W),
+                        .recompute_ns = cost_of(c, K::R),
+                        .memory = {c.activation_bytes, c.input_bytes, c.weight_grad_stash_bytes},
+                        .boundary_bytes = c.output_bytes});
+    }
+  }
+  t.step.reserve(num_stages_);
+  for (std::size_t st = 0; st < num_stages_; ++st) {
+    const profiles::StageCost& c = of_microbatch_[0][st];
+    t.step.push_back({.step_ns = cost_of(c, K::STEP),
+                      .reduce_grad_ns = cost_of(c, K::REDUCE_GRAD),
+                      .reduction_ns = gradient_reduction_ns(schedules::Stage{static_cast<int>(st)}),
+                      .wait_reduce_grad_ns = cost_of(c, K::WAIT_REDUCE_GRAD)});
+  }
+  return t;
 }
 
 }  // namespace gpipe::sim

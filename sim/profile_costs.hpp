@@ -4,7 +4,9 @@
 // (UNSHARD, RESHARD, REDUCE_GRAD, WAIT_REDUCE_GRAD) 0, as no profile prices it yet.
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <utility>
@@ -46,6 +48,9 @@ class ProfileCosts final : public CostModel {
   [[nodiscard]] std::int64_t tied_gradient_bytes(schedules::Stage s) const override {
     return stage(s, schedules::Microbatch{0}).tied_bytes;
   }
+  // Its table, read from the stage costs: a micro-batch's costs are its
+  // size's, a class per size.
+  [[nodiscard]] std::optional<StagePrices> stage_prices() const override;
   // The stage costs at one micro-batch size (it must be one of the sizes given).
   [[nodiscard]] const std::vector<profiles::StageCost>& at_size(int micro_batch_size) const;
   [[nodiscard]] const std::vector<int>& microbatch_sizes() const { return microbatch_sizes_; }
@@ -65,12 +70,16 @@ class ProfileCosts final : public CostModel {
   // stage_costs_at(b): the stage costs at micro-batch size b.
   template <class StageCostsAt>
   ProfileCosts(std::size_t num_stages, std::vector<int> microbatch_sizes, const StageCostsAt& stage_costs_at);
+  // What an action of `kind` takes by the stage's costs: duration_ns's
+  // answer and the table's, alike.
+  [[nodiscard]] static std::int64_t cost_of(const profiles::StageCost& c, schedules::ActionKind kind);
 
   std::vector<int> microbatch_sizes_;
   // One entry per distinct size (at most two: b and b+1), in order of first
   // use; shared with a Planner's table, which keeps it for other plans.
   std::vector<std::pair<int, std::shared_ptr<const std::vector<profiles::StageCost>>>> by_size_;
   std::vector<const profiles::StageCost*> of_microbatch_;  // per micro-batch: its size's stages
+  std::vector<std::uint32_t> class_of_;                    // per micro-batch: its size's place in by_size_
   std::size_t num_stages_ = 0;
 };
 

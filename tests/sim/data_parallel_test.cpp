@@ -1,16 +1,20 @@
 // Data parallelism in the engine (sim/data_parallel.hpp): each stage's
 // gradient reduction runs on its rank's reduce stream from its REDUCE_GRAD,
 // the STEP waits for it, and ZeRO shards the step and adds its gathers.
-// Hand-computed, to the ns.
+// Hand-computed, to the ns, in the graph replay and in the direct one.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "schedules/generate.hpp"
 #include "schedules/lower.hpp"
 #include "sim/data_parallel.hpp"
+#include "sim/direct_replay.hpp"
 #include "sim/engine.hpp"
 #include "tests/error_of.hpp"
 #include "tests/sim/uniform_stage_costs.hpp"
@@ -163,6 +167,50 @@ TEST(DataParallelSim, ReductionOverlapsTheRanksOtherStage) {
   const auto& reduce0 = reduce_action_at(r.timeline, "0REDUCE_GRAD", Stream::reduce);
   EXPECT_GE(reduce0.start_ns, reduce3.end_ns);
   EXPECT_EQ(reduce0.start_ns, std::max(last_of_0.end_ns, reduce3.end_ns));
+}
+
+// The same costs with a price table, every micro-batch of one class (as
+// they are): the direct replay takes them, and the repricing on top of them.
+class AlikeCosts final : public RepricedCosts {
+ public:
+  AlikeCosts(const CostModel& base, int stages, int microbatches)
+      : RepricedCosts(base), stages_(static_cast<std::size_t>(stages)),
+        microbatches_(static_cast<std::size_t>(microbatches)) {}
+  std::int64_t duration_ns(const schedules::Action& a) const override { return base().duration_ns(a); }
+  std::optional<StagePrices> stage_prices() const override {
+    return priced_by(*this, std::vector<std::uint32_t>(microbatches_, 0), stages_);
+  }
+
+ private:
+  std::size_t stages_;
+  std::size_t microbatches_;
+};
+
+// The direct replay, which simulate() takes for the metrics alone, times the
+// reductions as the graph replay does: the steps computed above.
+TEST(DataParallelSim, TheDirectReplayTimesTheReductionsAlike) {
+  const ReplicaCosts uniform;
+  const AlikeCosts base(uniform, 2, 1);
+  SimOptions metrics_only;
+  metrics_only.record_timeline = false;
+  const Schedule gpipe = replicated_schedule("gpipe", 2, 1, 2);
+  struct Expected {
+    int zero;
+    std::int64_t step_ns;
+  };
+  for (const Expected e : {Expected{0, 16300}, Expected{1, 16150}, Expected{3, 25150}}) {
+    const DataParallelCosts costs(base, data_parallel_pair(e.zero), {4000, 4000});
+    const std::optional<SimResult> direct = try_direct_replay(gpipe, costs, kLink, metrics_only);
+    ASSERT_TRUE(direct.has_value()) << "ZeRO " << e.zero;
+    EXPECT_EQ(direct->metrics.step_time_ns, e.step_ns) << "ZeRO " << e.zero;
+    EXPECT_EQ(simulate(gpipe, costs, kLink, metrics_only).metrics, simulate(gpipe, costs, kLink, {}).metrics);
+  }
+  // Two stages a rank, the one done first reducing while the other computes.
+  const AlikeCosts two(uniform, 4, 2);
+  const DataParallelCosts costs(two, data_parallel_pair(0), {4000, 4000, 4000, 4000});
+  const Schedule zbv = replicated_schedule("zbv", 2, 2, 2);
+  ASSERT_TRUE(try_direct_replay(zbv, costs, kLink, metrics_only).has_value());
+  EXPECT_EQ(simulate(zbv, costs, kLink, metrics_only).metrics, simulate(zbv, costs, kLink, {}).metrics);
 }
 
 TEST(DataParallelSim, BucketsEachPayTheirLatency) {

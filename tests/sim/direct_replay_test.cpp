@@ -1,7 +1,9 @@
 // The direct replay (sim/direct_replay.hpp) against the graph replay: the same
 // metrics, to the ns and the byte, for every generated family and recompute
 // policy, uneven micro-batch sizes, a split backward, links that cost, and
-// stages that share a rank. And where it steps aside for the graph replay.
+// stages that share a rank; a profile's costs alone and repriced by data
+// parallelism (every ZeRO stage) and action overheads, which simulate() now
+// replays directly too. And where it steps aside for the graph replay.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,13 +14,18 @@
 #include "plan/plan.hpp"
 #include "schedules/generate.hpp"
 #include "schedules/lower.hpp"
+#include "sim/action_overhead.hpp"
+#include "sim/contention.hpp"
+#include "sim/data_parallel.hpp"
 #include "sim/direct_replay.hpp"
 #include "sim/engine.hpp"
+#include "sim/jitter.hpp"
 #include "sim/profile_costs.hpp"
 
 namespace gpipe::sim {
 namespace {
 
+using schedules::ActionKind;
 using schedules::RecomputePolicy;
 using schedules::Schedule;
 
@@ -65,6 +72,16 @@ class DistinctLinksWithLatency final : public LinkModel {
   }
 };
 
+// Messages that outlast any pass, so that a message the replay sent that the
+// graph's does not (one from the last stage's F) would hold a link past a
+// backward's gradient.
+class SlowerThanAnyPass final : public LinkModel {
+ public:
+  std::int64_t transfer_ns(schedules::Rank, schedules::Rank, std::int64_t bytes) const override {
+    return 5'000'000 + bytes;
+  }
+};
+
 struct Case {
   Schedule schedule;
   std::optional<ProfileCosts> costs;
@@ -98,6 +115,7 @@ class DirectReplayTest : public ::testing::Test {
 
 TEST_F(DirectReplayTest, EqualsTheGraphReplayForEveryFamily) {
   const DistinctLinksWithLatency distinct;
+  const SlowerThanAnyPass slow;
   int checked = 0;
   int uneven = 0;
   for (const std::string& family : schedules::schedule_names()) {
@@ -114,7 +132,8 @@ TEST_F(DirectReplayTest, EqualsTheGraphReplayForEveryFamily) {
           SimOptions options;
           options.batch_size = n;
           options.static_bytes.assign(static_cast<std::size_t>(k), 77);
-          for (const LinkModel* link : {static_cast<const LinkModel*>(&link), static_cast<const LinkModel*>(&distinct)}) {
+          for (const LinkModel* link : {static_cast<const LinkModel*>(&link), static_cast<const LinkModel*>(&distinct),
+                                        static_cast<const LinkModel*>(&slow)}) {
             options.record_timeline = false;
             const std::optional<SimResult> direct = try_direct_replay(c->schedule, *c->costs, *link, options);
             ASSERT_TRUE(direct.has_value()) << what;
@@ -156,6 +175,108 @@ TEST_F(DirectReplayTest, StepsAsideWhereTheGraphReplayIsNeeded) {
   EXPECT_TRUE(try_direct_replay(v->schedule, *v->costs, link, options).has_value());
   options.overlap_share = 0.7;
   EXPECT_FALSE(try_direct_replay(v->schedule, *v->costs, link, options).has_value()) << "concurrent pairs";
+}
+
+// A price for every kind the programs hold, each its own, so that a kind
+// priced as another would show.
+ActionOverheads every_kind_overhead() {
+  return {{ActionKind::F, 1100},         {ActionKind::B, 1300},    {ActionKind::I, 700},
+          {ActionKind::W, 500},          {ActionKind::R, 900},     {ActionKind::STEP, 2100},
+          {ActionKind::REDUCE_GRAD, 310}, {ActionKind::WAIT_REDUCE_GRAD, 430}};
+}
+
+// D = 2 over a link slow enough that the reductions (in buckets, several per
+// stage) outlast the drain, and ZeRO's gathers lengthen every pass.
+DataParallelism replica_pair(int zero) {
+  return {.degree = 2, .zero = zero, .link = {.latency_us = 1.5, .bandwidth_GBps = 0.2}, .bucket_bytes = 1500};
+}
+
+// What simulate() gives for the metrics alone, and the graph replay's (a
+// recorded timeline takes it), for the same model.
+void expect_direct_equals_graph(const Schedule& schedule, const CostModel& costs, const LinkModel& link,
+                                SimOptions options, const std::string& what) {
+  options.record_timeline = false;
+  const std::optional<SimResult> direct = try_direct_replay(schedule, costs, link, options);
+  ASSERT_TRUE(direct.has_value()) << what;
+  const SimResult simulated = simulate(schedule, costs, link, options);
+  options.record_timeline = true;
+  const SimResult graph = simulate(schedule, costs, link, options);
+  EXPECT_EQ(direct->metrics, graph.metrics) << what;
+  EXPECT_EQ(simulated.metrics, graph.metrics) << what;
+}
+
+TEST_F(DirectReplayTest, RepricedCostsTakeItAndEqualTheGraphReplay) {
+  const DistinctLinksWithLatency distinct;
+  int checked = 0;
+  for (const std::string& family : schedules::schedule_names()) {
+    for (const auto policy : {RecomputePolicy::never, RecomputePolicy::always, RecomputePolicy::except_last}) {
+      for (const int k : {1, 2, 4}) {
+        for (const int m : {1, 3, 8}) {
+          const std::int64_t n = 3 * m - 1;
+          std::optional<Case> c = planned(planner, family, policy, k, m, n);
+          if (!c) continue;
+          const std::string what = family + " " + std::string(to_string(policy)) + " K=" + std::to_string(k) +
+                                   " M=" + std::to_string(m);
+          SimOptions options;
+          options.batch_size = n;
+          options.static_bytes.assign(static_cast<std::size_t>(k), 77);
+          const OverheadCosts overhead(*c->costs, every_kind_overhead());
+          expect_direct_equals_graph(c->schedule, overhead, distinct, options, what + " overheads");
+          std::vector<std::int64_t> gradient_bytes;
+          for (int st = 0; st < c->schedule.num_stages; ++st) gradient_bytes.push_back(4000 + 1700 * st);
+          Schedule replicated = c->schedule;
+          replicated.data_parallel = 2;
+          for (const int zero : {0, 1, 2, 3}) {
+            const std::string with = what + " ZeRO " + std::to_string(zero);
+            const DataParallelCosts dp(*c->costs, replica_pair(zero), gradient_bytes);
+            expect_direct_equals_graph(replicated, dp, distinct, options, with);
+            const OverheadCosts both(dp, every_kind_overhead());
+            expect_direct_equals_graph(replicated, both, link, options, with + " overheads");
+          }
+          ++checked;
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 150);
+}
+
+TEST_F(DirectReplayTest, ModelsThatPriceEachActionStayOnTheGraphReplay) {
+  std::optional<Case> c = planned(planner, "1f1b", RecomputePolicy::never, 2, 4, 8);
+  ASSERT_TRUE(c.has_value());
+  SimOptions options;
+  options.record_timeline = false;
+  const JitteredCosts jittered(*c->costs, 0.1, 7);
+  EXPECT_FALSE(jittered.stage_prices().has_value());
+  EXPECT_FALSE(try_direct_replay(c->schedule, jittered, link, options).has_value()) << "jitter";
+  const ContendedCosts contended(*c->costs, {{action_key(schedules::make_action(0, ActionKind::F, 0)), 1.5}});
+  EXPECT_FALSE(contended.stage_prices().has_value());
+  EXPECT_FALSE(try_direct_replay(c->schedule, contended, link, options).has_value()) << "contention";
+  // Wrapped in a repricing that keeps to the classes, it is still per action.
+  const OverheadCosts over_jitter(jittered, every_kind_overhead());
+  EXPECT_FALSE(try_direct_replay(c->schedule, over_jitter, link, options).has_value()) << "jitter inside";
+  // Classes that miss a micro-batch: the graph replay asks the model, which refuses.
+  const ProfileCosts short_costs(profile, std::vector<int>{6, 6}, {3, 3, 3});
+  EXPECT_FALSE(try_direct_replay(c->schedule, short_costs, link, options).has_value()) << "3 of 4 micro-batches";
+}
+
+TEST_F(DirectReplayTest, ATiedEmbeddingsExchangeStaysOnTheGraphReplay) {
+  std::optional<Case> c = planned(planner, "1f1b", RecomputePolicy::never, 2, 4, 8);
+  ASSERT_TRUE(c.has_value());
+  SimOptions options;
+  options.record_timeline = false;
+  c->schedule.data_parallel = 2;
+  const DataParallelCosts dp(*c->costs, replica_pair(0), {5000, 6000});
+  EXPECT_TRUE(try_direct_replay(c->schedule, dp, link, options).has_value());
+  c->schedule.tied_embedding = true;
+  EXPECT_FALSE(try_direct_replay(c->schedule, dp, link, options).has_value()) << "tied";
+  // One stage exchanges nothing: its reductions are data parallelism's alone.
+  std::optional<Case> one = planned(planner, "1f1b", RecomputePolicy::never, 1, 4, 8);
+  ASSERT_TRUE(one.has_value());
+  one->schedule.data_parallel = 2;
+  one->schedule.tied_embedding = true;
+  const DataParallelCosts dp_one(*one->costs, replica_pair(0), {11000});
+  expect_direct_equals_graph(one->schedule, dp_one, link, options, "tied, one stage");
 }
 
 TEST_F(DirectReplayTest, AStallNamesTheFirstRankThatWaits) {
