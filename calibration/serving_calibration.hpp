@@ -1,4 +1,4 @@
-// Calibration of inference streams (`gpipe-run validate --workload
+// Calibration of serving runs (`gpipe-run validate --workload
 // inference`): for each configuration of a grid (K stages x B in flight x b
 // samples per item), predict the stream from a profile (sim/inference/) and
 // serve it for real on CPU threads (exec/inference/), or as processes under a

@@ -36,7 +36,7 @@ std::vector<std::int64_t> arrival_times_ns(const Workload& w) {
       times[r] = std::llround(static_cast<double>(r) * *w.arrival_interval_us * 1e3);
     }
   } else if (w.arrival_rate_per_s) {
-    // The first item arrives at 0, as with an interval: the stream starts with it.
+    // The first item arrives at 0, as with an interval: the run starts with it.
     std::mt19937_64 rng(w.seed);
     std::exponential_distribution<double> gap_s(*w.arrival_rate_per_s);
     double t_ns = 0;

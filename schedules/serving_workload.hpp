@@ -39,7 +39,7 @@ inline constexpr std::int64_t kMaxForwards = std::int64_t{1} << 24;
 // positive number, both an interval and a rate.
 void validate_workload(const Workload& workload);
 
-// When each item arrives, in integer ns from the stream's start: all 0 in the
+// When each item arrives, in integer ns from the run's start: all 0 in the
 // closed loop; llround(r * T * 1000) for an interval; for a rate, the partial
 // sums of exponential gaps of mean 1/rate drawn from std::mt19937_64(seed)
 // (each rounded to the ns, so the times are non-decreasing and reproducible

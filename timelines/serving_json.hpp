@@ -1,4 +1,4 @@
-// A measured stream's times as JSON, without its timeline: each item's
+// A measured serving run's times as JSON, without its timeline: each item's
 // arrival, admission and completion, and each rank's busy time and peak (ns,
 // bytes; integers, so exact). `gpipe-run infer --json` prints it as "run";
 // `gpipe-run validate --workload inference --launcher` reads it back from the

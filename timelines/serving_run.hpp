@@ -1,4 +1,4 @@
-// What a stream of inference items did (docs/design.md, "Inference"): each item's
+// What a serving run did (docs/design.md, "Inference"): each item's
 // arrival, admission and completion, each rank's busy time and memory peak,
 // and, where recorded, the Timeline of its forwards and transfers. The
 // simulator predicts one (sim/inference/replay.hpp) and the executor
@@ -26,18 +26,18 @@ struct ServingRun {
   std::vector<ItemTimes> items;                // in item order
   std::vector<std::int64_t> busy_ns;           // per rank: its forwards
   std::vector<std::int64_t> peak_bytes;        // per rank: activation bytes, state included
-  std::vector<std::int64_t> state_bytes;       // per rank: what the streams' state holds throughout
+  std::vector<std::int64_t> state_bytes;       // per rank: what the sequences' state holds throughout
   // With record: F, SEND_F and RECV_F of every item (micro-batch = item) and
   // every memory change; info as the caller fills it.
   timelines::Timeline timeline;
 };
 
-// A stream's TimelineInfo: schedule "inference", K stages one per rank, R
+// A serving run's TimelineInfo: schedule "inference", K stages one per rank, R
 // items as its micro-batches, R x b samples, the weights per rank.
 [[nodiscard]] TimelineInfo serving_info(int num_stages, int requests, int micro_batch_size, std::string source,
                                        std::string device, std::vector<std::int64_t> static_bytes);
 
-// One change of a rank's activation bytes in a stream.
+// One change of a rank's activation bytes in a serving run.
 struct MemoryChange {
   std::int64_t time_ns = 0;
   std::int64_t delta = 0;

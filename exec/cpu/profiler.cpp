@@ -89,7 +89,7 @@ void run_pass(ProfiledModel& pm, SizeRuns& s, bool first, bool timed, bool forwa
     if (forward_only) stashes[i] = Stash();
     x = std::move(out);
   }
-  if (forward_only) return;  // the stashes go unused, as in a stream
+  if (forward_only) return;  // the stashes go unused, as in a serving run
   Tensor grad = output_gradient(x.shape(), pm.layers.back()->spec(), b, rng);
   for (std::size_t i = n; i-- > 0;) {
     Stash weight_stash;

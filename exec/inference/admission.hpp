@@ -1,7 +1,7 @@
 // Who may enter the pipeline, and when (docs/design.md, "Inference"): stage 0's
 // rank asks before each item, the last stage's rank reports each completion.
 // Item r may enter once it has arrived (open loop: at its arrival time from
-// the stream's start; closed loop: at once) and item r - B has completed.
+// the run's start; closed loop: at once) and item r - B has completed.
 // Ranks are threads of one process. abort() wakes a waiter, which then
 // throws Aborted.
 #pragma once
@@ -20,14 +20,14 @@ class Admission {
  public:
   using Clock = std::chrono::steady_clock;
 
-  // `arrivals_ns[r]`: item r's arrival from the stream's start (all 0 in the
+  // `arrivals_ns[r]`: item r's arrival from the run's start (all 0 in the
   // closed loop). A waiter polls for `spin` before it sleeps, and an open
   // loop's arrival is waited for by polling its last `spin` (a sleeping
   // thread wakes tens of microseconds late: exec/runtime/spin_wait.hpp).
   Admission(std::vector<std::int64_t> arrivals_ns, int in_flight, bool closed_loop,
             SpinBudget spin = SpinBudget::zero());
 
-  // Sets the stream's start; before any wait.
+  // Sets the run's start; before any wait.
   void start(Clock::time_point origin) { origin_ = origin; }
   // Blocks until item r may enter; returns its arrival (the admission, in the
   // closed loop) and its admission, in ns from the start. The admission is the

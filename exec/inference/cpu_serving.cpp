@@ -32,7 +32,7 @@ struct Shared {
   cpu::InProcessLink link;
   Clock::time_point origin;
   std::latch built;  // every rank has built and warmed its stage
-  std::latch go;     // the origin is set: the stream starts
+  std::latch go;     // the origin is set: the run starts
   // handed_ns[s][r]: when stage s handed item r's output on (ns from the
   // start), which is when it arrives: written before the send, read by the
   // receiver after it.
@@ -115,7 +115,7 @@ ServingResult run_cpu_serving(const ServingRequest& rq) {
         }
       });
     }
-    // Every rank has built and warmed its stage: the stream starts now.
+    // Every rank has built and warmed its stage: the run starts now.
     shared.built.wait();
     shared.origin = Clock::now();
     shared.admission.start(shared.origin);

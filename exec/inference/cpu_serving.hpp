@@ -1,9 +1,9 @@
-// `gpipe-run infer` on the CPU: an inference stream (schedules/serving_workload.hpp)
+// `gpipe-run infer` on the CPU: a serving run (schedules/serving_workload.hpp)
 // through K stages, each rank a thread of this process with its own compute
 // team, forward only (docs/design.md, "Inference"; what each rank does:
-// stream_rank.hpp). The ranks hand activations over the in-process link (a
+// serving_rank.hpp). The ranks hand activations over the in-process link (a
 // pointer moves: an item's input arrives as its sender hands it over), and
-// share one Admission. Measured on the host clock from the stream's start.
+// share one Admission. Measured on the host clock from the run's start.
 // exec/mpi/mpi_serving.hpp runs the same ranks as processes.
 #pragma once
 

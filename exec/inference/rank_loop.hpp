@@ -1,4 +1,4 @@
-// The loop one rank of an inference stream runs (serving_rank.hpp says what
+// The loop one rank of a serving run runs (serving_rank.hpp says what
 // it does and records), for every backend. `D` is the rank's device, the
 // backend's side of the seam: a ServingDevice (serving_device.hpp). The
 // CPU's (serving_rank.cpp) runs on its compute team, the CUDA backend's
@@ -22,8 +22,8 @@
 
 namespace gpipe::exec::inference {
 
-// The streams in flight, each with its own state (dit's cache=1): item r is
-// stream r mod B's, as it takes the place of item r - B.
+// The sequences in flight, each with its own state (dit's cache=1): item r is
+// sequence r mod B's, as it takes the place of item r - B.
 [[nodiscard]] inline int sequence_count(const ServingRequest& rq) {
   return std::min(rq.workload.in_flight, rq.workload.requests);
 }
@@ -32,7 +32,7 @@ namespace rank_loop {
 
 // What every backend's device does with its stage's layers (a vector of
 // pointers to exec::Layer<Tensor>): the forward through all of them, keeping
-// nothing, and their streams' state.
+// nothing, and their sequences' state.
 template <class Layers, class Tensor>
 [[nodiscard]] Tensor forward_layers(Layers& layers, Tensor x, const Tensor* target) {
   for (std::size_t l = 0; l < layers.size(); ++l) {
@@ -43,18 +43,18 @@ template <class Layers, class Tensor>
 }
 
 template <class Layers>
-[[nodiscard]] std::int64_t start_layer_sequences(Layers& layers, int streams, int b) {
+[[nodiscard]] std::int64_t start_layer_sequences(Layers& layers, int sequences, int b) {
   std::int64_t bytes = 0;
-  for (auto& layer : layers) bytes += layer->start_sequences(streams, b, nullptr);
+  for (auto& layer : layers) bytes += layer->start_sequences(sequences, b, nullptr);
   return bytes;
 }
 
 template <class Layers>
-void select_layer_sequence(Layers& layers, int stream) {
-  for (auto& layer : layers) layer->select_sequence(stream);
+void select_layer_sequence(Layers& layers, int sequence) {
+  for (auto& layer : layers) layer->select_sequence(sequence);
 }
 
-// The stage's forward `warmup` times before the stream starts, so that its
+// The stage's forward `warmup` times before the run starts, so that its
 // first items do not pay for first touches (pages, BLAS buffers, kernels):
 // stage 0 on the task's data, later stages on zeros of their input's shape.
 template <ServingDevice D>
@@ -70,7 +70,7 @@ void warm_up(const ServingRequest& rq, D& device, const SyntheticTask& task, boo
   }
 }
 
-// Builds and warms the stage, then makes its layers' state for the streams,
+// Builds and warms the stage, then makes its layers' state for the sequences,
 // zeroed (the warm-up's forwards touched none of it); whatever happens, the
 // rank reaches the start line.
 template <ServingDevice D>
@@ -117,7 +117,7 @@ void run_serving_rank_on(D& device, const ServingRequest& rq, int s, int num_sta
   record.completed_ns.assign(last ? R : 0, -1);
   if (last && rq.keep_outputs) record.outputs.resize(R);
   rank_loop::ready(rq, s, last, task, device, peers, record);
-  const int streams = sequence_count(rq);
+  const int sequences = sequence_count(rq);
 
   const schedules::Rank rank{s};
   int item = 0;
@@ -140,7 +140,7 @@ void run_serving_rank_on(D& device, const ServingRequest& rq, int s, int num_sta
         record.received_ns[at(item)] = got.arrived_ns;
         record.received_bytes[at(item)] = input_bytes;  // counted from its arrival (assemble_serving)
       }
-      device.select_sequence(item % streams);
+      device.select_sequence(item % sequences);
       const std::int64_t start = peers.now_ns();
       Tensor x = device.forward(std::move(input), last ? &target : nullptr);
       const std::int64_t stop = peers.now_ns();

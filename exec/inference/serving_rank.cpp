@@ -45,10 +45,10 @@ class CpuServingDevice {
   [[nodiscard]] Tensor forward(Tensor x, const Tensor* target) {
     return rank_loop::forward_layers(layers_, std::move(x), target);
   }
-  [[nodiscard]] std::int64_t start_sequences(int streams, int b) {
-    return rank_loop::start_layer_sequences(layers_, streams, b);
+  [[nodiscard]] std::int64_t start_sequences(int sequences, int b) {
+    return rank_loop::start_layer_sequences(layers_, sequences, b);
   }
-  void select_sequence(int stream) { rank_loop::select_layer_sequence(layers_, stream); }
+  void select_sequence(int sequence) { rank_loop::select_layer_sequence(layers_, sequence); }
   [[nodiscard]] Tensor to_host(Tensor& x) const { return std::move(x); }
 
  private:
@@ -115,7 +115,7 @@ ServingResult assemble_serving(const ServingRequest& rq, std::vector<RankRecord>
       }
     }
     run.busy_ns.push_back(record.busy_ns);
-    // The streams' state is held from the start, as the simulator counts it.
+    // The sequences' state is held from the start, as the simulator counts it.
     run.state_bytes.push_back(record.state_bytes);
     run.peak_bytes.push_back(timelines::peak_of(Rank{s}, record.state_bytes, record.changes, &timeline.memory));
     timeline.actions.insert(timeline.actions.end(), record.actions.begin(), record.actions.end());

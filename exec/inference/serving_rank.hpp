@@ -1,5 +1,5 @@
-// One rank of an inference stream (docs/design.md, "Inference"), whatever its
-// peers are: threads of this process (cpu_stream.cpp) or processes under
+// One rank of a serving run (docs/design.md, "Inference"), whatever its
+// peers are: threads of this process (cpu_serving.cpp) or processes under
 // mpirun or srun (exec/mpi/mpi_serving.cpp). Stage 0's rank draws item r's
 // samples (the synthetic task's batch of "step" r, b samples), waits for its
 // admission and runs its forward; each later rank receives the activation,
@@ -8,16 +8,16 @@
 // forward keeps nothing: the layers' stashes are dropped as soon as they are
 // made, and no gradient exists.
 //
-// Before the stream starts, the rank runs its forward `warmup_items` times
+// Before the run starts, the rank runs its forward `warmup_items` times
 // alone (untimed), so that the first items do not pay for first touches.
-// Each rank records, in ns from the stream's start on the one clock its
+// Each rank records, in ns from the run's start on the one clock its
 // peers agree on: its F and SEND_F intervals, its memory changes, and per
 // item what it alone knows (stage 0: arrival and admission; a receiver: when
 // the input arrived; the last stage: completion). assemble_serving() puts the
 // ranks' records together as the simulator's ServingRun.
 //
-// Layers with state (dit's cache=1) keep it per stream in flight, item r
-// serving stream r mod B, made zeroed before the stream starts and held
+// Layers with state (dit's cache=1) keep it per sequence in flight, item r
+// serving stream r mod B, made zeroed before the run starts and held
 // throughout. Memory follows the simulator's rules: a rank holds an item's input from
 // its arrival until its forward ends, and its output from the start of its
 // forward until its send starts (the last rank's until its forward ends);
@@ -39,13 +39,13 @@
 
 namespace gpipe::exec::inference {
 
-// What one rank records; every time in ns from the stream's start.
+// What one rank records; every time in ns from the run's start.
 struct RankRecord {
   int stage = 0;
   std::vector<timelines::TimedAction> actions;  // its F and SEND_F
   std::vector<timelines::MemoryChange> changes;
   std::int64_t busy_ns = 0;
-  std::int64_t state_bytes = 0;  // what its layers keep for the streams (dit's cache=1), from the start
+  std::int64_t state_bytes = 0;  // what its layers keep for the sequences (dit's cache=1), from the start
   // Per item; -1 where this rank does not know it.
   std::vector<std::int64_t> arrival_ns;    // stage 0
   std::vector<std::int64_t> admitted_ns;   // stage 0
@@ -61,9 +61,9 @@ template <class T>
 class ServingPeersOf {
  public:
   virtual ~ServingPeersOf() = default;
-  // This rank is ready (built and warmed, or failed at it): returns when the stream starts.
+  // This rank is ready (built and warmed, or failed at it): returns when the run starts.
   virtual void start_line() = 0;
-  // Now, in ns from the stream's start.
+  // Now, in ns from the run's start.
   [[nodiscard]] virtual std::int64_t now_ns() const = 0;
   // Stage 0: blocks until `item` may enter (admission.hpp).
   [[nodiscard]] virtual Admission::Entry admit(int item) = 0;

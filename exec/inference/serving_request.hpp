@@ -1,7 +1,7 @@
 // What `gpipe-run infer` asks of a backend, and what it gets back: an
 // inference stream (schedules/serving_workload.hpp) through K stages, forward
 // only (docs/design.md, "Inference"). The CPU serves it on threads
-// (cpu_stream.hpp) or as processes (exec/mpi/mpi_serving.hpp), the CUDA
+// (cpu_serving.hpp) or as processes (exec/mpi/mpi_serving.hpp), the CUDA
 // backend on SM partitions of one GPU (exec/cuda/inference/cuda_serving.hpp).
 #pragma once
 
@@ -22,7 +22,7 @@ struct ServingRequest {
   schedules::Workload workload;
   std::uint64_t seed = 1;      // of the weights and the data, as in training
   int threads_per_rank = 1;    // the CPU's
-  int warmup_items = 2;        // forwards each rank runs alone before the stream starts (untimed)
+  int warmup_items = 2;        // forwards each rank runs alone before the run starts (untimed)
   bool keep_outputs = false;   // keep every item's output (tests, --check-outputs)
 };
 

@@ -115,19 +115,19 @@ class Layer {
     throw std::logic_error(no_split_backward());
   }
 
-  // Inference streams (docs/design.md "Inference"): what a layer keeps from one
-  // item of a stream to the next (dit's cache=1: its previous chunk's keys
+  // Serving runs (docs/design.md "Inference"): what a layer keeps from one
+  // item of a sequence to the next (dit's cache=1: its previous chunk's keys
   // and values), for the layers that keep anything (the others keep these
-  // defaults). start_sequences() makes that state, zeroed, for `streams`
-  // streams of micro-batches of `micro_batch_size` samples, charged to
-  // `account`, and returns its bytes; select_sequence() says which stream the
-  // forwards that follow serve. A forward without streams started keeps one
+  // defaults). start_sequences() makes that state, zeroed, for `sequences`
+  // sequences of micro-batches of `micro_batch_size` samples, charged to
+  // `account`, and returns its bytes; select_sequence() says which sequence the
+  // forwards that follow serve. A forward without sequences started keeps one
   // of its own, for its size.
-  virtual std::int64_t start_sequences(int /*streams*/, std::int64_t /*micro_batch_size*/,
-                                     MemoryAccount* /*account*/) {
+  virtual std::int64_t start_sequences(int /*sequences*/, std::int64_t /*micro_batch_size*/,
+                                       MemoryAccount* /*account*/) {
     return 0;
   }
-  virtual void select_sequence(int /*stream*/) {}
+  virtual void select_sequence(int /*sequence*/) {}
 
  protected:
   explicit Layer(models::Layer spec) : spec_(std::move(spec)) {}

@@ -4,7 +4,7 @@
 // sender's messages on one tag in order, and items go in order). Stage 0's
 // process admits items; the last stage's sends each completion back to it,
 // which the closed loop and the in-flight cap wait for. The processes agree
-// on one clock (MpiProcessGroup) and the stream starts at a barrier, from
+// on one clock (MpiProcessGroup) and the run starts at a barrier, from
 // rank 0's instant. At the end every process's record reaches the reporter,
 // the last stage's process, which assembles the stream. Declared in every
 // build: without MPI (GPIPE_MPI off) it says so.

@@ -109,8 +109,8 @@ struct ScriptedServingDevice {
   Tensor input(Tensor host);
   Tensor zeros(std::vector<std::int64_t> shape);
   Tensor forward(Tensor x, const Tensor* target);
-  std::int64_t start_sequences(int streams, int b);
-  void select_sequence(int stream);
+  std::int64_t start_sequences(int sequences, int b);
+  void select_sequence(int sequence);
   Tensor to_host(Tensor& x);
 };
 struct UnselectingServingDevice {
@@ -119,7 +119,7 @@ struct UnselectingServingDevice {
   Tensor input(Tensor host);
   Tensor zeros(std::vector<std::int64_t> shape);
   Tensor forward(Tensor x, const Tensor* target);
-  std::int64_t start_sequences(int streams, int b);
+  std::int64_t start_sequences(int sequences, int b);
   Tensor to_host(Tensor& x);
 };
 static_assert(inference::ServingDevice<ScriptedServingDevice>);

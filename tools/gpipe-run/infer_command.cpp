@@ -1,4 +1,4 @@
-// gpipe-run infer: serve an inference stream through K stages on CPU threads
+// gpipe-run infer: serve a serving run through K stages on CPU threads
 // (exec/inference/cpu_serving.hpp) or SM partitions of one GPU
 // (exec/cuda/inference/cuda_serving.hpp), the backend's serve(), or as K
 // processes under mpirun or srun (exec/mpi/mpi_serving.hpp), forward only, and measure it: throughput,

@@ -5,9 +5,9 @@
 // with LayerNorms without affine, biases on every Linear, and attention over
 // all tokens (no mask). Input and output are [b, T+1, H]: the tokens, then
 // the conditioning row c, which the block reads and hands on unchanged.
-// With cache=1 (inference streams) the attention's T queries attend over the
-// stream's previous chunk too (ops/cached_attention.hpp): the block keeps
-// each stream's last keys and values, [b, T, H] each, zeroed at the stream's
+// With cache=1 (serving runs) the attention's T queries attend over the
+// sequence's previous chunk too (ops/cached_attention.hpp): the block keeps
+// each sequence's last keys and values, [b, T, H] each, zeroed at the sequence's
 // start (a first chunk's previous one scores 0 and adds nothing).
 #include <fmt/format.h>
 
@@ -56,24 +56,24 @@ class DitBlock final : public KindLayer {
     }
   }
 
-  std::int64_t start_sequences(int streams, std::int64_t b, MemoryAccount* account) override {
+  std::int64_t start_sequences(int sequences, std::int64_t b, MemoryAccount* account) override {
     if (!cache_) return 0;
     kept_k_.clear();
     kept_v_.clear();
     std::int64_t bytes = 0;
-    for (int s = 0; s < streams; ++s) {
+    for (int s = 0; s < sequences; ++s) {
       bytes += kept_k_.emplace_back(std::vector<std::int64_t>{b, t_, h_}, ElementType::f32, account).bytes();
       bytes += kept_v_.emplace_back(std::vector<std::int64_t>{b, t_, h_}, ElementType::f32, account).bytes();
     }
-    stream_ = 0;
+    sequence_ = 0;
     return bytes;
   }
 
-  void select_sequence(int stream) override {
-    if (cache_ && (stream < 0 || static_cast<std::size_t>(stream) >= kept_k_.size())) {
-      throw std::logic_error(fmt::format("layer {}: stream {} of {} started", spec_.name, stream, kept_k_.size()));
+  void select_sequence(int sequence) override {
+    if (cache_ && (sequence < 0 || static_cast<std::size_t>(sequence) >= kept_k_.size())) {
+      throw std::logic_error(fmt::format("layer {}: sequence {} of {} started", spec_.name, sequence, kept_k_.size()));
     }
-    stream_ = static_cast<std::size_t>(stream);
+    sequence_ = static_cast<std::size_t>(sequence);
   }
 
   Tensor forward(Tensor input, const Tensor* /*target*/, Stash& stash,
@@ -238,16 +238,16 @@ class DitBlock final : public KindLayer {
   }
 
  private:
-  // cache=1: the T queries over the stream's previous keys and values and
-  // their own; then the chunk's keys and values are the stream's to keep.
+  // cache=1: the T queries over the sequence's previous keys and values and
+  // their own; then the chunk's keys and values are the sequence's to keep.
   void attend_with_cache(std::int64_t b, const float* qkv, float* out) {
-    const bool in_stream = !kept_k_.empty();
-    if (!in_stream && !outside_.contains(b)) {
-      // A forward outside a stream (a warm-up, the profiler): a stream of its own for its size.
+    const bool in_sequence = !kept_k_.empty();
+    if (!in_sequence && !outside_.contains(b)) {
+      // A forward outside a sequence (a warm-up, the profiler): a sequence of its own for its size.
       outside_.emplace(b, std::pair{Tensor({b, t_, h_}), Tensor({b, t_, h_})});
     }
-    Tensor& keys = in_stream ? kept_k_[stream_] : outside_.at(b).first;
-    Tensor& values = in_stream ? kept_v_[stream_] : outside_.at(b).second;
+    Tensor& keys = in_sequence ? kept_k_[sequence_] : outside_.at(b).first;
+    Tensor& values = in_sequence ? kept_v_[sequence_] : outside_.at(b).second;
     if (keys.dim(0) != b) {
       throw InputError(fmt::format("layer {} ({}): an item of {} samples in a stream of items of {}", spec_.name,
                                    spec_.kind, b, keys.dim(0)));
@@ -276,10 +276,10 @@ class DitBlock final : public KindLayer {
   std::int64_t f_;
   bool flash_;
   bool cache_;  // cache=1
-  // cache=1: per stream, its previous chunk's keys and values [b, T, H].
+  // cache=1: per sequence, its previous chunk's keys and values [b, T, H].
   std::vector<Tensor> kept_k_, kept_v_;
-  std::size_t stream_ = 0;
-  std::map<std::int64_t, std::pair<Tensor, Tensor>> outside_;  // per size, before any stream started
+  std::size_t sequence_ = 0;
+  std::map<std::int64_t, std::pair<Tensor, Tensor>> outside_;  // per size, before any sequence started
 };
 
 }  // namespace

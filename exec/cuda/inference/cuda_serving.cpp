@@ -59,10 +59,10 @@ class CudaServingDevice {
     device_.compute().synchronize();  // the host clock sees the forward's end
     return y;
   }
-  [[nodiscard]] std::int64_t start_sequences(int streams, int b) {
-    return inference::rank_loop::start_layer_sequences(layers_, streams, b);
+  [[nodiscard]] std::int64_t start_sequences(int sequences, int b) {
+    return inference::rank_loop::start_layer_sequences(layers_, sequences, b);
   }
-  void select_sequence(int stream) { inference::rank_loop::select_layer_sequence(layers_, stream); }
+  void select_sequence(int sequence) { inference::rank_loop::select_layer_sequence(layers_, sequence); }
   [[nodiscard]] exec::Tensor to_host(const Tensor& x) { return x.to_host(device_.compute()); }
 
  private:
@@ -81,7 +81,7 @@ struct Shared {
   Admission admission;
   InProcessDeviceLink link;
   Clock::time_point origin;
-  std::latch go{1};  // the origin is set: the stream starts
+  std::latch go{1};  // the origin is set: the run starts
   std::mutex failure_mutex;
   std::optional<std::string> failure;
 
@@ -173,7 +173,7 @@ inference::ServingResult run_cuda_serving(const ServingRequest& rq, const CudaSe
         }
       });
     }
-    // Every rank has built and warmed its stage: the stream starts now.
+    // Every rank has built and warmed its stage: the run starts now.
     built.wait();
     shared.origin = Clock::now();
     shared.admission.start(shared.origin);

@@ -1,11 +1,11 @@
-// `gpipe-run infer --backend cuda`: an inference stream (docs/design.md,
+// `gpipe-run infer --backend cuda`: a serving run (docs/design.md,
 // "Inference") through K stages on one GPU, each rank a thread of this
 // process computing on its own SM partition (green contexts, as training's
 // ranks do), forward only. What each rank does is the CPU's rank loop
 // (exec/inference/rank_loop.hpp) with the device's tensors: activations go
 // device to device between the ranks (InProcessDeviceLink), and each forward
 // and each copy is waited for before the host reads its clock, so items are
-// timed on the host clock from the stream's start, as on the CPU.
+// timed on the host clock from the run's start, as on the CPU.
 #pragma once
 
 #include "exec/inference/serving_request.hpp"
