@@ -102,12 +102,16 @@ std::string device_memory_line(const exec::BackendRun& run) {
       format_bytes(run.device_peak_used_bytes), per_rank);
 }
 
-int run_train(const TrainFlags& f, const CLI::App& cmd) {
-  f.pipeline.check(cmd);
-  f.cuda.check_backend(f.run.backend);
-  f.cpu.check_backend(f.run.backend);
-  require_backend(f.run.backend);
-  const models::Model model = models::parse_model(f.run.model);
+// What the run trains: the flags' request, planned on a measured profile when
+// given, else on the model's analytic costs at this run's micro-batch sizes;
+// zb-auto's plan is the simulator's search on these costs (no memory limit).
+struct TrainPlan {
+  plan::Plan plan;
+  std::string searched;     // zb-auto's choice, for the header
+  std::string balanced_on;  // the costs --partition balanced balanced
+};
+
+TrainPlan plan_training(const TrainFlags& f, const CLI::App& cmd, const models::Model& model) {
   // The executor runs a file's compute order with its own transfers (schedules/compute_order.hpp).
   plan::PlanRequest request = f.pipeline.request(cmd, [](schedules::Schedule s) { return schedules::compute_order(s); });
   request.backward_order = *schedules::parse_backward_order(f.run.backward_order);
@@ -117,31 +121,29 @@ int run_train(const TrainFlags& f, const CLI::App& cmd) {
   // The run's one split of N into M: its error (M > N) comes before any
   // profile is read, and the analytic profile is built at its sizes.
   std::vector<int> sizes = plan::split_batch(f.pipeline.batch, request.microbatches);
-
-  // The costs the partitioner balances: a measured profile when given, else
-  // the model's analytic costs at this run's micro-batch sizes.
+  TrainPlan out;
   profiles::Profile profile;
-  std::string balanced_on;
   if (!f.run.profile.empty()) {
     const auto path = profiles::resolve_profile(f.run.profile);
     profile = profiles::load_profile(path);
-    balanced_on = path.string();
+    out.balanced_on = path.string();
   } else {
     profile = plan::balancing_profile(model, plan::distinct_sizes(sizes));
-    balanced_on = "the model's analytic fp32 costs";
+    out.balanced_on = "the model's analytic fp32 costs";
   }
   plan::check_request_for_model(model, profile, request);
-  // zb-auto's plan is the simulator's search on these costs (no memory limit).
-  std::string searched;
-  plan::Plan plan;
   if (request.schedule == sim::kZbAuto) {
     sim::Prediction found = sim::predict(profile, sim::Scenario{.request = request, .conditions = {}}, false);
-    plan = std::move(found.plan);
-    searched = std::move(found.searched);
+    out.plan = std::move(found.plan);
+    out.searched = std::move(found.searched);
   } else {
-    plan = plan::make_plan(profile, request, std::move(sizes));
+    out.plan = plan::make_plan(profile, request, std::move(sizes));
   }
+  return out;
+}
 
+// The executor's options for the plan, but for the step callback.
+exec::TrainOptions train_options(const TrainFlags& f, const models::Model& model, const plan::Plan& plan) {
   exec::TrainOptions t;
   t.model = model;
   t.schedule = plan.schedule;
@@ -160,27 +162,13 @@ int run_train(const TrainFlags& f, const CLI::App& cmd) {
   if (!f.trace.empty()) check_writable(f.trace, "--trace");
   if (!f.inject_fault.empty()) t.fault = exec::parse_fault_injection(f.inject_fault);
   t.watchdog_seconds = f.run.watchdog_seconds;
-  const ProcessRole role = process_role(f.run.backend, plan.schedule, f.tensor_parallel);
-  t.threads_per_rank = threads_per_rank(f.run.backend, f.cpu, plan.schedule.num_ranks, role.launch.launch);
-  if (!role.launch.distributed) exec::check_no_replicas_in_process(t);
-  // Text: one line per step on stdout as it ends. JSON: stdout holds the JSON
-  // alone. On stderr (tools/common/progress.hpp), from the process that reports: the
-  // estimate when the run is long, and on a terminal a bar with the loss,
-  // unless the step lines already scroll by on the same terminal.
-  std::optional<Progress> progress;
-  const int width = static_cast<int>(std::to_string(f.steps).size());
-  if (role.reports) {
-    t.on_step = [&f, &progress, width](int step, double loss) {
-      if (!f.json) std::cout << fmt::format("step {:>{}}/{}  loss {:.6f}", step + 1, width, f.steps, loss) << std::endl;
-      progress->update(step + 1, fmt::format("loss {:.6f}", loss));
-    };
-  }
-  if (!f.json && role.reports) print_header(f, model, plan, searched, t, balanced_on, role);
+  return t;
+}
 
-  progress.emplace(f.steps, "steps", std::cerr,
-                   Progress::Options{.bar = stderr_is_terminal() && (f.json || isatty(STDOUT_FILENO) == 0)});
-  const exec::BackendRun run = run_training(f.run.backend, f.cuda, t, role);
-  if (!role.reports) return 0;  // the process of the loss stage reports for all
+// What the reporting process prints and writes of the run: the trace, then
+// the JSON alone, or the measured step's metrics and ranks.
+void report_training(const TrainFlags& f, const plan::Plan& plan, const exec::TrainOptions& t,
+                     const exec::BackendRun& run, const ProcessRole& role) {
   const exec::TrainResult& result = run.result;
   timelines::check_report(result.metrics, "the measurement");
   if (!f.trace.empty()) {
@@ -199,7 +187,7 @@ int run_train(const TrainFlags& f, const CLI::App& cmd) {
                              {"metrics", timelines::to_json(result.metrics)},
                              {"step_times_us", step_times_us}};
     std::cout << out.dump(2) << "\n";
-    return 0;
+    return;
   }
   const std::string which = f.measure_steps > 1 ? fmt::format("the step of median time of the last {}", f.measure_steps)
                                                 : std::string("last step");
@@ -216,6 +204,37 @@ int run_train(const TrainFlags& f, const CLI::App& cmd) {
                                  plan.schedule.stage_to_rank);
   if (!run.allocator_peak_bytes.empty()) std::cout << "\n" << device_memory_line(run) << "\n";
   if (!f.trace.empty()) std::cout << "\ntrace written to " << f.trace << " (open it in Perfetto)\n";
+}
+
+int run_train(const TrainFlags& f, const CLI::App& cmd) {
+  f.pipeline.check(cmd);
+  f.cuda.check_backend(f.run.backend);
+  f.cpu.check_backend(f.run.backend);
+  require_backend(f.run.backend);
+  const models::Model model = models::parse_model(f.run.model);
+  const TrainPlan planned = plan_training(f, cmd, model);
+  const plan::Plan& plan = planned.plan;
+  exec::TrainOptions t = train_options(f, model, plan);
+  const ProcessRole role = process_role(f.run.backend, plan.schedule, f.tensor_parallel);
+  t.threads_per_rank = threads_per_rank(f.run.backend, f.cpu, plan.schedule.num_ranks, role.launch.launch);
+  if (!role.launch.distributed) exec::check_no_replicas_in_process(t);
+  // Text: one line per step on stdout as it ends. JSON: stdout holds the JSON
+  // alone. On stderr (tools/common/progress.hpp), from the process that reports: the
+  // estimate when the run is long, and on a terminal a bar with the loss,
+  // unless the step lines already scroll by on the same terminal.
+  std::optional<Progress> progress;
+  const int width = static_cast<int>(std::to_string(f.steps).size());
+  if (role.reports) {
+    t.on_step = [&f, &progress, width](int step, double loss) {
+      if (!f.json) std::cout << fmt::format("step {:>{}}/{}  loss {:.6f}", step + 1, width, f.steps, loss) << std::endl;
+      progress->update(step + 1, fmt::format("loss {:.6f}", loss));
+    };
+  }
+  if (!f.json && role.reports) print_header(f, model, plan, planned.searched, t, planned.balanced_on, role);
+  progress.emplace(f.steps, "steps", std::cerr,
+                   Progress::Options{.bar = stderr_is_terminal() && (f.json || isatty(STDOUT_FILENO) == 0)});
+  const exec::BackendRun run = run_training(f.run.backend, f.cuda, t, role);
+  if (role.reports) report_training(f, plan, t, run, role);  // the process of the loss stage reports for all
   return 0;
 }
 
