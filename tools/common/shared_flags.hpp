@@ -2,10 +2,13 @@
 // its check. A command adds the ones it takes, in the order its help lists
 // them; a flag that only one command has stays with that command.
 //
-//   --model        gpipe-sim plan, profile; gpipe-run train, validate, profile, infer
-//   --partition    gpipe-sim run; gpipe-run train, validate, infer
-//   --recompute    gpipe-sim run; gpipe-run train (a list: grid_flags.hpp)
-//   --backward-order, --optimizer, --schedule-file, --profile
+//   --model           gpipe-sim plan, profile; gpipe-run train, validate, profile, infer
+//   --partition       gpipe-sim run; gpipe-run train, validate, infer
+//   --backward-order  gpipe-sim run, sweep, schedule; gpipe-run train, validate
+//   --recompute       gpipe-sim run, schedule; gpipe-run train (a list: grid_flags.hpp)
+//   --optimizer       gpipe-sim run, sweep; gpipe-run train, validate, profile
+//   --profile         gpipe-sim run, sweep; gpipe-run train, validate, infer
+//   --schedule-file   gpipe-sim run, sweep; gpipe-run train
 //   -K -V -M -N -b and --schedule: pipeline_flags.hpp, which makes the plan request
 #pragma once
 
