@@ -9,16 +9,14 @@
 set -u
 run=$2
 source "$(dirname "$0")/lib.sh"
-command -v mpirun >/dev/null || { echo "no mpirun: skipped"; exit 77; }
-launch=(mpirun --oversubscribe)
-[ "$(id -u)" -eq 0 ] && launch+=(--allow-run-as-root)
+source "$(dirname "$0")/mpi_lib.sh"
 model=llama:layers=2,hidden=32,heads=4,kv_heads=2,ffn=48,seq=16,vocab=64
 
 expect_status 0 "$run" infer --model "$model" -K 2 -b 2 -R 12 -B 2 --json
 cp "$tmp/out" "$tmp/threads.json"
 expect_status 0 timeout 120 "${launch[@]}" -np 2 "$run" infer --model "$model" -K 2 -b 2 -R 12 -B 2 --json \
   --trace "$tmp/mpi.json"
-if grep -q "built without MPI" "$tmp/err"; then echo "gpipe-run has no MPI: skipped"; exit 77; fi
+skip_without_mpi
 python3 - "$tmp/threads.json" "$tmp/out" "$tmp/mpi.json" <<'PY' || fail "under mpirun: $(head -c 600 "$tmp/out")"
 import json, sys
 threads, processes = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))  # one JSON: one reporter
