@@ -100,7 +100,9 @@ TEST(LlamaModel, TiedSharesTheTokenTable) {
   // Each layer keeps its own copy: the layers' own counts are the untied ones.
   for (std::size_t l = 0; l < tied.layers.size(); ++l) {
     EXPECT_EQ(tied.layers[l].params, untied.layers[l].params) << l;
-    if (l > 0 && l + 1 < tied.layers.size()) EXPECT_EQ(tied.layers[l].tied_param, -1) << l;
+    if (l > 0 && l + 1 < tied.layers.size()) {
+      EXPECT_EQ(tied.layers[l].tied_param, -1) << l;
+    }
   }
   EXPECT_EQ(untied.layers.front().tied_param, -1);
   EXPECT_EQ(untied.layers.back().tied_elems, 0);

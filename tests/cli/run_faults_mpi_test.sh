@@ -4,7 +4,7 @@
 # process, with one line each naming the rank and action, and mpirun exits
 # non-zero. Nothing hangs.
 # Exit 77 (skipped) where there is no mpirun or this gpipe-run has no MPI.
-# Usage: run_mpi_faults_test.sh GPIPE_SIM GPIPE_RUN
+# Usage: run_faults_mpi_test.sh GPIPE_SIM GPIPE_RUN
 set -u
 sim=$1
 run=$2

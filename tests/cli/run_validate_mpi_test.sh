@@ -4,7 +4,7 @@
 # configuration trained as processes, with data and tensor parallelism and
 # ZeRO 1), and what each cannot run, in one line, exit 2.
 # Exit 77 (skipped) where there is no mpirun or this gpipe-run has no MPI.
-# Usage: run_mpi_validate_test.sh GPIPE_SIM GPIPE_RUN
+# Usage: run_validate_mpi_test.sh GPIPE_SIM GPIPE_RUN
 set -u
 sim=$1
 run=$2
