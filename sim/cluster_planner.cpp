@@ -44,6 +44,32 @@ void check(const ClusterPlanRequest& r) {
   for (const int t : r.tensor_parallel) {
     if (t < 1) throw InputError(fmt::format("--tensor-parallel {}: give 1 or more GPUs a stage", t));
   }
+  for (const int k : r.pipeline) {
+    if (k < 1) throw InputError(fmt::format("--pipeline {}: give 1 or more stages", k));
+  }
+  for (const int d : r.data_parallel) {
+    if (d < 1) throw InputError(fmt::format("--data-parallel {}: give 1 or more replicas", d));
+  }
+  for (const int v : r.stages_per_rank) {
+    if (v < 1) throw InputError(fmt::format("--stages-per-rank {}: give 1 or more stages a rank", v));
+  }
+}
+
+// The pipeline depths K to try with T GPUs a stage: the list's, or every
+// divisor of N / T; and of those, the ones whose D = N / (T K) the list of
+// replica counts holds, when there is one.
+std::vector<int> depths_for(const ClusterPlanRequest& r, int t) {
+  std::vector<int> out;
+  for (const int k : r.pipeline.empty() ? divisors(r.gpus / t) : r.pipeline) {
+    if ((r.gpus / t) % k != 0) continue;
+    const int d = r.gpus / (t * k);
+    if (!r.data_parallel.empty() &&
+        std::find(r.data_parallel.begin(), r.data_parallel.end(), d) == r.data_parallel.end()) {
+      continue;
+    }
+    out.push_back(k);
+  }
+  return out;
 }
 
 double flops_per_sample(const models::Model& model) {
@@ -127,6 +153,7 @@ void plan_pipeline(const PlanContext& c, plan::Planner& planner, const models::M
   Scenario sc;
   sc.request.schedule = base.schedule;
   sc.request.stages = base.pipeline;
+  sc.request.stages_per_rank = base.stages_per_rank;
   sc.request.microbatches = base.microbatches;
   sc.request.batch = replica_batch;
   sc.request.recompute = base.recompute;
@@ -191,9 +218,11 @@ std::vector<ClusterPlanRow> plan_cluster(const ClusterPlanRequest& r, const Clus
                       .step_flops = flops_per_sample(r.model) * static_cast<double>(r.global_batch),
                       .tokens = static_cast<double>(r.global_batch) * std::max(r.model.seq, 1)};
   // Progress counts the configurations each T stands for, skipped or not.
-  const std::size_t per_pipeline = r.schedules.size() * r.recompute.size() * r.zero.size();
+  const std::vector<int> own_stages_per_rank{0};  // 0: the schedule's own V
+  const std::vector<int>& stages_per_rank = r.stages_per_rank.empty() ? own_stages_per_rank : r.stages_per_rank;
+  const std::size_t per_pipeline = r.schedules.size() * stages_per_rank.size() * r.recompute.size() * r.zero.size();
   const std::size_t per_depth = r.micro_batch_sizes.size() * per_pipeline;
-  const auto per_degree = [&](int t) { return r.gpus % t == 0 ? divisors(r.gpus / t).size() * per_depth : 1; };
+  const auto per_degree = [&](int t) { return r.gpus % t == 0 ? depths_for(r, t).size() * per_depth : 1; };
   std::size_t total = 0;
   for (const int t : degrees) total += per_degree(t);
   std::size_t done = 0;
@@ -212,7 +241,14 @@ std::vector<ClusterPlanRow> plan_cluster(const ClusterPlanRequest& r, const Clus
       continue;
     }
     plan::Planner planner(split.profile);
-    for (const int k : divisors(r.gpus / t)) {
+    const std::vector<int> depths = depths_for(r, t);
+    if (depths.empty()) {
+      rows.push_back({.tensor = t, .pipeline = 0, .data = 0, .status = "skipped",
+                      .reason = fmt::format("no pipeline depth of the lists makes T x K x D = {} with T = {}",
+                                            r.gpus, t)});
+      continue;
+    }
+    for (const int k : depths) {
       const int d = r.gpus / (t * k);
       ClusterPlanRow base{.tensor = t, .pipeline = k, .data = d, .status = "skipped"};
       if (r.global_batch % d != 0) {
@@ -233,12 +269,15 @@ std::vector<ClusterPlanRow> plan_cluster(const ClusterPlanRequest& r, const Clus
         }
         with_b.microbatches = static_cast<int>(replica_batch / b);
         for (const std::string& schedule : r.schedules) {
-          for (const schedules::RecomputePolicy recompute : r.recompute) {
-            ClusterPlanRow pipeline = with_b;
-            pipeline.schedule = schedule;
-            pipeline.recompute = recompute;
-            plan_pipeline(c, planner, split.model, pipeline, replica_batch, rows);
-            tick(r.zero.size());
+          for (const int v : stages_per_rank) {
+            for (const schedules::RecomputePolicy recompute : r.recompute) {
+              ClusterPlanRow pipeline = with_b;
+              pipeline.schedule = schedule;
+              pipeline.stages_per_rank = v;
+              pipeline.recompute = recompute;
+              plan_pipeline(c, planner, split.model, pipeline, replica_batch, rows);
+              tick(r.zero.size());
+            }
           }
         }
       }

@@ -2,10 +2,13 @@
 // of N GPUs, G to a node, for a global batch of GB samples. It enumerates
 //   T  tensor parallelism, each divisor of G the model's heads, kv heads and
 //      FFN allow (sequence parallel above 1, unless asked otherwise);
-//   K  pipeline stages, each divisor of N / T;
-//   D  = N / (T K) replicas, the global batch split evenly over them;
+//   K  pipeline stages, each divisor of N / T (or those of a list);
+//   D  = N / (T K) replicas, the global batch split evenly over them (only
+//      those of a list, when one is given);
 //   b  the micro-batch size (M = GB / D / b micro-batches), the schedule (with
-//      its own stages per rank V), the recompute policy and the ZeRO stage;
+//      its own stages per rank V, or each V of a list), the recompute policy
+//      and the ZeRO stage;
+// A list of one value each pins one configuration: a published run as it was run.
 // and predicts each (sim/scenario.hpp) from the analytic profile of the model
 // split over T (models/tensor_parallel.hpp), laid out on the cluster
 // (plan/cluster.hpp). What cannot exist is kept as a row with the reason;
@@ -48,6 +51,9 @@ struct ClusterPlanRequest {
   int gpus_per_node = 8;  // G
   std::int64_t global_batch = 1;  // GB samples
   std::vector<int> tensor_parallel;  // empty: every divisor of G
+  std::vector<int> pipeline;         // K; empty: every divisor of N / T
+  std::vector<int> data_parallel;    // D; empty: whatever N / (T K) is
+  std::vector<int> stages_per_rank;  // V; empty: each schedule's own
   bool sequence_parallel = true;     // with T > 1
   std::vector<int> micro_batch_sizes{1, 2, 4, 8};
   std::vector<std::string> schedules{"1f1b", "interleaved-1f1b"};
@@ -83,7 +89,7 @@ struct ClusterPlanRow {
 // Called from the calling thread with (configurations done, total).
 using ClusterPlanProgress = std::function<void(std::size_t done, std::size_t total)>;
 
-// Every configuration, in order of T, K, b, schedule, recompute, ZeRO.
+// Every configuration, in order of T, K, b, schedule, V, recompute, ZeRO.
 // InputError, naming the flag, for N or G < 1, N not whole nodes, GB < 1, an
 // empty or invalid list.
 [[nodiscard]] std::vector<ClusterPlanRow> plan_cluster(const ClusterPlanRequest& request,

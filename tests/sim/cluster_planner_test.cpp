@@ -127,6 +127,63 @@ TEST(ClusterPlanner, ARowIsThePredictionOfItsConfiguration) {
   EXPECT_EQ(plain.data_parallel_share, 0);
 }
 
+TEST(ClusterPlanner, ListsOfOneValuePinOneConfiguration) {
+  const std::vector<ClusterPlanRow> every = plan_cluster(small_request());
+  ClusterPlanRequest r = small_request();
+  r.tensor_parallel = {2};
+  r.pipeline = {2};
+  r.micro_batch_sizes = {4};
+  r.zero = {1};
+  const std::vector<ClusterPlanRow> one = plan_cluster(r);
+  ASSERT_EQ(one.size(), 1U);
+  const ClusterPlanRow& row = find_row(every, 2, 2, 4, 1);
+  EXPECT_EQ(one[0].data, 2);
+  EXPECT_EQ(one[0].status, "ok");
+  EXPECT_DOUBLE_EQ(one[0].step_us, row.step_us);
+  EXPECT_EQ(one[0].peak_memory_bytes, row.peak_memory_bytes);
+}
+
+TEST(ClusterPlanner, AReplicaListKeepsThoseReplicaCounts) {
+  ClusterPlanRequest r = small_request();
+  r.data_parallel = {2};
+  const std::vector<ClusterPlanRow> rows = plan_cluster(r);
+  std::set<std::tuple<int, int, int>> shapes;
+  for (const ClusterPlanRow& row : rows) {
+    if (row.pipeline > 0) shapes.insert({row.tensor, row.pipeline, row.data});
+  }
+  EXPECT_EQ(shapes, (std::set<std::tuple<int, int, int>>{{1, 4, 2}, {2, 2, 2}}));
+  // A depth that does not make the GPUs with any T: one row a T says so.
+  r = small_request();
+  r.tensor_parallel = {2};
+  r.pipeline = {3};
+  const std::vector<ClusterPlanRow> none = plan_cluster(r);
+  ASSERT_EQ(none.size(), 1U);
+  EXPECT_EQ(none[0].reason, "no pipeline depth of the lists makes T x K x D = 8 with T = 2");
+}
+
+TEST(ClusterPlanner, EachStagesPerRankOfTheListIsARow) {
+  ClusterPlanRequest r = small_request();
+  r.tensor_parallel = {1};
+  r.pipeline = {2};
+  r.micro_batch_sizes = {1};
+  r.zero = {0};
+  r.schedules = {"interleaved-1f1b", "1f1b"};
+  r.stages_per_rank = {2, 4};
+  const std::vector<ClusterPlanRow> rows = plan_cluster(r);
+  ASSERT_EQ(rows.size(), 4U);
+  EXPECT_EQ(rows[0].schedule, "interleaved-1f1b");
+  EXPECT_EQ(rows[0].stages_per_rank, 2);
+  EXPECT_EQ(rows[0].status, "ok") << rows[0].reason;
+  EXPECT_EQ(rows[1].stages_per_rank, 4);
+  EXPECT_EQ(rows[1].status, "ok") << rows[1].reason;
+  // The model cut into 4 and into 8 stages: two different pipelines.
+  EXPECT_NE(rows[1].step_us, rows[0].step_us);
+  // 1F1B has one stage a rank: its rows say why they cannot exist.
+  EXPECT_EQ(rows[2].status, "skipped");
+  EXPECT_EQ(rows[2].stages_per_rank, 2);
+  EXPECT_FALSE(rows[2].reason.empty());
+}
+
 TEST(ClusterPlanner, TheCsvHoldsEveryRow) {
   const std::vector<ClusterPlanRow> rows = plan_cluster(small_request());
   const std::string csv = cluster_plan_csv(rows);
@@ -145,6 +202,12 @@ TEST(ClusterPlanner, BadRequestsAreOneLine) {
   r = small_request();
   r.schedules.clear();
   EXPECT_EQ(error_of([&] { (void)plan_cluster(r); }), "--schedules: give at least one value");
+  r = small_request();
+  r.pipeline = {0};
+  EXPECT_EQ(error_of([&] { (void)plan_cluster(r); }), "--pipeline 0: give 1 or more stages");
+  r = small_request();
+  r.stages_per_rank = {0};
+  EXPECT_EQ(error_of([&] { (void)plan_cluster(r); }), "--stages-per-rank 0: give 1 or more stages a rank");
 }
 
 }  // namespace

@@ -36,6 +36,9 @@ struct PlanFlags {
   int gpus_per_node = 8;
   std::int64_t global_batch = 0;
   std::string tensor_parallel;  // empty: every divisor of G
+  std::string pipeline;         // empty: every divisor of N / T
+  std::string data_parallel;    // empty: whatever N / (T K) is
+  std::string stages_per_rank;  // empty: each schedule's own
   bool no_sequence_parallel = false;
   std::string micro_batch_sizes = "1,2,4,8";
   std::string schedules = "1f1b,interleaved-1f1b";
@@ -95,6 +98,9 @@ int run_plan(const PlanFlags& f) {
   r.gpus_per_node = f.gpus_per_node;
   r.global_batch = f.global_batch;
   if (!f.tensor_parallel.empty()) r.tensor_parallel = parse_int_list(f.tensor_parallel, "--tensor-parallel");
+  if (!f.pipeline.empty()) r.pipeline = parse_int_list(f.pipeline, "--pipeline");
+  if (!f.data_parallel.empty()) r.data_parallel = parse_int_list(f.data_parallel, "--data-parallel");
+  if (!f.stages_per_rank.empty()) r.stages_per_rank = parse_int_list(f.stages_per_rank, "--stages-per-rank");
   r.sequence_parallel = !f.no_sequence_parallel;
   r.micro_batch_sizes = parse_int_list(f.micro_batch_sizes, "--micro-batch-sizes");
   r.schedules = parse_name_list(f.schedules, "--schedules", sim::predictable_schedule_names());
@@ -155,6 +161,11 @@ Subcommand add_plan_command(CLI::App& app) {
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40));
   cmd->add_option("--tensor-parallel", f->tensor_parallel, "Tensor-parallel degrees to try, e.g. 1,2,4,8 (default: "
                                                            "every divisor of --gpus-per-node)");
+  cmd->add_option("--pipeline", f->pipeline, "Pipeline depths K to try, e.g. 8,16 (default: every divisor of N / T)");
+  cmd->add_option("--data-parallel", f->data_parallel,
+                  "Replica counts D to keep, e.g. 32,64 (default: whatever N / (T x K) is)");
+  cmd->add_option("--stages-per-rank", f->stages_per_rank,
+                  "Stages a rank V to try with interleaved schedules, e.g. 2,3 (default: each schedule's own)");
   cmd->add_flag("--no-sequence-parallel", f->no_sequence_parallel,
                 "Tensor parallelism without sequence parallelism (default: with it, above T = 1)");
   cmd->add_option("--micro-batch-sizes", f->micro_batch_sizes, "Micro-batch sizes b to try")->capture_default_str();
