@@ -68,13 +68,14 @@ namespace {
 struct NamedGenerator {
   std::string_view name;
   Schedule (*generate)(const ScheduleOptions&);
+  bool chosen_stages_per_rank = false;  // takes any V >= 2 (kSeveralStagesPerRank)
 };
 constexpr NamedGenerator kGenerators[] = {
     {"gpipe", generate_gpipe},
     {"1f1b", generate_1f1b},
-    {"interleaved-1f1b", generate_interleaved_1f1b},
-    {"looped-bfs", generate_looped_bfs},
-    {"interleaved-zb", generate_interleaved_zb},
+    {"interleaved-1f1b", generate_interleaved_1f1b, true},
+    {"looped-bfs", generate_looped_bfs, true},
+    {"interleaved-zb", generate_interleaved_zb, true},
     {"zbv", generate_zbv},
     {"dualpipev", generate_dualpipev},
     {"zb-h1", generate_zb_h1},
@@ -87,6 +88,13 @@ std::vector<std::string> schedule_names() {
   std::vector<std::string> names;
   for (const NamedGenerator& g : kGenerators) names.emplace_back(g.name);
   return names;
+}
+
+bool takes_stages_per_rank(std::string_view name) {
+  for (const NamedGenerator& g : kGenerators) {
+    if (g.name == name) return g.chosen_stages_per_rank;
+  }
+  return false;
 }
 
 Schedule generate(std::string_view name, const ScheduleOptions& options) {

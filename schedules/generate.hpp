@@ -55,6 +55,11 @@ struct ScheduleOptions {
 // family refuses (a V it cannot take, or torch's rules for M).
 [[nodiscard]] Schedule generate(std::string_view name, const ScheduleOptions& options);
 
+// Whether the family `name` takes a V of the caller's choice (the
+// interleaved ones: any V of 2 or more) rather than a fixed one; false for an
+// unknown name.
+[[nodiscard]] bool takes_stages_per_rank(std::string_view name);
+
 // The names generate() accepts ("gpipe", "1f1b", ...), for flag checks, help texts
 // and error messages: every command line takes its list from here.
 [[nodiscard]] std::vector<std::string> schedule_names();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <string>
 #include <utility>
 
 #include <fmt/format.h>
@@ -10,6 +11,7 @@
 #include "models/tensor_parallel.hpp"
 #include "plan/plan.hpp"
 #include "profiles/stage_costs.hpp"
+#include "schedules/generate.hpp"
 #include "sim/scenario.hpp"
 
 namespace gpipe::sim {
@@ -55,21 +57,38 @@ void check(const ClusterPlanRequest& r) {
   }
 }
 
-// The pipeline depths K to try with T GPUs a stage: the list's, or every
-// divisor of N / T; and of those, the ones whose D = N / (T K) the list of
-// replica counts holds, when there is one.
-std::vector<int> depths_for(const ClusterPlanRequest& r, int t) {
-  std::vector<int> out;
+// A pipeline depth K to try with T GPUs a stage, or why it cannot be one.
+struct Depth {
+  int k = 0;
+  std::string error;  // empty: K divides N / T
+};
+
+// The depths to try with T GPUs a stage: --pipeline's (each that does not
+// divide N / T kept, with why), or every divisor of N / T; of those, only the
+// ones whose D = N / (T K) --data-parallel's list holds, when there is one.
+std::vector<Depth> depths_for(const ClusterPlanRequest& r, int t) {
+  std::vector<Depth> out;
   for (const int k : r.pipeline.empty() ? divisors(r.gpus / t) : r.pipeline) {
-    if ((r.gpus / t) % k != 0) continue;
+    if ((r.gpus / t) % k != 0) {
+      out.push_back({k, fmt::format("--pipeline {} does not divide N / T = {} ({} GPUs, T = {})", k, r.gpus / t,
+                                    r.gpus, t)});
+      continue;
+    }
     const int d = r.gpus / (t * k);
     if (!r.data_parallel.empty() &&
         std::find(r.data_parallel.begin(), r.data_parallel.end(), d) == r.data_parallel.end()) {
       continue;
     }
-    out.push_back(k);
+    out.push_back({k, {}});
   }
   return out;
+}
+
+// The stages per rank to try with `schedule`: the list's for a family that
+// takes a V of the caller's choice (the interleaved ones), else the family's own (0).
+std::vector<int> stages_per_rank_for(const ClusterPlanRequest& r, const std::string& schedule) {
+  if (r.stages_per_rank.empty() || !schedules::takes_stages_per_rank(schedule)) return {0};
+  return r.stages_per_rank;
 }
 
 double flops_per_sample(const models::Model& model) {
@@ -218,11 +237,17 @@ std::vector<ClusterPlanRow> plan_cluster(const ClusterPlanRequest& r, const Clus
                       .step_flops = flops_per_sample(r.model) * static_cast<double>(r.global_batch),
                       .tokens = static_cast<double>(r.global_batch) * std::max(r.model.seq, 1)};
   // Progress counts the configurations each T stands for, skipped or not.
-  const std::vector<int> own_stages_per_rank{0};  // 0: the schedule's own V
-  const std::vector<int>& stages_per_rank = r.stages_per_rank.empty() ? own_stages_per_rank : r.stages_per_rank;
-  const std::size_t per_pipeline = r.schedules.size() * stages_per_rank.size() * r.recompute.size() * r.zero.size();
+  std::size_t per_pipeline = 0;  // of one b: every schedule at each of its V, recompute policy and ZeRO stage
+  for (const std::string& schedule : r.schedules) {
+    per_pipeline += stages_per_rank_for(r, schedule).size() * r.recompute.size() * r.zero.size();
+  }
   const std::size_t per_depth = r.micro_batch_sizes.size() * per_pipeline;
-  const auto per_degree = [&](int t) { return r.gpus % t == 0 ? depths_for(r, t).size() * per_depth : 1; };
+  const auto per_degree = [&](int t) -> std::size_t {
+    if (r.gpus % t != 0) return 1;
+    std::size_t n = 0;
+    for (const Depth& depth : depths_for(r, t)) n += depth.error.empty() ? per_depth : 1;
+    return n;
+  };
   std::size_t total = 0;
   for (const int t : degrees) total += per_degree(t);
   std::size_t done = 0;
@@ -241,14 +266,20 @@ std::vector<ClusterPlanRow> plan_cluster(const ClusterPlanRequest& r, const Clus
       continue;
     }
     plan::Planner planner(split.profile);
-    const std::vector<int> depths = depths_for(r, t);
+    const std::vector<Depth> depths = depths_for(r, t);
     if (depths.empty()) {
       rows.push_back({.tensor = t, .pipeline = 0, .data = 0, .status = "skipped",
                       .reason = fmt::format("no pipeline depth of the lists makes T x K x D = {} with T = {}",
                                             r.gpus, t)});
       continue;
     }
-    for (const int k : depths) {
+    for (const Depth& depth : depths) {
+      const int k = depth.k;
+      if (!depth.error.empty()) {
+        rows.push_back({.tensor = t, .pipeline = k, .data = 0, .status = "skipped", .reason = depth.error});
+        tick(1);
+        continue;
+      }
       const int d = r.gpus / (t * k);
       ClusterPlanRow base{.tensor = t, .pipeline = k, .data = d, .status = "skipped"};
       if (r.global_batch % d != 0) {
@@ -269,7 +300,7 @@ std::vector<ClusterPlanRow> plan_cluster(const ClusterPlanRequest& r, const Clus
         }
         with_b.microbatches = static_cast<int>(replica_batch / b);
         for (const std::string& schedule : r.schedules) {
-          for (const int v : stages_per_rank) {
+          for (const int v : stages_per_rank_for(r, schedule)) {
             for (const schedules::RecomputePolicy recompute : r.recompute) {
               ClusterPlanRow pipeline = with_b;
               pipeline.schedule = schedule;

@@ -6,8 +6,8 @@
 //   D  = N / (T K) replicas, the global batch split evenly over them (only
 //      those of a list, when one is given);
 //   b  the micro-batch size (M = GB / D / b micro-batches), the schedule (with
-//      its own stages per rank V, or each V of a list), the recompute policy
-//      and the ZeRO stage;
+//      its own stages per rank V, or, for a family that takes a V of one's
+//      choice, each V of a list), the recompute policy and the ZeRO stage;
 // A list of one value each pins one configuration: a published run as it was run.
 // and predicts each (sim/scenario.hpp) from the analytic profile of the model
 // split over T (models/tensor_parallel.hpp), laid out on the cluster
@@ -53,7 +53,7 @@ struct ClusterPlanRequest {
   std::vector<int> tensor_parallel;  // empty: every divisor of G
   std::vector<int> pipeline;         // K; empty: every divisor of N / T
   std::vector<int> data_parallel;    // D; empty: whatever N / (T K) is
-  std::vector<int> stages_per_rank;  // V; empty: each schedule's own
+  std::vector<int> stages_per_rank;  // V of the interleaved families; empty: each schedule's own
   bool sequence_parallel = true;     // with T > 1
   std::vector<int> micro_batch_sizes{1, 2, 4, 8};
   std::vector<std::string> schedules{"1f1b", "interleaved-1f1b"};

@@ -31,6 +31,19 @@ expect_status 2 scripts/published --sim "$sim" --only "GPT 2T"
 expect_one_error_line "--only GPT 2T: no such run in"
 expect_status 2 scripts/published --sim "$tmp/no-sim"
 expect_one_error_line "no gpipe-sim there"
+expect_status 2 scripts/published --sim "$tmp"
+expect_one_error_line "no gpipe-sim there"
+printf 'not a program' >"$tmp/not-a-program"
+chmod +x "$tmp/not-a-program"
+expect_status 2 scripts/published --sim "$tmp/not-a-program" --only "GPT 18B"
+expect_one_error_line "cannot run it"
+printf '\xff\xfe' >"$tmp/latin.json"
+expect_status 2 scripts/published --sim "$sim" --runs "$tmp/latin.json"
+expect_one_error_line "latin.json: not JSON"
+expect_status 2 scripts/published --sim "$sim" --out "$tmp/no-such-folder/p.csv"
+expect_one_error_line "--out $tmp/no-such-folder/p.csv: cannot write there"
+expect_status 2 scripts/published --sim "$sim" --no-such-flag
+expect_one_error_line "unrecognized arguments: --no-such-flag"
 # A configuration gpipe cannot run names the run and gpipe-sim's reason.
 python3 - "$tmp/odd.json" <<'PY'
 import json, sys
@@ -38,7 +51,17 @@ runs = json.load(open("published/runs.json"))
 run = runs["runs"][0]
 run["micro_batch_size"] = 3  # 512 / 32 replicas = 16 a replica: not a multiple of 3
 json.dump({"runs": [run]}, open(sys.argv[1], "w"))
+run["micro_batch_size"] = 16
+run["published"]["tflops_per_gpu"] = 0
+json.dump({"runs": [run]}, open(sys.argv[1] + ".zero", "w"))
+run["published"]["tflops_per_gpu"] = 137
+run["stages_per_rank"] = []
+json.dump({"runs": [run]}, open(sys.argv[1] + ".nov", "w"))
 PY
+expect_status 2 scripts/published --sim "$sim" --runs "$tmp/odd.json.zero"
+expect_one_error_line "published.tflops_per_gpu must be a number above 0"
+expect_status 2 scripts/published --sim "$sim" --runs "$tmp/odd.json.nov"
+expect_one_error_line '"stages_per_rank" must be a non-empty list of 1 or more'
 expect_status 2 scripts/published --sim "$sim" --runs "$tmp/odd.json"
 expect_one_error_line "GPT 1.7B: gpipe-sim cannot run this configuration: a replica's batch of 16 is not a multiple of 3"
 

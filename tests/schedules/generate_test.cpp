@@ -103,5 +103,22 @@ TEST(Generate, EveryListedNameGenerates) {
   }
 }
 
+TEST(GenerateFamilies, TheInterleavedOnesTakeAVOfOnesChoice) {
+  for (const std::string& name : schedule_names()) {
+    const bool chosen = name == "interleaved-1f1b" || name == "looped-bfs" || name == "interleaved-zb";
+    EXPECT_EQ(takes_stages_per_rank(name), chosen) << name;
+    // What it says is what generate() does: V = 3 runs, or is refused.
+    const ScheduleOptions o{.num_ranks = 2, .stages_per_rank = 3, .num_microbatches = 4};
+    bool ran = true;
+    try {
+      (void)generate(name, o);
+    } catch (const InputError&) {
+      ran = false;
+    }
+    EXPECT_EQ(ran, chosen) << name;
+  }
+  EXPECT_FALSE(takes_stages_per_rank("no-such-family"));
+}
+
 }  // namespace
 }  // namespace gpipe::schedules

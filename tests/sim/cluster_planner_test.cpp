@@ -152,10 +152,17 @@ TEST(ClusterPlanner, AReplicaListKeepsThoseReplicaCounts) {
     if (row.pipeline > 0) shapes.insert({row.tensor, row.pipeline, row.data});
   }
   EXPECT_EQ(shapes, (std::set<std::tuple<int, int, int>>{{1, 4, 2}, {2, 2, 2}}));
-  // A depth that does not make the GPUs with any T: one row a T says so.
+  // A depth that does not divide the GPUs is a row that says so.
   r = small_request();
   r.tensor_parallel = {2};
-  r.pipeline = {3};
+  r.pipeline = {3, 2};
+  const std::vector<ClusterPlanRow> odd = plan_cluster(r);
+  ASSERT_EQ(odd.size(), 1U + 2 * 2);  // K = 3 alone; K = 2 at b 1 and 4, ZeRO 0 and 1
+  EXPECT_EQ(odd[0].pipeline, 3);
+  EXPECT_EQ(odd[0].reason, "--pipeline 3 does not divide N / T = 4 (8 GPUs, T = 2)");
+  // Lists that leave no depth for a T: one row says so.
+  r.pipeline = {2};
+  r.data_parallel = {4};
   const std::vector<ClusterPlanRow> none = plan_cluster(r);
   ASSERT_EQ(none.size(), 1U);
   EXPECT_EQ(none[0].reason, "no pipeline depth of the lists makes T x K x D = 8 with T = 2");
@@ -170,7 +177,7 @@ TEST(ClusterPlanner, EachStagesPerRankOfTheListIsARow) {
   r.schedules = {"interleaved-1f1b", "1f1b"};
   r.stages_per_rank = {2, 4};
   const std::vector<ClusterPlanRow> rows = plan_cluster(r);
-  ASSERT_EQ(rows.size(), 4U);
+  ASSERT_EQ(rows.size(), 3U);
   EXPECT_EQ(rows[0].schedule, "interleaved-1f1b");
   EXPECT_EQ(rows[0].stages_per_rank, 2);
   EXPECT_EQ(rows[0].status, "ok") << rows[0].reason;
@@ -178,10 +185,10 @@ TEST(ClusterPlanner, EachStagesPerRankOfTheListIsARow) {
   EXPECT_EQ(rows[1].status, "ok") << rows[1].reason;
   // The model cut into 4 and into 8 stages: two different pipelines.
   EXPECT_NE(rows[1].step_us, rows[0].step_us);
-  // 1F1B has one stage a rank: its rows say why they cannot exist.
-  EXPECT_EQ(rows[2].status, "skipped");
-  EXPECT_EQ(rows[2].stages_per_rank, 2);
-  EXPECT_FALSE(rows[2].reason.empty());
+  // 1F1B has one stage a rank whatever the list: one row, at its own V.
+  EXPECT_EQ(rows[2].schedule, "1f1b");
+  EXPECT_EQ(rows[2].status, "ok") << rows[2].reason;
+  EXPECT_EQ(rows[2].stages_per_rank, 1);
 }
 
 TEST(ClusterPlanner, TheCsvHoldsEveryRow) {
