@@ -3,7 +3,8 @@
 # runs it: the same losses as the run of threads, the reporter alone printing,
 # one trace on one clock; with two stages a process, a tied embedding, data
 # parallelism, ZeRO 1 and tensor parallelism, and what each cannot run.
-# (Failures: run_faults_mpi_test.sh; profile and validate: run_validate_mpi_test.sh.)
+# (Failures: run_faults_mpi_test.sh; profile and validate: run_validate_mpi_test.sh and
+# run_validate_parallel_mpi_test.sh.)
 # Exit 77 (skipped) where there is no mpirun or this gpipe-run has no MPI.
 # Usage: run_train_mpi_test.sh GPIPE_SIM GPIPE_RUN
 set -u
