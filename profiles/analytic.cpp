@@ -43,10 +43,18 @@ void check_no_overflow(const models::Layer& layer, int b, models::DType dtype) {
 
 }  // namespace
 
+double memory_efficiency(const Device& device, const AnalyticOptions& options) {
+  if (options.bw_efficiency) return *options.bw_efficiency;
+  if (options.mfu) return kRooflineBwEfficiency;
+  return (options.kernels ? *options.kernels : kernel_model_for(device)).memory_efficiency;
+}
+
 void validate(const AnalyticOptions& o) {
-  require(std::isfinite(o.mfu) && o.mfu > 0 && o.mfu <= 1, "mfu", "a number in (0, 1]", o.mfu);
-  require(std::isfinite(o.bw_efficiency) && o.bw_efficiency > 0 && o.bw_efficiency <= 1,
-          "bw_efficiency", "a number in (0, 1]", o.bw_efficiency);
+  if (o.mfu) require(std::isfinite(*o.mfu) && *o.mfu > 0 && *o.mfu <= 1, "mfu", "a number in (0, 1]", *o.mfu);
+  if (o.bw_efficiency) {
+    require(std::isfinite(*o.bw_efficiency) && *o.bw_efficiency > 0 && *o.bw_efficiency <= 1, "bw_efficiency",
+            "a number in (0, 1]", *o.bw_efficiency);
+  }
   require(std::isfinite(o.launch_overhead_us) && o.launch_overhead_us >= 0, "launch_overhead_us",
           "a non-negative number", o.launch_overhead_us);
   require(std::isfinite(o.optimizer_bytes_per_param) && o.optimizer_bytes_per_param >= 0,
@@ -55,10 +63,11 @@ void validate(const AnalyticOptions& o) {
           "a non-negative number", o.link_latency_us);
 }
 
-PassTimes analytic_pass_times(const models::Layer& layer, const Device& device, models::DType dtype,
+namespace {
+
+// --mfu's flat roofline: each pass max(FLOPs at mfu of the peak, its bytes).
+PassTimes roofline_pass_times(const models::Layer& layer, const Device& device, models::DType dtype,
                               int micro_batch_size, const AnalyticOptions& options) {
-  validate(options);
-  check_no_overflow(layer, micro_batch_size, dtype);
   const models::LayerBytes bytes = models::bytes_at(layer, micro_batch_size, dtype);
   const double b = micro_batch_size;
   const double e = models::bytes_per_element(dtype);
@@ -66,8 +75,8 @@ PassTimes analytic_pass_times(const models::Layer& layer, const Device& device, 
   const double stash = static_cast<double>(bytes.activation_bytes);
   const double grad_out = static_cast<double>(bytes.output_bytes);
   const double grad_in = b * static_cast<double>(layer.input_elems) * e;
-  const double peak = peak_flops(device, dtype) * options.mfu;
-  const double bw = hbm_bytes_per_s(device) * options.bw_efficiency;
+  const double peak = peak_flops(device, dtype) * *options.mfu;
+  const double bw = hbm_bytes_per_s(device) * options.bw_efficiency.value_or(kRooflineBwEfficiency);
 
   PassTimes times;
   times.fwd_us = pass_us(b * layer.fwd_flops, weights + stash + grad_out, peak, bw, options);
@@ -80,6 +89,40 @@ PassTimes analytic_pass_times(const models::Layer& layer, const Device& device, 
         pass_us(b * layer.bwd_weight_flops, 2 * weights + stash + grad_out, peak, bw, options);
   }
   return times;
+}
+
+// The kernel model: each pass the sum of its kernels' times.
+PassTimes kernel_pass_times(const models::Model& model, const models::Layer& layer, const Device& device,
+                            models::DType dtype, int micro_batch_size, const AnalyticOptions& options) {
+  KernelModel kernels = options.kernels ? *options.kernels : kernel_model_for(device);
+  if (options.bw_efficiency) kernels.memory_efficiency = *options.bw_efficiency;
+  PassTimes times;
+  bool has[3] = {false, false, false};
+  for (const models::Kernel& k : models::layer_kernels(model, layer, micro_batch_size, dtype)) {
+    const double us = kernel_us(k, kernels, device, dtype);
+    switch (k.pass) {
+      case models::KernelPass::forward: times.fwd_us += us; break;
+      case models::KernelPass::input: times.bwd_input_us += us; break;
+      case models::KernelPass::weight: times.bwd_weight_us += us; break;
+    }
+    has[static_cast<int>(k.pass)] = true;
+  }
+  // One launch cost a pass that runs anything, as the roofline's.
+  if (has[0]) times.fwd_us += options.launch_overhead_us;
+  if (has[1]) times.bwd_input_us += options.launch_overhead_us;
+  if (has[2]) times.bwd_weight_us += options.launch_overhead_us;
+  return times;
+}
+
+}  // namespace
+
+PassTimes analytic_pass_times(const models::Model& model, const models::Layer& layer, const Device& device,
+                              models::DType dtype, int micro_batch_size, const AnalyticOptions& options) {
+  validate(options);
+  check_no_overflow(layer, micro_batch_size, dtype);
+  if (micro_batch_size < 1) (void)models::bytes_at(layer, micro_batch_size, dtype);  // names the error
+  if (options.mfu) return roofline_pass_times(layer, device, dtype, micro_batch_size, options);
+  return kernel_pass_times(model, layer, device, dtype, micro_batch_size, options);
 }
 
 PassTimes analytic_collective_times(const models::Layer& layer, int group, const Device& device,
@@ -110,7 +153,7 @@ double analytic_optimizer_us(const models::Layer& layer, const Device& device,
   validate(options);
   if (layer.params == 0) return 0;
   const double bytes = static_cast<double>(layer.params) * options.optimizer_bytes_per_param;
-  return bytes / (hbm_bytes_per_s(device) * options.bw_efficiency) * 1e6 +
+  return bytes / (hbm_bytes_per_s(device) * memory_efficiency(device, options)) * 1e6 +
          options.launch_overhead_us;
 }
 
@@ -146,7 +189,7 @@ Profile analytic_profile(const models::Model& model, const Device& device, model
     out.tied_bytes = layer.tied_elems * models::bytes_per_element(dtype);
     out.optimizer_us = analytic_optimizer_us(layer, device, options);
     for (const int b : sizes) {
-      const PassTimes compute = analytic_pass_times(layer, device, dtype, b, options);
+      const PassTimes compute = analytic_pass_times(model, layer, device, dtype, b, options);
       const PassTimes comm = analytic_collective_times(layer, model.tensor_parallel, device, dtype, b, options);
       const PassTimes t{.fwd_us = compute.fwd_us + comm.fwd_us,
                         .bwd_input_us = compute.bwd_input_us + comm.bwd_input_us,

@@ -1,32 +1,36 @@
 // The analytic cost model: a profile (source "analytic") computed from a
-// model's FLOPs and bytes and a device's peak rates, with no GPU. A roofline
-// per pass, deterministic, so that the simulator can be run for hardware that
-// is not at hand. It is an estimate; a CUPTI profile replaces it when measured.
+// model's kernels and a device's kernel model, with no GPU. Deterministic,
+// so that the simulator can be run for hardware that is not at hand. It is an
+// estimate; a CUPTI profile replaces it when measured.
 //
-// For layer l at micro-batch size b in dtype (e bytes per element), with
+// Each pass of layer l at micro-batch size b in dtype is the kernels it runs
+// (models/layer_kernels.hpp: its GEMMs with their shapes, the attention core,
+// the memory-bound kernels), each priced by the device's kernel model
+// (profiles/kernel_model.hpp: wave and tile quantization, efficiencies
+// fitted or measured, from profiles/data/kernels/), plus one
+// launch_overhead_us a pass that runs anything:
+//   fwd_us        = sum of the forward kernels' times + launch_overhead_us
+//   bwd_input_us  = the input gradient's kernels (0 when the layer has no
+//                   floating input: the embedding)
+//   bwd_weight_us = the weight gradient's kernels (0 when the layer has no
+//                   parameters)
+//   bwd_us        = bwd_input_us + bwd_weight_us
+//   optimizer_us  = params * optimizer_bytes_per_param / (hbm * memory efficiency) * 1e6
+//                   + launch_overhead_us, 0 when the layer has no parameters
+//                   (AdamW is memory-bound)
+//
+// With `mfu` set (gpipe-sim profile --mfu), the flat roofline instead: each pass
 //   P     = param_bytes(l, dtype)                       (the weights)
 //   In, Out, Act = models::bytes_at(l, b, dtype)         (input, output, stash)
 //   dOut  = Out                                          (the output's gradient)
 //   dIn   = b * input_elems * e  (the input's gradient; int32 token ids have none)
 //   peak  = peak_flops(device, dtype) * mfu
-//   bw    = hbm_bytes_per_s(device) * bw_efficiency
+//   bw    = hbm_bytes_per_s(device) * bw_efficiency (default kRooflineBwEfficiency)
 //   t(flops, bytes) = max(flops / peak, bytes / bw) * 1e6 + launch_overhead_us
-// each pass costs, in microseconds:
 //   fwd_us        = t(b * fwd_flops,        P + Act + Out)
-//                   (read the weights and the input, write the rest of the
-//                    stash and the output: In is part of Act)
 //   bwd_input_us  = t(b * bwd_input_flops,  P + Act + dOut + dIn)
-//                   (read weights, stash and output gradient, write the input
-//                    gradient); 0 when the layer has no floating input (the
-//                   embedding: nothing to differentiate, nothing launched)
 //   bwd_weight_us = t(b * bwd_weight_flops, 2P + Act + dOut)
-//                   (read stash and output gradient, read-modify-write the
-//                    weight gradient); 0 when the layer has no parameters
-//   bwd_us        = bwd_input_us + bwd_weight_us
-//   optimizer_us  = params * optimizer_bytes_per_param / bw * 1e6 + launch_overhead_us,
-//                   0 when the layer has no parameters (AdamW is memory-bound)
-// Each pass of a layer counts as one launch: its kernels run back to back, so
-// one fixed overhead stands for the host-side cost of the whole pass.
+// bw_efficiency, when set, is the memory efficiency of either form.
 // With tensor parallelism (a model split by models::split_tensor_parallel)
 // the numbers above are one GPU's, and each pass adds its collectives
 // (Layer::collectives), priced by profiles/collectives.hpp (the faster
@@ -41,20 +45,25 @@
 // accounting, split backward included.
 #pragma once
 
+#include <optional>
 #include <span>
 
 #include "models/model.hpp"
 #include "profiles/device.hpp"
+#include "profiles/kernel_model.hpp"
 #include "profiles/profile.hpp"
 
 namespace gpipe::profiles {
 
 struct AnalyticOptions {
-  // Fraction of the peak FLOP rate reached: 0.5 is typical of GEMM-heavy
-  // training (Megatron-LM reports 40-55% model FLOPs utilisation).
-  double mfu = 0.5;
-  // Fraction of the HBM bandwidth reached by streaming kernels.
-  double bw_efficiency = 0.8;
+  // Fraction of the peak FLOP rate every pass reaches: set, the flat
+  // roofline above replaces the kernel model.
+  std::optional<double> mfu;
+  // Fraction of the HBM bandwidth memory-bound work reaches; unset, the
+  // kernel model's (the roofline's: kRooflineBwEfficiency).
+  std::optional<double> bw_efficiency;
+  // The kernel model; unset, the device's shipped one (kernel_model_for).
+  std::optional<KernelModel> kernels;
   // Fixed cost of each pass (fwd, bwd_input, bwd_weight, optimizer step).
   double launch_overhead_us = 5.0;
   // Bytes AdamW moves per parameter: ~16 bytes of state (ZeRO's mixed-precision
@@ -64,6 +73,9 @@ struct AnalyticOptions {
   // The profile's link latency; its bandwidth is the device's NVLink.
   double link_latency_us = 5.0;
 };
+
+// The flat roofline's memory efficiency when --mfu is given alone.
+inline constexpr double kRooflineBwEfficiency = 0.8;
 
 // Throws InputError naming the option ("analytic option mfu: ...") unless mfu
 // and bw_efficiency are in (0, 1] and the others finite and >= 0.
@@ -80,9 +92,9 @@ struct PassTimes {
   bool operator==(const PassTimes&) const = default;
 };
 
-// The formulas above for one layer at one micro-batch size. InputError when
-// micro_batch_size < 1 or the options are invalid.
-[[nodiscard]] PassTimes analytic_pass_times(const models::Layer& layer, const Device& device,
+// The formulas above for one layer of `model` at one micro-batch size.
+// InputError when micro_batch_size < 1 or the options are invalid.
+[[nodiscard]] PassTimes analytic_pass_times(const models::Model& model, const models::Layer& layer, const Device& device,
                                             models::DType dtype, int micro_batch_size,
                                             const AnalyticOptions& options = {});
 
@@ -91,6 +103,10 @@ struct PassTimes {
 [[nodiscard]] PassTimes analytic_collective_times(const models::Layer& layer, int group, const Device& device,
                                                   models::DType dtype, int micro_batch_size,
                                                   const AnalyticOptions& options = {});
+
+// The memory efficiency the options give on `device`: bw_efficiency, else
+// the roofline's with mfu, else the kernel model's.
+[[nodiscard]] double memory_efficiency(const Device& device, const AnalyticOptions& options);
 
 // The layer's AdamW step, as above.
 [[nodiscard]] double analytic_optimizer_us(const models::Layer& layer, const Device& device,

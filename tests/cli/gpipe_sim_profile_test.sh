@@ -18,7 +18,8 @@ expect_sizes() {
 
 expect_status 0 "$sim" profile --model "$spec" --device h100 --micro-batch-sizes 1,2 --out "$tmp/p.json"
 [ "$(cat "$tmp/out")" = "$tmp/p.json: analytic profile of $spec on NVIDIA H100 80GB HBM3 (bf16), 4 layers, micro-batch sizes 1,2
-133,888 parameters; forward 0.003801 GFLOP per sample" ] \
+133,888 parameters; forward 0.003801 GFLOP per sample
+priced kernel by kernel: h100's kernel model ($(sed -n 's/^  "source": "\(.*\)",$/\1/p' "$(dirname "$0")/../../profiles/data/kernels/h100.json"))" ] \
   || fail "summary: $(cat "$tmp/out")"
 grep -q '"source": "analytic"' "$tmp/p.json" || fail "source field"
 grep -q '"format": "gpipe-profile"' "$tmp/p.json" || fail "format field"
@@ -28,6 +29,18 @@ expect_status 0 "$sim" profile --model mlp:layers=2,hidden=8 --device A100 --dty
   --micro-batch-sizes 4 --out "$tmp/q.json" --mfu 0.4 --link-latency-us 2
 grep -q "on NVIDIA A100-SXM4-80GB (fp32), 3 layers" "$tmp/out" || fail "a100 fp32: $(cat "$tmp/out")"
 grep -q '"latency_us": 2.0' "$tmp/q.json" || fail "--link-latency-us"
+grep -q "^priced at 0.4 of the peak FLOP rate (--mfu), a flat roofline$" "$tmp/out" || fail "--mfu: $(cat "$tmp/out")"
+# A kernel model of one's own; a malformed one is one line and exit 2.
+sed 's/"efficiency": 0.[0-9]*,/"efficiency": 0.9,/; s/"source": "[^"]*"/"source": "mine"/' \
+  "$(dirname "$0")/../../profiles/data/kernels/h100.json" >"$tmp/k.json"
+expect_status 0 "$sim" profile --model "$spec" --device h100 --micro-batch-sizes 1 --out "$tmp/k.out.json" \
+  --kernel-file "$tmp/k.json"
+grep -q "^priced kernel by kernel: h100's kernel model (mine)$" "$tmp/out" || fail "--kernel-file: $(cat "$tmp/out")"
+echo '{"device": "h100"}' >"$tmp/bad_k.json"
+expect_status 2 "$sim" profile --model "$spec" --device h100 --micro-batch-sizes 1 --out "$tmp/k.out.json" \
+  --kernel-file "$tmp/bad_k.json"
+[ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "bad_k.json: source: is missing" "$tmp/err" \
+  || fail "bad --kernel-file: $(cat "$tmp/err")"
 
 # LIST: single values, ranges, mixes, spaces, any order (the profile sorts).
 expect_sizes 1,2,4,8 "1,2,4,8"

@@ -22,7 +22,7 @@ expect_status 0 "$sim" run --schedule-file "$data/dualpipev_k2_m4_comms.csv" -b 
 expect_out "dualpipev_k2_m4_comms, 4 stages on 2 ranks, 4 micro-batches of 2 samples (batch 8)"
 expect_out "^note: 16 UNSHARD/RESHARD/REDUCE_GRAD/WAIT_REDUCE_GRAD actions cost 0 (no profile gives them a cost)$"
 # Rank 0 holds stages 0 and 3 (V-shape): the table lists the layers of both.
-expect_out "^   0  0-12,38-49 "
+expect_out "^   0  0-12,37-49 "
 expect_status 0 "$sim" run --schedule-file "$data/dualpipev_k2_m4_comms.csv" -N 8 --json
 expect_out '"notes"'
 expect_out '"overlap_f_b": null'

@@ -16,7 +16,9 @@
 
 #include "base/error.hpp"
 #include "models/model_spec.hpp"
+#include "models/layer_kernels.hpp"
 #include "profiles/analytic.hpp"
+#include "profiles/kernel_model.hpp"
 #include "profiles/profile.hpp"
 
 namespace gpipe::profiles {
@@ -51,7 +53,7 @@ std::string analytic_error_of(Call call) {
 // elements (Act = 2*42*2 = 168), Out = dIn = 2*4*2 = 16.
 TEST(AnalyticByHand, MlpBlockRooflineBothBranches) {
   const models::Model model = models::parse_model("mlp:layers=1,hidden=4");
-  const PassTimes t = analytic_pass_times(model.layers[0], kToy, DType::bf16, 2, kExact);
+  const PassTimes t = analytic_pass_times(model, model.layers[0], kToy, DType::bf16, 2, kExact);
   EXPECT_DOUBLE_EQ(t.fwd_us, 512005.0);         // max(512 FLOPs, 312+168+16 = 496 bytes) + 5
   EXPECT_DOUBLE_EQ(t.bwd_input_us, 512005.0);   // max(512, 312+168+16+16 = 512) + 5
   EXPECT_DOUBLE_EQ(t.bwd_weight_us, 808005.0);  // max(512, 2*312+168+16 = 808) + 5
@@ -63,7 +65,7 @@ TEST(AnalyticByHand, MlpBlockRooflineBothBranches) {
 TEST(AnalyticByHand, MseLossIsMemoryBoundWithNoWeightPass) {
   const models::Model model = models::parse_model("mlp:layers=1,hidden=4");
   const models::Layer& loss = model.layers[1];
-  const PassTimes t = analytic_pass_times(loss, kToy, DType::bf16, 2, kExact);
+  const PassTimes t = analytic_pass_times(model, loss, kToy, DType::bf16, 2, kExact);
   EXPECT_DOUBLE_EQ(t.fwd_us, 36005.0);        // 0 + 32 + 4
   EXPECT_DOUBLE_EQ(t.bwd_input_us, 52005.0);  // 0 + 32 + 4 + 16
   EXPECT_EQ(t.bwd_weight_us, 0.0);
@@ -77,47 +79,80 @@ TEST(AnalyticByHand, TransformerLayers) {
   ASSERT_EQ(model.layers.size(), 3u);
   // embed: params VH+SH = 40 (P 80), no FLOPs, stash = ids 4S = 8 bytes, Out SH = 16 bytes.
   // Its input is token ids: no input gradient, so no bwd_input pass.
-  const PassTimes embed = analytic_pass_times(model.layers[0], kToy, DType::bf16, 1, kExact);
+  const PassTimes embed = analytic_pass_times(model, model.layers[0], kToy, DType::bf16, 1, kExact);
   EXPECT_DOUBLE_EQ(embed.fwd_us, 104005.0);  // 80 + 8 + 16
   EXPECT_EQ(embed.bwd_input_us, 0.0);
   EXPECT_DOUBLE_EQ(embed.bwd_weight_us, 184005.0);  // 2*80 + 8 + 16
   // block0: params 12H^2+13H = 244 (P 488); FLOPs fwd 24SH^2+4S^2H = 832, bwd_input
   // 24SH^2+8S^2H = 896, bwd_weight 24SH^2 = 768; stash 16SH+4S+AS^2 = 140 (Act 280);
   // Out = dIn = 16. Bytes: fwd 784, bwd_input 800, bwd_weight 2*488+280+16 = 1272.
-  const PassTimes block = analytic_pass_times(model.layers[1], kToy, DType::bf16, 1, kExact);
+  const PassTimes block = analytic_pass_times(model, model.layers[1], kToy, DType::bf16, 1, kExact);
   EXPECT_DOUBLE_EQ(block.fwd_us, 832005.0);
   EXPECT_DOUBLE_EQ(block.bwd_input_us, 896005.0);
   EXPECT_DOUBLE_EQ(block.bwd_weight_us, 1272005.0);
   // head: params 2H+VH = 40 (P 80); FLOPs 2SHV = 128 per pass; stash 2SH+2S+SV = 36
   // elements + 8 bytes of targets (Act 80); Out 2 (the loss); dIn 16.
-  const PassTimes head = analytic_pass_times(model.layers[2], kToy, DType::bf16, 1, kExact);
+  const PassTimes head = analytic_pass_times(model, model.layers[2], kToy, DType::bf16, 1, kExact);
   EXPECT_DOUBLE_EQ(head.fwd_us, 162005.0);         // 80 + 80 + 2
   EXPECT_DOUBLE_EQ(head.bwd_input_us, 178005.0);   // 80 + 80 + 2 + 16
   EXPECT_DOUBLE_EQ(head.bwd_weight_us, 242005.0);  // 160 + 80 + 2
 }
 
-// The defaults on a real device: mfu 0.5, bandwidth efficiency 0.8, 5 us per pass.
-TEST(AnalyticByHand, DefaultsOnH100) {
+// --mfu's flat roofline on a real device: bandwidth efficiency 0.8 unless
+// given, 5 us per pass.
+constexpr AnalyticOptions kHalf{.mfu = 0.5};
+
+TEST(AnalyticByHand, FlatRooflineOnH100) {
   const models::Model model = models::parse_model("mlp:layers=1,hidden=4");
   const Device h100 = device_named("h100");
-  const PassTimes t = analytic_pass_times(model.layers[0], h100, DType::bf16, 1);
+  const PassTimes t = analytic_pass_times(model, model.layers[0], h100, DType::bf16, 1, kHalf);
   // 256 FLOPs take 5e-13 s at 494.5 TFLOP/s; 404 bytes take 1.5e-10 s at 2.68 TB/s.
   EXPECT_DOUBLE_EQ(t.fwd_us, 404.0 / 2.68e12 * 1e6 + 5.0);
-  EXPECT_DOUBLE_EQ(analytic_optimizer_us(model.layers[0], h100), 156.0 * 32 / 2.68e12 * 1e6 + 5);
+  EXPECT_DOUBLE_EQ(analytic_optimizer_us(model.layers[0], h100, kHalf), 156.0 * 32 / 2.68e12 * 1e6 + 5);
   // fp32: 4-byte elements and the 67 TFLOP/s peak. A block big enough to be
   // compute-bound: 4HF = 4*4096*16384 FLOPs per sample, b = 1024.
   const models::Model big = models::parse_model("mlp:layers=1,hidden=4096");
-  const PassTimes f = analytic_pass_times(big.layers[0], h100, DType::fp32, 1024);
+  const PassTimes f = analytic_pass_times(big, big.layers[0], h100, DType::fp32, 1024, kHalf);
   EXPECT_DOUBLE_EQ(f.fwd_us, 1024.0 * 4 * 4096 * 16384 / (67e12 * 0.5) * 1e6 + 5.0);
+}
+
+// Without --mfu, each pass is its kernels priced by the device's kernel
+// model, and one launch: W1 of a 4096-wide block at b = 1024 is a
+// 1024 x 16384 x 4096 GEMM at the model's efficiency for that shape.
+TEST(AnalyticByHand, KernelModelByDefault) {
+  const models::Model big = models::parse_model("mlp:layers=1,hidden=4096");
+  const Device h100 = device_named("h100");
+  const KernelModel kernels = kernel_model_for(h100);
+  const PassTimes t = analytic_pass_times(big, big.layers[0], h100, DType::bf16, 1024);
+  double fwd = 0;
+  double w1 = 0;
+  for (const models::Kernel& k : models::layer_kernels(big, big.layers[0], 1024, DType::bf16)) {
+    if (k.pass == models::KernelPass::forward) fwd += kernel_us(k, kernels, h100, DType::bf16);
+    if (k.name == "w1") w1 = kernel_us(k, kernels, h100, DType::bf16);
+  }
+  EXPECT_DOUBLE_EQ(t.fwd_us, fwd + 5.0);
+  EXPECT_DOUBLE_EQ(w1, 2.0 * 1024 * 16384 * 4096 / (989e12 * gemm_efficiency(kernels, 1024, 16384, 4096)) * 1e6 +
+                           kernels.kernel_overhead_us);
+  // The optimizer streams at the kernel model's memory efficiency.
+  EXPECT_DOUBLE_EQ(analytic_optimizer_us(big.layers[0], h100),
+                   static_cast<double>(big.layers[0].params) * 32 / (3.35e12 * kernels.memory_efficiency) * 1e6 + 5);
+  // --bw-efficiency overrides the model's memory efficiency.
+  EXPECT_DOUBLE_EQ(analytic_optimizer_us(big.layers[0], h100, {.bw_efficiency = 0.5}),
+                   static_cast<double>(big.layers[0].params) * 32 / (3.35e12 * 0.5) * 1e6 + 5);
 }
 
 TEST(AnalyticByHand, Fp8RunsTheGemmsAtTheFp8RateAndStoresAsBf16) {
   const models::Model big = models::parse_model("mlp:layers=1,hidden=4096");
   const Device h100 = device_named("h100");
-  const PassTimes f8 = analytic_pass_times(big.layers[0], h100, DType::fp8, 1024);
-  const PassTimes b16 = analytic_pass_times(big.layers[0], h100, DType::bf16, 1024);
+  const PassTimes f8 = analytic_pass_times(big, big.layers[0], h100, DType::fp8, 1024, kHalf);
+  const PassTimes b16 = analytic_pass_times(big, big.layers[0], h100, DType::bf16, 1024, kHalf);
   EXPECT_DOUBLE_EQ(f8.fwd_us, 1024.0 * 4 * 4096 * 16384 / (1979e12 * 0.5) * 1e6 + 5.0);
   EXPECT_DOUBLE_EQ(b16.fwd_us, 1024.0 * 4 * 4096 * 16384 / (989e12 * 0.5) * 1e6 + 5.0);
+  // The kernel model too: fp8's GEMMs faster, its memory-bound kernels not.
+  const PassTimes k8 = analytic_pass_times(big, big.layers[0], h100, DType::fp8, 1024);
+  const PassTimes k16 = analytic_pass_times(big, big.layers[0], h100, DType::bf16, 1024);
+  EXPECT_LT(k8.fwd_us, k16.fwd_us);
+  EXPECT_GT(k8.fwd_us, k16.fwd_us / 2);
   // The bytes are bf16's, so the profile's sizes and parameters are too.
   const std::vector<int> sizes = {2};
   const Profile p8 = analytic_profile(big, h100, DType::fp8, sizes);
@@ -168,7 +203,7 @@ TEST(AnalyticProfile, SamplesAreTheFormulaAndBytesAreBytesAt) {
       EXPECT_EQ(s.input_bytes, bytes.input_bytes);
       EXPECT_EQ(s.output_bytes, bytes.output_bytes);
       EXPECT_EQ(s.activation_bytes, bytes.activation_bytes);
-      const PassTimes t = analytic_pass_times(model.layers[i], h200, DType::bf16, b);
+      const PassTimes t = analytic_pass_times(model, model.layers[i], h200, DType::bf16, b);
       EXPECT_EQ(s.fwd_us, t.fwd_us);
       EXPECT_EQ(s.bwd_input_us, t.bwd_input_us);
       EXPECT_EQ(s.bwd_weight_us, t.bwd_weight_us);
@@ -224,7 +259,7 @@ TEST(AnalyticProfile, RejectsBadSizesAndOptionsNamingThem) {
             "analytic option optimizer_bytes_per_param: expected a non-negative number, got -2");
   EXPECT_EQ(analytic_error_of(with_sizes({1}, {.link_latency_us = -3})),
             "analytic option link_latency_us: expected a non-negative number, got -3");
-  EXPECT_EQ(analytic_error_of([&] { return analytic_pass_times(model.layers[0], h100, DType::bf16, 0); }),
+  EXPECT_EQ(analytic_error_of([&] { return analytic_pass_times(model, model.layers[0], h100, DType::bf16, 0); }),
             "layer 'block0': micro-batch size must be at least 1, got 0");
 }
 

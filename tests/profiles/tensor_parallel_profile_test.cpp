@@ -42,7 +42,7 @@ TEST(TensorParallelProfile, EachPassAddsItsCollectives) {
   EXPECT_EQ(p.tensor_parallel, 2);
   EXPECT_FALSE(p.sequence_parallel);
   const auto check = [&](std::size_t i, double fwd, double input, double weight) {
-    const PassTimes compute = analytic_pass_times(model.layers[i], kSlowLink, DType::bf16, 1);
+    const PassTimes compute = analytic_pass_times(model, model.layers[i], kSlowLink, DType::bf16, 1);
     const ProfileSample& s = p.layers[i].samples.front();
     EXPECT_NEAR(s.fwd_us - compute.fwd_us, fwd, 1e-9) << i;
     EXPECT_NEAR(*s.bwd_input_us - compute.bwd_input_us, input, 1e-9) << i;
@@ -60,7 +60,7 @@ TEST(TensorParallelProfile, SequenceParallelGathersAgainInTheWeightGradient) {
   const Profile p = analytic_profile(model, kSlowLink, DType::bf16, std::vector<int>{1, 2});
   EXPECT_TRUE(p.sequence_parallel);
   const models::Layer& block = model.layers[1];
-  const PassTimes compute = analytic_pass_times(block, kSlowLink, DType::bf16, 1);
+  const PassTimes compute = analytic_pass_times(model, block, kSlowLink, DType::bf16, 1);
   const ProfileSample& s = p.layers[1].samples.front();
   // Forward and input gradient: two gathers and two scatters each, the
   // all-reduces' time; W: two gathers of the norms, and a split W two more.
@@ -70,7 +70,7 @@ TEST(TensorParallelProfile, SequenceParallelGathersAgainInTheWeightGradient) {
   EXPECT_NEAR(s.bwd_us - compute.bwd_input_us - compute.bwd_weight_us, 6 * kGatherE, 1e-9);
   // At b = 2 each message doubles: 5 + 2.048 us a gather.
   const ProfileSample& s2 = p.layers[1].samples.back();
-  const PassTimes compute2 = analytic_pass_times(block, kSlowLink, DType::bf16, 2);
+  const PassTimes compute2 = analytic_pass_times(model, block, kSlowLink, DType::bf16, 2);
   EXPECT_NEAR(s2.fwd_us - compute2.fwd_us, 4 * 7.048, 1e-9);
   // A stage's message is half the activation: [8, 64] in bf16.
   EXPECT_EQ(s.output_bytes, 8 * 64 * 2);

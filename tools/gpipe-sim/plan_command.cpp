@@ -31,6 +31,7 @@ struct PlanFlags {
   std::string model;
   std::string device;
   std::string device_file;
+  std::string kernel_file;
   std::string dtype = "bf16";
   int gpus = 0;
   int gpus_per_node = 8;
@@ -91,6 +92,7 @@ int run_plan(const PlanFlags& f) {
   if (!f.device_file.empty()) table = profiles::load_device_file(f.device_file);
   table.insert(table.end(), profiles::known_devices().begin(), profiles::known_devices().end());
   r.device = profiles::device_named(f.device, table);
+  if (!f.kernel_file.empty()) r.analytic.kernels = profiles::load_kernel_model(f.kernel_file);
   const auto dtype = models::parse_dtype(f.dtype);
   if (!dtype) throw InputError(fmt::format("--dtype: unknown dtype '{}' (known: {})", f.dtype, models::dtype_names()));
   r.dtype = *dtype;
@@ -150,6 +152,9 @@ Subcommand add_plan_command(CLI::App& app) {
                   fmt::format("Device (profiles/devices.json): {}; or one of --device-file's", profiles::device_keys()))
       ->required();
   cmd->add_option("--device-file", f->device_file, "Devices of your own, in the form of profiles/devices.json")
+      ->check(nonempty_path());
+  cmd->add_option("--kernel-file", f->kernel_file,
+                  "A kernel model of your own, in the form of profiles/data/kernels/*.json (default: the device's)")
       ->check(nonempty_path());
   cmd->add_option("--dtype", f->dtype, "Element type: bf16, fp32 or fp8")->capture_default_str();
   cmd->add_option("--gpus", f->gpus, "GPUs N in the cluster")->required()->check(CLI::Range(1, 1 << 20));

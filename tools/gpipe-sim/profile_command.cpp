@@ -36,6 +36,7 @@ struct ProfileFlags {
   std::string model;
   std::string device;
   std::string device_file;
+  std::string kernel_file;
   std::string dtype = "bf16";
   std::string micro_batch_sizes;
   std::string out;
@@ -127,14 +128,21 @@ int run_profile(const ProfileFlags& f) {
                                  "interpolation fills the sizes between",
                                  sizes.size(), kMaxProfiledSizes));
   }
-  const profiles::Profile profile =
-      profiles::analytic_profile(model, *device, *dtype, sizes, f.options);
+  profiles::AnalyticOptions options = f.options;
+  if (!f.kernel_file.empty()) options.kernels = profiles::load_kernel_model(f.kernel_file);
+  const profiles::Profile profile = profiles::analytic_profile(model, *device, *dtype, sizes, options);
   profiles::write_profile(profile, f.out);
   std::cout << fmt::format(
       "{}: analytic profile of {} on {} ({}), {} layers, micro-batch sizes {}\n", f.out,
       profile.model, profile.device, profile.dtype, profile.layers.size(),
       fmt::join(profile.layers.front().micro_batch_sizes(), ","));
   std::cout << model_size_line(f.model, whole);
+  if (options.mfu) {
+    std::cout << fmt::format("priced at {} of the peak FLOP rate (--mfu), a flat roofline\n", *options.mfu);
+  } else {
+    const profiles::KernelModel kernels = options.kernels ? *options.kernels : profiles::kernel_model_for(*device);
+    std::cout << fmt::format("priced kernel by kernel: {}'s kernel model ({})\n", kernels.device, kernels.source);
+  }
   if (model.tensor_parallel > 1) {
     std::cout << fmt::format("tensor parallel over {} GPUs{}: {} parameters per GPU\n", model.tensor_parallel,
                              model.sequence_parallel ? ", sequence parallel" : "", grouped(model.params()));
@@ -177,11 +185,15 @@ Subcommand add_profile_command(CLI::App& app) {
                   "Micro-batch sizes to sample: 1,2,4,8 or 1..8 or 1..4,8,16")
       ->required();
   cmd->add_option("--out", flags->out, "Profile file to write (JSON)")->required()->check(nonempty_path());
-  cmd->add_option("--mfu", flags->options.mfu, "Fraction of the peak FLOP rate reached, in (0, 1]")
-      ->capture_default_str();
+  cmd->add_option("--mfu", flags->options.mfu,
+                  "Price every pass at this fraction of the peak FLOP rate, in (0, 1], the flat roofline "
+                  "(default: the device's kernel model, profiles/data/kernels/)");
   cmd->add_option("--bw-efficiency", flags->options.bw_efficiency,
-                  "Fraction of the HBM bandwidth reached, in (0, 1]")
-      ->capture_default_str();
+                  "Fraction of the HBM bandwidth memory-bound work reaches, in (0, 1] (default: the kernel "
+                  "model's; 0.8 with --mfu)");
+  cmd->add_option("--kernel-file", flags->kernel_file,
+                  "A kernel model of your own, in the form of profiles/data/kernels/*.json (default: the device's)")
+      ->check(nonempty_path());
   cmd->add_option("--launch-overhead-us", flags->options.launch_overhead_us,
                   "Fixed cost of each layer pass (fwd, bwd_input, bwd_weight, optimizer step)")
       ->capture_default_str();
@@ -208,7 +220,7 @@ Subcommand add_profile_command(CLI::App& app) {
                 "activation bytes")
       ->needs(torch);
   for (const char* analytic : {"--device", "--device-file", "--tensor-parallel", "--sequence-parallel", "--mfu",
-                               "--bw-efficiency", "--launch-overhead-us", "--link-latency-us", "--dtype"}) {
+                               "--bw-efficiency", "--kernel-file", "--launch-overhead-us", "--link-latency-us", "--dtype"}) {
     torch->excludes(cmd->get_option(analytic));
   }
   return {cmd, [flags] { return run_profile(*flags); }};

@@ -1,0 +1,264 @@
+#include "models/layer_kernels.hpp"
+
+#include <string_view>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "base/error.hpp"
+#include "models/attention_cost.hpp"
+#include "models/layer_layout.hpp"
+
+namespace gpipe::models {
+
+namespace {
+
+using Pass = KernelPass;
+
+// Appends kernels in the order a pass runs them; e is the dtype's bytes.
+class Kernels {
+ public:
+  explicit Kernels(double e) : e_(e) {}
+
+  void gemm(Pass pass, std::string name, std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch = 1) {
+    const double md = static_cast<double>(m), nd = static_cast<double>(n), kd = static_cast<double>(k);
+    const double bd = static_cast<double>(batch);
+    out_.push_back({.name = std::move(name), .pass = pass, .kind = KernelKind::gemm, .m = m, .n = n, .k = k,
+                    .batch = batch, .flops = 2.0 * md * nd * kd * bd,
+                    .bytes = (md * kd + kd * nd + md * nd) * bd * e_});
+  }
+  // A memory-bound kernel reading `read` and writing `written` elements.
+  void memory(Pass pass, std::string name, double read, double written) {
+    out_.push_back({.name = std::move(name), .pass = pass, .kind = KernelKind::memory,
+                    .bytes = (read + written) * e_});
+  }
+  void attention(Pass pass, std::int64_t heads, std::int64_t queries, std::int64_t keys, std::int64_t head_dim,
+                 double flops, double elems) {
+    out_.push_back({.name = "attention", .pass = pass, .kind = KernelKind::attention, .m = queries, .n = keys,
+                    .k = head_dim, .batch = heads, .flops = flops, .bytes = elems * e_});
+  }
+  void roofline(Pass pass, std::string name, double flops, double bytes) {
+    out_.push_back({.name = std::move(name), .pass = pass, .kind = KernelKind::roofline, .flops = flops,
+                    .bytes = bytes});
+  }
+  std::vector<Kernel> take() { return std::move(out_); }
+
+ private:
+  double e_;
+  std::vector<Kernel> out_;
+};
+
+struct Shape {
+  std::int64_t b = 1;
+  LayerDims d;
+  [[nodiscard]] std::int64_t tokens() const { return b * d.seq; }      // t: the parallel regions
+  [[nodiscard]] std::int64_t norm_rows() const { return b * d.rows(); }  // n: the norms and residuals
+  [[nodiscard]] std::int64_t heads() const { return d.split(d.heads); }
+  [[nodiscard]] std::int64_t head_dim() const { return d.hidden / d.heads; }
+};
+
+// The attention between the qkv and output projections, one pass of it:
+// naive's batched products and softmax, or flash's fused kernel (model.hpp's
+// FLOPs, / T).
+void attention(Kernels& k, Pass pass, const Shape& s, std::int64_t qkv_width) {
+  const std::int64_t heads = s.b * s.heads();
+  const std::int64_t seq = s.d.seq;
+  const std::int64_t dh = s.head_dim();
+  if (s.d.attention == Attention::naive) {
+    const double scores = static_cast<double>(heads) * static_cast<double>(seq) * static_cast<double>(seq);
+    if (pass == Pass::forward) {
+      k.gemm(pass, "scores", seq, seq, dh, heads);
+      k.memory(pass, "softmax", scores, scores);
+      k.gemm(pass, "context", seq, dh, seq, heads);
+    } else {
+      k.gemm(pass, "d_probs", seq, seq, dh, heads);
+      k.gemm(pass, "d_values", seq, dh, seq, heads);
+      k.memory(pass, "softmax'", 2 * scores, scores);
+      k.gemm(pass, "d_queries", seq, dh, seq, heads);
+      k.gemm(pass, "d_keys", seq, dh, seq, heads);
+    }
+    return;
+  }
+  const AttentionFlops flops = attention_flops(seq, s.d.hidden, /*causal=*/true, Attention::flash);
+  const double share = static_cast<double>(s.b) / static_cast<double>(s.d.tensor_parallel);
+  const double t = static_cast<double>(s.tokens());
+  const double qkv = t * static_cast<double>(qkv_width);
+  const double out = t * static_cast<double>(s.d.split(s.d.hidden));
+  if (pass == Pass::forward) {
+    k.attention(pass, heads, seq, seq, dh, flops.forward * share, qkv + out);
+  } else {  // reads q k v, the output and its gradient; writes dq dk dv
+    k.attention(pass, heads, seq, seq, dh, flops.backward * share, qkv + 2 * out + qkv);
+  }
+}
+
+// GPT-2's block and llama's: the header's order.
+std::vector<Kernel> block_kernels(const Shape& s, double e, bool llama) {
+  Kernels k(e);
+  const double t = static_cast<double>(s.tokens());
+  const double n = static_cast<double>(s.norm_rows());
+  const std::int64_t h = s.d.hidden;
+  const std::int64_t h_split = s.d.split(h);
+  const std::int64_t f = s.d.split(s.d.ffn_width);
+  const std::int64_t q = llama ? s.d.split(s.d.qkv_width()) : s.d.split(3 * h);
+  const std::int64_t up = llama ? 2 * f : f;  // the SwiGLU's gate and up in one GEMM
+  const double hd = static_cast<double>(h);
+  const double fd = static_cast<double>(f);
+  const std::int64_t tokens = s.tokens();
+  const char* norm = llama ? "rmsnorm" : "layernorm";
+
+  // Forward.
+  k.memory(Pass::forward, fmt::format("{}1", norm), n * hd, n * hd);
+  k.gemm(Pass::forward, "qkv", tokens, q, h);
+  if (llama) {
+    const double qk = t * static_cast<double>(s.d.split((s.d.heads + s.d.kv_groups()) * s.head_dim()));
+    k.memory(Pass::forward, "rope", qk, qk);
+  }
+  attention(k, Pass::forward, s, q);
+  k.gemm(Pass::forward, "proj", tokens, h, h_split);
+  k.memory(Pass::forward, "residual1", 2 * n * hd, n * hd);
+  k.memory(Pass::forward, fmt::format("{}2", norm), n * hd, n * hd);
+  k.gemm(Pass::forward, llama ? "gate_up" : "fc1", tokens, up, h);
+  if (llama) {
+    k.memory(Pass::forward, "silu_mul", 2 * t * fd, t * fd);
+  } else {
+    k.memory(Pass::forward, "gelu", t * fd, t * fd);
+  }
+  k.gemm(Pass::forward, "fc2", tokens, h, f);
+  k.memory(Pass::forward, "residual2", 2 * n * hd, n * hd);
+
+  // Input gradient: the forward backwards, the residuals' gradients summed.
+  k.gemm(Pass::input, "fc2'", tokens, f, h);
+  if (llama) {
+    k.memory(Pass::input, "silu_mul'", 3 * t * fd, 2 * t * fd);
+  } else {
+    k.memory(Pass::input, "gelu'", 2 * t * fd, t * fd);
+  }
+  k.gemm(Pass::input, llama ? "gate_up'" : "fc1'", tokens, h, up);
+  k.memory(Pass::input, fmt::format("{}2'", norm), 3 * n * hd, n * hd);
+  k.memory(Pass::input, "residual2'", 2 * n * hd, n * hd);
+  k.gemm(Pass::input, "proj'", tokens, h_split, h);
+  attention(k, Pass::input, s, q);
+  if (llama) {
+    const double qk = t * static_cast<double>(s.d.split((s.d.heads + s.d.kv_groups()) * s.head_dim()));
+    k.memory(Pass::input, "rope'", qk, qk);
+  }
+  k.gemm(Pass::input, "qkv'", tokens, h, q);
+  k.memory(Pass::input, fmt::format("{}1'", norm), 3 * n * hd, n * hd);
+  k.memory(Pass::input, "residual1'", 2 * n * hd, n * hd);
+
+  // Weight gradient: each Linear's, and (GPT-2) each bias's sum over the tokens.
+  k.gemm(Pass::weight, "qkv.w", q, h, tokens);
+  k.gemm(Pass::weight, "proj.w", h, h_split, tokens);
+  k.gemm(Pass::weight, llama ? "gate_up.w" : "fc1.w", up, h, tokens);
+  k.gemm(Pass::weight, "fc2.w", h, f, tokens);
+  if (!llama) k.memory(Pass::weight, "biases", t * static_cast<double>(q + h + f + h), 0);
+
+  return k.take();
+}
+
+std::vector<Kernel> head_kernels(const Shape& s, double e, bool rms) {
+  Kernels k(e);
+  const double n = static_cast<double>(s.norm_rows());
+  const double t = static_cast<double>(s.tokens());
+  const std::int64_t h = s.d.hidden;
+  const std::int64_t v = s.d.vocab_rows();
+  const double hd = static_cast<double>(h);
+  const double logits = t * static_cast<double>(v);
+  const char* norm = rms ? "rmsnorm" : "layernorm";
+  k.memory(Pass::forward, norm, n * hd, n * hd);
+  k.gemm(Pass::forward, "logits", s.tokens(), v, h);
+  k.memory(Pass::forward, "cross_entropy", logits, logits);
+  k.gemm(Pass::input, "logits'", s.tokens(), h, v);
+  k.memory(Pass::input, fmt::format("{}'", norm), 3 * n * hd, n * hd);
+  k.gemm(Pass::weight, "logits.w", v, h, s.tokens());
+  return k.take();
+}
+
+std::vector<Kernel> embedding_kernels(const Shape& s, double e) {
+  Kernels k(e);
+  const double n = static_cast<double>(s.norm_rows()) * static_cast<double>(s.d.hidden);
+  // The forward reads one table row (and a position row, GPT-2) per token.
+  k.memory(Pass::forward, "gather", n, n);
+  // The weight gradient reads the output gradient and adds it into the rows.
+  k.memory(Pass::weight, "scatter_add", 2 * n, n);
+  return k.take();
+}
+
+std::vector<Kernel> mlp_kernels(const Layer& layer, std::int64_t b, double e) {
+  Kernels k(e);
+  const std::int64_t h = layer.input_elems;
+  const std::int64_t f = layer.ffn_width;
+  const double rows = static_cast<double>(b);
+  const double hd = static_cast<double>(h) * rows;
+  const double fd = static_cast<double>(f) * rows;
+  k.memory(Pass::forward, "layernorm", hd, hd);
+  k.gemm(Pass::forward, "w1", b, f, h);
+  k.memory(Pass::forward, "gelu", fd, fd);
+  k.gemm(Pass::forward, "w2", b, h, f);
+  k.memory(Pass::forward, "residual", 2 * hd, hd);
+  k.gemm(Pass::input, "w2'", b, f, h);
+  k.memory(Pass::input, "gelu'", 2 * fd, fd);
+  k.gemm(Pass::input, "w1'", b, h, f);
+  k.memory(Pass::input, "layernorm'", 3 * hd, hd);
+  k.memory(Pass::input, "residual'", 2 * hd, hd);
+  k.gemm(Pass::weight, "w1.w", f, h, b);
+  k.gemm(Pass::weight, "w2.w", h, f, b);
+  k.memory(Pass::weight, "biases", fd + hd, 0);
+  return k.take();
+}
+
+// A kind without a decomposition: each pass one roofline kernel of the
+// analytic model's FLOPs and bytes (profiles/analytic.hpp).
+std::vector<Kernel> roofline_kernels(const Layer& layer, int b, DType dtype) {
+  Kernels k(bytes_per_element(dtype));
+  const LayerBytes bytes = bytes_at(layer, b, dtype);
+  const double bd = b;
+  const double weights = static_cast<double>(param_bytes(layer, dtype));
+  const double stash = static_cast<double>(bytes.activation_bytes);
+  const double grad_out = static_cast<double>(bytes.output_bytes);
+  const double grad_in = bd * static_cast<double>(layer.input_elems) * bytes_per_element(dtype);
+  k.roofline(Pass::forward, layer.kind, bd * layer.fwd_flops, weights + stash + grad_out);
+  if (layer.input_elems > 0) {
+    k.roofline(Pass::input, layer.kind + "'", bd * layer.bwd_input_flops, weights + stash + grad_out + grad_in);
+  }
+  if (layer.params > 0) {
+    k.roofline(Pass::weight, layer.kind + ".w", bd * layer.bwd_weight_flops, 2 * weights + stash + grad_out);
+  }
+  return k.take();
+}
+
+}  // namespace
+
+std::vector<Kernel> layer_kernels(const Model& model, const Layer& layer, int micro_batch_size, DType dtype) {
+  if (micro_batch_size < 1) {
+    throw InputError(fmt::format("layer '{}': micro-batch size must be at least 1, got {}", layer.name,
+                                 micro_batch_size));
+  }
+  const double e = bytes_per_element(dtype);
+  const Shape s{.b = micro_batch_size, .d = layer_dims(model, layer.ffn_width)};
+  const std::string_view kind = layer.kind;
+  if (kind == layer_kind::transformer_block) return block_kernels(s, e, /*llama=*/false);
+  if (kind == layer_kind::llama_block) return block_kernels(s, e, /*llama=*/true);
+  if (kind == layer_kind::lm_head) return head_kernels(s, e, /*rms=*/false);
+  if (kind == layer_kind::rms_head) return head_kernels(s, e, /*rms=*/true);
+  if (kind == layer_kind::embedding || kind == layer_kind::token_embedding) return embedding_kernels(s, e);
+  if (kind == layer_kind::mlp_block) return mlp_kernels(layer, micro_batch_size, e);
+  if (kind == layer_kind::mse_loss) {
+    Kernels k(e);
+    const double x = static_cast<double>(micro_batch_size) * static_cast<double>(layer.input_elems);
+    k.memory(Pass::forward, "mse", 2 * x, 0);
+    k.memory(Pass::input, "mse'", 2 * x, x);
+    return k.take();
+  }
+  return roofline_kernels(layer, micro_batch_size, dtype);
+}
+
+double kernel_flops(const std::vector<Kernel>& kernels, KernelPass pass) {
+  double total = 0;
+  for (const Kernel& k : kernels) {
+    if (k.pass == pass) total += k.flops;
+  }
+  return total;
+}
+
+}  // namespace gpipe::models
