@@ -94,8 +94,16 @@ PassTimes roofline_pass_times(const models::Layer& layer, const Device& device, 
 // The kernel model: each pass the sum of its kernels' times.
 PassTimes kernel_pass_times(const models::Model& model, const models::Layer& layer, const Device& device,
                             models::DType dtype, int micro_batch_size, const AnalyticOptions& options) {
-  KernelModel kernels = options.kernels ? *options.kernels : kernel_model_for(device);
-  if (options.bw_efficiency) kernels.memory_efficiency = *options.bw_efficiency;
+  // analytic_profile() finds the device's model once; a single call finds it here.
+  std::optional<KernelModel> found;
+  if (!options.kernels) found = kernel_model_for(device);
+  const KernelModel& given = options.kernels ? *options.kernels : *found;
+  std::optional<KernelModel> overridden;
+  if (options.bw_efficiency) {
+    overridden = given;
+    overridden->memory_efficiency = *options.bw_efficiency;
+  }
+  const KernelModel& kernels = overridden ? *overridden : given;
   PassTimes times;
   bool has[3] = {false, false, false};
   for (const models::Kernel& k : models::layer_kernels(model, layer, micro_batch_size, dtype)) {
@@ -158,8 +166,11 @@ double analytic_optimizer_us(const models::Layer& layer, const Device& device,
 }
 
 Profile analytic_profile(const models::Model& model, const Device& device, models::DType dtype,
-                         std::span<const int> micro_batch_sizes, const AnalyticOptions& options) {
-  validate(options);
+                         std::span<const int> micro_batch_sizes, const AnalyticOptions& given) {
+  validate(given);
+  // The device's kernel model found once, not once a layer and size.
+  AnalyticOptions options = given;
+  if (!options.mfu && !options.kernels) options.kernels = kernel_model_for(device);
   if (micro_batch_sizes.empty()) throw InputError("analytic profile: no micro-batch sizes given");
   std::vector<int> sizes(micro_batch_sizes.begin(), micro_batch_sizes.end());
   std::sort(sizes.begin(), sizes.end());
