@@ -104,5 +104,34 @@ bad "--schedules: zb-auto searches schedules itself" plan --model "$model" --dev
   --schedules 1f1b,zb-auto
 bad "--gpus is required" plan --model "$model" --device h100 --global-batch 32
 bad "unknown device 'h900'" plan --model "$model" --device h900 --gpus 8 --global-batch 32
+bad "give --device, or --cluster (which names its device)" plan --model "$model" --gpus 8 --global-batch 32
+bad "--cluster: unknown cluster 'dgx-z' (known: dgx-a100, dgx-h100, meta-h100-roce)" \
+  plan --model "$model" --cluster dgx-z --gpus 8 --global-batch 32
+bad "--cluster-file: name one of its clusters with --cluster" \
+  plan --model "$model" --device h100 --cluster-file "$tmp/plan.csv" --gpus 8 --global-batch 32
+
+# A cluster preset gives the device, the node and the network; a flag beside it wins.
+expect_status 0 "$sim" plan --model "$model" --cluster dgx-a100 --gpus 16 --global-batch 32 --micro-batch-sizes 1 \
+  --pipeline 2 --tensor-parallel 8 --schedules 1f1b --recompute never --zero 0 --out "$tmp/a100.csv"
+expect_out "on 16 x NVIDIA A100-SXM4-80GB (8 a node)"
+expect_out "^cluster dgx-a100 (NVIDIA DGX A100 SuperPOD (Selene)): 25 GB/s a GPU between nodes, 5 us$"
+expect_status 0 "$sim" plan --model "$model" --device a100 --gpus 16 --gpus-per-node 8 --global-batch 32 \
+  --micro-batch-sizes 1 --pipeline 2 --tensor-parallel 8 --schedules 1f1b --recompute never --zero 0 \
+  --inter-node-bandwidth-gbps 25 --out "$tmp/flags.csv"
+cmp -s "$tmp/a100.csv" "$tmp/flags.csv" || fail "--cluster dgx-a100 is not its flags"
+expect_status 0 "$sim" plan --model "$model" --cluster dgx-a100 --inter-node-bandwidth-gbps 5 --gpus 16 \
+  --global-batch 32 --micro-batch-sizes 1 --pipeline 2 --tensor-parallel 8 --schedules 1f1b --recompute never --zero 0
+expect_out "^cluster dgx-a100 (NVIDIA DGX A100 SuperPOD (Selene)): 5 GB/s a GPU between nodes, 5 us$"
+cat >"$tmp/clusters.json" <<'JSON'
+{"clusters": [{"key": "mine", "name": "My cluster", "device": "h200", "gpus_per_node": 4, "inter_node_GBps": 12.5,
+  "inter_node_latency_us": 2, "source": "measured by me"}]}
+JSON
+expect_status 0 "$sim" plan --model "$model" --cluster mine --cluster-file "$tmp/clusters.json" --gpus 8 \
+  --global-batch 32 --micro-batch-sizes 1 --schedules 1f1b --recompute never --zero 0
+expect_out "on 8 x NVIDIA H200 (4 a node)"
+expect_out "^cluster mine (My cluster): 12.5 GB/s a GPU between nodes, 2 us$"
+echo '{"clusters": [{"key": "bad"}]}' >"$tmp/bad_clusters.json"
+bad "bad_clusters.json: clusters[0].name: is missing" \
+  plan --model "$model" --cluster bad --cluster-file "$tmp/bad_clusters.json" --gpus 8 --global-batch 32
 
 finish gpipe_sim_cluster_test

@@ -13,6 +13,7 @@
 #include "base/error.hpp"
 #include "base/files.hpp"
 #include "models/model_spec.hpp"
+#include "plan/cluster_presets.hpp"
 #include "profiles/device.hpp"
 #include "sim/cluster_planner.hpp"
 #include "sim/zb_auto.hpp"
@@ -32,9 +33,11 @@ struct PlanFlags {
   std::string device;
   std::string device_file;
   std::string kernel_file;
+  std::string cluster;
+  std::string cluster_file;
   std::string dtype = "bf16";
   int gpus = 0;
-  int gpus_per_node = 8;
+  std::optional<int> gpus_per_node;  // default: the cluster's, else 8
   std::int64_t global_batch = 0;
   std::string tensor_parallel;  // empty: every divisor of G
   std::string pipeline;         // empty: every divisor of N / T
@@ -45,8 +48,8 @@ struct PlanFlags {
   std::string schedules = "1f1b,interleaved-1f1b";
   std::string recompute = "never,always";
   std::string zero = "0,1";
-  double inter_node_bandwidth_GBps = 50;
-  double inter_node_latency_us = 5;
+  std::optional<double> inter_node_bandwidth_GBps;  // default: the cluster's, else 50
+  std::optional<double> inter_node_latency_us;      // default: the cluster's, else 5
   std::string out;
   int top = 10;
 };
@@ -88,16 +91,27 @@ void print_best(const std::vector<sim::ClusterPlanRow>& rows, int top, const pro
 int run_plan(const PlanFlags& f) {
   sim::ClusterPlanRequest r;
   r.model = models::parse_model(f.model);
+  // A cluster preset gives the device, the node and the network; a flag given beside it wins.
+  std::optional<plan::ClusterPreset> cluster;
+  if (!f.cluster.empty()) {
+    std::vector<plan::ClusterPreset> clusters;
+    if (!f.cluster_file.empty()) clusters = plan::load_cluster_file(f.cluster_file);
+    clusters.insert(clusters.end(), plan::known_clusters().begin(), plan::known_clusters().end());
+    cluster = plan::cluster_named(f.cluster, clusters);
+  } else if (!f.cluster_file.empty()) {
+    throw InputError("--cluster-file: name one of its clusters with --cluster");
+  }
+  if (f.device.empty() && !cluster) throw InputError("give --device, or --cluster (which names its device)");
   std::vector<profiles::Device> table;
   if (!f.device_file.empty()) table = profiles::load_device_file(f.device_file);
   table.insert(table.end(), profiles::known_devices().begin(), profiles::known_devices().end());
-  r.device = profiles::device_named(f.device, table);
+  r.device = profiles::device_named(f.device.empty() ? cluster->device : f.device, table);
   if (!f.kernel_file.empty()) r.analytic.kernels = profiles::load_kernel_model(f.kernel_file);
   const auto dtype = models::parse_dtype(f.dtype);
   if (!dtype) throw InputError(fmt::format("--dtype: unknown dtype '{}' (known: {})", f.dtype, models::dtype_names()));
   r.dtype = *dtype;
   r.gpus = f.gpus;
-  r.gpus_per_node = f.gpus_per_node;
+  r.gpus_per_node = f.gpus_per_node.value_or(cluster ? cluster->gpus_per_node : 8);
   r.global_batch = f.global_batch;
   if (!f.tensor_parallel.empty()) r.tensor_parallel = parse_int_list(f.tensor_parallel, "--tensor-parallel");
   if (!f.pipeline.empty()) r.pipeline = parse_int_list(f.pipeline, "--pipeline");
@@ -115,11 +129,17 @@ int run_plan(const PlanFlags& f) {
   }
   r.zero.clear();
   for (const std::string& z : parse_name_list(f.zero, "--zero", {"0", "1", "2", "3"})) r.zero.push_back(std::stoi(z));
-  r.inter_node = {.latency_us = f.inter_node_latency_us, .bandwidth_GBps = f.inter_node_bandwidth_GBps};
+  r.inter_node = {.latency_us = f.inter_node_latency_us.value_or(cluster ? cluster->inter_node.latency_us : 5),
+                  .bandwidth_GBps =
+                      f.inter_node_bandwidth_GBps.value_or(cluster ? cluster->inter_node.bandwidth_GBps : 50)};
   if (!f.out.empty()) check_writable(f.out, "--out");
 
   std::cout << fmt::format("{} on {} x {} ({} a node), global batch {} x {} tokens\n", r.model.spec, f.gpus,
-                           r.device.name, f.gpus_per_node, f.global_batch, std::max(r.model.seq, 1));
+                           r.device.name, r.gpus_per_node, f.global_batch, std::max(r.model.seq, 1));
+  if (cluster) {
+    std::cout << fmt::format("cluster {} ({}): {} GB/s a GPU between nodes, {} us\n", cluster->key, cluster->name,
+                             r.inter_node.bandwidth_GBps, r.inter_node.latency_us);
+  }
   std::optional<Progress> progress;
   const auto show = [&progress](std::size_t done, std::size_t total) {
     if (!progress) {
@@ -149,8 +169,14 @@ Subcommand add_plan_command(CLI::App& app) {
       "over micro-batch sizes, schedules, recompute and ZeRO, each simulated; the fastest that fit printed");
   add_model_flag(*cmd, f->model);
   cmd->add_option("--device", f->device,
-                  fmt::format("Device (profiles/devices.json): {}; or one of --device-file's", profiles::device_keys()))
-      ->required();
+                  fmt::format("Device (profiles/devices.json): {}; or one of --device-file's (default: --cluster's)",
+                              profiles::device_keys()));
+  cmd->add_option("--cluster", f->cluster,
+                  fmt::format("A cluster (plan/clusters.json): {}; or one of --cluster-file's. It gives the device, "
+                              "the GPUs a node and the network between nodes; a flag of its own beside it wins",
+                              plan::cluster_keys()));
+  cmd->add_option("--cluster-file", f->cluster_file, "Clusters of your own, in the form of plan/clusters.json")
+      ->check(nonempty_path());
   cmd->add_option("--device-file", f->device_file, "Devices of your own, in the form of profiles/devices.json")
       ->check(nonempty_path());
   cmd->add_option("--kernel-file", f->kernel_file,
@@ -158,8 +184,8 @@ Subcommand add_plan_command(CLI::App& app) {
       ->check(nonempty_path());
   cmd->add_option("--dtype", f->dtype, "Element type: bf16, fp32 or fp8")->capture_default_str();
   cmd->add_option("--gpus", f->gpus, "GPUs N in the cluster")->required()->check(CLI::Range(1, 1 << 20));
-  cmd->add_option("--gpus-per-node", f->gpus_per_node, "GPUs G a node (tensor parallelism stays inside one)")
-      ->capture_default_str()
+  cmd->add_option("--gpus-per-node", f->gpus_per_node,
+                  "GPUs G a node (tensor parallelism stays inside one; default: --cluster's, else 8)")
       ->check(CLI::Range(1, 1 << 16));
   cmd->add_option("--global-batch", f->global_batch, "Samples a step over the whole cluster (sequences, for a transformer)")
       ->required()
@@ -181,11 +207,10 @@ Subcommand add_plan_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--zero", f->zero, "ZeRO stages to try, 0 to 3")->capture_default_str();
   cmd->add_option("--inter-node-bandwidth-gbps", f->inter_node_bandwidth_GBps,
-                  "Each GPU's share of the network between nodes, one way, GB/s")
-      ->capture_default_str()
+                  "Each GPU's share of the network between nodes, one way, GB/s (default: --cluster's, else 50)")
       ->check(CLI::Range(1e-6, 1e6));
-  cmd->add_option("--inter-node-latency-us", f->inter_node_latency_us, "Latency between nodes, us")
-      ->capture_default_str()
+  cmd->add_option("--inter-node-latency-us", f->inter_node_latency_us,
+                  "Latency between nodes, us (default: --cluster's, else 5)")
       ->check(CLI::Range(0.0, 1e6));
   cmd->add_option("--out", f->out, "Write every configuration as CSV (plots/plan_heatmap.py draws it)")
       ->check(nonempty_path());
