@@ -130,6 +130,16 @@ expect_status 0 "$sim" plan --model "$model" --cluster mine --cluster-file "$tmp
   --global-batch 32 --micro-batch-sizes 1 --schedules 1f1b --recompute never --zero 0
 expect_out "on 8 x NVIDIA H200 (4 a node)"
 expect_out "^cluster mine (My cluster): 12.5 GB/s a GPU between nodes, 2 us$"
+# run and sweep take a cluster too: the node and the network (the device is the profile's).
+expect_status 0 "$sim" run --profile transformer-24L-h1024-h100 -K 4 -M 8 -N 32 --data-parallel 4 --cluster dgx-a100
+cp "$tmp/out" "$tmp/run_cluster"
+expect_status 0 "$sim" run --profile transformer-24L-h1024-h100 -K 4 -M 8 -N 32 --data-parallel 4 --gpus-per-node 8 \
+  --inter-node-bandwidth-gbps 25
+cmp -s "$tmp/out" "$tmp/run_cluster" || fail "run --cluster dgx-a100 is not its flags"
+expect_out "5 us + bytes at 25 GB/s between nodes"
+bad "--cluster: unknown cluster 'nope'" sweep --profile transformer-24L-h1024-h100 -K 2,4 -M 8 -N 32 --cluster nope
+bad "--workload inference: an inference stream is one pipeline of one GPU a stage" \
+  run --workload inference --profile transformer-24L-h1024-h100 -K 2 -b 1 -R 4 --cluster dgx-h100
 echo '{"clusters": [{"key": "bad"}]}' >"$tmp/bad_clusters.json"
 bad "bad_clusters.json: clusters[0].name: is missing" \
   plan --model "$model" --cluster bad --cluster-file "$tmp/bad_clusters.json" --gpus 8 --global-batch 32

@@ -1,6 +1,12 @@
 #include "tools/gpipe-sim/cluster_flags.hpp"
 
+#include <string>
+#include <vector>
+
 #include <fmt/format.h>
+
+#include "base/error.hpp"
+#include "plan/cluster_presets.hpp"
 
 namespace gpipe::tools {
 
@@ -8,7 +14,8 @@ namespace {
 
 constexpr const char* kFlags[] = {"--tensor-parallel", "--sequence-parallel", "--data-parallel",
                                   "--zero", "--gpus", "--gpus-per-node",
-                                  "--inter-node-bandwidth-gbps", "--inter-node-latency-us"};
+                                  "--inter-node-bandwidth-gbps", "--inter-node-latency-us", "--cluster",
+                                  "--cluster-file"};
 
 }  // namespace
 
@@ -44,6 +51,12 @@ void ClusterFlags::add_to(CLI::App& cmd) {
   cmd.add_option("--inter-node-latency-us", inter_node_latency_us,
                  "Latency between nodes, us (default 5)")
       ->check(CLI::Range(0.0, 1e6));
+  cmd.add_option("--cluster", cluster,
+                 fmt::format("A cluster (plan/clusters.json): {}; or one of --cluster-file's. It gives the GPUs a "
+                             "node and the network between nodes; a flag of its own beside it wins (the device is "
+                             "the profile's)",
+                             plan::cluster_keys()));
+  cmd.add_option("--cluster-file", cluster_file, "Clusters of your own, in the form of plan/clusters.json");
 }
 
 void ClusterFlags::apply_to(plan::PlanRequest& request, sim::Conditions& conditions) const {
@@ -51,13 +64,26 @@ void ClusterFlags::apply_to(plan::PlanRequest& request, sim::Conditions& conditi
   request.zero = zero;
   conditions.tensor_parallel = tensor_parallel;
   if (sequence_parallel) conditions.sequence_parallel = true;
-  if (!gpus && !gpus_per_node && !inter_node_bandwidth_GBps && !inter_node_latency_us) return;
-  sim::ClusterConditions cluster;
-  cluster.gpus = gpus;
-  if (gpus_per_node) cluster.gpus_per_node = *gpus_per_node;
-  if (inter_node_bandwidth_GBps) cluster.inter_node.bandwidth_GBps = *inter_node_bandwidth_GBps;
-  if (inter_node_latency_us) cluster.inter_node.latency_us = *inter_node_latency_us;
-  conditions.cluster = cluster;
+  std::optional<plan::ClusterPreset> preset;
+  if (!cluster.empty()) {
+    std::vector<plan::ClusterPreset> table;
+    if (!cluster_file.empty()) table = plan::load_cluster_file(cluster_file);
+    table.insert(table.end(), plan::known_clusters().begin(), plan::known_clusters().end());
+    preset = plan::cluster_named(cluster, table);
+  } else if (!cluster_file.empty()) {
+    throw InputError("--cluster-file: name one of its clusters with --cluster");
+  }
+  if (!gpus && !gpus_per_node && !inter_node_bandwidth_GBps && !inter_node_latency_us && !preset) return;
+  sim::ClusterConditions placed;
+  placed.gpus = gpus;
+  if (preset) {
+    placed.gpus_per_node = preset->gpus_per_node;
+    placed.inter_node = preset->inter_node;
+  }
+  if (gpus_per_node) placed.gpus_per_node = *gpus_per_node;
+  if (inter_node_bandwidth_GBps) placed.inter_node.bandwidth_GBps = *inter_node_bandwidth_GBps;
+  if (inter_node_latency_us) placed.inter_node.latency_us = *inter_node_latency_us;
+  conditions.cluster = placed;
 }
 
 bool ClusterFlags::any_given(const CLI::App& cmd) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 
 #include <CLI/CLI.hpp>
 
@@ -22,11 +23,16 @@ struct ClusterFlags {
   std::optional<int> gpus_per_node;
   std::optional<double> inter_node_bandwidth_GBps;
   std::optional<double> inter_node_latency_us;
+  // A cluster preset (plan/clusters.json, or --cluster-file's): the GPUs a
+  // node and the inter-node link where the flags above do not give them.
+  std::string cluster;
+  std::string cluster_file;
 
   void add_to(CLI::App& cmd);
   // Sets the request's replicas and ZeRO stage and the conditions' group
-  // and cluster (a cluster when any of --gpus, --gpus-per-node or the
-  // inter-node link is given).
+  // and cluster (a cluster when any of --gpus, --gpus-per-node, the
+  // inter-node link or --cluster is given). InputError for an unknown
+  // cluster or a bad --cluster-file.
   void apply_to(plan::PlanRequest& request, sim::Conditions& conditions) const;
   // Whether any of these flags was given (`cmd`): an inference stream refuses them.
   [[nodiscard]] static bool any_given(const CLI::App& cmd);
