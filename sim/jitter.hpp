@@ -23,6 +23,13 @@ namespace gpipe::sim {
   return x ^ (x >> 31);
 }
 
+// The seed of run `run` of a stochastic mode given --seed `seed`: mixed, so
+// that --seed 1 and --seed 2 draw unrelated runs (seed + run would share all
+// runs but one between them).
+[[nodiscard]] constexpr std::uint64_t run_seed(std::uint64_t seed, int run) {
+  return splitmix64(splitmix64(seed) + static_cast<std::uint64_t>(run));
+}
+
 // The factor X for one action: lognormal, mean 1, coefficient of variation cv
 // (sigma^2 = ln(1 + cv^2), mu = -sigma^2 / 2), drawn from a std::mt19937_64
 // seeded with splitmix64 of (seed, action). Exactly 1 when cv is 0. The normal

@@ -60,8 +60,7 @@ StochasticResult run_stochastic(const schedules::Schedule& schedule, const CostM
   options.validate = false;  // checked by the run above
   r.per_run.reserve(static_cast<std::size_t>(runs));
   for (int i = 0; i < runs; ++i) {
-    // Unsigned wrap-around past 2^64 - 1 is defined and still gives distinct seeds.
-    const JitteredCosts costs(base, cv, seed + static_cast<std::uint64_t>(i));
+    const JitteredCosts costs(base, cv, run_seed(seed, i));
     r.per_run.push_back(simulate(schedule, costs, links, options).metrics);
   }
   r.step_time_us = spread_of_metric(r.per_run, &timelines::Metrics::step_time_us);

@@ -59,7 +59,7 @@ StochasticResult run_jittered(const Prediction& p, const CostModel& base, const 
   pooled.peak_bytes.assign(K, 0);
   pooled.state_bytes.assign(K, 0);
   for (int i = 0; i < j.runs; ++i) {
-    const JitteredCosts costs(base, j.cv, j.seed + static_cast<std::uint64_t>(i));
+    const JitteredCosts costs(base, j.cv, run_seed(j.seed, i));
     ServingRun run = replay_contended(costs, link, p.plan.partition.num_stages(), sc.workload, state, false, points);
     const timelines::ServingMetrics m = timelines::compute_serving_metrics(run, sc.workload.in_flight, p.plan.micro_batch_size, {});
     step_us.push_back(m.step_time_us);

@@ -202,7 +202,7 @@ TEST(RunStochastic, CvZeroGivesTheDeterministicMetricsEveryRun) {
   EXPECT_EQ(r.step_time_us, (Spread{t, t, t, t, t, t}));
 }
 
-TEST(RunStochastic, SeedsAreReproducibleAndRunIUsesSeedPlusI) {
+TEST(RunStochastic, SeedsAreReproducibleAndRunIUsesRunSeed) {
   const CostsToJitter costs;
   const UniformLink link(1.0, 10.0);
   const auto schedule = gpipe_schedule(4, 8);
@@ -213,8 +213,18 @@ TEST(RunStochastic, SeedsAreReproducibleAndRunIUsesSeedPlusI) {
   EXPECT_EQ(a.step_time_us, same.step_time_us);
   EXPECT_NE(a.step_time_us, other.step_time_us);
   EXPECT_NE(a.per_run[0], a.per_run[1]);
-  const auto shifted = run_stochastic(schedule, costs, link, sim_options(), 0.1, 1, 9);
-  EXPECT_EQ(shifted.per_run[0], a.per_run[2]);
+  // Run i is one simulation at run_seed(seed, i).
+  for (int i = 0; i < 4; ++i) {
+    const JitteredCosts run(costs, 0.1, run_seed(7, i));
+    SimOptions options = sim_options();
+    options.record_timeline = false;
+    EXPECT_EQ(a.per_run[static_cast<std::size_t>(i)], simulate(schedule, run, link, options).metrics) << i;
+  }
+  // The next seed shares no run with this one (seed + i would share three of four).
+  const auto next = run_stochastic(schedule, costs, link, sim_options(), 0.1, 4, 8);
+  for (const auto& m : next.per_run) {
+    EXPECT_EQ(std::count(a.per_run.begin(), a.per_run.end(), m), 0);
+  }
 }
 
 TEST(RunStochastic, PercentilesAreOrderedAndSpread) {
