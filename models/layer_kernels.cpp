@@ -105,14 +105,13 @@ std::vector<Kernel> block_kernels(const Shape& s, double e, bool llama) {
   const double fd = static_cast<double>(f);
   const std::int64_t tokens = s.tokens();
   const char* norm = llama ? "rmsnorm" : "layernorm";
+  // What rope turns (llama): the queries and keys, not the values.
+  const double rotated = t * static_cast<double>(s.d.split((s.d.heads + s.d.kv_groups()) * s.head_dim()));
 
   // Forward.
   k.memory(Pass::forward, fmt::format("{}1", norm), n * hd, n * hd);
   k.gemm(Pass::forward, "qkv", tokens, q, h);
-  if (llama) {
-    const double qk = t * static_cast<double>(s.d.split((s.d.heads + s.d.kv_groups()) * s.head_dim()));
-    k.memory(Pass::forward, "rope", qk, qk);
-  }
+  if (llama) k.memory(Pass::forward, "rope", rotated, rotated);
   attention(k, Pass::forward, s, q);
   k.gemm(Pass::forward, "proj", tokens, h, h_split);
   k.memory(Pass::forward, "residual1", 2 * n * hd, n * hd);
@@ -138,10 +137,7 @@ std::vector<Kernel> block_kernels(const Shape& s, double e, bool llama) {
   k.memory(Pass::input, "residual2'", 2 * n * hd, n * hd);
   k.gemm(Pass::input, "proj'", tokens, h_split, h);
   attention(k, Pass::input, s, q);
-  if (llama) {
-    const double qk = t * static_cast<double>(s.d.split((s.d.heads + s.d.kv_groups()) * s.head_dim()));
-    k.memory(Pass::input, "rope'", qk, qk);
-  }
+  if (llama) k.memory(Pass::input, "rope'", rotated, rotated);
   k.gemm(Pass::input, "qkv'", tokens, h, q);
   k.memory(Pass::input, fmt::format("{}1'", norm), 3 * n * hd, n * hd);
   k.memory(Pass::input, "residual1'", 2 * n * hd, n * hd);

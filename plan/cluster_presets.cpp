@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.hpp"
+#include "base/text.hpp"
 #include "base/files.hpp"
 #include "base/json_fields.hpp"
 
@@ -18,12 +19,6 @@ extern const std::string_view kShippedClusters;  // clusters.json, built in (shi
 namespace {
 
 constexpr JsonWording kWording{};
-
-bool equal_ignoring_case(std::string_view a, std::string_view b) {
-  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](char x, char y) {
-    return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
-  });
-}
 
 ClusterPreset parse_row(const JsonField& row) {
   row.expect_object();
@@ -70,6 +65,17 @@ ClusterPreset cluster_named(std::string_view key, std::span<const ClusterPreset>
     if (equal_ignoring_case(c.key, key)) return c;
   }
   throw InputError(fmt::format("--cluster: unknown cluster '{}' (known: {})", key, cluster_keys(table)));
+}
+
+std::optional<ClusterPreset> cluster_from_flags(std::string_view key, const std::filesystem::path& cluster_file) {
+  if (key.empty()) {
+    if (!cluster_file.empty()) throw InputError("--cluster-file: name one of its clusters with --cluster");
+    return std::nullopt;
+  }
+  std::vector<ClusterPreset> table;
+  if (!cluster_file.empty()) table = load_cluster_file(cluster_file);
+  table.insert(table.end(), known_clusters().begin(), known_clusters().end());
+  return cluster_named(key, table);
 }
 
 std::string cluster_keys(std::span<const ClusterPreset> table) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -37,6 +38,12 @@ struct ClusterPreset {
 // The preset of `table` whose key is `key`, case-insensitively; InputError
 // "--cluster: unknown cluster 'x' (known: dgx-a100, ...)" otherwise.
 [[nodiscard]] ClusterPreset cluster_named(std::string_view key, std::span<const ClusterPreset> table = known_clusters());
+
+// What --cluster KEY and --cluster-file F name: none when KEY is empty; else
+// the preset KEY of F's table (when F is given, its rows first) and the
+// shipped one. InputError for an unknown key, a bad file, or F without KEY.
+[[nodiscard]] std::optional<ClusterPreset> cluster_from_flags(std::string_view key,
+                                                              const std::filesystem::path& cluster_file);
 
 // "dgx-a100, dgx-h100, ...", for help texts and errors.
 [[nodiscard]] std::string cluster_keys(std::span<const ClusterPreset> table = known_clusters());

@@ -44,9 +44,8 @@ void check_no_overflow(const models::Layer& layer, int b, models::DType dtype) {
 }  // namespace
 
 double memory_efficiency(const Device& device, const AnalyticOptions& options) {
-  if (options.bw_efficiency) return *options.bw_efficiency;
-  if (options.mfu) return kRooflineBwEfficiency;
-  return (options.kernels ? *options.kernels : kernel_model_for(device)).memory_efficiency;
+  if (options.mfu) return options.bw_efficiency.value_or(kRooflineBwEfficiency);
+  return kernel_model_of(device, options).memory_efficiency;
 }
 
 void validate(const AnalyticOptions& o) {
@@ -91,19 +90,11 @@ PassTimes roofline_pass_times(const models::Layer& layer, const Device& device, 
   return times;
 }
 
-// The kernel model: each pass the sum of its kernels' times.
-PassTimes kernel_pass_times(const models::Model& model, const models::Layer& layer, const Device& device,
-                            models::DType dtype, int micro_batch_size, const AnalyticOptions& options) {
-  // analytic_profile() finds the device's model once; a single call finds it here.
-  std::optional<KernelModel> found;
-  if (!options.kernels) found = kernel_model_for(device);
-  const KernelModel& given = options.kernels ? *options.kernels : *found;
-  std::optional<KernelModel> overridden;
-  if (options.bw_efficiency) {
-    overridden = given;
-    overridden->memory_efficiency = *options.bw_efficiency;
-  }
-  const KernelModel& kernels = overridden ? *overridden : given;
+// The kernel model: each pass the sum of its kernels' times, and one launch
+// a pass that runs anything, as the roofline's.
+PassTimes kernel_pass_times(const models::Model& model, const models::Layer& layer, const KernelModel& kernels,
+                            const Device& device, models::DType dtype, int micro_batch_size,
+                            double launch_overhead_us) {
   PassTimes times;
   bool has[3] = {false, false, false};
   for (const models::Kernel& k : models::layer_kernels(model, layer, micro_batch_size, dtype)) {
@@ -115,22 +106,42 @@ PassTimes kernel_pass_times(const models::Model& model, const models::Layer& lay
     }
     has[static_cast<int>(k.pass)] = true;
   }
-  // One launch cost a pass that runs anything, as the roofline's.
-  if (has[0]) times.fwd_us += options.launch_overhead_us;
-  if (has[1]) times.bwd_input_us += options.launch_overhead_us;
-  if (has[2]) times.bwd_weight_us += options.launch_overhead_us;
+  if (has[0]) times.fwd_us += launch_overhead_us;
+  if (has[1]) times.bwd_input_us += launch_overhead_us;
+  if (has[2]) times.bwd_weight_us += launch_overhead_us;
   return times;
+}
+
+// One layer at one size, the options checked: the roofline with mfu, else
+// the kernels priced by `kernels` (the options' kernel model, found once by
+// the caller).
+PassTimes pass_times(const models::Model& model, const models::Layer& layer, const Device& device,
+                     models::DType dtype, int micro_batch_size, const AnalyticOptions& options,
+                     const std::optional<KernelModel>& kernels) {
+  check_no_overflow(layer, micro_batch_size, dtype);
+  if (micro_batch_size < 1) (void)models::bytes_at(layer, micro_batch_size, dtype);  // names the error
+  if (options.mfu) return roofline_pass_times(layer, device, dtype, micro_batch_size, options);
+  return kernel_pass_times(model, layer, *kernels, device, dtype, micro_batch_size, options.launch_overhead_us);
+}
+
+// The kernel model the options price with; none with mfu (the roofline).
+std::optional<KernelModel> priced_by(const Device& device, const AnalyticOptions& options) {
+  if (options.mfu) return std::nullopt;
+  return kernel_model_of(device, options);
 }
 
 }  // namespace
 
+KernelModel kernel_model_of(const Device& device, const AnalyticOptions& options) {
+  KernelModel kernels = options.kernels ? *options.kernels : kernel_model_for(device);
+  if (options.bw_efficiency) kernels.memory_efficiency = *options.bw_efficiency;
+  return kernels;
+}
+
 PassTimes analytic_pass_times(const models::Model& model, const models::Layer& layer, const Device& device,
                               models::DType dtype, int micro_batch_size, const AnalyticOptions& options) {
   validate(options);
-  check_no_overflow(layer, micro_batch_size, dtype);
-  if (micro_batch_size < 1) (void)models::bytes_at(layer, micro_batch_size, dtype);  // names the error
-  if (options.mfu) return roofline_pass_times(layer, device, dtype, micro_batch_size, options);
-  return kernel_pass_times(model, layer, device, dtype, micro_batch_size, options);
+  return pass_times(model, layer, device, dtype, micro_batch_size, options, priced_by(device, options));
 }
 
 PassTimes analytic_collective_times(const models::Layer& layer, int group, const Device& device,
@@ -166,11 +177,9 @@ double analytic_optimizer_us(const models::Layer& layer, const Device& device,
 }
 
 Profile analytic_profile(const models::Model& model, const Device& device, models::DType dtype,
-                         std::span<const int> micro_batch_sizes, const AnalyticOptions& given) {
-  validate(given);
-  // The device's kernel model found once, not once a layer and size.
-  AnalyticOptions options = given;
-  if (!options.mfu && !options.kernels) options.kernels = kernel_model_for(device);
+                         std::span<const int> micro_batch_sizes, const AnalyticOptions& options) {
+  validate(options);
+  const std::optional<KernelModel> kernels = priced_by(device, options);  // once, not once a layer and size
   if (micro_batch_sizes.empty()) throw InputError("analytic profile: no micro-batch sizes given");
   std::vector<int> sizes(micro_batch_sizes.begin(), micro_batch_sizes.end());
   std::sort(sizes.begin(), sizes.end());
@@ -200,7 +209,7 @@ Profile analytic_profile(const models::Model& model, const Device& device, model
     out.tied_bytes = layer.tied_elems * models::bytes_per_element(dtype);
     out.optimizer_us = analytic_optimizer_us(layer, device, options);
     for (const int b : sizes) {
-      const PassTimes compute = analytic_pass_times(model, layer, device, dtype, b, options);
+      const PassTimes compute = pass_times(model, layer, device, dtype, b, options, kernels);
       const PassTimes comm = analytic_collective_times(layer, model.tensor_parallel, device, dtype, b, options);
       const PassTimes t{.fwd_us = compute.fwd_us + comm.fwd_us,
                         .bwd_input_us = compute.bwd_input_us + comm.bwd_input_us,

@@ -104,6 +104,10 @@ struct PassTimes {
                                                   models::DType dtype, int micro_batch_size,
                                                   const AnalyticOptions& options = {});
 
+// The kernel model the options price with on `device`: theirs or the
+// device's (kernel_model_for), its memory efficiency bw_efficiency where set.
+[[nodiscard]] KernelModel kernel_model_of(const Device& device, const AnalyticOptions& options);
+
 // The memory efficiency the options give on `device`: bw_efficiency, else
 // the roofline's with mfu, else the kernel model's.
 [[nodiscard]] double memory_efficiency(const Device& device, const AnalyticOptions& options);

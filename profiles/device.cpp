@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.hpp"
+#include "base/text.hpp"
 
 namespace gpipe::profiles {
 
@@ -18,12 +19,6 @@ extern const std::string_view kShippedDevices;  // devices.json, built in (shipp
 namespace {
 
 using nlohmann::json;
-
-bool equal_ignoring_case(std::string_view a, std::string_view b) {
-  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](char x, char y) {
-    return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
-  });
-}
 
 // One row of a table; `where` is "ORIGIN: device N" for errors.
 class RowReader {

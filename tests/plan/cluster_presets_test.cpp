@@ -8,6 +8,7 @@
 #include "base/error.hpp"
 #include "plan/cluster_presets.hpp"
 #include "profiles/device.hpp"
+#include "tests/error_of.hpp"
 
 namespace gpipe::plan {
 namespace {
@@ -27,12 +28,7 @@ TEST(ClusterPresets, ShippedRowsNameAKnownDeviceAndASource) {
 }
 
 std::string error_of(const std::string& json) {
-  try {
-    (void)parse_clusters(json, "c.json");
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "no error";
+  return testing::error_of([&] { (void)parse_clusters(json, "c.json"); });
 }
 
 TEST(ClusterPresets, ErrorsNameTheRowAndField) {

@@ -6,8 +6,8 @@
 
 #include <string>
 
-#include "base/error.hpp"
 #include "profiles/kernel_model.hpp"
+#include "tests/error_of.hpp"
 
 namespace gpipe::profiles {
 namespace {
@@ -88,12 +88,7 @@ TEST(KernelModel, ShippedTablesNameTheirSourceAndOthersGetTheH100s) {
 }
 
 std::string parse_error(const std::string& json) {
-  try {
-    (void)parse_kernel_model(json, "k.json");
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "no error";
+  return testing::error_of([&] { (void)parse_kernel_model(json, "k.json"); });
 }
 
 TEST(KernelModel, ReaderErrorsNameTheField) {
@@ -102,7 +97,7 @@ TEST(KernelModel, ReaderErrorsNameTheField) {
       R"("efficiency": 0.5, "k_half": 64}, "attention": {"forward_efficiency": 0.5, "backward_efficiency": 0.5}, )"
       R"("memory_efficiency": 0.5, "kernel_overhead_us": 0})";
   EXPECT_EQ(parse_kernel_model(good, "k.json").tiles.size(), 1U);
-  EXPECT_EQ(parse_error("{"), parse_error("{"));  // one line, whatever JSON's reader says
+  EXPECT_EQ(parse_error("{").find('\n'), std::string::npos);  // one line, whatever JSON's reader says
   EXPECT_NE(parse_error("{").find("k.json"), std::string::npos);
   std::string over = good;
   over.replace(over.find("\"efficiency\": 0.5"), 17, "\"efficiency\": 1.5");

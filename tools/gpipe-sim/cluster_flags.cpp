@@ -1,11 +1,7 @@
 #include "tools/gpipe-sim/cluster_flags.hpp"
 
-#include <string>
-#include <vector>
-
 #include <fmt/format.h>
 
-#include "base/error.hpp"
 #include "plan/cluster_presets.hpp"
 
 namespace gpipe::tools {
@@ -64,15 +60,7 @@ void ClusterFlags::apply_to(plan::PlanRequest& request, sim::Conditions& conditi
   request.zero = zero;
   conditions.tensor_parallel = tensor_parallel;
   if (sequence_parallel) conditions.sequence_parallel = true;
-  std::optional<plan::ClusterPreset> preset;
-  if (!cluster.empty()) {
-    std::vector<plan::ClusterPreset> table;
-    if (!cluster_file.empty()) table = plan::load_cluster_file(cluster_file);
-    table.insert(table.end(), plan::known_clusters().begin(), plan::known_clusters().end());
-    preset = plan::cluster_named(cluster, table);
-  } else if (!cluster_file.empty()) {
-    throw InputError("--cluster-file: name one of its clusters with --cluster");
-  }
+  const std::optional<plan::ClusterPreset> preset = plan::cluster_from_flags(cluster, cluster_file);
   if (!gpus && !gpus_per_node && !inter_node_bandwidth_GBps && !inter_node_latency_us && !preset) return;
   sim::ClusterConditions placed;
   placed.gpus = gpus;

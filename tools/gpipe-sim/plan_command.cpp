@@ -92,15 +92,7 @@ int run_plan(const PlanFlags& f) {
   sim::ClusterPlanRequest r;
   r.model = models::parse_model(f.model);
   // A cluster preset gives the device, the node and the network; a flag given beside it wins.
-  std::optional<plan::ClusterPreset> cluster;
-  if (!f.cluster.empty()) {
-    std::vector<plan::ClusterPreset> clusters;
-    if (!f.cluster_file.empty()) clusters = plan::load_cluster_file(f.cluster_file);
-    clusters.insert(clusters.end(), plan::known_clusters().begin(), plan::known_clusters().end());
-    cluster = plan::cluster_named(f.cluster, clusters);
-  } else if (!f.cluster_file.empty()) {
-    throw InputError("--cluster-file: name one of its clusters with --cluster");
-  }
+  const std::optional<plan::ClusterPreset> cluster = plan::cluster_from_flags(f.cluster, f.cluster_file);
   if (f.device.empty() && !cluster) throw InputError("give --device, or --cluster (which names its device)");
   std::vector<profiles::Device> table;
   if (!f.device_file.empty()) table = profiles::load_device_file(f.device_file);

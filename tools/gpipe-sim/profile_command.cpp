@@ -140,7 +140,7 @@ int run_profile(const ProfileFlags& f) {
   if (options.mfu) {
     std::cout << fmt::format("priced at {} of the peak FLOP rate (--mfu), a flat roofline\n", *options.mfu);
   } else {
-    const profiles::KernelModel kernels = options.kernels ? *options.kernels : profiles::kernel_model_for(*device);
+    const profiles::KernelModel kernels = profiles::kernel_model_of(*device, options);
     std::cout << fmt::format("priced kernel by kernel: {}'s kernel model ({})\n", kernels.device, kernels.source);
   }
   if (model.tensor_parallel > 1) {
