@@ -75,6 +75,7 @@ exec::TrainResult train_once(const CalibrationOptions& options, const sim::Predi
   t.model = options.model;
   t.schedule = p.plan.schedule;
   t.partition = p.plan.partition;
+  t.checkpointing = p.plan.checkpointing;
   t.batch = p.plan.batch;
   t.zero = options.grid.base.zero;
   t.steps = options.steps;

@@ -96,6 +96,25 @@ schedules::Schedule given_schedule(const PlanRequest& r) {
   return s;
 }
 
+// Megatron's full recompute as this schedule can run it: its backward whole
+// (a split one's W would keep what I rebuilt, which neither side models yet).
+models::Checkpointing checkpointing_of(const schedules::Schedule& s, const PlanRequest& r) {
+  if (r.checkpointing.num_layers < 1) {
+    throw InputError(fmt::format("--recompute-num-layers {}: give 1 or more", r.checkpointing.num_layers));
+  }
+  bool split = !s.overlapped.empty();
+  for (const auto& list : s.ranks) {
+    for (const auto& a : list) split = split || a.kind == schedules::ActionKind::I || a.kind == schedules::ActionKind::W;
+  }
+  if (split) {
+    throw InputError(fmt::format("--recompute full: schedule {} splits its backward (I and W) or overlaps F with B, "
+                                 "which full recompute does not run yet; use a schedule with whole backwards "
+                                 "(gpipe, 1f1b, interleaved-1f1b, ...)",
+                                 s.name));
+  }
+  return r.checkpointing;
+}
+
 // Everything after the micro-batches, which the callers make in their own
 // order. partition_of(spec, micro-batch size, stage count) is the partition:
 // made here, or kept by a Planner.
@@ -141,6 +160,7 @@ Plan plan_with(const profiles::Profile& profile, const PlanRequest& r, std::vect
     p.schedule = schedules::generate(r.schedule, options);
   }
   check_stages(profile, p.schedule);
+  if (p.schedule.recompute == schedules::RecomputePolicy::full) p.checkpointing = checkpointing_of(p.schedule, r);
   // A tied embedding's first and last stages exchange their gradient
   // (schedules/tied_gradient.hpp); a lowered file keeps what it lists.
   if (!p.schedule.is_lowered()) p.schedule.tied_embedding = profile.tied_bytes() > 0;
@@ -205,12 +225,17 @@ models::Partition Planner::partition(const models::PartitionSpec& spec, int micr
   return made;
 }
 
-std::shared_ptr<const std::vector<profiles::StageCost>> Planner::stage_costs(std::span<const int> layers_per_stage,
-                                                                            int micro_batch_size) {
-  auto key = std::pair{std::vector<int>(layers_per_stage.begin(), layers_per_stage.end()), micro_batch_size};
+std::shared_ptr<const std::vector<profiles::StageCost>> Planner::stage_costs(
+    std::span<const int> layers_per_stage, int micro_batch_size,
+    const std::optional<models::Checkpointing>& checkpointing) {
+  // (0, 0) without checkpoints, else (method + 1, N).
+  const int method = checkpointing ? static_cast<int>(checkpointing->method) + 1 : 0;
+  const int per_chunk = checkpointing ? checkpointing->num_layers : 0;
+  auto key = std::tuple{std::vector<int>(layers_per_stage.begin(), layers_per_stage.end()), micro_batch_size,
+                        method, per_chunk};
   if (const auto it = stage_costs_.find(key); it != stage_costs_.end()) return it->second;
   auto made = std::make_shared<const std::vector<profiles::StageCost>>(
-      profiles::stage_costs(profile_, layers_per_stage, micro_batch_size));
+      profiles::stage_costs(profile_, layers_per_stage, micro_batch_size, checkpointing));
   if (stage_costs_.size() >= kMaxKept) stage_costs_.clear();
   stage_costs_.emplace(std::move(key), made);
   return made;

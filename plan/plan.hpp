@@ -10,12 +10,14 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
 
+#include "models/checkpointing.hpp"
 #include "models/optimizer.hpp"
 #include "models/partition.hpp"
 #include "profiles/profile.hpp"
@@ -34,6 +36,9 @@ struct PlanRequest {
   std::shared_ptr<const schedules::Schedule> given;
   schedules::BackwardOrder backward_order = schedules::BackwardOrder::reverse;
   schedules::RecomputePolicy recompute = schedules::RecomputePolicy::never;
+  // With recompute full (Megatron's per-layer checkpoints): how the blocks
+  // are cut into checkpointed chunks (models/checkpointing.hpp).
+  models::Checkpointing checkpointing;
   int stages = 1;           // K: ranks
   int stages_per_rank = 0;  // V: the model is cut into K x V stages; 0 = the family's own
   int microbatches = 1;
@@ -57,6 +62,9 @@ struct Plan {
   // in the profile's dtype, sharded by ZeRO over the data-parallel group
   // (models::static_bytes); one GPU's with a tensor-parallel profile.
   std::vector<std::int64_t> static_bytes;
+  // The checkpoints the stages keep under recompute full; nullopt otherwise.
+  // The costs (profiles::stage_costs) and the executor's stages take them.
+  std::optional<models::Checkpointing> checkpointing;
 };
 
 // A request for `schedule` as it stands (a file's): its name, stages and M,
@@ -90,10 +98,11 @@ class Planner {
   [[nodiscard]] const profiles::Profile& profile() const { return profile_; }
   // make_plan(profile(), request).
   [[nodiscard]] Plan make(const PlanRequest& request);
-  // profiles::stage_costs(profile(), layers_per_stage, micro_batch_size),
-  // shared with the planner's table.
+  // profiles::stage_costs(profile(), layers_per_stage, micro_batch_size,
+  // checkpointing), shared with the planner's table.
   [[nodiscard]] std::shared_ptr<const std::vector<profiles::StageCost>> stage_costs(
-      std::span<const int> layers_per_stage, int micro_batch_size);
+      std::span<const int> layers_per_stage, int micro_batch_size,
+      const std::optional<models::Checkpointing>& checkpointing = std::nullopt);
 
  private:
   [[nodiscard]] models::Partition partition(const models::PartitionSpec& spec, int micro_batch_size,
@@ -104,7 +113,8 @@ class Planner {
   static constexpr std::size_t kMaxKept = 4096;
   const profiles::Profile& profile_;
   std::map<std::tuple<int, std::vector<int>, int, int>, models::Partition> partitions_;
-  std::map<std::pair<std::vector<int>, int>, std::shared_ptr<const std::vector<profiles::StageCost>>> stage_costs_;
+  std::map<std::tuple<std::vector<int>, int, int, int>, std::shared_ptr<const std::vector<profiles::StageCost>>>
+      stage_costs_;
 };
 
 }  // namespace gpipe::plan

@@ -1,7 +1,10 @@
 #include "profiles/stage_costs.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -53,7 +56,7 @@ void check_partition(const Profile& profile, std::span<const int> layers_per_sta
 }  // namespace
 
 std::vector<StageCost> stage_costs(const Profile& profile, std::span<const int> layers_per_stage,
-                                   int micro_batch_size) {
+                                   int micro_batch_size, const std::optional<models::Checkpointing>& checkpointing) {
   check_partition(profile, layers_per_stage);
   if (micro_batch_size < 1) {
     throw InputError(
@@ -65,9 +68,19 @@ std::vector<StageCost> stage_costs(const Profile& profile, std::span<const int> 
   for (const int count : layers_per_stage) {
     double fwd_us = 0, bwd_us = 0, input_us = 0, weight_us = 0, optimizer_us = 0;
     StageCost stage;
+    // Per layer of the stage, for its checkpoints (models/checkpointing.hpp).
+    std::vector<std::string> kinds;
+    std::vector<double> layer_fwd_us;
+    std::vector<std::int64_t> layer_activation, layer_input;
     for (int i = 0; i < count; ++i, ++next_layer) {
       const LayerProfile& layer = profile.layers[next_layer];
       const LayerCost cost = cost_at(layer, micro_batch_size);
+      if (checkpointing) {
+        kinds.push_back(layer.kind);
+        layer_fwd_us.push_back(cost.fwd_us);
+        layer_activation.push_back(cost.activation_bytes);
+        layer_input.push_back(cost.input_bytes);
+      }
       fwd_us += cost.fwd_us;
       bwd_us += cost.bwd_us;
       input_us += cost.bwd_input_us;
@@ -80,6 +93,21 @@ std::vector<StageCost> stage_costs(const Profile& profile, std::span<const int> 
       add_bytes(stage.tied_bytes, layer.tied_bytes, stages.size());
       if (i == 0) stage.input_bytes = cost.input_bytes;
       if (i == count - 1) stage.output_bytes = cost.output_bytes;
+    }
+    if (checkpointing) {
+      const auto units = models::checkpoint_units(kinds, checkpointing);
+      const models::CheckpointedBytes bytes = models::checkpointed_bytes(units, layer_activation, layer_input);
+      stage.activation_bytes = bytes.kept;
+      stage.transient_bytes = bytes.transient;
+      // A split backward's W keeps what I left of the rebuilt layers: at most the whole.
+      stage.weight_grad_stash_bytes = std::min(stage.weight_grad_stash_bytes, bytes.kept + bytes.transient);
+      for (const models::CheckpointUnit& u : units) {
+        if (!u.checkpointed) continue;
+        for (int l = u.first; l < u.end; ++l) {
+          bwd_us += layer_fwd_us[static_cast<std::size_t>(l)];
+          input_us += layer_fwd_us[static_cast<std::size_t>(l)];
+        }
+      }
     }
     const std::size_t s = stages.size();
     stage.fwd_ns = to_ns(fwd_us, s, "forward", micro_batch_size);

@@ -8,6 +8,7 @@ namespace gpipe::schedules {
 bool recomputes(const Schedule& s, Rank rank, int position) {
   switch (s.recompute) {
     case RecomputePolicy::never:
+    case RecomputePolicy::full:  // rebuilt inside B, no R
       return false;
     case RecomputePolicy::always:
       return true;

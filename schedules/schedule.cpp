@@ -5,7 +5,7 @@
 
 namespace gpipe::schedules {
 namespace {
-constexpr std::array<std::string_view, 3> kPolicyNames = {"never", "always", "except_last"};
+constexpr std::array<std::string_view, 4> kPolicyNames = {"never", "always", "except_last", "full"};
 }
 
 std::string_view to_string(RecomputePolicy policy) {

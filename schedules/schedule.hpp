@@ -12,7 +12,13 @@
 
 namespace gpipe::schedules {
 
-enum class RecomputePolicy { never, always, except_last };
+// never: every stage keeps what its forward made until its backward.
+// always: GPipe's re-materialization, stage-wide: a stage keeps its input
+//   alone, and R rebuilds the whole stage before its backward.
+// except_last: always, but for a micro-batch whose B follows its F at once.
+// full: Megatron-LM's per-layer checkpoints (models/checkpointing.hpp): no R
+//   action; each B rebuilds its stage's checkpointed chunks one at a time.
+enum class RecomputePolicy { never, always, except_last, full };
 
 // An overlapped forward and backward, torch's `(0F3;3B1)OVERLAP_F_B`
 // (DualPipeV): the two stand next to each other in their rank's list, forward

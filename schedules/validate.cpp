@@ -199,6 +199,9 @@ class Checker {
         break;
       case K::R:
         if (s_.recompute == RecomputePolicy::never) return std::string("the recompute policy is never");
+        if (s_.recompute == RecomputePolicy::full) {
+          return std::string("the recompute policy is full, which rebuilds each checkpoint inside B");
+        }
         break;
       default:
         break;

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "base/error.hpp"
+#include "models/checkpointing.hpp"
 #include "models/tensor_parallel.hpp"
 #include "plan/plan.hpp"
 #include "profiles/stage_costs.hpp"
@@ -105,14 +106,26 @@ double tensor_parallel_us(const ClusterPlanRequest& r, const models::Model& spli
   const schedules::Schedule& s = p.plan.schedule;
   std::vector<double> per_rank(static_cast<std::size_t>(s.num_ranks), 0.0);
   const double m = s.num_microbatches;
-  const double recomputed = s.recompute == schedules::RecomputePolicy::always ? m : 0;
   for (int st = 0; st < p.plan.partition.num_stages(); ++st) {
+    const int first = p.plan.partition.first_layer(st);
+    const int end = p.plan.partition.end_layer(st);
+    // Which layers run their forward again: all under always, the
+    // checkpointed chunks' under full.
+    std::vector<bool> recomputed(static_cast<std::size_t>(end - first), s.recompute == schedules::RecomputePolicy::always);
+    if (p.plan.checkpointing) {
+      std::vector<std::string> kinds;
+      for (int l = first; l < end; ++l) kinds.push_back(split.layers[static_cast<std::size_t>(l)].kind);
+      for (const models::CheckpointUnit& u : models::checkpoint_units(kinds, p.plan.checkpointing)) {
+        for (int l = u.first; l < u.end; ++l) recomputed[static_cast<std::size_t>(l)] = u.checkpointed;
+      }
+    }
     double us = 0;
-    for (int l = p.plan.partition.first_layer(st); l < p.plan.partition.end_layer(st); ++l) {
+    for (int l = first; l < end; ++l) {
       const profiles::PassTimes c = profiles::analytic_collective_times(
           split.layers[static_cast<std::size_t>(l)], split.tensor_parallel, r.device, r.dtype, micro_batch_size,
           r.analytic);
-      us += (m + recomputed) * c.fwd_us + m * (c.bwd_input_us + c.bwd_weight_us - c.split_weight_us);
+      const double forwards = recomputed[static_cast<std::size_t>(l - first)] ? 2 * m : m;
+      us += forwards * c.fwd_us + m * (c.bwd_input_us + c.bwd_weight_us - c.split_weight_us);
     }
     per_rank[s.rank_of(schedules::Stage{st}).at()] += us;
   }

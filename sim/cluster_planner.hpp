@@ -58,7 +58,7 @@ struct ClusterPlanRequest {
   std::vector<int> micro_batch_sizes{1, 2, 4, 8};
   std::vector<std::string> schedules{"1f1b", "interleaved-1f1b"};
   std::vector<schedules::RecomputePolicy> recompute{schedules::RecomputePolicy::never,
-                                                     schedules::RecomputePolicy::always};
+                                                     schedules::RecomputePolicy::full};
   std::vector<int> zero{0, 1};
   profiles::CollectiveLink inter_node{.latency_us = 5, .bandwidth_GBps = 50};
   models::Optimizer optimizer = models::Optimizer::adamw;

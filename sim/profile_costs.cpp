@@ -24,17 +24,19 @@ ProfileCosts::ProfileCosts(std::size_t num_stages, std::vector<int> microbatch_s
 }
 
 ProfileCosts::ProfileCosts(const profiles::Profile& profile, std::span<const int> layers_per_stage,
-                           std::vector<int> microbatch_sizes)
+                           std::vector<int> microbatch_sizes,
+                           const std::optional<models::Checkpointing>& checkpointing)
     : ProfileCosts(layers_per_stage.size(), std::move(microbatch_sizes),
                    [&](int b) {
                      return std::make_shared<const std::vector<profiles::StageCost>>(
-                         profiles::stage_costs(profile, layers_per_stage, b));
+                         profiles::stage_costs(profile, layers_per_stage, b, checkpointing));
                    }) {}
 
 ProfileCosts::ProfileCosts(plan::Planner& planner, std::span<const int> layers_per_stage,
-                           std::vector<int> microbatch_sizes)
+                           std::vector<int> microbatch_sizes,
+                           const std::optional<models::Checkpointing>& checkpointing)
     : ProfileCosts(layers_per_stage.size(), std::move(microbatch_sizes),
-                   [&](int b) { return planner.stage_costs(layers_per_stage, b); }) {}
+                   [&](int b) { return planner.stage_costs(layers_per_stage, b, checkpointing); }) {}
 
 const std::vector<profiles::StageCost>& ProfileCosts::at_size(int micro_batch_size) const {
   for (const auto& [b, stages] : by_size_) {
@@ -85,7 +87,7 @@ std::optional<StagePrices> ProfileCosts::stage_prices() const {
                         .bwd_input_ns = cost_of(c, K::I),
                         .bwd_weight_ns = cost_of(c, K::W),
                         .recompute_ns = cost_of(c, K::R),
-                        .memory = {c.activation_bytes, c.input_bytes, c.weight_grad_stash_bytes},
+                        .memory = {c.activation_bytes, c.input_bytes, c.weight_grad_stash_bytes, c.transient_bytes},
                         .boundary_bytes = c.output_bytes});
     }
   }

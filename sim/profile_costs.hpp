@@ -21,11 +21,14 @@ namespace gpipe::sim {
 
 class ProfileCosts final : public CostModel {
  public:
-  // microbatch_sizes[m]: the samples in micro-batch m.
+  // microbatch_sizes[m]: the samples in micro-batch m; `checkpointing`, a
+  // plan's under recompute full (plan::Plan::checkpointing).
   ProfileCosts(const profiles::Profile& profile, std::span<const int> layers_per_stage,
-               std::vector<int> microbatch_sizes);
+               std::vector<int> microbatch_sizes,
+               const std::optional<models::Checkpointing>& checkpointing = std::nullopt);
   // The same costs, from the planner's profile, which may have them already.
-  ProfileCosts(plan::Planner& planner, std::span<const int> layers_per_stage, std::vector<int> microbatch_sizes);
+  ProfileCosts(plan::Planner& planner, std::span<const int> layers_per_stage, std::vector<int> microbatch_sizes,
+               const std::optional<models::Checkpointing>& checkpointing = std::nullopt);
   // of_microbatch_ points into by_size_'s vectors, which copies share.
 
   [[nodiscard]] std::int64_t duration_ns(const schedules::Action& action) const override;
@@ -43,7 +46,7 @@ class ProfileCosts final : public CostModel {
   }
   [[nodiscard]] StageMemory stage_memory(schedules::Stage s, schedules::Microbatch m) const override {
     const profiles::StageCost& c = stage(s, m);
-    return {c.activation_bytes, c.input_bytes, c.weight_grad_stash_bytes};
+    return {c.activation_bytes, c.input_bytes, c.weight_grad_stash_bytes, c.transient_bytes};
   }
   [[nodiscard]] std::int64_t tied_gradient_bytes(schedules::Stage s) const override {
     return stage(s, schedules::Microbatch{0}).tied_bytes;

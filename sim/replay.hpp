@@ -101,9 +101,10 @@ class Replay {
     ++next_[r];
     const schedules::Action& a = graph_.action(node);
     using schedules::ActionKind;
-    if (a.kind == ActionKind::B || a.kind == ActionKind::I || a.kind == ActionKind::W ||
-        (a.kind == ActionKind::F && graph_.recomputed(a))) {
-      add_memory(rank, end, memory_change_at_end(a.kind, stage_memory(a), true));
+    if (a.kind == ActionKind::B || a.kind == ActionKind::I || a.kind == ActionKind::W) {
+      add_memory(rank, end, memory_change_at_end(a.kind, stage_memory(a), false));
+    } else if (a.kind == ActionKind::F) {
+      add_memory(rank, end, memory_change_at_end(a.kind, stage_memory(a), graph_.recomputed(a)));
     }
     const int id = static_cast<int>(node);
     graph_.for_each_consumer(id, [&](int consumer) { deliver(id, consumer, end); });
@@ -134,7 +135,8 @@ class Replay {
   void begin(int rank, std::size_t node, std::int64_t start) {
     if (record_) start_ns_[node] = start;
     const schedules::Action& a = graph_.action(node);
-    if (a.kind == schedules::ActionKind::F || a.kind == schedules::ActionKind::R) {
+    using schedules::ActionKind;
+    if (a.kind == ActionKind::F || a.kind == ActionKind::R || a.kind == ActionKind::B || a.kind == ActionKind::I) {
       add_memory(rank, start, memory_change_at_start(a.kind, stage_memory(a)));
     }
   }

@@ -107,7 +107,7 @@ Prediction predict(plan::Planner& planner, const Scenario& sc, bool record_timel
     p.placement = placement.describe();
   }
   const LinkModel& links = placed ? static_cast<const LinkModel&>(*placed) : link;
-  const ProfileCosts profiled(planner, p.plan.partition.layers_per_stage, p.plan.microbatch_sizes);
+  const ProfileCosts profiled(planner, p.plan.partition.layers_per_stage, p.plan.microbatch_sizes, p.plan.checkpointing);
   check_step_fits(p.plan.schedule, profiled, p.link_latency_us, p.link_bandwidth_GBps);
   // Data parallelism adds each stage's gradient reduction and ZeRO's gathers.
   std::optional<DataParallelCosts> replicated;

@@ -68,7 +68,7 @@ class LayoutSearch {
       refuse(std::move(why));
       return;
     }
-    const ProfileCosts costs(profile_, plan.partition.layers_per_stage, plan.microbatch_sizes);
+    const ProfileCosts costs(profile_, plan.partition.layers_per_stage, plan.microbatch_sizes, plan.checkpointing);
     check_step_fits(plan.schedule, costs, links_.latency_us(), links_.bandwidth_GBps());
     schedules::ScheduleOptions o;
     o.num_ranks = request_.stages;
@@ -104,7 +104,7 @@ class LayoutSearch {
       refuse(fmt::format("{} ({})", why, c.label));
       return;
     }
-    const ProfileCosts costs(profile_, plan.partition.layers_per_stage, plan.microbatch_sizes);
+    const ProfileCosts costs(profile_, plan.partition.layers_per_stage, plan.microbatch_sizes, plan.checkpointing);
     check_step_fits(plan.schedule, costs, links_.latency_us(), links_.bandwidth_GBps());
     SimOptions sim;
     sim.batch_size = plan.batch;
@@ -170,6 +170,10 @@ class LayoutSearch {
 
 ZbAutoPlan plan_zb_auto(const profiles::Profile& profile, const plan::PlanRequest& request, const UniformLink& links,
                         const Conditions& conditions) {
+  if (request.recompute == schedules::RecomputePolicy::full) {
+    throw InputError("--schedule zb-auto --recompute full: zb-auto's schedules split their backward, which full "
+                     "recompute does not run yet");
+  }
   LayoutSearch search(profile, request, links, conditions);
   const int v = request.stages_per_rank;
   if (v <= 1) search.single_chunk();

@@ -84,6 +84,19 @@ void check_train_options(const TrainOptions& o, std::string_view backend, bool r
   // The split's own one-line errors: the family, T dividing the heads, the
   // kv heads and the FFN width.
   if (o.tensor_parallel > 1) (void)models::split_tensor_parallel(o.model, {.degree = o.tensor_parallel});
+  if (o.schedule.recompute == schedules::RecomputePolicy::full) {
+    for (const auto& list : o.schedule.ranks) {
+      for (const Action& a : list) {
+        if (a.kind == ActionKind::I || a.kind == ActionKind::W) {
+          throw InputError(fmt::format("schedule {}: --recompute full runs whole backwards only; {} is a split one's",
+                                       o.schedule.name, to_string(a)));
+        }
+      }
+    }
+    if (!o.schedule.overlapped.empty()) {
+      throw InputError(fmt::format("schedule {}: --recompute full does not run overlapped F&B pairs", o.schedule.name));
+    }
+  }
   if (runs_split_backward) return;
   for (const auto& list : o.schedule.ranks) {
     for (const Action& a : list) {

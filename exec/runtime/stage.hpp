@@ -7,6 +7,12 @@
 // it, back to A_s in R, 0 after B; with a split backward, down to W_s (what
 // the layers' W keep) during I and to 0 during W.
 //
+// Under Megatron's full recompute (models/checkpointing.hpp) a stage keeps,
+// of each checkpointed chunk of blocks, the chunk's input alone once the
+// chunk's forward is done, and B rebuilds each chunk from it, last chunk
+// first, just before the chunk's backward: +(kept + T) during F, kept after,
+// back up by at most T during B, as the simulator's rules say.
+//
 // The backend `B` supplies the math, a StageBackend (training_backend.hpp):
 // its layers, their optimizer state, and the few whole-tensor operations a
 // stage needs (a copy, dst += src, whether all values are finite, the values
@@ -30,6 +36,7 @@
 #include "exec/runtime/stash_book.hpp"
 #include "exec/runtime/training_backend.hpp"
 #include "exec/runtime/zero_shards.hpp"
+#include "models/checkpointing.hpp"
 #include "models/model.hpp"
 
 namespace gpipe::exec {
@@ -48,18 +55,23 @@ class Stage {
   // Layers [first_layer, end_layer) of `model`, their weights from `seed`
   // (the same whatever the partition), room for `num_microbatches` stashes
   // charged to `account`; with `share`, optimizer state for that replica's
-  // share of the stage's values only (ZeRO 1).
+  // share of the stage's values only (ZeRO 1); with `checkpointing`, the
+  // checkpoints of full recompute.
   Stage(const models::Model& model, int first_layer, int end_layer, std::uint64_t seed,
         const OptimizerConfig& optimizer, int num_microbatches, MemoryAccount* account,
-        Context context, std::optional<ZeroShare> share = std::nullopt)
+        Context context, std::optional<ZeroShare> share = std::nullopt,
+        const std::optional<models::Checkpointing>& checkpointing = std::nullopt)
       : is_last_(end_layer == static_cast<int>(model.layers.size())),
         context_(std::move(context)),
         book_(num_microbatches, static_cast<std::size_t>(end_layer - first_layer)),
         account_(account) {
+    std::vector<std::string> kinds;
     for (int l = first_layer; l < end_layer; ++l) {
       layers_.push_back(B::make_layer(model, l, seed, context_));
       if (layers_.back()->spec().tied_param >= 0) tied_layers_.push_back(layers_.size() - 1);
+      kinds.push_back(model.layers[static_cast<std::size_t>(l)].kind);
     }
+    units_ = models::checkpoint_units(kinds, checkpointing);
     if (!share) {
       for (auto& layer : layers_) optimizers_.push_back(B::make_optimizer(optimizer, layer->parameters(), context_));
       return;
@@ -103,11 +115,15 @@ class Stage {
 
   // B(s,m): consumes the stashes, last layer first, accumulating the weight
   // gradients; returns the gradient of the stage's input (empty for token ids).
+  // A checkpointed chunk is rebuilt from its kept input first.
   [[nodiscard]] Tensor backward(int microbatch, const Tensor& grad_output) {
     auto& stash = book_.expect(microbatch, Book::Kept::everything, "B");
     Tensor grad;
-    for (std::size_t l = layers_.size(); l-- > 0;) {
-      grad = layers_[l]->backward(std::move(stash[l]), l + 1 == layers_.size() ? grad_output : grad);
+    for (auto unit = units_.rbegin(); unit != units_.rend(); ++unit) {
+      if (unit->checkpointed) rebuild(stash, *unit);
+      for (auto l = static_cast<std::size_t>(unit->end); l-- > static_cast<std::size_t>(unit->first);) {
+        grad = layers_[l]->backward(std::move(stash[l]), l + 1 == layers_.size() ? grad_output : grad);
+      }
     }
     book_.consumed(microbatch);
     return grad;
@@ -230,14 +246,33 @@ class Stage {
     return parameters.at(static_cast<std::size_t>(layers_[layer]->spec().tied_param)).grad;
   }
 
+  // The layers in order; each checkpointed chunk, once done, keeps its
+  // input alone (the first tensor of its first layer's stash).
   [[nodiscard]] Tensor run_layers(int microbatch, Tensor input, const Tensor* target) {
     auto& stash = book_.fill(microbatch);
     Tensor x = std::move(input);
-    for (std::size_t l = 0; l < layers_.size(); ++l) {
-      const bool loss_layer = is_last_ && l + 1 == layers_.size();
-      x = layers_[l]->forward(std::move(x), loss_layer ? target : nullptr, stash[l], account_);
+    for (const models::CheckpointUnit& unit : units_) {
+      for (auto l = static_cast<std::size_t>(unit.first); l < static_cast<std::size_t>(unit.end); ++l) {
+        const bool loss_layer = is_last_ && l + 1 == layers_.size();
+        x = layers_[l]->forward(std::move(x), loss_layer ? target : nullptr, stash[l], account_);
+      }
+      if (!unit.checkpointed) continue;
+      stash[static_cast<std::size_t>(unit.first)].tensors.resize(1);
+      for (int l = unit.first + 1; l < unit.end; ++l) stash[static_cast<std::size_t>(l)].tensors.clear();
     }
     return x;
+  }
+
+  // A checkpointed chunk's forward again from its kept input, filling its
+  // stashes; its output was handed on by F already and is dropped. (No
+  // chunk holds the loss layer: only blocks are checkpointed.)
+  void rebuild(std::vector<Stash<Tensor>>& stash, const models::CheckpointUnit& unit) {
+    auto& kept = stash[static_cast<std::size_t>(unit.first)].tensors;
+    Tensor x = std::move(kept.front());
+    kept.clear();
+    for (auto l = static_cast<std::size_t>(unit.first); l < static_cast<std::size_t>(unit.end); ++l) {
+      x = layers_[l]->forward(std::move(x), nullptr, stash[l], account_);
+    }
   }
 
   bool is_last_ = false;
@@ -245,6 +280,7 @@ class Stage {
   std::vector<std::unique_ptr<Layer<Tensor>>> layers_;
   std::vector<typename B::Optimizer> optimizers_;  // one per layer
   std::vector<std::size_t> tied_layers_;  // the layers holding a tied embedding's matrix
+  std::vector<models::CheckpointUnit> units_;  // the stage's layers, in order; none checkpointed without full recompute
   Book book_;
   MemoryAccount* account_;
 };

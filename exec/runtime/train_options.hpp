@@ -11,6 +11,7 @@
 
 #include "exec/runtime/fault.hpp"
 #include "exec/runtime/optimizer_config.hpp"
+#include "models/checkpointing.hpp"
 #include "models/model.hpp"
 #include "models/partition.hpp"
 #include "schedules/schedule.hpp"
@@ -25,6 +26,9 @@ struct TrainOptions {
   // Validated before any thread starts.
   schedules::Schedule schedule;
   models::Partition partition;  // one entry per stage of the schedule
+  // With the schedule's recompute full: each stage's checkpoints
+  // (models/checkpointing.hpp, plan::Plan::checkpointing).
+  std::optional<models::Checkpointing> checkpointing;
   std::int64_t batch = 0;       // N samples per mini-batch, split into M as torch.tensor_split
   // Tensor parallelism: each rank's blocks split over this many processes
   // (models::split_tensor_parallel; the CPU over MPI, exec/mpi/).

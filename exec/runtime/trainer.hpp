@@ -80,13 +80,18 @@ std::vector<std::unique_ptr<Stage<B>>> make_stages(const TrainOptions& o, const 
                                                    RankMemory& memory) {
   const schedules::Schedule& lowered = *settings.schedule;
   std::vector<std::unique_ptr<Stage<B>>> stages(static_cast<std::size_t>(lowered.num_stages));
+  const std::optional<models::Checkpointing> checkpointing =
+      lowered.recompute == schedules::RecomputePolicy::full
+          ? std::optional<models::Checkpointing>(o.checkpointing.value_or(models::Checkpointing{}))
+          : std::nullopt;
   for (int s = 0; s < lowered.num_stages; ++s) {
     const schedules::Rank rank = lowered.rank_of(schedules::Stage{s});
     if (!where.here(rank)) continue;
     run.in_context(rank, [&] {
       stages[static_cast<std::size_t>(s)] = std::make_unique<Stage<B>>(
           o.model, o.partition.first_layer(s), o.partition.end_layer(s), o.seed, o.optimizer,
-          lowered.num_microbatches, memory.accounts[rank.at()].get(), run.context(rank), settings.zero_share());
+          lowered.num_microbatches, memory.accounts[rank.at()].get(), run.context(rank), settings.zero_share(),
+          checkpointing);
     });
   }
   return stages;

@@ -5,10 +5,12 @@
 
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "exec/cpu/cpu_backend.hpp"
+#include "models/checkpointing.hpp"
 #include "models/model_spec.hpp"
 #include "models/partition.hpp"
 #include "schedules/generate.hpp"
@@ -27,6 +29,8 @@ struct RunConfig {
   int microbatches = 1;
   std::int64_t batch = 4;
   schedules::RecomputePolicy recompute = schedules::RecomputePolicy::never;
+  // With recompute full: the checkpoints (nullopt: the trainer's default, uniform 1).
+  std::optional<models::Checkpointing> checkpointing;
   schedules::BackwardOrder backward_order = schedules::BackwardOrder::reverse;
   int steps = 3;
   OptimizerConfig optimizer;
@@ -43,6 +47,7 @@ inline TrainOptions options_for(const RunConfig& c) {
   s.backward_order = c.backward_order;
   o.schedule = schedules::generate(c.schedule, s);
   o.partition = models::partition_uniform(static_cast<int>(o.model.layers.size()), c.stages);
+  o.checkpointing = c.checkpointing;
   o.batch = c.batch;
   o.steps = c.steps;
   o.seed = c.seed;

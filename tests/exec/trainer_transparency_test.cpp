@@ -42,7 +42,7 @@ void expect_transparent(const RunConfig& base, const std::vector<Shape>& shapes)
 
   for (const std::string schedule : {"gpipe", "1f1b"}) {
     for (RecomputePolicy recompute :
-         {RecomputePolicy::never, RecomputePolicy::always, RecomputePolicy::except_last}) {
+         {RecomputePolicy::never, RecomputePolicy::always, RecomputePolicy::except_last, RecomputePolicy::full}) {
       for (const Shape& shape : shapes) {
         RunConfig c = base;
         c.schedule = schedule;

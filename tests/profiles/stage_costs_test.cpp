@@ -7,6 +7,10 @@
 #include <vector>
 
 #include "base/error.hpp"
+#include "models/model_spec.hpp"
+#include "models/tensor_parallel.hpp"
+#include "profiles/analytic.hpp"
+#include "profiles/device.hpp"
 #include "profiles/profile.hpp"
 #include "profiles/stage_costs.hpp"
 
@@ -97,6 +101,47 @@ TEST(StageCosts, RejectsNoStages) { EXPECT_EQ(partition_error_of({}), "partition
 
 TEST(StageCosts, RejectsANonPositiveMicroBatchSize) {
   EXPECT_EQ(partition_error_of({3}, 0), "micro-batch size must be positive (got 0)");
+}
+
+
+// Megatron's full recompute over three layers where only the middle is a
+// block: the block keeps its input (200 of its 2000 bytes), its B runs its
+// forward again first, and while F or B runs the stage holds the block whole
+// on top of what the embedding keeps.
+TEST(StageCosts, FullRecomputeKeepsTheCheckpointsAndRebuildsInTheBackward) {
+  const std::vector<int> partition = {3};
+  const StageCost none = stage_costs(three_layers(), partition, 4)[0];
+  const StageCost full = stage_costs(three_layers(), partition, 4, models::Checkpointing{})[0];
+  EXPECT_EQ(full.activation_bytes, 1000 + 200 + 500);
+  // Worst: the block whole after the embedding's 1000: 3000, 1300 above 1700.
+  EXPECT_EQ(full.transient_bytes, 1300);
+  EXPECT_EQ(full.fwd_ns, none.fwd_ns);
+  // + the block's 2.0004 us forward, rounded once: 7.2502 + 2.0004 us.
+  EXPECT_EQ(none.bwd_ns, 7250);
+  EXPECT_EQ(full.bwd_ns, 9251);
+  EXPECT_NEAR(full.bwd_input_ns, none.bwd_input_ns + 2000, 1);
+  EXPECT_EQ(none.transient_bytes, 0);
+}
+
+// Korthikanti et al. (arXiv 2205.05198) Table 2, full recompute: a layer
+// keeps 2sbh bytes in 16-bit, its input; over t ranks without sequence
+// parallelism every rank keeps the whole input, with it 2sbh/t.
+TEST(StageCosts, FullRecomputeKeepsTwoSbhABlockAsKorthikantiTable2) {
+  const models::Model whole = models::parse_model("transformer:layers=4,hidden=64,heads=4,seq=32,vocab=128");
+  const int b = 3;
+  const std::int64_t sbh2 = 2LL * 32 * b * 64;
+  for (const bool sp : {false, true}) {
+    const models::Model split = models::split_tensor_parallel(whole, {.degree = 2, .sequence_parallel = sp});
+    const std::vector<int> sizes = {b};
+    const Profile profile = analytic_profile(split, device_named("a100"), models::DType::bf16, sizes);
+    // The four blocks in one stage, the embedding and head in their own.
+    const std::vector<int> partition = {1, 4, 1};
+    const StageCost blocks = stage_costs(profile, partition, b, models::Checkpointing{})[1];
+    EXPECT_EQ(blocks.activation_bytes, 4 * (sp ? sbh2 / 2 : sbh2)) << "sequence parallel " << sp;
+    // Rebuilding the last block adds it whole but for its input.
+    const StageCost kept_whole = stage_costs(profile, partition, b)[1];
+    EXPECT_EQ(blocks.transient_bytes, kept_whole.activation_bytes / 4 - (sp ? sbh2 / 2 : sbh2));
+  }
 }
 
 }  // namespace

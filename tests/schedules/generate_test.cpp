@@ -97,7 +97,7 @@ TEST(Generate, EveryListedNameGenerates) {
                                                         "interleaved-zb", "zbv", "dualpipev", "zb-h1", "zb-h2"}));
   // K=2, M=4: a configuration every family takes (dualpipev needs M >= 2K).
   for (const std::string& name : schedule_names()) EXPECT_EQ(generate(name, options_with_order(2, 4)).name, name);
-  EXPECT_EQ(recompute_policy_names(), (std::vector<std::string>{"never", "always", "except_last"}));
+  EXPECT_EQ(recompute_policy_names(), (std::vector<std::string>{"never", "always", "except_last", "full"}));
   for (const std::string& name : recompute_policy_names()) {
     EXPECT_EQ(to_string(parse_recompute_policy(name).value()), name);
   }

@@ -77,6 +77,56 @@ TEST(Predict, ActivationPeakFromTheProfile) {
   EXPECT_EQ(r.metrics.ranks[0].peak_activation_bytes, 3 * 100 * 3 + 2 * 1000 * 3);
 }
 
+// Megatron's full recompute, by hand: 2 stages of 2 blocks, each block
+// 1000 bytes a sample (100 of them its input), b = 3. A stage keeps each
+// block's input, 600 bytes a micro-batch, and rebuilding its second block
+// holds 300 + 3000 = 3300 at worst: a transient of 2700. GPipe's rank 0
+// peaks at the first B, its 4 micro-batches' 2400 and the 2700. Each B runs
+// the stage's forward again: 12 + 6 us.
+TEST(Predict, FullRecomputeKeepsEachBlocksInputAndRebuildsInB) {
+  auto profile = uniform_profile(4, 1.0, 2.0, /*activation=*/1000, /*input=*/100);
+  for (auto& layer : profile.layers) layer.kind = "mlp_block";
+  Scenario sc;
+  sc.request.stages = 2;
+  sc.request.microbatches = 4;
+  sc.request.micro_batch_size = 3;
+  sc.request.recompute = schedules::RecomputePolicy::full;
+  const Prediction p = predict(profile, sc);
+  ASSERT_TRUE(p.plan.checkpointing.has_value());
+  EXPECT_EQ(p.metrics.ranks[0].peak_activation_bytes, 4 * 600 + 2700);
+  EXPECT_EQ(p.metrics.step_time_ns, (4 + 2 - 1) * (6'000 + 18'000));
+  // Two blocks a checkpoint: 300 kept, the stage whole (6000) rebuilt at once.
+  sc.request.checkpointing = {models::CheckpointMethod::uniform, 2};
+  EXPECT_EQ(predict(profile, sc).metrics.ranks[0].peak_activation_bytes, 4 * 300 + 5700);
+  // The first block alone checkpointed: 300 + 3000 kept, the worst at the end.
+  sc.request.checkpointing = {models::CheckpointMethod::block, 1};
+  EXPECT_EQ(predict(profile, sc).metrics.ranks[0].peak_activation_bytes, 4 * 3300);
+  // Never recomputing keeps 6000 a micro-batch.
+  sc.request.recompute = schedules::RecomputePolicy::never;
+  EXPECT_EQ(predict(profile, sc).metrics.ranks[0].peak_activation_bytes, 4 * 6000);
+}
+
+TEST(Predict, FullRecomputeRefusesASplitBackward) {
+  auto profile = uniform_profile(4, 1.0, 2.0, 1000, 100);
+  for (auto& layer : profile.layers) {
+    layer.kind = "mlp_block";
+    layer.samples[0].bwd_input_us = 1.0;
+    layer.samples[0].bwd_weight_us = 1.0;
+  }
+  Scenario sc;
+  sc.request.schedule = "zb-h1";
+  sc.request.stages = 2;
+  sc.request.microbatches = 4;
+  sc.request.micro_batch_size = 1;
+  sc.request.recompute = schedules::RecomputePolicy::full;
+  EXPECT_EQ(error_of([&] { (void)predict(profile, sc); }),
+            "--recompute full: schedule zb-h1 splits its backward (I and W) or overlaps F with B, which full "
+            "recompute does not run yet; use a schedule with whole backwards (gpipe, 1f1b, interleaved-1f1b, ...)");
+  sc.request.schedule = "1f1b";
+  sc.request.checkpointing.num_layers = 0;
+  EXPECT_EQ(error_of([&] { (void)predict(profile, sc); }), "--recompute-num-layers 0: give 1 or more");
+}
+
 TEST(Predict, RejectsConfigurationsThatCannotExist) {
   const auto profile = uniform_profile(4, 1.0, 1.0);
   Scenario sc;

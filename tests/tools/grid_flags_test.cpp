@@ -50,7 +50,7 @@ TEST(GridFlags, DefaultsAndUnknownNames) {
   EXPECT_EQ(error_of([] { (void)parse_grid({"-K", "2", "-M", "4", "-N", "8", "--schedule", "gpipe,zb"}); }),
             fmt::format("--schedule: unknown value 'zb' (known: {})", fmt::join(schedules::schedule_names(), ", ")));
   EXPECT_EQ(error_of([] { (void)parse_grid({"-K", "2", "-M", "4", "-N", "8", "--recompute", "sometimes"}); }),
-            "--recompute: unknown value 'sometimes' (known: never, always, except_last)");
+            "--recompute: unknown value 'sometimes' (known: never, always, except_last, full)");
 }
 
 TEST(GridFlags, ACommandMayKnowMoreSchedules) {

@@ -45,6 +45,38 @@ TEST(PipelineFlags, TakeAMicroBatchSizeInsteadOfTheBatch) {
   EXPECT_EQ(r.schedule, "gpipe");
 }
 
+plan::PlanRequest request_with_recompute(std::vector<std::string> args) {
+  CLI::App app{"test"};
+  PipelineFlags flags;
+  flags.add_shape(app, 100);
+  flags.add_batch(app, 1 << 20, /*with_micro_batch_size=*/true);
+  flags.add_recompute(app);
+  std::vector<std::string> reversed(args.rbegin(), args.rend());
+  app.parse(reversed);
+  return flags.request(app);
+}
+
+TEST(PipelineFlags, FullRecomputeTakesItsMethodAndLayers) {
+  const plan::PlanRequest r = request_with_recompute(
+      {"-K", "2", "-M", "4", "-N", "8", "--recompute", "full", "--recompute-method", "block", "--recompute-num-layers", "3"});
+  EXPECT_EQ(r.recompute, schedules::RecomputePolicy::full);
+  EXPECT_EQ(r.checkpointing, (models::Checkpointing{models::CheckpointMethod::block, 3}));
+  // The default: Megatron's, one block a checkpoint.
+  EXPECT_EQ(request_with_recompute({"-K", "2", "-M", "4", "-N", "8", "--recompute", "full"}).checkpointing,
+            (models::Checkpointing{models::CheckpointMethod::uniform, 1}));
+  EXPECT_EQ(error_of([] { (void)request_with_recompute({"-K", "2", "-M", "4", "-N", "8", "--recompute-num-layers", "2"}); }),
+            "--recompute-method and --recompute-num-layers shape --recompute full's checkpoints: give --recompute full "
+            "with them");
+  PipelineFlags f;
+  f.stages = 2;
+  f.microbatches = 4;
+  f.recompute = "full";
+  f.recompute_num_layers = 2;
+  EXPECT_EQ(f.args(), (std::vector<std::string>{"--schedule", "gpipe", "--stages", "2", "--microbatches", "4",
+                                                "--recompute", "full", "--recompute-method", "uniform",
+                                                "--recompute-num-layers", "2"}));
+}
+
 TEST(PipelineFlags, WithoutKAndMOrAFileSayWhatToGive) {
   EXPECT_EQ(error_of([] {
               (void)request_of({"-K", "2", "-N", "4"});

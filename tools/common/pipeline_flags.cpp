@@ -3,6 +3,8 @@
 #include <utility>
 
 #include "base/error.hpp"
+#include "models/checkpointing.hpp"
+#include "tools/common/shared_flags.hpp"
 #include "tools/common/schedule_file.hpp"
 
 namespace gpipe::tools {
@@ -23,6 +25,19 @@ void PipelineFlags::add_shape(CLI::App& cmd, int max_stages, bool required) {
 
 void PipelineFlags::add_schedule(CLI::App& cmd, const std::vector<std::string>& names, const std::string& help) {
   cmd.add_option("--schedule", schedule, help)->check(CLI::IsMember(names))->capture_default_str();
+}
+
+void PipelineFlags::add_recompute(CLI::App& cmd) {
+  add_recompute_flag(cmd, recompute);
+  cmd.add_option("--recompute-method", recompute_method,
+                 "With --recompute full, Megatron's: uniform (every chunk of --recompute-num-layers blocks "
+                 "checkpointed) or block (the first --recompute-num-layers blocks of each stage, one by one)")
+      ->check(CLI::IsMember(models::checkpoint_method_names()))
+      ->capture_default_str();
+  cmd.add_option("--recompute-num-layers", recompute_num_layers,
+                 "With --recompute full: blocks a checkpoint (uniform) or blocks checkpointed a stage (block)")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
 }
 
 void PipelineFlags::add_batch(CLI::App& cmd, std::int64_t max_batch, bool with_micro_batch_size) {
@@ -55,6 +70,17 @@ plan::PlanRequest PipelineFlags::request(const CLI::App& cmd,
   r.batch = batch;
   r.micro_batch_size = micro_batch_size;
   r.recompute = *schedules::parse_recompute_policy(recompute);
+  // (A command may take --recompute alone: schedule_command.)
+  const auto given = [&cmd](const char* name) {
+    const CLI::Option* option = cmd.get_option_no_throw(name);
+    return option != nullptr && option->count() > 0;
+  };
+  if (r.recompute != schedules::RecomputePolicy::full &&
+      (given("--recompute-method") || given("--recompute-num-layers"))) {
+    throw InputError("--recompute-method and --recompute-num-layers shape --recompute full's checkpoints: give "
+                     "--recompute full with them");
+  }
+  r.checkpointing = {*models::parse_checkpoint_method(recompute_method), recompute_num_layers};
   if (!schedule_file.empty()) {
     schedules::Schedule given = read_checked_schedule(schedule_file);
     r = plan::for_schedule(std::move(r), as_run ? as_run(std::move(given)) : std::move(given));
@@ -74,6 +100,10 @@ std::vector<std::string> PipelineFlags::args() const {
   if (batch > 0) out.insert(out.end(), {"--batch", std::to_string(batch)});
   if (micro_batch_size > 0) out.insert(out.end(), {"--micro-batch-size", std::to_string(micro_batch_size)});
   out.insert(out.end(), {"--recompute", recompute});
+  if (recompute == "full") {
+    out.insert(out.end(), {"--recompute-method", recompute_method, "--recompute-num-layers",
+                           std::to_string(recompute_num_layers)});
+  }
   return out;
 }
 

@@ -28,6 +28,9 @@ struct PipelineFlags {
   std::int64_t batch = 0;
   int micro_batch_size = 0;  // instead of the batch, where a command takes it
   std::string recompute = "never";
+  // Megatron's full recompute's checkpoints (models/checkpointing.hpp).
+  std::string recompute_method = "uniform";
+  int recompute_num_layers = 1;
 
   // --stages,-K (at most `max_stages`), --stages-per-rank,-V and
   // --microbatches,-M; K and M `required`, or else required unless
@@ -35,6 +38,9 @@ struct PipelineFlags {
   void add_shape(CLI::App& cmd, int max_stages, bool required = false);
   // --schedule, one of `names`, with `help`.
   void add_schedule(CLI::App& cmd, const std::vector<std::string>& names, const std::string& help);
+  // --recompute, and --recompute-method and --recompute-num-layers for
+  // --recompute full.
+  void add_recompute(CLI::App& cmd);
   // --batch,-N up to `max_batch`: required, or else excluding
   // --micro-batch-size,-b (`with_micro_batch_size`; the caller checks that one is given).
   void add_batch(CLI::App& cmd, std::int64_t max_batch, bool with_micro_batch_size);
@@ -49,7 +55,8 @@ struct PipelineFlags {
       const CLI::App& cmd, const std::function<schedules::Schedule(schedules::Schedule)>& as_run = {}) const;
 
   // The flags that make these values again: the file or the generator's
-  // name with K, V and M; the batch or b; recompute.
+  // name with K, V and M; the batch or b; recompute (with full, its method
+  // and layers a checkpoint).
   [[nodiscard]] std::vector<std::string> args() const;
 };
 

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.hpp"
+#include "models/checkpointing.hpp"
 #include "exec/runtime/fault.hpp"
 #include "exec/runtime/train_options.hpp"
 #include "exec/runtime/trainer.hpp"
@@ -64,7 +65,8 @@ void print_header(const TrainFlags& f, const models::Model& model, const plan::P
       "schedule    {}, {} stages on {} ranks, {} micro-batches of {} samples (batch {}), "
       "recompute {}\n",
       s.name, s.num_stages, s.num_ranks, s.num_microbatches, sizes_text(plan.microbatch_sizes),
-      plan.batch, schedules::to_string(s.recompute));
+      plan.batch, plan.checkpointing ? fmt::format("full ({})", models::describe(*plan.checkpointing))
+                                : std::string(schedules::to_string(s.recompute)));
   if (t.tensor_parallel > 1) {
     std::cout << fmt::format("tensor par. each rank's blocks split over {} processes (heads and feed-forward columns, "
                              "Megatron-LM's split), their partial sums all-reduced over MPI; embeddings and heads "
@@ -148,6 +150,7 @@ exec::TrainOptions train_options(const TrainFlags& f, const models::Model& model
   t.model = model;
   t.schedule = plan.schedule;
   t.partition = plan.partition;
+  t.checkpointing = plan.checkpointing;
   t.batch = f.pipeline.batch;
   t.tensor_parallel = f.tensor_parallel;
   t.zero = f.zero;

@@ -42,7 +42,7 @@ void TrainFlags::add_to(CLI::App& cmd) {
       ->capture_default_str();
   pipeline.add_schedule(cmd, sim::predictable_schedule_names(),
                         "Schedule (zb-auto: the simulator's search on the profile's costs)");
-  add_recompute_flag(cmd, pipeline.recompute);
+  pipeline.add_recompute(cmd);
   cmd.add_option("--trace", trace,
                  "Write the last step's measured timeline as a Chrome trace (cuda with cupti: "
                  "with the GPU's kernels)")

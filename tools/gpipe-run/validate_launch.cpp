@@ -14,6 +14,7 @@
 
 #include "base/error.hpp"
 #include "base/files.hpp"
+#include "models/checkpointing.hpp"
 #include "models/optimizer.hpp"
 #include "schedules/ir_json.hpp"
 #include "timelines/chrome_trace.hpp"
@@ -117,6 +118,10 @@ exec::TrainResult launched_training(const ValidateFlags& f, const exec::TrainOpt
   c.run.watchdog_seconds = t.watchdog_seconds;
   c.pipeline.schedule_file = scratch_path("schedule.json");
   c.pipeline.recompute = std::string(schedules::to_string(t.schedule.recompute));
+  if (t.checkpointing) {
+    c.pipeline.recompute_method = std::string(models::to_string(t.checkpointing->method));
+    c.pipeline.recompute_num_layers = t.checkpointing->num_layers;
+  }
   c.run.partition = fmt::format("{}", fmt::join(t.partition.layers_per_stage, ","));
   c.pipeline.batch = t.batch;
   c.cpu.threads_per_rank = t.threads_per_rank;

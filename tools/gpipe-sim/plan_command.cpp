@@ -46,7 +46,7 @@ struct PlanFlags {
   bool no_sequence_parallel = false;
   std::string micro_batch_sizes = "1,2,4,8";
   std::string schedules = "1f1b,interleaved-1f1b";
-  std::string recompute = "never,always";
+  std::string recompute = "never,full";
   std::string zero = "0,1";
   std::optional<double> inter_node_bandwidth_GBps;  // default: the cluster's, else 50
   std::optional<double> inter_node_latency_us;      // default: the cluster's, else 5
@@ -195,7 +195,9 @@ Subcommand add_plan_command(CLI::App& app) {
   cmd->add_option("--schedules", f->schedules,
                   fmt::format("Schedules to try: {}", fmt::join(sim::predictable_schedule_names(), ", ")))
       ->capture_default_str();
-  cmd->add_option("--recompute", f->recompute, "Recompute policies to try: never, always, except_last")
+  cmd->add_option("--recompute", f->recompute,
+                  "Recompute policies to try: never, always, except_last, full (Megatron's per-layer checkpoints, one "
+                  "block a checkpoint)")
       ->capture_default_str();
   cmd->add_option("--zero", f->zero, "ZeRO stages to try, 0 to 3")->capture_default_str();
   cmd->add_option("--inter-node-bandwidth-gbps", f->inter_node_bandwidth_GBps,

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.hpp"
+#include "models/checkpointing.hpp"
 #include "profiles/profile.hpp"
 #include "profiles/shipped.hpp"
 #include "sim/data_parallel.hpp"
@@ -123,7 +124,8 @@ void print_table(const sim::Prediction& p, const sim::Scenario& sc, const profil
       s.name, s.num_stages, s.num_ranks, s.num_microbatches,
       even ? std::to_string(p.plan.microbatch_sizes.front())
            : fmt::format("{}-{}", p.plan.microbatch_sizes.back(), p.plan.microbatch_sizes.front()),
-      p.plan.batch, schedules::to_string(s.recompute));
+      p.plan.batch, p.plan.checkpointing ? fmt::format("full ({})", models::describe(*p.plan.checkpointing))
+                                : std::string(schedules::to_string(s.recompute)));
   if (!p.searched.empty()) {
     std::cout << fmt::format("searched    kept {}{}\n", p.searched,
                              sc.conditions.memory_limit_bytes

@@ -83,7 +83,7 @@ void ScenarioFlags::add_to(CLI::App& cmd) {
                              "device memory less {} % (the default where the profile names it). "
                              "--schedule zb-auto keeps to it; every schedule's ranks are checked against it",
                              profiles::kDeviceMemoryReservePercent));
-  add_recompute_flag(cmd, pipeline.recompute);
+  pipeline.add_recompute(cmd);
   add_partition_flag(cmd, partition);
   // Range checks live in sim::validate_jitter, so the error names the flag the
   // same way from the library and the command line.
