@@ -28,6 +28,16 @@ expect_status 0 "$sim" run --profile $data/valid_two_layers.json -K 2 -M 2 -b 3 
   --schedule 1f1b --recompute always --link-latency-us 0 --link-bandwidth-gbps 1000 --optimizer sgd
 expect_out "2 micro-batches of 3 samples (batch 6), recompute always"
 expect_out "one message at a time (fifo)"
+# Megatron's full recompute on the default profile: said in the schedule line; its flags alone,
+# or with a split backward, are one error line.
+expect_status 0 "$sim" run -K 4 -M 8 -N 8 --recompute full --recompute-method block --recompute-num-layers 2
+expect_out "recompute full (block, the first 2 blocks of each stage)"
+expect_status 2 "$sim" run -K 4 -M 8 -N 8 --recompute-num-layers 2
+expect_one_error_line "give --recompute full with them"
+expect_status 2 "$sim" run -K 4 -M 8 -N 8 --schedule zb-h1 --recompute full
+expect_one_error_line "splits its backward"
+expect_status 2 "$sim" run -K 4 -M 8 -N 8 --recompute full --recompute-num-layers 0
+expect_one_error_line "--recompute-num-layers"
 expect_status 0 "$sim" run --profile $data/valid_two_layers.json -K 2 -M 2 -N 4 --link-sharing shared --json
 expect_out '"sharing": "shared"'
 expect_status 2 "$sim" run --profile $data/valid_two_layers.json -K 2 -M 2 -N 4 --link-sharing maybe
