@@ -166,6 +166,8 @@ Plan plan_with(const profiles::Profile& profile, const PlanRequest& r, std::vect
   if (!p.schedule.is_lowered()) p.schedule.tied_embedding = profile.tied_bytes() > 0;
   p.partition = partition_of(r.partition, p.microbatch_sizes.front(), p.schedule.num_stages);
   p.schedule.data_parallel = r.data_parallel;
+  // A file's own setting stays; the request may ask for it too.
+  if (!p.schedule.is_lowered()) p.schedule.reduce_after_backward = p.schedule.reduce_after_backward || r.reduce_after_backward;
   p.static_bytes = static_bytes_per_rank(profile, p.partition, p.schedule, r);
   return p;
 }

@@ -51,6 +51,9 @@ struct PlanRequest {
   // ZeRO's stage (0 to 3) sharding static memory over them.
   int data_parallel = 1;
   int zero = 0;
+  // Every stage's reduction after its rank's last backward, as Megatron-LM
+  // without --overlap-grad-reduce (Schedule::reduce_after_backward).
+  bool reduce_after_backward = false;
 };
 
 struct Plan {

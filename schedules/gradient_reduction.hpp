@@ -8,10 +8,12 @@
 // REDUCE_GRAD(s) starts them once the stage's gradients are final: lowering
 // puts it right after the stage's last backward in its rank's list, so that
 // the reduction overlaps what the rank computes after (the drain, the rank's
-// other stages). WAIT_REDUCE_GRAD(s) waits for them: at the end of the
+// other stages); with Schedule::reduce_after_backward, after the rank's last
+// backward (ReductionPlaces). WAIT_REDUCE_GRAD(s) waits for them: at the end of the
 // rank's list, each reducing stage's in stage order, before the STEPs.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <vector>
 
@@ -47,6 +49,51 @@ namespace gpipe::schedules {
   }
   return last;
 }
+
+// Where lowering puts the REDUCE_GRADs of one rank's list: each reducing
+// stage's right after its last backward, or with Schedule::reduce_after_backward
+// every reducing stage's after the rank's last backward, in the order their
+// last backwards come. lower() and the simulator's programs (compute_program,
+// direct_replay) ask it alike.
+class ReductionPlaces {
+ public:
+  // Nothing is placed where the schedule reduces nothing.
+  ReductionPlaces(const Schedule& s, const std::vector<Action>& list) : s_(&s) {
+    if (!has_gradient_reductions(s)) return;
+    last_backward_ = last_backward_index(s, list);
+    if (!s.reduce_after_backward) return;
+    for (std::size_t st = 0; st < last_backward_.size(); ++st) {
+      if (last_backward_[st] < 0 || !reduces_gradients(s, Stage{static_cast<int>(st)})) continue;
+      in_order_.push_back(Stage{static_cast<int>(st)});
+      rank_last_ = std::max(rank_last_, last_backward_[st]);
+    }
+    std::sort(in_order_.begin(), in_order_.end(),
+              [this](Stage a, Stage b) { return last_backward_[a.at()] < last_backward_[b.at()]; });
+  }
+
+  // Whether the schedule reduces at all.
+  [[nodiscard]] bool any() const { return !last_backward_.empty(); }
+  // last_backward_index's answer (empty when nothing reduces).
+  [[nodiscard]] const std::vector<int>& last_backward() const { return last_backward_; }
+
+  // Calls visit(stage) for each REDUCE_GRAD that goes right after list[i], of stage `stage`.
+  template <class Visit>
+  void after(int i, Stage stage, const Visit& visit) const {
+    if (last_backward_.empty()) return;
+    if (!s_->reduce_after_backward) {
+      if (last_backward_[stage.at()] == i && reduces_gradients(*s_, stage)) visit(stage);
+      return;
+    }
+    if (i != rank_last_) return;
+    for (const Stage st : in_order_) visit(st);
+  }
+
+ private:
+  const Schedule* s_;
+  std::vector<int> last_backward_;
+  int rank_last_ = -1;
+  std::vector<Stage> in_order_;
+};
 
 // Calls visit(action) for what lowering puts at the end of the rank's list
 // before the STEPs: the REDUCE_GRAD of each reducing stage of the rank that

@@ -3,6 +3,7 @@
 #include <limits>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "base/error.hpp"
@@ -39,6 +40,7 @@ json to_json(const Schedule& s) {
            {"ranks", std::move(ranks)}};
   if (s.tied_embedding) out["tied_embedding"] = true;
   if (s.data_parallel != 1) out["data_parallel"] = s.data_parallel;
+  if (s.reduce_after_backward) out["reduce_after_backward"] = true;
   return out;
 }
 
@@ -59,11 +61,12 @@ Schedule schedule_from_json(const json& doc, std::string_view origin) {
   const JsonField policy = root.member("recompute");
   const auto recompute = parse_recompute_policy(policy.string());
   if (!recompute) {
-    policy.fail(fmt::format("unknown policy '{}' (never, always, except_last)", policy.string()));
+    policy.fail(fmt::format("unknown policy '{}' ({})", policy.string(), fmt::join(recompute_policy_names(), ", ")));
   }
   s.recompute = *recompute;
   if (const auto tied = root.optional_member("tied_embedding")) s.tied_embedding = tied->boolean();
   if (const auto replicas = root.optional_member("data_parallel")) s.data_parallel = count(*replicas);
+  if (const auto after = root.optional_member("reduce_after_backward")) s.reduce_after_backward = after->boolean();
 
   const JsonField map = root.member("stage_to_rank");
   if (!map.value().is_array()) map.fail("expected an array of ranks");
@@ -116,6 +119,7 @@ std::string to_json_text(const Schedule& schedule) {
   for (const char* key : keys) out += fmt::format("\"{}\": {},\n ", key, doc[key].dump());
   if (schedule.tied_embedding) out += "\"tied_embedding\": true,\n ";
   if (schedule.data_parallel != 1) out += fmt::format("\"data_parallel\": {},\n ", schedule.data_parallel);
+  if (schedule.reduce_after_backward) out += "\"reduce_after_backward\": true,\n ";
   out += "\"ranks\": [";
   const auto& ranks = doc["ranks"];
   for (std::size_t r = 0; r < ranks.size(); ++r) {

@@ -50,15 +50,10 @@ Schedule lower(const Schedule& compute_only) {
       if (a.kind == K::F && compute_only.crosses_ranks(a.stage)) list.push_back({a.stage, K::SEND_F, a.microbatch});
       if (is_input_backward(a.kind) && from_prev_rank(a)) list.push_back({a.stage, K::SEND_B, a.microbatch});
     };
-    const bool reductions = has_gradient_reductions(compute_only);
-    const std::vector<int> last_backward =
-        reductions ? last_backward_index(compute_only, in) : std::vector<int>{};
-    // A stage's gradient reductions start right after its last backward.
+    const ReductionPlaces places(compute_only, in);
     const auto reduce_after = [&](int i) {
-      const Stage st = in[static_cast<std::size_t>(i)].stage;
-      if (reductions && last_backward[st.at()] == i && reduces_gradients(compute_only, st)) {
-        list.push_back({st, K::REDUCE_GRAD, Microbatch{0}});
-      }
+      places.after(i, in[static_cast<std::size_t>(i)].stage,
+                   [&](Stage st) { list.push_back({st, K::REDUCE_GRAD, Microbatch{0}}); });
     };
     for (int i = 0; i < static_cast<int>(in.size()); ++i) {
       // An overlapped pair stays side by side: what either needs goes before
@@ -70,7 +65,9 @@ Schedule lower(const Schedule& compute_only) {
       for (int j = i; j <= last; ++j) reduce_after(j);
       i = last;
     }
-    if (reductions) for_each_reduction_at_end(compute_only, Rank{r}, last_backward, [&](const Action& a) { list.push_back(a); });
+    if (places.any()) {
+      for_each_reduction_at_end(compute_only, Rank{r}, places.last_backward(), [&](const Action& a) { list.push_back(a); });
+    }
     for (int s = 0; s < compute_only.num_stages; ++s) {
       if (compute_only.rank_of(Stage{s}) == Rank{r}) list.push_back({Stage{s}, K::STEP, Microbatch{0}});
     }

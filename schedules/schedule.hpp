@@ -52,6 +52,11 @@ struct Schedule {
   // Data parallelism: D replicas of the pipeline, each stage's gradients
   // reduced over its group of D before its STEP (schedules/gradient_reduction.hpp).
   int data_parallel = 1;
+  // Where lowering starts the reductions: false, each stage's right after
+  // its last backward (torch's runtime: a rank's earlier stages reduce
+  // under its later ones' backwards); true, every stage's of a rank after
+  // the rank's last backward (Megatron-LM without --overlap-grad-reduce).
+  bool reduce_after_backward = false;
 
   [[nodiscard]] Rank rank_of(Stage stage) const { return stage_to_rank.at(stage.at()); }
   [[nodiscard]] const std::vector<Action>& actions(Rank rank) const { return ranks.at(rank.at()); }

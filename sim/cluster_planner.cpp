@@ -190,9 +190,11 @@ void plan_pipeline(const PlanContext& c, plan::Planner& planner, const models::M
   sc.request.batch = replica_batch;
   sc.request.recompute = base.recompute;
   sc.request.optimizer = r.optimizer;
+  sc.request.reduce_after_backward = r.reduce_after_backward;
   sc.conditions.tensor_parallel = base.tensor;
   sc.conditions.cluster = ClusterConditions{.gpus = std::nullopt, .gpus_per_node = r.gpus_per_node,
-                                            .inter_node = r.inter_node};
+                                            .inter_node = r.inter_node,
+                                            .scatter_gather = r.scatter_gather};
   std::optional<Prediction> alone;
   std::string alone_error;
   try {

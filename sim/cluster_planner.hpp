@@ -61,6 +61,8 @@ struct ClusterPlanRequest {
                                                      schedules::RecomputePolicy::full};
   std::vector<int> zero{0, 1};
   profiles::CollectiveLink inter_node{.latency_us = 5, .bandwidth_GBps = 50};
+  bool scatter_gather = true;  // of P2P between nodes without sequence parallelism (sim/placed_link.hpp)
+  bool reduce_after_backward = false;  // plan::PlanRequest::reduce_after_backward
   models::Optimizer optimizer = models::Optimizer::adamw;
 };
 

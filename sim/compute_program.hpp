@@ -49,13 +49,12 @@ void for_each_compute_action(const schedules::Schedule& s, bool lowered, const s
   };
   // (A lowered schedule lists its reductions; one without STEPs is not lowered.)
   const bool reductions = !lowered && schedules::has_gradient_reductions(s);
-  const std::vector<int> last_backward =
-      reductions ? schedules::last_backward_index(s, list) : std::vector<int>{};
+  const schedules::ReductionPlaces places =
+      reductions ? schedules::ReductionPlaces(s, list) : schedules::ReductionPlaces(s, {});
   const auto reduce_after = [&](std::size_t i) {
-    const schedules::Stage st = list[i].stage;
-    if (reductions && last_backward[st.at()] == static_cast<int>(i) && schedules::reduces_gradients(s, st)) {
+    places.after(static_cast<int>(i), list[i].stage, [&](schedules::Stage st) {
       visit(Action{st, ActionKind::REDUCE_GRAD, schedules::Microbatch{0}});
-    }
+    });
   };
   for (std::size_t i = 0; i < list.size(); ++i) {
     const Action& a = list[i];
@@ -72,7 +71,7 @@ void for_each_compute_action(const schedules::Schedule& s, bool lowered, const s
     visit(a);
     reduce_after(i);
   }
-  if (reductions) schedules::for_each_reduction_at_end(s, schedules::Rank{rank}, last_backward, visit);
+  if (reductions) schedules::for_each_reduction_at_end(s, schedules::Rank{rank}, places.last_backward(), visit);
   for (int st = 0; st < s.num_stages; ++st) {
     if (s.rank_of(schedules::Stage{st}) == schedules::Rank{rank} && !listed_step[static_cast<std::size_t>(st)]) {
       visit(Action{schedules::Stage{st}, ActionKind::STEP, schedules::Microbatch{0}});

@@ -141,7 +141,8 @@ class DirectReplay {
   bool read_list(const Schedule& s, int r, bool may_recompute, const schedules::OverlapIndex& pairs) {
     const std::vector<Action>& list = s.ranks[static_cast<std::size_t>(r)];
     const bool reduces = reduces_;  // (a local: the loop stores to members)
-    const std::vector<int> last_backward = reduces ? schedules::last_backward_index(s, list) : std::vector<int>{};
+    const std::vector<Action> none;
+    const schedules::ReductionPlaces places(s, reduces ? list : none);
     bool second_of_pair = false;
     for (std::size_t i = 0; i < list.size(); ++i) {
       const Action& a = list[i];
@@ -174,8 +175,10 @@ class DirectReplay {
           }
         }
         // (Pushed in place order: a REDUCE_GRAD after action i - 1 before an R before action i.)
-        if (reduces && last_backward[a.stage.at()] == static_cast<int>(i)) {
-          added_.push_back({reduce_before, Action{a.stage, ActionKind::REDUCE_GRAD, schedules::Microbatch{0}}});
+        if (reduces) {
+          places.after(static_cast<int>(i), a.stage, [&](schedules::Stage st) {
+            added_.push_back({reduce_before, Action{st, ActionKind::REDUCE_GRAD, schedules::Microbatch{0}}});
+          });
         }
       }
     }

@@ -99,7 +99,8 @@ Prediction predict(plan::Planner& planner, const Scenario& sc, bool record_timel
     std::vector<int> node_of_rank;
     for (int r = 0; r < ranks; ++r) node_of_rank.push_back(placement.node_of(placement.gpu(0, r, 0)));
     const profiles::CollectiveLink& inter = c.cluster->inter_node;
-    placed.emplace(std::move(node_of_rank), link, UniformLink(inter.latency_us, inter.bandwidth_GBps));
+    const int pieces = c.cluster->scatter_gather && tensor > 1 && !profile.sequence_parallel ? tensor : 1;
+    placed.emplace(std::move(node_of_rank), link, UniformLink(inter.latency_us, inter.bandwidth_GBps), pieces);
     if (dp_within_node && placement.nodes_spanned_by_data_parallel_group() > 1) {
       dp_link = inter;
       dp_within_node = false;

@@ -30,6 +30,10 @@ struct ClusterConditions {
   std::optional<int> gpus;  // N, which must be T x K x D; default: that product
   int gpus_per_node = 8;    // G
   profiles::CollectiveLink inter_node{.latency_us = 5, .bandwidth_GBps = 50};
+  // Megatron's scatter/gather of the activations between nodes, where a
+  // stage's T GPUs each hold them whole (T > 1 without sequence parallelism:
+  // sim/placed_link.hpp). Megatron-LM does it by default.
+  bool scatter_gather = true;
 };
 
 // What a prediction assumes beyond its plan; the same for every row of a sweep.

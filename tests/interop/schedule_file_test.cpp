@@ -126,7 +126,7 @@ TEST(IrJson, ErrorsNameTheField) {
   EXPECT_EQ(with("num_stages", 0), "s.json: num_stages: expected an integer from 1 to 1000000");
   EXPECT_EQ(with("num_ranks", "2"), "s.json: num_ranks: expected an integer from 1 to 1000000");
   EXPECT_EQ(with("recompute", "sometimes"),
-            "s.json: recompute: unknown policy 'sometimes' (never, always, except_last)");
+            "s.json: recompute: unknown policy 'sometimes' (never, always, except_last, full)");
   EXPECT_EQ(with("stage_to_rank", json::array({"a"})), "s.json: stage_to_rank[0]: expected an integer rank");
   EXPECT_EQ(with("ranks", json::array({json::array({"0F0", 7})})),
             "s.json: ranks[0][1]: expected an action string such as \"0F0\"");

@@ -63,6 +63,25 @@ TEST(GradientReduction, AnEarlierStagesReductionStartsBeforeTheRanksLaterWork) {
   validate(lowered);
 }
 
+// Megatron-LM without --overlap-grad-reduce: the same schedule with every
+// reduction after the rank's last backward, in the order the stages' backwards
+// ended (stage 2 before 0), so none runs under a backward. The IR keeps it.
+TEST(GradientReduction, AfterBackwardStartsEveryReductionAfterTheRanksLastBackward) {
+  ScheduleOptions o;
+  o.num_ranks = 2;
+  o.stages_per_rank = 2;
+  o.num_microbatches = 4;
+  Schedule s = generate("interleaved-1f1b", o);
+  s.data_parallel = 2;
+  s.reduce_after_backward = true;
+  const Schedule lowered = lower(s);
+  const std::string p = program(lowered, 0);
+  EXPECT_TRUE(p.ends_with("0B3 2REDUCE_GRAD 0REDUCE_GRAD 0WAIT_REDUCE_GRAD 2WAIT_REDUCE_GRAD 0STEP 2STEP")) << p;
+  validate(lowered);
+  EXPECT_TRUE(schedule_from_json(to_json(lowered), "test").reduce_after_backward);
+  EXPECT_FALSE(schedule_from_json(to_json(lower(replicated_generated("1f1b", 2, 2))), "test").reduce_after_backward);
+}
+
 TEST(GradientReduction, EachWaitNeedsItsOwnReduction) {
   const Schedule s = lower(replicated_generated("gpipe", 2, 2));
   const Dependencies deps(s);

@@ -232,6 +232,11 @@ TEST_F(DirectReplayTest, RepricedCostsTakeItAndEqualTheGraphReplay) {
             expect_direct_equals_graph(replicated, dp, distinct, options, with);
             const OverheadCosts both(dp, every_kind_overhead());
             expect_direct_equals_graph(replicated, both, link, options, with + " overheads");
+            // Every reduction after the rank's last backward (Megatron without
+            // --overlap-grad-reduce): both replays place them alike.
+            Schedule after = replicated;
+            after.reduce_after_backward = true;
+            expect_direct_equals_graph(after, dp, distinct, options, with + " after the backward");
           }
           ++checked;
         }

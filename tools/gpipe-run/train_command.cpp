@@ -74,14 +74,15 @@ void print_header(const TrainFlags& f, const models::Model& model, const plan::P
                              t.tensor_parallel);
   }
   if (s.data_parallel > 1) {
+    const char* when = s.reduce_after_backward ? "after its rank's last backward" : "after its last backward";
     const std::string how =
         t.zero == 0 ? fmt::format("each stage's gradients summed over its {} copies ({} all-reduce in place, in "
-                                  "pieces of at most 25 MB) after its last backward",
-                                  s.data_parallel, f.run.backend == "cuda" ? "NCCL" : "MPI")
+                                  "pieces of at most 25 MB) {}",
+                                  s.data_parallel, f.run.backend == "cuda" ? "NCCL" : "MPI", when)
                     : fmt::format("ZeRO {}: each stage's gradients reduce-scattered over its {} copies (MPI, in place, "
-                                  "in pieces of at most 25 MB) after its last backward; each copy keeps the optimizer "
+                                  "in pieces of at most 25 MB) {}; each copy keeps the optimizer "
                                   "state of its 1/{} and updates it, then all-gathers the weights in STEP",
-                                  t.zero, s.data_parallel, s.data_parallel);
+                                  t.zero, s.data_parallel, when, s.data_parallel);
     std::cout << fmt::format("replicas    {} of the pipeline (global batch {}), {}\n", s.data_parallel,
                              plan.batch * s.data_parallel, how);
   }
@@ -120,6 +121,7 @@ TrainPlan plan_training(const TrainFlags& f, const CLI::App& cmd, const models::
   request.partition = models::parse_partition_spec(f.run.partition);
   request.data_parallel = f.data_parallel;
   request.zero = f.zero;
+  request.reduce_after_backward = f.reduce_after_backward;
   // The run's one split of N into M: its error (M > N) comes before any
   // profile is read, and the analytic profile is built at its sizes.
   std::vector<int> sizes = plan::split_batch(f.pipeline.batch, request.microbatches);

@@ -21,6 +21,9 @@ void TrainFlags::add_to(CLI::App& cmd) {
                  "gradients are summed over its D copies after its last backward, before its step (cpu: K x D "
                  "processes under mpirun or srun)")
       ->check(CLI::Range(1, 4096));
+  cmd.add_flag("--reduce-after-backward", reduce_after_backward,
+               "With --data-parallel: reduce every stage's gradients after its rank's last backward, as Megatron-LM "
+               "without --overlap-grad-reduce (default: each stage's right after its own last backward)");
   cmd.add_option("--zero", zero,
                  "ZeRO's stage over the --data-parallel replicas: 0, or 1 (each replica keeps the optimizer state of "
                  "a 1/D share of every stage's values: gradients reduce-scattered, the share updated, the weights "
@@ -65,6 +68,7 @@ std::vector<std::string> TrainFlags::args() const {
   add({"--data-parallel", std::to_string(data_parallel), "--zero", std::to_string(zero), "--tensor-parallel",
        std::to_string(tensor_parallel), "--steps", std::to_string(steps), "--measure-steps",
        std::to_string(measure_steps)});
+  if (reduce_after_backward) add({"--reduce-after-backward"});
   if (!trace.empty()) add({"--trace", trace});
   add(cpu.args());
   add(cuda.args());

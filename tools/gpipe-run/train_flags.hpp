@@ -22,6 +22,7 @@ struct TrainFlags {
   CpuFlags cpu;
   PipelineFlags pipeline;
   int data_parallel = 1;    // D replicas, each of `batch` samples
+  bool reduce_after_backward = false;  // plan::PlanRequest::reduce_after_backward
   int tensor_parallel = 1;  // T parts of each rank's blocks
   int zero = 0;             // ZeRO's stage over the replicas
   int steps = 0;

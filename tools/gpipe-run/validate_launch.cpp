@@ -130,6 +130,7 @@ exec::TrainResult launched_training(const ValidateFlags& f, const exec::TrainOpt
   c.trace = scratch_path("trace.json");
   c.json = true;
   c.data_parallel = t.schedule.data_parallel;
+  c.reduce_after_backward = t.schedule.reduce_after_backward;
   c.zero = t.zero;
   c.tensor_parallel = f.tensor_parallel;
   write_text_file(c.pipeline.schedule_file, schedules::to_json_text(t.schedule));

@@ -11,7 +11,7 @@ namespace {
 constexpr const char* kFlags[] = {"--tensor-parallel", "--sequence-parallel", "--data-parallel",
                                   "--zero", "--gpus", "--gpus-per-node",
                                   "--inter-node-bandwidth-gbps", "--inter-node-latency-us", "--cluster",
-                                  "--cluster-file"};
+                                  "--cluster-file", "--no-scatter-gather", "--reduce-after-backward"};
 
 }  // namespace
 
@@ -53,11 +53,19 @@ void ClusterFlags::add_to(CLI::App& cmd) {
                              "the profile's)",
                              plan::cluster_keys()));
   cmd.add_option("--cluster-file", cluster_file, "Clusters of your own, in the form of plan/clusters.json");
+  cmd.add_flag("--no-scatter-gather", no_scatter_gather,
+               "Send each activation between nodes whole from every GPU of a tensor-parallel stage, not in T pieces "
+               "gathered again inside the receiving node (Megatron-LM's scatter/gather, its default; without "
+               "sequence parallelism only)");
+  cmd.add_flag("--reduce-after-backward", reduce_after_backward,
+               "With --data-parallel: reduce every stage's gradients after its rank's last backward, as Megatron-LM "
+               "without --overlap-grad-reduce (default: each stage's right after its own last backward)");
 }
 
 void ClusterFlags::apply_to(plan::PlanRequest& request, sim::Conditions& conditions) const {
   request.data_parallel = data_parallel;
   request.zero = zero;
+  request.reduce_after_backward = reduce_after_backward;
   conditions.tensor_parallel = tensor_parallel;
   if (sequence_parallel) conditions.sequence_parallel = true;
   const std::optional<plan::ClusterPreset> preset = plan::cluster_from_flags(cluster, cluster_file);
@@ -71,6 +79,7 @@ void ClusterFlags::apply_to(plan::PlanRequest& request, sim::Conditions& conditi
   if (gpus_per_node) placed.gpus_per_node = *gpus_per_node;
   if (inter_node_bandwidth_GBps) placed.inter_node.bandwidth_GBps = *inter_node_bandwidth_GBps;
   if (inter_node_latency_us) placed.inter_node.latency_us = *inter_node_latency_us;
+  placed.scatter_gather = !no_scatter_gather;
   conditions.cluster = placed;
 }
 

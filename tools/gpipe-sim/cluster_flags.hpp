@@ -27,6 +27,8 @@ struct ClusterFlags {
   // node and the inter-node link where the flags above do not give them.
   std::string cluster;
   std::string cluster_file;
+  bool no_scatter_gather = false;  // Megatron's scatter/gather of P2P between nodes off
+  bool reduce_after_backward = false;  // plan::PlanRequest::reduce_after_backward
 
   void add_to(CLI::App& cmd);
   // Sets the request's replicas and ZeRO stage and the conditions' group

@@ -44,6 +44,8 @@ struct PlanFlags {
   std::string data_parallel;    // empty: whatever N / (T K) is
   std::string stages_per_rank;  // empty: each schedule's own
   bool no_sequence_parallel = false;
+  bool no_scatter_gather = false;
+  bool reduce_after_backward = false;
   std::string micro_batch_sizes = "1,2,4,8";
   std::string schedules = "1f1b,interleaved-1f1b";
   std::string recompute = "never,full";
@@ -110,6 +112,8 @@ int run_plan(const PlanFlags& f) {
   if (!f.data_parallel.empty()) r.data_parallel = parse_int_list(f.data_parallel, "--data-parallel");
   if (!f.stages_per_rank.empty()) r.stages_per_rank = parse_int_list(f.stages_per_rank, "--stages-per-rank");
   r.sequence_parallel = !f.no_sequence_parallel;
+  r.scatter_gather = !f.no_scatter_gather;
+  r.reduce_after_backward = f.reduce_after_backward;
   r.micro_batch_sizes = parse_int_list(f.micro_batch_sizes, "--micro-batch-sizes");
   r.schedules = parse_name_list(f.schedules, "--schedules", sim::predictable_schedule_names());
   if (std::find(r.schedules.begin(), r.schedules.end(), "zb-auto") != r.schedules.end()) {
@@ -191,6 +195,13 @@ Subcommand add_plan_command(CLI::App& app) {
                   "Stages a rank V to try with interleaved schedules, e.g. 2,3 (default: each schedule's own)");
   cmd->add_flag("--no-sequence-parallel", f->no_sequence_parallel,
                 "Tensor parallelism without sequence parallelism (default: with it, above T = 1)");
+  cmd->add_flag("--no-scatter-gather", f->no_scatter_gather,
+                "Without sequence parallelism, send each activation between nodes whole from every GPU of a stage, "
+                "not in T pieces gathered again inside the receiving node (Megatron-LM's scatter/gather, its default)");
+  cmd->add_flag("--reduce-after-backward", f->reduce_after_backward,
+                "Reduce every stage's gradients over the replicas after its rank's last backward, as Megatron-LM "
+                "without --overlap-grad-reduce (default: each stage's right after its own last backward, under the "
+                "rank's later backwards, as torch's runtime does)");
   cmd->add_option("--micro-batch-sizes", f->micro_batch_sizes, "Micro-batch sizes b to try")->capture_default_str();
   cmd->add_option("--schedules", f->schedules,
                   fmt::format("Schedules to try: {}", fmt::join(sim::predictable_schedule_names(), ", ")))

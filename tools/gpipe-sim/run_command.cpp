@@ -160,10 +160,14 @@ void print_table(const sim::Prediction& p, const sim::Scenario& sc, const profil
   }
   std::cout << parallel_lines(p, sc, profile);
   const std::string between_nodes =
-      sc.conditions.cluster ? fmt::format(" inside a node, {} us + bytes at {} GB/s between nodes",
-                                          sc.conditions.cluster->inter_node.latency_us,
-                                          sc.conditions.cluster->inter_node.bandwidth_GBps)
-                            : "";
+      sc.conditions.cluster
+          ? fmt::format(" inside a node, {} us + bytes at {} GB/s between nodes{}",
+                        sc.conditions.cluster->inter_node.latency_us, sc.conditions.cluster->inter_node.bandwidth_GBps,
+                        sc.conditions.cluster->scatter_gather && profile.tensor_parallel > 1 && !profile.sequence_parallel
+                            ? fmt::format(" (scattered over the stage's {} NICs, gathered inside the node)",
+                                          profile.tensor_parallel)
+                            : "")
+          : "";
   std::cout << fmt::format("link        {} us + bytes at {} GB/s{}, {}\n\n", p.link_latency_us,
                            p.link_bandwidth_GBps, between_nodes,
                            sc.conditions.link_sharing == sim::LinkSharing::fifo
