@@ -28,6 +28,19 @@ expect_status 0 "$sim" run --profile $data/valid_two_layers.json -K 2 -M 2 -b 3 
   --schedule 1f1b --recompute always --link-latency-us 0 --link-bandwidth-gbps 1000 --optimizer sgd
 expect_out "2 micro-batches of 3 samples (batch 6), recompute always"
 expect_out "one message at a time (fifo)"
+# One command for a published configuration: the profile made in memory from --model on --device
+# (or --cluster's device), split over --tensor-parallel.
+expect_status 0 "$sim" run --model "transformer:layers=4,hidden=256,heads=4,seq=128,vocab=512" --cluster dgx-a100 \
+  --tensor-parallel 2 -K 2 -M 4 -b 2 --data-parallel 2 --reduce-after-backward
+expect_out "(made in memory) (analytic, NVIDIA A100-SXM4-80GB, bf16)"
+expect_out "TP 2 x PP 2 x DP 2 = 8 GPUs"
+expect_status 2 "$sim" run --model llama3-8b -K 2 -M 4 -N 4
+expect_one_error_line "give --device, or --cluster"
+expect_status 2 "$sim" run --model llama3-8b --device h100 --profile $data/valid_two_layers.json -K 2 -M 4 -N 4
+expect_one_error_line "give --profile or --model, not both"
+expect_status 2 "$sim" run --model llama3-8b --device h100 --workload inference -K 2
+expect_one_error_line "--workload inference takes --profile"
+
 # Megatron's full recompute on the default profile: said in the schedule line; its flags alone,
 # or with a split backward, are one error line.
 expect_status 0 "$sim" run -K 4 -M 8 -N 8 --recompute full --recompute-method block --recompute-num-layers 2

@@ -24,6 +24,7 @@
 #include "tools/gpipe-sim/commands.hpp"
 #include "tools/gpipe-sim/inference_flags.hpp"
 #include "tools/gpipe-sim/inference_report.hpp"
+#include "tools/gpipe-sim/model_profile_flags.hpp"
 #include "tools/gpipe-sim/scenario_flags.hpp"
 
 namespace gpipe::tools {
@@ -208,6 +209,7 @@ std::string memory_check(const timelines::ServingMetrics& m, const MemoryLimit& 
 struct RunFlags {
   ScenarioFlags scenario;
   InferenceFlags inference;
+  ModelProfileFlags model;  // --model SPEC --device KEY instead of --profile
   std::string trace;
   bool json = false;
 };
@@ -239,12 +241,18 @@ int run(const RunFlags& f, const CLI::App& cmd) {
       throw InputError("--workload inference: an inference stream is one pipeline of one GPU a stage; "
                        "--tensor-parallel, --data-parallel, --zero and the cluster's flags plan training");
     }
+    if (f.model.given()) {
+      throw InputError("--workload inference takes --profile; make one with gpipe-sim profile --model");
+    }
     return run_inference(f, cmd);
   }
   f.inference.check_flags(cmd);
-  const std::string path = profiles::resolve_profile(f.scenario.fixed.profile).string();
-  const profiles::Profile profile = profiles::load_profile(path);
   sim::Scenario sc = f.scenario.scenario(cmd);
+  const profiles::Profile profile =
+      f.model.given() ? f.model.make(sc, f.scenario.fixed.cluster, cmd)
+                      : profiles::load_profile(profiles::resolve_profile(f.scenario.fixed.profile));
+  const std::string path = f.model.given() ? f.model.describe(profile)
+                                           : profiles::resolve_profile(f.scenario.fixed.profile).string();
   const std::optional<MemoryLimit> limit = memory_limit_of(f.scenario.memory_limit, profile);
   if (limit) sc.conditions.memory_limit_bytes = limit->bytes;
   if (!f.trace.empty()) check_writable(f.trace, "--trace");  // before the simulation, not after
@@ -279,6 +287,7 @@ Subcommand add_run_command(CLI::App& app) {
       "throughput, latency and memory per rank (--workload inference)");
   flags->scenario.add_to(*cmd);
   flags->inference.add_to(*cmd);
+  flags->model.add_to(*cmd);
   cmd->add_option("--trace", flags->trace, "Write the predicted timeline as a Chrome trace (Perfetto)")
       ->check(nonempty_path());
   cmd->add_flag("--json", flags->json, "Print the configuration and metrics as JSON");
