@@ -43,15 +43,21 @@ TEST(GradientReduction, EveryStageReducesAfterItsLastBackward) {
   EXPECT_FALSE(has_gradient_reductions(one));
 }
 
-TEST(GradientReduction, AnEarlierStagesReductionStartsBeforeTheRanksLaterWork) {
-  // Interleaved 1F1B, K = 2, V = 2: rank 0 holds stages 0 and 2; stage 2's
-  // backwards end first, and its reduction starts there.
+// Interleaved 1F1B, K = 2, V = 2, M = 4, over 2 replicas: rank 0 holds stages 0 and 2.
+Schedule replicated_interleaved() {
   ScheduleOptions o;
   o.num_ranks = 2;
   o.stages_per_rank = 2;
   o.num_microbatches = 4;
   Schedule s = generate("interleaved-1f1b", o);
   s.data_parallel = 2;
+  return s;
+}
+
+TEST(GradientReduction, AnEarlierStagesReductionStartsBeforeTheRanksLaterWork) {
+  // Interleaved 1F1B, K = 2, V = 2: rank 0 holds stages 0 and 2; stage 2's
+  // backwards end first, and its reduction starts there.
+  Schedule s = replicated_interleaved();
   const Schedule lowered = lower(s);
   const std::string p = program(lowered, 0);
   const auto reduce2 = p.find("2REDUCE_GRAD");
@@ -67,12 +73,7 @@ TEST(GradientReduction, AnEarlierStagesReductionStartsBeforeTheRanksLaterWork) {
 // reduction after the rank's last backward, in the order the stages' backwards
 // ended (stage 2 before 0), so none runs under a backward. The IR keeps it.
 TEST(GradientReduction, AfterBackwardStartsEveryReductionAfterTheRanksLastBackward) {
-  ScheduleOptions o;
-  o.num_ranks = 2;
-  o.stages_per_rank = 2;
-  o.num_microbatches = 4;
-  Schedule s = generate("interleaved-1f1b", o);
-  s.data_parallel = 2;
+  Schedule s = replicated_interleaved();
   s.reduce_after_backward = true;
   const Schedule lowered = lower(s);
   const std::string p = program(lowered, 0);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tests/error_of.hpp"
@@ -13,13 +14,20 @@ namespace {
 
 using gpipe::testing::error_of;
 
-plan::PlanRequest request_of(std::vector<std::string> args) {
+// The request of `args`, parsed by a command with the shape, batch and
+// schedule flags and --recompute alone, or `with_recompute_flags` all three
+// of add_recompute().
+plan::PlanRequest request_of(std::vector<std::string> args, bool with_recompute_flags = false) {
   CLI::App app{"test"};
   PipelineFlags flags;
   flags.add_shape(app, 100);
   flags.add_batch(app, 1 << 20, /*with_micro_batch_size=*/true);
-  flags.add_schedule(app, {"gpipe", "1f1b", "interleaved-1f1b"}, "Schedule");
-  app.add_option("--recompute", flags.recompute);
+  if (with_recompute_flags) {
+    flags.add_recompute(app);
+  } else {
+    flags.add_schedule(app, {"gpipe", "1f1b", "interleaved-1f1b"}, "Schedule");
+    app.add_option("--recompute", flags.recompute);
+  }
   std::vector<std::string> reversed(args.rbegin(), args.rend());
   app.parse(reversed);
   return flags.request(app);
@@ -46,14 +54,7 @@ TEST(PipelineFlags, TakeAMicroBatchSizeInsteadOfTheBatch) {
 }
 
 plan::PlanRequest request_with_recompute(std::vector<std::string> args) {
-  CLI::App app{"test"};
-  PipelineFlags flags;
-  flags.add_shape(app, 100);
-  flags.add_batch(app, 1 << 20, /*with_micro_batch_size=*/true);
-  flags.add_recompute(app);
-  std::vector<std::string> reversed(args.rbegin(), args.rend());
-  app.parse(reversed);
-  return flags.request(app);
+  return request_of(std::move(args), /*with_recompute_flags=*/true);
 }
 
 TEST(PipelineFlags, FullRecomputeTakesItsMethodAndLayers) {
