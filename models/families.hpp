@@ -8,7 +8,7 @@
 //   block0 .. block{L-1} (mlp_block, F = 4H), loss (mse_loss).
 //   Data: input x [H] floating, target [H] floating.
 //
-// transformer:layers=L,hidden=H,heads=A,seq=S[,vocab=V]   (V defaults to 256:
+// transformer:layers=L,hidden=H,heads=A,seq=S[,vocab=V][,attn=naive|flash][,recompute=M]   (V defaults to 256:
 //   a byte-level synthetic task, small enough that the head does not dwarf the blocks)
 //   embed (embedding), block0 .. block{L-1} (transformer_block), head (lm_head).
 //   Untied embedding and unembedding, so no weight is shared between stages.
@@ -17,7 +17,12 @@
 // transformer's attn=naive|flash (default naive): what its blocks keep of
 //   the attention (model.hpp).
 //
-// llama:layers=L,hidden=H,heads=A[,kv_heads=G],ffn=F,seq=S,vocab=V[,attn=flash|naive][,rope_theta=R][,tied=0|1]
+// transformer's and llama's recompute=M1+M2 (core_attn, mlp, layernorm;
+//   default none): the modules each block runs again in its backward instead
+//   of keeping their tensors, Megatron-LM's --recompute-modules
+//   (models/recompute_modules.hpp).
+//
+// llama:layers=L,hidden=H,heads=A[,kv_heads=G],ffn=F,seq=S,vocab=V[,attn=flash|naive][,rope_theta=R][,tied=0|1][,recompute=M]
 //   embed (token_embedding), block0 .. block{L-1} (llama_block), head (rms_head).
 //   G defaults to A, attn to flash, R to 500000 (Llama 3), tied to 0 (the
 //   unembedding a matrix of its own, as Llama 3 8B, 70B and 405B have);
@@ -57,6 +62,7 @@ struct TransformerShape {
   int seq = 1;
   int vocab = kDefaultVocab;
   Attention attention = Attention::naive;
+  RecomputeModules recompute;  // recompute= (models/recompute_modules.hpp)
 };
 
 struct LlamaShape {
@@ -70,6 +76,7 @@ struct LlamaShape {
   Attention attention = Attention::flash;
   int rope_theta = kDefaultRopeTheta;
   bool tied = false;
+  RecomputeModules recompute;  // recompute= (models/recompute_modules.hpp)
 };
 
 struct DitShape {

@@ -33,8 +33,8 @@ class Kernels {
                     .bytes = (read + written) * e_});
   }
   void attention(Pass pass, std::int64_t heads, std::int64_t queries, std::int64_t keys, std::int64_t head_dim,
-                 double flops, double elems) {
-    out_.push_back({.name = "attention", .pass = pass, .kind = KernelKind::attention, .m = queries, .n = keys,
+                 double flops, double elems, std::string_view again = "") {
+    out_.push_back({.name = fmt::format("attention{}", again), .pass = pass, .kind = KernelKind::attention, .m = queries, .n = keys,
                     .k = head_dim, .batch = heads, .flops = flops, .bytes = elems * e_});
   }
   void roofline(Pass pass, std::string name, double flops, double bytes) {
@@ -57,19 +57,21 @@ struct Shape {
   [[nodiscard]] std::int64_t head_dim() const { return d.hidden / d.heads; }
 };
 
-// The attention between the qkv and output projections, one pass of it:
-// naive's batched products and softmax, or flash's fused kernel (model.hpp's
-// FLOPs, / T).
-void attention(Kernels& k, Pass pass, const Shape& s, std::int64_t qkv_width) {
+// The attention between the qkv and output projections, its forward or its
+// backward kernels, run in `pass` (recompute=core_attn runs the forward's in
+// the input gradient's): naive's batched products and softmax, or flash's
+// fused kernel (model.hpp's FLOPs, / T).
+void attention(Kernels& k, Pass pass, const Shape& s, std::int64_t qkv_width, bool backward,
+               std::string_view again = "") {
   const std::int64_t heads = s.b * s.heads();
   const std::int64_t seq = s.d.seq;
   const std::int64_t dh = s.head_dim();
   if (s.d.attention == Attention::naive) {
     const double scores = static_cast<double>(heads) * static_cast<double>(seq) * static_cast<double>(seq);
-    if (pass == Pass::forward) {
-      k.gemm(pass, "scores", seq, seq, dh, heads);
-      k.memory(pass, "softmax", scores, scores);
-      k.gemm(pass, "context", seq, dh, seq, heads);
+    if (!backward) {
+      k.gemm(pass, fmt::format("scores{}", again), seq, seq, dh, heads);
+      k.memory(pass, fmt::format("softmax{}", again), scores, scores);
+      k.gemm(pass, fmt::format("context{}", again), seq, dh, seq, heads);
     } else {
       k.gemm(pass, "d_probs", seq, seq, dh, heads);
       k.gemm(pass, "d_values", seq, dh, seq, heads);
@@ -84,8 +86,8 @@ void attention(Kernels& k, Pass pass, const Shape& s, std::int64_t qkv_width) {
   const double t = static_cast<double>(s.tokens());
   const double qkv = t * static_cast<double>(qkv_width);
   const double out = t * static_cast<double>(s.d.split(s.d.hidden));
-  if (pass == Pass::forward) {
-    k.attention(pass, heads, seq, seq, dh, flops.forward * share, qkv + out);
+  if (!backward) {
+    k.attention(pass, heads, seq, seq, dh, flops.forward * share, qkv + out, again);
   } else {  // reads q k v, the output and its gradient; writes dq dk dv
     k.attention(pass, heads, seq, seq, dh, flops.backward * share, qkv + 2 * out + qkv);
   }
@@ -108,24 +110,37 @@ std::vector<Kernel> block_kernels(const Shape& s, double e, bool llama) {
   // What rope turns (llama): the queries and keys, not the values.
   const double rotated = t * static_cast<double>(s.d.split((s.d.heads + s.d.kv_groups()) * s.head_dim()));
 
+  // The forward's modules, each run in `pass` (the forward, or again in the
+  // input gradient for recompute=, with " again" after its kernels' names).
+  const auto norm_kernel = [&](Pass pass, int which, const char* again) {
+    k.memory(pass, fmt::format("{}{}{}", norm, which, again), n * hd, n * hd);
+  };
+  const auto mlp = [&](Pass pass, const char* again) {
+    k.gemm(pass, fmt::format("{}{}", llama ? "gate_up" : "fc1", again), tokens, up, h);
+    if (llama) {
+      k.memory(pass, fmt::format("silu_mul{}", again), 2 * t * fd, t * fd);
+    } else {
+      k.memory(pass, fmt::format("gelu{}", again), t * fd, t * fd);
+    }
+    k.gemm(pass, fmt::format("fc2{}", again), tokens, h, f);
+  };
+  const RecomputeModules& again = s.d.recompute;
+
   // Forward.
-  k.memory(Pass::forward, fmt::format("{}1", norm), n * hd, n * hd);
+  norm_kernel(Pass::forward, 1, "");
   k.gemm(Pass::forward, "qkv", tokens, q, h);
   if (llama) k.memory(Pass::forward, "rope", rotated, rotated);
-  attention(k, Pass::forward, s, q);
+  attention(k, Pass::forward, s, q, /*backward=*/false);
   k.gemm(Pass::forward, "proj", tokens, h, h_split);
   k.memory(Pass::forward, "residual1", 2 * n * hd, n * hd);
-  k.memory(Pass::forward, fmt::format("{}2", norm), n * hd, n * hd);
-  k.gemm(Pass::forward, llama ? "gate_up" : "fc1", tokens, up, h);
-  if (llama) {
-    k.memory(Pass::forward, "silu_mul", 2 * t * fd, t * fd);
-  } else {
-    k.memory(Pass::forward, "gelu", t * fd, t * fd);
-  }
-  k.gemm(Pass::forward, "fc2", tokens, h, f);
+  norm_kernel(Pass::forward, 2, "");
+  mlp(Pass::forward, "");
   k.memory(Pass::forward, "residual2", 2 * n * hd, n * hd);
 
-  // Input gradient: the forward backwards, the residuals' gradients summed.
+  // Input gradient: the forward backwards, the residuals' gradients summed;
+  // each recomputed module's forward again just before its backward.
+  if (again.layernorm) norm_kernel(Pass::input, 2, " again");
+  if (again.mlp) mlp(Pass::input, " again");
   k.gemm(Pass::input, "fc2'", tokens, f, h);
   if (llama) {
     k.memory(Pass::input, "silu_mul'", 3 * t * fd, 2 * t * fd);
@@ -136,9 +151,11 @@ std::vector<Kernel> block_kernels(const Shape& s, double e, bool llama) {
   k.memory(Pass::input, fmt::format("{}2'", norm), 3 * n * hd, n * hd);
   k.memory(Pass::input, "residual2'", 2 * n * hd, n * hd);
   k.gemm(Pass::input, "proj'", tokens, h_split, h);
-  attention(k, Pass::input, s, q);
+  if (again.core_attn) attention(k, Pass::input, s, q, /*backward=*/false, " again");
+  attention(k, Pass::input, s, q, /*backward=*/true);
   if (llama) k.memory(Pass::input, "rope'", rotated, rotated);
   k.gemm(Pass::input, "qkv'", tokens, h, q);
+  if (again.layernorm) norm_kernel(Pass::input, 1, " again");
   k.memory(Pass::input, fmt::format("{}1'", norm), 3 * n * hd, n * hd);
   k.memory(Pass::input, "residual1'", 2 * n * hd, n * hd);
 

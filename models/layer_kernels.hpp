@@ -17,6 +17,9 @@
 //                      input: fc2 (t, F, H), gelu', fc1 (t, H, F), ln2', residual',
 //                      proj (t, H/T, H), attention', qkv (t, H, q), ln1', residual';
 //                      weight: each Linear's (out, in, t) and its bias's sum
+//                      recompute= (models/recompute_modules.hpp) adds, to the
+//                      input gradient, each module's forward kernels again (named
+//                      "fc1 again", ...) just before their backward
 //   llama_block        the same with RMSNorms, rope on q and k, the SwiGLU's gate
 //                      and up as one GEMM (t, 2F, H) as Megatron-LM fuses them,
 //                      silu * up, and no biases

@@ -1,5 +1,7 @@
 #include "models/layer_layout.hpp"
 
+#include <initializer_list>
+
 #include <fmt/format.h>
 
 #include "base/error.hpp"
@@ -8,6 +10,17 @@
 namespace gpipe::models {
 
 namespace {
+
+// Marks the tensors of each module `d.recompute` names (models/recompute_modules.hpp).
+void mark_recomputed(LayerLayout& l, const RecomputeModules& modules, std::initializer_list<std::size_t> core_attn,
+                     std::initializer_list<std::size_t> mlp, std::initializer_list<std::size_t> layernorm) {
+  const auto mark = [&](bool on, std::initializer_list<std::size_t> kept) {
+    for (const std::size_t k : kept) l.kept.at(k).recomputed = l.kept.at(k).recomputed || on;
+  };
+  mark(modules.core_attn, core_attn);
+  mark(modules.mlp, mlp);
+  mark(modules.layernorm, layernorm);
+}
 
 LayerLayout mlp_block_layout(const LayerDims& d) {
   using namespace layout::mlp_block;
@@ -100,6 +113,7 @@ LayerLayout transformer_block_layout(const LayerDims& d) {
   l.weight_kept[weight_kept::kDPreGelu] = {"d_pre_gelu", {s, f}};
   l.weight_kept[weight_kept::kGelu] = {"gelu", {s, f}};
   l.weight_kept[weight_kept::kDOut] = {"d_out", {r, h}};
+  mark_recomputed(l, d.recompute, {kProbs}, {kPreGelu, kGelu}, {kNormed1, kNormed2, kStats1, kStats2});
   return l;
 }
 
@@ -179,6 +193,7 @@ LayerLayout llama_block_layout(const LayerDims& d) {
   l.weight_kept[w::kDUp] = {"d_up", {s, f}};
   l.weight_kept[w::kH] = {"swiglu", {s, f}};
   l.weight_kept[w::kDOut] = {"d_out", {r, h}};
+  mark_recomputed(l, d.recompute, {kScores}, {kGate, kUp, kH}, {kNormed1, kRstd1, kNormed2, kRstd2});
   return l;
 }
 
@@ -303,10 +318,11 @@ std::int64_t product(const std::vector<std::int64_t>& shape) {
 std::int64_t elements_of(const std::vector<KeptLayout>& tensors, Element element) {
   std::int64_t n = 0;
   for (const KeptLayout& k : tensors) {
-    if (k.element == element) n += product(k.shape);
+    if (k.element == element && !k.recomputed) n += product(k.shape);
   }
   return n;
 }
+
 
 std::vector<std::int64_t> shape_at(const KeptLayout& tensor, std::int64_t b) {
   std::vector<std::int64_t> shape{b};
@@ -368,7 +384,8 @@ LayerDims layer_dims(const Model& model, std::int64_t ffn_width) {
           .patch_out = patch_cells * 2 * model.channels,
           .classes = model.classes,
           .tensor_parallel = model.tensor_parallel,
-          .sequence_parallel = model.sequence_parallel};
+          .sequence_parallel = model.sequence_parallel,
+          .recompute = model.recompute_modules};
 }
 
 std::vector<std::int64_t> LayerDims::attention_kept() const {

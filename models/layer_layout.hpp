@@ -33,6 +33,9 @@ struct KeptLayout {
   std::string name;
   std::vector<std::int64_t> shape;  // per sample: the micro-batch dimension comes first, at b
   Element element = Element::floating;
+  // Of a module the block recomputes (models/recompute_modules.hpp): made in
+  // the forward, dropped at its end, made again in the backward; not kept.
+  bool recomputed = false;
 };
 
 struct LayerLayout {
@@ -45,7 +48,8 @@ struct LayerLayout {
   std::vector<KeptLayout> weight_kept;
 
   [[nodiscard]] std::int64_t parameter_count() const;
-  // Elements of `element` kind the stash holds per sample.
+  // Elements of `element` kind the stash holds per sample (its recomputed
+  // tensors left out).
   [[nodiscard]] std::int64_t kept_elements(Element element) const;
   // Elements of `element` kind the weight-gradient stash holds per sample.
   [[nodiscard]] std::int64_t weight_kept_elements(Element element) const;
@@ -71,6 +75,7 @@ struct LayerDims {
   // a group of T, Megatron-LM's split. 1: the whole layer.
   std::int64_t tensor_parallel = 1;
   bool sequence_parallel = false;
+  RecomputeModules recompute;  // the modules a block recomputes (Model::recompute_modules)
 
   // A block's query heads' width: H (d = H/A).
   [[nodiscard]] std::int64_t kv_groups() const { return kv_heads > 0 ? kv_heads : heads; }

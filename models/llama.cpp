@@ -28,6 +28,7 @@ Model llama_model(const LlamaShape& shape) {
   model.attention = shape.attention;
   model.rope_theta = shape.rope_theta;
   model.tied = shape.tied;
+  model.recompute_modules = shape.recompute;
   return model;
 }
 
@@ -57,7 +58,10 @@ Layer llama_block_layer(std::string name, const Model& model, std::int64_t ffn_w
   layer.kind = std::string(layer_kind::llama_block);
   layer.ffn_width = ffn_width;
   layer.fwd_flops = linears + attention.forward;
-  layer.bwd_input_flops = linears + attention.backward;
+  // The SwiGLU's gate, up and down again for recompute=mlp.
+  layer.bwd_input_flops = linears + attention.backward +
+                          recomputed_flops(model.recompute_modules, attention.forward,
+                                           6.0 * s * h * static_cast<double>(ffn_width));
   layer.bwd_weight_flops = linears;
   layer.input_elems = d.seq * d.hidden;
   layer.output_elems = d.seq * d.hidden;
@@ -90,6 +94,7 @@ Model build_llama(const LlamaShape& shape) {
   if (shape.attention != Attention::flash) model.spec += fmt::format(",attn={}", to_string(shape.attention));
   if (shape.rope_theta != kDefaultRopeTheta) model.spec += fmt::format(",rope_theta={}", shape.rope_theta);
   if (shape.tied) model.spec += ",tied=1";
+  if (shape.recompute.any()) model.spec += fmt::format(",recompute={}", to_string(shape.recompute));
   model.layers.push_back(token_embedding_layer(model));
   for (int i = 0; i < shape.layers; ++i) {
     model.layers.push_back(llama_block_layer(fmt::format("block{}", i), model, shape.ffn));

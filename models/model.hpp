@@ -83,6 +83,10 @@
 //   W keeps     LN output [S,H], d logits [S,V] (in the probabilities'
 //               storage)  =  SH + SV
 //
+// recompute=core_attn+mlp+layernorm (transformer_block, llama_block): the block
+//   keeps less and its bwd_input FLOPs grow, models/recompute_modules.hpp says
+//   by what.
+//
 // attn=flash (transformer_block, llama_block, dit_block): the block keeps the
 //   attention's log-sum-exp per query row and head [A,S] in P's place, and its
 //   FLOPs count the products a flash kernel computes (models/attention_cost.hpp).
@@ -137,6 +141,7 @@
 #include <vector>
 
 #include "models/collective.hpp"
+#include "models/recompute_modules.hpp"
 
 namespace gpipe::models {
 
@@ -280,6 +285,9 @@ struct Model {
   // LayerNorm and residual regions split over the sequence too.
   int tensor_parallel = 1;
   bool sequence_parallel = false;
+  // The spec's recompute= (transformer, llama): the modules each block runs
+  // again in its backward instead of keeping (models/recompute_modules.hpp).
+  RecomputeModules recompute_modules;
 
   // The model's parameters, a tied matrix counted once (one GPU's, with
   // tensor parallelism).

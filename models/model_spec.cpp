@@ -17,7 +17,8 @@ namespace {
 
 // A key's value is an integer in [1, most] (layers: up to kMaxModelLayers),
 // one of attn's names, held as its Attention's integer, or a flag, 0 or 1.
-enum class ValueKind { integer, attention, flag };
+// recompute's module names are held as their bits (models/recompute_modules.hpp).
+enum class ValueKind { integer, attention, flag, modules };
 
 struct Key {
   std::string_view name;
@@ -39,12 +40,13 @@ std::vector<Family> families() {
       {"mlp", {{"layers", {}}, {"hidden", {}}}},
       {"transformer",
        {{"layers", {}}, {"hidden", {}}, {"heads", {}}, {"seq", {}}, {"vocab", kDefaultVocab},
-        {"attn", kNaive, {}, ValueKind::attention}}},
+        {"attn", kNaive, {}, ValueKind::attention}, {"recompute", 0, {}, ValueKind::modules}}},
       {"unbalanced", {{"layers", {}}, {"hidden", {}}}},
       {"llama",
        {{"layers", {}}, {"hidden", {}}, {"heads", {}}, {"kv_heads", {}, "heads"}, {"ffn", {}},
         {"seq", {}}, {"vocab", {}}, {"attn", kFlash, {}, ValueKind::attention},
-        {"rope_theta", kDefaultRopeTheta}, {"tied", 0, {}, ValueKind::flag}}},
+        {"rope_theta", kDefaultRopeTheta}, {"tied", 0, {}, ValueKind::flag},
+        {"recompute", 0, {}, ValueKind::modules}}},
       {"dit",
        {{"layers", {}}, {"hidden", {}}, {"heads", {}}, {"tokens", {}}, {"patch", 2},
         {"channels", 4}, {"classes", 1000}, {"attn", kFlash, {}, ValueKind::attention},
@@ -108,7 +110,8 @@ class SpecParser {
     if (family.name == "transformer") {
       return build_transformer({.layers = v.at("layers"), .hidden = v.at("hidden"),
                                 .heads = v.at("heads"), .seq = v.at("seq"),
-                                .vocab = v.at("vocab"), .attention = attention()});
+                                .vocab = v.at("vocab"), .attention = attention(),
+                                .recompute = from_bits(v.at("recompute"))});
     }
     if (family.name == "llama") {
       const int heads = v.at("heads");
@@ -123,7 +126,8 @@ class SpecParser {
       return build_llama({.layers = v.at("layers"), .hidden = v.at("hidden"), .heads = heads,
                           .kv_heads = kv_heads, .ffn = v.at("ffn"), .seq = v.at("seq"),
                           .vocab = v.at("vocab"), .attention = attention(),
-                          .rope_theta = v.at("rope_theta"), .tied = v.at("tied") == 1});
+                          .rope_theta = v.at("rope_theta"), .tied = v.at("tied") == 1,
+                          .recompute = from_bits(v.at("recompute"))});
     }
     return build_dit({.layers = v.at("layers"), .hidden = v.at("hidden"), .heads = v.at("heads"),
                       .tokens = v.at("tokens"), .patch = v.at("patch"),
@@ -182,6 +186,11 @@ class SpecParser {
       if (text == "naive") return kNaive;
       throw fail(fmt::format("key '{}' must be flash or naive, got '{}'", key.name, text));
     }
+    if (key.kind == ValueKind::modules) {
+      if (const auto modules = parse_recompute_modules(text)) return to_bits(*modules);
+      throw fail(fmt::format("key '{}' must be modules joined by '+', each once ({}), got '{}'", key.name,
+                             recompute_module_names(), text));
+    }
     if (key.kind == ValueKind::flag) {
       if (text == "0" || text == "1") return text == "1" ? 1 : 0;
       throw fail(fmt::format("key '{}' must be 0 or 1, got '{}'", key.name, text));
@@ -207,9 +216,10 @@ Model parse_model(std::string_view spec) { return SpecParser(spec).parse(); }
 
 std::string model_spec_help() {
   return "Model SPEC: mlp:layers=L,hidden=H; unbalanced:layers=L,hidden=H; "
-         "transformer:layers=L,hidden=H,heads=A,seq=S[,vocab=V][,attn=naive|flash]; "
+         "transformer:layers=L,hidden=H,heads=A,seq=S[,vocab=V][,attn=naive|flash][,recompute=M]; "
          "llama:layers=L,hidden=H,heads=A[,kv_heads=G],ffn=F,seq=S,vocab=V[,attn=flash|naive]"
-         "[,rope_theta=R][,tied=0|1]; dit:layers=L,hidden=H,heads=A,tokens=T[,patch=P,channels=C,classes=N][,cache=0|1]"
+         "[,rope_theta=R][,tied=0|1][,recompute=M]; M: modules the blocks run again in the backward, "
+         "core_attn+mlp+layernorm or some of them; dit:layers=L,hidden=H,heads=A,tokens=T[,patch=P,channels=C,classes=N][,cache=0|1]"
          "[,attn=flash|naive]; or a preset (" +
          preset_names() + "), overridden as llama3-8b:seq=4096";
 }

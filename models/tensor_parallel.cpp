@@ -75,6 +75,16 @@ std::vector<LayerCollective> collectives_of(const Layer& layer, const LayerDims&
       add(P::weight, C::all_gather, e, 2);
       add(P::split_weight, C::all_gather, e, 2);
     }
+    // recompute=mlp runs the MLP's forward again in the backward, its
+    // gather before the up matrices and its reduction after the down one.
+    if (d.recompute.mlp) {
+      if (!sp) {
+        add(P::input, C::all_reduce, e);
+      } else {
+        add(P::input, C::all_gather, e);
+        add(P::input, C::reduce_scatter, e);
+      }
+    }
   } else if (is_embedding(layer.kind)) {
     if (!sp) {
       add(P::forward, C::all_reduce, e);

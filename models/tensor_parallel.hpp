@@ -30,7 +30,9 @@
 //               column-parallel ones' input gradients); the weight gradient
 //               gathers the two norms' outputs again (2 all-gathers of E),
 //               and a split backward's W also the two output gradients it
-//               keeps split (2 more), as Megatron-LM keeps them
+//               keeps split (2 more), as Megatron-LM keeps them;
+//             recompute=mlp adds the MLP forward's to the input gradient
+//               (1 all-reduce of E, or with SP 1 all-gather and 1 reduce-scatter)
 //   embedding without SP: forward 1 all-reduce of E (each GPU's rows, zeros
 //               elsewhere); with SP: a reduce-scatter of E, and the backward
 //               gathers the output gradient (1 all-gather of E) for the table

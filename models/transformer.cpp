@@ -16,7 +16,7 @@ namespace {
 
 LayerDims dims_of(const TransformerShape& shape, std::int64_t ffn_width = 0) {
   return {.hidden = shape.hidden, .ffn_width = ffn_width, .seq = shape.seq, .heads = shape.heads,
-          .vocab = shape.vocab, .attention = shape.attention};
+          .vocab = shape.vocab, .attention = shape.attention, .recompute = shape.recompute};
 }
 
 }  // namespace
@@ -50,7 +50,9 @@ Layer transformer_block_layer(std::string name, const TransformerShape& shape) {
   layer.kind = std::string(layer_kind::transformer_block);
   layer.ffn_width = 4 * h;
   layer.fwd_flops = linears + attention.forward;
-  layer.bwd_input_flops = linears + attention.backward;
+  // W1 and W2, 16SH^2, again for recompute=mlp.
+  layer.bwd_input_flops = linears + attention.backward +
+                          recomputed_flops(shape.recompute, attention.forward, 16.0 * sd * hd * hd);
   layer.bwd_weight_flops = linears;
   layer.input_elems = s * h;
   layer.output_elems = s * h;
@@ -93,6 +95,7 @@ Model build_transformer(const TransformerShape& shape) {
   if (shape.attention != Attention::naive) {
     model.spec += fmt::format(",attn={}", to_string(shape.attention));
   }
+  if (shape.recompute.any()) model.spec += fmt::format(",recompute={}", to_string(shape.recompute));
   model.family = "transformer";
   model.num_blocks = shape.layers;
   model.hidden = shape.hidden;
@@ -101,6 +104,7 @@ Model build_transformer(const TransformerShape& shape) {
   model.vocab = shape.vocab;
   model.kv_heads = shape.heads;
   model.attention = shape.attention;
+  model.recompute_modules = shape.recompute;
   model.layers.push_back(embedding_layer(shape));
   for (int i = 0; i < shape.layers; ++i) {
     model.layers.push_back(transformer_block_layer(fmt::format("block{}", i), shape));

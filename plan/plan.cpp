@@ -4,12 +4,15 @@
 #include <cassert>
 #include <cmath>
 #include <numeric>
+#include <optional>
+#include <string>
 #include <utility>
 
 #include <fmt/format.h>
 
 #include "base/error.hpp"
 #include "models/model.hpp"
+#include "models/model_spec.hpp"
 #include "plan/microbatches.hpp"
 #include "profiles/interpolate.hpp"
 
@@ -96,17 +99,41 @@ schedules::Schedule given_schedule(const PlanRequest& r) {
   return s;
 }
 
+// Whether `s` splits a backward into I and W, or overlaps F with B.
+bool splits_backward(const schedules::Schedule& s) {
+  bool split = !s.overlapped.empty();
+  for (const auto& list : s.ranks) {
+    for (const auto& a : list) split = split || a.kind == schedules::ActionKind::I || a.kind == schedules::ActionKind::W;
+  }
+  return split;
+}
+
+// A split backward's W would keep what I rebuilt of the modules a block
+// recomputes (models/recompute_modules.hpp), more than the block's stash,
+// which neither side models yet.
+void check_recomputed_modules(const profiles::Profile& profile, const schedules::Schedule& s) {
+  if (profile.model.find("recompute=") == std::string::npos || !splits_backward(s)) return;
+  std::optional<models::Model> model;
+  try {
+    model = models::parse_model(profile.model);
+  } catch (const InputError&) {
+    return;  // not a spec gpipe knows: it recomputes nothing gpipe knows of
+  }
+  if (model->recompute_modules.any()) {
+    throw InputError(fmt::format("recompute={} (the profile's model): schedule {} splits its backward (I and W) or "
+                                 "overlaps F with B, which module recompute does not run yet; use a schedule with "
+                                 "whole backwards (gpipe, 1f1b, interleaved-1f1b, ...)",
+                                 models::to_string(model->recompute_modules), s.name));
+  }
+}
+
 // Megatron's full recompute as this schedule can run it: its backward whole
 // (a split one's W would keep what I rebuilt, which neither side models yet).
 models::Checkpointing checkpointing_of(const schedules::Schedule& s, const PlanRequest& r) {
   if (r.checkpointing.num_layers < 1) {
     throw InputError(fmt::format("--recompute-num-layers {}: give 1 or more", r.checkpointing.num_layers));
   }
-  bool split = !s.overlapped.empty();
-  for (const auto& list : s.ranks) {
-    for (const auto& a : list) split = split || a.kind == schedules::ActionKind::I || a.kind == schedules::ActionKind::W;
-  }
-  if (split) {
+  if (splits_backward(s)) {
     throw InputError(fmt::format("--recompute full: schedule {} splits its backward (I and W) or overlaps F with B, "
                                  "which full recompute does not run yet; use a schedule with whole backwards "
                                  "(gpipe, 1f1b, interleaved-1f1b, ...)",
@@ -160,6 +187,7 @@ Plan plan_with(const profiles::Profile& profile, const PlanRequest& r, std::vect
     p.schedule = schedules::generate(r.schedule, options);
   }
   check_stages(profile, p.schedule);
+  check_recomputed_modules(profile, p.schedule);
   if (p.schedule.recompute == schedules::RecomputePolicy::full) p.checkpointing = checkpointing_of(p.schedule, r);
   // A tied embedding's first and last stages exchange their gradient
   // (schedules/tied_gradient.hpp); a lowered file keeps what it lists.

@@ -39,6 +39,11 @@ class RowReader {
     }
     return v.get<double>();
   }
+  // As number(), but nullopt where the row has no such field at all.
+  std::optional<double> optional_number(const char* field) const {
+    if (!row_.contains(field)) return std::nullopt;
+    return number(field);
+  }
   void name_it(const std::string& key) { where_ += fmt::format(" (\"{}\")", key); }
 
  private:
@@ -66,6 +71,11 @@ Device parse_row(const json& row, const std::string& where) {
   d.fp8_tflops = r.number("fp8_tflops", /*nullable=*/true);
   d.fp32_tflops = r.number("fp32_tflops", /*nullable=*/true);
   d.memory_bytes = static_cast<std::int64_t>(*r.number("memory_GB") * 1e9);
+  // What the driver reports, where known, is what a process can allocate:
+  // "80 GB" on an H100's datasheet is 81,559 MiB (85.5e9 bytes) in nvidia-smi.
+  if (const auto mib = r.optional_number("memory_MiB")) {
+    d.memory_bytes = static_cast<std::int64_t>(*mib) * (std::int64_t{1} << 20);
+  }
   d.hbm_TBps = *r.number("memory_TBps");
   d.link_GBps = *r.number("link_GBps");
   d.source = r.text("source");

@@ -25,7 +25,11 @@ struct Device {
   std::optional<double> fp32_tflops;       // fp32 peak without tensor cores (no TF32); none where unknown
   double hbm_TBps = 0;                     // memory bandwidth, 1e12 bytes/s
   double link_GBps = 0;                    // intra-node link to one peer, one direction, 1e9 bytes/s
-  std::int64_t memory_bytes = 0;           // memory capacity as the datasheet gives it (GB = 1e9 bytes)
+  // Memory capacity: the total the driver reports (devices.json's memory_MiB,
+  // nvidia-smi's figure) where the table gives it, else the datasheet's GB
+  // (1e9 bytes), which for NVIDIA's parts undercounts: "80 GB" is 80 GiB less
+  // what the driver keeps.
+  std::int64_t memory_bytes = 0;
   std::string source;                      // where the figures come from
 
   bool operator==(const Device&) const = default;
@@ -33,7 +37,7 @@ struct Device {
 
 // What `--memory-limit device` leaves a rank of a device's capacity: 5 % is
 // held back for what no profile counts (the CUDA context, NCCL's buffers,
-// the caching allocator's fragmentation), so an 80 GB H100 gives 76 GB.
+// the caching allocator's fragmentation), so an H100 (81,559 MiB) gives 81.24 GB.
 inline constexpr int kDeviceMemoryReservePercent = 5;
 [[nodiscard]] constexpr std::int64_t usable_device_memory(std::int64_t capacity_bytes) {
   return capacity_bytes - capacity_bytes / 100 * kDeviceMemoryReservePercent;

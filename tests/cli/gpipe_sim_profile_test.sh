@@ -119,12 +119,12 @@ expect_status 2 "$sim" profile --model llama3-8b:kv_heads=5 --device h100 --micr
 expect_one_error_line "heads=32 is not divisible by kv_heads=5"
 # An analytic profile knows its device's memory: runs are checked against it
 # less the reserve, and zb-auto searches within it, without a flag.
-grep -q '"device_memory_bytes": 80000000000' "$tmp/llama.json" || fail "the profile keeps the device's memory"
+grep -q '"device_memory_bytes": 85520809984' "$tmp/llama.json" || fail "the profile keeps the device's memory"
 expect_status 0 "$sim" run --profile "$tmp/llama.json" -K 4 -M 16 -N 16 --schedule 1f1b
-expect_out "memory      every rank fits in 76.00 GB (NVIDIA H100 80GB HBM3's 80.00 GB less 5 %)"
+expect_out "memory      every rank fits in 81.24 GB (NVIDIA H100 80GB HBM3's 85.52 GB less 5 %)"
 expect_status 0 "$sim" run --profile "$tmp/llama.json" -K 4 -M 16 -N 16 --schedule zb-auto
-expect_out "within 76.00 GB per rank"
+expect_out "within 81.24 GB per rank"
 expect_status 0 "$sim" run --profile "$tmp/llama.json" -K 2 -M 16 -N 16 --schedule gpipe --memory-limit device
-expect_out "memory      OVER the limit of 76.00 GB"
+expect_out "memory      OVER the limit of 81.24 GB"
 
 finish "gpipe-sim profile"

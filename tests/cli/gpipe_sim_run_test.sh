@@ -41,6 +41,14 @@ expect_one_error_line "give --profile or --model, not both"
 expect_status 2 "$sim" run --model llama3-8b --device h100 --workload inference -K 2
 expect_one_error_line "--workload inference takes --profile"
 
+# Module recompute is the model's (recompute=): the made profile's spec says it; with a split
+# backward it is one error line.
+expect_status 0 "$sim" run --model "transformer:layers=4,hidden=256,heads=4,seq=128,vocab=512,recompute=mlp+core_attn" \
+  --device a100 -K 2 -M 4 -b 2
+expect_out "recompute=core_attn+mlp (made in memory)"
+expect_status 2 "$sim" run --model "llama3-8b:recompute=core_attn" --device h100 -K 2 -M 4 -b 1 --schedule zb-h1
+expect_one_error_line "recompute=core_attn (the profile's model): schedule zb-h1 splits its backward"
+
 # Megatron's full recompute on the default profile: said in the schedule line; its flags alone,
 # or with a split backward, are one error line.
 expect_status 0 "$sim" run -K 4 -M 8 -N 8 --recompute full --recompute-method block --recompute-num-layers 2
@@ -91,7 +99,7 @@ expect_status 0 "$sim" run -K 4 -M 8 -N 8 --schedule 1f1b --memory-limit 200GB
 expect_out "memory      every rank fits in 200.00 GB (--memory-limit)"
 # The shipped profile is analytic: it knows its H100's 80 GB; a measured one does not.
 expect_status 0 "$sim" run -K 4 -M 8 -N 8 --schedule 1f1b --memory-limit device
-expect_out "memory      every rank fits in 76.00 GB (NVIDIA H100 80GB HBM3's 80.00 GB less 5 %)"
+expect_out "memory      every rank fits in 81.24 GB (NVIDIA H100 80GB HBM3's 85.52 GB less 5 %)"
 expect_status 2 "$sim" run --profile $data/design_example.json -K 2 -M 2 -N 4 --memory-limit device
 expect_one_error_line "--memory-limit device: the profile does not say how much memory its device"
 expect_status 2 "$sim" run -K 4 -M 8 -N 8 --schedule 1f1b --memory-limit 20XB

@@ -20,7 +20,10 @@ TEST(Devices, H100DatasheetNumbers) {
   EXPECT_EQ(d.fp32_tflops, 67.0);
   EXPECT_EQ(d.hbm_TBps, 3.35);
   EXPECT_EQ(d.link_GBps, 450.0);
-  EXPECT_EQ(d.memory_bytes, 80'000'000'000);
+  // nvidia-smi's 81,559 MiB, not the datasheet's "80 GB".
+  EXPECT_EQ(d.memory_bytes, 81'559LL << 20);
+  EXPECT_EQ(d.memory_bytes, 85'520'809'984);
+  EXPECT_EQ(usable_device_memory(d.memory_bytes), 81'244'769'489);
 }
 
 TEST(Devices, H200HasTheH100ComputeAndMoreMemory) {
@@ -31,7 +34,7 @@ TEST(Devices, H200HasTheH100ComputeAndMoreMemory) {
   EXPECT_EQ(h200.fp32_tflops, h100.fp32_tflops);
   EXPECT_EQ(h200.hbm_TBps, 4.8);
   EXPECT_EQ(h200.link_GBps, 450.0);
-  EXPECT_EQ(h200.memory_bytes, 141'000'000'000);
+  EXPECT_EQ(h200.memory_bytes, 143'771LL << 20);  // measured here: docs/measured/h200/gpu-check-7.log
 }
 
 TEST(Devices, A100DatasheetNumbers) {
@@ -41,7 +44,7 @@ TEST(Devices, A100DatasheetNumbers) {
   EXPECT_EQ(d.fp32_tflops, 19.5);
   EXPECT_EQ(d.hbm_TBps, 2.039);
   EXPECT_EQ(d.link_GBps, 300.0);
-  EXPECT_EQ(d.memory_bytes, 80'000'000'000);
+  EXPECT_EQ(d.memory_bytes, 81'920LL << 20);
 }
 
 TEST(Devices, TheIssuesRowsEachWithASource) {
@@ -128,7 +131,11 @@ TEST(Devices, AUsersTableParsesAndItsMistakesNameTheField) {
   const std::vector<Device> mine = parse_devices(R"({"devices": [)" + row("x1", kRates) + "]}", "mine.json");
   ASSERT_EQ(mine.size(), 1U);
   EXPECT_EQ(mine[0].name, "My x1");
-  EXPECT_EQ(mine[0].memory_bytes, 16'000'000'000);
+  EXPECT_EQ(mine[0].memory_bytes, 16'000'000'000);  // no memory_MiB: the datasheet's GB
+  const std::vector<Device> measured = parse_devices(
+      R"({"devices": [)" + row("x1", R"(, "bf16_tflops": 100, "fp8_tflops": null, "fp32_tflops": 10, "memory_GB": 16, "memory_MiB": 15360, "memory_TBps": 1, "link_GBps": 25)") + "]}",
+      "mine.json");
+  EXPECT_EQ(measured[0].memory_bytes, 15'360LL << 20);
   EXPECT_EQ(mine[0].fp8_tflops, std::nullopt);
   EXPECT_EQ(device_named("MY X1", mine).key, "x1");
 
@@ -144,6 +151,8 @@ TEST(Devices, AUsersTableParsesAndItsMistakesNameTheField) {
                            row("x4", R"(, "bf16_tflops": 1, "fp8_tflops": "fast", "fp32_tflops": 1, "memory_GB": 1, "memory_TBps": 1, "link_GBps": 1)") +
                            "]}"),
             "mine.json: device 1 (\"x4\"): field 'fp8_tflops' must be a positive number, or null for none");
+  EXPECT_EQ(error_of_table(R"({"devices": [)" + row("x5", std::string(kRates) + R"(, "memory_MiB": 0)") + "]}"),
+            "mine.json: device 1 (\"x5\"): field 'memory_MiB' must be a positive number");
   EXPECT_EQ(error_of_table(R"({"devices": [{"name": "no key"}]})"), "mine.json: device 1: missing field 'key'");
   EXPECT_EQ(error_of_table(R"({"devices": [)" + row("x1", kRates) + "," + row("X1", kRates) + "]}"),
             "mine.json: device 2 (\"X1\"): its key or name is another device's");

@@ -43,7 +43,7 @@ class KindLayer : public Layer {
 
  protected:
   KindLayer(const models::Model& model, const models::Layer& spec, NormalInit& init)
-      : Layer(spec), layout_(models::layer_layout(model, spec)) {
+      : Layer(spec), layout_(models::layer_layout(model, spec)), recompute_(model.recompute_modules) {
     parameters_ = parameters_of(layout_, init);
   }
 
@@ -51,12 +51,31 @@ class KindLayer : public Layer {
   [[nodiscard]] float* grad(std::size_t i) { return parameters_[i].grad.data(); }
 
   // Stash tensor `i` of the layout at micro-batch size b, charged to
-  // `account`, not zeroed: the forward writes each one whole.
+  // `account`, not zeroed: the forward writes each one whole. A tensor of a
+  // recomputed module (models/recompute_modules.hpp) is a temporary of the
+  // pass that makes it, charged to none.
   [[nodiscard]] Tensor kept(std::size_t i, std::int64_t b, MemoryAccount* account) const {
-    const bool index = layout_.kept.at(i).element == models::Element::index;
-    return Tensor::uninitialized(layout_.kept_shape(i, b), index ? ElementType::i32 : ElementType::f32,
-                                 account);
+    const models::KeptLayout& k = layout_.kept.at(i);
+    return Tensor::uninitialized(layout_.kept_shape(i, b),
+                                 k.element == models::Element::index ? ElementType::i32 : ElementType::f32,
+                                 k.recomputed ? nullptr : account);
   }
+
+  // At the end of the forward: the recomputed modules' tensors go (their
+  // slots stay, empty, until the backward makes them again).
+  void drop_recomputed(Stash& stash) const {
+    for (std::size_t i = 0; i < stash.tensors.size(); ++i) {
+      if (layout_.kept.at(i).recomputed) stash.tensors[i] = Tensor();
+    }
+  }
+  // At the start of the backward: the dropped slots made again, uncharged,
+  // for the block to fill by running its modules' forwards again.
+  void remake_recomputed(Stash& stash, std::int64_t b) const {
+    for (std::size_t i = 0; i < stash.tensors.size(); ++i) {
+      if (layout_.kept.at(i).recomputed) stash.tensors[i] = kept(i, b, nullptr);
+    }
+  }
+  [[nodiscard]] const models::RecomputeModules& recomputes() const { return recompute_; }
 
   // At the start of I: every stash tensor but `kept_for_weight` becomes a
   // temporary of I (charged to none, still readable until I returns), so the
@@ -122,6 +141,7 @@ class KindLayer : public Layer {
   }
 
   models::LayerLayout layout_;
+  models::RecomputeModules recompute_;  // what the blocks run again in the backward
 };
 
 }  // namespace gpipe::exec::cpu

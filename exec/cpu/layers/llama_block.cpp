@@ -91,6 +91,7 @@ class LlamaBlock final : public KindLayer {
     linear_forward({rows, h_, f_}, at(kNormed2), value(kW3), nullptr, at(kUp));
     swiglu_forward(rows * f_, at(kGate), at(kUp), at(kH));
     row_parallel_forward(group_, {rows, f_, h_}, at(kH), value(kW2), nullptr, y.data(), at(kA));
+    drop_recomputed(stash);
     return y;
   }
 
@@ -102,6 +103,7 @@ class LlamaBlock final : public KindLayer {
     const std::int64_t b = stash.tensors[kX].dim(0);
     expect_tensor(spec_, "grad_output", grad_output, ElementType::f32, {b, s_, h_});
     const std::int64_t rows = b * s_;
+    run_again(stash, b);
     release_all_but(stash, {kNormed1, kAttn, kNormed2, kGate, kUp, kH});
     auto at = [&](Kept k) { return stash.tensors[k].data(); };
     Tensor dy = grad_output.clone(weight_account);
@@ -166,6 +168,37 @@ class LlamaBlock final : public KindLayer {
   }
 
  private:
+  // The forwards of the modules the model recomputes (recompute=), into
+  // their tensors made again: the forward's own ops on the kept inputs, so
+  // the same values bit for bit. The MLP's down projection and its
+  // collective run too, into a temporary, as a checkpoint of the module does.
+  void run_again(Stash& stash, std::int64_t b) {
+    const models::RecomputeModules& again = recomputes();
+    if (!again.any()) return;
+    remake_recomputed(stash, b);
+    auto at = [&](Kept k) { return stash.tensors[k].data(); };
+    const std::int64_t rows = b * s_;
+    if (again.layernorm) {
+      rmsnorm_forward(rows, h_, at(kX), value(kNorm1), at(kNormed1), at(kRstd1));
+      rmsnorm_forward(rows, h_, at(kA), value(kNorm2), at(kNormed2), at(kRstd2));
+    }
+    if (again.mlp) {
+      linear_forward({rows, h_, f_}, at(kNormed2), value(kW1), nullptr, at(kGate));
+      linear_forward({rows, h_, f_}, at(kNormed2), value(kW3), nullptr, at(kUp));
+      swiglu_forward(rows * f_, at(kGate), at(kUp), at(kH));
+      Tensor out = Tensor::uninitialized({b, s_, h_});
+      row_parallel_forward(group_, {rows, f_, h_}, at(kH), value(kW2), nullptr, out.data(), at(kA));
+    }
+    if (again.core_attn) {
+      Tensor out = Tensor::uninitialized({b, s_, attn_});
+      if (flash_) {
+        flash_attention_forward(attention_shape(b), at(kQkv), out.data(), at(kScores));
+      } else {
+        attention_forward(attention_shape(b), at(kQkv), at(kScores), out.data());
+      }
+    }
+  }
+
   [[nodiscard]] AttentionShape attention_shape(std::int64_t b) const {
     return {.batch = b, .seq = s_, .hidden = attn_, .heads = a_, .kv_heads = g_, .causal = true};
   }

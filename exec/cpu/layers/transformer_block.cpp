@@ -85,6 +85,7 @@ class TransformerBlock final : public KindLayer {
     linear_forward({rows, h_, f_}, at(kNormed2), value(kW1), value(kB1), at(kPreGelu));
     gelu_forward(rows * f_, at(kPreGelu), at(kGelu));
     row_parallel_forward(group_, {rows, f_, h_}, at(kGelu), value(kW2), value(kB2), y.data(), at(kA));
+    drop_recomputed(stash);
     return y;
   }
 
@@ -96,6 +97,7 @@ class TransformerBlock final : public KindLayer {
     const std::int64_t b = stash.tensors[kX].dim(0);
     expect_tensor(spec_, "grad_output", grad_output, ElementType::f32, {b, s_, h_});
     const std::int64_t rows = b * s_;
+    run_again(stash, b);
     release_all_but(stash, {kNormed1, kAttn, kNormed2, kPreGelu, kGelu});
     auto at = [&](Kept k) { return stash.tensors[k].data(); };
     Tensor dy = grad_output.clone(weight_account);
@@ -157,6 +159,36 @@ class TransformerBlock final : public KindLayer {
   }
 
  private:
+  // The forwards of the modules the model recomputes (recompute=), into
+  // their tensors made again: the forward's own ops on the kept inputs, so
+  // the same values bit for bit. The MLP's down projection and its
+  // collective run too, into a temporary, as a checkpoint of the module does.
+  void run_again(Stash& stash, std::int64_t b) {
+    const models::RecomputeModules& again = recomputes();
+    if (!again.any()) return;
+    remake_recomputed(stash, b);
+    auto at = [&](Kept k) { return stash.tensors[k].data(); };
+    const std::int64_t rows = b * s_;
+    if (again.layernorm) {
+      layernorm_forward(rows, h_, at(kX), value(kGamma1), value(kBeta1), at(kNormed1), at(kStats1));
+      layernorm_forward(rows, h_, at(kA), value(kGamma2), value(kBeta2), at(kNormed2), at(kStats2));
+    }
+    if (again.mlp) {
+      linear_forward({rows, h_, f_}, at(kNormed2), value(kW1), value(kB1), at(kPreGelu));
+      gelu_forward(rows * f_, at(kPreGelu), at(kGelu));
+      Tensor out = Tensor::uninitialized({b, s_, h_});
+      row_parallel_forward(group_, {rows, f_, h_}, at(kGelu), value(kW2), value(kB2), out.data(), at(kA));
+    }
+    if (again.core_attn) {
+      Tensor out = Tensor::uninitialized({b, s_, attn_});
+      if (flash_) {
+        flash_attention_forward({b, s_, attn_, a_}, at(kQkv), out.data(), at(kProbs));
+      } else {
+        attention_forward({b, s_, attn_, a_}, at(kQkv), at(kProbs), out.data());
+      }
+    }
+  }
+
   std::int64_t h_;
   std::int64_t s_;
   std::int64_t a_;

@@ -40,7 +40,12 @@ KindLayer::KindLayer(const models::Model& model, const models::Layer& spec, Para
   parameters_ = std::move(parameters);
 }
 
-DeviceLayerMaker device_layer_maker(const models::Model& /*model*/, const models::Layer& spec) {
+DeviceLayerMaker device_layer_maker(const models::Model& model, const models::Layer& spec) {
+  if (model.recompute_modules.any()) {
+    throw InputError(fmt::format("model {}: the CUDA backend does not recompute modules (recompute={}) yet; "
+                                 "run it on the CPU backend",
+                                 model.spec, models::to_string(model.recompute_modules)));
+  }
   static constexpr std::array<std::pair<std::string_view, DeviceLayerMaker>, 11> kinds{{
       {models::layer_kind::mlp_block, &make_mlp_block},
       {models::layer_kind::mse_loss, &make_mse_loss},
