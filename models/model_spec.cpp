@@ -214,6 +214,19 @@ class SpecParser {
 
 Model parse_model(std::string_view spec) { return SpecParser(spec).parse(); }
 
+Model with_recompute_modules(const Model& model, const RecomputeModules& modules) {
+  if (model.recompute_modules == modules) return model;
+  // The canonical spec holds recompute= as its own entry, if at all.
+  std::string spec = model.spec;
+  if (const std::size_t at = spec.find(",recompute="); at != std::string::npos) {
+    const std::size_t end = spec.find(',', at + 1);
+    spec.erase(at, end == std::string::npos ? std::string::npos : end - at);
+  }
+  if (modules.any()) spec += fmt::format("{}recompute={}", spec.find(':') == std::string::npos ? ":" : ",",
+                                         to_string(modules));
+  return parse_model(spec);
+}
+
 std::string model_spec_help() {
   return "Model SPEC: mlp:layers=L,hidden=H; unbalanced:layers=L,hidden=H; "
          "transformer:layers=L,hidden=H,heads=A,seq=S[,vocab=V][,attn=naive|flash][,recompute=M]; "

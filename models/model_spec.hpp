@@ -34,6 +34,11 @@ inline constexpr int kMaxModelLayers = 1 << 14;
 // in [1, kMaxSpecValue] (attn: not flash or naive), hidden not divisible by
 // heads, heads not divisible by kv_heads, an odd llama head width.
 [[nodiscard]] Model parse_model(std::string_view spec);
+// `model` (whole: not split over a tensor-parallel group) with its blocks
+// recomputing `modules` instead (models/recompute_modules.hpp): its spec's
+// recompute= replaced, and parsed again. InputError for a family without
+// blocks to recompute when `modules` names any.
+[[nodiscard]] Model with_recompute_modules(const Model& model, const RecomputeModules& modules);
 
 // The --model help text: every family's form and the presets.
 [[nodiscard]] std::string model_spec_help();

@@ -9,6 +9,7 @@
 
 #include "base/error.hpp"
 #include "models/checkpointing.hpp"
+#include "models/model_spec.hpp"
 #include "models/tensor_parallel.hpp"
 #include "plan/plan.hpp"
 #include "profiles/stage_costs.hpp"
@@ -145,7 +146,15 @@ struct Split {
   profiles::Profile profile;
 };
 
-Split split_for(const ClusterPlanRequest& r, int t) {
+// The whole model a choice runs: selective adds core_attn to its blocks' recompute.
+models::Model model_for(const ClusterPlanRequest& r, bool selective) {
+  if (!selective) return r.model;
+  models::RecomputeModules modules = r.model.recompute_modules;
+  modules.core_attn = true;
+  return models::with_recompute_modules(r.model, modules);
+}
+
+Split split_for(const ClusterPlanRequest& r, const models::Model& whole, int t) {
   Split s;
   if (r.gpus % t != 0) {
     s.error = fmt::format("--tensor-parallel {} does not divide the {} GPUs", t, r.gpus);
@@ -158,7 +167,7 @@ Split split_for(const ClusterPlanRequest& r, int t) {
     return s;
   }
   try {
-    s.model = models::split_tensor_parallel(r.model, {.degree = t, .sequence_parallel = r.sequence_parallel && t > 1});
+    s.model = models::split_tensor_parallel(whole, {.degree = t, .sequence_parallel = r.sequence_parallel && t > 1});
     s.profile = profiles::analytic_profile(s.model, r.device, r.dtype, r.micro_batch_sizes, r.analytic);
   } catch (const InputError& e) {
     s.error = e.what();
@@ -188,7 +197,7 @@ void plan_pipeline(const PlanContext& c, plan::Planner& planner, const models::M
   sc.request.stages_per_rank = base.stages_per_rank;
   sc.request.microbatches = base.microbatches;
   sc.request.batch = replica_batch;
-  sc.request.recompute = base.recompute;
+  sc.request.recompute = base.recompute.policy;
   sc.request.optimizer = r.optimizer;
   sc.request.reduce_after_backward = r.reduce_after_backward;
   sc.conditions.tensor_parallel = base.tensor;
@@ -243,13 +252,30 @@ void plan_pipeline(const PlanContext& c, plan::Planner& planner, const models::M
 
 }  // namespace
 
+std::string to_string(const RecomputeChoice& choice) {
+  return choice.selective ? "selective" : std::string(schedules::to_string(choice.policy));
+}
+
+std::optional<RecomputeChoice> parse_recompute_choice(std::string_view name) {
+  if (name == "selective") return RecomputeChoice::selective_recompute();
+  if (const auto policy = schedules::parse_recompute_policy(name)) return RecomputeChoice(*policy);
+  return std::nullopt;
+}
+
+std::vector<std::string> recompute_choice_names() {
+  std::vector<std::string> names = schedules::recompute_policy_names();
+  names.emplace_back("selective");
+  return names;
+}
+
 std::vector<ClusterPlanRow> plan_cluster(const ClusterPlanRequest& r, const ClusterPlanProgress& progress) {
   check(r);
   const std::vector<int> degrees = r.tensor_parallel.empty() ? divisors(r.gpus_per_node) : r.tensor_parallel;
   const PlanContext c{.request = r,
                       .memory_limit = profiles::usable_device_memory(r.device.memory_bytes),
                       .peak_flops = profiles::peak_flops(r.device, r.dtype),
-                      .step_flops = flops_per_sample(r.model) * static_cast<double>(r.global_batch),
+                      .step_flops = flops_per_sample(models::with_recompute_modules(r.model, {})) *
+                                    static_cast<double>(r.global_batch),
                       .tokens = static_cast<double>(r.global_batch) * std::max(r.model.seq, 1)};
   // Progress counts the configurations each T stands for, skipped or not.
   std::size_t per_pipeline = 0;  // of one b: every schedule at each of its V, recompute policy and ZeRO stage
@@ -271,9 +297,18 @@ std::vector<ClusterPlanRow> plan_cluster(const ClusterPlanRequest& r, const Clus
     if (progress) progress(done, total);
   };
 
+  // The models the choices run: as given, and with selective recompute.
+  bool selective = false, plain = false;
+  for (const RecomputeChoice& choice : r.recompute) (choice.selective ? selective : plain) = true;
+  const models::Model given = model_for(r, false);
+  const models::Model with_selective = selective ? model_for(r, true) : models::Model{};
+
   std::vector<ClusterPlanRow> rows;
   for (const int t : degrees) {
-    const Split split = split_for(r, t);
+    // The error of a T is the model's as given (or selective's alone).
+    const Split split = split_for(r, plain ? given : with_selective, t);
+    Split split_selective;
+    if (selective && plain && split.error.empty()) split_selective = split_for(r, with_selective, t);
     if (!split.error.empty()) {
       // Every K and D of this T at once: 0 stands for any.
       rows.push_back({.tensor = t, .pipeline = 0, .data = 0, .status = "skipped", .reason = split.error});
@@ -281,6 +316,11 @@ std::vector<ClusterPlanRow> plan_cluster(const ClusterPlanRequest& r, const Clus
       continue;
     }
     plan::Planner planner(split.profile);
+    std::optional<plan::Planner> selective_planner;
+    if (selective && plain) {
+      if (!split_selective.error.empty()) throw InputError(split_selective.error);
+      selective_planner.emplace(split_selective.profile);
+    }
     const std::vector<Depth> depths = depths_for(r, t);
     if (depths.empty()) {
       rows.push_back({.tensor = t, .pipeline = 0, .data = 0, .status = "skipped",
@@ -316,12 +356,14 @@ std::vector<ClusterPlanRow> plan_cluster(const ClusterPlanRequest& r, const Clus
         with_b.microbatches = static_cast<int>(replica_batch / b);
         for (const std::string& schedule : r.schedules) {
           for (const int v : stages_per_rank_for(r, schedule)) {
-            for (const schedules::RecomputePolicy recompute : r.recompute) {
+            for (const RecomputeChoice& recompute : r.recompute) {
               ClusterPlanRow pipeline = with_b;
               pipeline.schedule = schedule;
               pipeline.stages_per_rank = v;
               pipeline.recompute = recompute;
-              plan_pipeline(c, planner, split.model, pipeline, replica_batch, rows);
+              const bool other = recompute.selective && plain;
+              plan_pipeline(c, other ? *selective_planner : planner, other ? split_selective.model : split.model,
+                            pipeline, replica_batch, rows);
               tick(r.zero.size());
             }
           }
@@ -342,7 +384,7 @@ std::string cluster_plan_csv(const std::vector<ClusterPlanRow>& rows) {
     std::replace(reason.begin(), reason.end(), '"', '\'');
     out += fmt::format("{},{},{},{},{},{},{},{},{},{},\"{}\",{:.3f},{:.1f},{:.2f},{:.4f},{},{:.4f},{:.4f},{:.4f}\n",
                        r.tensor, r.pipeline, r.data, r.stages_per_rank, r.microbatches, r.micro_batch_size, r.schedule,
-                       r.schedule.empty() ? "" : schedules::to_string(r.recompute), r.zero, r.status, reason,
+                       r.schedule.empty() ? "" : to_string(r.recompute), r.zero, r.status, reason,
                        r.step_us, r.tokens_per_s, r.tflops_per_gpu, r.mfu, r.peak_memory_bytes, r.bubble_share,
                        r.tensor_parallel_share, r.data_parallel_share);
   }

@@ -7,7 +7,8 @@
 //      those of a list, when one is given);
 //   b  the micro-batch size (M = GB / D / b micro-batches), the schedule (with
 //      its own stages per rank V, or, for a family that takes a V of one's
-//      choice, each V of a list), the recompute policy and the ZeRO stage;
+//      choice, each V of a list), the recompute choice (a policy, or
+//      selective: RecomputeChoice) and the ZeRO stage;
 // A list of one value each pins one configuration: a published run as it was run.
 // and predicts each (sim/scenario.hpp) from the analytic profile of the model
 // split over T (models/tensor_parallel.hpp), laid out on the cluster
@@ -30,6 +31,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
+#include <string_view>
 #include <string>
 #include <vector>
 
@@ -41,6 +44,29 @@
 #include "schedules/schedule.hpp"
 
 namespace gpipe::sim {
+
+// A recompute choice of the plan: a policy, or Korthikanti et al.'s
+// selective recompute ("selective": the policy never, with every block
+// running its attention core again in its backward, the model's
+// recompute=core_attn; models/recompute_modules.hpp).
+struct RecomputeChoice {
+  schedules::RecomputePolicy policy = schedules::RecomputePolicy::never;
+  bool selective = false;
+  RecomputeChoice() = default;
+  RecomputeChoice(schedules::RecomputePolicy p) : policy(p) {}  // NOLINT: a policy is a choice
+  static RecomputeChoice selective_recompute() {
+    RecomputeChoice c;
+    c.selective = true;
+    return c;
+  }
+  bool operator==(const RecomputeChoice&) const = default;
+};
+// "selective", or the policy's name.
+[[nodiscard]] std::string to_string(const RecomputeChoice& choice);
+// A policy's name or "selective"; nullopt otherwise.
+[[nodiscard]] std::optional<RecomputeChoice> parse_recompute_choice(std::string_view name);
+// The names parse_recompute_choice() accepts: the policies', then "selective".
+[[nodiscard]] std::vector<std::string> recompute_choice_names();
 
 struct ClusterPlanRequest {
   models::Model model;  // whole
@@ -57,8 +83,7 @@ struct ClusterPlanRequest {
   bool sequence_parallel = true;     // with T > 1
   std::vector<int> micro_batch_sizes{1, 2, 4, 8};
   std::vector<std::string> schedules{"1f1b", "interleaved-1f1b"};
-  std::vector<schedules::RecomputePolicy> recompute{schedules::RecomputePolicy::never,
-                                                     schedules::RecomputePolicy::full};
+  std::vector<RecomputeChoice> recompute{schedules::RecomputePolicy::never, schedules::RecomputePolicy::full};
   std::vector<int> zero{0, 1};
   profiles::CollectiveLink inter_node{.latency_us = 5, .bandwidth_GBps = 50};
   bool scatter_gather = true;  // of P2P between nodes without sequence parallelism (sim/placed_link.hpp)
@@ -70,7 +95,7 @@ struct ClusterPlanRow {
   int tensor = 1, pipeline = 1, data = 1;
   int stages_per_rank = 0, microbatches = 0, micro_batch_size = 0;
   std::string schedule;
-  schedules::RecomputePolicy recompute = schedules::RecomputePolicy::never;
+  RecomputeChoice recompute;
   int zero = 0;
   // "ok", "over memory" (simulated, but some GPU needs more than the
   // device's memory less its reserve) or "skipped" (cannot exist: `reason`).

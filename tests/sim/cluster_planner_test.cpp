@@ -217,5 +217,40 @@ TEST(ClusterPlanner, BadRequestsAreOneLine) {
   EXPECT_EQ(error_of([&] { (void)plan_cluster(r); }), "--stages-per-rank 0: give 1 or more stages a rank");
 }
 
+// Selective recompute is a choice of the plan: each of its rows is the
+// prediction of the model with recompute=core_attn under policy never, its
+// MFU counts the model's FLOPs alone (as never's rows do), and a naive
+// attention's scores leave the stash.
+TEST(ClusterPlanner, SelectiveRecomputeIsTheModelWithItsAttentionCoreRecomputed) {
+  ClusterPlanRequest r = small_request();
+  r.model = models::parse_model("transformer:layers=8,hidden=512,heads=8,seq=512,vocab=1024");
+  r.tensor_parallel = {2};
+  r.pipeline = {2};
+  r.micro_batch_sizes = {4};
+  r.zero = {0};
+  r.recompute = {RecomputePolicy::never, RecomputeChoice::selective_recompute()};
+  const std::vector<ClusterPlanRow> rows = plan_cluster(r);
+  ASSERT_EQ(rows.size(), 2U);
+  const ClusterPlanRow& never = rows[0];
+  const ClusterPlanRow& selective = rows[1];
+  EXPECT_EQ(to_string(selective.recompute), "selective");
+  ASSERT_TRUE(never.ok() && selective.ok());
+  EXPECT_LT(selective.peak_memory_bytes, never.peak_memory_bytes);
+  EXPECT_GT(selective.step_us, never.step_us);
+  EXPECT_DOUBLE_EQ(selective.tflops_per_gpu * selective.step_us, never.tflops_per_gpu * never.step_us);
+
+  // The same as the model given with recompute=core_attn and the policy never.
+  ClusterPlanRequest as_model = r;
+  as_model.model = models::parse_model("transformer:layers=8,hidden=512,heads=8,seq=512,vocab=1024,recompute=core_attn");
+  as_model.recompute = {RecomputePolicy::never};
+  const std::vector<ClusterPlanRow> given = plan_cluster(as_model);
+  EXPECT_EQ(given.at(0).step_us, selective.step_us);
+  EXPECT_EQ(given.at(0).peak_memory_bytes, selective.peak_memory_bytes);
+  EXPECT_NE(cluster_plan_csv(rows).find(",selective,0,ok,"), std::string::npos);
+  EXPECT_EQ(parse_recompute_choice("selective"), RecomputeChoice::selective_recompute());
+  EXPECT_EQ(parse_recompute_choice("full"), RecomputeChoice(RecomputePolicy::full));
+  EXPECT_EQ(parse_recompute_choice("partial"), std::nullopt);
+}
+
 }  // namespace
 }  // namespace gpipe::sim

@@ -83,7 +83,7 @@ void print_best(const std::vector<sim::ClusterPlanRow>& rows, int top, const pro
     std::cout << fmt::format("{:>3} {:>3} {:>4} {:>2} {:>5} {:>3}  {:<17} {:<9} {:>4}  {:>10} {:>10.0f} {:>8.1f} {:>6} "
                              "{:>10} {:>7} {:>6} {:>6}\n",
                              r.tensor, r.pipeline, r.data, r.stages_per_rank, r.microbatches, r.micro_batch_size,
-                             r.schedule, schedules::to_string(r.recompute), r.zero, format_time_us(r.step_us),
+                             r.schedule, sim::to_string(r.recompute), r.zero, format_time_us(r.step_us),
                              r.tokens_per_s, r.tflops_per_gpu, percent(r.mfu), format_bytes(r.peak_memory_bytes),
                              percent(r.bubble_share), percent(r.tensor_parallel_share),
                              percent(r.data_parallel_share));
@@ -120,8 +120,8 @@ int run_plan(const PlanFlags& f) {
     throw InputError("--schedules: zb-auto searches schedules itself; name the ones to plan over");
   }
   r.recompute.clear();
-  for (const std::string& name : parse_name_list(f.recompute, "--recompute", schedules::recompute_policy_names())) {
-    r.recompute.push_back(*schedules::parse_recompute_policy(name));
+  for (const std::string& name : parse_name_list(f.recompute, "--recompute", sim::recompute_choice_names())) {
+    r.recompute.push_back(*sim::parse_recompute_choice(name));
   }
   r.zero.clear();
   for (const std::string& z : parse_name_list(f.zero, "--zero", {"0", "1", "2", "3"})) r.zero.push_back(std::stoi(z));
@@ -207,8 +207,9 @@ Subcommand add_plan_command(CLI::App& app) {
                   fmt::format("Schedules to try: {}", fmt::join(sim::predictable_schedule_names(), ", ")))
       ->capture_default_str();
   cmd->add_option("--recompute", f->recompute,
-                  "Recompute policies to try: never, always, except_last, full (Megatron's per-layer checkpoints, one "
-                  "block a checkpoint)")
+                  "Recompute to try: never, always, except_last, full (Megatron's per-layer checkpoints, one "
+                  "block a checkpoint), selective (Korthikanti et al.'s: each block runs its attention core again in "
+                  "its backward, the model's recompute=core_attn)")
       ->capture_default_str();
   cmd->add_option("--zero", f->zero, "ZeRO stages to try, 0 to 3")->capture_default_str();
   cmd->add_option("--inter-node-bandwidth-gbps", f->inter_node_bandwidth_GBps,
