@@ -181,7 +181,7 @@ void print_table(const sim::Prediction& p, const sim::Scenario& sc, const profil
       s.stage_to_rank);
 }
 
-// "memory      every rank fits in 76.00 GB (NVIDIA H100 80GB HBM3's 80.00 GB
+// "memory      every rank fits in 81.24 GB (NVIDIA H100 80GB HBM3's 85.52 GB
 // less 5 %)", or the ranks over it.
 std::string memory_check(const timelines::Metrics& m, const MemoryLimit& limit) {
   std::string over;

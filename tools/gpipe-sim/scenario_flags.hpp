@@ -50,7 +50,7 @@ struct FixedFlags {
 [[nodiscard]] std::string unpriced_note(const schedules::Schedule& schedule);
 
 // The memory limit per rank that --memory-limit (`flag`) and the profile
-// give, and what it is, for the report ("76 GB: NVIDIA H100 80GB HBM3's 80 GB
+// give, and what it is, for the report ("81.24 GB: NVIDIA H100 80GB HBM3's 85.52 GB
 // less 5 %"), or nullopt for none. InputError for "device" with a profile
 // that knows no device memory, or bytes that do not parse.
 struct MemoryLimit {
