@@ -43,13 +43,18 @@ std::int64_t optimizer_bytes_per_param(Optimizer optimizer, int element) {
 
 }  // namespace
 
-std::int64_t static_bytes_per_param(Optimizer optimizer, std::string_view dtype) {
+std::int64_t static_bytes_per_param(Optimizer optimizer, std::string_view dtype, bool fp32_main_grads) {
   const int element = bytes_per_element(dtype);
-  return 2 * element + optimizer_bytes_per_param(optimizer, element);
+  return element + gradient_bytes_per_element(dtype, fp32_main_grads) + optimizer_bytes_per_param(optimizer, element);
+}
+
+int gradient_bytes_per_element(std::string_view dtype, bool fp32_main_grads) {
+  const int element = bytes_per_element(dtype);
+  return fp32_main_grads ? std::max(element, 4) : element;
 }
 
 StaticBytes static_bytes(Optimizer optimizer, std::string_view dtype, std::int64_t params, int zero_stage,
-                         int data_parallel) {
+                         int data_parallel, bool fp32_main_grads) {
   if (zero_stage < 0 || zero_stage > 3) throw InputError(fmt::format("--zero {}: ZeRO has stages 0 to 3", zero_stage));
   if (data_parallel < 1) {
     throw InputError(fmt::format("--data-parallel {}: a pipeline has at least one replica", data_parallel));
@@ -59,7 +64,7 @@ StaticBytes static_bytes(Optimizer optimizer, std::string_view dtype, std::int64
   const std::int64_t shard = (params + data_parallel - 1) / data_parallel;
   const auto held = [&](int from_stage) { return zero_stage >= from_stage ? shard : params; };
   return {.weights = element * held(3),
-          .gradients = element * held(2),
+          .gradients = gradient_bytes_per_element(dtype, fp32_main_grads) * held(2),
           .optimizer_state = optimizer_bytes_per_param(optimizer, element) * held(1)};
 }
 

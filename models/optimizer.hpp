@@ -6,6 +6,11 @@
 //   state: none for sgd, one buffer for momentum, two (m, v) for adamw.
 //   fp32:  sgd 8, momentum 12, adamw 16.   bf16/fp16: sgd 8, momentum 12, adamw 16
 //   (2 + 2 + 4 master, + 4 per state buffer).
+//   With fp32 main gradients (Megatron-LM's main_grad buffers,
+//   --accumulate-allreduce-grads-in-fp32, as Megatron-LM does for bf16; Llama
+//   3's fp32 gradient accumulation and reduce-scatter) the gradients are 4
+//   bytes whatever the dtype: bf16 adamw 18, Megatron's "18 bytes a parameter",
+//   and with ZeRO 1 (its distributed optimizer) 6 + 12 / D.
 // The simulator prices static memory with it and the executor steps with it,
 // so it lives here, below both, next to models::param_bytes.
 #pragma once
@@ -27,7 +32,10 @@ enum class Optimizer { sgd, momentum, adamw };
 
 // Static bytes per parameter for `optimizer` in `dtype` (a profile's dtype
 // name, bytes_per_element(std::string_view)); InputError for an unknown dtype.
-[[nodiscard]] std::int64_t static_bytes_per_param(Optimizer optimizer, std::string_view dtype);
+[[nodiscard]] std::int64_t static_bytes_per_param(Optimizer optimizer, std::string_view dtype,
+                                                  bool fp32_main_grads = false);
+// The bytes of one gradient element: the dtype's, or 4 with fp32 main gradients.
+[[nodiscard]] int gradient_bytes_per_element(std::string_view dtype, bool fp32_main_grads);
 
 // The same split three ways, for `params` parameters on one GPU of a
 // data-parallel group of `data_parallel` replicas that shards them with ZeRO
@@ -45,6 +53,6 @@ struct StaticBytes {
   bool operator==(const StaticBytes&) const = default;
 };
 [[nodiscard]] StaticBytes static_bytes(Optimizer optimizer, std::string_view dtype, std::int64_t params,
-                                       int zero_stage = 0, int data_parallel = 1);
+                                       int zero_stage = 0, int data_parallel = 1, bool fp32_main_grads = false);
 
 }  // namespace gpipe::models

@@ -65,7 +65,7 @@ std::vector<std::int64_t> layer_costs_ns(const profiles::Profile& profile, int b
 std::vector<std::int64_t> static_bytes_per_rank(const profiles::Profile& profile,
                                                 const models::Partition& partition,
                                                 const schedules::Schedule& schedule, const PlanRequest& r) {
-  const std::int64_t per_param = models::static_bytes_per_param(r.optimizer, profile.dtype);
+  const std::int64_t per_param = models::static_bytes_per_param(r.optimizer, profile.dtype, r.fp32_main_grads);
   const std::int64_t element = models::bytes_per_element(profile.dtype);
   std::vector<std::int64_t> bytes(static_cast<std::size_t>(schedule.num_ranks), 0);
   for (int st = 0; st < partition.num_stages(); ++st) {
@@ -81,7 +81,9 @@ std::vector<std::int64_t> static_bytes_per_rank(const profiles::Profile& profile
                                    st, params));
     }
     // ZeRO shards within what fits unsharded.
-    rank_bytes += models::static_bytes(r.optimizer, profile.dtype, params, r.zero, r.data_parallel).total() - whole;
+    rank_bytes +=
+        models::static_bytes(r.optimizer, profile.dtype, params, r.zero, r.data_parallel, r.fp32_main_grads).total() -
+        whole;
   }
   return bytes;
 }

@@ -54,6 +54,9 @@ struct PlanRequest {
   // Every stage's reduction after its rank's last backward, as Megatron-LM
   // without --overlap-grad-reduce (Schedule::reduce_after_backward).
   bool reduce_after_backward = false;
+  // Gradients held and reduced in fp32 whatever the dtype (models/optimizer.hpp):
+  // Megatron-LM's main_grad buffers, Llama 3's fp32 accumulation.
+  bool fp32_main_grads = false;
 };
 
 struct Plan {

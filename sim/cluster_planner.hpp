@@ -88,6 +88,7 @@ struct ClusterPlanRequest {
   profiles::CollectiveLink inter_node{.latency_us = 5, .bandwidth_GBps = 50};
   bool scatter_gather = true;  // of P2P between nodes without sequence parallelism (sim/placed_link.hpp)
   bool reduce_after_backward = false;  // plan::PlanRequest::reduce_after_backward
+  bool fp32_main_grads = false;        // plan::PlanRequest::fp32_main_grads
   models::Optimizer optimizer = models::Optimizer::adamw;
 };
 

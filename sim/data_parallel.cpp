@@ -52,7 +52,7 @@ DataParallelCosts::DataParallelCosts(const CostModel& base, const DataParallelis
     : RepricedCosts(base), dp_(dp) {
   validate(dp);
   for (const std::int64_t bytes : stage_gradient_bytes) {
-    reduction_ns_.push_back(dp.degree > 1 ? bucketed_reduction_ns(dp, bytes) : 0);
+    reduction_ns_.push_back(dp.degree > 1 ? bucketed_reduction_ns(dp, bytes * dp.gradient_widening) : 0);
     gather_ns_.push_back(dp.zero > 0 ? profiles::fastest_collective(Collective::all_gather, dp.degree, bytes,
                                                                   dp.link_for(Collective::all_gather))
                                          .ns
@@ -67,7 +67,7 @@ std::int64_t DataParallelCosts::duration_ns(const schedules::Action& a) const {
   // too, once it has arrived: one all-reduce of the matrix. On one stage
   // (both ends in it, schedules::tied_partner: none) there is no copy.
   if (a.kind == K::WAIT_REDUCE_GRAD && dp_.degree > 1 && reduction_ns_.size() > 1) {
-    const std::int64_t tied = tied_gradient_bytes(a.stage);
+    const std::int64_t tied = tied_gradient_bytes(a.stage) * dp_.gradient_widening;
     if (tied > 0) {
       return base + profiles::fastest_collective(Collective::all_reduce, dp_.degree, tied,
                                                  dp_.link_for(Collective::all_reduce))

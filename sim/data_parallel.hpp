@@ -45,6 +45,10 @@ struct DataParallelism {
   std::optional<profiles::CollectiveLink> reduce_scatter_link;
   std::optional<profiles::CollectiveLink> all_gather_link;
   std::int64_t bucket_bytes = models::kGradientBucketBytes;
+  // The gradients' bytes over the weights': 2 where a 16-bit model holds and
+  // reduces fp32 main gradients (plan::PlanRequest::fp32_main_grads), else 1.
+  // The reductions carry G_s times it; ZeRO's gathers of weights, G_s.
+  int gradient_widening = 1;
 
   // The parameters `collective` is priced with.
   [[nodiscard]] const profiles::CollectiveLink& link_for(profiles::Collective collective) const {

@@ -8,6 +8,7 @@
 
 #include "base/error.hpp"
 #include "models/model_spec.hpp"
+#include "models/optimizer.hpp"
 #include "models/tensor_parallel.hpp"
 #include "profiles/limits.hpp"
 #include "sim/action_overhead.hpp"
@@ -117,7 +118,9 @@ Prediction predict(plan::Planner& planner, const Scenario& sc, bool record_timel
     DataParallelism dp{.degree = sc.request.data_parallel,
                        .zero = sc.request.zero,
                        .link = dp_link,
-                       .bucket_bytes = c.gradient_bucket_bytes};
+                       .bucket_bytes = c.gradient_bucket_bytes,
+                       .gradient_widening = models::gradient_bytes_per_element(profile.dtype, sc.request.fp32_main_grads) /
+                                            models::bytes_per_element(profile.dtype)};
     // The profile's own reduce-scatter and all-gather fits, where its link is the group's.
     if (dp_within_node) {
       dp.reduce_scatter_link = profile.link.reduce_scatter;

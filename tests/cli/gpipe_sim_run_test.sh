@@ -41,6 +41,11 @@ expect_one_error_line "give --profile or --model, not both"
 expect_status 2 "$sim" run --model llama3-8b --device h100 --workload inference -K 2
 expect_one_error_line "--workload inference takes --profile"
 
+# fp32 main gradients: the reduction says so and carries twice the bytes.
+expect_status 0 "$sim" run --model "transformer:layers=4,hidden=256,heads=4,seq=128,vocab=512" --device a100 \
+  -K 2 -M 4 -b 2 --data-parallel 2 --zero 1 --fp32-main-grads
+expect_out "reduction   each stage's fp32 gradients over its 2 replicas"
+
 # Module recompute is the model's (recompute=): the made profile's spec says it; with a split
 # backward it is one error line.
 expect_status 0 "$sim" run --model "transformer:layers=4,hidden=256,heads=4,seq=128,vocab=512,recompute=mlp+core_attn" \

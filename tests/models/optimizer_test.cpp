@@ -52,5 +52,20 @@ TEST(Optimizer, ZeroShardsAsThePaperCounts) {
             "--data-parallel 0: a pipeline has at least one replica");
 }
 
+// fp32 main gradients (Megatron-LM's main_grad, --accumulate-allreduce-grads-in-fp32): 4 bytes a
+// gradient whatever the dtype. Megatron-LM's own count (its distributed optimizer's documentation): 18 bytes a
+// parameter for bf16 with AdamW, and 6 + 12 / D with its distributed optimizer (ZeRO 1 here).
+TEST(Optimizer, Fp32MainGradientsAreMegatronsEighteenBytes) {
+  EXPECT_EQ(static_bytes_per_param(Optimizer::adamw, "bf16", /*fp32_main_grads=*/true), 18);
+  EXPECT_EQ(static_bytes_per_param(Optimizer::adamw, "fp32", /*fp32_main_grads=*/true), 16);  // already fp32
+  EXPECT_EQ(gradient_bytes_per_element("bf16", true), 4);
+  EXPECT_EQ(gradient_bytes_per_element("bf16", false), 2);
+  const std::int64_t psi = 8'000'000'000;
+  EXPECT_EQ(static_bytes(Optimizer::adamw, "bf16", psi, 0, 64, true).total(), 18 * psi);
+  EXPECT_EQ(static_bytes(Optimizer::adamw, "bf16", psi, 1, 64, true).total(), 6 * psi + 12 * psi / 64);
+  EXPECT_EQ(static_bytes(Optimizer::adamw, "bf16", psi, 2, 64, true),
+            (StaticBytes{.weights = 2 * psi, .gradients = 4 * psi / 64, .optimizer_state = 12 * psi / 64}));
+}
+
 }  // namespace
 }  // namespace gpipe::models

@@ -119,6 +119,22 @@ TEST(DataParallelSim, EachCollectiveTakesItsOwnFit) {
   EXPECT_EQ(bucketed_reduction_ns(dp, 4000), bucketed_reduction_ns(data_parallel_pair(0), 4000));
 }
 
+// fp32 main gradients of a 16-bit model (gradient_widening 2): each
+// reduction carries twice G_s, the weights' gathers G_s.
+TEST(DataParallelSim, Fp32MainGradientsReduceTwiceTheBytes) {
+  const ReplicaCosts base;
+  for (const int zero : {0, 1}) {
+    DataParallelism wide = data_parallel_pair(zero);
+    wide.gradient_widening = 2;
+    const DataParallelCosts widened(base, wide, {4000, 4000});
+    const DataParallelCosts doubled(base, data_parallel_pair(zero), {8000, 8000});
+    const DataParallelCosts plain(base, data_parallel_pair(zero), {4000, 4000});
+    EXPECT_EQ(widened.gradient_reduction_ns(Stage{0}), doubled.gradient_reduction_ns(Stage{0})) << zero;
+    EXPECT_EQ(widened.gradient_reduction_ns(Stage{1}), zero == 0 ? 10000 : 5000) << zero;  // 2 (1 + 4) us; 1 + 4 us
+    if (zero > 0) EXPECT_EQ(widened.weight_gather_ns(Stage{0}), plain.weight_gather_ns(Stage{0}));
+  }
+}
+
 // A tied embedding's ends over replicas: once the other end's copy of the
 // 2000-byte gradient has arrived, WAIT_REDUCE_GRAD sums it over the pair, an
 // all-reduce of 2 (1 + 2000 / 2 / 1000) us = 4000 ns on the compute stream.

@@ -11,7 +11,8 @@ namespace {
 constexpr const char* kFlags[] = {"--tensor-parallel", "--sequence-parallel", "--data-parallel",
                                   "--zero", "--gpus", "--gpus-per-node",
                                   "--inter-node-bandwidth-gbps", "--inter-node-latency-us", "--cluster",
-                                  "--cluster-file", "--no-scatter-gather", "--reduce-after-backward"};
+                                  "--cluster-file", "--no-scatter-gather", "--reduce-after-backward",
+                                  "--fp32-main-grads"};
 
 }  // namespace
 
@@ -60,12 +61,18 @@ void ClusterFlags::add_to(CLI::App& cmd) {
   cmd.add_flag("--reduce-after-backward", reduce_after_backward,
                "With --data-parallel: reduce every stage's gradients after its rank's last backward, as Megatron-LM "
                "without --overlap-grad-reduce (default: each stage's right after its own last backward)");
+  cmd.add_flag("--fp32-main-grads", fp32_main_grads,
+               "Hold and reduce the gradients in fp32 whatever the dtype (4 bytes a parameter in the static memory, "
+               "twice a bf16 reduction's bytes): Megatron-LM's main_grad buffers (--accumulate-allreduce-grads-in-fp32),"
+               " Llama 3's fp32 gradient accumulation; with --zero 1, Megatron's distributed optimizer's 6 + 12/D "
+               "bytes a parameter");
 }
 
 void ClusterFlags::apply_to(plan::PlanRequest& request, sim::Conditions& conditions) const {
   request.data_parallel = data_parallel;
   request.zero = zero;
   request.reduce_after_backward = reduce_after_backward;
+  request.fp32_main_grads = fp32_main_grads;
   conditions.tensor_parallel = tensor_parallel;
   if (sequence_parallel) conditions.sequence_parallel = true;
   const std::optional<plan::ClusterPreset> preset = plan::cluster_from_flags(cluster, cluster_file);

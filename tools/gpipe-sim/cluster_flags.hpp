@@ -29,6 +29,7 @@ struct ClusterFlags {
   std::string cluster_file;
   bool no_scatter_gather = false;  // Megatron's scatter/gather of P2P between nodes off
   bool reduce_after_backward = false;  // plan::PlanRequest::reduce_after_backward
+  bool fp32_main_grads = false;        // plan::PlanRequest::fp32_main_grads
 
   void add_to(CLI::App& cmd);
   // Sets the request's replicas and ZeRO stage and the conditions' group

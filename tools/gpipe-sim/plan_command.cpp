@@ -46,6 +46,7 @@ struct PlanFlags {
   bool no_sequence_parallel = false;
   bool no_scatter_gather = false;
   bool reduce_after_backward = false;
+  bool fp32_main_grads = false;
   std::string micro_batch_sizes = "1,2,4,8";
   std::string schedules = "1f1b,interleaved-1f1b";
   std::string recompute = "never,full";
@@ -114,6 +115,7 @@ int run_plan(const PlanFlags& f) {
   r.sequence_parallel = !f.no_sequence_parallel;
   r.scatter_gather = !f.no_scatter_gather;
   r.reduce_after_backward = f.reduce_after_backward;
+  r.fp32_main_grads = f.fp32_main_grads;
   r.micro_batch_sizes = parse_int_list(f.micro_batch_sizes, "--micro-batch-sizes");
   r.schedules = parse_name_list(f.schedules, "--schedules", sim::predictable_schedule_names());
   if (std::find(r.schedules.begin(), r.schedules.end(), "zb-auto") != r.schedules.end()) {
@@ -202,6 +204,9 @@ Subcommand add_plan_command(CLI::App& app) {
                 "Reduce every stage's gradients over the replicas after its rank's last backward, as Megatron-LM "
                 "without --overlap-grad-reduce (default: each stage's right after its own last backward, under the "
                 "rank's later backwards, as torch's runtime does)");
+  cmd->add_flag("--fp32-main-grads", f->fp32_main_grads,
+                "Hold and reduce the gradients in fp32 whatever the dtype, as Megatron-LM's main_grad buffers and "
+                "Llama 3's fp32 gradient accumulation (with --zero 1: Megatron's distributed optimizer)");
   cmd->add_option("--micro-batch-sizes", f->micro_batch_sizes, "Micro-batch sizes b to try")->capture_default_str();
   cmd->add_option("--schedules", f->schedules,
                   fmt::format("Schedules to try: {}", fmt::join(sim::predictable_schedule_names(), ", ")))

@@ -77,15 +77,20 @@ std::string parallel_lines(const sim::Prediction& p, const sim::Scenario& sc, co
                                 sc.request.zero > 0 ? fmt::format(", ZeRO {}", sc.request.zero) : "");
   if (!p.placement.empty()) out += fmt::format("cluster     {}\n", p.placement);
   if (d > 1 && p.data_parallel_link) {
-    const std::vector<std::int64_t> bytes = sim::stage_gradient_bytes(profile, p.plan.partition);
+    // The gradients as reduced: fp32 main gradients of a 16-bit profile are twice its weights.
+    std::vector<std::int64_t> bytes = sim::stage_gradient_bytes(profile, p.plan.partition);
+    const int widening = models::gradient_bytes_per_element(profile.dtype, sc.request.fp32_main_grads) /
+                         models::bytes_per_element(profile.dtype);
+    for (std::int64_t& b : bytes) b *= widening;
     const sim::DataParallelism dp{.degree = d, .zero = sc.request.zero, .link = *p.data_parallel_link,
                                   .bucket_bytes = sc.conditions.gradient_bucket_bytes};
     std::size_t largest = 0;
     for (std::size_t s = 0; s < bytes.size(); ++s) largest = bytes[s] > bytes[largest] ? s : largest;
     out += fmt::format(
-        "reduction   each stage's gradients over its {} replicas ({}, buckets of {}) on {} us + {} GB/s: up to "
+        "reduction   each stage's {}gradients over its {} replicas ({}, buckets of {}) on {} us + {} GB/s: up to "
         "{} (stage {}, {})\n",
-        d, sc.request.zero == 0 ? "all-reduce" : "reduce-scatter", format_bytes(dp.bucket_bytes),
+        widening > 1 ? "fp32 " : "", d, sc.request.zero == 0 ? "all-reduce" : "reduce-scatter",
+        format_bytes(dp.bucket_bytes),
         dp.link.latency_us, dp.link.bandwidth_GBps, format_time_us(sim::bucketed_reduction_ns(dp, bytes[largest]) / 1e3),
         largest, format_bytes(bytes[largest]));
     const double step_s = static_cast<double>(p.metrics.step_time_ns) / 1e9;
