@@ -114,18 +114,12 @@ bool splits_backward(const schedules::Schedule& s) {
 // recomputes (models/recompute_modules.hpp), more than the block's stash,
 // which neither side models yet.
 void check_recomputed_modules(const profiles::Profile& profile, const schedules::Schedule& s) {
-  if (profile.model.find("recompute=") == std::string::npos || !splits_backward(s)) return;
-  std::optional<models::Model> model;
-  try {
-    model = models::parse_model(profile.model);
-  } catch (const InputError&) {
-    return;  // not a spec gpipe knows: it recomputes nothing gpipe knows of
-  }
-  if (model->recompute_modules.any()) {
+  if (!splits_backward(s)) return;
+  if (const models::RecomputeModules modules = recompute_modules_of(profile); modules.any()) {
     throw InputError(fmt::format("recompute={} (the profile's model): schedule {} splits its backward (I and W) or "
                                  "overlaps F with B, which module recompute does not run yet; use a schedule with "
                                  "whole backwards (gpipe, 1f1b, interleaved-1f1b, ...)",
-                                 models::to_string(model->recompute_modules), s.name));
+                                 models::to_string(modules), s.name));
   }
 }
 
@@ -203,6 +197,15 @@ Plan plan_with(const profiles::Profile& profile, const PlanRequest& r, std::vect
 }
 
 }  // namespace
+
+models::RecomputeModules recompute_modules_of(const profiles::Profile& profile) {
+  if (profile.model.find("recompute=") == std::string::npos) return {};
+  try {
+    return models::parse_model(profile.model).recompute_modules;
+  } catch (const InputError&) {
+    return {};  // not a spec gpipe knows: it recomputes nothing gpipe knows of
+  }
+}
 
 PlanRequest for_schedule(PlanRequest base, schedules::Schedule schedule) {
   base.schedule = schedule.name;

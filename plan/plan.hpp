@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "models/checkpointing.hpp"
+#include "models/recompute_modules.hpp"
 #include "models/optimizer.hpp"
 #include "models/partition.hpp"
 #include "profiles/profile.hpp"
@@ -76,6 +77,10 @@ struct Plan {
 // A request for `schedule` as it stands (a file's): its name, stages and M,
 // everything else from `base`.
 [[nodiscard]] PlanRequest for_schedule(PlanRequest base, schedules::Schedule schedule);
+
+// The modules the blocks of the profile's model recompute (its spec's
+// recompute=, models/recompute_modules.hpp); none for a spec gpipe does not know.
+[[nodiscard]] models::RecomputeModules recompute_modules_of(const profiles::Profile& profile);
 
 // Throws InputError, naming the flag, for a request that cannot exist: K < 1,
 // more stages (K x V) than the profile has layers, M < 1 or M > N, neither N

@@ -174,6 +174,11 @@ ZbAutoPlan plan_zb_auto(const profiles::Profile& profile, const plan::PlanReques
     throw InputError("--schedule zb-auto --recompute full: zb-auto's schedules split their backward, which full "
                      "recompute does not run yet");
   }
+  if (const models::RecomputeModules modules = plan::recompute_modules_of(profile); modules.any()) {
+    throw InputError(fmt::format("--schedule zb-auto: the profile's model recomputes modules (recompute={}) and "
+                                 "zb-auto's schedules split their backward, which module recompute does not run yet",
+                                 models::to_string(modules)));
+  }
   LayoutSearch search(profile, request, links, conditions);
   const int v = request.stages_per_rank;
   if (v <= 1) search.single_chunk();

@@ -53,6 +53,8 @@ expect_status 0 "$sim" run --model "transformer:layers=4,hidden=256,heads=4,seq=
 expect_out "recompute=core_attn+mlp (made in memory)"
 expect_status 2 "$sim" run --model "llama3-8b:recompute=core_attn" --device h100 -K 2 -M 4 -b 1 --schedule zb-h1
 expect_one_error_line "recompute=core_attn (the profile's model): schedule zb-h1 splits its backward"
+expect_status 2 "$sim" run --model "llama3-8b:recompute=mlp" --device h100 -K 2 -M 4 -b 1 --schedule zb-auto
+expect_one_error_line "--schedule zb-auto: the profile's model recomputes modules (recompute=mlp)"
 
 # Megatron's full recompute on the default profile: said in the schedule line; its flags alone,
 # or with a split backward, are one error line.
