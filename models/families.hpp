@@ -63,6 +63,7 @@ struct TransformerShape {
   int vocab = kDefaultVocab;
   Attention attention = Attention::naive;
   RecomputeModules recompute;  // recompute= (models/recompute_modules.hpp)
+  double dropout = 0;          // dropout=p, in [0, 1) (models/model.hpp)
 };
 
 struct LlamaShape {

@@ -27,10 +27,11 @@ class Kernels {
                     .batch = batch, .flops = 2.0 * md * nd * kd * bd,
                     .bytes = (md * kd + kd * nd + md * nd) * bd * e_});
   }
-  // A memory-bound kernel reading `read` and writing `written` elements.
-  void memory(Pass pass, std::string name, double read, double written) {
+  // A memory-bound kernel reading `read` and writing `written` elements,
+  // and `masks` bytes of dropout masks besides (1 byte an element).
+  void memory(Pass pass, std::string name, double read, double written, double masks = 0) {
     out_.push_back({.name = std::move(name), .pass = pass, .kind = KernelKind::memory,
-                    .bytes = (read + written) * e_});
+                    .bytes = (read + written) * e_ + masks});
   }
   void attention(Pass pass, std::int64_t heads, std::int64_t queries, std::int64_t keys, std::int64_t head_dim,
                  double flops, double elems, std::string_view again = "") {
@@ -68,13 +69,19 @@ void attention(Kernels& k, Pass pass, const Shape& s, std::int64_t qkv_width, bo
   const std::int64_t dh = s.head_dim();
   if (s.d.attention == Attention::naive) {
     const double scores = static_cast<double>(heads) * static_cast<double>(seq) * static_cast<double>(seq);
+    // Dropout of the probabilities (Megatron-LM's own kernel after its fused
+    // softmax): P in, the dropped P and its mask out; backward, the dropped
+    // P's gradient and the mask in, P's gradient out.
+    const bool dropout = s.d.dropout > 0;
     if (!backward) {
       k.gemm(pass, fmt::format("scores{}", again), seq, seq, dh, heads);
       k.memory(pass, fmt::format("softmax{}", again), scores, scores);
+      if (dropout) k.memory(pass, fmt::format("attention_dropout{}", again), scores, scores, scores);
       k.gemm(pass, fmt::format("context{}", again), seq, dh, seq, heads);
     } else {
       k.gemm(pass, "d_probs", seq, seq, dh, heads);
       k.gemm(pass, "d_values", seq, dh, seq, heads);
+      if (dropout) k.memory(pass, "attention_dropout'", scores, scores, scores);
       k.memory(pass, "softmax'", 2 * scores, scores);
       k.gemm(pass, "d_queries", seq, dh, seq, heads);
       k.gemm(pass, "d_keys", seq, dh, seq, heads);
@@ -125,6 +132,14 @@ std::vector<Kernel> block_kernels(const Shape& s, double e, bool llama) {
     k.gemm(pass, fmt::format("fc2{}", again), tokens, h, f);
   };
   const RecomputeModules& again = s.d.recompute;
+  // Dropout of Wo's and W2's outputs (GPT-2's block): fused into the residual
+  // add as Megatron-LM's bias-dropout-add, which writes the mask besides;
+  // backward, the gradient masked (one kernel, reading the mask) before the
+  // projection's backward. Flash attention drops inside its kernel.
+  const double hidden_masks = s.d.dropout > 0 ? n * hd : 0;
+  const auto dropout_backward = [&](int which) {
+    if (hidden_masks > 0) k.memory(Pass::input, fmt::format("dropout{}'", which), n * hd, n * hd, hidden_masks);
+  };
 
   // Forward.
   norm_kernel(Pass::forward, 1, "");
@@ -132,15 +147,16 @@ std::vector<Kernel> block_kernels(const Shape& s, double e, bool llama) {
   if (llama) k.memory(Pass::forward, "rope", rotated, rotated);
   attention(k, Pass::forward, s, q, /*backward=*/false);
   k.gemm(Pass::forward, "proj", tokens, h, h_split);
-  k.memory(Pass::forward, "residual1", 2 * n * hd, n * hd);
+  k.memory(Pass::forward, "residual1", 2 * n * hd, n * hd, hidden_masks);
   norm_kernel(Pass::forward, 2, "");
   mlp(Pass::forward, "");
-  k.memory(Pass::forward, "residual2", 2 * n * hd, n * hd);
+  k.memory(Pass::forward, "residual2", 2 * n * hd, n * hd, hidden_masks);
 
   // Input gradient: the forward backwards, the residuals' gradients summed;
   // each recomputed module's forward again just before its backward.
   if (again.layernorm) norm_kernel(Pass::input, 2, " again");
   if (again.mlp) mlp(Pass::input, " again");
+  dropout_backward(2);
   k.gemm(Pass::input, "fc2'", tokens, f, h);
   if (llama) {
     k.memory(Pass::input, "silu_mul'", 3 * t * fd, 2 * t * fd);
@@ -150,6 +166,7 @@ std::vector<Kernel> block_kernels(const Shape& s, double e, bool llama) {
   k.gemm(Pass::input, llama ? "gate_up'" : "fc1'", tokens, h, up);
   k.memory(Pass::input, fmt::format("{}2'", norm), 3 * n * hd, n * hd);
   k.memory(Pass::input, "residual2'", 2 * n * hd, n * hd);
+  dropout_backward(1);
   k.gemm(Pass::input, "proj'", tokens, h_split, h);
   if (again.core_attn) attention(k, Pass::input, s, q, /*backward=*/false, " again");
   attention(k, Pass::input, s, q, /*backward=*/true);
@@ -190,10 +207,13 @@ std::vector<Kernel> head_kernels(const Shape& s, double e, bool rms) {
 std::vector<Kernel> embedding_kernels(const Shape& s, double e) {
   Kernels k(e);
   const double n = static_cast<double>(s.norm_rows()) * static_cast<double>(s.d.hidden);
-  // The forward reads one table row (and a position row, GPT-2) per token.
-  k.memory(Pass::forward, "gather", n, n);
-  // The weight gradient reads the output gradient and adds it into the rows.
-  k.memory(Pass::weight, "scatter_add", 2 * n, n);
+  // The forward reads one table row (and a position row, GPT-2) per token,
+  // and with dropout writes its mask too (the output dropped in the same
+  // kernel). The weight gradient reads the output gradient (and the mask)
+  // and adds it into the rows.
+  const double masks = s.d.dropout > 0 ? n : 0;
+  k.memory(Pass::forward, "gather", n, n, masks);
+  k.memory(Pass::weight, "scatter_add", 2 * n, n, masks);
   return k.take();
 }
 

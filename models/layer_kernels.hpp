@@ -17,6 +17,9 @@
 //                      input: fc2 (t, F, H), gelu', fc1 (t, H, F), ln2', residual',
 //                      proj (t, H/T, H), attention', qkv (t, H, q), ln1', residual';
 //                      weight: each Linear's (out, in, t) and its bias's sum
+//                      dropout= writes the masks in residual1 and residual2 (as
+//                      Megatron-LM's fused bias-dropout-add) and adds dropout2'
+//                      and dropout1' (the gradient masked) before fc2' and proj'
 //                      recompute= (models/recompute_modules.hpp) adds, to the
 //                      input gradient, each module's forward kernels again (named
 //                      "fc1 again", ...) just before their backward
@@ -27,13 +30,16 @@
 //                      heads of S x S x d and S x d x S), the masked softmax
 //                      between them (read and write the scores), backward dP,
 //                      dv, the softmax's backward (read P and dP, write dS), dq,
-//                      dk; flash: one fused kernel a pass, its FLOPs
+//                      dk; with dropout= attention_dropout after the softmax and
+//                      attention_dropout' before its backward; flash: one fused
+//                      kernel a pass (its dropout inside), its FLOPs
 //                      models/attention_cost.hpp's
 //   lm_head, rms_head  the norm, the logits (t, V/T, H), the cross-entropy (read
 //                      and write the logits); input: (t, H, V/T), the norm's
 //                      backward; weight: (V/T, H, t)
-//   embedding          gather (read the ids' rows, write n x H); backward, in
-//                      its weight pass: the scatter-add of the output gradient
+//   embedding          gather (read the ids' rows, write n x H, and dropout='s
+//                      mask); backward, in its weight pass: the scatter-add of
+//                      the output gradient (reading the mask)
 //   mlp_block          ln, W1 (b, F, H), gelu, W2 (b, H, F), residual, and their
 //                      backward as the transformer's MLP half
 //   mse_loss           one memory kernel a pass
@@ -41,8 +47,8 @@
 //                      a pass holding its FLOPs and bytes (profiles/analytic.hpp's
 //                      roofline), priced at the GEMM model's best efficiency
 // A memory-bound kernel's bytes count each tensor it reads and writes once, in
-// the run's dtype (norm statistics and the softmax's row maxima are left out:
-// 1/H of the rest).
+// the run's dtype, and dropout masks at 1 byte an element (norm statistics and
+// the softmax's row maxima are left out: 1/H of the rest).
 #pragma once
 
 #include <cstdint>

@@ -64,6 +64,7 @@ LayerLayout embedding_layout(const LayerDims& d) {
   l.parameters[kPos] = {"pos", {d.seq, d.hidden}, Init::normal};
   l.kept.resize(kKeptCount);
   l.kept[kIds] = {"ids", {d.seq}, Element::index};
+  if (d.dropout > 0) l.kept.push_back({"dropout.mask", {d.rows(), d.hidden}, Element::mask});
   return l;
 }
 
@@ -113,7 +114,20 @@ LayerLayout transformer_block_layout(const LayerDims& d) {
   l.weight_kept[weight_kept::kDPreGelu] = {"d_pre_gelu", {s, f}};
   l.weight_kept[weight_kept::kGelu] = {"gelu", {s, f}};
   l.weight_kept[weight_kept::kDOut] = {"d_out", {r, h}};
+  if (d.dropout > 0) {
+    l.kept.push_back({"attention.out.mask", {r, h}, Element::mask});
+    l.kept.push_back({"mlp.out.mask", {r, h}, Element::mask});
+    if (d.attention == Attention::naive) {
+      l.kept.push_back({"attention.probs.mask", d.attention_kept(), Element::mask});
+      l.kept.push_back({"attention.dropped", d.attention_kept()});
+    }
+  }
+  // The probabilities' mask and their dropped copy are the core attention's
+  // (Megatron-LM's selective recompute draws them again).
   mark_recomputed(l, d.recompute, {kProbs}, {kPreGelu, kGelu}, {kNormed1, kNormed2, kStats1, kStats2});
+  if (l.kept.size() == kKeptWithDropout) {
+    mark_recomputed(l, d.recompute, {kProbsMask, kDroppedProbs}, {}, {});
+  }
   return l;
 }
 
@@ -385,7 +399,8 @@ LayerDims layer_dims(const Model& model, std::int64_t ffn_width) {
           .classes = model.classes,
           .tensor_parallel = model.tensor_parallel,
           .sequence_parallel = model.sequence_parallel,
-          .recompute = model.recompute_modules};
+          .recompute = model.recompute_modules,
+          .dropout = model.dropout};
 }
 
 std::vector<std::int64_t> LayerDims::attention_kept() const {
@@ -396,9 +411,10 @@ std::vector<std::int64_t> LayerDims::attention_kept() const {
 void count_from_layout(Layer& layer, const LayerLayout& layout) {
   layer.params = layout.parameter_count();
   layer.activation_elems = layout.kept_elements(Element::floating);
-  layer.activation_index_bytes = 4 * layout.kept_elements(Element::index);  // int32
+  layer.activation_fixed_bytes = 4 * layout.kept_elements(Element::index) +  // int32
+                                 layout.kept_elements(Element::mask);         // 1 byte
   layer.weight_grad_stash_elems = layout.weight_kept_elements(Element::floating);
-  layer.weight_grad_stash_index_bytes = 4 * layout.weight_kept_elements(Element::index);
+  layer.weight_grad_stash_fixed_bytes = 4 * layout.weight_kept_elements(Element::index);
 }
 
 }  // namespace gpipe::models

@@ -20,8 +20,9 @@ namespace gpipe::models {
 
 // GPT-2's initialisation: normal(0, 0.02) weights, zero biases, LayerNorm gamma 1 and beta 0.
 enum class Init : std::uint8_t { normal, zeros, ones };
-// A tensor of the run's dtype, or of int32 (token ids, next-token targets).
-enum class Element : std::uint8_t { floating, index };
+// A tensor of the run's dtype, of int32 (token ids, next-token targets), or
+// of bytes (dropout's masks: 1 where the element is kept).
+enum class Element : std::uint8_t { floating, index, mask };
 
 struct ParameterLayout {
   std::string name;  // "w1", "ln1.gamma", ...: the same in every backend
@@ -76,6 +77,7 @@ struct LayerDims {
   std::int64_t tensor_parallel = 1;
   bool sequence_parallel = false;
   RecomputeModules recompute;  // the modules a block recomputes (Model::recompute_modules)
+  double dropout = 0;          // Model::dropout: > 0 adds the masks' slots (namespace layout)
 
   // A block's query heads' width: H (d = H/A).
   [[nodiscard]] std::int64_t kv_groups() const { return kv_heads > 0 ? kv_heads : heads; }
@@ -105,8 +107,9 @@ inline constexpr std::int64_t kTimestepFeatures = 256;
 [[nodiscard]] LayerLayout layer_layout(const Model& model, const Layer& layer);
 
 // Sets `layer`'s parameter count, what its stash holds per sample
-// (activation_elems, activation_index_bytes) and what a split backward's W
-// keeps (weight_grad_stash_elems, weight_grad_stash_index_bytes) from `layout`.
+// (activation_elems, activation_fixed_bytes: int32 4 bytes, masks 1) and what
+// a split backward's W keeps (weight_grad_stash_elems,
+// weight_grad_stash_fixed_bytes) from `layout`.
 void count_from_layout(Layer& layer, const LayerLayout& layout);
 
 // Positions in LayerLayout::parameters (and a layer's parameters()), in
@@ -133,6 +136,8 @@ enum Kept : std::size_t { kX, kTarget, kKeptCount };
 namespace embedding {
 enum Param : std::size_t { kTok, kPos, kParamCount };
 enum Kept : std::size_t { kIds, kKeptCount };
+// With dropout: its output's mask [S,H], after the ids.
+enum Dropout : std::size_t { kMask = kKeptCount, kKeptWithDropout };
 // Its weight gradient needs d(out) [S,H], more than the ids it stashes: I
 // does it, W keeps nothing.
 }  // namespace embedding
@@ -146,6 +151,11 @@ enum Param : std::size_t {
 enum Kept : std::size_t {
   kX, kNormed1, kQkv, kProbs, kAttn, kA, kNormed2, kPreGelu, kGelu, kStats1, kStats2, kKeptCount
 };
+// With dropout, after those: the masks of Wo's and W2's outputs [S,H] (the
+// sequence's rows: rows()), then, with naive attention, the probabilities'
+// mask and the dropped probabilities (P v's input) [A,S,S]. Flash attention
+// keeps neither: its kernel draws the mask again.
+enum Dropout : std::size_t { kMaskA = kKeptCount, kMaskY, kProbsMask, kDroppedProbs, kKeptWithDropout };
 // The input and output gradient of each Linear: Wqkv (LN1 out, d qkv), Wo
 // (attention out, d a), W1 (LN2 out, d pre-GELU), W2 (GELU out, d y); the
 // LayerNorms' gamma and beta are done in I.

@@ -54,7 +54,7 @@ LayerBytes bytes_at(const Layer& layer, int micro_batch_size, DType dtype) {
   return LayerBytes{
       .input_bytes = b * (layer.input_elems * e + layer.input_index_bytes),
       .output_bytes = b * layer.output_elems * e,
-      .activation_bytes = b * (layer.activation_elems * e + layer.activation_index_bytes),
+      .activation_bytes = b * (layer.activation_elems * e + layer.activation_fixed_bytes),
       .state_bytes = b * layer.state_elems * e,
   };
 }
@@ -63,7 +63,7 @@ std::int64_t weight_grad_stash_bytes_at(const Layer& layer, int micro_batch_size
   check_micro_batch_size(layer, micro_batch_size);
   const std::int64_t b = micro_batch_size;
   const std::int64_t e = bytes_per_element(dtype);
-  return b * (layer.weight_grad_stash_elems * e + layer.weight_grad_stash_index_bytes);
+  return b * (layer.weight_grad_stash_elems * e + layer.weight_grad_stash_fixed_bytes);
 }
 
 std::int64_t param_bytes(const Layer& layer, DType dtype) {

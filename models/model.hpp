@@ -13,7 +13,8 @@
 //   the forward's size: one for the input gradient, one for the weight gradient.
 // - Floating tensors, LayerNorm mean/rstd and softmax probabilities included, are
 //   held in the run's dtype (fp32: 4 bytes, bf16: 2). Integer tensors (token ids,
-//   next-token targets) are int32, 4 bytes, whatever the dtype.
+//   next-token targets) are int32, 4 bytes, and dropout's masks 1 byte an
+//   element, whatever the dtype (the *_fixed_bytes fields).
 // - input: what the layer reads from the previous layer (the first layer: from
 //   the data). output: what it hands to the next layer (a loss layer: its
 //   per-sample loss, 1 element). target: the training target a loss layer reads
@@ -26,8 +27,9 @@
 //   output gradients of the layer's Linears, never more than its activation.
 //   A kind whose W would need more does its whole weight gradient in I and
 //   keeps nothing. LayerNorm's gamma and beta gradients are always done in I.
-// - No dropout anywhere; every LayerNorm has eps 1e-5 and affine gamma/beta;
-//   GELU is the tanh approximation (GPT-2's).
+// - No dropout, but in the transformer family's dropout=p (below); every
+//   LayerNorm has eps 1e-5 and affine gamma/beta; GELU is the tanh
+//   approximation (GPT-2's).
 //
 // Per kind (H hidden, F the MLP inner width, S seq, A heads, V vocab):
 //
@@ -48,7 +50,7 @@
 // embedding   h[s] = tok[id[s]] + pos[s],  tok [V,H], pos [S,H]
 //   params      V*H + S*H
 //   FLOPs 0; input: token ids int32 [S] (input_index_bytes 4S); output [S,H]
-//   stash       token ids int32 [S] (activation_index_bytes 4S), no floating
+//   stash       token ids int32 [S] (activation_fixed_bytes 4S), no floating
 //   W keeps     nothing: the weight gradient needs d h [S,H], more than the
 //               ids, so I does it
 //
@@ -79,9 +81,21 @@
 //   input SH; target: next-token ids int32 [S] (target_index_bytes 4S); output 1
 //   stash       x [S,H], LN output (Wu's input) [S,H], LN mean and rstd [S,2],
 //               softmax probabilities [S,V]  =  2SH + 2S + SV floating,
-//               targets int32 [S] (activation_index_bytes 4S)
+//               targets int32 [S] (activation_fixed_bytes 4S)
 //   W keeps     LN output [S,H], d logits [S,V] (in the probabilities'
 //               storage)  =  SH + SV
+//
+// dropout=p (transformer family, GPT-2's and Megatron-LM's sites, p the
+//   probability of dropping; inverted dropout, the kept values scaled by
+//   1/(1-p)): the embedding's output, the attention probabilities (naive:
+//   before P v), and the outputs of Wo and W2 before each residual add. Each
+//   keeps its mask, 1 byte an element (activation_fixed_bytes): the
+//   embedding [S,H], a block its two hidden masks [S,H] each and, with naive
+//   attention, the probabilities' mask [A,S,S] and the dropped probabilities
+//   [A,S,S] (dtype), so a block keeps Korthikanti et al.'s 34SH + 5AS^2 bytes
+//   in 16-bit: 16SH + 4S + 2AS^2 floating, 2SH + AS^2 mask bytes. attn=flash
+//   keeps no attention mask (its kernel draws it again in the backward).
+//   FLOPs do not change.
 //
 // recompute=core_attn+mlp+layernorm (transformer_block, llama_block): the block
 //   keeps less and its bwd_input FLOPs grow, models/recompute_modules.hpp says
@@ -213,16 +227,18 @@ struct Layer {
   double bwd_input_flops = 0;
   double bwd_weight_flops = 0;
 
-  // Per sample. *_elems are floating elements (dtype-sized), *_index_bytes int32 bytes.
+  // Per sample. *_elems are floating elements (dtype-sized), *_index_bytes
+  // int32 bytes, *_fixed_bytes bytes whatever the dtype (int32 ids and
+  // targets, 1-byte dropout masks).
   std::int64_t input_elems = 0;
   std::int64_t input_index_bytes = 0;
   std::int64_t target_elems = 0;
   std::int64_t target_index_bytes = 0;
   std::int64_t output_elems = 0;
   std::int64_t activation_elems = 0;  // input and target included
-  std::int64_t activation_index_bytes = 0;
+  std::int64_t activation_fixed_bytes = 0;
   std::int64_t weight_grad_stash_elems = 0;  // what a split backward's W keeps
-  std::int64_t weight_grad_stash_index_bytes = 0;
+  std::int64_t weight_grad_stash_fixed_bytes = 0;
   // What the layer keeps from one item of an inference stream to the next
   // (dit's attention cache: the previous chunk's keys and values); 0 for most.
   std::int64_t state_elems = 0;
@@ -245,7 +261,7 @@ struct Layer {
 struct LayerBytes {
   std::int64_t input_bytes = 0;       // b * (input_elems * e + input_index_bytes)
   std::int64_t output_bytes = 0;      // b * output_elems * e
-  std::int64_t activation_bytes = 0;  // b * (activation_elems * e + activation_index_bytes)
+  std::int64_t activation_bytes = 0;  // b * (activation_elems * e + activation_fixed_bytes)
   std::int64_t state_bytes = 0;       // b * state_elems * e: one stream of items of b samples
   bool operator==(const LayerBytes&) const = default;
 };
@@ -254,7 +270,7 @@ struct LayerBytes {
 // Throws InputError when b < 1.
 [[nodiscard]] LayerBytes bytes_at(const Layer& layer, int micro_batch_size, DType dtype);
 // What a split backward's W keeps of the layer's activation at micro-batch
-// size b: b * (weight_grad_stash_elems * e + weight_grad_stash_index_bytes),
+// size b: b * (weight_grad_stash_elems * e + weight_grad_stash_fixed_bytes),
 // never more than bytes_at().activation_bytes. InputError when b < 1.
 [[nodiscard]] std::int64_t weight_grad_stash_bytes_at(const Layer& layer, int micro_batch_size,
                                                       DType dtype);
@@ -288,6 +304,9 @@ struct Model {
   // The spec's recompute= (transformer, llama): the modules each block runs
   // again in its backward instead of keeping (models/recompute_modules.hpp).
   RecomputeModules recompute_modules;
+  // The transformer family's dropout=p: the probability each dropout site
+  // drops an element (0: none), above.
+  double dropout = 0;
 
   // The model's parameters, a tied matrix counted once (one GPU's, with
   // tensor parallelism).

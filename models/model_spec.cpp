@@ -17,8 +17,11 @@ namespace {
 
 // A key's value is an integer in [1, most] (layers: up to kMaxModelLayers),
 // one of attn's names, held as its Attention's integer, or a flag, 0 or 1.
-// recompute's module names are held as their bits (models/recompute_modules.hpp).
-enum class ValueKind { integer, attention, flag, modules };
+// recompute's module names are held as their bits (models/recompute_modules.hpp),
+// a probability (dropout) as thousandths: 0 to 0.999, at most three decimals.
+enum class ValueKind { integer, attention, flag, modules, probability };
+
+constexpr int kThousandths = 1000;
 
 struct Key {
   std::string_view name;
@@ -40,7 +43,8 @@ std::vector<Family> families() {
       {"mlp", {{"layers", {}}, {"hidden", {}}}},
       {"transformer",
        {{"layers", {}}, {"hidden", {}}, {"heads", {}}, {"seq", {}}, {"vocab", kDefaultVocab},
-        {"attn", kNaive, {}, ValueKind::attention}, {"recompute", 0, {}, ValueKind::modules}}},
+        {"attn", kNaive, {}, ValueKind::attention}, {"recompute", 0, {}, ValueKind::modules},
+        {"dropout", 0, {}, ValueKind::probability}}},
       {"unbalanced", {{"layers", {}}, {"hidden", {}}}},
       {"llama",
        {{"layers", {}}, {"hidden", {}}, {"heads", {}}, {"kv_heads", {}, "heads"}, {"ffn", {}},
@@ -111,7 +115,8 @@ class SpecParser {
       return build_transformer({.layers = v.at("layers"), .hidden = v.at("hidden"),
                                 .heads = v.at("heads"), .seq = v.at("seq"),
                                 .vocab = v.at("vocab"), .attention = attention(),
-                                .recompute = from_bits(v.at("recompute"))});
+                                .recompute = from_bits(v.at("recompute")),
+                                .dropout = v.at("dropout") / static_cast<double>(kThousandths)});
     }
     if (family.name == "llama") {
       const int heads = v.at("heads");
@@ -191,6 +196,11 @@ class SpecParser {
       throw fail(fmt::format("key '{}' must be modules joined by '+', each once ({}), got '{}'", key.name,
                              recompute_module_names(), text));
     }
+    if (key.kind == ValueKind::probability) {
+      if (const auto thousandths = read_thousandths(text)) return *thousandths;
+      throw fail(fmt::format("key '{}' must be a probability from 0 to 0.999, at most three decimals, got '{}'",
+                             key.name, text));
+    }
     if (key.kind == ValueKind::flag) {
       if (text == "0" || text == "1") return text == "1" ? 1 : 0;
       throw fail(fmt::format("key '{}' must be 0 or 1, got '{}'", key.name, text));
@@ -205,6 +215,21 @@ class SpecParser {
                              text));
     }
     return static_cast<int>(value);
+  }
+
+  // "0.1" -> 100, "0" -> 0, "0.125" -> 125; nullopt for anything else
+  // (a sign, an exponent, 1 or more, a fourth decimal).
+  static std::optional<int> read_thousandths(std::string_view text) {
+    if (text == "0") return 0;
+    if (text.size() < 3 || text.size() > 5 || text.substr(0, 2) != "0.") return std::nullopt;
+    int value = 0;
+    int scale = kThousandths;
+    for (const char c : text.substr(2)) {
+      if (c < '0' || c > '9') return std::nullopt;
+      scale /= 10;
+      value += (c - '0') * scale;
+    }
+    return value;
   }
 
   std::string_view spec_;
@@ -229,10 +254,11 @@ Model with_recompute_modules(const Model& model, const RecomputeModules& modules
 
 std::string model_spec_help() {
   return "Model SPEC: mlp:layers=L,hidden=H; unbalanced:layers=L,hidden=H; "
-         "transformer:layers=L,hidden=H,heads=A,seq=S[,vocab=V][,attn=naive|flash][,recompute=M]; "
+         "transformer:layers=L,hidden=H,heads=A,seq=S[,vocab=V][,attn=naive|flash][,recompute=M]"
+         "[,dropout=p]; "
          "llama:layers=L,hidden=H,heads=A[,kv_heads=G],ffn=F,seq=S,vocab=V[,attn=flash|naive]"
          "[,rope_theta=R][,tied=0|1][,recompute=M]; M: modules the blocks run again in the backward, "
-         "core_attn+mlp+layernorm or some of them; dit:layers=L,hidden=H,heads=A,tokens=T[,patch=P,channels=C,classes=N][,cache=0|1]"
+         "core_attn+mlp+layernorm or some of them; p: dropout's probability, 0 to 0.999; dit:layers=L,hidden=H,heads=A,tokens=T[,patch=P,channels=C,classes=N][,cache=0|1]"
          "[,attn=flash|naive]; or a preset (" +
          preset_names() + "), overridden as llama3-8b:seq=4096";
 }

@@ -1,15 +1,17 @@
 // The model SPEC strings of the command lines, `family:key=value,...`:
 //
 //   mlp:layers=L,hidden=H
-//   transformer:layers=L,hidden=H,heads=A,seq=S[,vocab=V][,attn=naive|flash]
+//   transformer:layers=L,hidden=H,heads=A,seq=S[,vocab=V][,attn=naive|flash][,recompute=M][,dropout=p]
 //   unbalanced:layers=L,hidden=H
 //   llama:layers=L,hidden=H,heads=A[,kv_heads=G],ffn=F,seq=S,vocab=V[,attn=flash|naive][,rope_theta=R][,tied=0|1]
 //   dit:layers=L,hidden=H,heads=A,tokens=T[,patch=P,channels=C,classes=N][,attn=flash|naive][,cache=0|1]
 //   PRESET[:key=value,...]   a named shape (models/presets.hpp), keys overriding it
 //
 // (models/families.hpp describes each family and its defaults.) attn is
-// flash or naive; every other value is a decimal integer from 1 to
-// kMaxSpecValue; keys may come in any order, each at most once.
+// flash or naive, recompute modules joined by '+', dropout a probability
+// from 0 to 0.999 with at most three decimals ("0.1"); every other value is
+// a decimal integer from 1 to kMaxSpecValue; keys may come in any order,
+// each at most once.
 #pragma once
 
 #include <string>

@@ -16,7 +16,8 @@ namespace {
 
 LayerDims dims_of(const TransformerShape& shape, std::int64_t ffn_width = 0) {
   return {.hidden = shape.hidden, .ffn_width = ffn_width, .seq = shape.seq, .heads = shape.heads,
-          .vocab = shape.vocab, .attention = shape.attention, .recompute = shape.recompute};
+          .vocab = shape.vocab, .attention = shape.attention, .recompute = shape.recompute,
+          .dropout = shape.dropout};
 }
 
 }  // namespace
@@ -31,7 +32,8 @@ Layer embedding_layer(const TransformerShape& shape) {
   // input gradient since the input is integer.
   layer.input_index_bytes = 4 * s;
   layer.output_elems = s * h;
-  // Token and position tables; it keeps the ids, for the scatter-add.
+  // Token and position tables; it keeps the ids, for the scatter-add (and
+  // its output's dropout mask).
   count_from_layout(layer, layer_layout(layer.kind, dims_of(shape)));
   return layer;
 }
@@ -96,6 +98,7 @@ Model build_transformer(const TransformerShape& shape) {
     model.spec += fmt::format(",attn={}", to_string(shape.attention));
   }
   if (shape.recompute.any()) model.spec += fmt::format(",recompute={}", to_string(shape.recompute));
+  if (shape.dropout > 0) model.spec += fmt::format(",dropout={}", shape.dropout);
   model.family = "transformer";
   model.num_blocks = shape.layers;
   model.hidden = shape.hidden;
@@ -105,6 +108,7 @@ Model build_transformer(const TransformerShape& shape) {
   model.kv_heads = shape.heads;
   model.attention = shape.attention;
   model.recompute_modules = shape.recompute;
+  model.dropout = shape.dropout;
   model.layers.push_back(embedding_layer(shape));
   for (int i = 0; i < shape.layers; ++i) {
     model.layers.push_back(transformer_block_layer(fmt::format("block{}", i), shape));

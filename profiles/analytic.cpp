@@ -34,7 +34,7 @@ void check_no_overflow(const models::Layer& layer, int b, models::DType dtype) {
   const std::int64_t e = models::bytes_per_element(dtype);
   const std::int64_t per_sample =
       std::max({layer.input_elems * e + layer.input_index_bytes, layer.output_elems * e,
-                layer.activation_elems * e + layer.activation_index_bytes});
+                layer.activation_elems * e + layer.activation_fixed_bytes});
   if (per_sample > std::numeric_limits<std::int64_t>::max() / b) {
     throw InputError(fmt::format(
         "layer '{}': micro-batch size {} is too large, its byte counts overflow", layer.name, b));

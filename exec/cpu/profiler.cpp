@@ -75,6 +75,8 @@ void run_pass(ProfiledModel& pm, SizeRuns& s, bool first, bool timed, bool forwa
     // A stream's forward charges no memory account; a forward-only pass
     // charges one only when it records the bytes (the first).
     MemoryAccount* account = forward_only && !first ? nullptr : &accounts[i];
+    // A training pass draws dropout's masks as training does; a stream's drops nothing.
+    pm.layers[i]->set_samples({.step = 0, .first = 0, .training = !forward_only});
     const auto t0 = Clock::now();
     Tensor out = pm.layers[i]->forward(std::move(x), target, stashes[i], account);
     const auto t1 = Clock::now();

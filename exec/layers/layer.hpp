@@ -40,6 +40,16 @@
 
 namespace gpipe::exec {
 
+// Which samples the forwards that follow compute, for dropout's masks
+// (exec/cpu/ops/dropout.hpp): the training step and the mini-batch row of the
+// micro-batch's first sample. Outside training (serving, evaluation, a layer
+// driven alone) nothing is dropped.
+struct ForwardSamples {
+  std::int64_t step = 0;
+  std::int64_t first = 0;
+  bool training = false;
+};
+
 // What one layer's forward kept for its backward, in the kind's fixed order.
 template <class TensorT>
 struct Stash {
@@ -129,6 +139,10 @@ class Layer {
   }
   virtual void select_sequence(int /*sequence*/) {}
 
+  // The samples of the forwards that follow (a stage sets it before each
+  // one; a recompute sets the same again).
+  void set_samples(const ForwardSamples& samples) { samples_ = samples; }
+
  protected:
   explicit Layer(models::Layer spec) : spec_(std::move(spec)) {}
 
@@ -139,6 +153,7 @@ class Layer {
 
   models::Layer spec_;
   std::vector<Parameter<Tensor>> parameters_;
+  ForwardSamples samples_;
 };
 
 }  // namespace gpipe::exec

@@ -93,6 +93,15 @@ class Stage {
     }
   }
 
+  // The step the forwards that follow belong to and, by micro-batch, the
+  // mini-batch row of its first sample: what dropout's masks are drawn from
+  // (exec/cpu/ops/dropout.hpp), so that F, R and a checkpoint's rebuild draw
+  // the same ones. Until it is called: step 0, every micro-batch from row 0.
+  void start_step(int step, std::vector<std::int64_t> first_samples) {
+    step_ = step;
+    first_samples_ = std::move(first_samples);
+  }
+
   // Whether the stage ends with the model's loss layer (and so reads targets).
   [[nodiscard]] bool is_last() const { return is_last_; }
 
@@ -120,8 +129,9 @@ class Stage {
     auto& stash = book_.expect(microbatch, Book::Kept::everything, "B");
     Tensor grad;
     for (auto unit = units_.rbegin(); unit != units_.rend(); ++unit) {
-      if (unit->checkpointed) rebuild(stash, *unit);
+      if (unit->checkpointed) rebuild(stash, *unit, microbatch);
       for (auto l = static_cast<std::size_t>(unit->end); l-- > static_cast<std::size_t>(unit->first);) {
+        layers_[l]->set_samples(samples_of(microbatch));  // a recomputed module draws its masks again
         grad = layers_[l]->backward(std::move(stash[l]), l + 1 == layers_.size() ? grad_output : grad);
       }
     }
@@ -138,6 +148,7 @@ class Stage {
     std::vector<Stash<Tensor>> weight_stashes(layers_.size());
     Tensor grad;
     for (std::size_t l = layers_.size(); l-- > 0;) {
+      layers_[l]->set_samples(samples_of(microbatch));
       grad = layers_[l]->backward_input(std::move(stash[l]),
                                         l + 1 == layers_.size() ? grad_output : grad,
                                         weight_stashes[l], account_);
@@ -254,6 +265,7 @@ class Stage {
     for (const models::CheckpointUnit& unit : units_) {
       for (auto l = static_cast<std::size_t>(unit.first); l < static_cast<std::size_t>(unit.end); ++l) {
         const bool loss_layer = is_last_ && l + 1 == layers_.size();
+        layers_[l]->set_samples(samples_of(microbatch));
         x = layers_[l]->forward(std::move(x), loss_layer ? target : nullptr, stash[l], account_);
       }
       if (!unit.checkpointed) continue;
@@ -266,16 +278,24 @@ class Stage {
   // A checkpointed chunk's forward again from its kept input, filling its
   // stashes; its output was handed on by F already and is dropped. (No
   // chunk holds the loss layer: only blocks are checkpointed.)
-  void rebuild(std::vector<Stash<Tensor>>& stash, const models::CheckpointUnit& unit) {
+  void rebuild(std::vector<Stash<Tensor>>& stash, const models::CheckpointUnit& unit, int microbatch) {
     auto& kept = stash[static_cast<std::size_t>(unit.first)].tensors;
     Tensor x = std::move(kept.front());
     kept.clear();
     for (auto l = static_cast<std::size_t>(unit.first); l < static_cast<std::size_t>(unit.end); ++l) {
+      layers_[l]->set_samples(samples_of(microbatch));
       x = layers_[l]->forward(std::move(x), nullptr, stash[l], account_);
     }
   }
 
+  [[nodiscard]] ForwardSamples samples_of(int microbatch) const {
+    const auto m = static_cast<std::size_t>(microbatch);
+    return {.step = step_, .first = m < first_samples_.size() ? first_samples_[m] : 0, .training = true};
+  }
+
   bool is_last_ = false;
+  int step_ = 0;
+  std::vector<std::int64_t> first_samples_;  // by micro-batch (start_step)
   Context context_;
   std::vector<std::unique_ptr<Layer<Tensor>>> layers_;
   std::vector<typename B::Optimizer> optimizers_;  // one per layer

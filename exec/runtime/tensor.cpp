@@ -11,7 +11,12 @@
 namespace gpipe::exec {
 
 const char* element_type_name(ElementType type) {
-  return type == ElementType::f32 ? "f32" : "i32";
+  switch (type) {
+    case ElementType::f32: return "f32";
+    case ElementType::i32: return "i32";
+    case ElementType::u8: return "u8";
+  }
+  return "?";
 }
 
 std::int64_t element_count(const std::vector<std::int64_t>& shape) {
@@ -26,8 +31,8 @@ std::int64_t element_count(const std::vector<std::int64_t>& shape) {
 Tensor::Tensor(Uninitialized, std::vector<std::int64_t> shape, ElementType type,
                MemoryAccount* account)
     : shape_(std::move(shape)), type_(type), numel_(element_count(shape_)) {
-  // At least one element, so that a 0-sized tensor still reads as not empty.
-  const auto words = static_cast<std::size_t>(std::max<std::int64_t>(numel_, 1));
+  // At least one word, so that a 0-sized tensor still reads as not empty.
+  const auto words = static_cast<std::size_t>(std::max<std::int64_t>((bytes() + 3) / 4, 1));
   data_ = {StoragePool::instance().take(words), PoolDeleter{words}};
   charge_to(account);
 }
@@ -95,6 +100,16 @@ std::span<const std::int32_t> Tensor::i32() const {
   return {reinterpret_cast<const std::int32_t*>(data_.get()), static_cast<std::size_t>(numel_)};
 }
 
+std::span<std::uint8_t> Tensor::u8() {
+  if (type_ != ElementType::u8 || empty()) throw std::logic_error("tensor is not u8: " + describe());
+  return {reinterpret_cast<std::uint8_t*>(data_.get()), static_cast<std::size_t>(numel_)};
+}
+
+std::span<const std::uint8_t> Tensor::u8() const {
+  if (type_ != ElementType::u8 || empty()) throw std::logic_error("tensor is not u8: " + describe());
+  return {reinterpret_cast<const std::uint8_t*>(data_.get()), static_cast<std::size_t>(numel_)};
+}
+
 void Tensor::charge_to(MemoryAccount* account) {
   if (account == account_) return;
   if (account_ != nullptr) account_->refund(bytes());
@@ -116,8 +131,9 @@ Tensor Tensor::slice_rows(std::int64_t begin, std::int64_t count, MemoryAccount*
   std::vector<std::int64_t> shape = shape_;
   shape[0] = count;
   Tensor rows = uninitialized(shape, type_, account);
-  const std::int64_t row = shape_[0] == 0 ? 0 : numel_ / shape_[0];
-  std::memcpy(rows.data_.get(), data_.get() + begin * row, static_cast<std::size_t>(count * row * 4));
+  const std::int64_t row = shape_[0] == 0 ? 0 : bytes() / shape_[0];  // bytes a row
+  std::memcpy(rows.data_.get(), reinterpret_cast<const char*>(data_.get()) + begin * row,
+              static_cast<std::size_t>(count * row));
   return rows;
 }
 

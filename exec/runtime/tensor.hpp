@@ -1,5 +1,5 @@
-// A dense, row-major tensor of fp32 values or int32 indices (token ids,
-// targets), owning its storage. While charged to a MemoryAccount it counts its
+// A dense, row-major tensor of fp32 values, int32 indices (token ids,
+// targets) or bytes (dropout's masks), owning its storage. While charged to a MemoryAccount it counts its
 // bytes there; moving the tensor moves the charge, freeing it refunds it.
 // Move-only, so that a stashed activation is never silently duplicated:
 // copies are explicit (clone()).
@@ -16,8 +16,11 @@
 
 namespace gpipe::exec {
 
-enum class ElementType : std::uint8_t { f32, i32 };
-[[nodiscard]] const char* element_type_name(ElementType type);  // "f32", "i32"
+enum class ElementType : std::uint8_t { f32, i32, u8 };
+[[nodiscard]] const char* element_type_name(ElementType type);  // "f32", "i32", "u8"
+[[nodiscard]] constexpr std::int64_t element_bytes(ElementType type) {  // 4, 4, 1
+  return type == ElementType::u8 ? 1 : 4;
+}
 
 class Tensor {
  public:
@@ -43,13 +46,15 @@ class Tensor {
   [[nodiscard]] const std::vector<std::int64_t>& shape() const { return shape_; }
   [[nodiscard]] std::int64_t dim(int i) const { return shape_.at(static_cast<std::size_t>(i)); }
   [[nodiscard]] std::int64_t numel() const { return numel_; }
-  [[nodiscard]] std::int64_t bytes() const { return numel_ * 4; }  // fp32 and int32 alike
+  [[nodiscard]] std::int64_t bytes() const { return numel_ * element_bytes(type_); }
 
   // The values; throws std::logic_error when the type differs.
   [[nodiscard]] std::span<float> f32();
   [[nodiscard]] std::span<const float> f32() const;
   [[nodiscard]] std::span<std::int32_t> i32();
   [[nodiscard]] std::span<const std::int32_t> i32() const;
+  [[nodiscard]] std::span<std::uint8_t> u8();
+  [[nodiscard]] std::span<const std::uint8_t> u8() const;
   [[nodiscard]] float* data() { return f32().data(); }
   [[nodiscard]] const float* data() const { return f32().data(); }
 
@@ -76,7 +81,7 @@ class Tensor {
   std::vector<std::int64_t> shape_;
   ElementType type_ = ElementType::f32;
   std::int64_t numel_ = 0;
-  // 4-byte elements of either type, from the StoragePool.
+  // The elements in 4-byte words (a u8 tensor's rounded up), from the StoragePool.
   std::unique_ptr<std::uint32_t[], PoolDeleter> data_;
   MemoryAccount* account_ = nullptr;
 };

@@ -69,6 +69,8 @@ template <class S, class T>
 concept WorkerStage = requires(S& stage, int m, T input, const T& grad_output, const T* target, const T* partner) {
   // Whether the stage ends with the model's loss layer (and so reads targets).
   { stage.is_last() } -> std::convertible_to<bool>;
+  // Before a step's actions: the step and each micro-batch's first sample row (dropout's masks).
+  stage.start_step(m, std::vector<std::int64_t>{});
   // F: the output (the per-sample loss on the last stage), keeping the stashes.
   { stage.forward(m, std::move(input), target) } -> std::convertible_to<T>;
   // After F of a micro-batch R recomputes: frees every stash but the input.

@@ -163,6 +163,9 @@ class Worker {
     RunControl& control = *services_.control;
     current_ = -1;
     prepare_data(step);
+    for (Stage* st : stages_) {
+      if (st != nullptr) st->start_step(step, first_samples());
+    }
     control.enter_barrier(rank_, step);
     const auto start = services_.sync->arrive(step);
     control.note_progress();
@@ -208,6 +211,15 @@ class Worker {
       }
     }
     device_.data_ready();
+  }
+
+  // The mini-batch row of each micro-batch's first sample (prepare_data's offsets).
+  [[nodiscard]] std::vector<std::int64_t> first_samples() const {
+    std::vector<std::int64_t> rows;
+    for (const std::int64_t offset : settings_.microbatch_offsets) {
+      rows.push_back(settings_.replica * settings_.batch + offset);
+    }
+    return rows;
   }
 
   void clear_step_data() {

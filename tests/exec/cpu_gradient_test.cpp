@@ -58,7 +58,7 @@ struct Problem {
 Problem make_problem(const LayerCase& c, unsigned seed) {
   std::mt19937 rng(seed);
   Problem p;
-  p.layer = make_layer(c.model, c.index, seed);
+  p.layer = cases::training_layer(c, seed);
   std::normal_distribution<float> normal(0.0F, 1.0F);
   for (Parameter& param : p.layer->parameters()) {
     const bool gamma = param.name.find("gamma") != std::string::npos;
@@ -141,7 +141,7 @@ TEST_P(CpuGradient, WeightGradientsAccumulateOverBackwards) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Kinds, CpuGradient, ::testing::ValuesIn(cases::layer_cases()),
+INSTANTIATE_TEST_SUITE_P(Kinds, CpuGradient, ::testing::ValuesIn(cases::cpu_layer_cases()),
                          [](const auto& info) { return info.param.label; });
 
 }  // namespace

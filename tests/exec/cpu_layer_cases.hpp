@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "exec/cpu/layers/layer.hpp"
 #include "exec/runtime/tensor.hpp"
 #include "models/families.hpp"
 #include "models/layer_layout.hpp"
@@ -83,6 +84,30 @@ inline std::vector<LayerCase> layer_cases() {
           {"dit_head", dit, 2}};
 }
 
+// The CPU's own cases besides (the CUDA layers have no dropout yet): the
+// embedding and the blocks with dropout=0.25, naive and flash. Their layers
+// drop only while training (training_layer()).
+inline std::vector<LayerCase> dropout_layer_cases() {
+  const std::string gpt = "transformer:layers=1,hidden=8,heads=2,seq=4,vocab=11,dropout=0.25";
+  return {{"embedding_dropout", models::parse_model(gpt), 0},
+          {"transformer_block_dropout", models::parse_model(gpt), 1},
+          {"transformer_block_flash_dropout", models::parse_model(gpt + ",attn=flash"), 1}};
+}
+
+inline std::vector<LayerCase> cpu_layer_cases() {
+  std::vector<LayerCase> all = layer_cases();
+  for (LayerCase& c : dropout_layer_cases()) all.push_back(std::move(c));
+  return all;
+}
+
+// The case's layer from `seed`, its forwards those of a training step (step
+// 1, the micro-batch from row 2), so that dropout draws its masks.
+inline std::unique_ptr<Layer> training_layer(const LayerCase& c, std::uint64_t seed) {
+  std::unique_ptr<Layer> layer = make_layer(c.model, c.index, seed);
+  layer->set_samples({.step = 1, .first = 2, .training = true});
+  return layer;
+}
+
 // The shapes of layer.hpp: a kind's input is the first tensor its layout keeps.
 inline std::vector<std::int64_t> input_shape(const LayerCase& c, std::int64_t b) {
   return models::layer_layout(c.model, c.spec()).kept_shape(0, b);
@@ -141,8 +166,14 @@ inline Tensor random_target(const LayerCase& c, std::int64_t b, std::mt19937& rn
 inline std::size_t stash_count(const LayerCase& c) {
   if (c.kind() == models::layer_kind::mlp_block) return 5;
   if (c.kind() == models::layer_kind::mse_loss) return 2;
-  if (c.kind() == models::layer_kind::embedding) return 1;
-  if (c.kind() == models::layer_kind::transformer_block) return 11;
+  // With dropout: the embedding's mask; the blocks' two hidden masks, and
+  // naive attention's mask and dropped probabilities.
+  const bool dropout = c.model.dropout > 0;
+  if (c.kind() == models::layer_kind::embedding) return dropout ? 2 : 1;
+  if (c.kind() == models::layer_kind::transformer_block) {
+    if (!dropout) return 11;
+    return c.model.attention == models::Attention::naive ? 15 : 13;
+  }
   if (c.kind() == models::layer_kind::token_embedding) return 1;
   if (c.kind() == models::layer_kind::llama_block) return 12;
   if (c.kind() == models::layer_kind::dit_embed) return 4;
@@ -155,6 +186,7 @@ inline std::size_t stash_count(const LayerCase& c) {
 inline bool same_values(const Tensor& a, const Tensor& b) {
   if (a.type() != b.type() || a.shape() != b.shape()) return false;
   if (a.type() == ElementType::f32) return std::ranges::equal(a.f32(), b.f32());
+  if (a.type() == ElementType::u8) return std::ranges::equal(a.u8(), b.u8());
   return std::ranges::equal(a.i32(), b.i32());
 }
 

@@ -57,7 +57,7 @@ void randomize_seeded(Layer& layer, std::uint32_t seed) {
 }
 
 std::unique_ptr<Layer> layer_of(const LayerCase& c) {
-  auto layer = make_layer(c.model, c.index, 1);
+  auto layer = cases::training_layer(c, 1);
   randomize_seeded(*layer, 11);
   return layer;
 }
@@ -190,7 +190,7 @@ TEST_P(CpuSplitBackward, WRefusesAStashOfTheWrongSize) {
   EXPECT_THROW(layer->backward_weight(std::move(wrong)), std::logic_error);
 }
 
-INSTANTIATE_TEST_SUITE_P(Kinds, CpuSplitBackward, ::testing::ValuesIn(cases::layer_cases()),
+INSTANTIATE_TEST_SUITE_P(Kinds, CpuSplitBackward, ::testing::ValuesIn(cases::cpu_layer_cases()),
                          [](const auto& info) { return info.param.label; });
 
 // A layer that implements only the full backward, as the CUDA layers do so

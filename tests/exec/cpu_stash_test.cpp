@@ -22,7 +22,7 @@ TEST_P(CpuStash, StashEqualsModelActivationBytesAndBackwardRefundsIt) {
   for (const int b : {1, 3}) {
     SCOPED_TRACE("b = " + std::to_string(b));
     std::mt19937 rng(7);
-    auto layer = make_layer(c.model, c.index, 1);
+    auto layer = cases::training_layer(c, 1);
     MemoryAccount account;
     Tensor input = cases::random_input(c, b, rng);
     const Tensor input_copy = input.clone();
@@ -60,7 +60,7 @@ TEST_P(CpuStash, StashEqualsModelActivationBytesAndBackwardRefundsIt) {
 
 TEST_P(CpuStash, ParameterCountsMatchTheModel) {
   const LayerCase& c = GetParam();
-  auto layer = make_layer(c.model, c.index, 1);
+  auto layer = cases::training_layer(c, 1);
   std::int64_t count = 0;
   for (const Parameter& p : layer->parameters()) {
     count += p.value.numel();
@@ -74,7 +74,7 @@ TEST_P(CpuStash, ParameterCountsMatchTheModel) {
 TEST_P(CpuStash, NullAccountChargesNothing) {
   const LayerCase& c = GetParam();
   std::mt19937 rng(3);
-  auto layer = make_layer(c.model, c.index, 1);
+  auto layer = cases::training_layer(c, 1);
   const Tensor target = cases::random_target(c, 2, rng);
   Stash stash;
   (void)layer->forward(cases::random_input(c, 2, rng), target.empty() ? nullptr : &target, stash,
@@ -83,7 +83,7 @@ TEST_P(CpuStash, NullAccountChargesNothing) {
   for (const Tensor& t : stash.tensors) EXPECT_EQ(t.account(), nullptr);
 }
 
-INSTANTIATE_TEST_SUITE_P(Kinds, CpuStash, ::testing::ValuesIn(cases::layer_cases()),
+INSTANTIATE_TEST_SUITE_P(Kinds, CpuStash, ::testing::ValuesIn(cases::cpu_layer_cases()),
                          [](const auto& info) { return info.param.label; });
 
 }  // namespace

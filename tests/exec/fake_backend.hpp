@@ -184,6 +184,9 @@ class ScriptedStage {
 
   [[nodiscard]] bool is_last() const { return is_last_; }
 
+  // The worker names each step's samples; the script draws nothing from them.
+  void start_step(int /*step*/, const std::vector<std::int64_t>& /*first_samples*/) {}
+
   [[nodiscard]] FakeTensor forward(int m, FakeTensor input, const FakeTensor* target) {
     const std::string action = name("F", m);
     log_.add(rank_, Call::compute(action, input.label, target ? target->label : ""));

@@ -97,6 +97,20 @@ TEST(TrainerTransparency, TransformerAdamw) {
   expect_transparent(c, kTransformerShapes);
 }
 
+// Dropout's masks are drawn per sample from its row in the mini-batch
+// (exec/cpu/ops/dropout.hpp), so every split, schedule and recompute drops
+// the same elements as the one-stage run, and R and Megatron's rebuild draw
+// them again.
+TEST(TrainerTransparency, TransformerDropout) {
+  for (const std::string attention : {"naive", "flash"}) {
+    RunConfig c;
+    c.model = "transformer:layers=4,hidden=16,heads=2,seq=8,vocab=32,dropout=0.25,attn=" + attention;
+    c.batch = 5;
+    c.optimizer = trainer_test::momentum(0.05F);
+    expect_transparent(c, kTransformerShapes);
+  }
+}
+
 // Two stages on each of two ranks: activations and gradients between stages
 // of one rank are handed over locally, not through the link.
 TEST(TrainerTransparency, TwoStagesPerRank) {

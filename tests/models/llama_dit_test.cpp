@@ -73,14 +73,14 @@ TEST(LlamaModel, EmbeddingAndHeadByHand) {
   const Layer& e = m.layers[0];
   EXPECT_EQ(e.params, kV * kH);  // no position table: the rotary embedding has no weights
   EXPECT_EQ(e.input_index_bytes, 4 * kS);
-  EXPECT_EQ(e.activation_index_bytes, 4 * kS);
+  EXPECT_EQ(e.activation_fixed_bytes, 4 * kS);
   EXPECT_EQ(e.activation_elems, 0);
   EXPECT_EQ(e.fwd_flops, 0);
   const Layer& h = m.layers[3];
   EXPECT_EQ(h.params, kH + kV * kH);  // final RMSNorm gamma and the untied unembedding
   EXPECT_DOUBLE_EQ(h.fwd_flops, 2.0 * kS * kH * kV);
   EXPECT_EQ(h.activation_elems, 2 * kS * kH + kS + kS * kV);
-  EXPECT_EQ(h.activation_index_bytes, 4 * kS);
+  EXPECT_EQ(h.activation_fixed_bytes, 4 * kS);
   EXPECT_EQ(h.weight_grad_stash_elems, kS * kH + kS * kV);
 }
 

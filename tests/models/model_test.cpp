@@ -59,10 +59,10 @@ TEST(MlpBlock, CountsByHandAtHidden4) {
   EXPECT_EQ(l.output_elems, 4);
   // x 4, LN out 4, mean+rstd 2, pre-GELU 16, GELU out 16.
   EXPECT_EQ(l.activation_elems, 4 + 4 + 2 + 16 + 16);
-  EXPECT_EQ(l.input_index_bytes + l.activation_index_bytes + l.target_elems, 0);
+  EXPECT_EQ(l.input_index_bytes + l.activation_fixed_bytes + l.target_elems, 0);
   // W keeps LN out 4, d pre-GELU 16, GELU out 16, d y 4.
   EXPECT_EQ(l.weight_grad_stash_elems, 4 + 16 + 16 + 4);
-  EXPECT_EQ(l.weight_grad_stash_index_bytes, 0);
+  EXPECT_EQ(l.weight_grad_stash_fixed_bytes, 0);
   EXPECT_EQ(weight_grad_stash_bytes_at(l, 3, DType::fp32), 3 * 40 * 4);
   EXPECT_EQ(weight_grad_stash_bytes_at(l, 3, DType::bf16), 3 * 40 * 2);
 }
@@ -150,7 +150,7 @@ TEST(LmHead, CountsByHand) {
   EXPECT_EQ(l.target_index_bytes, 16);
   // x 32, LN out 32, stats 8, probabilities 4*16; targets 4 int32.
   EXPECT_EQ(l.activation_elems, 32 + 32 + 8 + 64);
-  EXPECT_EQ(l.activation_index_bytes, 16);
+  EXPECT_EQ(l.activation_fixed_bytes, 16);
   EXPECT_EQ(bytes_at(l, 1, DType::fp32), (LayerBytes{128, 4, 136 * 4 + 16}));
   EXPECT_EQ(bytes_at(l, 3, DType::fp32), (LayerBytes{384, 12, 3 * (136 * 4 + 16)}));
   EXPECT_EQ(bytes_at(l, 3, DType::bf16), (LayerBytes{192, 6, 3 * (136 * 2 + 16)}));

@@ -6,7 +6,7 @@
 # stage (parallel_transparency.cpp). The models: the MLP under GPipe, 1F1B,
 # interleaved 1F1B and ZB-V (whose reduction starts after a stage's last W),
 # with momentum, and with AdamW; llama (GQA) with momentum and with SGD, and
-# tied (tied=1); and ZeRO 1 over the replicas.
+# tied (tied=1); the transformer with dropout; and ZeRO 1 over the replicas.
 # Exit 77 (skipped) where there is no mpirun.
 # Usage: parallel_transparency_test.sh PROGRAM
 set -u
@@ -64,6 +64,13 @@ check $gpt gpipe 1 1 2 4 momentum 4
 # and with a tied embedding (its ends whole in every part).
 check $gpt zbv 2 1 4 4 momentum 2
 check $tied 1f1b 2 1 2 2 momentum 2
+# Dropout: each sample's masks drawn from its row in the mini-batch, so
+# every replica, part and micro-batch drops what the one-process run drops
+# (the probabilities' by the part's heads).
+dropped=transformer:layers=3,hidden=32,heads=4,seq=16,vocab=64,dropout=0.25
+check $dropped 1f1b 2 2 2 4 momentum
+check $dropped gpipe 1 1 2 4 momentum 2
+check $dropped,attn=flash zbv 2 1 4 4 momentum 2
 # ZeRO 1: each replica updates its share of every stage's values (AdamW's
 # and momentum's state for it only) and all-gathers the weights in STEP: D =
 # 2 and 4, with K = 2, with a split backward, a tied embedding and T = 2.

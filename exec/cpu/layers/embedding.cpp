@@ -1,6 +1,8 @@
 // The embedding layer: h[s] = tok[id[s]] + pos[s] (models/model.hpp). A
 // gather forward and a scatter-add backward; the ids are its whole stash and
 // it has no input gradient. Split, its I does the scatter-add and W nothing.
+// With the model's dropout=p, h is dropped (exec/cpu/ops/dropout.hpp) and
+// the mask kept after the ids.
 #include <fmt/format.h>
 
 #include <cstddef>
@@ -39,6 +41,13 @@ class Embedding final : public KindLayer {
     }
     stash.tensors.clear();
     stash.tensors.push_back(std::move(input));
+    if (has_dropout()) {
+      Tensor mask = kept(kMask, b, account);
+      const DropoutDraw draw = dropout_draw();
+      draw_mask(draw, DropoutSite::embedding, b, s_ * h_, 0, mask.u8().data());
+      apply_mask(b * s_ * h_, mask.u8().data(), draw.scale(), y, y);
+      stash.tensors.push_back(std::move(mask));
+    }
     return out;
   }
 
@@ -46,13 +55,19 @@ class Embedding final : public KindLayer {
   // than the ids W could keep); W keeps nothing. No input gradient.
   Tensor backward_input(Stash stash, const Tensor& grad_output, Stash& weight_stash,
                         MemoryAccount* /*weight_account*/) override {
-    expect_stash(spec_, stash, kKeptCount);
+    expect_stash(spec_, stash, layout_.kept.size());
     start_weight_stash(weight_stash);
     const Tensor& kept_ids = stash.tensors[kIds];
     const std::int64_t b = kept_ids.dim(0);
     expect_tensor(spec_, "grad_output", grad_output, ElementType::f32, {b, s_, h_});
     const std::int32_t* ids = kept_ids.i32().data();
-    const float* dy = grad_output.data();
+    Tensor masked;  // the gradient through the dropout
+    if (has_dropout()) {
+      masked = Tensor::uninitialized({b, s_, h_});
+      apply_mask(b * s_ * h_, stash.tensors[kMask].u8().data(), dropout_draw().scale(), grad_output.data(),
+                 masked.data());
+    }
+    const float* dy = has_dropout() ? masked.data() : grad_output.data();
     float* dtok = grad(kTok);
     float* dpos = grad(kPos);
     for (std::int64_t i = 0; i < b * s_; ++i) {

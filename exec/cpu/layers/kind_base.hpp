@@ -15,6 +15,7 @@
 
 #include "base/error.hpp"
 #include "exec/cpu/layers/layer.hpp"
+#include "exec/cpu/ops/dropout.hpp"
 #include "exec/cpu/ops/init.hpp"
 #include "exec/cpu/ops/linear.hpp"
 #include "exec/cpu/tensor_parallel_comm.hpp"
@@ -43,7 +44,11 @@ class KindLayer : public Layer {
 
  protected:
   KindLayer(const models::Model& model, const models::Layer& spec, NormalInit& init)
-      : Layer(spec), layout_(models::layer_layout(model, spec)), recompute_(model.recompute_modules) {
+      : Layer(spec),
+        layout_(models::layer_layout(model, spec)),
+        recompute_(model.recompute_modules),
+        dropout_(model.dropout),
+        key_(init.key()) {
     parameters_ = parameters_of(layout_, init);
   }
 
@@ -56,9 +61,15 @@ class KindLayer : public Layer {
   // pass that makes it, charged to none.
   [[nodiscard]] Tensor kept(std::size_t i, std::int64_t b, MemoryAccount* account) const {
     const models::KeptLayout& k = layout_.kept.at(i);
-    return Tensor::uninitialized(layout_.kept_shape(i, b),
-                                 k.element == models::Element::index ? ElementType::i32 : ElementType::f32,
-                                 k.recomputed ? nullptr : account);
+    return Tensor::uninitialized(layout_.kept_shape(i, b), element_type(k.element), k.recomputed ? nullptr : account);
+  }
+
+  // Whether the layout keeps dropout's masks (the model's dropout= > 0).
+  [[nodiscard]] bool has_dropout() const { return dropout_ > 0; }
+  // The dropout draws of the micro-batch set_samples() named last.
+  [[nodiscard]] DropoutDraw dropout_draw() const {
+    return {.layer_key = key_, .step = samples_.step, .first_sample = samples_.first, .probability = dropout_,
+            .training = samples_.training};
   }
 
   // At the end of the forward: the recomputed modules' tensors go (their
@@ -142,6 +153,19 @@ class KindLayer : public Layer {
 
   models::LayerLayout layout_;
   models::RecomputeModules recompute_;  // what the blocks run again in the backward
+
+ private:
+  static ElementType element_type(models::Element element) {
+    switch (element) {
+      case models::Element::index: return ElementType::i32;
+      case models::Element::mask: return ElementType::u8;
+      case models::Element::floating: break;
+    }
+    return ElementType::f32;
+  }
+
+  double dropout_;     // Model::dropout
+  std::uint64_t key_;  // what its masks are hashed from (NormalInit::key)
 };
 
 }  // namespace gpipe::exec::cpu

@@ -9,6 +9,12 @@
 // columns; the LayerNorms and bo, b2 whole. Wo's and W2's outputs are
 // partial sums, summed over the group before the bias and the residual; so
 // are the input gradients of Wqkv and W1, before the LayerNorms' backward.
+//
+// With the model's dropout=p (exec/cpu/ops/dropout.hpp): the attention
+// probabilities before P v, and Wo's and W2's outputs (bias included) before
+// each residual add, as GPT-2 and Megatron-LM drop them. The hidden masks are
+// drawn over whole rows, the same in every part; the probabilities' over the
+// layer's heads, each part drawing its own heads'.
 #include <fmt/format.h>
 
 #include <cstddef>
@@ -18,6 +24,7 @@
 #include "exec/cpu/layers/kind_base.hpp"
 #include "exec/cpu/layers/layer_kinds.hpp"
 #include "exec/cpu/ops/attention.hpp"
+#include "exec/cpu/ops/dropout.hpp"
 #include "exec/cpu/ops/flash_attention.hpp"
 #include "exec/cpu/ops/gelu.hpp"
 #include "exec/cpu/ops/layernorm.hpp"
@@ -55,6 +62,7 @@ class TransformerBlock final : public KindLayer {
     a_ /= t;
     f_ /= t;
     attn_ = h_ / t;
+    first_head_ = group_ != nullptr ? group_->rank() * a_ : 0;
   }
 
   Tensor forward(Tensor input, const Tensor* /*target*/, Stash& stash,
@@ -65,26 +73,34 @@ class TransformerBlock final : public KindLayer {
     input.charge_to(account);
     stash.tensors.clear();
     stash.tensors.push_back(std::move(input));
-    for (std::size_t k = kNormed1; k < kKeptCount; ++k) {
+    for (std::size_t k = kNormed1; k < layout_.kept.size(); ++k) {
       stash.tensors.push_back(kept(k, b, account));
     }
     auto at = [&](Kept k) { return stash.tensors[k].data(); };
     Tensor y = Tensor::uninitialized({b, s_, h_});
+    const DropoutDraw draw = dropout_draw();
 
     layernorm_forward(rows, h_, at(kX), value(kGamma1), value(kBeta1), at(kNormed1),
                       at(kStats1));
     linear_forward({rows, h_, 3 * attn_}, at(kNormed1), value(kWqkv), value(kBqkv), at(kQkv));
-    if (flash_) {
-      flash_attention_forward({b, s_, attn_, a_}, at(kQkv), at(kAttn), at(kProbs));
+    attend(stash, b, draw, at(kAttn));
+    if (has_dropout()) {
+      // a = x + drop(Wo attn + bo); y = a + drop(W2 gelu + b2).
+      row_parallel_forward(group_, {rows, attn_, h_}, at(kAttn), value(kWo), value(kBo), at(kA), nullptr);
+      drop_and_add(stash, kMaskA, DropoutSite::attention_out, draw, at(kX), at(kA));
     } else {
-      attention_forward({b, s_, attn_, a_}, at(kQkv), at(kProbs), at(kAttn));
+      row_parallel_forward(group_, {rows, attn_, h_}, at(kAttn), value(kWo), value(kBo), at(kA), at(kX));
     }
-    row_parallel_forward(group_, {rows, attn_, h_}, at(kAttn), value(kWo), value(kBo), at(kA), at(kX));
     layernorm_forward(rows, h_, at(kA), value(kGamma2), value(kBeta2), at(kNormed2),
                       at(kStats2));
     linear_forward({rows, h_, f_}, at(kNormed2), value(kW1), value(kB1), at(kPreGelu));
     gelu_forward(rows * f_, at(kPreGelu), at(kGelu));
-    row_parallel_forward(group_, {rows, f_, h_}, at(kGelu), value(kW2), value(kB2), y.data(), at(kA));
+    if (has_dropout()) {
+      row_parallel_forward(group_, {rows, f_, h_}, at(kGelu), value(kW2), value(kB2), y.data(), nullptr);
+      drop_and_add(stash, kMaskY, DropoutSite::mlp_out, draw, at(kA), y.data());
+    } else {
+      row_parallel_forward(group_, {rows, f_, h_}, at(kGelu), value(kW2), value(kB2), y.data(), at(kA));
+    }
     drop_recomputed(stash);
     return y;
   }
@@ -93,14 +109,17 @@ class TransformerBlock final : public KindLayer {
   // Linear's input and output gradient (d pre-GELU in pre-GELU's storage).
   Tensor backward_input(Stash stash, const Tensor& grad_output, Stash& weight_stash,
                         MemoryAccount* weight_account) override {
-    expect_stash(spec_, stash, kKeptCount);
+    expect_stash(spec_, stash, layout_.kept.size());
     const std::int64_t b = stash.tensors[kX].dim(0);
     expect_tensor(spec_, "grad_output", grad_output, ElementType::f32, {b, s_, h_});
     const std::int64_t rows = b * s_;
-    run_again(stash, b);
+    const DropoutDraw draw = dropout_draw();
+    run_again(stash, b, draw);
     release_all_but(stash, {kNormed1, kAttn, kNormed2, kPreGelu, kGelu});
     auto at = [&](Kept k) { return stash.tensors[k].data(); };
+    // W2's output gradient: dy, through the dropout (W keeps it).
     Tensor dy = grad_output.clone(weight_account);
+    if (has_dropout()) mask_gradient(stash, kMaskY, draw, dy);
 
     // MLP branch, then LN2: da = dy + LN2'(W1'(gelu'(W2'(dy)))).
     Tensor dact = Tensor::uninitialized({b, s_, f_});
@@ -111,20 +130,25 @@ class TransformerBlock final : public KindLayer {
     Tensor dh = Tensor::uninitialized({b, s_, h_});
     linear_backward_input({rows, h_, f_}, value(kW1), dpre, dh.data());
     sum_over_group(group_, dh);  // each part's columns' share of d LN2-out
-    Tensor da = grad_output.clone(weight_account);
+    // da: the residual's share and LN2's. Without dropout it is also Wo's
+    // output gradient, which W keeps; with it, Wo's is da through the dropout.
+    Tensor da = grad_output.clone(has_dropout() ? nullptr : weight_account);
     layernorm_backward(rows, h_, at(kA), at(kStats2), value(kGamma2), dh.data(), da.data(),
                        grad(kGamma2), grad(kBeta2));
+    Tensor dz = has_dropout() ? da.clone(weight_account) : Tensor();
+    if (has_dropout()) mask_gradient(stash, kMaskA, draw, dz);
+    Tensor& dwo = has_dropout() ? dz : da;
 
     // Attention branch, then LN1: dx = da + LN1'(Wqkv'(attn'(Wo'(da)))).
     Tensor dattn = attn_ == h_ ? Tensor() : Tensor::uninitialized({b, s_, attn_});
     float* dattn_data = attn_ == h_ ? dh.data() : dattn.data();
-    linear_backward_input({rows, attn_, h_}, value(kWo), da.data(), dattn_data);
+    linear_backward_input({rows, attn_, h_}, value(kWo), dwo.data(), dattn_data);
     Tensor dqkv = Tensor::uninitialized({b, s_, 3 * attn_}, ElementType::f32, weight_account);
     if (flash_) {
       flash_attention_backward({b, s_, attn_, a_}, at(kQkv), at(kAttn), at(kProbs), dattn_data,
-                               dqkv.data());
+                               dqkv.data(), {&draw, first_head_});
     } else {
-      attention_backward({b, s_, attn_, a_}, at(kQkv), at(kProbs), dattn_data, dqkv.data());
+      attention_backward({b, s_, attn_, a_}, at(kQkv), at(kProbs), dattn_data, dqkv.data(), probabilities_dropout(stash));
     }
     dattn = Tensor();
     linear_backward_input({rows, h_, 3 * attn_}, value(kWqkv), dqkv.data(), dh.data());
@@ -138,7 +162,7 @@ class TransformerBlock final : public KindLayer {
     w[weight_kept::kNormed1] = std::move(stash.tensors[kNormed1]);
     w[weight_kept::kDQkv] = std::move(dqkv);
     w[weight_kept::kAttn] = std::move(stash.tensors[kAttn]);
-    w[weight_kept::kDA] = std::move(da);
+    w[weight_kept::kDA] = std::move(dwo);
     w[weight_kept::kNormed2] = std::move(stash.tensors[kNormed2]);
     w[weight_kept::kDPreGelu] = std::move(stash.tensors[kPreGelu]);
     w[weight_kept::kGelu] = std::move(stash.tensors[kGelu]);
@@ -163,7 +187,7 @@ class TransformerBlock final : public KindLayer {
   // their tensors made again: the forward's own ops on the kept inputs, so
   // the same values bit for bit. The MLP's down projection and its
   // collective run too, into a temporary, as a checkpoint of the module does.
-  void run_again(Stash& stash, std::int64_t b) {
+  void run_again(Stash& stash, std::int64_t b, const DropoutDraw& draw) {
     const models::RecomputeModules& again = recomputes();
     if (!again.any()) return;
     remake_recomputed(stash, b);
@@ -181,12 +205,46 @@ class TransformerBlock final : public KindLayer {
     }
     if (again.core_attn) {
       Tensor out = Tensor::uninitialized({b, s_, attn_});
-      if (flash_) {
-        flash_attention_forward({b, s_, attn_, a_}, at(kQkv), out.data(), at(kProbs));
-      } else {
-        attention_forward({b, s_, attn_, a_}, at(kQkv), at(kProbs), out.data());
-      }
+      attend(stash, b, draw, out.data());
     }
+  }
+
+  // The attention core into `out`, filling P (or its log-sum-exp) and, with
+  // dropout and naive attention, the probabilities' mask and dropped copy.
+  void attend(Stash& stash, std::int64_t b, const DropoutDraw& draw, float* out) {
+    auto at = [&](Kept k) { return stash.tensors[k].data(); };
+    if (flash_) {
+      flash_attention_forward({b, s_, attn_, a_}, at(kQkv), out, at(kProbs), {&draw, first_head_});
+      return;
+    }
+    if (has_dropout()) {
+      draw_mask(draw, DropoutSite::probabilities, b, a_ * s_ * s_, first_head_ * s_ * s_,
+                stash.tensors[kProbsMask].u8().data());
+    }
+    attention_forward({b, s_, attn_, a_}, at(kQkv), at(kProbs), out, probabilities_dropout(stash));
+  }
+
+  // Naive attention's dropout, from the stash's mask and dropped copy (none without dropout).
+  [[nodiscard]] ProbabilitiesDropout probabilities_dropout(Stash& stash) const {
+    if (!has_dropout() || flash_) return {};
+    return {.mask = stash.tensors[kProbsMask].u8().data(), .scale = dropout_draw().scale(),
+            .dropped = stash.tensors[kDroppedProbs].data()};
+  }
+
+  // A hidden dropout: its mask drawn into `slot` over whole rows, then
+  // out = residual + out with the mask applied (out holds Wo's or W2's output).
+  void drop_and_add(Stash& stash, std::size_t slot, DropoutSite site, const DropoutDraw& draw,
+                    const float* residual, float* out) const {
+    const std::int64_t b = stash.tensors[kX].dim(0);
+    std::uint8_t* mask = stash.tensors[slot].u8().data();
+    draw_mask(draw, site, b, s_ * h_, 0, mask);
+    const float scale = draw.scale();
+    for (std::int64_t i = 0; i < b * s_ * h_; ++i) out[i] = residual[i] + (mask[i] != 0 ? out[i] * scale : 0.0F);
+  }
+
+  // A hidden dropout's backward: `grad` through the mask in `slot`, in place.
+  static void mask_gradient(Stash& stash, std::size_t slot, const DropoutDraw& draw, Tensor& grad) {
+    apply_mask(grad.numel(), stash.tensors[slot].u8().data(), draw.scale(), grad.data(), grad.data());
   }
 
   std::int64_t h_;
@@ -196,6 +254,7 @@ class TransformerBlock final : public KindLayer {
   bool flash_;  // attn=flash: the kProbs slot holds the log-sum-exp [A,S]
   TensorParallelComm* group_;  // null when whole
   std::int64_t attn_ = 0;      // this part's heads' width, H/T
+  std::int64_t first_head_ = 0;  // this part's first head among the layer's (dropout's masks)
 };
 
 }  // namespace

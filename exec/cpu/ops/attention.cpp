@@ -57,9 +57,29 @@ GPIPE_VECTOR_CLONES void softmax_rows_backward(std::int64_t seq, bool causal, co
   }
 }
 
+// dropped = P with the mask's zeros and the rest scaled, over the whole S x S
+// (the masked entries of P are 0, and stay so).
+GPIPE_VECTOR_CLONES void drop_probabilities(std::int64_t count, const std::uint8_t* mask, float scale,
+                                            const float* probs, float* dropped) {
+#pragma omp simd
+  for (std::int64_t i = 0; i < count; ++i) dropped[i] = mask[i] != 0 ? probs[i] * scale : 0.0F;
+}
+
+// dP = d(dropped) with the mask's zeros and the rest scaled, in place, over
+// the entries each row sees.
+GPIPE_VECTOR_CLONES void mask_rows(std::int64_t seq, bool causal, const std::uint8_t* mask, float scale,
+                                   float* grad) {
+  for (std::int64_t i = 0; i < seq; ++i) {
+    const std::int64_t seen = causal ? i + 1 : seq;
+#pragma omp simd
+    for (std::int64_t j = 0; j < seen; ++j) grad[i * seq + j] = mask[i * seq + j] != 0 ? grad[i * seq + j] * scale : 0.0F;
+  }
+}
+
 }  // namespace
 
-void attention_forward(const AttentionShape& shape, const float* qkv, float* probs, float* out) {
+void attention_forward(const AttentionShape& shape, const float* qkv, float* probs, float* out,
+                       const ProbabilitiesDropout& dropout) {
   const std::int64_t s = shape.seq;
   const std::int64_t h = shape.hidden;
   const std::int64_t d = shape.head_dim();
@@ -87,17 +107,23 @@ void attention_forward(const AttentionShape& shape, const float* qkv, float* pro
              p + i0 * s, s);
       });
       softmax_rows(s, causal, p);
+      const float* pv = p;  // what P v reads: P, or P dropped
+      if (dropout.mask != nullptr) {
+        float* dropped = dropout.dropped + pair * s * s;
+        drop_probabilities(s * s, dropout.mask + pair * s * s, dropout.scale, p, dropped);
+        pv = dropped;
+      }
       // out[i0:i1] = P[i0:i1, 0:seen] v[0:seen].
       for_bands(s, [&](std::int64_t i0, std::int64_t i1) {
         const std::int64_t seen = causal ? i1 : s;
-        gemm(Transpose::no, Transpose::no, i1 - i0, d, seen, 1.0F, p + i0 * s, s, v, w, 0.0F, o + i0 * h, h);
+        gemm(Transpose::no, Transpose::no, i1 - i0, d, seen, 1.0F, pv + i0 * s, s, v, w, 0.0F, o + i0 * h, h);
       });
     }
   });
 }
 
 void attention_backward(const AttentionShape& shape, const float* qkv, const float* probs,
-                        const float* dout, float* dqkv) {
+                        const float* dout, float* dqkv, const ProbabilitiesDropout& dropout) {
   const std::int64_t s = shape.seq;
   const std::int64_t h = shape.hidden;
   const std::int64_t d = shape.head_dim();
@@ -126,7 +152,10 @@ void attention_backward(const AttentionShape& shape, const float* qkv, const flo
         // The group's first head writes dk and dv, the others add to them.
         const float into = a == g * group ? 0.0F : 1.0F;
         const float* q = sample + a * d;
-        const float* p = probs + (n * shape.heads + a) * s * s;
+        const std::int64_t head = (n * shape.heads + a) * s * s;
+        const float* p = probs + head;
+        // What P v read (dv = its transpose times dout): P, or P dropped.
+        const float* pv = dropout.mask != nullptr ? dropout.dropped + head : p;
         const float* dout_head = dout + n * s * h + a * d;
         float* dq = dsample + a * d;
         float* ds = dscores.data();
@@ -135,12 +164,14 @@ void attention_backward(const AttentionShape& shape, const float* qkv, const flo
           gemm(Transpose::no, Transpose::yes, i1 - i0, causal ? i1 : s, d, 1.0F, dout_head + i0 * h, h, v, w,
                0.0F, ds + i0 * s, s);
         });
+        // Through the dropout first: d(dropped) -> dP.
+        if (dropout.mask != nullptr) mask_rows(s, causal, dropout.mask + head, dropout.scale, ds);
         softmax_rows_backward(s, causal, p, ds);
         for_bands(s, [&](std::int64_t j0, std::int64_t j1) {
           // Key rows j0:j1 are seen by query rows first:S (causal: from j0):
           // dv = P^T dout, dk = scale dS^T q.
           const std::int64_t first = causal ? j0 : 0;
-          gemm(Transpose::yes, Transpose::no, j1 - j0, d, s - first, 1.0F, p + first * s + j0, s,
+          gemm(Transpose::yes, Transpose::no, j1 - j0, d, s - first, 1.0F, pv + first * s + j0, s,
                dout_head + first * h, h, into, dv + j0 * w, w);
           gemm(Transpose::yes, Transpose::no, j1 - j0, d, s - first, scale, ds + first * s + j0, s,
                q + first * w, w, into, dk + j0 * w, w);

@@ -32,11 +32,21 @@ struct AttentionShape {
   [[nodiscard]] std::int64_t qkv_width() const { return (heads + 2 * kv_groups()) * head_dim(); }
 };
 
-void attention_forward(const AttentionShape& shape, const float* qkv, float* probs, float* out);
+// Dropout of the probabilities (exec/cpu/ops/dropout.hpp): P v takes
+// `dropped` [b, A, S, S], P with `mask`'s zeros and the rest times `scale`;
+// the backward reads both. A null mask: no dropout.
+struct ProbabilitiesDropout {
+  const std::uint8_t* mask = nullptr;
+  float scale = 1;
+  float* dropped = nullptr;  // written by the forward, read by the backward
+};
+
+void attention_forward(const AttentionShape& shape, const float* qkv, float* probs, float* out,
+                       const ProbabilitiesDropout& dropout = {});
 
 // dqkv [b, S, (A+2G)d] is overwritten with the gradients of q, k and v (a kv
 // head's summed over the query heads that read it).
 void attention_backward(const AttentionShape& shape, const float* qkv, const float* probs,
-                        const float* dout, float* dqkv);
+                        const float* dout, float* dqkv, const ProbabilitiesDropout& dropout = {});
 
 }  // namespace gpipe::exec::cpu

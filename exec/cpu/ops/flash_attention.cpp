@@ -91,6 +91,15 @@ GPIPE_VECTOR_CLONES void score_gradient_row(std::int64_t cols, const float* p, f
   for (std::int64_t j = 0; j < cols; ++j) dp[j] = p[j] * (dp[j] - d);
 }
 
+// A tile row of P (query row i, keys from j0, the first `seen` of `cols`)
+// through the dropout: each entry dropped or scaled, into `out` (may be p).
+void drop_tile_row(const SampleMask& mask, std::int64_t element0, std::int64_t seen, float scale, const float* p,
+                   float* out) {
+  for (std::int64_t j = 0; j < seen; ++j) out[j] = mask.keeps(element0 + j) ? p[j] * scale : 0.0F;
+}
+
+bool drops(const FlashDropout& dropout) { return dropout.draw != nullptr && dropout.draw->drops(); }
+
 struct Layout {
   std::int64_t s, h, d, w, kv_base, v_base, group;
   float scale;
@@ -110,8 +119,11 @@ struct Layout {
 
 }  // namespace
 
-void flash_attention_forward(const AttentionShape& shape, const float* qkv, float* out, float* lse) {
+void flash_attention_forward(const AttentionShape& shape, const float* qkv, float* out, float* lse,
+                             const FlashDropout& dropout) {
   const Layout l(shape);
+  const bool dropping = drops(dropout);
+  const float keep_scale = dropping ? dropout.draw->scale() : 1.0F;
   const std::int64_t pairs = shape.batch * shape.heads;
   for_ranges(pairs, parts_for(pairs, 1), [&](std::int64_t begin, std::int64_t end) {
     // This part's scratch, from the tensor pool and charged to no account:
@@ -133,6 +145,8 @@ void flash_attention_forward(const AttentionShape& shape, const float* qkv, floa
       const float* v = sample + l.v_base + g * l.d;
       float* o = out + n * l.s * l.h + a * l.d;
       float* row_lse = lse + pair * l.s;
+      const std::int64_t head_element = (dropout.first_head + a) * l.s * l.s;
+      const SampleMask mask = dropping ? SampleMask(*dropout.draw, DropoutSite::probabilities, n) : SampleMask({}, {}, 0);
       for (std::int64_t i0 = 0; i0 < l.s; i0 += kQueryTile) {
         const std::int64_t i1 = std::min(l.s, i0 + kQueryTile);
         const std::int64_t rows = i1 - i0;
@@ -148,6 +162,12 @@ void flash_attention_forward(const AttentionShape& shape, const float* qkv, floa
             const float rescale = online_softmax_row(cols, seen_in_tile(i0 + r, j0, j1, l.causal),
                                                      scores + r * kKeyTile, max[r], sum[r]);
             if (j0 > 0 && rescale != 1.0F) scale_row(l.d, rescale, acc + r * l.d);
+            // The sum above is the undropped row's; P v takes the dropped.
+            if (dropping) {
+              float* row = scores + r * kKeyTile;
+              drop_tile_row(mask, head_element + (i0 + r) * l.s + j0, seen_in_tile(i0 + r, j0, j1, l.causal),
+                            keep_scale, row, row);
+            }
           }
           // The first key tile writes the accumulator, the others add to it.
           gemm(Transpose::no, Transpose::no, rows, l.d, cols, 1.0F, scores, kKeyTile, v + j0 * l.w, l.w,
@@ -163,15 +183,20 @@ void flash_attention_forward(const AttentionShape& shape, const float* qkv, floa
 }
 
 void flash_attention_backward(const AttentionShape& shape, const float* qkv, const float* out,
-                              const float* lse, const float* dout, float* dqkv) {
+                              const float* lse, const float* dout, float* dqkv, const FlashDropout& dropout) {
   const Layout l(shape);
+  const bool dropping = drops(dropout);
+  const float keep_scale = dropping ? dropout.draw->scale() : 1.0F;
   // (sample, kv head) pairs: a group's query heads add into one dk and dv.
   const std::int64_t pairs = shape.batch * shape.kv_groups();
   for_ranges(pairs, parts_for(pairs, 1), [&](std::int64_t begin, std::int64_t end) {
     Tensor probs_tensor = Tensor::uninitialized({kBackQueryTile, kBackKeyTile});
     Tensor dscores_tensor = Tensor::uninitialized({kBackQueryTile, kBackKeyTile});
     Tensor delta_tensor = Tensor::uninitialized({l.s});
+    // With dropout: the tile of P dropped (dv's product), beside P (dS's).
+    Tensor dropped_tensor = dropping ? Tensor::uninitialized({kBackQueryTile, kBackKeyTile}) : Tensor();
     float* const p = probs_tensor.data();
+    float* const pd = dropping ? dropped_tensor.data() : p;
     float* const ds = dscores_tensor.data();
     float* const delta = delta_tensor.data();
     for (std::int64_t pair = begin; pair < end; ++pair) {
@@ -189,6 +214,8 @@ void flash_attention_backward(const AttentionShape& shape, const float* qkv, con
         const float* dout_head = dout + n * l.s * l.h + a * l.d;
         const float* row_lse = lse + (n * shape.heads + a) * l.s;
         float* dq = dsample + a * l.d;
+        const std::int64_t head_element = (dropout.first_head + a) * l.s * l.s;
+        const SampleMask mask = dropping ? SampleMask(*dropout.draw, DropoutSite::probabilities, n) : SampleMask({}, {}, 0);
         // D_i = dout_i . out_i, the softmax backward's row term.
         for (std::int64_t i = 0; i < l.s; ++i) delta[i] = dot(l.d, dout_head + i * l.h, o + i * l.h);
         for (std::int64_t j0 = 0; j0 < l.s; j0 += kBackKeyTile) {
@@ -207,15 +234,27 @@ void flash_attention_backward(const AttentionShape& shape, const float* qkv, con
             gemm(Transpose::no, Transpose::yes, rows, cols, l.d, l.scale, q + i0 * l.w, l.w, k + j0 * l.w, l.w,
                  0.0F, p, kBackKeyTile);
             for (std::int64_t r = 0; r < rows; ++r) {
-              probabilities_row(cols, seen_in_tile(i0 + r, j0, j1, l.causal), row_lse[i0 + r],
-                                p + r * kBackKeyTile);
+              const std::int64_t seen = seen_in_tile(i0 + r, j0, j1, l.causal);
+              probabilities_row(cols, seen, row_lse[i0 + r], p + r * kBackKeyTile);
+              if (dropping) {
+                float* row = pd + r * kBackKeyTile;
+                drop_tile_row(mask, head_element + (i0 + r) * l.s + j0, seen, keep_scale, p + r * kBackKeyTile, row);
+                std::fill(row + seen, row + cols, 0.0F);
+              }
             }
-            // dv += P^T dout; dP = dout v^T; dS = P (dP - D); dk += scale dS^T q; dq += scale dS k.
-            gemm(Transpose::yes, Transpose::no, cols, l.d, rows, 1.0F, p, kBackKeyTile, dout_head + i0 * l.h, l.h,
+            // dv += Pd^T dout (Pd: P dropped, or P); dP = dout v^T, through
+            // the dropout; dS = P (dP - D); dk += scale dS^T q; dq += scale dS k.
+            // D = dout . out holds with dropout too: out is Pd v.
+            gemm(Transpose::yes, Transpose::no, cols, l.d, rows, 1.0F, pd, kBackKeyTile, dout_head + i0 * l.h, l.h,
                  into_kv, dv + j0 * l.w, l.w);
             gemm(Transpose::no, Transpose::yes, rows, cols, l.d, 1.0F, dout_head + i0 * l.h, l.h, v + j0 * l.w,
                  l.w, 0.0F, ds, kBackKeyTile);
             for (std::int64_t r = 0; r < rows; ++r) {
+              if (dropping) {
+                float* row = ds + r * kBackKeyTile;
+                drop_tile_row(mask, head_element + (i0 + r) * l.s + j0, seen_in_tile(i0 + r, j0, j1, l.causal),
+                              keep_scale, row, row);
+              }
               score_gradient_row(cols, p + r * kBackKeyTile, delta[i0 + r], ds + r * kBackKeyTile);
             }
             gemm(Transpose::yes, Transpose::no, cols, l.d, rows, l.scale, ds, kBackKeyTile, q + i0 * l.w, l.w,

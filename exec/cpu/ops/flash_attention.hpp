@@ -21,16 +21,32 @@
 // 64 x 64 per query tile forward, 32 x 32 per key tile backward).
 #pragma once
 
+#include <cstdint>
+
 #include "exec/cpu/ops/attention.hpp"
+#include "exec/cpu/ops/dropout.hpp"
 
 namespace gpipe::exec::cpu {
 
+// Dropout of the probabilities, drawn in the kernel tile by tile and kept
+// nowhere: head a's entry (i, j) of sample n is kept when
+// SampleMask(*draw, probabilities, n) keeps ((first_head + a) S + i) S + j,
+// the same entries the naive kernel's mask [b, A, S, S] holds (first_head
+// places a tensor-parallel part's heads among the layer's). A null draw, or
+// one that drops nothing: no dropout. The row sums stay those of the
+// undropped P, as in FlashAttention, so lse is the same with or without it.
+struct FlashDropout {
+  const DropoutDraw* draw = nullptr;
+  std::int64_t first_head = 0;
+};
+
 // out [b, S, A d]; lse [b, A, S].
-void flash_attention_forward(const AttentionShape& shape, const float* qkv, float* out, float* lse);
+void flash_attention_forward(const AttentionShape& shape, const float* qkv, float* out, float* lse,
+                             const FlashDropout& dropout = {});
 
 // From the forward's qkv, out and lse and the output gradient dout [b, S, A d]:
 // dqkv [b, S, (A+2G)d] overwritten with the gradients of q, k and v.
 void flash_attention_backward(const AttentionShape& shape, const float* qkv, const float* out,
-                              const float* lse, const float* dout, float* dqkv);
+                              const float* lse, const float* dout, float* dqkv, const FlashDropout& dropout = {});
 
 }  // namespace gpipe::exec::cpu

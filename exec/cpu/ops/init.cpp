@@ -22,7 +22,7 @@ double uniform(std::mt19937_64& engine) { return static_cast<double>(engine() >>
 }  // namespace
 
 NormalInit::NormalInit(std::uint64_t seed, int layer_index)
-    : engine_(mix(mix(seed) ^ static_cast<std::uint64_t>(layer_index))) {}
+    : key_(mix(mix(seed) ^ static_cast<std::uint64_t>(layer_index))), engine_(key_) {}
 
 float NormalInit::next() {
   if (has_spare_) {

@@ -23,8 +23,12 @@ class NormalInit {
   NormalInit(std::uint64_t seed, int layer_index);
   // A standard normal draw.
   [[nodiscard]] float next();
+  // The layer's own key, from (seed, layer index) alone: what its dropout
+  // masks are hashed from (exec/cpu/ops/dropout.hpp).
+  [[nodiscard]] std::uint64_t key() const { return key_; }
 
  private:
+  std::uint64_t key_;
   std::mt19937_64 engine_;
   bool has_spare_ = false;
   double spare_ = 0.0;

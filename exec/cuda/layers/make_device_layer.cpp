@@ -46,6 +46,11 @@ DeviceLayerMaker device_layer_maker(const models::Model& model, const models::La
                                  "run it on the CPU backend",
                                  model.spec, models::to_string(model.recompute_modules)));
   }
+  if (model.dropout > 0) {
+    throw InputError(fmt::format("model {}: the CUDA backend does not drop out (dropout={}) yet; "
+                                 "run it on the CPU backend",
+                                 model.spec, model.dropout));
+  }
   static constexpr std::array<std::pair<std::string_view, DeviceLayerMaker>, 11> kinds{{
       {models::layer_kind::mlp_block, &make_mlp_block},
       {models::layer_kind::mse_loss, &make_mse_loss},
