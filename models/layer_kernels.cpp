@@ -52,7 +52,7 @@ class Kernels {
 struct Shape {
   std::int64_t b = 1;
   LayerDims d;
-  [[nodiscard]] std::int64_t tokens() const { return b * d.seq; }      // t: the parallel regions
+  [[nodiscard]] std::int64_t tokens() const { return b * d.tokens(); }  // t: the parallel regions
   [[nodiscard]] std::int64_t norm_rows() const { return b * d.rows(); }  // n: the norms and residuals
   [[nodiscard]] std::int64_t heads() const { return d.split(d.heads); }
   [[nodiscard]] std::int64_t head_dim() const { return d.hidden / d.heads; }
@@ -65,38 +65,43 @@ struct Shape {
 void attention(Kernels& k, Pass pass, const Shape& s, std::int64_t qkv_width, bool backward,
                std::string_view again = "") {
   const std::int64_t heads = s.b * s.heads();
+  // This GPU's queries against every key (context parallelism: S / C of S).
+  const std::int64_t queries = s.d.tokens();
   const std::int64_t seq = s.d.seq;
   const std::int64_t dh = s.head_dim();
   if (s.d.attention == Attention::naive) {
-    const double scores = static_cast<double>(heads) * static_cast<double>(seq) * static_cast<double>(seq);
+    const double scores = static_cast<double>(heads) * static_cast<double>(queries) * static_cast<double>(seq);
     // Dropout of the probabilities (Megatron-LM's own kernel after its fused
     // softmax): P in, the dropped P and its mask out; backward, the dropped
     // P's gradient and the mask in, P's gradient out.
     const bool dropout = s.d.dropout > 0;
     if (!backward) {
-      k.gemm(pass, fmt::format("scores{}", again), seq, seq, dh, heads);
+      k.gemm(pass, fmt::format("scores{}", again), queries, seq, dh, heads);
       k.memory(pass, fmt::format("softmax{}", again), scores, scores);
       if (dropout) k.memory(pass, fmt::format("attention_dropout{}", again), scores, scores, scores);
-      k.gemm(pass, fmt::format("context{}", again), seq, dh, seq, heads);
+      k.gemm(pass, fmt::format("context{}", again), queries, dh, seq, heads);
     } else {
-      k.gemm(pass, "d_probs", seq, seq, dh, heads);
-      k.gemm(pass, "d_values", seq, dh, seq, heads);
+      k.gemm(pass, "d_probs", queries, seq, dh, heads);
+      k.gemm(pass, "d_values", seq, dh, queries, heads);
       if (dropout) k.memory(pass, "attention_dropout'", scores, scores, scores);
       k.memory(pass, "softmax'", 2 * scores, scores);
-      k.gemm(pass, "d_queries", seq, dh, seq, heads);
-      k.gemm(pass, "d_keys", seq, dh, seq, heads);
+      k.gemm(pass, "d_queries", queries, dh, seq, heads);
+      k.gemm(pass, "d_keys", seq, dh, queries, heads);
     }
     return;
   }
   const AttentionFlops flops = attention_flops(seq, s.d.hidden, /*causal=*/true, Attention::flash);
-  const double share = static_cast<double>(s.b) / static_cast<double>(s.d.tensor_parallel);
+  // Split over T by heads and over C by queries (the causal load balanced
+  // across the group, as Megatron-LM's and Llama 3's chunks balance it).
+  const double share = static_cast<double>(s.b) /
+                       static_cast<double>(s.d.tensor_parallel * s.d.context_parallel);
   const double t = static_cast<double>(s.tokens());
   const double qkv = t * static_cast<double>(qkv_width);
   const double out = t * static_cast<double>(s.d.split(s.d.hidden));
   if (!backward) {
-    k.attention(pass, heads, seq, seq, dh, flops.forward * share, qkv + out, again);
+    k.attention(pass, heads, queries, seq, dh, flops.forward * share, qkv + out, again);
   } else {  // reads q k v, the output and its gradient; writes dq dk dv
-    k.attention(pass, heads, seq, seq, dh, flops.backward * share, qkv + 2 * out + qkv);
+    k.attention(pass, heads, queries, seq, dh, flops.backward * share, qkv + 2 * out + qkv);
   }
 }
 

@@ -63,7 +63,7 @@ LayerLayout embedding_layout(const LayerDims& d) {
   l.parameters[kTok] = {"tok", {d.vocab_rows(), d.hidden}, Init::normal};
   l.parameters[kPos] = {"pos", {d.seq, d.hidden}, Init::normal};
   l.kept.resize(kKeptCount);
-  l.kept[kIds] = {"ids", {d.seq}, Element::index};
+  l.kept[kIds] = {"ids", {d.tokens()}, Element::index};
   if (d.dropout > 0) l.kept.push_back({"dropout.mask", {d.rows(), d.hidden}, Element::mask});
   return l;
 }
@@ -74,7 +74,7 @@ LayerLayout transformer_block_layout(const LayerDims& d) {
   // F / T), Wo and W2 by columns (row-parallel, their biases whole); what
   // lies between them is split, the residual stream and the LayerNorms are
   // whole, or split over the sequence (rows()).
-  const std::int64_t h = d.hidden, f = d.split(d.ffn_width), s = d.seq, r = d.rows();
+  const std::int64_t h = d.hidden, f = d.split(d.ffn_width), s = d.tokens(), r = d.rows();
   const std::int64_t qkv = d.split(3 * h), attn = d.split(h);
   LayerLayout l;
   l.parameters.resize(kParamCount);
@@ -135,7 +135,7 @@ LayerLayout lm_head_layout(const LayerDims& d) {
   using namespace layout::lm_head;
   // Tensor parallelism splits Wu by vocabulary rows (ceil(V / T) each);
   // the cross-entropy is computed over the split logits.
-  const std::int64_t h = d.hidden, s = d.seq, r = d.rows(), v = d.vocab_rows();
+  const std::int64_t h = d.hidden, s = d.tokens(), r = d.rows(), v = d.vocab_rows();
   LayerLayout l;
   l.parameters.resize(kParamCount);
   l.parameters[kGamma] = {"ln.gamma", {h}, Init::ones};
@@ -159,7 +159,7 @@ LayerLayout token_embedding_layout(const LayerDims& d) {
   l.parameters.resize(kParamCount);
   l.parameters[kTok] = {"tok", {d.vocab_rows(), d.hidden}, Init::normal};
   l.kept.resize(kKeptCount);
-  l.kept[kIds] = {"ids", {d.seq}, Element::index};
+  l.kept[kIds] = {"ids", {d.tokens()}, Element::index};
   return l;
 }
 
@@ -172,7 +172,7 @@ LayerLayout llama_block_layout(const LayerDims& d) {
   using namespace layout::llama_block;
   // Split as transformer_block's: Wqkv (query and kv heads, A / T and G / T)
   // and w1, w3 column-parallel, Wo and w2 row-parallel.
-  const std::int64_t h = d.hidden, f = d.split(d.ffn_width), s = d.seq, r = d.rows();
+  const std::int64_t h = d.hidden, f = d.split(d.ffn_width), s = d.tokens(), r = d.rows();
   const std::int64_t qkv = d.split(d.qkv_width()), attn = d.split(h);
   LayerLayout l;
   l.parameters.resize(kParamCount);
@@ -213,7 +213,7 @@ LayerLayout llama_block_layout(const LayerDims& d) {
 
 LayerLayout rms_head_layout(const LayerDims& d) {
   using namespace layout::rms_head;
-  const std::int64_t h = d.hidden, s = d.seq, r = d.rows(), v = d.vocab_rows();
+  const std::int64_t h = d.hidden, s = d.tokens(), r = d.rows(), v = d.vocab_rows();
   LayerLayout l;
   l.parameters.resize(kParamCount);
   l.parameters[kGamma] = {"norm.gamma", {h}, Init::ones};
@@ -399,13 +399,14 @@ LayerDims layer_dims(const Model& model, std::int64_t ffn_width) {
           .classes = model.classes,
           .tensor_parallel = model.tensor_parallel,
           .sequence_parallel = model.sequence_parallel,
+          .context_parallel = model.context_parallel,
           .recompute = model.recompute_modules,
           .dropout = model.dropout};
 }
 
 std::vector<std::int64_t> LayerDims::attention_kept() const {
-  if (attention == Attention::flash) return {split(heads), seq};
-  return {split(heads), seq, seq};
+  if (attention == Attention::flash) return {split(heads), tokens()};
+  return {split(heads), tokens(), seq};
 }
 
 void count_from_layout(Layer& layer, const LayerLayout& layout) {

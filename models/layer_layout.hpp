@@ -76,6 +76,9 @@ struct LayerDims {
   // a group of T, Megatron-LM's split. 1: the whole layer.
   std::int64_t tensor_parallel = 1;
   bool sequence_parallel = false;
+  // Context parallelism (models/context_parallel.hpp): this GPU holds S / C
+  // of each sequence's tokens (queries), and attends over all S keys.
+  std::int64_t context_parallel = 1;
   RecomputeModules recompute;  // the modules a block recomputes (Model::recompute_modules)
   double dropout = 0;          // Model::dropout: > 0 adds the masks' slots (namespace layout)
 
@@ -85,14 +88,16 @@ struct LayerDims {
   [[nodiscard]] std::int64_t qkv_width() const { return (heads + 2 * kv_groups()) * (hidden / heads); }
   // n split over the tensor-parallel group: n / T (the model's checks make it exact).
   [[nodiscard]] std::int64_t split(std::int64_t n) const { return n / tensor_parallel; }
+  // The tokens of a sequence this GPU computes: S, or S / C with context parallelism.
+  [[nodiscard]] std::int64_t tokens() const { return seq / context_parallel; }
   // The tokens a GPU holds outside the parallel regions (the residual
-  // stream, the norms): S, or S / T with sequence parallelism.
-  [[nodiscard]] std::int64_t rows() const { return sequence_parallel ? seq / tensor_parallel : seq; }
+  // stream, the norms): tokens(), or tokens() / T with sequence parallelism.
+  [[nodiscard]] std::int64_t rows() const { return sequence_parallel ? tokens() / tensor_parallel : tokens(); }
   // A vocabulary-parallel table's rows per GPU: ceil(V / T), the last GPU's padded.
   [[nodiscard]] std::int64_t vocab_rows() const { return (vocab + tensor_parallel - 1) / tensor_parallel; }
   // The shape, per sample, of what a block's attention keeps: P [A,S,S]
   // (naive) or its log-sum-exp per query row [A,S] (flash); A / T heads
-  // with tensor parallelism.
+  // with tensor parallelism, S / C queries with context parallelism.
   [[nodiscard]] std::vector<std::int64_t> attention_kept() const;
 };
 

@@ -200,6 +200,10 @@ inline constexpr std::string_view dit_head = "dit_head";
 enum class Attention : std::uint8_t { naive, flash };
 [[nodiscard]] std::string_view to_string(Attention attention);
 
+// How context parallelism shares keys and values (models/context_parallel.hpp):
+// Llama 3's all-gather before attention, or the ring that passes them on.
+enum class ContextParallelForm : std::uint8_t { all_gather, ring };
+
 // When, in a layer's passes, a collective of its tensor-parallel group runs
 // (models/tensor_parallel.hpp): on the compute stream, in the pass's time.
 enum class TensorParallelPass : std::uint8_t {
@@ -209,10 +213,20 @@ enum class TensorParallelPass : std::uint8_t {
   split_weight,  // W alone: what a split backward's W gathers again that B still holds
 };
 
+// Which group a layer's collective runs over: its tensor-parallel group (T
+// GPUs, inside a node), or its context-parallel group (C GPUs of the same
+// stage, models/context_parallel.hpp).
+enum class CollectiveGroup : std::uint8_t { tensor, context };
+
 struct LayerCollective {
   TensorParallelPass pass = TensorParallelPass::forward;
   Collective collective = Collective::all_reduce;
   std::int64_t elems = 0;  // per sample, in nccl-tests' sizes (models/collective.hpp)
+  CollectiveGroup group = CollectiveGroup::tensor;
+  // On a stream of its own, hidden behind the pass's attention kernel up to
+  // that kernel's time (context parallelism's ring); else on the compute
+  // stream, in the pass's time.
+  bool beside_attention = false;
   bool operator==(const LayerCollective&) const = default;
 };
 
@@ -249,9 +263,9 @@ struct Layer {
   // the two gradients are summed before every optimizer step (Model::tied).
   int tied_param = -1;
   std::int64_t tied_elems = 0;
-  // With tensor parallelism (Model::tensor_parallel > 1), every number above
-  // is one GPU's of the layer's group, and these are the group's collectives
-  // in each pass; empty otherwise.
+  // With tensor or context parallelism (Model::tensor_parallel,
+  // context_parallel > 1), every number above is one GPU's of the layer's
+  // groups, and these are the groups' collectives in each pass; empty otherwise.
   std::vector<LayerCollective> collectives;
 
   [[nodiscard]] double bwd_flops() const { return bwd_input_flops + bwd_weight_flops; }
@@ -301,6 +315,11 @@ struct Model {
   // LayerNorm and residual regions split over the sequence too.
   int tensor_parallel = 1;
   bool sequence_parallel = false;
+  // Context parallelism (models/context_parallel.hpp): each sequence split
+  // over this many GPUs, each layer's numbers one GPU's of them, the keys
+  // and values gathered (all_gather) or passed around (ring) for attention.
+  int context_parallel = 1;
+  ContextParallelForm context_form = ContextParallelForm::all_gather;
   // The spec's recompute= (transformer, llama): the modules each block runs
   // again in its backward instead of keeping (models/recompute_modules.hpp).
   RecomputeModules recompute_modules;

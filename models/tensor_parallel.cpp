@@ -21,6 +21,11 @@ void check(const Model& model, const TensorParallel& tp) {
   if (model.tensor_parallel != 1 || model.sequence_parallel) {
     throw InputError(fmt::format("{}: already split over {} GPUs", model.spec, model.tensor_parallel));
   }
+  if (model.context_parallel != 1) {
+    throw InputError(fmt::format("{}: split over its context-parallel group already; split over the "
+                                 "tensor-parallel group first",
+                                 model.spec));
+  }
   if (tp.sequence_parallel && t == 1) {
     throw InputError("--sequence-parallel splits over the tensor-parallel group: give --tensor-parallel 2 or more");
   }
@@ -55,9 +60,11 @@ bool is_embedding(std::string_view kind) {
   return kind == layer_kind::embedding || kind == layer_kind::token_embedding;
 }
 
-// The group's collectives of one layer, per sample (the header's table).
-std::vector<LayerCollective> collectives_of(const Layer& layer, const LayerDims& d) {
-  const std::int64_t e = d.seq * d.hidden;
+}  // namespace
+
+std::vector<LayerCollective> tensor_parallel_collectives(const Layer& layer, const LayerDims& d) {
+  if (d.tensor_parallel == 1) return {};
+  const std::int64_t e = d.tokens() * d.hidden;
   const bool sp = d.sequence_parallel;
   std::vector<LayerCollective> out;
   const auto add = [&out](P pass, C collective, std::int64_t elems, int times = 1) {
@@ -94,7 +101,7 @@ std::vector<LayerCollective> collectives_of(const Layer& layer, const LayerDims&
     }
   } else {  // the head
     if (sp) add(P::forward, C::all_gather, e);
-    add(P::forward, C::all_reduce, d.seq, 3);
+    add(P::forward, C::all_reduce, d.tokens(), 3);
     if (!sp) {
       add(P::input, C::all_reduce, e);
     } else {
@@ -104,8 +111,6 @@ std::vector<LayerCollective> collectives_of(const Layer& layer, const LayerDims&
   }
   return out;
 }
-
-}  // namespace
 
 Model split_tensor_parallel(const Model& model, const TensorParallel& tp) {
   check(model, tp);
@@ -134,7 +139,7 @@ Model split_tensor_parallel(const Model& model, const TensorParallel& tp) {
       layer.input_elems = rows;
     }
     if (layer.tied_elems > 0) layer.tied_elems = d.vocab_rows() * d.hidden;
-    layer.collectives = collectives_of(layer, d);
+    layer.collectives = tensor_parallel_collectives(layer, d);
   }
   return out;
 }

@@ -45,6 +45,9 @@
 // (about 2H a block, once a step) are summed over the group before the step.
 #pragma once
 
+#include <vector>
+
+#include "models/layer_layout.hpp"
 #include "models/model.hpp"
 
 namespace gpipe::models {
@@ -61,8 +64,14 @@ struct TensorParallel {
 // back. InputError, in one line naming the value, when the degree is < 1,
 // the family is not transformer or llama (degree > 1), T does not divide the
 // heads, the kv heads or the FFN width, sequence parallelism is asked with
-// T = 1 or T does not divide the sequence, or `model` is split already.
+// T = 1 or T does not divide the sequence, or `model` is split already (over
+// its tensor- or its context-parallel group: split over T first).
 [[nodiscard]] Model split_tensor_parallel(const Model& model, const TensorParallel& tp);
+
+// The tensor-parallel group's collectives of `layer` with dimensions `d`
+// (the header's table, over d.tokens(): S / C with context parallelism);
+// none at T = 1.
+[[nodiscard]] std::vector<LayerCollective> tensor_parallel_collectives(const Layer& layer, const LayerDims& d);
 
 // The total elements per sample of a layer's collectives of one kind in one
 // pass (tests, reports).

@@ -1,6 +1,7 @@
 // Where the GPUs of a cluster plan sit: N GPUs, G to a node, each
-// pipeline stage a tensor-parallel group of T GPUs, K stages to a pipeline,
-// D pipelines (data-parallel replicas), T x K x D = N. GPUs are numbered
+// pipeline stage a tensor-parallel group of T GPUs (with context parallelism
+// C such groups, T x C GPUs a stage), K stages to a pipeline, D pipelines
+// (data-parallel replicas), T x C x K x D = N. GPUs are numbered
 // node after node. The layout, Megatron-LM's order with the pipeline inside
 // the replica:
 //   gpu(d, k, t) = (d K + k) T + t
@@ -25,19 +26,24 @@ struct ClusterShape {
 };
 
 struct Parallelism {
-  int tensor = 1;    // T: GPUs per stage
+  int tensor = 1;    // T: a stage's tensor-parallel group
   int pipeline = 1;  // K: stages per pipeline
   int data = 1;      // D: pipelines
+  // C: a stage's context-parallel groups' size (models/context_parallel.hpp):
+  // a stage is T x C GPUs, T of them a node's, C such groups side by side.
+  int context = 1;
+  [[nodiscard]] int stage_gpus() const { return tensor * context; }
 };
 
 class ClusterPlacement {
  public:
-  // InputError naming the flags: T x K x D != N, T not dividing G, any count
-  // below 1.
+  // InputError naming the flags: T x C x K x D != N, T not dividing G, a
+  // stage's T x C GPUs neither dividing G nor whole nodes, any count below 1.
   ClusterPlacement(const ClusterShape& cluster, const Parallelism& parallelism);
 
   [[nodiscard]] const ClusterShape& cluster() const { return cluster_; }
   [[nodiscard]] const Parallelism& parallelism() const { return parallelism_; }
+  // The GPU of a stage's `tp_rank`-th of its T x C (T fastest).
   [[nodiscard]] int gpu(int replica, int stage, int tp_rank) const;
   [[nodiscard]] int node_of(int gpu) const { return gpu / cluster_.gpus_per_node; }
   // Whether the boundary between stage k and k+1 crosses nodes (the same in every replica).

@@ -19,6 +19,13 @@
 namespace gpipe::plan {
 namespace {
 
+// The GPUs that hold a stage's same weights and reduce its gradients: the D
+// replicas, and with context parallelism each replica's C GPUs of the
+// sequence (models/context_parallel.hpp). ZeRO shards over them.
+int gradient_group(const profiles::Profile& profile, const PlanRequest& r) {
+  return r.data_parallel * profile.context_parallel;
+}
+
 void check_stages(const profiles::Profile& profile, const PlanRequest& r) {
   const int num_layers = static_cast<int>(profile.layers.size());
   if (r.given && r.given->num_stages > num_layers) {
@@ -82,7 +89,7 @@ std::vector<std::int64_t> static_bytes_per_rank(const profiles::Profile& profile
     }
     // ZeRO shards within what fits unsharded.
     rank_bytes +=
-        models::static_bytes(r.optimizer, profile.dtype, params, r.zero, r.data_parallel, r.fp32_main_grads).total() -
+        models::static_bytes(r.optimizer, profile.dtype, params, r.zero, gradient_group(profile, r), r.fp32_main_grads).total() -
         whole;
   }
   return bytes;
@@ -141,10 +148,10 @@ models::Checkpointing checkpointing_of(const schedules::Schedule& s, const PlanR
 // Everything after the micro-batches, which the callers make in their own
 // order. partition_of(spec, micro-batch size, stage count) is the partition:
 // made here, or kept by a Planner.
-void check_data_parallel(const PlanRequest& r) {
+void check_data_parallel(const profiles::Profile& profile, const PlanRequest& r) {
   if (r.data_parallel < 1) throw InputError(fmt::format("--data-parallel {}: give 1 or more replicas", r.data_parallel));
   if (r.zero < 0 || r.zero > 3) throw InputError(fmt::format("--zero {}: ZeRO's stages are 0, 1, 2 and 3", r.zero));
-  if (r.zero > 0 && r.data_parallel == 1) {
+  if (r.zero > 0 && gradient_group(profile, r) == 1) {
     throw InputError(
         fmt::format("--zero {} shards over the data-parallel group: give --data-parallel 2 or more", r.zero));
   }
@@ -167,7 +174,7 @@ Plan plan_with(const profiles::Profile& profile, const PlanRequest& r, std::vect
                                    layer.name, layer.kind));
     }
   }
-  check_data_parallel(r);
+  check_data_parallel(profile, r);
   Plan p;
   p.batch = std::accumulate(sizes.begin(), sizes.end(), std::int64_t{0});
   p.microbatch_sizes = std::move(sizes);
@@ -189,7 +196,7 @@ Plan plan_with(const profiles::Profile& profile, const PlanRequest& r, std::vect
   // (schedules/tied_gradient.hpp); a lowered file keeps what it lists.
   if (!p.schedule.is_lowered()) p.schedule.tied_embedding = profile.tied_bytes() > 0;
   p.partition = partition_of(r.partition, p.microbatch_sizes.front(), p.schedule.num_stages);
-  p.schedule.data_parallel = r.data_parallel;
+  p.schedule.data_parallel = gradient_group(profile, r);
   // A file's own setting stays; the request may ask for it too.
   if (!p.schedule.is_lowered()) p.schedule.reduce_after_backward = p.schedule.reduce_after_backward || r.reduce_after_backward;
   p.static_bytes = static_bytes_per_rank(profile, p.partition, p.schedule, r);

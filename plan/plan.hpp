@@ -49,7 +49,8 @@ struct PlanRequest {
   models::Optimizer optimizer = models::Optimizer::adamw;  // what static_bytes counts
   // D replicas of this pipeline, each stage's gradients reduced over the
   // same stage of every replica (schedules/gradient_reduction.hpp), and
-  // ZeRO's stage (0 to 3) sharding static memory over them.
+  // ZeRO's stage (0 to 3) sharding static memory over them; with a
+  // context-parallel profile over D x C (Schedule::data_parallel holds it).
   int data_parallel = 1;
   int zero = 0;
   // Every stage's reduction after its rank's last backward, as Megatron-LM

@@ -144,25 +144,48 @@ PassTimes analytic_pass_times(const models::Model& model, const models::Layer& l
   return pass_times(model, layer, device, dtype, micro_batch_size, options, priced_by(device, options));
 }
 
-PassTimes analytic_collective_times(const models::Layer& layer, int group, const Device& device,
-                                   models::DType dtype, int micro_batch_size, const AnalyticOptions& options) {
+PassTimes analytic_collective_times(const models::Model& model, const models::Layer& layer, const Device& device,
+                                   models::DType dtype, int micro_batch_size, const AnalyticOptions& options,
+                                   std::optional<models::CollectiveGroup> only) {
   validate(options);
   PassTimes times;
-  if (layer.collectives.empty() || group == 1) return times;
-  const CollectiveLink link{.latency_us = options.link_latency_us, .bandwidth_GBps = device.link_GBps};
+  if (layer.collectives.empty()) return times;
+  const CollectiveLink tensor_link{.latency_us = options.link_latency_us, .bandwidth_GBps = device.link_GBps};
+  const CollectiveLink context_link = options.context_link.value_or(tensor_link);
   const std::int64_t e = models::bytes_per_element(dtype);
+  // What the ring's passes take in each pass, to be hidden behind attention.
+  PassTimes beside;
   for (const models::LayerCollective& c : layer.collectives) {
+    if (only && c.group != *only) continue;
+    const bool context = c.group == models::CollectiveGroup::context;
+    const int ranks = context ? model.context_parallel : model.tensor_parallel;
+    if (ranks == 1) continue;
     const std::int64_t bytes = c.elems * micro_batch_size * e;
-    const double us = static_cast<double>(fastest_collective(c.collective, group, bytes, link).ns) / 1e3;
+    const double us =
+        static_cast<double>(fastest_collective(c.collective, ranks, bytes, context ? context_link : tensor_link).ns) / 1e3;
+    PassTimes& into = c.beside_attention ? beside : times;
     switch (c.pass) {
-      case models::TensorParallelPass::forward: times.fwd_us += us; break;
-      case models::TensorParallelPass::input: times.bwd_input_us += us; break;
-      case models::TensorParallelPass::weight: times.bwd_weight_us += us; break;
+      case models::TensorParallelPass::forward: into.fwd_us += us; break;
+      case models::TensorParallelPass::input: into.bwd_input_us += us; break;
+      case models::TensorParallelPass::weight: into.bwd_weight_us += us; break;
       case models::TensorParallelPass::split_weight:
-        times.bwd_weight_us += us;
-        times.split_weight_us += us;
+        into.bwd_weight_us += us;
+        into.split_weight_us += us;
         break;
     }
+  }
+  if (beside.fwd_us > 0 || beside.bwd_input_us > 0) {
+    PassTimes attention;  // the attention kernels' time in each pass
+    if (!options.mfu) {
+      const KernelModel kernels = kernel_model_of(device, options);
+      for (const models::Kernel& k : models::layer_kernels(model, layer, micro_batch_size, dtype)) {
+        if (k.kind != models::KernelKind::attention) continue;
+        const double us = kernel_us(k, kernels, device, dtype);
+        (k.pass == models::KernelPass::forward ? attention.fwd_us : attention.bwd_input_us) += us;
+      }
+    }
+    times.fwd_us += std::max(0.0, beside.fwd_us - attention.fwd_us);
+    times.bwd_input_us += std::max(0.0, beside.bwd_input_us - attention.bwd_input_us);
   }
   return times;
 }
@@ -200,6 +223,7 @@ Profile analytic_profile(const models::Model& model, const Device& device, model
   profile.link = Link{.latency_us = options.link_latency_us, .bandwidth_GBps = device.link_GBps};
   profile.tensor_parallel = model.tensor_parallel;
   profile.sequence_parallel = model.sequence_parallel;
+  profile.context_parallel = model.context_parallel;
   profile.layers.reserve(model.layers.size());
   for (const models::Layer& layer : model.layers) {
     LayerProfile out;
@@ -210,7 +234,7 @@ Profile analytic_profile(const models::Model& model, const Device& device, model
     out.optimizer_us = analytic_optimizer_us(layer, device, options);
     for (const int b : sizes) {
       const PassTimes compute = pass_times(model, layer, device, dtype, b, options, kernels);
-      const PassTimes comm = analytic_collective_times(layer, model.tensor_parallel, device, dtype, b, options);
+      const PassTimes comm = analytic_collective_times(model, layer, device, dtype, b, options);
       const PassTimes t{.fwd_us = compute.fwd_us + comm.fwd_us,
                         .bwd_input_us = compute.bwd_input_us + comm.bwd_input_us,
                         .bwd_weight_us = compute.bwd_weight_us + comm.bwd_weight_us,

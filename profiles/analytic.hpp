@@ -72,6 +72,10 @@ struct AnalyticOptions {
   double optimizer_bytes_per_param = 32.0;
   // The profile's link latency; its bandwidth is the device's NVLink.
   double link_latency_us = 5.0;
+  // Each GPU's link in its context-parallel group (models/context_parallel.hpp);
+  // unset, the profile's (the group inside a node). A cluster's planner sets
+  // the network's where the group spans nodes.
+  std::optional<CollectiveLink> context_link;
 };
 
 // The flat roofline's memory efficiency when --mfu is given alone.
@@ -98,11 +102,17 @@ struct PassTimes {
                                             models::DType dtype, int micro_batch_size,
                                             const AnalyticOptions& options = {});
 
-// The time of the layer's tensor-parallel collectives in each pass, over
-// `group` GPUs at micro-batch size b (all 0 for a layer without any).
-[[nodiscard]] PassTimes analytic_collective_times(const models::Layer& layer, int group, const Device& device,
-                                                  models::DType dtype, int micro_batch_size,
-                                                  const AnalyticOptions& options = {});
+// The time the layer's collectives (a layer of `model`) add to each pass at
+// micro-batch size b: the tensor-parallel group's over model.tensor_parallel
+// GPUs on the device's link, the context-parallel group's over
+// model.context_parallel on options.context_link; a collective beside the
+// attention (context parallelism's ring) only what the pass's attention
+// kernel does not hide (with --mfu's roofline, which has no kernels, all of
+// it). `only`: one group's alone. All 0 for a layer without any.
+[[nodiscard]] PassTimes analytic_collective_times(const models::Model& model, const models::Layer& layer,
+                                                  const Device& device, models::DType dtype, int micro_batch_size,
+                                                  const AnalyticOptions& options = {},
+                                                  std::optional<models::CollectiveGroup> only = std::nullopt);
 
 // The kernel model the options price with on `device`: theirs or the
 // device's (kernel_model_for), its memory efficiency bw_efficiency where set.
@@ -119,8 +129,8 @@ struct PassTimes {
 // The profile of `model` on `device`: source "analytic", device = its full
 // name, dtype, model = model.spec, link = {link_latency_us, the device's
 // NVLink per direction}, one layer per model layer with a sample (split
-// backward included) at every size, sorted; a split model's tensor_parallel
-// and sequence_parallel, its passes with their collectives. InputError when the sizes are
+// backward included) at every size, sorted; a split model's tensor_parallel,
+// sequence_parallel and context_parallel, its passes with their collectives. InputError when the sizes are
 // empty, hold a size < 1 or a duplicate, or a size so large that a byte count
 // overflows, or the options are invalid.
 [[nodiscard]] Profile analytic_profile(const models::Model& model, const Device& device,

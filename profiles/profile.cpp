@@ -299,6 +299,7 @@ Profile profile_from_json(const json& document, std::string_view origin) {
       sp->fail("sequence parallelism needs a tensor_parallel of 2 or more");
     }
   }
+  if (const auto cp = root.optional_member("context_parallel")) profile.context_parallel = positive_int(*cp);
   if (const auto workload = root.optional_member("workload")) {
     profile.workload = workload->string();
     if (profile.workload != "training" && profile.workload != "inference") {
@@ -357,6 +358,7 @@ json head_to_json(const Profile& profile, json layers) {
   if (profile.workload != "training") out["workload"] = profile.workload;
   if (profile.tensor_parallel != 1) out["tensor_parallel"] = profile.tensor_parallel;
   if (profile.sequence_parallel) out["sequence_parallel"] = true;
+  if (profile.context_parallel != 1) out["context_parallel"] = profile.context_parallel;
   if (!profile.contention.empty()) {
     json points = json::array();
     for (const ContentionPoint& c : profile.contention) {

@@ -141,6 +141,10 @@ struct Profile {
   // of a group of this many, their passes with the group's collectives.
   int tensor_parallel = 1;
   bool sequence_parallel = false;
+  // Context parallelism (models/context_parallel.hpp): the layers are one
+  // GPU's of a group of this many sharing each sequence (after T); a stage
+  // spans T x C GPUs, and its gradients are reduced over D x C.
+  int context_parallel = 1;
   Link link;
   std::vector<LayerProfile> layers;  // in model order, names unique
   // The bytes of the tied matrix (LayerProfile::tied_bytes), 0 when none.

@@ -9,6 +9,7 @@
 
 #include "base/error.hpp"
 #include "models/checkpointing.hpp"
+#include "models/context_parallel.hpp"
 #include "models/model_spec.hpp"
 #include "models/tensor_parallel.hpp"
 #include "plan/plan.hpp"
@@ -48,6 +49,10 @@ void check(const ClusterPlanRequest& r) {
   for (const int t : r.tensor_parallel) {
     if (t < 1) throw InputError(fmt::format("--tensor-parallel {}: give 1 or more GPUs a stage", t));
   }
+  nonempty(r.context_parallel.empty(), "--context-parallel");
+  for (const int c : r.context_parallel) {
+    if (c < 1) throw InputError(fmt::format("--context-parallel {}: give 1 or more GPUs a sequence", c));
+  }
   for (const int k : r.pipeline) {
     if (k < 1) throw InputError(fmt::format("--pipeline {}: give 1 or more stages", k));
   }
@@ -65,18 +70,21 @@ struct Depth {
   std::string error;  // empty: K divides N / T
 };
 
-// The depths to try with T GPUs a stage: --pipeline's (each that does not
-// divide N / T kept, with why), or every divisor of N / T; of those, only the
-// ones whose D = N / (T K) --data-parallel's list holds, when there is one.
-std::vector<Depth> depths_for(const ClusterPlanRequest& r, int t) {
+// The depths to try with W = T x C GPUs a stage: --pipeline's (each that
+// does not divide N / W kept, with why), or every divisor of N / W; of those,
+// only the ones whose D = N / (W K) --data-parallel's list holds, when there is one.
+std::vector<Depth> depths_for(const ClusterPlanRequest& r, int t, int c = 1) {
+  const int w = t * c;
   std::vector<Depth> out;
-  for (const int k : r.pipeline.empty() ? divisors(r.gpus / t) : r.pipeline) {
-    if ((r.gpus / t) % k != 0) {
-      out.push_back({k, fmt::format("--pipeline {} does not divide N / T = {} ({} GPUs, T = {})", k, r.gpus / t,
-                                    r.gpus, t)});
+  for (const int k : r.pipeline.empty() ? divisors(r.gpus / w) : r.pipeline) {
+    if ((r.gpus / w) % k != 0) {
+      out.push_back({k, c == 1 ? fmt::format("--pipeline {} does not divide N / T = {} ({} GPUs, T = {})", k,
+                                             r.gpus / w, r.gpus, t)
+                               : fmt::format("--pipeline {} does not divide N / (T C) = {} ({} GPUs, T = {}, C = {})",
+                                             k, r.gpus / w, r.gpus, t, c)});
       continue;
     }
-    const int d = r.gpus / (t * k);
+    const int d = r.gpus / (w * k);
     if (!r.data_parallel.empty() &&
         std::find(r.data_parallel.begin(), r.data_parallel.end(), d) == r.data_parallel.end()) {
       continue;
@@ -123,8 +131,8 @@ double tensor_parallel_us(const ClusterPlanRequest& r, const models::Model& spli
     double us = 0;
     for (int l = first; l < end; ++l) {
       const profiles::PassTimes c = profiles::analytic_collective_times(
-          split.layers[static_cast<std::size_t>(l)], split.tensor_parallel, r.device, r.dtype, micro_batch_size,
-          r.analytic);
+          split, split.layers[static_cast<std::size_t>(l)], r.device, r.dtype, micro_batch_size, r.analytic,
+          models::CollectiveGroup::tensor);
       const double forwards = recomputed[static_cast<std::size_t>(l - first)] ? 2 * m : m;
       us += forwards * c.fwd_us + m * (c.bwd_input_us + c.bwd_weight_us - c.split_weight_us);
     }
@@ -154,10 +162,11 @@ models::Model model_for(const ClusterPlanRequest& r, bool selective) {
   return models::with_recompute_modules(r.model, modules);
 }
 
-Split split_for(const ClusterPlanRequest& r, const models::Model& whole, int t) {
+Split split_for(const ClusterPlanRequest& r, const models::Model& whole, int t, int c) {
   Split s;
-  if (r.gpus % t != 0) {
-    s.error = fmt::format("--tensor-parallel {} does not divide the {} GPUs", t, r.gpus);
+  if (r.gpus % (t * c) != 0) {
+    s.error = c == 1 ? fmt::format("--tensor-parallel {} does not divide the {} GPUs", t, r.gpus)
+                     : fmt::format("T x C = {} x {} does not divide the {} GPUs", t, c, r.gpus);
     return s;
   }
   if (r.gpus_per_node % t != 0) {
@@ -166,9 +175,18 @@ Split split_for(const ClusterPlanRequest& r, const models::Model& whole, int t) 
                           t, r.gpus_per_node);
     return s;
   }
+  if (r.gpus_per_node % (t * c) != 0 && (t * c) % r.gpus_per_node != 0) {
+    s.error = fmt::format("T x C = {} x {} GPUs a stage neither divides nor fills whole nodes of {}", t, c,
+                          r.gpus_per_node);
+    return s;
+  }
   try {
     s.model = models::split_tensor_parallel(whole, {.degree = t, .sequence_parallel = r.sequence_parallel && t > 1});
-    s.profile = profiles::analytic_profile(s.model, r.device, r.dtype, r.micro_batch_sizes, r.analytic);
+    s.model = models::split_context_parallel(s.model, {.degree = c, .form = r.context_form});
+    // A context group wider than a node shares keys and values over the network.
+    profiles::AnalyticOptions analytic = r.analytic;
+    if (t * c > r.gpus_per_node) analytic.context_link = r.inter_node;
+    s.profile = profiles::analytic_profile(s.model, r.device, r.dtype, r.micro_batch_sizes, analytic);
   } catch (const InputError& e) {
     s.error = e.what();
   }
@@ -284,14 +302,16 @@ std::vector<ClusterPlanRow> plan_cluster(const ClusterPlanRequest& r, const Clus
     per_pipeline += stages_per_rank_for(r, schedule).size() * r.recompute.size() * r.zero.size();
   }
   const std::size_t per_depth = r.micro_batch_sizes.size() * per_pipeline;
-  const auto per_degree = [&](int t) -> std::size_t {
-    if (r.gpus % t != 0) return 1;
+  const auto per_degree = [&](int t, int c) -> std::size_t {
+    if (r.gpus % (t * c) != 0) return 1;
     std::size_t n = 0;
-    for (const Depth& depth : depths_for(r, t)) n += depth.error.empty() ? per_depth : 1;
+    for (const Depth& depth : depths_for(r, t, c)) n += depth.error.empty() ? per_depth : 1;
     return n;
   };
   std::size_t total = 0;
-  for (const int t : degrees) total += per_degree(t);
+  for (const int t : degrees) {
+    for (const int c : r.context_parallel) total += per_degree(t, c);
+  }
   std::size_t done = 0;
   const auto tick = [&](std::size_t n) {
     done += n;
@@ -304,16 +324,22 @@ std::vector<ClusterPlanRow> plan_cluster(const ClusterPlanRequest& r, const Clus
   const models::Model given = model_for(r, false);
   const models::Model with_selective = selective ? model_for(r, true) : models::Model{};
 
-  std::vector<ClusterPlanRow> rows;
+  // A stage's groups: each T with each C (T x C GPUs a stage).
+  std::vector<std::pair<int, int>> groups;
   for (const int t : degrees) {
-    // The error of a T is the model's as given (or selective's alone).
-    const Split split = split_for(r, plain ? given : with_selective, t);
+    for (const int cp : r.context_parallel) groups.emplace_back(t, cp);
+  }
+  std::vector<ClusterPlanRow> rows;
+  for (const auto& [t, cp] : groups) {
+    const int w = t * cp;  // a stage's GPUs
+    // The error of a T and C is the model's as given (or selective's alone).
+    const Split split = split_for(r, plain ? given : with_selective, t, cp);
     Split split_selective;
-    if (selective && plain && split.error.empty()) split_selective = split_for(r, with_selective, t);
+    if (selective && plain && split.error.empty()) split_selective = split_for(r, with_selective, t, cp);
     if (!split.error.empty()) {
-      // Every K and D of this T at once: 0 stands for any.
-      rows.push_back({.tensor = t, .pipeline = 0, .data = 0, .status = "skipped", .reason = split.error});
-      tick(per_degree(t));
+      // Every K and D of this T and C at once: 0 stands for any.
+      rows.push_back({.tensor = t, .pipeline = 0, .data = 0, .context = cp, .status = "skipped", .reason = split.error});
+      tick(per_degree(t, cp));
       continue;
     }
     plan::Planner planner(split.profile);
@@ -322,22 +348,25 @@ std::vector<ClusterPlanRow> plan_cluster(const ClusterPlanRequest& r, const Clus
       if (!split_selective.error.empty()) throw InputError(split_selective.error);
       selective_planner.emplace(split_selective.profile);
     }
-    const std::vector<Depth> depths = depths_for(r, t);
+    const std::vector<Depth> depths = depths_for(r, t, cp);
     if (depths.empty()) {
-      rows.push_back({.tensor = t, .pipeline = 0, .data = 0, .status = "skipped",
-                      .reason = fmt::format("no pipeline depth of the lists makes T x K x D = {} with T = {}",
-                                            r.gpus, t)});
+      rows.push_back({.tensor = t, .pipeline = 0, .data = 0, .context = cp, .status = "skipped",
+                      .reason = cp == 1 ? fmt::format("no pipeline depth of the lists makes T x K x D = {} with T = {}",
+                                                      r.gpus, t)
+                                        : fmt::format("no pipeline depth of the lists makes T x C x K x D = {} with "
+                                                      "T = {}, C = {}",
+                                                      r.gpus, t, cp)});
       continue;
     }
     for (const Depth& depth : depths) {
       const int k = depth.k;
       if (!depth.error.empty()) {
-        rows.push_back({.tensor = t, .pipeline = k, .data = 0, .status = "skipped", .reason = depth.error});
+        rows.push_back({.tensor = t, .pipeline = k, .data = 0, .context = cp, .status = "skipped", .reason = depth.error});
         tick(1);
         continue;
       }
-      const int d = r.gpus / (t * k);
-      ClusterPlanRow base{.tensor = t, .pipeline = k, .data = d, .status = "skipped"};
+      const int d = r.gpus / (w * k);
+      ClusterPlanRow base{.tensor = t, .pipeline = k, .data = d, .context = cp, .status = "skipped"};
       if (r.global_batch % d != 0) {
         base.reason = fmt::format("the global batch of {} does not split over {} replicas", r.global_batch, d);
         rows.push_back(base);
@@ -379,15 +408,15 @@ std::string cluster_plan_csv(const std::vector<ClusterPlanRow>& rows) {
   std::string out =
       "tensor_parallel,pipeline,data_parallel,stages_per_rank,microbatches,micro_batch_size,schedule,recompute,zero,"
       "status,reason,step_us,tokens_per_s,tflops_per_gpu,mfu,peak_memory_bytes,bubble_share,tensor_parallel_share,"
-      "data_parallel_share\n";
+      "data_parallel_share,context_parallel\n";
   for (const ClusterPlanRow& r : rows) {
     std::string reason = r.reason;
     std::replace(reason.begin(), reason.end(), '"', '\'');
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},\"{}\",{:.3f},{:.1f},{:.2f},{:.4f},{},{:.4f},{:.4f},{:.4f}\n",
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},\"{}\",{:.3f},{:.1f},{:.2f},{:.4f},{},{:.4f},{:.4f},{:.4f},{}\n",
                        r.tensor, r.pipeline, r.data, r.stages_per_rank, r.microbatches, r.micro_batch_size, r.schedule,
                        r.schedule.empty() ? "" : to_string(r.recompute), r.zero, r.status, reason,
                        r.step_us, r.tokens_per_s, r.tflops_per_gpu, r.mfu, r.peak_memory_bytes, r.bubble_share,
-                       r.tensor_parallel_share, r.data_parallel_share);
+                       r.tensor_parallel_share, r.data_parallel_share, r.context);
   }
   return out;
 }

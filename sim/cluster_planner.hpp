@@ -2,8 +2,11 @@
 // of N GPUs, G to a node, for a global batch of GB samples. It enumerates
 //   T  tensor parallelism, each divisor of G the model's heads, kv heads and
 //      FFN allow (sequence parallel above 1, unless asked otherwise);
-//   K  pipeline stages, each divisor of N / T (or those of a list);
-//   D  = N / (T K) replicas, the global batch split evenly over them (only
+//   C  context parallelism, each of a list (default 1 alone): each
+//      sequence split over C GPUs beside the T of a stage
+//      (models/context_parallel.hpp), T x C a divisor or a multiple of G;
+//   K  pipeline stages, each divisor of N / (T C) (or those of a list);
+//   D  = N / (T C K) replicas, the global batch split evenly over them (only
 //      those of a list, when one is given);
 //   b  the micro-batch size (M = GB / D / b micro-batches), the schedule (with
 //      its own stages per rank V, or, for a family that takes a V of one's
@@ -77,6 +80,8 @@ struct ClusterPlanRequest {
   int gpus_per_node = 8;  // G
   std::int64_t global_batch = 1;  // GB samples
   std::vector<int> tensor_parallel;  // empty: every divisor of G
+  std::vector<int> context_parallel{1};  // C
+  models::ContextParallelForm context_form = models::ContextParallelForm::all_gather;
   std::vector<int> pipeline;         // K; empty: every divisor of N / T
   std::vector<int> data_parallel;    // D; empty: whatever N / (T K) is
   std::vector<int> stages_per_rank;  // V of the interleaved families; empty: each schedule's own
@@ -94,6 +99,7 @@ struct ClusterPlanRequest {
 
 struct ClusterPlanRow {
   int tensor = 1, pipeline = 1, data = 1;
+  int context = 1;  // C
   int stages_per_rank = 0, microbatches = 0, micro_batch_size = 0;
   std::string schedule;
   RecomputeChoice recompute;
@@ -117,7 +123,7 @@ struct ClusterPlanRow {
 // Called from the calling thread with (configurations done, total).
 using ClusterPlanProgress = std::function<void(std::size_t done, std::size_t total)>;
 
-// Every configuration, in order of T, K, b, schedule, V, recompute, ZeRO.
+// Every configuration, in order of T, C, K, b, schedule, V, recompute, ZeRO.
 // InputError, naming the flag, for N or G < 1, N not whole nodes, GB < 1, an
 // empty or invalid list.
 [[nodiscard]] std::vector<ClusterPlanRow> plan_cluster(const ClusterPlanRequest& request,

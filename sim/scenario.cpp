@@ -51,6 +51,12 @@ void check_tensor_parallel(const profiles::Profile& profile, const Conditions& c
                                  *c.tensor_parallel, profile.tensor_parallel, *c.tensor_parallel,
                                  *c.tensor_parallel));
   }
+  if (c.context_parallel && *c.context_parallel != profile.context_parallel) {
+    throw InputError(fmt::format("--context-parallel {}: the profile is one GPU's of {} (make one for {}: gpipe-sim "
+                                 "profile --model SPEC --device D --context-parallel {})",
+                                 *c.context_parallel, profile.context_parallel, *c.context_parallel,
+                                 *c.context_parallel));
+  }
   if (c.sequence_parallel && *c.sequence_parallel != profile.sequence_parallel) {
     throw InputError(fmt::format("--sequence-parallel: the profile was made {} sequence parallelism",
                                  profile.sequence_parallel ? "with" : "without"));
@@ -83,6 +89,9 @@ Prediction predict(plan::Planner& planner, const Scenario& sc, bool record_timel
   }
   // The stages' links: the profile's, or on a cluster by where the ranks sit.
   const int tensor = profile.tensor_parallel;
+  // A stage's GPUs: its tensor-parallel group, and with context parallelism
+  // C of them (Megatron-LM's order, tp-cp-dp-pp: T inside, then C).
+  const int stage_gpus = tensor * profile.context_parallel;
   std::optional<PlacedLink> placed;
   // Inside a node, collectives run over the profile's link: its collectives'
   // fit where it has one (profiles::Link::collective). A data-parallel group
@@ -94,15 +103,19 @@ Prediction predict(plan::Planner& planner, const Scenario& sc, bool record_timel
   if (c.cluster) {
     const int ranks = p.plan.schedule.num_ranks;
     const int data = sc.request.data_parallel;
-    const plan::ClusterPlacement placement({.gpus = c.cluster->gpus.value_or(tensor * ranks * data),
+    const plan::ClusterPlacement placement({.gpus = c.cluster->gpus.value_or(stage_gpus * ranks * data),
                                             .gpus_per_node = c.cluster->gpus_per_node},
-                                           {.tensor = tensor, .pipeline = ranks, .data = data});
+                                           {.tensor = tensor, .pipeline = ranks, .data = data,
+                                            .context = profile.context_parallel});
     std::vector<int> node_of_rank;
     for (int r = 0; r < ranks; ++r) node_of_rank.push_back(placement.node_of(placement.gpu(0, r, 0)));
     const profiles::CollectiveLink& inter = c.cluster->inter_node;
     const int pieces = c.cluster->scatter_gather && tensor > 1 && !profile.sequence_parallel ? tensor : 1;
     placed.emplace(std::move(node_of_rank), link, UniformLink(inter.latency_us, inter.bandwidth_GBps), pieces);
-    if (dp_within_node && placement.nodes_spanned_by_data_parallel_group() > 1) {
+    // The gradient group (D x C) spans nodes with its replicas, or with a
+    // context group wider than a node.
+    const bool context_spans_nodes = profile.context_parallel > 1 && stage_gpus > c.cluster->gpus_per_node;
+    if (dp_within_node && (placement.nodes_spanned_by_data_parallel_group() > 1 || context_spans_nodes)) {
       dp_link = inter;
       dp_within_node = false;
     }
@@ -113,9 +126,9 @@ Prediction predict(plan::Planner& planner, const Scenario& sc, bool record_timel
   check_step_fits(p.plan.schedule, profiled, p.link_latency_us, p.link_bandwidth_GBps);
   // Data parallelism adds each stage's gradient reduction and ZeRO's gathers.
   std::optional<DataParallelCosts> replicated;
-  if (sc.request.data_parallel > 1) {
+  if (p.plan.schedule.data_parallel > 1) {  // D x C: the plan's gradient group
     std::vector<std::int64_t> gradient_bytes = stage_gradient_bytes(profile, p.plan.partition);
-    DataParallelism dp{.degree = sc.request.data_parallel,
+    DataParallelism dp{.degree = p.plan.schedule.data_parallel,
                        .zero = sc.request.zero,
                        .link = dp_link,
                        .bucket_bytes = c.gradient_bucket_bytes,

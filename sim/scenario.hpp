@@ -60,6 +60,8 @@ struct Conditions {
   // the profile must be one GPU's of such a group (its tensor_parallel).
   std::optional<int> tensor_parallel;
   std::optional<bool> sequence_parallel;
+  // The context-parallel group asked for (--context-parallel): the profile's.
+  std::optional<int> context_parallel;
   std::optional<ClusterConditions> cluster;  // none: every link the profile's
   // A fixed cost per action of these kinds on top of the profile's
   // (sim/action_overhead.hpp: a framework's own time); empty: none.

@@ -14,7 +14,7 @@ source "$(dirname "$0")/lib.sh"
 if [ -z "${GPIPE_SANITIZED:-}" ]; then
   expect_status 0 scripts/fit-kernels --sim "$sim" --check
   expect_out "^a100: GEMM efficiency [0-9.]*, memory efficiency [0-9.]*: mean |error| [0-9.]* %"
-  expect_out "^h100: GEMM efficiency [0-9.]*, memory efficiency [0-9.]*: mean |error| [0-9.]* %"
+  expect_out "^h100: GEMM efficiency [0-9.]*, memory efficiency [0-9.]*, attention efficiency [0-9.]*: mean |error| [0-9.]* %"
 fi
 
 expect_status 2 scripts/fit-kernels --sim "$tmp/no-sim"

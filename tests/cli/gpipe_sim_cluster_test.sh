@@ -144,4 +144,39 @@ echo '{"clusters": [{"key": "bad"}]}' >"$tmp/bad_clusters.json"
 bad "bad_clusters.json: clusters[0].name: is missing" \
   plan --model "$model" --cluster bad --cluster-file "$tmp/bad_clusters.json" --gpus 8 --global-batch 32
 
+# Context parallelism: each sequence over C GPUs beside a stage's T (a stage
+# of T x C GPUs), in the profile, run and plan; what cannot be split is one line.
+expect_status 0 "$sim" profile --model "$model" --device h100 --tensor-parallel 2 --sequence-parallel \
+  --context-parallel 4 --micro-batch-sizes 1 --out "$tmp/cp4.json"
+expect_out "^context parallel over 4 GPUs (all-gather): 128 tokens of 512 per GPU, keys and values on 450 GB/s$"
+python3 - "$tmp/cp4.json" <<'PY' || fail "the profile does not say its context split: $(head -c 300 "$tmp/cp4.json")"
+import json, sys
+p = json.load(open(sys.argv[1]))
+assert p["tensor_parallel"] == 2 and p["context_parallel"] == 4, p
+PY
+expect_status 0 "$sim" run --profile "$tmp/cp4.json" -K 2 -M 4 -N 8 --tensor-parallel 2 --sequence-parallel \
+  --context-parallel 4 --data-parallel 2 --gpus-per-node 8
+expect_out "^parallel    TP 2 (sequence parallel) x CP 4 x PP 2 x DP 2 = 32 GPUs"
+expect_out "TP 2 inside a node, CP 4 beside it (8 GPUs a stage), 2 stages to a pipeline"
+expect_out "gradients over its 2 replicas x 4 context GPUs"
+bad "--context-parallel 2: the profile is one GPU's of 4" \
+  run --profile "$tmp/cp4.json" -K 2 -M 4 -N 8 --context-parallel 2
+expect_status 0 "$sim" run --model "$model" --device h100 --tensor-parallel 2 --sequence-parallel \
+  --context-parallel 8 --context-parallel-form ring -K 2 -M 4 -N 8 --gpus-per-node 8
+expect_out "x CP 8 x PP 2 x DP 1 = 32 GPUs"
+expect_status 0 "$sim" plan --model "$model" --device h100 --gpus 16 --global-batch 16 --context-parallel 1,2 \
+  --micro-batch-sizes 1 --schedules 1f1b --recompute never --zero 0 --out "$tmp/cp_plan.csv"
+expect_out "^  T   C   K    D"
+python3 - "$tmp/cp_plan.csv" <<'PY' || fail "the plan's rows: $(head -c 400 "$tmp/cp_plan.csv")"
+import csv, sys
+rows = [r for r in csv.DictReader(open(sys.argv[1])) if r["status"] != "skipped"]
+assert {r["context_parallel"] for r in rows} == {"1", "2"}, rows[:2]
+for r in rows:
+    assert int(r["tensor_parallel"]) * int(r["context_parallel"]) * int(r["pipeline"]) * int(r["data_parallel"]) == 16, r
+PY
+bad "--context-parallel 2: llama:layers=8,hidden=512,heads=8,kv_heads=4,ffn=1408,seq=512,vocab=1024,attn=naive has naive attention" \
+  profile --model "$model,attn=naive" --device h100 --context-parallel 2 --micro-batch-sizes 1 --out "$tmp/x.json"
+bad "--context-parallel 3: 2C = 6 does not divide the sequence of 512" \
+  run --model "$model" --device h100 --context-parallel 3 -K 2 -M 4 -N 8
+
 finish gpipe_sim_cluster_test

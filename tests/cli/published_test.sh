@@ -13,7 +13,7 @@ expect_status 0 scripts/published --sim "$sim" --out "$tmp/predicted.csv"
 diff published/predicted.csv "$tmp/predicted.csv" >"$tmp/diff" ||
   fail "the predictions changed (accept them with scripts/published --out published/predicted.csv): $(cat "$tmp/diff")"
 expect_out "^mean |error| [0-9.]* %, worst [0-9.]* %; [0-9]* of [0-9]* fit their device's memory"
-expect_out "^GPT 1.7B  *1  *1  *1  *32  *16  *512  *3.528  "
+expect_out "^GPT 1.7B  *1  *1  *1  *1  *32  *16  *512  *3.528  "
 # One run alone, by name.
 expect_status 0 scripts/published --sim "$sim" --only "GPT 18B"
 [ "$(grep -c '^GPT' "$tmp/out")" -eq 1 ] || fail "--only printed other runs: $(cat "$tmp/out")"
@@ -57,11 +57,16 @@ json.dump({"runs": [run]}, open(sys.argv[1] + ".zero", "w"))
 run["published"]["tflops_per_gpu"] = 137
 run["stages_per_rank"] = []
 json.dump({"runs": [run]}, open(sys.argv[1] + ".nov", "w"))
+run["stages_per_rank"] = [1]
+run["context_parallel"] = 2  # T x C x P x D = 64, not its 32 GPUs
+json.dump({"runs": [run]}, open(sys.argv[1] + ".cp", "w"))
 PY
 expect_status 2 scripts/published --sim "$sim" --runs "$tmp/odd.json.zero"
 expect_one_error_line "published.tflops_per_gpu must be a number above 0"
 expect_status 2 scripts/published --sim "$sim" --runs "$tmp/odd.json.nov"
 expect_one_error_line '"stages_per_rank" must be a non-empty list of 1 or more'
+expect_status 2 scripts/published --sim "$sim" --runs "$tmp/odd.json.cp"
+expect_one_error_line "GPT 1.7B: T x C x P x D is not its 32 GPUs"
 expect_status 2 scripts/published --sim "$sim" --runs "$tmp/odd.json"
 expect_one_error_line "GPT 1.7B: gpipe-sim cannot run this configuration: a replica's batch of 16 is not a multiple of 3"
 

@@ -64,3 +64,28 @@ TEST(ClusterPlacement, RefusesWhatCannotBe) {
 
 }  // namespace
 }  // namespace gpipe::plan
+
+namespace gpipe::plan {
+namespace {
+
+// Context parallelism: a stage is T x C GPUs, T inside a node and C such
+// groups beside it (Megatron-LM's tp-cp order): T 8 x C 2 fills two nodes.
+TEST(ClusterPlacement, AContextGroupWidensAStage) {
+  const ClusterPlacement p({64, 8}, {.tensor = 8, .pipeline = 2, .data = 2, .context = 2});
+  EXPECT_EQ(p.gpu(0, 1, 0), 16);
+  EXPECT_EQ(p.gpu(1, 0, 15), 47);
+  EXPECT_TRUE(p.boundary_crosses_nodes(0));  // each stage two nodes of its own
+  EXPECT_EQ(p.describe(),
+            "64 GPUs, 8 nodes of 8: TP 8 inside a node, CP 2 beside it (16 GPUs a stage), 2 stages to a pipeline, "
+            "2 pipelines; stage boundaries inside a node: 0 of 1; a DP group spans 2 node(s)");
+  // T 2 x C 2 inside a node of 8: two stages share it.
+  const ClusterPlacement small({16, 8}, {.tensor = 2, .pipeline = 2, .data = 2, .context = 2});
+  EXPECT_FALSE(small.boundary_crosses_nodes(0));
+  EXPECT_EQ(testing::error_of([] { (void)ClusterPlacement({48, 8}, {.tensor = 2, .pipeline = 2, .data = 2, .context = 6}); }),
+            "--tensor-parallel 2 x --context-parallel 6 = 12 GPUs a stage: neither divides nor fills whole nodes of 8");
+  EXPECT_EQ(testing::error_of([] { (void)ClusterPlacement({64, 8}, {.tensor = 8, .pipeline = 2, .data = 1, .context = 2}); }),
+            "--tensor-parallel 8 x --context-parallel 2 x --stages 2 x --data-parallel 1 = 32 GPUs, but --gpus is 64");
+}
+
+}  // namespace
+}  // namespace gpipe::plan

@@ -8,7 +8,9 @@
 #include <set>
 #include <tuple>
 
+#include "models/context_parallel.hpp"
 #include "models/model_spec.hpp"
+#include "models/optimizer.hpp"
 #include "models/tensor_parallel.hpp"
 #include "profiles/analytic.hpp"
 #include "profiles/device.hpp"
@@ -250,6 +252,69 @@ TEST(ClusterPlanner, SelectiveRecomputeIsTheModelWithItsAttentionCoreRecomputed)
   EXPECT_EQ(parse_recompute_choice("selective"), RecomputeChoice::selective_recompute());
   EXPECT_EQ(parse_recompute_choice("full"), RecomputeChoice(RecomputePolicy::full));
   EXPECT_EQ(parse_recompute_choice("partial"), std::nullopt);
+}
+
+}  // namespace
+}  // namespace gpipe::sim
+
+namespace gpipe::sim {
+namespace {
+
+// Context parallelism (models/context_parallel.hpp): C GPUs beside each
+// stage's T, T x C x K x D = N, each row the prediction of the profile split
+// over T then C, its gradients reduced over D x C.
+TEST(ClusterPlanner, ContextParallelismSplitsEachSequenceBesideTheStage) {
+  ClusterPlanRequest r = small_request();
+  r.context_parallel = {1, 2};
+  const std::vector<ClusterPlanRow> rows = plan_cluster(r);
+  int with_context = 0;
+  for (const ClusterPlanRow& row : rows) {
+    if (row.pipeline > 0 && row.data > 0) EXPECT_EQ(row.tensor * row.context * row.pipeline * row.data, 8);
+    with_context += row.context == 2 && row.ok() ? 1 : 0;
+  }
+  EXPECT_GT(with_context, 0);
+  const auto it = std::find_if(rows.begin(), rows.end(), [](const ClusterPlanRow& row) {
+    return row.tensor == 1 && row.context == 2 && row.pipeline == 2 && row.micro_batch_size == 4 && row.zero == 1;
+  });
+  ASSERT_NE(it, rows.end());
+  ASSERT_TRUE(it->ok()) << it->reason;
+  EXPECT_EQ(it->data, 2);
+  EXPECT_EQ(it->microbatches, 4);  // 32 sequences / 2 replicas / 4: C splits tokens, not samples
+
+  const models::Model split = models::split_context_parallel(r.model, {.degree = 2});
+  const profiles::Profile profile = profiles::analytic_profile(split, r.device, r.dtype, r.micro_batch_sizes);
+  Scenario sc;
+  sc.request.schedule = "1f1b";
+  sc.request.stages = 2;
+  sc.request.microbatches = 4;
+  sc.request.batch = 16;
+  sc.request.data_parallel = 2;
+  sc.request.zero = 1;
+  sc.conditions.cluster = ClusterConditions{.gpus = 8, .gpus_per_node = 4};
+  const Prediction p = predict(profile, sc, false);
+  EXPECT_DOUBLE_EQ(it->step_us, p.metrics.step_time_us);
+  // The gradients are reduced, and ZeRO shards, over D x C = 4.
+  EXPECT_EQ(p.plan.schedule.data_parallel, 4);
+  sc.request.zero = 0;
+  const Prediction unsharded = predict(profile, sc, false);
+  const std::int64_t gap = unsharded.plan.static_bytes[0] - p.plan.static_bytes[0];
+  std::int64_t params = 0;
+  for (int l = p.plan.partition.first_layer(0); l < p.plan.partition.end_layer(0); ++l) {
+    params += profile.layers[static_cast<std::size_t>(l)].param_bytes / 2;
+  }
+  const auto sharded = [&](int zero, int over) {
+    return models::static_bytes(models::Optimizer::adamw, profile.dtype, params, zero, over, false).total();
+  };
+  EXPECT_EQ(gap, sharded(0, 4) - sharded(1, 4));  // AdamW's fp32 state over 4, not 2
+  EXPECT_NE(gap, sharded(0, 2) - sharded(1, 2));
+  // Naive attention cannot be split so: the row says why.
+  ClusterPlanRequest naive = r;
+  naive.model = models::parse_model("llama:layers=8,hidden=512,heads=8,kv_heads=2,ffn=1408,seq=512,vocab=1024,attn=naive");
+  bool refused = false;
+  for (const ClusterPlanRow& row : plan_cluster(naive)) {
+    refused = refused || (row.context == 2 && row.reason.find("naive attention") != std::string::npos);
+  }
+  EXPECT_TRUE(refused);
 }
 
 }  // namespace

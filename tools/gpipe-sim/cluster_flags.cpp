@@ -8,7 +8,8 @@ namespace gpipe::tools {
 
 namespace {
 
-constexpr const char* kFlags[] = {"--tensor-parallel", "--sequence-parallel", "--data-parallel",
+constexpr const char* kFlags[] = {"--tensor-parallel", "--sequence-parallel", "--context-parallel",
+                                  "--context-parallel-form", "--data-parallel",
                                   "--zero", "--gpus", "--gpus-per-node",
                                   "--inter-node-bandwidth-gbps", "--inter-node-latency-us", "--cluster",
                                   "--cluster-file", "--no-scatter-gather", "--reduce-after-backward",
@@ -23,6 +24,16 @@ void ClusterFlags::add_to(CLI::App& cmd) {
       ->check(CLI::Range(1, 4096));
   cmd.add_flag("--sequence-parallel", sequence_parallel,
                "The profile's split is sequence parallel too (checked: gpipe-sim profile --sequence-parallel)");
+  cmd.add_option("--context-parallel", context_parallel,
+                 "GPUs each sequence is split over beside the tensor-parallel group (context parallelism, a stage "
+                 "of T x C GPUs): the profile's, made by gpipe-sim profile --context-parallel C (checked); its "
+                 "gradients are reduced over D x C")
+      ->check(CLI::Range(1, 4096));
+  cmd.add_option("--context-parallel-form", context_form,
+                 "With --model and --context-parallel: all-gather (Llama 3's: the keys and values gathered before "
+                 "attention, exposed) or ring (Megatron-LM's: passed around the group beside the attention kernel)")
+      ->check(CLI::IsMember({"all-gather", "ring"}))
+      ->capture_default_str();
   cmd.add_option("--data-parallel", data_parallel,
                  "Pipeline replicas D: each stage's gradients are reduced over its D copies, starting after its "
                  "last backward, before its step")
@@ -75,6 +86,7 @@ void ClusterFlags::apply_to(plan::PlanRequest& request, sim::Conditions& conditi
   request.fp32_main_grads = fp32_main_grads;
   conditions.tensor_parallel = tensor_parallel;
   if (sequence_parallel) conditions.sequence_parallel = true;
+  conditions.context_parallel = context_parallel;
   const std::optional<plan::ClusterPreset> preset = plan::cluster_from_flags(cluster, cluster_file);
   if (!gpus && !gpus_per_node && !inter_node_bandwidth_GBps && !inter_node_latency_us && !preset) return;
   sim::ClusterConditions placed;

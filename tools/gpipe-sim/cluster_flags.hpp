@@ -1,5 +1,5 @@
 // gpipe-sim's flags for a pipeline on a cluster (run and sweep): the
-// tensor-parallel group each stage is (the profile's, checked), the
+// tensor- and context-parallel groups each stage is (the profile's, checked), the
 // data-parallel replicas and ZeRO, and where the GPUs sit (plan/cluster.hpp):
 // nodes of G GPUs joined by an inter-node link.
 #pragma once
@@ -17,6 +17,8 @@ namespace gpipe::tools {
 struct ClusterFlags {
   std::optional<int> tensor_parallel;
   bool sequence_parallel = false;
+  std::optional<int> context_parallel;     // C (models/context_parallel.hpp), the profile's (checked)
+  std::string context_form = "all-gather";  // with --model: how the group shares keys and values
   int data_parallel = 1;
   int zero = 0;
   std::optional<int> gpus;

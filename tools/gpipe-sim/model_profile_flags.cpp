@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "base/error.hpp"
+#include "models/context_parallel.hpp"
 #include "models/model_spec.hpp"
 #include "models/tensor_parallel.hpp"
 #include "plan/cluster_presets.hpp"
@@ -41,12 +42,22 @@ profiles::Profile ModelProfileFlags::make(const sim::Scenario& scenario, const C
   models::Model m = models::parse_model(model);
   const int t = cluster.tensor_parallel.value_or(1);
   if (t > 1) m = models::split_tensor_parallel(m, {.degree = t, .sequence_parallel = cluster.sequence_parallel});
+  const int c = cluster.context_parallel.value_or(1);
+  m = models::split_context_parallel(
+      m, {.degree = c, .form = models::parse_context_parallel_form(cluster.context_form).value()});
   const plan::PlanRequest& r = scenario.request;
   const std::vector<int> split = plan::microbatch_sizes(r.microbatches, r.batch, r.micro_batch_size);
   const std::set<int> distinct(split.begin(), split.end());
   const std::vector<int> sizes(distinct.begin(), distinct.end());
   profiles::AnalyticOptions options;
   if (!kernel_file.empty()) options.kernels = profiles::load_kernel_model(kernel_file);
+  // A context group wider than a node shares keys and values over the network.
+  sim::Conditions placed;
+  plan::PlanRequest unused;
+  cluster.apply_to(unused, placed);
+  if (c > 1 && placed.cluster && t * c > placed.cluster->gpus_per_node) {
+    options.context_link = placed.cluster->inter_node;
+  }
   return profiles::analytic_profile(m, d, *type, sizes, options);
 }
 

@@ -12,6 +12,7 @@
 
 #include "base/error.hpp"
 #include "base/files.hpp"
+#include "models/context_parallel.hpp"
 #include "models/model_spec.hpp"
 #include "plan/cluster_presets.hpp"
 #include "profiles/device.hpp"
@@ -40,6 +41,8 @@ struct PlanFlags {
   std::optional<int> gpus_per_node;  // default: the cluster's, else 8
   std::int64_t global_batch = 0;
   std::string tensor_parallel;  // empty: every divisor of G
+  std::string context_parallel = "1";
+  std::string context_form = "all-gather";
   std::string pipeline;         // empty: every divisor of N / T
   std::string data_parallel;    // empty: whatever N / (T K) is
   std::string stages_per_rank;  // empty: each schedule's own
@@ -60,6 +63,10 @@ struct PlanFlags {
 std::string percent(double share) { return fmt::format("{:.1f}%", 100 * share); }
 
 void print_best(const std::vector<sim::ClusterPlanRow>& rows, int top, const profiles::Device& device) {
+  // A column for C only where a plan tries context parallelism.
+  bool context = false;
+  for (const auto& r : rows) context = context || r.context > 1;
+  const auto c_column = [context](const std::string& text) { return context ? fmt::format("{:>3} ", text) : std::string(); };
   std::vector<const sim::ClusterPlanRow*> ok;
   std::size_t over = 0, skipped = 0;
   for (const auto& r : rows) {
@@ -75,15 +82,15 @@ void print_best(const std::vector<sim::ClusterPlanRow>& rows, int top, const pro
   }
   std::sort(ok.begin(), ok.end(), [](const auto* a, const auto* b) { return a->tokens_per_s > b->tokens_per_s; });
   std::cout << fmt::format("the {} fastest that fit:\n", std::min<std::size_t>(ok.size(), static_cast<std::size_t>(top)));
-  std::cout << fmt::format("{:>3} {:>3} {:>4} {:>2} {:>5} {:>3}  {:<17} {:<9} {:>4}  {:>10} {:>10} {:>8} {:>6} {:>10} "
+  std::cout << fmt::format("{:>3} {}{:>3} {:>4} {:>2} {:>5} {:>3}  {:<17} {:<9} {:>4}  {:>10} {:>10} {:>8} {:>6} {:>10} "
                            "{:>7} {:>6} {:>6}\n",
-                           "T", "K", "D", "V", "M", "b", "schedule", "recompute", "zero", "step", "tokens/s",
+                           "T", c_column("C"), "K", "D", "V", "M", "b", "schedule", "recompute", "zero", "step", "tokens/s",
                            "TFLOP/s", "MFU", "peak mem", "bubble", "TP", "DP");
   for (std::size_t i = 0; i < ok.size() && i < static_cast<std::size_t>(top); ++i) {
     const auto& r = *ok[i];
-    std::cout << fmt::format("{:>3} {:>3} {:>4} {:>2} {:>5} {:>3}  {:<17} {:<9} {:>4}  {:>10} {:>10.0f} {:>8.1f} {:>6} "
+    std::cout << fmt::format("{:>3} {}{:>3} {:>4} {:>2} {:>5} {:>3}  {:<17} {:<9} {:>4}  {:>10} {:>10.0f} {:>8.1f} {:>6} "
                              "{:>10} {:>7} {:>6} {:>6}\n",
-                             r.tensor, r.pipeline, r.data, r.stages_per_rank, r.microbatches, r.micro_batch_size,
+                             r.tensor, c_column(std::to_string(r.context)), r.pipeline, r.data, r.stages_per_rank, r.microbatches, r.micro_batch_size,
                              r.schedule, sim::to_string(r.recompute), r.zero, format_time_us(r.step_us),
                              r.tokens_per_s, r.tflops_per_gpu, percent(r.mfu), format_bytes(r.peak_memory_bytes),
                              percent(r.bubble_share), percent(r.tensor_parallel_share),
@@ -109,6 +116,8 @@ int run_plan(const PlanFlags& f) {
   r.gpus_per_node = f.gpus_per_node.value_or(cluster ? cluster->gpus_per_node : 8);
   r.global_batch = f.global_batch;
   if (!f.tensor_parallel.empty()) r.tensor_parallel = parse_int_list(f.tensor_parallel, "--tensor-parallel");
+  r.context_parallel = parse_int_list(f.context_parallel, "--context-parallel");
+  r.context_form = models::parse_context_parallel_form(f.context_form).value();
   if (!f.pipeline.empty()) r.pipeline = parse_int_list(f.pipeline, "--pipeline");
   if (!f.data_parallel.empty()) r.data_parallel = parse_int_list(f.data_parallel, "--data-parallel");
   if (!f.stages_per_rank.empty()) r.stages_per_rank = parse_int_list(f.stages_per_rank, "--stages-per-rank");
@@ -190,9 +199,18 @@ Subcommand add_plan_command(CLI::App& app) {
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40));
   cmd->add_option("--tensor-parallel", f->tensor_parallel, "Tensor-parallel degrees to try, e.g. 1,2,4,8 (default: "
                                                            "every divisor of --gpus-per-node)");
-  cmd->add_option("--pipeline", f->pipeline, "Pipeline depths K to try, e.g. 8,16 (default: every divisor of N / T)");
+  cmd->add_option("--context-parallel", f->context_parallel,
+                  "Context-parallel degrees C to try, e.g. 1,2,4: each sequence split over C GPUs beside the T of a "
+                  "stage (transformer and llama with attn=flash), T x C x K x D = N")
+      ->capture_default_str();
+  cmd->add_option("--context-parallel-form", f->context_form,
+                  "all-gather (Llama 3's: keys and values gathered before attention, exposed) or ring (Megatron-LM's: "
+                  "passed around the group beside the attention kernel)")
+      ->check(CLI::IsMember({"all-gather", "ring"}))
+      ->capture_default_str();
+  cmd->add_option("--pipeline", f->pipeline, "Pipeline depths K to try, e.g. 8,16 (default: every divisor of N / (T C))");
   cmd->add_option("--data-parallel", f->data_parallel,
-                  "Replica counts D to keep, e.g. 32,64 (default: whatever N / (T x K) is)");
+                  "Replica counts D to keep, e.g. 32,64 (default: whatever N / (T x C x K) is)");
   cmd->add_option("--stages-per-rank", f->stages_per_rank,
                   "Stages a rank V to try with interleaved schedules, e.g. 2,3 (default: each schedule's own)");
   cmd->add_flag("--no-sequence-parallel", f->no_sequence_parallel,

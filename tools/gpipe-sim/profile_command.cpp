@@ -22,6 +22,7 @@
 #include "interop/torch_trace_profile.hpp"
 #include "models/model_spec.hpp"
 #include "models/presets.hpp"
+#include "models/context_parallel.hpp"
 #include "models/tensor_parallel.hpp"
 #include "profiles/analytic.hpp"
 #include "profiles/device.hpp"
@@ -41,6 +42,9 @@ struct ProfileFlags {
   std::string micro_batch_sizes;
   std::string out;
   models::TensorParallel tensor_parallel;
+  int context_parallel = 1;
+  std::string context_form = "all-gather";
+  std::optional<double> context_bandwidth_GBps;  // the context group's link, where it leaves the node
   profiles::AnalyticOptions options;
   // A profile from PyTorch traces instead.
   std::vector<std::string> torch_traces;
@@ -108,7 +112,9 @@ int run_profile(const ProfileFlags& f) {
                      "PyTorch profiler traces)");
   }
   const models::Model whole = models::parse_model(f.model);
-  const models::Model model = models::split_tensor_parallel(whole, f.tensor_parallel);
+  const models::Model model = models::split_context_parallel(
+      models::split_tensor_parallel(whole, f.tensor_parallel),
+      {.degree = f.context_parallel, .form = models::parse_context_parallel_form(f.context_form).value()});
   // A user's table first, so that its rows may stand in for shipped ones.
   std::vector<profiles::Device> table;
   if (!f.device_file.empty()) table = profiles::load_device_file(f.device_file);
@@ -130,6 +136,10 @@ int run_profile(const ProfileFlags& f) {
   }
   profiles::AnalyticOptions options = f.options;
   if (!f.kernel_file.empty()) options.kernels = profiles::load_kernel_model(f.kernel_file);
+  if (f.context_bandwidth_GBps) {
+    options.context_link = profiles::CollectiveLink{.latency_us = options.link_latency_us,
+                                                    .bandwidth_GBps = *f.context_bandwidth_GBps};
+  }
   const profiles::Profile profile = profiles::analytic_profile(model, *device, *dtype, sizes, options);
   profiles::write_profile(profile, f.out);
   std::cout << fmt::format(
@@ -146,6 +156,12 @@ int run_profile(const ProfileFlags& f) {
   if (model.tensor_parallel > 1) {
     std::cout << fmt::format("tensor parallel over {} GPUs{}: {} parameters per GPU\n", model.tensor_parallel,
                              model.sequence_parallel ? ", sequence parallel" : "", grouped(model.params()));
+  }
+  if (model.context_parallel > 1) {
+    std::cout << fmt::format("context parallel over {} GPUs ({}): {} tokens of {} per GPU, keys and values on {} GB/s\n",
+                             model.context_parallel, models::to_string(model.context_form),
+                             model.seq / model.context_parallel, model.seq,
+                             options.context_link ? options.context_link->bandwidth_GBps : device->link_GBps);
   }
   return 0;
 }
@@ -181,6 +197,20 @@ Subcommand add_profile_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--sequence-parallel", flags->tensor_parallel.sequence_parallel,
                 "Split the norms and the residual stream over the sequence too (with --tensor-parallel 2 or more)");
+  cmd->add_option("--context-parallel", flags->context_parallel,
+                  "GPUs each sequence is split over, after --tensor-parallel (context parallelism: transformer and "
+                  "llama with attn=flash): the profile is one GPU's, with the group's sharing of keys and values")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  cmd->add_option("--context-parallel-form", flags->context_form,
+                  "all-gather (Llama 3's: keys and values gathered before attention, exposed) or ring (Megatron-LM's: "
+                  "passed around the group beside the attention kernel)")
+      ->check(CLI::IsMember({"all-gather", "ring"}))
+      ->capture_default_str();
+  cmd->add_option("--context-link-gbps", flags->context_bandwidth_GBps,
+                  "Each GPU's bandwidth in its context-parallel group, GB/s, one way (default: the device's NVLink; "
+                  "give the network's per-GPU share where the group spans nodes)")
+      ->check(CLI::Range(1e-6, 1e6));
   cmd->add_option("--micro-batch-sizes", flags->micro_batch_sizes,
                   "Micro-batch sizes to sample: 1,2,4,8 or 1..8 or 1..4,8,16")
       ->required();

@@ -55,6 +55,7 @@ json config_json(const sim::Prediction& p, const sim::Scenario& sc, const profil
           {"overlap_f_b", sc.conditions.overlap_share ? json(*sc.conditions.overlap_share) : json(nullptr)},
           {"tensor_parallel", profile.tensor_parallel},
           {"sequence_parallel", profile.sequence_parallel},
+          {"context_parallel", profile.context_parallel},
           {"data_parallel", sc.request.data_parallel},
           {"zero", sc.request.zero},
           {"data_parallel_link", p.data_parallel_link
@@ -69,27 +70,32 @@ json config_json(const sim::Prediction& p, const sim::Scenario& sc, const profil
 // throughput; nothing for one GPU a stage and one replica.
 std::string parallel_lines(const sim::Prediction& p, const sim::Scenario& sc, const profiles::Profile& profile) {
   const int t = profile.tensor_parallel;
+  const int c = profile.context_parallel;
   const int d = sc.request.data_parallel;
-  if (t == 1 && d == 1 && p.placement.empty()) return {};
+  if (t == 1 && c == 1 && d == 1 && p.placement.empty()) return {};
   const int k = p.plan.schedule.num_ranks;
-  std::string out = fmt::format("parallel    TP {}{} x PP {} x DP {} = {} GPUs{}; every number below is one GPU's\n", t,
-                                profile.sequence_parallel ? " (sequence parallel)" : "", k, d, t * k * d,
+  std::string out = fmt::format("parallel    TP {}{}{} x PP {} x DP {} = {} GPUs{}; every number below is one GPU's\n", t,
+                                profile.sequence_parallel ? " (sequence parallel)" : "",
+                                c > 1 ? fmt::format(" x CP {}", c) : "", k, d, t * c * k * d,
                                 sc.request.zero > 0 ? fmt::format(", ZeRO {}", sc.request.zero) : "");
   if (!p.placement.empty()) out += fmt::format("cluster     {}\n", p.placement);
-  if (d > 1 && p.data_parallel_link) {
+  const int group = p.plan.schedule.data_parallel;  // D x C: who reduces a stage's gradients
+  if (group > 1 && p.data_parallel_link) {
     // The gradients as reduced: fp32 main gradients of a 16-bit profile are twice its weights.
     std::vector<std::int64_t> bytes = sim::stage_gradient_bytes(profile, p.plan.partition);
     const int widening = models::gradient_bytes_per_element(profile.dtype, sc.request.fp32_main_grads) /
                          models::bytes_per_element(profile.dtype);
     for (std::int64_t& b : bytes) b *= widening;
-    const sim::DataParallelism dp{.degree = d, .zero = sc.request.zero, .link = *p.data_parallel_link,
+    const sim::DataParallelism dp{.degree = group, .zero = sc.request.zero, .link = *p.data_parallel_link,
                                   .bucket_bytes = sc.conditions.gradient_bucket_bytes};
     std::size_t largest = 0;
     for (std::size_t s = 0; s < bytes.size(); ++s) largest = bytes[s] > bytes[largest] ? s : largest;
     out += fmt::format(
-        "reduction   each stage's {}gradients over its {} replicas ({}, buckets of {}) on {} us + {} GB/s: up to "
+        "reduction   each stage's {}gradients over its {} ({}, buckets of {}) on {} us + {} GB/s: up to "
         "{} (stage {}, {})\n",
-        widening > 1 ? "fp32 " : "", d, sc.request.zero == 0 ? "all-reduce" : "reduce-scatter",
+        widening > 1 ? "fp32 " : "",
+        c > 1 ? fmt::format("{} replicas x {} context GPUs", d, c) : fmt::format("{} replicas", d),
+        sc.request.zero == 0 ? "all-reduce" : "reduce-scatter",
         format_bytes(dp.bucket_bytes),
         dp.link.latency_us, dp.link.bandwidth_GBps, format_time_us(sim::bucketed_reduction_ns(dp, bytes[largest]) / 1e3),
         largest, format_bytes(bytes[largest]));
