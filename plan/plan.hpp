@@ -59,6 +59,9 @@ struct PlanRequest {
   // Gradients held and reduced in fp32 whatever the dtype (models/optimizer.hpp):
   // Megatron-LM's main_grad buffers, Llama 3's fp32 accumulation.
   bool fp32_main_grads = false;
+  // ZeRO 1 and 2's gather of the weights after STEP beside the next step's
+  // first forward, as Megatron-LM's --overlap-param-gather (sim/data_parallel.hpp).
+  bool overlap_param_gather = false;
 };
 
 struct Plan {

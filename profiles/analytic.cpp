@@ -153,8 +153,10 @@ PassTimes analytic_collective_times(const models::Model& model, const models::La
   const CollectiveLink tensor_link{.latency_us = options.link_latency_us, .bandwidth_GBps = device.link_GBps};
   const CollectiveLink context_link = options.context_link.value_or(tensor_link);
   const std::int64_t e = models::bytes_per_element(dtype);
-  // What the ring's passes take in each pass, to be hidden behind attention.
+  // What the ring's passes take in each pass, to be hidden behind attention,
+  // and with tp_comm_overlap what the tensor group's take, behind the GEMMs.
   PassTimes beside;
+  PassTimes beside_gemms;
   for (const models::LayerCollective& c : layer.collectives) {
     if (only && c.group != *only) continue;
     const bool context = c.group == models::CollectiveGroup::context;
@@ -163,7 +165,7 @@ PassTimes analytic_collective_times(const models::Model& model, const models::La
     const std::int64_t bytes = c.elems * micro_batch_size * e;
     const double us =
         static_cast<double>(fastest_collective(c.collective, ranks, bytes, context ? context_link : tensor_link).ns) / 1e3;
-    PassTimes& into = c.beside_attention ? beside : times;
+    PassTimes& into = c.beside_attention ? beside : (!context && options.tp_comm_overlap ? beside_gemms : times);
     switch (c.pass) {
       case models::TensorParallelPass::forward: into.fwd_us += us; break;
       case models::TensorParallelPass::input: into.bwd_input_us += us; break;
@@ -174,19 +176,34 @@ PassTimes analytic_collective_times(const models::Model& model, const models::La
         break;
     }
   }
-  if (beside.fwd_us > 0 || beside.bwd_input_us > 0) {
-    PassTimes attention;  // the attention kernels' time in each pass
-    if (!options.mfu) {
-      const KernelModel kernels = kernel_model_of(device, options);
-      for (const models::Kernel& k : models::layer_kernels(model, layer, micro_batch_size, dtype)) {
-        if (k.kind != models::KernelKind::attention) continue;
-        const double us = kernel_us(k, kernels, device, dtype);
-        (k.pass == models::KernelPass::forward ? attention.fwd_us : attention.bwd_input_us) += us;
+  if (beside == PassTimes{} && beside_gemms == PassTimes{}) return times;
+  // The attention kernels' and the GEMMs' time in each pass: what hides them.
+  PassTimes attention;
+  PassTimes gemms;
+  if (!options.mfu) {
+    const KernelModel kernels = kernel_model_of(device, options);
+    for (const models::Kernel& k : models::layer_kernels(model, layer, micro_batch_size, dtype)) {
+      if (k.kind != models::KernelKind::attention && k.kind != models::KernelKind::gemm) continue;
+      PassTimes& into = k.kind == models::KernelKind::attention ? attention : gemms;
+      const double us = kernel_us(k, kernels, device, dtype);
+      switch (k.pass) {
+        case models::KernelPass::forward: into.fwd_us += us; break;
+        case models::KernelPass::input: into.bwd_input_us += us; break;
+        case models::KernelPass::weight: into.bwd_weight_us += us; break;
       }
     }
-    times.fwd_us += std::max(0.0, beside.fwd_us - attention.fwd_us);
-    times.bwd_input_us += std::max(0.0, beside.bwd_input_us - attention.bwd_input_us);
   }
+  const auto exposed = [](double comm, double hidden_by) { return std::max(0.0, comm - hidden_by); };
+  times.fwd_us += exposed(beside.fwd_us, attention.fwd_us) + exposed(beside_gemms.fwd_us, gemms.fwd_us);
+  times.bwd_input_us +=
+      exposed(beside.bwd_input_us, attention.bwd_input_us) + exposed(beside_gemms.bwd_input_us, gemms.bwd_input_us);
+  // A split backward's W gathers again what B still holds (split_weight_us):
+  // hidden alike, in proportion.
+  const double weight = exposed(beside_gemms.bwd_weight_us, gemms.bwd_weight_us);
+  if (beside_gemms.bwd_weight_us > 0) {
+    times.split_weight_us += weight * beside_gemms.split_weight_us / beside_gemms.bwd_weight_us;
+  }
+  times.bwd_weight_us += weight;
   return times;
 }
 
@@ -214,6 +231,10 @@ Profile analytic_profile(const models::Model& model, const Device& device, model
     throw InputError(fmt::format("analytic profile: micro-batch size {} given twice", *dup));
   }
 
+  if (options.tp_comm_overlap && model.tensor_parallel > 1 && !model.sequence_parallel) {
+    throw InputError("--tp-comm-overlap overlaps sequence parallelism's all-gathers and reduce-scatters with the "
+                     "GEMMs (Megatron-LM's); give --sequence-parallel");
+  }
   Profile profile;
   profile.device = std::string(device.name);
   profile.device_memory_bytes = device.memory_bytes;

@@ -76,6 +76,12 @@ struct AnalyticOptions {
   // unset, the profile's (the group inside a node). A cluster's planner sets
   // the network's where the group spans nodes.
   std::optional<CollectiveLink> context_link;
+  // Megatron-LM's --tp-comm-overlap (Transformer Engine's userbuffers): the
+  // tensor-parallel group's all-gathers and reduce-scatters of sequence
+  // parallelism run beside the GEMMs they feed or follow, so a pass shows only
+  // what its GEMMs do not hide (an upper bound on the overlap: TE splits each
+  // GEMM in chunks, and the first and last chunk's transfer stay exposed).
+  bool tp_comm_overlap = false;
 };
 
 // The flat roofline's memory efficiency when --mfu is given alone.
@@ -107,8 +113,9 @@ struct PassTimes {
 // GPUs on the device's link, the context-parallel group's over
 // model.context_parallel on options.context_link; a collective beside the
 // attention (context parallelism's ring) only what the pass's attention
-// kernel does not hide (with --mfu's roofline, which has no kernels, all of
-// it). `only`: one group's alone. All 0 for a layer without any.
+// kernel does not hide, and with options.tp_comm_overlap the tensor group's
+// only what the pass's GEMMs do not (with --mfu's roofline, which has no
+// kernels, all of it). `only`: one group's alone. All 0 for a layer without any.
 [[nodiscard]] PassTimes analytic_collective_times(const models::Model& model, const models::Layer& layer,
                                                   const Device& device, models::DType dtype, int micro_batch_size,
                                                   const AnalyticOptions& options = {},

@@ -219,6 +219,7 @@ void plan_pipeline(const PlanContext& c, plan::Planner& planner, const models::M
   sc.request.optimizer = r.optimizer;
   sc.request.reduce_after_backward = r.reduce_after_backward;
   sc.request.fp32_main_grads = r.fp32_main_grads;
+  sc.request.overlap_param_gather = r.overlap_param_gather;
   sc.conditions.tensor_parallel = base.tensor;
   sc.conditions.cluster = ClusterConditions{.gpus = std::nullopt, .gpus_per_node = r.gpus_per_node,
                                             .inter_node = r.inter_node,

@@ -94,6 +94,8 @@ struct ClusterPlanRequest {
   bool scatter_gather = true;  // of P2P between nodes without sequence parallelism (sim/placed_link.hpp)
   bool reduce_after_backward = false;  // plan::PlanRequest::reduce_after_backward
   bool fp32_main_grads = false;        // plan::PlanRequest::fp32_main_grads
+  bool overlap_param_gather = false;   // plan::PlanRequest::overlap_param_gather
+  // Megatron-LM's --tp-comm-overlap: analytic.tp_comm_overlap (profiles/analytic.hpp).
   models::Optimizer optimizer = models::Optimizer::adamw;
 };
 

@@ -1,5 +1,7 @@
 #include "sim/data_parallel.hpp"
 
+#include <algorithm>
+
 #include <cmath>
 #include <utility>
 
@@ -79,7 +81,12 @@ std::int64_t DataParallelCosts::duration_ns(const schedules::Action& a) const {
   switch (a.kind) {
     case K::STEP: {
       const std::int64_t shard = (base + d - 1) / d;
-      return dp_.zero == 3 ? shard : shard + gather_ns_.at(a.stage.at());
+      if (dp_.zero == 3) return shard;
+      const std::int64_t gather = gather_ns_.at(a.stage.at());
+      if (!dp_.overlap_param_gather) return shard + gather;
+      const std::int64_t forward =
+          this->base().duration_ns(schedules::make_action(a.stage.value, K::F, 0));
+      return shard + std::max<std::int64_t>(0, gather - forward);
     }
     case K::F:
     case K::R:

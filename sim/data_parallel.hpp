@@ -15,7 +15,10 @@
 // - STEP(s): ZeRO 0 as profiled; ZeRO 1 and 2 each GPU updates its 1/D of the
 //   state, then gathers the updated weights (an all-gather of G_s, ring):
 //     ceil(step / D) + all_gather(D, G_s);  ZeRO 3: ceil(step / D), the
-//   weights staying sharded.
+//   weights staying sharded. With overlap_param_gather (Megatron-LM's
+//   --overlap-param-gather) the gather runs beside the next step's first
+//   forward of the stage, bucket by bucket, and only what outlasts it shows:
+//     ceil(step / D) + max(0, all_gather(D, G_s) - F(s, micro-batch 0)).
 // - ZeRO 3: F, R, B and I of stage s first gather its weights (torch's
 //   UNSHARD; an all-gather of G_s), on the compute stream; W needs none.
 // - A tied embedding's ends (schedules/tied_gradient.hpp): WAIT_REDUCE_GRAD(s),
@@ -49,6 +52,8 @@ struct DataParallelism {
   // reduces fp32 main gradients (plan::PlanRequest::fp32_main_grads), else 1.
   // The reductions carry G_s times it; ZeRO's gathers of weights, G_s.
   int gradient_widening = 1;
+  // ZeRO 1 and 2's gather of the weights beside the next step's forward (above).
+  bool overlap_param_gather = false;
 
   // The parameters `collective` is priced with.
   [[nodiscard]] const profiles::CollectiveLink& link_for(profiles::Collective collective) const {

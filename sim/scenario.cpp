@@ -133,7 +133,8 @@ Prediction predict(plan::Planner& planner, const Scenario& sc, bool record_timel
                        .link = dp_link,
                        .bucket_bytes = c.gradient_bucket_bytes,
                        .gradient_widening = models::gradient_bytes_per_element(profile.dtype, sc.request.fp32_main_grads) /
-                                            models::bytes_per_element(profile.dtype)};
+                                            models::bytes_per_element(profile.dtype),
+                       .overlap_param_gather = sc.request.overlap_param_gather};
     // The profile's own reduce-scatter and all-gather fits, where its link is the group's.
     if (dp_within_node) {
       dp.reduce_scatter_link = profile.link.reduce_scatter;

@@ -179,4 +179,25 @@ bad "--context-parallel 2: llama:layers=8,hidden=512,heads=8,kv_heads=4,ffn=1408
 bad "--context-parallel 3: 2C = 6 does not divide the sequence of 512" \
   run --model "$model" --device h100 --context-parallel 3 -K 2 -M 4 -N 8
 
+# Overlap, collective by collective: --tp-comm-overlap hides the tensor group's
+# collectives behind the GEMMs (the plan's TP share falls), and needs sequence
+# parallelism; --overlap-param-gather takes ZeRO's gather off the step's end.
+big=llama:layers=8,hidden=4096,heads=32,kv_heads=8,ffn=14336,seq=4096,vocab=32000
+for flags in "" "--tp-comm-overlap" "--overlap-param-gather"; do
+  expect_status 0 "$sim" plan --model "$big" --device h100 --gpus 64 --global-batch 64 --tensor-parallel 8 \
+    --pipeline 2 --micro-batch-sizes 1 --schedules 1f1b --recompute never --zero 1 $flags --out "$tmp/o.csv"
+  python3 -c "import csv,sys; r=[x for x in csv.DictReader(open(sys.argv[1])) if x['status']=='ok'][0]; print(r['step_us'], r['tensor_parallel_share'], r['data_parallel_share'])" "$tmp/o.csv" >>"$tmp/overlaps"
+done
+python3 - "$tmp/overlaps" <<'PY' || fail "overlap: $(cat "$tmp/overlaps")"
+import sys
+(plain, tp, dp), (hidden, tp2, dp2), (gathered, tp3, dp3) = [tuple(map(float, l.split())) for l in open(sys.argv[1])]
+assert hidden < plain and tp2 < tp, (plain, hidden, tp, tp2)
+# The same TP time (its share of a shorter step, to the CSV's 4 decimals).
+assert gathered < plain and dp3 < dp and abs(tp3 * gathered - tp * plain) < 1e-4 * plain, (plain, gathered, dp, dp3)
+PY
+bad "--tp-comm-overlap overlaps sequence parallelism's all-gathers and reduce-scatters with the GEMMs (Megatron-LM's); drop --no-sequence-parallel" \
+  plan --model "$big" --device h100 --gpus 64 --global-batch 64 --tp-comm-overlap --no-sequence-parallel
+bad "--tp-comm-overlap overlaps sequence parallelism's all-gathers and reduce-scatters with the GEMMs (Megatron-LM's); give --sequence-parallel" \
+  run --model "$big" --device h100 --tensor-parallel 8 --tp-comm-overlap -K 2 -M 4 -N 8
+
 finish gpipe_sim_cluster_test

@@ -2,7 +2,7 @@
 // each GPU's numbers against the closed forms of the header (its tokens S / C,
 // its FLOPs / C, the tensor group's collectives over its tokens, the context
 // group's sharing of the keys and values) and the kernels summing to the
-// FLOPs (tests/profiles/context_parallel_profile_test.cpp prices them).
+// FLOPs (tests/profiles/collective_overlap_test.cpp prices them).
 #include <gtest/gtest.h>
 
 #include <string>

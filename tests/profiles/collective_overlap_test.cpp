@@ -1,13 +1,17 @@
-// The analytic profile of a context-parallel model (models/context_parallel.hpp):
-// the group's collectives priced on its link, Llama 3's all-gather exposed in
-// its pass, the ring only where the attention kernel does not hide it.
+// What the analytic profile shows of a stage's collectives: a
+// context-parallel model's (models/context_parallel.hpp) priced on its group's
+// link, Llama 3's all-gather exposed in its pass, the ring only where the
+// attention kernel does not hide it; and with --tp-comm-overlap the tensor
+// group's only where the GEMMs do not.
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
 #include "models/context_parallel.hpp"
+#include "base/error.hpp"
 #include "models/model_spec.hpp"
+#include "models/tensor_parallel.hpp"
 #include "profiles/analytic.hpp"
 #include "profiles/collectives.hpp"
 #include "profiles/device.hpp"
@@ -57,6 +61,49 @@ TEST(ContextParallel, TheProfilePricesTheGroupsCollectives) {
   EXPECT_EQ(analytic_collective_times(ring, ring.layers[1], h100, DType::bf16, 2, options).fwd_us, 0);
   // The profile records the group.
   EXPECT_EQ(analytic_profile(gathered, h100, DType::bf16, std::vector<int>{1}).context_parallel, 4);
+}
+
+}  // namespace
+}  // namespace gpipe::profiles
+
+namespace gpipe::profiles {
+namespace {
+
+// --tp-comm-overlap: the tensor group's all-gathers and reduce-scatters of a
+// pass show only what the pass's GEMMs do not hide; without sequence
+// parallelism it is refused.
+TEST(TensorParallelOverlap, APassShowsWhatItsGemmsDoNotHide) {
+  const Device h100 = device_named("h100");
+  const Model split = models::split_tensor_parallel(
+      models::parse_model("llama:layers=2,hidden=8192,heads=8,kv_heads=8,ffn=22016,seq=2048,vocab=1000"),
+      {.degree = 4, .sequence_parallel = true});
+  const Layer& block = split.layers[1];
+  AnalyticOptions overlap;
+  overlap.tp_comm_overlap = true;
+  const PassTimes plain = analytic_collective_times(split, block, h100, DType::bf16, 1);
+  ASSERT_GT(plain.fwd_us, 0);
+  // A fast link: the GEMMs hide everything.
+  EXPECT_EQ(analytic_collective_times(split, block, h100, DType::bf16, 1, overlap), PassTimes{});
+  // A slow one: what is left is the collectives less the GEMMs' time, pass by pass.
+  Device slow = h100;
+  slow.link_GBps = 0.05;
+  const PassTimes exposed = analytic_collective_times(split, block, slow, DType::bf16, 1, overlap);
+  const PassTimes whole = analytic_collective_times(split, block, slow, DType::bf16, 1);
+  const PassTimes compute = analytic_pass_times(split, block, slow, DType::bf16, 1);
+  EXPECT_GT(exposed.fwd_us, 0);
+  EXPECT_LT(exposed.fwd_us, whole.fwd_us);
+  EXPECT_GT(exposed.fwd_us, whole.fwd_us - compute.fwd_us);  // the GEMMs are less than the whole pass
+  // Without sequence parallelism, one line.
+  const Model all_reduce = models::split_tensor_parallel(
+      models::parse_model("llama:layers=2,hidden=8192,heads=8,kv_heads=8,ffn=22016,seq=2048,vocab=1000"), {.degree = 4});
+  try {
+    (void)analytic_profile(all_reduce, h100, DType::bf16, std::vector<int>{1}, overlap);
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "--tp-comm-overlap overlaps sequence parallelism's all-gathers and reduce-scatters with the GEMMs "
+              "(Megatron-LM's); give --sequence-parallel");
+  }
 }
 
 }  // namespace

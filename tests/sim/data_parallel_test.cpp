@@ -100,6 +100,22 @@ TEST(DataParallelSim, ZeroOneScattersAndGathers) {
   EXPECT_EQ(reduce_action_at(r.timeline, "1STEP", Stream::compute).end_ns, 12150);
 }
 
+// --overlap-param-gather: the gather (3000) beside the next step's first
+// forward of the stage (1000): STEP 150 + 2000, rank 1 steps [9000, 11150],
+// rank 0 [13000, 15150]. A gather shorter than the forward shows nothing.
+TEST(DataParallelSim, AnOverlappedParamGatherShowsWhatOutlastsTheNextForward) {
+  const ReplicaCosts base;
+  DataParallelism dp = data_parallel_pair(1);
+  dp.overlap_param_gather = true;
+  const DataParallelCosts costs(base, dp, {4000, 4000});
+  const SimResult r = simulate(replicated_schedule("gpipe", 2, 1, 2), costs, kLink, {});
+  EXPECT_EQ(r.metrics.step_time_ns, 15150);
+  EXPECT_EQ(reduce_action_at(r.timeline, "1STEP", Stream::compute).end_ns, 11150);
+  dp.link = {.latency_us = 0, .bandwidth_GBps = 4};  // the gather 4000 / 2 / 4 = 500 ns
+  const DataParallelCosts fast(base, dp, {4000, 4000});
+  EXPECT_EQ(fast.duration_ns(schedules::parse_action("1STEP")), 150);
+}
+
 // ZeRO 1 with the profile's own reduce-scatter fit (2 us a step, 1 GB/s) and
 // all-gather fit (no latency, 2 GB/s): the reduce-scatter 2000 + 4000 / 2 =
 // 4000 ns, the gather 4000 / (2 x 2) = 1000: rank 1 reduces [6000, 10000],

@@ -13,7 +13,7 @@ constexpr const char* kFlags[] = {"--tensor-parallel", "--sequence-parallel", "-
                                   "--zero", "--gpus", "--gpus-per-node",
                                   "--inter-node-bandwidth-gbps", "--inter-node-latency-us", "--cluster",
                                   "--cluster-file", "--no-scatter-gather", "--reduce-after-backward",
-                                  "--fp32-main-grads"};
+                                  "--fp32-main-grads", "--overlap-param-gather", "--tp-comm-overlap"};
 
 }  // namespace
 
@@ -77,6 +77,14 @@ void ClusterFlags::add_to(CLI::App& cmd) {
                "twice a bf16 reduction's bytes): Megatron-LM's main_grad buffers (--accumulate-allreduce-grads-in-fp32),"
                " Llama 3's fp32 gradient accumulation; with --zero 1, Megatron's distributed optimizer's 6 + 12/D "
                "bytes a parameter");
+  cmd.add_flag("--overlap-param-gather", overlap_param_gather,
+               "With --zero 1 or 2: gather the updated weights beside the next step's first forward of each stage, "
+               "bucket by bucket, as Megatron-LM's --overlap-param-gather (only what outlasts that forward shows; "
+               "default: after the step, on the compute stream)");
+  cmd.add_flag("--tp-comm-overlap", tp_comm_overlap,
+               "With --model, tensor and sequence parallelism: run the tensor-parallel all-gathers and reduce-scatters "
+               "beside the GEMMs they feed, as Megatron-LM's --tp-comm-overlap (Transformer Engine's), only what "
+               "a pass's GEMMs do not hide showing (default: on the compute stream)");
 }
 
 void ClusterFlags::apply_to(plan::PlanRequest& request, sim::Conditions& conditions) const {
@@ -84,6 +92,7 @@ void ClusterFlags::apply_to(plan::PlanRequest& request, sim::Conditions& conditi
   request.zero = zero;
   request.reduce_after_backward = reduce_after_backward;
   request.fp32_main_grads = fp32_main_grads;
+  request.overlap_param_gather = overlap_param_gather;
   conditions.tensor_parallel = tensor_parallel;
   if (sequence_parallel) conditions.sequence_parallel = true;
   conditions.context_parallel = context_parallel;

@@ -32,6 +32,8 @@ struct ClusterFlags {
   bool no_scatter_gather = false;  // Megatron's scatter/gather of P2P between nodes off
   bool reduce_after_backward = false;  // plan::PlanRequest::reduce_after_backward
   bool fp32_main_grads = false;        // plan::PlanRequest::fp32_main_grads
+  bool overlap_param_gather = false;   // plan::PlanRequest::overlap_param_gather
+  bool tp_comm_overlap = false;        // with --model: profiles::AnalyticOptions::tp_comm_overlap
 
   void add_to(CLI::App& cmd);
   // Sets the request's replicas and ZeRO stage and the conditions' group

@@ -51,6 +51,7 @@ profiles::Profile ModelProfileFlags::make(const sim::Scenario& scenario, const C
   const std::vector<int> sizes(distinct.begin(), distinct.end());
   profiles::AnalyticOptions options;
   if (!kernel_file.empty()) options.kernels = profiles::load_kernel_model(kernel_file);
+  options.tp_comm_overlap = cluster.tp_comm_overlap;
   // A context group wider than a node shares keys and values over the network.
   sim::Conditions placed;
   plan::PlanRequest unused;

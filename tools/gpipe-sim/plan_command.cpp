@@ -50,6 +50,8 @@ struct PlanFlags {
   bool no_scatter_gather = false;
   bool reduce_after_backward = false;
   bool fp32_main_grads = false;
+  bool overlap_param_gather = false;
+  bool tp_comm_overlap = false;
   std::string micro_batch_sizes = "1,2,4,8";
   std::string schedules = "1f1b,interleaved-1f1b";
   std::string recompute = "never,full";
@@ -125,6 +127,12 @@ int run_plan(const PlanFlags& f) {
   r.scatter_gather = !f.no_scatter_gather;
   r.reduce_after_backward = f.reduce_after_backward;
   r.fp32_main_grads = f.fp32_main_grads;
+  r.overlap_param_gather = f.overlap_param_gather;
+  r.analytic.tp_comm_overlap = f.tp_comm_overlap;
+  if (f.tp_comm_overlap && f.no_sequence_parallel) {
+    throw InputError("--tp-comm-overlap overlaps sequence parallelism's all-gathers and reduce-scatters with the "
+                     "GEMMs (Megatron-LM's); drop --no-sequence-parallel");
+  }
   r.micro_batch_sizes = parse_int_list(f.micro_batch_sizes, "--micro-batch-sizes");
   r.schedules = parse_name_list(f.schedules, "--schedules", sim::predictable_schedule_names());
   if (std::find(r.schedules.begin(), r.schedules.end(), "zb-auto") != r.schedules.end()) {
@@ -222,6 +230,13 @@ Subcommand add_plan_command(CLI::App& app) {
                 "Reduce every stage's gradients over the replicas after its rank's last backward, as Megatron-LM "
                 "without --overlap-grad-reduce (default: each stage's right after its own last backward, under the "
                 "rank's later backwards, as torch's runtime does)");
+  cmd->add_flag("--overlap-param-gather", f->overlap_param_gather,
+                "With ZeRO 1 and 2: gather the updated weights beside the next step's first forward of each stage, as "
+                "Megatron-LM's --overlap-param-gather (default: after the step)");
+  cmd->add_flag("--tp-comm-overlap", f->tp_comm_overlap,
+                "Run the tensor-parallel all-gathers and reduce-scatters beside the GEMMs they feed, as Megatron-LM's "
+                "--tp-comm-overlap (Transformer Engine's; needs sequence parallelism): only what a pass's GEMMs do not "
+                "hide shows in the step and the TP share");
   cmd->add_flag("--fp32-main-grads", f->fp32_main_grads,
                 "Hold and reduce the gradients in fp32 whatever the dtype, as Megatron-LM's main_grad buffers and "
                 "Llama 3's fp32 gradient accumulation (with --zero 1: Megatron's distributed optimizer)");

@@ -197,6 +197,9 @@ Subcommand add_profile_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--sequence-parallel", flags->tensor_parallel.sequence_parallel,
                 "Split the norms and the residual stream over the sequence too (with --tensor-parallel 2 or more)");
+  cmd->add_flag("--tp-comm-overlap", flags->options.tp_comm_overlap,
+                "With --tensor-parallel and --sequence-parallel: the group's all-gathers and reduce-scatters beside "
+                "the GEMMs they feed, as Megatron-LM's --tp-comm-overlap; a pass shows only what its GEMMs do not hide");
   cmd->add_option("--context-parallel", flags->context_parallel,
                   "GPUs each sequence is split over, after --tensor-parallel (context parallelism: transformer and "
                   "llama with attn=flash): the profile is one GPU's, with the group's sharing of keys and values")
