@@ -8,17 +8,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <set>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "exec/cpu/ops/dropout.hpp"
-#include "plan/microbatches.hpp"
-#include "profiles/analytic.hpp"
-#include "profiles/device.hpp"
-#include "sim/scenario.hpp"
+#include "tests/exec/predicted_peak.hpp"
 #include "tests/exec/trainer_support.hpp"
 #include "tests/exec/transparency_support.hpp"
 
@@ -121,22 +117,6 @@ TEST(Dropout, ItDropsAndEverySchedulesSplitTrainsItAsGpipe) {
   }
 }
 
-std::int64_t dropout_predicted_peak(const RunConfig& c, const TrainOptions& options, std::size_t rank) {
-  const std::vector<int> split = plan::split_batch(c.batch, c.microbatches);
-  const std::set<int> distinct(split.begin(), split.end());
-  const std::vector<int> sizes(distinct.begin(), distinct.end());
-  const profiles::Profile profile =
-      profiles::analytic_profile(options.model, profiles::device_named("h100"), models::DType::fp32, sizes);
-  sim::Scenario scenario;
-  scenario.request.schedule = c.schedule;
-  scenario.request.recompute = c.recompute;
-  scenario.request.stages = c.stages;
-  scenario.request.microbatches = c.microbatches;
-  scenario.request.batch = c.batch;
-  scenario.request.partition = {models::PartitionMethod::counts, options.partition.layers_per_stage};
-  return sim::predict(profile, scenario).metrics.ranks.at(rank).peak_activation_bytes;
-}
-
 TEST(Dropout, PeakPerRankWithTheMasksEqualsTheSimulatorsPrediction) {
   const std::string flash = std::string(kDropGpt) + ",attn=flash";
   for (const std::string model : {std::string(kDropGpt), flash, std::string(kDropGpt) + ",recompute=core_attn"}) {
@@ -148,7 +128,7 @@ TEST(Dropout, PeakPerRankWithTheMasksEqualsTheSimulatorsPrediction) {
         const TrainOptions options = trainer_test::options_for(c);
         const TrainResult run = cpu::train(options);
         for (std::size_t r = 0; r < run.metrics.ranks.size(); ++r) {
-          EXPECT_EQ(run.metrics.ranks[r].peak_activation_bytes, dropout_predicted_peak(c, options, r))
+          EXPECT_EQ(run.metrics.ranks[r].peak_activation_bytes, trainer_test::predicted_peak(c, options, r))
               << fmt::format("{} {} {} rank {}", model, schedule, schedules::to_string(policy), r);
         }
       }

@@ -6,16 +6,12 @@
 // with the modules' tensors out of the stash.
 #include <gtest/gtest.h>
 
-#include <set>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 
-#include "plan/microbatches.hpp"
-#include "profiles/analytic.hpp"
-#include "profiles/device.hpp"
-#include "sim/scenario.hpp"
+#include "tests/exec/predicted_peak.hpp"
 #include "tests/exec/trainer_support.hpp"
 
 namespace gpipe::exec {
@@ -41,22 +37,6 @@ RunConfig config(const std::string& model, const std::string& schedule, Recomput
   c.steps = 2;
   c.optimizer = trainer_test::adamw(1e-3F);
   return c;
-}
-
-std::int64_t predicted_peak(const RunConfig& c, const TrainOptions& options, std::size_t rank) {
-  const std::vector<int> split = plan::split_batch(c.batch, c.microbatches);
-  const std::set<int> distinct(split.begin(), split.end());
-  const std::vector<int> sizes(distinct.begin(), distinct.end());
-  const profiles::Profile profile =
-      profiles::analytic_profile(options.model, profiles::device_named("h100"), models::DType::fp32, sizes);
-  sim::Scenario scenario;
-  scenario.request.schedule = c.schedule;
-  scenario.request.recompute = c.recompute;
-  scenario.request.stages = c.stages;
-  scenario.request.microbatches = c.microbatches;
-  scenario.request.batch = c.batch;
-  scenario.request.partition = {models::PartitionMethod::counts, options.partition.layers_per_stage};
-  return sim::predict(profile, scenario).metrics.ranks.at(rank).peak_activation_bytes;
 }
 
 TEST(RecomputeModules, TrainToTheSameLossesAndWeightsBitForBit) {
@@ -87,7 +67,7 @@ TEST(RecomputeModules, PeakPerRankEqualsTheSimulatorsPredictionAndFalls) {
         const TrainResult run = cpu::train(options);
         for (std::size_t r = 0; r < run.metrics.ranks.size(); ++r) {
           const std::string what = fmt::format("{} {} rank {}", c.model, schedules::to_string(policy), r);
-          EXPECT_EQ(run.metrics.ranks[r].peak_activation_bytes, predicted_peak(c, options, r)) << what;
+          EXPECT_EQ(run.metrics.ranks[r].peak_activation_bytes, trainer_test::predicted_peak(c, options, r)) << what;
           // Rank 1 holds blocks only, whose stash the modules shrink.
           if (r == 1) EXPECT_LT(run.metrics.ranks[r].peak_activation_bytes, never.metrics.ranks[r].peak_activation_bytes) << what;
         }

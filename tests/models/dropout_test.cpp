@@ -10,20 +10,12 @@
 #include "models/layer_kernels.hpp"
 #include "models/model_spec.hpp"
 #include "models/tensor_parallel.hpp"
+#include "tests/error_of.hpp"
 
 namespace gpipe::models {
 namespace {
 
 constexpr const char* kGpt = "transformer:layers=2,hidden=64,heads=4,seq=32";
-
-std::string dropout_spec_error(const std::string& spec) {
-  try {
-    (void)parse_model(spec);
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
-}
 
 TEST(Dropout, TheSpecKeepsItCanonicallyAndRefusesMistakes) {
   const Model m = parse_model(std::string(kGpt) + ",dropout=0.1");
@@ -35,12 +27,12 @@ TEST(Dropout, TheSpecKeepsItCanonicallyAndRefusesMistakes) {
   EXPECT_EQ(parse_model(std::string(kGpt) + ",dropout=0").spec, kGpt);
   EXPECT_EQ(parse_model(std::string(kGpt) + ",dropout=0").dropout, 0);
   for (const char* bad : {"1", "0.1234", "-0.1", "1e-1", "0.", ".1", "0.1x", "10"}) {
-    EXPECT_EQ(dropout_spec_error(std::string(kGpt) + ",dropout=" + bad),
+    EXPECT_EQ(testing::error_of([&] { (void)parse_model(std::string(kGpt) + ",dropout=" + bad); }),
               std::string("model spec '") + kGpt + ",dropout=" + bad +
                   "': key 'dropout' must be a probability from 0 to 0.999, at most three decimals, got '" + bad + "'")
         << bad;
   }
-  EXPECT_NE(dropout_spec_error("llama3-8b:dropout=0.1").find("unknown key 'dropout'"), std::string::npos);
+  EXPECT_NE(testing::error_of([] { (void)parse_model("llama3-8b:dropout=0.1"); }).find("unknown key 'dropout'"), std::string::npos);
   // Module recompute keeps it.
   EXPECT_DOUBLE_EQ(with_recompute_modules(m, {.core_attn = true}).dropout, 0.1);
 }
