@@ -12,7 +12,11 @@ source "$(dirname "$0")/lib.sh"
 expect_status 0 scripts/published --sim "$sim" --out "$tmp/predicted.csv"
 diff published/predicted.csv "$tmp/predicted.csv" >"$tmp/diff" ||
   fail "the predictions changed (accept them with scripts/published --out published/predicted.csv): $(cat "$tmp/diff")"
-expect_out "^mean |error| [0-9.]* %, worst [0-9.]* %; [0-9]* of [0-9]* fit their device's memory"
+expect_out "^the [0-9]* runs fitted on: mean |error| [0-9.]* %, worst [0-9.]* %; [0-9]* of [0-9]* fit their device's memory"
+# The runs no issue names are checks, summed apart: no constant is fitted to them.
+expect_out "^the [0-9]* checks (fitted on none): mean |error| [0-9.]* %, worst [0-9.]* %"
+# A run published as its time of an iteration (Korthikanti et al. 2022) is compared to that time.
+expect_out "^GPT 22B (2022), full  *8  *1  *1  *1  *1  *4  *4  *1.420  "
 expect_out "^GPT 1.7B  *1  *1  *1  *1  *32  *16  *512  *3.528  "
 # One run alone, by name.
 expect_status 0 scripts/published --sim "$sim" --only "GPT 18B"
@@ -58,11 +62,16 @@ run["published"]["tflops_per_gpu"] = 137
 run["stages_per_rank"] = []
 json.dump({"runs": [run]}, open(sys.argv[1] + ".nov", "w"))
 run["stages_per_rank"] = [1]
+run["published"]["step_s"] = 3.5  # and tflops_per_gpu: two figures for one run
+json.dump({"runs": [run]}, open(sys.argv[1] + ".both", "w"))
+del run["published"]["step_s"]
 run["context_parallel"] = 2  # T x C x P x D = 64, not its 32 GPUs
 json.dump({"runs": [run]}, open(sys.argv[1] + ".cp", "w"))
 PY
 expect_status 2 scripts/published --sim "$sim" --runs "$tmp/odd.json.zero"
 expect_one_error_line "published.tflops_per_gpu must be a number above 0"
+expect_status 2 scripts/published --sim "$sim" --runs "$tmp/odd.json.both"
+expect_one_error_line "GPT 1.7B: published needs tflops_per_gpu or step_s (one of them)"
 expect_status 2 scripts/published --sim "$sim" --runs "$tmp/odd.json.nov"
 expect_one_error_line '"stages_per_rank" must be a non-empty list of 1 or more'
 expect_status 2 scripts/published --sim "$sim" --runs "$tmp/odd.json.cp"
