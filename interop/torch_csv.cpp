@@ -39,7 +39,7 @@ schedules::RecomputePolicy infer_recompute(const schedules::Schedule& s) {
     }
   }
   if (recomputes == 0) return schedules::RecomputePolicy::never;
-  return recomputes == backwards ? schedules::RecomputePolicy::always : schedules::RecomputePolicy::except_last;
+  return recomputes == backwards ? schedules::RecomputePolicy::stage : schedules::RecomputePolicy::stage_except_last;
 }
 
 }  // namespace

@@ -7,7 +7,7 @@
 // The CSV carries no metadata, so reading infers it: ranks = lines, stages and
 // micro-batches from the largest indices, stage_to_rank from the line each
 // stage sits on, and the recompute policy from the R actions (none: never; one
-// per backward: always; some: except_last). A compute-only CSV therefore reads
+// per backward: stage; some: stage_except_last). A compute-only CSV therefore reads
 // back with recompute `never`.
 #pragma once
 

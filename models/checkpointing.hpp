@@ -1,6 +1,6 @@
 // Megatron-LM's full recompute (`--recompute-granularity full`): per-layer
 // activation checkpointing inside each stage. Where GPipe's re-materialization
-// (RecomputePolicy::always) keeps a stage's input and rebuilds the whole
+// (RecomputePolicy::stage) keeps a stage's input and rebuilds the whole
 // stage before its backward, Megatron keeps the input of each checkpointed
 // chunk of transformer layers and, in the backward, rebuilds one chunk at a
 // time from its input, runs the chunk's backward, and frees it before the next.

@@ -121,8 +121,8 @@ bool splits_backward(const schedules::Schedule& s) {
 // recomputes (models/recompute_modules.hpp), more than the block's stash,
 // which neither side models yet.
 void check_recomputed_modules(const profiles::Profile& profile, const schedules::Schedule& s) {
-  if (!splits_backward(s)) return;
-  if (const models::RecomputeModules modules = recompute_modules_of(profile); modules.any()) {
+  // The profile's spec first: it is read without a scan of the schedule (a sweep plans millions).
+  if (const models::RecomputeModules modules = recompute_modules_of(profile); modules.any() && splits_backward(s)) {
     throw InputError(fmt::format("recompute={} (the profile's model): schedule {} splits its backward (I and W) or "
                                  "overlaps F with B, which module recompute does not run yet; use a schedule with "
                                  "whole backwards (gpipe, 1f1b, interleaved-1f1b, ...)",
@@ -192,13 +192,15 @@ Plan plan_with(const profiles::Profile& profile, const PlanRequest& r, std::vect
   check_stages(profile, p.schedule);
   check_recomputed_modules(profile, p.schedule);
   if (p.schedule.recompute == schedules::RecomputePolicy::full) p.checkpointing = checkpointing_of(p.schedule, r);
+  // A generator's schedule is compute-only; only a given file may be lowered (one scan of it).
+  const bool lowered = r.given && p.schedule.is_lowered();
   // A tied embedding's first and last stages exchange their gradient
   // (schedules/tied_gradient.hpp); a lowered file keeps what it lists.
-  if (!p.schedule.is_lowered()) p.schedule.tied_embedding = profile.tied_bytes() > 0;
+  if (!lowered) p.schedule.tied_embedding = profile.tied_bytes() > 0;
   p.partition = partition_of(r.partition, p.microbatch_sizes.front(), p.schedule.num_stages);
   p.schedule.data_parallel = gradient_group(profile, r);
   // A file's own setting stays; the request may ask for it too.
-  if (!p.schedule.is_lowered()) p.schedule.reduce_after_backward = p.schedule.reduce_after_backward || r.reduce_after_backward;
+  if (!lowered) p.schedule.reduce_after_backward = p.schedule.reduce_after_backward || r.reduce_after_backward;
   p.static_bytes = static_bytes_per_rank(profile, p.partition, p.schedule, r);
   return p;
 }

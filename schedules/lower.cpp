@@ -10,9 +10,9 @@ bool recomputes(const Schedule& s, Rank rank, int position) {
     case RecomputePolicy::never:
     case RecomputePolicy::full:  // rebuilt inside B, no R
       return false;
-    case RecomputePolicy::always:
+    case RecomputePolicy::stage:
       return true;
-    case RecomputePolicy::except_last: {
+    case RecomputePolicy::stage_except_last: {
       if (position == 0) return true;
       const auto& list = s.actions(rank);
       const Action& backward = list[static_cast<std::size_t>(position)];

@@ -5,8 +5,11 @@
 
 namespace gpipe::schedules {
 namespace {
-constexpr std::array<std::string_view, 4> kPolicyNames = {"never", "always", "except_last", "full"};
-}
+constexpr std::array<std::string_view, 4> kPolicyNames = {"never", "stage", "stage_except_last", "full"};
+// The names GPipe's stage-wide policies had until they were named for what they rebuild.
+constexpr std::array<std::pair<std::string_view, RecomputePolicy>, 2> kFormerNames = {
+    {{"always", RecomputePolicy::stage}, {"except_last", RecomputePolicy::stage_except_last}}};
+}  // namespace
 
 std::string_view to_string(RecomputePolicy policy) {
   return kPolicyNames[static_cast<std::size_t>(policy)];
@@ -16,11 +19,20 @@ std::optional<RecomputePolicy> parse_recompute_policy(std::string_view text) {
   for (std::size_t i = 0; i < kPolicyNames.size(); ++i) {
     if (kPolicyNames[i] == text) return static_cast<RecomputePolicy>(i);
   }
+  for (const auto& [name, policy] : kFormerNames) {
+    if (name == text) return policy;
+  }
   return std::nullopt;
 }
 
 std::vector<std::string> recompute_policy_names() {
   return {kPolicyNames.begin(), kPolicyNames.end()};
+}
+
+std::vector<std::string> accepted_recompute_policy_names() {
+  std::vector<std::string> names = recompute_policy_names();
+  for (const auto& [name, policy] : kFormerNames) names.emplace_back(name);
+  return names;
 }
 
 bool Schedule::is_lowered() const {

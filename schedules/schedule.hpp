@@ -13,12 +13,12 @@
 namespace gpipe::schedules {
 
 // never: every stage keeps what its forward made until its backward.
-// always: GPipe's re-materialization, stage-wide: a stage keeps its input
+// stage: GPipe's re-materialization, stage-wide: a stage keeps its input
 //   alone, and R rebuilds the whole stage before its backward.
-// except_last: always, but for a micro-batch whose B follows its F at once.
+// stage_except_last: stage, but for a micro-batch whose B follows its F at once.
 // full: Megatron-LM's per-layer checkpoints (models/checkpointing.hpp): no R
 //   action; each B rebuilds its stage's checkpointed chunks one at a time.
-enum class RecomputePolicy { never, always, except_last, full };
+enum class RecomputePolicy { never, stage, stage_except_last, full };
 
 // An overlapped forward and backward, torch's `(0F3;3B1)OVERLAP_F_B`
 // (DualPipeV): the two stand next to each other in their rank's list, forward
@@ -33,9 +33,13 @@ struct OverlapPair {
 };
 
 [[nodiscard]] std::string_view to_string(RecomputePolicy policy);
+// A policy's name, or its name of before (always for stage, except_last for
+// stage_except_last), which files and scripts written then still use.
 [[nodiscard]] std::optional<RecomputePolicy> parse_recompute_policy(std::string_view text);
-// The names parse_recompute_policy() accepts, in enum order, for flag checks.
+// The policies' names, in enum order: what help texts and errors list.
 [[nodiscard]] std::vector<std::string> recompute_policy_names();
+// Those and the names of before: what a flag check lets through.
+[[nodiscard]] std::vector<std::string> accepted_recompute_policy_names();
 
 struct Schedule {
   std::string name;

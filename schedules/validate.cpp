@@ -271,9 +271,9 @@ class Checker {
       add(Kind::missing, {*w},
           fmt::format("{}: missing {}, the input backward of {} at {}", owner, name(K::I), name(K::W), at(*w)));
     }
-    if (lowered_ && s_.recompute == RecomputePolicy::always && !r) {
+    if (lowered_ && s_.recompute == RecomputePolicy::stage && !r) {
       add(Kind::missing, cells(backward),
-          fmt::format("{}: missing {} (recompute always){}", owner, name(K::R),
+          fmt::format("{}: missing {} (recompute stage){}", owner, name(K::R),
                       backward ? fmt::format(" before {} at {}", text_at(*backward), at(*backward)) : ""));
     }
   }

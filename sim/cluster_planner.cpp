@@ -118,9 +118,9 @@ double tensor_parallel_us(const ClusterPlanRequest& r, const models::Model& spli
   for (int st = 0; st < p.plan.partition.num_stages(); ++st) {
     const int first = p.plan.partition.first_layer(st);
     const int end = p.plan.partition.end_layer(st);
-    // Which layers run their forward again: all under always, the
+    // Which layers run their forward again: all under stage, the
     // checkpointed chunks' under full.
-    std::vector<bool> recomputed(static_cast<std::size_t>(end - first), s.recompute == schedules::RecomputePolicy::always);
+    std::vector<bool> recomputed(static_cast<std::size_t>(end - first), s.recompute == schedules::RecomputePolicy::stage);
     if (p.plan.checkpointing) {
       std::vector<std::string> kinds;
       for (int l = first; l < end; ++l) kinds.push_back(split.layers[static_cast<std::size_t>(l)].kind);

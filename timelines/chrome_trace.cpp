@@ -218,7 +218,7 @@ TimelineInfo read_info(const JsonField& trace) {
   info.num_microbatches = non_negative_int(sched.member("num_microbatches"));
   const JsonField recompute_at = sched.member("recompute");
   const auto recompute = schedules::parse_recompute_policy(recompute_at.string());
-  if (!recompute) recompute_at.fail("must be never, always or except_last");
+  if (!recompute) recompute_at.fail("must be never, stage, stage_except_last or full");
   info.recompute = *recompute;
   const JsonField map = sched.member("stage_to_rank");
   if (!map.value().is_array() || map.value().size() != static_cast<std::size_t>(info.num_stages)) {

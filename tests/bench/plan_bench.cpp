@@ -32,7 +32,7 @@ sim::ClusterPlanRequest request(const char* model, std::int64_t global_batch, bo
   if (wide) {
     r.micro_batch_sizes = {1, 2};
     r.schedules = {"gpipe", "1f1b", "interleaved-1f1b", "zbv"};
-    r.recompute = {RecomputePolicy::never, RecomputePolicy::except_last, RecomputePolicy::always};
+    r.recompute = {RecomputePolicy::never, RecomputePolicy::stage_except_last, RecomputePolicy::stage};
     r.zero = {0, 1, 2, 3};
   }
   return r;

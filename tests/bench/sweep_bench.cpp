@@ -61,8 +61,8 @@ void sweep_every_family(benchmark::State& state, int max_m) {
   for (int k = 1; k <= 32; ++k) sweep.grid.stages.push_back(k);
   for (int m = 1; m <= max_m; ++m) sweep.grid.microbatches.push_back(m);
   sweep.grid.schedules = schedules::schedule_names();
-  sweep.grid.recompute = {schedules::RecomputePolicy::never, schedules::RecomputePolicy::always,
-                          schedules::RecomputePolicy::except_last};
+  sweep.grid.recompute = {schedules::RecomputePolicy::never, schedules::RecomputePolicy::stage,
+                          schedules::RecomputePolicy::stage_except_last};
   sweep.grid.base.batch = max_m;
   const int threads = static_cast<int>(state.range(0));
   std::int64_t configurations = 0;

@@ -48,7 +48,7 @@ CalibrationOptions tiny_grid() {
   CalibrationOptions options;
   options.model = tiny_model();
   options.grid.schedules = {"gpipe", "1f1b"};
-  options.grid.recompute = {RecomputePolicy::never, RecomputePolicy::except_last};
+  options.grid.recompute = {RecomputePolicy::never, RecomputePolicy::stage_except_last};
   options.grid.stages = {2, 4};      // 4 > 3 layers: skipped
   options.grid.microbatches = {2, 8};  // 8 > batch 4: skipped
   options.grid.base.batch = 4;
@@ -69,7 +69,7 @@ TEST(Calibration, TinyGridRunsWhatCanExistAndSkipsTheRest) {
     const CalibrationRow& r = rows[i];
     // Grid order: schedule, recompute, K, M (M fastest).
     EXPECT_EQ(r.request.schedule, i < 8 ? "gpipe" : "1f1b");
-    EXPECT_EQ(r.request.recompute, (i / 4) % 2 == 0 ? RecomputePolicy::never : RecomputePolicy::except_last);
+    EXPECT_EQ(r.request.recompute, (i / 4) % 2 == 0 ? RecomputePolicy::never : RecomputePolicy::stage_except_last);
     EXPECT_EQ(r.request.stages, (i / 2) % 2 == 0 ? 2 : 4);
     EXPECT_EQ(r.request.microbatches, i % 2 == 0 ? 2 : 8);
     SCOPED_TRACE(::testing::Message() << r.request.schedule << " K=" << r.request.stages

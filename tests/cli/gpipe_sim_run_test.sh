@@ -26,7 +26,7 @@ grep -qF '"displayTimeUnit":"ns"' "$tmp/t.json" || grep -qF '"displayTimeUnit": 
 expect_status 0 "$sim" diff "$tmp/t.json" "$tmp/t.json"
 expect_status 0 "$sim" run --profile $data/valid_two_layers.json -K 2 -M 2 -b 3 --partition 1,1 \
   --schedule 1f1b --recompute always --link-latency-us 0 --link-bandwidth-gbps 1000 --optimizer sgd
-expect_out "2 micro-batches of 3 samples (batch 6), recompute always"
+expect_out "2 micro-batches of 3 samples (batch 6), recompute stage"
 expect_out "one message at a time (fifo)"
 # One command for a published configuration: the profile made in memory from --model on --device
 # (or --cluster's device), split over --tensor-parallel.

@@ -42,7 +42,7 @@ expect_out "^overlap     F&B pairs concurrently, each at 0.75 of the compute str
 # Our own IR JSON runs the same way, and a compute-only file takes --recompute.
 "$sim" schedule --schedule 1f1b -K 4 -M 8 --format json >"$tmp/1f1b.json"
 expect_status 0 "$sim" run --schedule-file "$tmp/1f1b.json" -N 16 --recompute always
-expect_out "1f1b, 4 stages on 4 ranks, 8 micro-batches of 2 samples (batch 16), recompute always"
+expect_out "1f1b, 4 stages on 4 ranks, 8 micro-batches of 2 samples (batch 16), recompute stage"
 
 # The sweep of one file: one row per recompute policy.
 expect_status 0 "$sim" sweep --schedule-file "$data/1f1b_k4_m8_comms.csv" -N 16 --out "$tmp/sweep.csv"
@@ -50,11 +50,11 @@ expect_out "1 configurations: 1 simulated, 0 skipped"
 "$sim" schedule --schedule 1f1b -K 4 -M 8 --format csv >"$tmp/1f1b.csv"
 expect_status 0 "$sim" sweep --schedule-file "$tmp/1f1b.csv" -N 16 --recompute never,always --out "$tmp/sweep.csv"
 expect_out "2 configurations: 2 simulated, 0 skipped"
-grep -q '^1f1b,always,4,1,8,' "$tmp/sweep.csv" || fail "sweep row: $(cat "$tmp/sweep.csv")"
+grep -q '^1f1b,stage,4,1,8,' "$tmp/sweep.csv" || fail "sweep row: $(cat "$tmp/sweep.csv")"
 expect_status 0 "$sim" sweep --schedule-file "$data/1f1b_k4_m8_comms.csv" -N 16 --recompute never,always \
   --out "$tmp/sweep.csv"
 expect_out "2 configurations: 1 simulated, 1 skipped"
-grep -qF 'skipped,"--recompute always: schedule 1f1b_k4_m8_comms is lowered already, with recompute never"' \
+grep -qF 'skipped,"--recompute stage: schedule 1f1b_k4_m8_comms is lowered already, with recompute never"' \
   "$tmp/sweep.csv" || fail "skipped row: $(cat "$tmp/sweep.csv")"
 
 # Bad input: one line, exit 2.

@@ -46,7 +46,7 @@ expect_status 0 "$run" validate --model $mlp -K 2 -M 2 -N 4 --steps 3 --rounds 2
 /usr/bin/python3 - "$tmp/out" <<'PY' || fail "--json output: $(cat "$tmp/out")"
 import json, sys
 rows = json.load(open(sys.argv[1]))
-assert [r["recompute"] for r in rows] == ["always", "except_last"], rows
+assert [r["recompute"] for r in rows] == ["stage", "stage_except_last"], rows
 for r in rows:
     assert r["status"] == "ok" and r["schedule"] == "1f1b"
     # --rounds 2 of --steps 3: four warm steps, their median the row's.

@@ -109,7 +109,7 @@ TEST(Dropout, ItDropsAndEverySchedulesSplitTrainsItAsGpipe) {
         trainer_test::options_for(dropout_config(model + ",recompute=core_attn+mlp", "1f1b", RecomputePolicy::never)));
     EXPECT_EQ(again.losses, ref.losses) << model;
     EXPECT_EQ(again.weights, ref.weights) << model;
-    for (const RecomputePolicy policy : {RecomputePolicy::always, RecomputePolicy::full}) {
+    for (const RecomputePolicy policy : {RecomputePolicy::stage, RecomputePolicy::full}) {
       const TrainResult rebuilt = cpu::train(trainer_test::options_for(dropout_config(model, "1f1b", policy)));
       EXPECT_EQ(rebuilt.losses, ref.losses) << model << " " << schedules::to_string(policy);
       EXPECT_EQ(rebuilt.weights, ref.weights) << model << " " << schedules::to_string(policy);
@@ -121,7 +121,7 @@ TEST(Dropout, PeakPerRankWithTheMasksEqualsTheSimulatorsPrediction) {
   const std::string flash = std::string(kDropGpt) + ",attn=flash";
   for (const std::string model : {std::string(kDropGpt), flash, std::string(kDropGpt) + ",recompute=core_attn"}) {
     for (const std::string schedule : {"1f1b", "zb-h1"}) {
-      for (const RecomputePolicy policy : {RecomputePolicy::never, RecomputePolicy::always, RecomputePolicy::full}) {
+      for (const RecomputePolicy policy : {RecomputePolicy::never, RecomputePolicy::stage, RecomputePolicy::full}) {
         // A split backward recomputes nothing (module recompute refuses it).
         if (schedule == "zb-h1" && (policy != RecomputePolicy::never || model.ends_with("core_attn"))) continue;
         const RunConfig c = dropout_config(model, schedule, policy);

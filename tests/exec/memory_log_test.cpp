@@ -83,7 +83,7 @@ TEST(MemoryLog, TheWorkerLogsTheMeasuredStepsAtTheIndexOfEachAction) {
   // gpipe K = 2, M = 1, recompute always; 3 steps, the last 2 measured.
   // Rank 0 runs 0F0 0SEND_F0 0R0 0RECV_B0 0B0 0STEP: F stashes 100 bytes and
   // drops to 10 within F (index 0), R rebuilds 100 (index 2), B frees (index 4).
-  TrainOptions o = fake::options("gpipe", 2, 1, 2, schedules::RecomputePolicy::always);
+  TrainOptions o = fake::options("gpipe", 2, 1, 2, schedules::RecomputePolicy::stage);
   o.steps = 3;
   o.measured_steps = 2;
   fake::WorkerHarness h(std::move(o));

@@ -111,7 +111,7 @@ TEST(TrainerMemoryPolicies, RecomputeLowersTheMeasuredPeak) {
   c.steps = 1;
   const std::int64_t never =
       cpu::train(trainer_test::options_for(c)).metrics.ranks[0].peak_activation_bytes;
-  c.recompute = RecomputePolicy::always;
+  c.recompute = RecomputePolicy::stage;
   const std::int64_t always =
       cpu::train(trainer_test::options_for(c)).metrics.ranks[0].peak_activation_bytes;
   EXPECT_LT(always, never);
@@ -141,15 +141,15 @@ std::string name_of(const ::testing::TestParamInfo<MemoryCase>& info) {
 INSTANTIATE_TEST_SUITE_P(
     Cases, TrainerMemory,
     ::testing::Values(MemoryCase{kMlp, "gpipe", 4, 4, 8, RecomputePolicy::never},
-                      MemoryCase{kMlp, "gpipe", 4, 4, 8, RecomputePolicy::always},
-                      MemoryCase{kMlp, "gpipe", 3, 5, 12, RecomputePolicy::except_last},
-                      MemoryCase{kMlp, "1f1b", 4, 6, 9, RecomputePolicy::except_last},
-                      MemoryCase{kMlp, "1f1b", 5, 3, 7, RecomputePolicy::always},
-                      MemoryCase{kTransformer, "gpipe", 3, 4, 6, RecomputePolicy::except_last},
-                      MemoryCase{kTransformer, "gpipe", 4, 2, 3, RecomputePolicy::always},
-                      MemoryCase{kTransformer, "1f1b", 4, 3, 7, RecomputePolicy::always},
+                      MemoryCase{kMlp, "gpipe", 4, 4, 8, RecomputePolicy::stage},
+                      MemoryCase{kMlp, "gpipe", 3, 5, 12, RecomputePolicy::stage_except_last},
+                      MemoryCase{kMlp, "1f1b", 4, 6, 9, RecomputePolicy::stage_except_last},
+                      MemoryCase{kMlp, "1f1b", 5, 3, 7, RecomputePolicy::stage},
+                      MemoryCase{kTransformer, "gpipe", 3, 4, 6, RecomputePolicy::stage_except_last},
+                      MemoryCase{kTransformer, "gpipe", 4, 2, 3, RecomputePolicy::stage},
+                      MemoryCase{kTransformer, "1f1b", 4, 3, 7, RecomputePolicy::stage},
                       MemoryCase{kTransformer, "1f1b", 2, 5, 5, RecomputePolicy::never},
-                      MemoryCase{kTransformer, "1f1b", 6, 4, 9, RecomputePolicy::except_last},
+                      MemoryCase{kTransformer, "1f1b", 6, 4, 9, RecomputePolicy::stage_except_last},
                       // Megatron's full recompute: the checkpoints and the
                       // chunk rebuilt in B, as the simulator's transient says.
                       MemoryCase{kTransformer, "gpipe", 2, 4, 6, RecomputePolicy::full},

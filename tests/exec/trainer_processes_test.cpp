@@ -252,7 +252,7 @@ RunConfig four_ranks() {
   c.stages = 4;
   c.microbatches = 6;
   c.batch = 12;
-  c.recompute = schedules::RecomputePolicy::except_last;
+  c.recompute = schedules::RecomputePolicy::stage_except_last;
   c.steps = 3;
   return c;
 }

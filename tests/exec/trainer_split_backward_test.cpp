@@ -135,7 +135,7 @@ void expect_split_transparent(const RunConfig& base, int stages, int microbatche
   const TrainResult ref = trainer_test::one_stage_reference(base);
   for (const std::string name : {"gpipe", "1f1b"}) {
     for (RecomputePolicy recompute :
-         {RecomputePolicy::never, RecomputePolicy::always, RecomputePolicy::except_last}) {
+         {RecomputePolicy::never, RecomputePolicy::stage, RecomputePolicy::stage_except_last}) {
       for (WeightPlacement where : kPlacements) {
         const TrainOptions o = options_with(
             base, hand_schedules::split_backward(generated(name, stages, microbatches, recompute), where));
@@ -210,7 +210,7 @@ void expect_two_stages_per_rank_transparent(const RunConfig& base, int ranks, in
   const std::vector<schedules::Schedule> orders = {hand_schedules::looped_bfs(ranks, microbatches),
                                                    hand_schedules::v_shape(ranks, microbatches)};
   for (const schedules::Schedule& order : orders) {
-    for (RecomputePolicy recompute : {RecomputePolicy::never, RecomputePolicy::always}) {
+    for (RecomputePolicy recompute : {RecomputePolicy::never, RecomputePolicy::stage}) {
       schedules::Schedule full = order;
       full.recompute = recompute;
       const std::string what = fmt::format("{} {} K={} M={} N={} recompute={}", base.model, order.name,

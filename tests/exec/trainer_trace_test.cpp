@@ -44,7 +44,7 @@ TEST(TrainerTrace, EachRankRunsItsLoweredProgramInOrder) {
   c.batch = 9;
   c.steps = 2;
   for (const std::string schedule : {"gpipe", "1f1b"}) {
-    for (RecomputePolicy recompute : {RecomputePolicy::never, RecomputePolicy::except_last}) {
+    for (RecomputePolicy recompute : {RecomputePolicy::never, RecomputePolicy::stage_except_last}) {
       c.schedule = schedule;
       c.recompute = recompute;
       expect_program_order(c);
@@ -53,7 +53,7 @@ TEST(TrainerTrace, EachRankRunsItsLoweredProgramInOrder) {
   c.model = "transformer:layers=2,hidden=8,heads=2,seq=4,vocab=16";
   c.schedule = "gpipe";
   c.backward_order = schedules::BackwardOrder::forward;
-  c.recompute = RecomputePolicy::always;
+  c.recompute = RecomputePolicy::stage;
   expect_program_order(c);
 }
 

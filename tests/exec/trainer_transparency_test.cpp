@@ -42,7 +42,7 @@ void expect_transparent(const RunConfig& base, const std::vector<Shape>& shapes)
 
   for (const std::string schedule : {"gpipe", "1f1b"}) {
     for (RecomputePolicy recompute :
-         {RecomputePolicy::never, RecomputePolicy::always, RecomputePolicy::except_last, RecomputePolicy::full}) {
+         {RecomputePolicy::never, RecomputePolicy::stage, RecomputePolicy::stage_except_last, RecomputePolicy::full}) {
       for (const Shape& shape : shapes) {
         RunConfig c = base;
         c.schedule = schedule;
@@ -121,7 +121,7 @@ TEST(TrainerTransparency, TwoStagesPerRank) {
   RunConfig ref_config = c;
   const TrainResult ref = cpu::train(trainer_test::options_for(ref_config));
 
-  for (RecomputePolicy recompute : {RecomputePolicy::never, RecomputePolicy::always}) {
+  for (RecomputePolicy recompute : {RecomputePolicy::never, RecomputePolicy::stage}) {
     c.stages = 4;
     c.microbatches = 3;
     TrainOptions o = trainer_test::options_for(c);

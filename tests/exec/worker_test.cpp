@@ -58,7 +58,7 @@ TEST(Worker, CallsItsStagesAndLinkInProgramOrderAndHandsTheDataOn) {
 }
 
 TEST(Worker, DropsTheStashAfterARecomputedForwardAndRebuildsItBeforeTheBackward) {
-  WorkerHarness h(two_by_two(RecomputePolicy::always));
+  WorkerHarness h(two_by_two(RecomputePolicy::stage));
   h.run();
   EXPECT_EQ(h.error(), "no error");
   EXPECT_EQ(h.log().texts(schedules::Rank{0}),
@@ -222,7 +222,7 @@ TEST(Worker, EveryScheduleRunsInProgramOrderWithEachInputFromItsProducer) {
     for (const int k : {1, 3, 4}) {
       for (const int m : {1, 3, 5}) {
         for (const RecomputePolicy recompute :
-             {RecomputePolicy::never, RecomputePolicy::always, RecomputePolicy::except_last}) {
+             {RecomputePolicy::never, RecomputePolicy::stage, RecomputePolicy::stage_except_last}) {
           TrainOptions o = fake::options(name, k, m, 2 * m + 1, recompute);  // uneven micro-batches
           o.steps = 3;
           o.measured_steps = 2;
@@ -238,7 +238,7 @@ TEST(Worker, EveryScheduleRunsInProgramOrderWithEachInputFromItsProducer) {
 
 TEST(Worker, StagesOnOneRankHandTheirDataOverWithoutTheLink) {
   // Two stages on one rank, then four stages looped over two ranks (stage s on rank s mod 2).
-  for (const RecomputePolicy recompute : {RecomputePolicy::never, RecomputePolicy::always}) {
+  for (const RecomputePolicy recompute : {RecomputePolicy::never, RecomputePolicy::stage}) {
     TrainOptions o = fake::options("gpipe", 1, 1, 4);
     o.schedule = hand_written("two-on-one", {0, 0}, 2, {{"0F0", "1F0", "0F1", "1F1", "1B1", "0B1", "1B0", "0B0"}});
     o.schedule.recompute = recompute;
@@ -262,7 +262,7 @@ TEST(Worker, ASplitBackwardsIHandsOnTheGradientAndItsWFollowsItOnItsStage) {
   using hand_schedules::WeightPlacement;
   for (const WeightPlacement where : {WeightPlacement::right_after_input, WeightPlacement::after_next_action,
                                       WeightPlacement::at_the_end}) {
-    for (const RecomputePolicy recompute : {RecomputePolicy::never, RecomputePolicy::except_last}) {
+    for (const RecomputePolicy recompute : {RecomputePolicy::never, RecomputePolicy::stage_except_last}) {
       for (const std::string name : {"gpipe", "1f1b"}) {
         TrainOptions o = fake::options(name, 3, 4, 9, recompute);
         o.schedule = hand_schedules::split_backward(o.schedule, where);
@@ -288,7 +288,7 @@ TEST(Worker, ASplitBackwardsIHandsOnTheGradientAndItsWFollowsItOnItsStage) {
 }
 
 TEST(Worker, OnlyTheLastMeasuredStepsAreTimed) {
-  TrainOptions o = fake::options("gpipe", 2, 1, 2, RecomputePolicy::always);
+  TrainOptions o = fake::options("gpipe", 2, 1, 2, RecomputePolicy::stage);
   o.steps = 3;
   o.measured_steps = 2;
   WorkerHarness h(std::move(o));
@@ -428,9 +428,9 @@ TEST(Worker, AStageThatThrowsFailsTheRunNamingTheRankAndTheAction) {
            {RecomputePolicy::never, 1, "1F1", "rank 1 failed in 1F1: out of memory"},
            {RecomputePolicy::never, 1, "1B0", "rank 1 failed in 1B0: out of memory"},
            {RecomputePolicy::never, 0, "0STEP", "rank 0 failed in 0STEP: out of memory"},
-           {RecomputePolicy::always, 0, "0R1", "rank 0 failed in 0R1: out of memory"},
+           {RecomputePolicy::stage, 0, "0R1", "rank 0 failed in 0R1: out of memory"},
            // Dropping the stash is part of the forward.
-           {RecomputePolicy::always, 1, "1DROP0", "rank 1 failed in 1F0: out of memory"},
+           {RecomputePolicy::stage, 1, "1DROP0", "rank 1 failed in 1F0: out of memory"},
        }) {
     EXPECT_EQ(scripted_run_error(two_by_two(c.recompute),
                                  [&](WorkerHarness& h) {

@@ -24,7 +24,7 @@ using nlohmann::json;
 std::vector<schedules::Schedule> sample_schedules() {
   std::vector<schedules::Schedule> all;
   for (const char* name : {"gpipe", "1f1b"}) {
-    for (auto policy : {schedules::RecomputePolicy::never, schedules::RecomputePolicy::always, schedules::RecomputePolicy::except_last}) {
+    for (auto policy : {schedules::RecomputePolicy::never, schedules::RecomputePolicy::stage, schedules::RecomputePolicy::stage_except_last}) {
       for (int k : {1, 2, 4}) {
         for (int m : {1, 3, 8}) {
           schedules::ScheduleOptions o;
@@ -70,7 +70,7 @@ TEST(IrCsv, RoundTripsAndAgreesWithJson) {
       schedules::Schedule expected = s;
       // except_last reads back as the policy its R actions look like: none
       // (every backward follows its forward) or all of them.
-      if (s.recompute == schedules::RecomputePolicy::except_last) {
+      if (s.recompute == schedules::RecomputePolicy::stage_except_last) {
         int recomputes = 0;
         int backwards = 0;
         for (const auto& list : s.ranks) {
@@ -80,7 +80,7 @@ TEST(IrCsv, RoundTripsAndAgreesWithJson) {
           }
         }
         if (recomputes == 0) expected.recompute = schedules::RecomputePolicy::never;
-        if (recomputes == backwards) expected.recompute = schedules::RecomputePolicy::always;
+        if (recomputes == backwards) expected.recompute = schedules::RecomputePolicy::stage;
       }
       EXPECT_EQ(from_csv, expected) << to_csv(s);
     }
@@ -126,7 +126,7 @@ TEST(IrJson, ErrorsNameTheField) {
   EXPECT_EQ(with("num_stages", 0), "s.json: num_stages: expected an integer from 1 to 1000000");
   EXPECT_EQ(with("num_ranks", "2"), "s.json: num_ranks: expected an integer from 1 to 1000000");
   EXPECT_EQ(with("recompute", "sometimes"),
-            "s.json: recompute: unknown policy 'sometimes' (never, always, except_last, full)");
+            "s.json: recompute: unknown policy 'sometimes' (never, stage, stage_except_last, full)");
   EXPECT_EQ(with("stage_to_rank", json::array({"a"})), "s.json: stage_to_rank[0]: expected an integer rank");
   EXPECT_EQ(with("ranks", json::array({json::array({"0F0", 7})})),
             "s.json: ranks[0][1]: expected an action string such as \"0F0\"");

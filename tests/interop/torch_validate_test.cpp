@@ -145,7 +145,7 @@ TEST(TorchDialect, SendWaitsWhereTorchPutsThemAndNoStep) {
   EXPECT_EQ(error_of([] {
               (void)torch_comms_dialect(lower(schedules::generate_gpipe({.num_ranks = 2,
                                                               .num_microbatches = 2,
-                                                              .recompute = schedules::RecomputePolicy::always})));
+                                                              .recompute = schedules::RecomputePolicy::stage})));
             }),
             "0R1: torch's schedule CSV has no recompute action; write the lowered schedule with --recompute never");
 }

@@ -27,7 +27,7 @@ TEST(MakePlan, ScheduleSizesAndUniformPartition) {
   r.stages = 4;
   r.microbatches = 8;
   r.batch = 20;
-  r.recompute = schedules::RecomputePolicy::always;
+  r.recompute = schedules::RecomputePolicy::stage;
   const Plan p = make_plan(uniform_profile(8, 10.0, 20.0), r);
   EXPECT_EQ(p.partition.layers_per_stage, (std::vector<int>{2, 2, 2, 2}));
   EXPECT_EQ(p.microbatch_sizes, (std::vector<int>{3, 3, 3, 3, 2, 2, 2, 2}));
@@ -35,7 +35,7 @@ TEST(MakePlan, ScheduleSizesAndUniformPartition) {
   EXPECT_EQ(p.schedule.name, "1f1b");
   EXPECT_EQ(p.schedule.num_stages, 4);
   EXPECT_EQ(p.schedule.num_microbatches, 8);
-  EXPECT_EQ(p.schedule.recompute, schedules::RecomputePolicy::always);
+  EXPECT_EQ(p.schedule.recompute, schedules::RecomputePolicy::stage);
   EXPECT_FALSE(p.schedule.is_lowered());
   schedules::validate(p.schedule);
 }
@@ -123,7 +123,7 @@ TEST(MakePlan, AGivenSchedule) {
       "0F0,0F1,3F0,3B0,3F1,3B1,0B0,0B1\n1F0,2F0,1F1,2F1,2B0,1B0,2B1,1B1\n", "v.csv", "v");
   PlanRequest base;
   base.batch = 6;
-  base.recompute = schedules::RecomputePolicy::always;
+  base.recompute = schedules::RecomputePolicy::stage;
   const PlanRequest r = for_schedule(base, v);
   EXPECT_EQ(r.schedule, "v");
   EXPECT_EQ(r.stages, 2);  // ranks
@@ -135,7 +135,7 @@ TEST(MakePlan, AGivenSchedule) {
   EXPECT_EQ(p.schedule.ranks, v.ranks);
   EXPECT_EQ(p.schedule.num_ranks, 2);
   // Compute-only: the request's recompute policy applies.
-  EXPECT_EQ(p.schedule.recompute, schedules::RecomputePolicy::always);
+  EXPECT_EQ(p.schedule.recompute, schedules::RecomputePolicy::stage);
   // Rank 0 holds stages 0 and 3: twice the parameters of one stage.
   EXPECT_EQ(p.static_bytes[0], p.static_bytes[1]);
 
@@ -148,7 +148,7 @@ TEST(MakePlan, AGivenSchedule) {
   // A lowered one keeps its own policy and refuses another.
   PlanRequest lowered = for_schedule(base, schedules::lower(v));
   EXPECT_EQ(error_of([&] { (void)make_plan(uniform_profile(8, 1.0, 1.0), lowered); }),
-            "--recompute always: schedule v is lowered already, with recompute never");
+            "--recompute stage: schedule v is lowered already, with recompute never");
   lowered.recompute = schedules::RecomputePolicy::never;
   EXPECT_TRUE(make_plan(uniform_profile(8, 1.0, 1.0), lowered).schedule.is_lowered());
 }

@@ -14,7 +14,7 @@ TEST(RequestGrid, RequestsInGridOrder) {
   g.stages = {2, 4};
   g.microbatches = {1, 8};
   g.schedules = {"gpipe", "1f1b"};
-  g.recompute = {schedules::RecomputePolicy::never, schedules::RecomputePolicy::always};
+  g.recompute = {schedules::RecomputePolicy::never, schedules::RecomputePolicy::stage};
   g.base.batch = 16;
   g.base.backward_order = schedules::BackwardOrder::forward;
   const std::vector<PlanRequest> all = g.requests();
@@ -22,7 +22,7 @@ TEST(RequestGrid, RequestsInGridOrder) {
   for (std::size_t i = 0; i < all.size(); ++i) {
     EXPECT_EQ(all[i].schedule, i < 8 ? "gpipe" : "1f1b");
     EXPECT_EQ(all[i].recompute,
-              (i / 4) % 2 == 0 ? schedules::RecomputePolicy::never : schedules::RecomputePolicy::always);
+              (i / 4) % 2 == 0 ? schedules::RecomputePolicy::never : schedules::RecomputePolicy::stage);
     EXPECT_EQ(all[i].stages, (i / 2) % 2 == 0 ? 2 : 4);
     EXPECT_EQ(all[i].microbatches, i % 2 == 0 ? 1 : 8);
     EXPECT_EQ(all[i].batch, 16);
@@ -38,7 +38,7 @@ TEST(RequestGrid, RequestAtAnIndexIsTheOneInGridOrder) {
   g.microbatches = {4, 5};
   g.schedules = {"gpipe", "interleaved-1f1b"};
   g.stages_per_rank = {0, 2, 3};
-  g.recompute = {schedules::RecomputePolicy::never, schedules::RecomputePolicy::except_last};
+  g.recompute = {schedules::RecomputePolicy::never, schedules::RecomputePolicy::stage_except_last};
   g.base.batch = 40;
   std::size_t i = 0;
   for (const std::string& name : g.schedules) {
@@ -65,14 +65,14 @@ TEST(RequestGrid, RequestAtAnIndexIsTheOneInGridOrder) {
 TEST(RequestGrid, RowJsonStartsEveryRow) {
   PlanRequest r;
   r.schedule = "1f1b";
-  r.recompute = schedules::RecomputePolicy::except_last;
+  r.recompute = schedules::RecomputePolicy::stage_except_last;
   r.stages = 4;
   r.microbatches = 8;
   r.batch = 32;
   EXPECT_EQ(grid_row_json(r, "").dump(),
-            R"({"batch":32,"microbatches":8,"recompute":"except_last","schedule":"1f1b","stages":4,"status":"ok"})");
+            R"({"batch":32,"microbatches":8,"recompute":"stage_except_last","schedule":"1f1b","stages":4,"status":"ok"})");
   EXPECT_EQ(grid_row_json(r, "why").dump(),
-            R"({"batch":32,"microbatches":8,"reason":"why","recompute":"except_last","schedule":"1f1b","stages":4,"status":"skipped"})");
+            R"({"batch":32,"microbatches":8,"reason":"why","recompute":"stage_except_last","schedule":"1f1b","stages":4,"status":"skipped"})");
 }
 
 TEST(RequestGrid, RowCsvQuotesAScheduleFilesName) {

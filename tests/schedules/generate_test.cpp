@@ -97,10 +97,16 @@ TEST(Generate, EveryListedNameGenerates) {
                                                         "interleaved-zb", "zbv", "dualpipev", "zb-h1", "zb-h2"}));
   // K=2, M=4: a configuration every family takes (dualpipev needs M >= 2K).
   for (const std::string& name : schedule_names()) EXPECT_EQ(generate(name, options_with_order(2, 4)).name, name);
-  EXPECT_EQ(recompute_policy_names(), (std::vector<std::string>{"never", "always", "except_last", "full"}));
+  EXPECT_EQ(recompute_policy_names(), (std::vector<std::string>{"never", "stage", "stage_except_last", "full"}));
   for (const std::string& name : recompute_policy_names()) {
     EXPECT_EQ(to_string(parse_recompute_policy(name).value()), name);
   }
+  // GPipe's stage-wide policies under their former names, which files and scripts of before hold.
+  EXPECT_EQ(parse_recompute_policy("always"), RecomputePolicy::stage);
+  EXPECT_EQ(parse_recompute_policy("except_last"), RecomputePolicy::stage_except_last);
+  EXPECT_EQ(parse_recompute_policy("sometimes"), std::nullopt);
+  EXPECT_EQ(accepted_recompute_policy_names(),
+            (std::vector<std::string>{"never", "stage", "stage_except_last", "full", "always", "except_last"}));
 }
 
 TEST(GenerateFamilies, TheInterleavedOnesTakeAVOfOnesChoice) {

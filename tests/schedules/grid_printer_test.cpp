@@ -78,7 +78,7 @@ TEST(GridPrinter, LoweredMatchesComputeOnlyPlusStep) {
 }
 
 TEST(GridPrinter, RecomputeTakesAStep) {
-  const Schedule s = lower(generate("gpipe", {.num_ranks = 1, .num_microbatches = 2, .backward_order = BackwardOrder::forward, .recompute = RecomputePolicy::always}));
+  const Schedule s = lower(generate("gpipe", {.num_ranks = 1, .num_microbatches = 2, .backward_order = BackwardOrder::forward, .recompute = RecomputePolicy::stage}));
   EXPECT_EQ(format_grid(s), "step  rank 0\n   0  0F0\n   1  0F1\n   2  0R0\n   3  0B0\n"
                             "   4  0R1\n   5  0B1\n   6  0STEP\n");
 }
@@ -152,7 +152,7 @@ TEST(GridPrinter, MalformedActionDoesNotCrash) {
 }
 
 TEST(GridPrinter, IsDeterministic) {
-  const Schedule s = lower(generate("1f1b", {.num_ranks = 4, .num_microbatches = 6, .backward_order = BackwardOrder::reverse, .recompute = RecomputePolicy::except_last}));
+  const Schedule s = lower(generate("1f1b", {.num_ranks = 4, .num_microbatches = 6, .backward_order = BackwardOrder::reverse, .recompute = RecomputePolicy::stage_except_last}));
   EXPECT_EQ(format_grid(s), format_grid(s));
   // Every row is the header or a step; the pipeline never stalls.
   EXPECT_EQ(format_grid(s).find("stuck"), std::string::npos);

@@ -29,19 +29,19 @@ TEST(Lower, InsertsCommAndStepWithoutRecompute) {
 }
 
 TEST(Lower, ExceptLastSkipsTheBackwardRightAfterItsForward) {
-  const Schedule s = lower(gpipe_with(2, 2, RecomputePolicy::except_last));
+  const Schedule s = lower(gpipe_with(2, 2, RecomputePolicy::stage_except_last));
   EXPECT_EQ(program(s, 0), "0F0 0SEND_F0 0F1 0SEND_F1 0RECV_B1 0B1 0R0 0RECV_B0 0B0 0STEP");
   EXPECT_EQ(program(s, 1), "1RECV_F0 1F0 1RECV_F1 1F1 1B1 1SEND_B1 1R0 1B0 1SEND_B0 1STEP");
 }
 
 TEST(Lower, AlwaysRecomputesEveryMicrobatch) {
-  const Schedule s = lower(gpipe_with(1, 3, RecomputePolicy::always));
+  const Schedule s = lower(gpipe_with(1, 3, RecomputePolicy::stage));
   EXPECT_EQ(program(s, 0), "0F0 0F1 0F2 0R2 0B2 0R1 0B1 0R0 0B0 0STEP");
 }
 
 TEST(Lower, ExceptLastWithForwardOrderRecomputesAll) {
   // B0 follows F2, so no backward directly follows its own forward.
-  const Schedule s = lower(gpipe_with(1, 3, RecomputePolicy::except_last, BackwardOrder::forward));
+  const Schedule s = lower(gpipe_with(1, 3, RecomputePolicy::stage_except_last, BackwardOrder::forward));
   EXPECT_EQ(program(s, 0), "0F0 0F1 0F2 0R0 0B0 0R1 0B1 0R2 0B2 0STEP");
 }
 
@@ -49,7 +49,7 @@ TEST(Lower, OneFOneBLastRankNeverRecomputesUnderExceptLast) {
   ScheduleOptions o;
   o.num_ranks = 2;
   o.num_microbatches = 3;
-  o.recompute = RecomputePolicy::except_last;
+  o.recompute = RecomputePolicy::stage_except_last;
   const Schedule s = lower(generate_1f1b(o));
   EXPECT_EQ(program(s, 1),
             "1RECV_F0 1F0 1B0 1SEND_B0 1RECV_F1 1F1 1B1 1SEND_B1 1RECV_F2 1F2 1B2 1SEND_B2 1STEP");
@@ -68,12 +68,12 @@ TEST(Lower, StagesOnTheSameRankExchangeWithoutComm) {
 }
 
 TEST(Lower, IsIdempotent) {
-  const Schedule once = lower(gpipe_with(3, 4, RecomputePolicy::always));
+  const Schedule once = lower(gpipe_with(3, 4, RecomputePolicy::stage));
   EXPECT_EQ(lower(once), once);
 }
 
 TEST(Dependencies, FollowTheDataThroughCommWhenLowered) {
-  const Schedule compute_only = gpipe_with(3, 2, RecomputePolicy::always);
+  const Schedule compute_only = gpipe_with(3, 2, RecomputePolicy::stage);
   const Schedule lowered = lower(compute_only);
   const Dependencies plain(compute_only);
   const Dependencies low(lowered);

@@ -63,7 +63,7 @@ TEST(Validate, EveryGeneratedScheduleIsValid) {
     for (int k = 1; k <= 6; ++k) {
       for (int m = 1; m <= 9; ++m) {
         for (auto order : {BackwardOrder::reverse, BackwardOrder::forward}) {
-          for (auto policy : {RecomputePolicy::never, RecomputePolicy::always, RecomputePolicy::except_last}) {
+          for (auto policy : {RecomputePolicy::never, RecomputePolicy::stage, RecomputePolicy::stage_except_last}) {
             const Schedule compute = generate(name, {.num_ranks = k, .num_microbatches = m, .backward_order = order, .recompute = policy});
             for (const Schedule& s : {compute, lower(compute)}) {
               const auto errors = find_errors(s);
@@ -98,7 +98,7 @@ TEST(Validate, EverySeveralStagesPerRankScheduleIsValid) {
     for (int v : family.stages_per_rank) {
       for (int k = 1; k <= 6; ++k) {
         for (int m = 1; m <= 12; ++m) {
-          for (auto policy : {RecomputePolicy::never, RecomputePolicy::always, RecomputePolicy::except_last}) {
+          for (auto policy : {RecomputePolicy::never, RecomputePolicy::stage, RecomputePolicy::stage_except_last}) {
             Schedule compute;
             try {
               compute = generate(family.name, {.num_ranks = k, .stages_per_rank = v, .num_microbatches = m,
@@ -243,17 +243,17 @@ TEST(Validate, MissingInLoweredSchedule) {
   EXPECT_EQ(only(s, Kind::missing).message,
             "rank 0: missing 0SEND_F1 and its receive 1RECV_F1 on rank 1 (the schedule is lowered)");
 
-  s = lower(gpipe(2, 2, RecomputePolicy::always));
+  s = lower(gpipe(2, 2, RecomputePolicy::stage));
   std::erase(s.ranks[1], parse_action("1R0"));
   const auto e = only(s, Kind::missing);
-  EXPECT_TRUE(mentions(e, "rank 1: missing 1R0 (recompute always) before 1B0 at rank 1 step")) << e.message;
+  EXPECT_TRUE(mentions(e, "rank 1: missing 1R0 (recompute stage) before 1B0 at rank 1 step")) << e.message;
 }
 
 TEST(Validate, ExceptLastAcceptsRecomputeEitherWay) {
-  Schedule s = lower(gpipe(2, 2, RecomputePolicy::except_last));
+  Schedule s = lower(gpipe(2, 2, RecomputePolicy::stage_except_last));
   ASSERT_FALSE(std::erase(s.ranks[0], parse_action("0R0")) == 0);
   EXPECT_TRUE(find_errors(s).empty());
-  s = lower(gpipe(2, 2, RecomputePolicy::except_last));
+  s = lower(gpipe(2, 2, RecomputePolicy::stage_except_last));
   auto& rank1 = s.ranks[1];
   // Rank 1 runs 1F1 then 1B1 straight away, so lowering skipped 1R1; add it back.
   const auto b = std::find(rank1.begin(), rank1.end(), parse_action("1B1"));
@@ -286,7 +286,7 @@ TEST(Validate, BackwardBeforeForward) {
   e = only(make(1, 1, {{"0F0", "0W0", "0I0"}}), Kind::backward_before_forward);
   EXPECT_EQ(e.message, "rank 0 step 1: 0W0 comes before its input backward 0I0 at step 2");
 
-  e = only(make(1, 1, {{"0F0", "0B0", "0R0", "0STEP"}}, RecomputePolicy::always),
+  e = only(make(1, 1, {{"0F0", "0B0", "0R0", "0STEP"}}, RecomputePolicy::stage),
            Kind::backward_before_forward);
   EXPECT_EQ(e.message, "rank 0 step 1: 0B0 comes before its recompute 0R0 at step 2");
 }

@@ -103,7 +103,7 @@ TEST(ZbGreedy, KeepsItsCapsAndIsValidForEveryPolicy) {
             for (const auto fill : {WeightFill::eager, WeightFill::gaps_only}) {
               ZbGreedyPolicy policy = flat(k, cap, first, fill);
               policy.max_in_flight.back() = std::max(1, cap - 1);  // caps may differ by rank
-              const Schedule s = greedy_zero_bubble(options(k, m, RecomputePolicy::except_last), c, policy);
+              const Schedule s = greedy_zero_bubble(options(k, m, RecomputePolicy::stage_except_last), c, policy);
               ASSERT_EQ(s.total_actions(), 3 * k * m);
               for (int r = 0; r < k; ++r) EXPECT_LE(peak_in_flight_until_w(s, r), policy.max_in_flight[r]);
               const auto errors = find_errors(s);

@@ -94,7 +94,7 @@ TEST(GenerateZeroBubble, EveryScheduleIsValidComputeOnlyAndLowered) {
   for (const char* name : {"zb-h1", "zb-h2"}) {
     for (int k = 1; k <= 7; ++k) {
       for (int m = 1; m <= 16; ++m) {
-        for (auto policy : {RecomputePolicy::never, RecomputePolicy::always, RecomputePolicy::except_last}) {
+        for (auto policy : {RecomputePolicy::never, RecomputePolicy::stage, RecomputePolicy::stage_except_last}) {
           const Schedule compute = generate(name, options(k, m, policy));
           ASSERT_EQ(compute.total_actions(), 3 * k * m) << name;
           for (const Schedule& s : {compute, lower(compute)}) {

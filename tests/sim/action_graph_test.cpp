@@ -31,7 +31,7 @@ class TaggedCosts final : public CostModel {
 std::vector<Schedule> schedules_to_check() {
   std::vector<Schedule> out;
   for (const char* name : {"gpipe", "1f1b"}) {
-    for (auto policy : {RecomputePolicy::never, RecomputePolicy::always, RecomputePolicy::except_last}) {
+    for (auto policy : {RecomputePolicy::never, RecomputePolicy::stage, RecomputePolicy::stage_except_last}) {
       for (int k : {1, 2, 4}) {
         schedules::ScheduleOptions o;
         o.num_ranks = k;
@@ -106,7 +106,7 @@ TEST(ActionGraph, RecomputedAsksForR) {
   schedules::ScheduleOptions o;
   o.num_ranks = 2;
   o.num_microbatches = 2;
-  o.recompute = RecomputePolicy::except_last;
+  o.recompute = RecomputePolicy::stage_except_last;
   const ActionGraph graph(schedules::generate("1f1b", o), TaggedCosts());
   // 1F1B's last stage runs B right after F with except_last: no R there.
   EXPECT_FALSE(graph.recomputed(schedules::parse_action("1F0")));

@@ -119,7 +119,7 @@ TEST_F(DirectReplayTest, EqualsTheGraphReplayForEveryFamily) {
   int checked = 0;
   int uneven = 0;
   for (const std::string& family : schedules::schedule_names()) {
-    for (const auto policy : {RecomputePolicy::never, RecomputePolicy::always, RecomputePolicy::except_last}) {
+    for (const auto policy : {RecomputePolicy::never, RecomputePolicy::stage, RecomputePolicy::stage_except_last}) {
       for (const int k : {1, 2, 3, 4, 6}) {
         for (const int m : {1, 2, 3, 5, 8, 12}) {
           // N = 3M - 1: micro-batches of 3 and of 2 samples (sizes the profile
@@ -209,7 +209,7 @@ TEST_F(DirectReplayTest, RepricedCostsTakeItAndEqualTheGraphReplay) {
   const DistinctLinksWithLatency distinct;
   int checked = 0;
   for (const std::string& family : schedules::schedule_names()) {
-    for (const auto policy : {RecomputePolicy::never, RecomputePolicy::always, RecomputePolicy::except_last}) {
+    for (const auto policy : {RecomputePolicy::never, RecomputePolicy::stage, RecomputePolicy::stage_except_last}) {
       for (const int k : {1, 2, 4}) {
         for (const int m : {1, 3, 8}) {
           const std::int64_t n = 3 * m - 1;

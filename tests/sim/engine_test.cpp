@@ -103,7 +103,7 @@ TEST(Engine, RecomputeCostsOneMoreForwardPerRecomputedBackward) {
   const std::int64_t tf = 1'000, tb = 2'000;
   for (int k : {1, 2, 4}) {
     for (int m : {1, 4, 8}) {
-      const auto t = simulate_timeline(make("gpipe", k, m, schedules::RecomputePolicy::always),
+      const auto t = simulate_timeline(make("gpipe", k, m, schedules::RecomputePolicy::stage),
                               UniformCosts(tf, tb), FreeLink());
       EXPECT_EQ(timelines::compute_metrics(t).step_time_ns, (m + k - 1) * (tf + tb) + m * tf)
           << "K=" << k << " M=" << m;
@@ -167,7 +167,7 @@ TEST(Engine, OneFOneBKeepsAtMostKMinusRMicrobatches) {
 TEST(Engine, RecomputeKeepsOnlyBoundaryInputs) {
   // GPipe with recompute: M-1 stashed inputs plus one full set of activations.
   const std::int64_t a = 1000, in = 64;
-  for (auto policy : {schedules::RecomputePolicy::always, schedules::RecomputePolicy::except_last}) {
+  for (auto policy : {schedules::RecomputePolicy::stage, schedules::RecomputePolicy::stage_except_last}) {
     for (int k : {1, 2, 4}) {
       for (int m : {1, 3, 8}) {
         const auto t = simulate_timeline(make("gpipe", k, m, policy), UniformCosts(10, 20, a, in), FreeLink());
@@ -194,7 +194,7 @@ TEST(Engine, SplitBackwardFreesWhatTheWeightGradientDoesNotKeep) {
 }
 
 TEST(Engine, MemoryReturnsToZeroAndTraceHasEveryAction) {
-  const Schedule s = make("1f1b", 4, 6, schedules::RecomputePolicy::always);
+  const Schedule s = make("1f1b", 4, 6, schedules::RecomputePolicy::stage);
   const auto t = simulate_timeline(s, UniformCosts(10, 20, 500, 50, 8), UniformLink(1.0, 1.0));
   for (int r = 0; r < 4; ++r) {
     std::int64_t last = -1;
@@ -285,7 +285,7 @@ TEST(EngineSharedLinks, OneTransferAtATimeIsExactlyFifo) {
   // Transfers (1us + 8 B) shorter than any forward or backward never overlap
   // on a link, so sharing changes nothing, to the ns.
   for (const char* name : {"gpipe", "1f1b"}) {
-    for (auto policy : {schedules::RecomputePolicy::never, schedules::RecomputePolicy::always}) {
+    for (auto policy : {schedules::RecomputePolicy::never, schedules::RecomputePolicy::stage}) {
       const Schedule s = make(name, 4, 6, policy);
       const UniformCosts costs(10'000, 20'000, 500, 50, 8'000);
       const UniformLink link(1.0, 1.0);

@@ -53,7 +53,7 @@ TEST(Sweep, GridOrderAndSkippedRows) {
 TEST(Sweep, SameRowsWhateverTheThreads) {
   const auto profile = testing::uniform_profile(8, 10.0, 20.0, 100, 10);
   SweepGrid g = small_grid();
-  g.grid.recompute = {schedules::RecomputePolicy::never, schedules::RecomputePolicy::always};
+  g.grid.recompute = {schedules::RecomputePolicy::never, schedules::RecomputePolicy::stage};
   std::size_t last_done = 0;
   const auto one = run_sweep(profile, g, 1);
   const auto four = run_sweep(profile, g, 4, [&](std::size_t done, std::size_t total) {
@@ -110,7 +110,7 @@ SweepGrid grid_of_1024() {
   g.grid.stages = {1, 2, 4, 8};
   for (int m = 1; m <= 64; ++m) g.grid.microbatches.push_back(m);
   g.grid.schedules = {"gpipe", "1f1b"};
-  g.grid.recompute = {schedules::RecomputePolicy::never, schedules::RecomputePolicy::always};
+  g.grid.recompute = {schedules::RecomputePolicy::never, schedules::RecomputePolicy::stage};
   g.grid.base.batch = 48;  // M above 48 skipped
   return g;
 }

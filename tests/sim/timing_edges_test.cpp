@@ -90,8 +90,8 @@ void expect_same_replays(const Schedule& s, const std::string& what, std::option
 TEST(TimingEdges, EveryFamilyRunsAsWithEveryEdge) {
   int checked = 0;
   for (const std::string& name : schedules::schedule_names()) {
-    for (const auto policy : {schedules::RecomputePolicy::never, schedules::RecomputePolicy::always,
-                              schedules::RecomputePolicy::except_last}) {
+    for (const auto policy : {schedules::RecomputePolicy::never, schedules::RecomputePolicy::stage,
+                              schedules::RecomputePolicy::stage_except_last}) {
       for (const int k : {1, 2, 3, 4}) {
         for (const int m : {1, 2, 3, 4, 8}) {
           schedules::ScheduleOptions o;

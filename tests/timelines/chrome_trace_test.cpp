@@ -31,7 +31,7 @@ Timeline sample() {
                          2,
                          3,
                          1,
-                         schedules::RecomputePolicy::except_last,
+                         schedules::RecomputePolicy::stage_except_last,
                          {schedules::Rank{0}, schedules::Rank{1}, schedules::Rank{0}},
                          "cuda",
                          "NVIDIA H100 80GB HBM3",
@@ -96,7 +96,7 @@ TEST(ChromeTrace, TopLevelShape) {
                                     {"num_ranks", 2},
                                     {"num_stages", 3},
                                     {"num_microbatches", 1},
-                                    {"recompute", "except_last"},
+                                    {"recompute", "stage_except_last"},
                                     {"stage_to_rank", {0, 1, 0}}}));
   EXPECT_EQ(g.at("source"), json({{"kind", "cuda"}, {"device", "NVIDIA H100 80GB HBM3"}}));
   EXPECT_EQ(g.at("batch_size"), 64);

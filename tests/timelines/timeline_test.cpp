@@ -43,13 +43,13 @@ TEST(Timeline, StreamOfEachKind) {
 
 TEST(Timeline, InfoOfASchedule) {
   const schedules::Schedule s = lower(schedules::generate_gpipe(
-      {.num_ranks = 4, .num_microbatches = 8, .recompute = schedules::RecomputePolicy::always}));
+      {.num_ranks = 4, .num_microbatches = 8, .recompute = schedules::RecomputePolicy::stage}));
   const TimelineInfo info = info_of(s);
   EXPECT_EQ(info.schedule_name, s.name);
   EXPECT_EQ(info.num_ranks, 4);
   EXPECT_EQ(info.num_stages, 4);
   EXPECT_EQ(info.num_microbatches, 8);
-  EXPECT_EQ(info.recompute, schedules::RecomputePolicy::always);
+  EXPECT_EQ(info.recompute, schedules::RecomputePolicy::stage);
   EXPECT_EQ(info.stage_to_rank, schedules::one_stage_per_rank(4));
   EXPECT_EQ(info.source, "sim");
   EXPECT_EQ(info.device, "");

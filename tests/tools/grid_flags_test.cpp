@@ -38,7 +38,7 @@ TEST(GridFlags, MakeAGridOfPlanRequests) {
   EXPECT_EQ(g.stages, (std::vector<int>{1, 2, 3}));
   EXPECT_EQ(g.microbatches, (std::vector<int>{2, 8}));
   EXPECT_EQ(g.schedules, (std::vector<std::string>{"1f1b", "gpipe"}));
-  EXPECT_EQ(g.recompute, (std::vector<schedules::RecomputePolicy>{schedules::RecomputePolicy::always}));
+  EXPECT_EQ(g.recompute, (std::vector<schedules::RecomputePolicy>{schedules::RecomputePolicy::stage}));
   EXPECT_EQ(g.base.batch, 16);
   EXPECT_EQ(g.requests().size(), 2u * 3u * 2u);
 }
@@ -50,7 +50,7 @@ TEST(GridFlags, DefaultsAndUnknownNames) {
   EXPECT_EQ(error_of([] { (void)parse_grid({"-K", "2", "-M", "4", "-N", "8", "--schedule", "gpipe,zb"}); }),
             fmt::format("--schedule: unknown value 'zb' (known: {})", fmt::join(schedules::schedule_names(), ", ")));
   EXPECT_EQ(error_of([] { (void)parse_grid({"-K", "2", "-M", "4", "-N", "8", "--recompute", "sometimes"}); }),
-            "--recompute: unknown value 'sometimes' (known: never, always, except_last, full)");
+            "--recompute: unknown value 'sometimes' (known: never, stage, stage_except_last, full)");
 }
 
 TEST(GridFlags, ACommandMayKnowMoreSchedules) {

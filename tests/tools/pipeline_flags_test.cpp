@@ -42,7 +42,7 @@ TEST(PipelineFlags, MakeTheRequestTheyName) {
   EXPECT_EQ(r.microbatches, 8);
   EXPECT_EQ(r.batch, 32);
   EXPECT_EQ(r.micro_batch_size, 0);
-  EXPECT_EQ(r.recompute, schedules::RecomputePolicy::always);
+  EXPECT_EQ(r.recompute, schedules::RecomputePolicy::stage);
   EXPECT_EQ(r.given, nullptr);
 }
 

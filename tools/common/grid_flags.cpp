@@ -35,7 +35,8 @@ namespace {
 
 std::vector<schedules::RecomputePolicy> parse_policies(const std::string& list) {
   std::vector<schedules::RecomputePolicy> policies;
-  for (const auto& name : parse_name_list(list, "--recompute", schedules::recompute_policy_names())) {
+  for (const auto& name : parse_name_list(list, "--recompute", schedules::recompute_policy_names(),
+                                             schedules::accepted_recompute_policy_names())) {
     policies.push_back(*schedules::parse_recompute_policy(name));
   }
   return policies;

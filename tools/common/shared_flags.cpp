@@ -31,11 +31,12 @@ CLI::Option* add_backward_order_flag(CLI::App& cmd, std::string& order) {
 CLI::Option* add_recompute_flag(CLI::App& cmd, std::string& policy) {
   return cmd
       .add_option("--recompute", policy,
-                  "What the forward keeps and the backward rebuilds: never; always (GPipe's stage-wide "
-                  "re-materialization: each stage keeps its input, and R rebuilds the stage before its backward); "
-                  "except_last (always, but a micro-batch whose backward follows its forward at once); full "
+                  "What the forward keeps and the backward rebuilds: never; stage (GPipe's stage-wide "
+                  "re-materialization: each stage keeps its input, and R rebuilds the stage before its backward; "
+                  "always, its former name, still reads); stage_except_last (stage, but a micro-batch whose "
+                  "backward follows its forward at once; formerly except_last); full "
                   "(Megatron's per-layer checkpoints: each backward rebuilds its stage's blocks a chunk at a time)")
-      ->check(CLI::IsMember(schedules::recompute_policy_names()))
+      ->check(CLI::IsMember(schedules::accepted_recompute_policy_names()))
       ->capture_default_str();
 }
 

@@ -16,6 +16,7 @@
 #include "models/model_spec.hpp"
 #include "plan/cluster_presets.hpp"
 #include "profiles/device.hpp"
+#include "schedules/schedule.hpp"
 #include "sim/cluster_planner.hpp"
 #include "sim/zb_auto.hpp"
 #include "tools/common/int_list.hpp"
@@ -139,7 +140,8 @@ int run_plan(const PlanFlags& f) {
     throw InputError("--schedules: zb-auto searches schedules itself; name the ones to plan over");
   }
   r.recompute.clear();
-  for (const std::string& name : parse_name_list(f.recompute, "--recompute", sim::recompute_choice_names())) {
+  for (const std::string& name : parse_name_list(f.recompute, "--recompute", sim::recompute_choice_names(),
+                                                   schedules::accepted_recompute_policy_names())) {
     r.recompute.push_back(*sim::parse_recompute_choice(name));
   }
   r.zero.clear();
@@ -245,7 +247,8 @@ Subcommand add_plan_command(CLI::App& app) {
                   fmt::format("Schedules to try: {}", fmt::join(sim::predictable_schedule_names(), ", ")))
       ->capture_default_str();
   cmd->add_option("--recompute", f->recompute,
-                  "Recompute to try: never, always, except_last, full (Megatron's per-layer checkpoints, one "
+                  "Recompute to try: never, stage and stage_except_last (GPipe's stage-wide re-materialization), "
+                  "full (Megatron's per-layer checkpoints, one "
                   "block a checkpoint), selective (Korthikanti et al.'s: each block runs its attention core again in "
                   "its backward, the model's recompute=core_attn)")
       ->capture_default_str();

@@ -67,7 +67,7 @@ TEST_P(Transparency, FourStagesEightMicrobatchesMatchOneStageOneMicrobatch) {
   for (const char* schedule : {"gpipe", "1f1b"}) {
     RunConfig pipelined = config(model, 4, 8, 16);
     pipelined.schedule = schedule;
-    pipelined.recompute = schedules::RecomputePolicy::except_last;
+    pipelined.recompute = schedules::RecomputePolicy::stage_except_last;
     const RunConfig single = config(model, 1, 1, 16);
     const Trained<CudaBackend> gpu = train_in_process<CudaBackend>(trainer_test::options_for(pipelined));
     const Trained<CudaBackend> gpu_ref = train_in_process<CudaBackend>(trainer_test::options_for(single));
@@ -126,7 +126,7 @@ TEST(CudaTrainer, StagesOverlapInTimeOnTheirPartitions) {
 
 TEST(CudaTrainer, ActivationPeakIsExactlyTheCpuExecutors) {
   SKIP_WITHOUT_GPU();
-  for (auto recompute : {schedules::RecomputePolicy::never, schedules::RecomputePolicy::always}) {
+  for (auto recompute : {schedules::RecomputePolicy::never, schedules::RecomputePolicy::stage}) {
     RunConfig c = config("transformer:layers=2,hidden=32,heads=4,seq=16", 2, 4, 6);
     c.recompute = recompute;
     c.steps = 1;
