@@ -23,8 +23,9 @@ namespace gpipe::schedules {
 [[nodiscard]] Schedule lower(const Schedule& schedule);
 
 // Whether lowering recomputes (s,m), whose backward sits at `position` of its
-// rank's compute-only list: always (stage), never, or (stage_except_last) unless the action
-// just before it on the rank is the forward of the same (s,m).
+// rank's compute-only list: always under stage, never under never and full,
+// and under stage_except_last unless the action just before it on the rank is
+// the forward of the same (s,m).
 [[nodiscard]] bool recomputes(const Schedule& compute_only, Rank rank, int position);
 
 }  // namespace gpipe::schedules
