@@ -101,4 +101,14 @@ Model split_context_parallel(const Model& model, const ContextParallel& cp) {
   return out;
 }
 
+std::vector<std::int64_t> context_positions(std::int64_t seq, int members, int member) {
+  const std::int64_t chunk = seq / (2 * static_cast<std::int64_t>(members));
+  std::vector<std::int64_t> out;
+  out.reserve(static_cast<std::size_t>(2 * chunk));
+  for (const std::int64_t c : {static_cast<std::int64_t>(member), 2 * static_cast<std::int64_t>(members) - 1 - member}) {
+    for (std::int64_t t = 0; t < chunk; ++t) out.push_back(c * chunk + t);
+  }
+  return out;
+}
+
 }  // namespace gpipe::models

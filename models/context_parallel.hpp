@@ -32,8 +32,10 @@
 //   data-parallel reduction does).
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 #include "models/model.hpp"
 
@@ -58,5 +60,13 @@ struct ContextParallel {
 // (its load-balanced chunks), T does not divide a GPU's tokens with sequence
 // parallelism, or `model` is split over a context group already.
 [[nodiscard]] Model split_context_parallel(const Model& model, const ContextParallel& cp);
+
+// The tokens of a sequence one GPU of its context-parallel group holds: S / C.
+[[nodiscard]] inline int tokens_per_gpu(const Model& model) { return model.seq / model.context_parallel; }
+
+// Which tokens of a sequence of `seq` member `member` of `members` holds,
+// in order: chunk `member` of the 2C chunks, then chunk 2C - 1 - member
+// (the load balancing above). Increasing.
+[[nodiscard]] std::vector<std::int64_t> context_positions(std::int64_t seq, int members, int member);
 
 }  // namespace gpipe::models

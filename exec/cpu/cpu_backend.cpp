@@ -57,7 +57,7 @@ CpuBackend::Run::Run(const TrainOptions& options, const RunSettings& settings,
     : timer_(settings.schedule->num_ranks, settings.measured_steps),
       // Every rank's threads on this machine's cores (with ranks as
       // processes, all K on one node at worst): waiters poll when each has a core.
-      spin_(polling_budget(settings.schedule->num_ranks * settings.replicas * options.tensor_parallel *
+      spin_(polling_budget(settings.schedule->num_ranks * settings.replicas * options.tensor_parallel * settings.context_parallel *
                            options.threads_per_rank)),
       in_process_link_(settings.schedule->num_ranks, &timer_, spin_),
       threads_per_rank_(options.threads_per_rank) {
@@ -70,6 +70,7 @@ CpuBackend::Run::Run(const TrainOptions& options, const RunSettings& settings,
     process_link_ = backend_options.process_link(timer_);
   }
   gradient_reducer_ = backend_options.gradient_reducer;
+  context_parallel_ = backend_options.context_parallel;
   if (backend_options.tensor_parallel != nullptr) {
     for (int r = 0; r < settings.schedule->num_ranks; ++r) {
       timed_parts_.push_back(

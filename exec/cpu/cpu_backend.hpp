@@ -43,6 +43,7 @@ struct CpuBackend {
   // blocks are this process's part of the group's split.
   struct Context {
     TensorParallelComm* tensor_parallel = nullptr;
+    ContextParallelComm* context_parallel = nullptr;
   };
   using Optimizer = OptimizerState;
   using Stage = exec::Stage<CpuBackend>;
@@ -56,12 +57,18 @@ struct CpuBackend {
     // Tensor parallelism: the group this process's blocks are split over
     // (exec/mpi/), which outlives the run; null without.
     TensorParallelComm* tensor_parallel = nullptr;
+    // Context parallelism: the group this process's blocks gather keys and
+    // values over (exec/mpi/), which outlives the run; null without.
+    ContextParallelComm* context_parallel = nullptr;
   };
   struct Report {};
 
   static std::unique_ptr<Layer> make_layer(const models::Model& model, int index, std::uint64_t seed,
                                            const Context& context) {
     if (context.tensor_parallel != nullptr) return cpu::make_layer_part(model, index, seed, *context.tensor_parallel);
+    if (context.context_parallel != nullptr) {
+      return cpu::make_context_layer(model, index, seed, *context.context_parallel);
+    }
     return cpu::make_layer(model, index, seed);
   }
   static Optimizer make_optimizer(const OptimizerConfig& config, std::span<const Parameter> parameters,
@@ -115,7 +122,7 @@ struct CpuBackend {
     // With tensor parallelism a rank's layers sum over its group through a
     // timed view of it, so that each all-reduce shows on its trace.
     [[nodiscard]] Context context(schedules::Rank rank) const {
-      return {timed_parts_.empty() ? nullptr : timed_parts_.at(rank.at()).get()};
+      return {timed_parts_.empty() ? nullptr : timed_parts_.at(rank.at()).get(), context_parallel_};
     }
     template <class F>
     void in_context(schedules::Rank /*rank*/, F&& f) {
@@ -142,6 +149,7 @@ struct CpuBackend {
     std::unique_ptr<ProcessLink> process_link_;  // ranks as processes
     GradientReducer<Tensor>* gradient_reducer_ = nullptr;
     std::vector<std::unique_ptr<TimedTensorParallel>> timed_parts_;  // by rank; empty without
+    ContextParallelComm* context_parallel_ = nullptr;  // null without
     std::vector<RankDevice> devices_;
     int threads_per_rank_;
   };

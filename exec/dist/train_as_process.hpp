@@ -37,10 +37,13 @@ template <TrainingBackend B>
   (void)lower_checked(o);
   // Replicas need the backend's reducer (the CUDA backend's: NCCL's);
   // tensor parallelism and ZeRO run on --backend cpu over MPI alone.
-  if ((o.schedule.data_parallel > 1 && !GradientReducingBackend<B>) || o.tensor_parallel > 1 || o.zero > 0) {
-    throw InputError(fmt::format("--data-parallel {} --tensor-parallel {} --zero {}: the {} backend has no such "
-                                 "collectives between processes yet (--backend cpu runs them over MPI)",
-                                 o.schedule.data_parallel, o.tensor_parallel, o.zero, B::kName));
+  if ((o.schedule.data_parallel > 1 && !GradientReducingBackend<B>) || o.tensor_parallel > 1 || o.zero > 0 ||
+      o.model.context_parallel > 1) {
+    throw InputError(fmt::format("--data-parallel {} --tensor-parallel {} --context-parallel {} --zero {}: the {} "
+                                 "backend has no such collectives between processes yet (--backend cpu runs them "
+                                 "over MPI)",
+                                 o.schedule.data_parallel, o.tensor_parallel, o.model.context_parallel, o.zero,
+                                 B::kName));
   }
   check_launch_fits(o, launch.world_size, launch.launcher);
   B::require_available();  // before waiting for the other processes

@@ -32,23 +32,34 @@ std::vector<std::string> host_names(const MpiWorld& world) {
 
 }  // namespace
 
-MpiProcessGroup::MpiProcessGroup(MpiWorld& world, FailureWatch& watch, int replicas, int tensor_parallel)
+MpiProcessGroup::MpiProcessGroup(MpiWorld& world, FailureWatch& watch, int replicas, int tensor_parallel,
+                                 int context_parallel)
     : world_(world),
       watch_(watch),
-      parts_(std::max(1, tensor_parallel)),
-      ranks_per_replica_(world.size() / std::max(1, replicas * tensor_parallel)),
+      tensor_(std::max(1, tensor_parallel)),
+      parts_(std::max(1, tensor_parallel) * std::max(1, context_parallel)),
+      ranks_per_replica_(world.size() / std::max(1, replicas * parts_)),
       sync_(*this) {
-  if (replicas < 1 || tensor_parallel < 1 || world.size() % (replicas * tensor_parallel) != 0) {
-    throw std::logic_error(fmt::format("{} replicas of {} parts do not divide {} processes", replicas,
-                                       tensor_parallel, world.size()));
+  if (replicas < 1 || tensor_parallel < 1 || context_parallel < 1 || world.size() % (replicas * parts_) != 0) {
+    throw std::logic_error(fmt::format("{} replicas of {} x {} parts do not divide {} processes", replicas,
+                                       tensor_parallel, context_parallel, world.size()));
   }
   agree_on_clocks();
-  if (replicas > 1) {
-    const int same_rank_and_part = world.rank() % (parts_ * ranks_per_replica_);
-    check(MPI_Comm_split(MPI_COMM_WORLD, same_rank_and_part, replica(), &data_parallel_comm_), "MPI_Comm_split");
+  const int members = parts_ / tensor_;
+  if (replicas > 1 || members > 1) {
+    // Same pipeline rank and tensor part; ordered by replica, then member.
+    const int same_rank_and_part = rank() * tensor_ + tensor_parallel_rank();
+    check(MPI_Comm_split(MPI_COMM_WORLD, same_rank_and_part, replica() * members + context_parallel_rank(),
+                         &data_parallel_comm_),
+          "MPI_Comm_split");
   }
-  if (parts_ > 1) {
-    check(MPI_Comm_split(MPI_COMM_WORLD, world.rank() / parts_, tensor_parallel_rank(), &tensor_parallel_comm_),
+  if (tensor_ > 1) {
+    check(MPI_Comm_split(MPI_COMM_WORLD, world.rank() / tensor_, tensor_parallel_rank(), &tensor_parallel_comm_),
+          "MPI_Comm_split");
+  }
+  if (members > 1) {
+    const int same_rank_and_part = (world.rank() / parts_) * tensor_ + tensor_parallel_rank();
+    check(MPI_Comm_split(MPI_COMM_WORLD, same_rank_and_part, context_parallel_rank(), &context_parallel_comm_),
           "MPI_Comm_split");
   }
 }
@@ -57,6 +68,7 @@ MpiProcessGroup::~MpiProcessGroup() {
   // Local in Open MPI: it frees a handle once no operation uses it.
   if (data_parallel_comm_ != MPI_COMM_NULL) MPI_Comm_free(&data_parallel_comm_);
   if (tensor_parallel_comm_ != MPI_COMM_NULL) MPI_Comm_free(&tensor_parallel_comm_);
+  if (context_parallel_comm_ != MPI_COMM_NULL) MPI_Comm_free(&context_parallel_comm_);
 }
 
 void MpiProcessGroup::agree_on_clocks() {

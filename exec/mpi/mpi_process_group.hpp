@@ -21,6 +21,13 @@
 // (data_parallel_comm()), and a rank's T parts its tensor-parallel group
 // (tensor_parallel_comm()).
 //
+// With context parallelism each stage is C x T processes: member c's part t
+// of rank r of replica d is world rank ((d K + r) C + c) T + t (plan/cluster.hpp's
+// order, T inside, then C). Each (member, part) is a pipeline of its own as
+// above; the members of one part of a rank form its context-parallel group
+// (context_parallel_comm()), and the gradient group (data_parallel_comm())
+// holds every replica's members of that part, D x C processes.
+//
 // Every wait polls the FailureWatch, so a failure another process announces
 // ends it.
 #pragma once
@@ -38,8 +45,10 @@ namespace gpipe::exec::mpi {
 class MpiProcessGroup final : public ProcessGroup {
  public:
   // Collective: every process constructs it, and the clocks are agreed here.
-  // `replicas` (D) x `tensor_parallel` (T) must divide the world's size.
-  MpiProcessGroup(MpiWorld& world, FailureWatch& watch, int replicas = 1, int tensor_parallel = 1);
+  // `replicas` (D) x `tensor_parallel` (T) x `context_parallel` (C) must
+  // divide the world's size.
+  MpiProcessGroup(MpiWorld& world, FailureWatch& watch, int replicas = 1, int tensor_parallel = 1,
+                  int context_parallel = 1);
   ~MpiProcessGroup() override;
   MpiProcessGroup(const MpiProcessGroup&) = delete;
   MpiProcessGroup& operator=(const MpiProcessGroup&) = delete;
@@ -47,18 +56,23 @@ class MpiProcessGroup final : public ProcessGroup {
   [[nodiscard]] int rank() const override { return (world_.rank() / parts_) % ranks_per_replica_; }
   [[nodiscard]] int world_size() const override { return world_.size(); }
   [[nodiscard]] int replica() const override { return world_.rank() / (parts_ * ranks_per_replica_); }
-  [[nodiscard]] int tensor_parallel_rank() const override { return world_.rank() % parts_; }
+  [[nodiscard]] int tensor_parallel_rank() const override { return world_.rank() % tensor_; }
+  [[nodiscard]] int context_parallel_rank() const override { return (world_.rank() / tensor_) % (parts_ / tensor_); }
   // The world rank of pipeline rank `rank` of this process's replica and part.
   [[nodiscard]] int world_rank_of(int rank) const {
-    return (replica() * ranks_per_replica_ + rank) * parts_ + tensor_parallel_rank();
+    return (replica() * ranks_per_replica_ + rank) * parts_ + world_.rank() % parts_;
   }
-  // How far apart consecutive pipeline ranks of one part are in the world: T.
+  // How far apart consecutive pipeline ranks of one part are in the world: T x C.
   [[nodiscard]] int rank_stride() const { return parts_; }
-  // The processes of this process's pipeline rank in every replica, by
-  // replica (MPI_COMM_NULL without data parallelism).
+  // The processes of this process's pipeline rank and tensor part in every
+  // replica and context member, by replica then member (MPI_COMM_NULL with
+  // neither data nor context parallelism).
   [[nodiscard]] MPI_Comm data_parallel_comm() const { return data_parallel_comm_; }
   // This rank's T parts, by part (MPI_COMM_NULL without tensor parallelism).
   [[nodiscard]] MPI_Comm tensor_parallel_comm() const { return tensor_parallel_comm_; }
+  // This rank's C members of its part, by member (MPI_COMM_NULL without
+  // context parallelism).
+  [[nodiscard]] MPI_Comm context_parallel_comm() const { return context_parallel_comm_; }
   [[nodiscard]] StepSync& step_sync() override { return sync_; }
   [[nodiscard]] ClockAgreement clock() const override { return clock_; }
   [[nodiscard]] std::vector<RankPart> exchange_parts(const RankPart& mine, schedules::Rank reporter) override;
@@ -88,10 +102,12 @@ class MpiProcessGroup final : public ProcessGroup {
 
   MpiWorld& world_;
   FailureWatch& watch_;
-  int parts_;              // T
+  int tensor_;             // T
+  int parts_;              // T x C: a stage's processes
   int ranks_per_replica_;  // K
   MPI_Comm data_parallel_comm_ = MPI_COMM_NULL;
   MPI_Comm tensor_parallel_comm_ = MPI_COMM_NULL;
+  MPI_Comm context_parallel_comm_ = MPI_COMM_NULL;
   Sync sync_;
   ClockAgreement clock_;
   std::int64_t offset_ns_ = 0;

@@ -36,6 +36,9 @@ class ProcessGroup {
   [[nodiscard]] virtual int replica() const { return 0; }
   // Tensor parallelism: which part of its stage's split this process holds; 0 without.
   [[nodiscard]] virtual int tensor_parallel_rank() const { return 0; }
+  // Context parallelism: which member of its stage's context-parallel group
+  // this process is (whose tokens it holds); 0 without.
+  [[nodiscard]] virtual int context_parallel_rank() const { return 0; }
   // Where the ranks meet before each step. Its arrive() returns the step's
   // start on this host's clock; for a group with one clock (ClockAgreement)
   // that moment is the same instant in every process.

@@ -81,6 +81,7 @@ void check_train_options(const TrainOptions& o, std::string_view backend, bool r
     throw InputError(fmt::format("--tensor-parallel must be at least 1, got {}", o.tensor_parallel));
   }
   check_zero(o.zero, o.schedule.data_parallel, o.model, o.partition.num_stages());
+  check_context_parallel(o, backend);
   // The split's own one-line errors: the family, T dividing the heads, the
   // kv heads and the FFN width.
   if (o.tensor_parallel > 1) (void)models::split_tensor_parallel(o.model, {.degree = o.tensor_parallel});
@@ -106,6 +107,38 @@ void check_train_options(const TrainOptions& o, std::string_view backend, bool r
                         "backward, I/W) is not supported",
                         o.schedule.name, backend, to_string(a)));
       }
+    }
+  }
+}
+
+void check_context_parallel(const TrainOptions& o, std::string_view backend) {
+  const int c = o.model.context_parallel;
+  if (c == 1) return;
+  if (o.schedule.data_parallel % c != 0) {
+    throw InputError(fmt::format("--context-parallel {}: the schedule reduces gradients over {} processes, not D x C "
+                                 "(its data_parallel is the gradient group, as gpipe-sim plans it)",
+                                 c, o.schedule.data_parallel));
+  }
+  if (backend != "cpu") {
+    throw InputError(fmt::format("--context-parallel {}: the {} backend does not split sequences; run --backend cpu "
+                                 "under mpirun or srun",
+                                 c, backend));
+  }
+  if (o.tensor_parallel > 1) {
+    throw InputError(fmt::format("--context-parallel {} with --tensor-parallel {}: the executor runs one of the two "
+                                 "at a time (the simulator prices both)",
+                                 c, o.tensor_parallel));
+  }
+  if (o.zero > 0) {
+    throw InputError(fmt::format("--context-parallel {} with --zero {}: the executor shards over replicas only",
+                                 c, o.zero));
+  }
+  for (const models::Layer& layer : o.model.layers) {
+    if (layer.kind != models::layer_kind::token_embedding && layer.kind != models::layer_kind::llama_block &&
+        layer.kind != models::layer_kind::rms_head) {
+      throw InputError(fmt::format("--context-parallel {}: the executor splits the llama family's sequences, not "
+                                   "layer {} ({})",
+                                   c, layer.name, layer.kind));
     }
   }
 }
@@ -153,8 +186,9 @@ RunSettings make_run_settings(const TrainOptions& o, const schedules::Schedule& 
   settings.model = &o.model;
   settings.schedule = &lowered;
   settings.batch = o.batch;
-  settings.replicas = lowered.data_parallel;
+  settings.replicas = o.replicas();
   settings.tensor_parallel = o.tensor_parallel;
+  settings.context_parallel = o.model.context_parallel;
   settings.zero = o.zero;
   settings.microbatch_sizes = plan::split_batch(o.batch, lowered.num_microbatches);
   std::int64_t offset = 0;

@@ -28,6 +28,8 @@ struct RunSettings {
   int zero = 0;                                   // ZeRO's stage: 0 or 1
   int tensor_parallel = 1;                        // T: each rank's blocks in T parts
   int part = 0;                                   // which part this process holds
+  int context_parallel = 1;                       // C: each sequence's tokens over C processes
+  int context_rank = 0;                           // which of them this process is
   std::vector<int> microbatch_sizes;              // N split into M, as torch.tensor_split
   std::vector<std::int64_t> microbatch_offsets;   // first row of each micro-batch
   std::vector<std::vector<bool>> recomputed;      // [stage][m]: the schedule has R(s,m)
@@ -39,6 +41,10 @@ struct RunSettings {
 
   // The mini-batch of every replica together: D x N samples.
   [[nodiscard]] std::int64_t global_batch() const { return batch * replicas; }
+  // What a process's per-sample losses are summed over and divided by: its
+  // share of the mini-batch's mean. With context parallelism each is the
+  // mean over a C-th of the sample's tokens, so C x D x N of them make it.
+  [[nodiscard]] double loss_divisor() const { return static_cast<double>(global_batch()) * context_parallel; }
 
   // Under ZeRO 1, this replica's share of every stage's optimizer state.
   [[nodiscard]] std::optional<ZeroShare> zero_share() const {
@@ -76,6 +82,12 @@ void check_train_options(const TrainOptions& options, std::string_view backend,
 // and 1), ZeRO without replicas, or ZeRO with one stage holding both ends of
 // a tied embedding (its two copies' shares differ); `num_stages` is K x V.
 void check_zero(int zero, int replicas, const models::Model& model, int num_stages);
+
+// Throws InputError for context parallelism the executor does not run: on a
+// backend other than the CPU's, beside tensor parallelism or ZeRO, a model
+// outside the llama family, or a gradient group (the schedule's
+// data_parallel) that is not D x C.
+void check_context_parallel(const TrainOptions& options, std::string_view backend);
 
 // The index of the timeline of median step time (the lower median).
 [[nodiscard]] std::size_t median_step(const std::vector<timelines::Timeline>& steps);

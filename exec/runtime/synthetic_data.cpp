@@ -49,6 +49,21 @@ constexpr int kDiffusionSteps = 1000;
 SyntheticTask::SyntheticTask(const models::Model& model, std::uint64_t seed)
     : model_(&model), seed_(seed) {}
 
+Tensor tokens_at(const Tensor& sequences, const std::vector<std::int64_t>& positions) {
+  const std::int64_t rows = sequences.dim(0);
+  const std::int64_t seq = sequences.dim(1);
+  const auto width = static_cast<std::int64_t>(positions.size());
+  Tensor out({rows, width}, ElementType::i32);
+  const auto from = sequences.i32();
+  auto to = out.i32();
+  for (std::int64_t n = 0; n < rows; ++n) {
+    for (std::int64_t t = 0; t < width; ++t) {
+      to[static_cast<std::size_t>(n * width + t)] = from[static_cast<std::size_t>(n * seq + positions[static_cast<std::size_t>(t)])];
+    }
+  }
+  return out;
+}
+
 Batch SyntheticTask::batch(int step, std::int64_t samples) const {
   const std::int64_t hidden = model_->hidden;
   if (model_->family == "dit") return diffusion_batch(step, samples);

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "exec/runtime/tensor.hpp"
 #include "models/model.hpp"
@@ -26,6 +27,11 @@ struct Batch {
   Tensor inputs;   // f32 [N, H], i32 [N, S] or (dit) f32 [N, T*P*P*C + 2]
   Tensor targets;  // f32 [N, H], i32 [N, S] or (dit) f32 [N, T, P*P*2C]
 };
+
+// Context parallelism: the columns `positions` of token rows [N, S] (i32),
+// [N, positions.size()], a member's share of each sequence
+// (models::context_positions).
+[[nodiscard]] Tensor tokens_at(const Tensor& sequences, const std::vector<std::int64_t>& positions);
 
 class SyntheticTask {
  public:

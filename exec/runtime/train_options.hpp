@@ -21,6 +21,10 @@
 namespace gpipe::exec {
 
 struct TrainOptions {
+  // The model as each process's layers compute it. Context parallelism is
+  // the model's: one split by models::split_context_parallel runs each
+  // sequence over model.context_parallel processes (the CPU over MPI, the
+  // llama family), each holding S / C of its tokens.
   models::Model model;
   // Compute actions only, or already lowered; lowered here when it is not.
   // Validated before any thread starts.
@@ -54,6 +58,11 @@ struct TrainOptions {
   int threads_per_rank = 1;
   // Called after every step with its index and loss (progress on a terminal).
   std::function<void(int step, double loss)> on_step;
+
+  // The pipeline's replicas D. The schedule's data_parallel is the gradient
+  // group, as the planner's (plan/plan.cpp): D x C with context parallelism,
+  // each stage's gradients summed over the replicas and the context members.
+  [[nodiscard]] int replicas() const { return schedule.data_parallel / model.context_parallel; }
 };
 
 struct TrainResult {

@@ -177,7 +177,8 @@ template <TrainingBackend B>
     parts = where.group->exchange_parts(parts.front(), reporter);
     // With data and tensor parallelism, replica 0's part 0 reports; the
     // others' losses are the same sums.
-    result.reporter = where.here(reporter) && where.group->replica() == 0 && where.group->tensor_parallel_rank() == 0;
+    result.reporter = where.here(reporter) && where.group->replica() == 0 && where.group->tensor_parallel_rank() == 0 &&
+                      where.group->context_parallel_rank() == 0;
     out.clock = where.group->clock();
   }
   for (std::size_t s = 0; s < stages.size(); ++s) {
@@ -221,6 +222,11 @@ template <TrainingBackend B>
 // replicas run as processes.
 inline void check_no_replicas_in_process(const TrainOptions& o) {
   const int processes = o.schedule.num_ranks * o.schedule.data_parallel * o.tensor_parallel;
+  if (o.model.context_parallel > 1) {
+    throw InputError(fmt::format("--context-parallel {} runs each rank's share of a sequence as a process: launch {} "
+                                 "processes under mpirun or srun (--backend cpu)",
+                                 o.model.context_parallel, processes));
+  }
   if (o.schedule.data_parallel > 1) {
     throw InputError(fmt::format("--data-parallel {} runs each replica's ranks as processes: launch {} processes "
                                  "under mpirun or srun (--backend cpu)",
@@ -246,8 +252,10 @@ template <TrainingBackend B>
 // Throws InputError when a launch of `world_size` processes (by `launcher`)
 // does not fit the schedule: one process per rank of every replica.
 inline void check_launch_fits(const TrainOptions& o, int world_size, const std::string& launcher) {
-  const int replicas = o.schedule.data_parallel;
-  const int parts = o.tensor_parallel;
+  const int replicas = o.replicas();
+  // A stage's processes: its tensor-parallel parts in each of its
+  // context-parallel members (plan/cluster.hpp's T x C).
+  const int parts = o.tensor_parallel * o.model.context_parallel;
   const int processes = o.schedule.num_ranks * replicas * parts;
   if (processes == world_size) return;
   if (replicas > 1 || parts > 1) {
@@ -272,6 +280,7 @@ template <TrainingBackend B>
   RunSettings settings = make_run_settings(o, lowered);
   settings.replica = group.replica();
   settings.part = group.tensor_parallel_rank();
+  settings.context_rank = group.context_parallel_rank();
   check_launch_fits(o, group.world_size(), "the launcher");
   B::require_available();
   Placement where;

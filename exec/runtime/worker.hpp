@@ -46,6 +46,7 @@
 #include "exec/runtime/step_sync.hpp"
 #include "exec/runtime/storage_pool.hpp"
 #include "exec/runtime/synthetic_data.hpp"
+#include "models/context_parallel.hpp"
 #include "exec/runtime/training_backend.hpp"
 #include "schedules/schedule.hpp"
 #include "schedules/tied_gradient.hpp"
@@ -198,7 +199,14 @@ class Worker {
     if (!first_ && !last_) return;
     // With D replicas the mini-batch is D x N samples, and replica d computes
     // rows [d x N, (d + 1) x N) of it.
-    const Batch batch = task_.batch(step, settings_.global_batch());
+    Batch batch = task_.batch(step, settings_.global_batch());
+    // With context parallelism, this member's tokens of every sequence.
+    if (settings_.context_parallel > 1) {
+      const std::vector<std::int64_t> mine = models::context_positions(
+          settings_.model->seq, settings_.context_parallel, settings_.context_rank);
+      batch.inputs = tokens_at(batch.inputs, mine);
+      batch.targets = tokens_at(batch.targets, mine);
+    }
     for (std::size_t m = 0; m < settings_.microbatch_sizes.size(); ++m) {
       const std::int64_t offset = settings_.replica * settings_.batch + settings_.microbatch_offsets[m];
       const int b = settings_.microbatch_sizes[m];
@@ -206,7 +214,7 @@ class Worker {
       if (last_) {
         targets_.push_back(device_.upload(batch.targets.slice_rows(offset, b)));
         exec::Tensor scale({b});
-        std::fill(scale.f32().begin(), scale.f32().end(), 1.0F / static_cast<float>(settings_.global_batch()));
+        std::fill(scale.f32().begin(), scale.f32().end(), 1.0F / static_cast<float>(settings_.loss_divisor()));
         loss_gradients_.push_back(device_.upload(std::move(scale)));
       }
     }
@@ -236,7 +244,7 @@ class Worker {
     for (const Tensor& loss : losses_) sum += device_.sum(loss);
     losses_.clear();
     if (services_.reducer != nullptr) sum = services_.reducer->sum(sum);
-    services_.control->publish_loss(step, sum / static_cast<double>(settings_.global_batch()));
+    services_.control->publish_loss(step, sum / settings_.loss_divisor());
   }
 
   void execute(const ActionMark& mark, int step) {

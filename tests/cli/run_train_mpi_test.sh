@@ -170,4 +170,27 @@ expect_status 2 timeout 120 "${launch[@]}" -np 2 "$run" train --model $gpt -K 2 
 ours; grep -qF "the schedule has 2 ranks of 2 parts but mpirun started 2 processes: launch 2 x 2 x 1 = 4" "$tmp/ours" ||
   fail "tensor parallel: the launch's size: $(cat "$tmp/err")"
 
+# Context parallelism: each sequence over 2 processes (K = 2: 4 in all), the
+# losses the threads' run's to the last digit; one reporter.
+cp_llama=llama:layers=4,hidden=32,heads=4,kv_heads=2,ffn=48,seq=32,vocab=64
+expect_status 0 "$run" train --model $cp_llama -K 2 -M 2 -N 4 --steps 3
+grep '^step [0-9]' "$tmp/out" >"$tmp/threads"
+expect_status 0 timeout 120 "${launch[@]}" -np 4 "$run" train --model $cp_llama -K 2 -M 2 -N 4 --steps 3 \
+  --context-parallel 2
+expect_out "context par. each sequence split over 2 processes (16 tokens each: chunks i and 3-i of 4)"
+grep '^step [0-9]' "$tmp/out" >"$tmp/processes"
+cmp -s "$tmp/threads" "$tmp/processes" || fail "context parallel: losses differ from the threads' run: $(cat "$tmp/threads" "$tmp/processes")"
+[ "$(grep -c '^model ' "$tmp/out")" -eq 1 ] || fail "context parallel: more than one process reported: $(cat "$tmp/out")"
+expect_status 2 "$run" train --model $cp_llama -K 2 -M 2 -N 4 --steps 1 --context-parallel 2
+expect_one_error_line "--context-parallel 2 runs each rank's share of a sequence as a process: launch 4 processes under mpirun or srun"
+expect_status 2 "$run" train --model $gpt,attn=flash -K 1 -M 2 -N 4 --steps 1 --context-parallel 2
+expect_one_error_line "--context-parallel 2: the executor splits the llama family's sequences, not layer embed (embedding)"
+expect_status 2 "$run" train --model $cp_llama -K 1 -M 2 -N 4 --steps 1 --context-parallel 2 --tensor-parallel 2
+expect_one_error_line "--context-parallel 2 with --tensor-parallel 2: the executor runs one of the two at a time"
+expect_status 2 "$run" train --model $cp_llama -K 1 -M 2 -N 4 --steps 1 --context-parallel 3
+expect_one_error_line "--context-parallel 3: 2C = 6 does not divide the sequence of 32"
+expect_status 2 timeout 120 "${launch[@]}" -np 2 "$run" train --model $cp_llama -K 2 -M 2 -N 4 --steps 1 --context-parallel 2
+ours; grep -qF "the schedule has 2 ranks of 2 parts but mpirun started 2 processes: launch 2 x 2 x 1 = 4" "$tmp/ours" ||
+  fail "context parallel: the launch's size: $(cat "$tmp/err")"
+
 finish "gpipe-run train under mpirun"

@@ -109,7 +109,7 @@ TEST(RecomputeModules, TheBackwardAddsTheModulesForwardFlopsAndKernels) {
     EXPECT_DOUBLE_EQ(input(std::string(kGptSpec) + ",recompute=layernorm", t), never);
     EXPECT_DOUBLE_EQ(input(std::string(kLlamaSpec) + ",recompute=mlp", t) - input(kLlamaSpec, t), 6 * s * h * 96 / t);
   }
-  for (const std::string spec : {std::string(kGptSpec), std::string(kLlamaSpec)}) {
+  for (const std::string& spec : {std::string(kGptSpec), std::string(kLlamaSpec)}) {
     const Model m = split_tensor_parallel(parse_model(spec + ",recompute=core_attn+mlp+layernorm"), {.degree = 2});
     for (const int b : {1, 3}) {
       const std::vector<Kernel> kernels = layer_kernels(m, first_block(m), b, DType::bf16);

@@ -1,10 +1,11 @@
-// Data and tensor parallelism's transparency over MPI ("losses and weights
-// equal the one-process run within 1e-5"), run as every process of a launch:
-//   mpirun -np K*T*D parallel_transparency MODEL SCHEDULE K D M N STEPS OPTIMIZER [T [ZERO]]
+// Data, tensor and context parallelism's transparency over MPI ("losses and
+// weights equal the one-process run within 1e-5"), run as every process of a launch:
+//   mpirun -np K*T*C*D parallel_transparency MODEL SCHEDULE K D M N STEPS OPTIMIZER [T [ZERO [C]]]
 // Each process trains its part of its rank of its replica (D replicas of a
 // K-stage pipeline whose blocks are split over T processes, M micro-batches
 // of a replica's N samples, the optimizer state sharded over the replicas
-// with ZeRO 1 when ZERO is 1), then trains the same model alone on one stage
+// with ZeRO 1 when ZERO is 1, each sequence split over C processes whose
+// weights are whole), then trains the same model alone on one stage
 // with one micro-batch of the global batch D x N, and compares: its own
 // stages' weights (a block's, the slice of the reference's its part holds),
 // and on the reporter every step's loss, within
@@ -23,6 +24,7 @@
 #include "exec/cpu/cpu_backend.hpp"
 #include "exec/mpi/mpi_world.hpp"
 #include "exec/mpi/world_training.hpp"
+#include "models/context_parallel.hpp"
 #include "tests/exec/trainer_support.hpp"
 
 namespace {
@@ -59,8 +61,8 @@ std::vector<std::vector<float>> part_of(const models::Model& model, std::size_t 
 }
 
 int run(int argc, char** argv) {
-  if (argc < 9 || argc > 11) {
-    std::fprintf(stderr, "usage: %s MODEL SCHEDULE K D M N STEPS OPTIMIZER [T [ZERO]]\n", argv[0]);
+  if (argc < 9 || argc > 12) {
+    std::fprintf(stderr, "usage: %s MODEL SCHEDULE K D M N STEPS OPTIMIZER [T [ZERO [C]]]\n", argv[0]);
     return 2;
   }
   RunConfig c;
@@ -77,7 +79,10 @@ int run(int argc, char** argv) {
   exec::TrainOptions options = exec::trainer_test::options_for(c);
   options.schedule.data_parallel = replicas;
   options.tensor_parallel = argc >= 10 ? std::stoi(argv[9]) : 1;
-  options.zero = argc == 11 ? std::stoi(argv[10]) : 0;
+  options.zero = argc >= 11 ? std::stoi(argv[10]) : 0;
+  const int members = argc == 12 ? std::stoi(argv[11]) : 1;
+  options.model = models::split_context_parallel(options.model, {.degree = members});
+  options.schedule.data_parallel = replicas * members;  // the gradient group
   // K x V stages for the interleaved and V-shaped schedules.
   options.partition =
       models::partition_uniform(static_cast<int>(options.model.layers.size()), options.schedule.num_stages);
@@ -92,7 +97,7 @@ int run(int argc, char** argv) {
 
   // This process's stages: the rank's, of the pipeline's uniform partition.
   const int parts = options.tensor_parallel;
-  const int rank = (world.rank() / parts) % c.stages;
+  const int rank = (world.rank() / (parts * members)) % c.stages;
   const int part = world.rank() % parts;
   std::vector<int> layers;
   for (int s = 0; s < options.schedule.num_stages; ++s) {
@@ -101,9 +106,9 @@ int run(int argc, char** argv) {
     }
   }
   const std::string who =
-      fmt::format("T={} K={} D={}{} process {} (replica {}, rank {}, part {})", parts, c.stages, replicas,
-                  options.zero > 0 ? fmt::format(" ZeRO {}", options.zero) : "", world.rank(),
-                  world.rank() / (c.stages * parts), rank, part);
+      fmt::format("T={} C={} K={} D={}{} process {} (replica {}, rank {}, part {}, member {})", parts, members,
+                  c.stages, replicas, options.zero > 0 ? fmt::format(" ZeRO {}", options.zero) : "", world.rank(),
+                  world.rank() / (c.stages * parts * members), rank, part, (world.rank() / parts) % members);
   if (result.weights.size() != layers.size()) {
     std::printf("%s: %zu layers' weights, expected %zu\n", who.c_str(), result.weights.size(), layers.size());
     return 1;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Data and tensor parallelism's transparency over MPI, for T, K, D in
-# {1, 2, 4} with T x K x D up to 4: every process of each launch trains its
+# Data, tensor and context parallelism's transparency over MPI, for T, C, K,
+# D in {1, 2, 4} with T x C x K x D up to 4: every process of each launch trains its
 # part of its rank of its replica and checks its weights (and the reporter
 # every step's loss) against one process training the global batch on one
 # stage (parallel_transparency.cpp). The models: the MLP under GPipe, 1F1B,
@@ -17,12 +17,14 @@ launch=(mpirun --oversubscribe)
 mlp=mlp:layers=4,hidden=16
 llama=llama:layers=2,hidden=16,heads=4,kv_heads=2,ffn=24,seq=8,vocab=32
 failed=0
-check() {  # MODEL SCHEDULE K D M N OPTIMIZER [T [ZERO]]
+check() {  # MODEL SCHEDULE K D M N OPTIMIZER [T [ZERO [C]]]
   local parts=${8:-1}
   local zero=${9:-0}
-  local processes=$(($3 * $4 * parts))
+  local members=${10:-1}
+  local processes=$(($3 * $4 * parts * members))
   local out
-  out=$(timeout 240 "${launch[@]}" -np $processes "$program" "$1" "$2" "$3" "$4" "$5" "$6" 3 "$7" "$parts" "$zero" 2>&1)
+  out=$(timeout 240 "${launch[@]}" -np $processes "$program" "$1" "$2" "$3" "$4" "$5" "$6" 3 "$7" "$parts" "$zero" \
+    "$members" 2>&1)
   local status=$?
   local equal
   equal=$(grep -c ': equal, ' <<<"$out")
@@ -80,4 +82,14 @@ check $mlp gpipe 1 4 1 2 momentum 1 1
 check $mlp zbv 2 2 4 4 adamw 1 1
 check $tied 1f1b 2 2 2 2 momentum 1 1
 check $gpt gpipe 1 2 2 4 adamw 2 1
+# Context parallelism (llama, flash attention): each sequence over C = 2 or
+# 4 processes, chunks i and 2C-1-i each (at C = 4 one token a chunk), keys
+# and values all-gathered, gradients summed over D x C; alone, with K = 2
+# (1F1B, and ZB-V's split backward), with D = 2, and with a tied embedding.
+check $llama gpipe 1 1 2 2 momentum 1 0 2
+check $llama gpipe 1 1 2 2 adamw 1 0 4
+check $llama 1f1b 2 1 2 2 momentum 1 0 2
+check $llama zbv 2 1 4 4 momentum 1 0 2
+check $llama gpipe 1 2 2 2 sgd 1 0 2
+check $tied 1f1b 2 1 2 2 momentum 1 0 2
 exit $failed

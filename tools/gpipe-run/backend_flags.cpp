@@ -69,7 +69,7 @@ int CpuFlags::threads_for(int ranks_here) const {
 
 void require_backend(const std::string& backend) { exec::find_backend(backend).require_available(); }
 
-ProcessRole process_role(const std::string& backend, const schedules::Schedule& schedule, int tensor_parallel) {
+ProcessRole process_role(const std::string& backend, const schedules::Schedule& schedule, int stage_processes) {
   ProcessRole role;
   const exec::Backend& entry = exec::find_backend(backend);
   if (!entry.runs_ranks_as_processes()) return role;  // every rank here
@@ -78,7 +78,7 @@ ProcessRole process_role(const std::string& backend, const schedules::Schedule& 
   launch.distributed = launch.launch.world_size > 1;
   if (launch.distributed) {
     role.reports =
-        schedule.rank_of(schedules::Stage{schedule.num_stages - 1}).value * tensor_parallel == launch.launch.rank;
+        schedule.rank_of(schedules::Stage{schedule.num_stages - 1}).value * stage_processes == launch.launch.rank;
   }
   return role;
 }

@@ -64,9 +64,10 @@ struct ProcessRole {
   bool reports = true;
 };
 // The process that reports: the loss stage's rank, of replica 0 and part 0
-// (world rank r T with tensor parallelism T, exec/mpi/mpi_process_group.hpp).
+// (world rank r P with P = T x C processes a stage, tensor parallelism T and
+// context parallelism C, exec/mpi/mpi_process_group.hpp).
 [[nodiscard]] ProcessRole process_role(const std::string& backend, const schedules::Schedule& schedule,
-                                       int tensor_parallel = 1);
+                                       int stage_processes = 1);
 
 // The header line of a run, before it starts: "cpu: one thread per rank on
 // <cpu>", "cuda: 4 ranks on SM partitions of GPU 0 (...), an even split", or

@@ -17,8 +17,10 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.hpp"
+#include "models/context_parallel.hpp"
 #include "models/checkpointing.hpp"
 #include "exec/runtime/fault.hpp"
+#include "exec/runtime/run_settings.hpp"
 #include "exec/runtime/train_options.hpp"
 #include "exec/runtime/trainer.hpp"
 #include "models/model_spec.hpp"
@@ -73,18 +75,23 @@ void print_header(const TrainFlags& f, const models::Model& model, const plan::P
                              "whole in each\n",
                              t.tensor_parallel);
   }
-  if (s.data_parallel > 1) {
+  if (const int c = model.context_parallel; c > 1) {
+    std::cout << fmt::format("context par. each sequence split over {} processes ({} tokens each: chunks i and {}-i of "
+                             "{}), keys and values all-gathered before attention and their gradients "
+                             "reduce-scattered over MPI; weights whole in each, their gradients summed over {}\n",
+                             c, model.seq / c, 2 * c - 1, 2 * c, s.data_parallel);
+  }
+  if (const int d = t.replicas(); d > 1) {
     const char* when = s.reduce_after_backward ? "after its rank's last backward" : "after its last backward";
     const std::string how =
         t.zero == 0 ? fmt::format("each stage's gradients summed over its {} copies ({} all-reduce in place, in "
                                   "pieces of at most 25 MB) {}",
-                                  s.data_parallel, f.run.backend == "cuda" ? "NCCL" : "MPI", when)
+                                  d, f.run.backend == "cuda" ? "NCCL" : "MPI", when)
                     : fmt::format("ZeRO {}: each stage's gradients reduce-scattered over its {} copies (MPI, in place, "
                                   "in pieces of at most 25 MB) {}; each copy keeps the optimizer "
                                   "state of its 1/{} and updates it, then all-gathers the weights in STEP",
-                                  t.zero, s.data_parallel, when, s.data_parallel);
-    std::cout << fmt::format("replicas    {} of the pipeline (global batch {}), {}\n", s.data_parallel,
-                             plan.batch * s.data_parallel, how);
+                                  t.zero, d, when, d);
+    std::cout << fmt::format("replicas    {} of the pipeline (global batch {}), {}\n", d, plan.batch * d, how);
   }
   if (!searched.empty()) std::cout << fmt::format("searched    kept {}\n", searched);
   std::cout << fmt::format("partition   {} ({}{})\n", models::to_string(plan.partition), f.run.partition,
@@ -200,7 +207,7 @@ void report_training(const TrainFlags& f, const plan::Plan& plan, const exec::Tr
   std::cout << format_metrics_summary(result.metrics, plan.schedule.name);
   // The rows above are one replica's, as the simulator's are; the cluster's
   // as gpipe-sim run says it.
-  if (const int d = plan.schedule.data_parallel; d > 1) {
+  if (const int d = t.replicas(); d > 1) {
     std::cout << fmt::format("cluster     global batch {} ({} replicas of {}): {:.1f} samples/s\n", d * plan.batch, d,
                              plan.batch, d * result.metrics.throughput_samples_per_s);
   }
@@ -216,12 +223,15 @@ int run_train(const TrainFlags& f, const CLI::App& cmd) {
   f.cuda.check_backend(f.run.backend);
   f.cpu.check_backend(f.run.backend);
   require_backend(f.run.backend);
-  const models::Model model = models::parse_model(f.run.model);
+  // With context parallelism, the model as each process's layers compute it.
+  const models::Model model =
+      models::split_context_parallel(models::parse_model(f.run.model), {.degree = f.context_parallel});
   const TrainPlan planned = plan_training(f, cmd, model);
   const plan::Plan& plan = planned.plan;
   exec::TrainOptions t = train_options(f, model, plan);
-  const ProcessRole role = process_role(f.run.backend, plan.schedule, f.tensor_parallel);
+  const ProcessRole role = process_role(f.run.backend, plan.schedule, f.tensor_parallel * f.context_parallel);
   t.threads_per_rank = threads_per_rank(f.run.backend, f.cpu, plan.schedule.num_ranks, role.launch.launch);
+  exec::check_context_parallel(t, f.run.backend);  // what it cannot split, before how many processes
   if (!role.launch.distributed) exec::check_no_replicas_in_process(t);
   // Text: one line per step on stdout as it ends. JSON: stdout holds the JSON
   // alone. On stderr (tools/common/progress.hpp), from the process that reports: the

@@ -35,6 +35,12 @@ void TrainFlags::add_to(CLI::App& cmd) {
                  "feed-forward columns, partial sums all-reduced; embeddings and heads whole in each): K x T x D "
                  "processes under mpirun or srun")
       ->check(CLI::Range(1, 4096));
+  cmd.add_option("--context-parallel", context_parallel,
+                 "Split each sequence over C processes (context parallelism, Llama 3's form: each holds chunks i and "
+                 "2C-1-i of the 2C, the keys and values all-gathered before attention and their gradients "
+                 "reduce-scattered, the weights' gradients summed over D x C): the llama family with attn=flash, "
+                 "K x C x D processes under mpirun or srun")
+      ->check(CLI::Range(1, 4096));
   cmd.add_option("--steps", steps, "Training steps (one mini-batch and one optimizer step each)")
       ->required()
       ->check(CLI::Range(1, 100000000));
@@ -66,7 +72,7 @@ std::vector<std::string> TrainFlags::args() const {
   add(run.args(/*with_backward_order=*/pipeline.schedule_file.empty()));
   add(pipeline.args());
   add({"--data-parallel", std::to_string(data_parallel), "--zero", std::to_string(zero), "--tensor-parallel",
-       std::to_string(tensor_parallel), "--steps", std::to_string(steps), "--measure-steps",
+       std::to_string(tensor_parallel), "--context-parallel", std::to_string(context_parallel), "--steps", std::to_string(steps), "--measure-steps",
        std::to_string(measure_steps)});
   if (reduce_after_backward) add({"--reduce-after-backward"});
   if (!trace.empty()) add({"--trace", trace});

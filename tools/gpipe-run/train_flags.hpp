@@ -24,6 +24,7 @@ struct TrainFlags {
   int data_parallel = 1;    // D replicas, each of `batch` samples
   bool reduce_after_backward = false;  // plan::PlanRequest::reduce_after_backward
   int tensor_parallel = 1;  // T parts of each rank's blocks
+  int context_parallel = 1;  // C processes share each sequence
   int zero = 0;             // ZeRO's stage over the replicas
   int steps = 0;
   int measure_steps = 1;

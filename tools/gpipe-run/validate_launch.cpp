@@ -129,7 +129,7 @@ exec::TrainResult launched_training(const ValidateFlags& f, const exec::TrainOpt
   c.measure_steps = t.measured_steps;
   c.trace = scratch_path("trace.json");
   c.json = true;
-  c.data_parallel = t.schedule.data_parallel;
+  c.data_parallel = t.replicas();
   c.reduce_after_backward = t.schedule.reduce_after_backward;
   c.zero = t.zero;
   c.tensor_parallel = f.tensor_parallel;

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "exec/cpu/context_parallel_comm.hpp"
 #include "exec/cpu/tensor_parallel_comm.hpp"
 #include "exec/layers/layer.hpp"
 #include "exec/runtime/tensor.hpp"
@@ -35,6 +36,13 @@ using Layer = exec::Layer<Tensor>;
 // other layer whole.
 [[nodiscard]] std::unique_ptr<Layer> make_layer_part(const models::Model& model, int index, std::uint64_t seed,
                                                      TensorParallelComm& group);
+// Layer `index` of `model` split over a context-parallel `group` (a model
+// split by models::split_context_parallel; exec/cpu/layers/context_parallel_part.cpp):
+// a llama block that gathers the group's keys and values, any other layer
+// make_layer()'s over the member's tokens. The weights are make_layer()'s,
+// whole in every member. Throws InputError for a kind it does not split.
+[[nodiscard]] std::unique_ptr<Layer> make_context_layer(const models::Model& model, int index, std::uint64_t seed,
+                                                        ContextParallelComm& group);
 // Whether a layer kind is split so (the blocks), not held whole.
 [[nodiscard]] bool splits(std::string_view kind);
 // Part `part` of `parts` of parameter `param` of block `index`, from the

@@ -10,6 +10,7 @@
 
 #include "exec/cpu/layers/layer.hpp"
 #include "exec/cpu/ops/init.hpp"
+#include "exec/cpu/context_parallel_comm.hpp"
 #include "exec/cpu/tensor_parallel_comm.hpp"
 
 namespace gpipe::exec::cpu {
@@ -32,9 +33,12 @@ namespace gpipe::exec::cpu {
 [[nodiscard]] std::unique_ptr<Layer> make_token_embedding(const models::Model& model,
                                                           const models::Layer& spec,
                                                           NormalInit& init);
+// With a context-parallel group (a model split by
+// models::split_context_parallel), the block holds its member's S / C tokens.
 [[nodiscard]] std::unique_ptr<Layer> make_llama_block(const models::Model& model,
                                                       const models::Layer& spec, NormalInit& init,
-                                                      TensorParallelComm* group = nullptr);
+                                                      TensorParallelComm* group = nullptr,
+                                                      ContextParallelComm* context = nullptr);
 [[nodiscard]] std::unique_ptr<Layer> make_rms_head(const models::Model& model,
                                                    const models::Layer& spec, NormalInit& init);
 [[nodiscard]] std::unique_ptr<Layer> make_dit_embed(const models::Model& model,

@@ -10,12 +10,20 @@
 // F/T of w1, w3 and w2's columns; the norms whole. Wo's and w2's outputs are
 // partial sums, summed over the group before the residual; so are the input
 // gradients of Wqkv and of w1 and w3, before the norms' backward.
+//
+// Split over a context-parallel group of C (a model split by
+// models::split_context_parallel, and the group): this member holds S / C
+// tokens of each sequence, two chunks of it (exec/cpu/context_attention.hpp);
+// the rotary embedding turns each by its place in the sequence, and attention
+// gathers the group's keys and values.
 #include <fmt/format.h>
 
 #include <cstddef>
+#include <optional>
 #include <stdexcept>
 
 #include "base/error.hpp"
+#include "exec/cpu/context_attention.hpp"
 #include "exec/cpu/layers/kind_base.hpp"
 #include "exec/cpu/layers/layer_kinds.hpp"
 #include "exec/cpu/ops/attention.hpp"
@@ -26,6 +34,7 @@
 #include "exec/cpu/ops/rope.hpp"
 #include "exec/cpu/ops/swiglu.hpp"
 #include "exec/layers/layer_checks.hpp"
+#include "models/context_parallel.hpp"
 #include "models/layer_layout.hpp"
 
 namespace gpipe::exec::cpu {
@@ -36,10 +45,11 @@ using namespace models::layout::llama_block;
 
 class LlamaBlock final : public KindLayer {
  public:
-  LlamaBlock(const models::Layer& spec, const models::Model& model, NormalInit& init, TensorParallelComm* group)
+  LlamaBlock(const models::Layer& spec, const models::Model& model, NormalInit& init, TensorParallelComm* group,
+             ContextParallelComm* context)
       : KindLayer(model, spec, init),
         h_(model.hidden),
-        s_(model.seq),
+        s_(models::tokens_per_gpu(model)),
         a_(model.heads),
         g_(model.kv_heads),
         f_(spec.ffn_width),
@@ -63,6 +73,14 @@ class LlamaBlock final : public KindLayer {
     f_ /= t;
     attn_ = a_ * d_;
     qkv_ = (a_ + 2 * g_) * d_;
+    const int c = model.context_parallel;
+    if (c > 1) {
+      if (context == nullptr || context->size() != c || !flash_) {
+        throw std::logic_error(fmt::format("layer {}: context split over {} without a group of {} or flash attention",
+                                           spec.name, c, c));
+      }
+      context_.emplace(attention_shape(1), model.seq, *context);
+    }
   }
 
   Tensor forward(Tensor input, const Tensor* /*target*/, Stash& stash,
@@ -80,11 +98,7 @@ class LlamaBlock final : public KindLayer {
     rmsnorm_forward(rows, h_, at(kX), value(kNorm1), at(kNormed1), at(kRstd1));
     linear_forward({rows, h_, qkv_}, at(kNormed1), value(kWqkv), nullptr, at(kQkv));
     rotate(b, at(kQkv), /*inverse=*/false);
-    if (flash_) {
-      flash_attention_forward(attention_shape(b), at(kQkv), at(kAttn), at(kScores));
-    } else {
-      attention_forward(attention_shape(b), at(kQkv), at(kScores), at(kAttn));
-    }
+    attend(b, at(kQkv), at(kAttn), at(kScores));
     row_parallel_forward(group_, {rows, attn_, h_}, at(kAttn), value(kWo), nullptr, at(kA), at(kX));
     rmsnorm_forward(rows, h_, at(kA), value(kNorm2), at(kNormed2), at(kRstd2));
     linear_forward({rows, h_, f_}, at(kNormed2), value(kW1), nullptr, at(kGate));
@@ -126,7 +140,9 @@ class LlamaBlock final : public KindLayer {
     float* dattn_data = attn_ == h_ ? dn.data() : dattn.data();
     linear_backward_input({rows, attn_, h_}, value(kWo), da.data(), dattn_data);
     Tensor dqkv = Tensor::uninitialized({b, s_, qkv_}, ElementType::f32, weight_account);
-    if (flash_) {
+    if (context_) {
+      context_->backward(b, at(kQkv), at(kAttn), at(kScores), dattn_data, dqkv.data());
+    } else if (flash_) {
       flash_attention_backward(attention_shape(b), at(kQkv), at(kAttn), at(kScores), dattn_data,
                                dqkv.data());
     } else {
@@ -191,11 +207,18 @@ class LlamaBlock final : public KindLayer {
     }
     if (again.core_attn) {
       Tensor out = Tensor::uninitialized({b, s_, attn_});
-      if (flash_) {
-        flash_attention_forward(attention_shape(b), at(kQkv), out.data(), at(kScores));
-      } else {
-        attention_forward(attention_shape(b), at(kQkv), at(kScores), out.data());
-      }
+      attend(b, at(kQkv), out.data(), at(kScores));
+    }
+  }
+
+  // The attention core's forward: out, and lse (flash) or P (naive) in `scores`.
+  void attend(std::int64_t b, const float* qkv, float* out, float* scores) const {
+    if (context_) {
+      context_->forward(b, qkv, out, scores);
+    } else if (flash_) {
+      flash_attention_forward(attention_shape(b), qkv, out, scores);
+    } else {
+      attention_forward(attention_shape(b), qkv, scores, out);
     }
   }
 
@@ -207,7 +230,8 @@ class LlamaBlock final : public KindLayer {
   // [b, S, (A+2G)d] (forward), or its inverse on their gradients.
   void rotate(std::int64_t b, float* qkv, bool inverse) const {
     const RopeShape q{.batch = b, .seq = s_, .heads = a_, .head_dim = d_, .row_stride = qkv_,
-                      .theta = static_cast<double>(theta_)};
+                      .theta = static_cast<double>(theta_),
+                      .positions = context_ ? context_->positions() : nullptr};
     RopeShape k = q;
     k.heads = g_;
     if (inverse) {
@@ -227,6 +251,7 @@ class LlamaBlock final : public KindLayer {
   std::int64_t theta_;
   bool flash_;
   TensorParallelComm* group_;  // null when whole
+  std::optional<ContextAttention> context_;  // with a context-parallel group
   std::int64_t d_ = 0;
   std::int64_t attn_ = 0;  // this part's heads' width, A/T d
   std::int64_t qkv_ = 0;   // its packed q, k, v: (A + 2G)/T d
@@ -235,8 +260,8 @@ class LlamaBlock final : public KindLayer {
 }  // namespace
 
 std::unique_ptr<Layer> make_llama_block(const models::Model& model, const models::Layer& spec,
-                                        NormalInit& init, TensorParallelComm* group) {
-  return std::make_unique<LlamaBlock>(spec, model, init, group);
+                                        NormalInit& init, TensorParallelComm* group, ContextParallelComm* context) {
+  return std::make_unique<LlamaBlock>(spec, model, init, group, context);
 }
 
 }  // namespace gpipe::exec::cpu

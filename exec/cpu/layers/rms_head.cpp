@@ -5,6 +5,7 @@
 
 #include "base/error.hpp"
 #include "exec/cpu/layers/kind_base.hpp"
+#include "models/context_parallel.hpp"
 #include "exec/cpu/layers/layer_kinds.hpp"
 #include "exec/cpu/ops/cross_entropy.hpp"
 #include "exec/cpu/ops/linear.hpp"
@@ -21,7 +22,7 @@ using namespace models::layout::rms_head;
 class RmsHead final : public KindLayer {
  public:
   RmsHead(const models::Layer& spec, const models::Model& model, NormalInit& init)
-      : KindLayer(model, spec, init), h_(model.hidden), s_(model.seq), v_(model.vocab) {}
+      : KindLayer(model, spec, init), h_(model.hidden), s_(models::tokens_per_gpu(model)), v_(model.vocab) {}
 
   Tensor forward(Tensor input, const Tensor* target, Stash& stash,
                  MemoryAccount* account) override {

@@ -5,6 +5,7 @@
 
 #include "base/error.hpp"
 #include "exec/cpu/layers/kind_base.hpp"
+#include "models/context_parallel.hpp"
 #include "exec/cpu/layers/layer_kinds.hpp"
 #include "exec/layers/layer_checks.hpp"
 #include "models/layer_layout.hpp"
@@ -18,7 +19,7 @@ using namespace models::layout::token_embedding;
 class TokenEmbedding final : public KindLayer {
  public:
   TokenEmbedding(const models::Layer& spec, const models::Model& model, NormalInit& init)
-      : KindLayer(model, spec, init), h_(model.hidden), s_(model.seq), v_(model.vocab) {}
+      : KindLayer(model, spec, init), h_(model.hidden), s_(models::tokens_per_gpu(model)), v_(model.vocab) {}
 
   Tensor forward(Tensor input, const Tensor* /*target*/, Stash& stash,
                  MemoryAccount* account) override {

@@ -101,27 +101,60 @@ void drop_tile_row(const SampleMask& mask, std::int64_t element0, std::int64_t s
 bool drops(const FlashDropout& dropout) { return dropout.draw != nullptr && dropout.draw->drops(); }
 
 struct Layout {
-  std::int64_t s, h, d, w, kv_base, v_base, group;
+  std::int64_t s, h, d, group, keys;
+  std::int64_t q_row, q_sample, kv_row, kv_sample;
   float scale;
   bool causal;
+  const std::int64_t* positions;
 
-  explicit Layout(const AttentionShape& shape)
+  Layout(const AttentionShape& shape, const FlashOperands& in)
       : s(shape.seq),
         h(shape.hidden),
         d(shape.head_dim()),
-        w(shape.qkv_width()),
-        kv_base(shape.heads * shape.head_dim()),
-        v_base(kv_base + shape.kv_groups() * shape.head_dim()),
         group(shape.group_size()),
+        keys(in.keys),
+        q_row(in.q_row),
+        q_sample(in.q_sample),
+        kv_row(in.kv_row),
+        kv_sample(in.kv_sample),
         scale(1.0F / std::sqrt(static_cast<float>(shape.head_dim()))),
-        causal(shape.causal) {}
+        causal(shape.causal),
+        positions(in.positions) {}
+
+  // Query row i's place in its sequence: the last key it sees when causal.
+  [[nodiscard]] std::int64_t position(std::int64_t i) const { return positions == nullptr ? i : positions[i]; }
+  // The first query row that sees key j (causal: positions increase), or s.
+  [[nodiscard]] std::int64_t first_row_seeing(std::int64_t j) const {
+    if (!causal) return 0;
+    if (positions == nullptr) return std::min(j, s);
+    return std::lower_bound(positions, positions + s, j) - positions;
+  }
 };
+
+// The packed [b, S, (A+2G)d] qkv's operands: queries and keys one sequence.
+FlashOperands packed(const AttentionShape& shape, const float* qkv) {
+  const std::int64_t w = shape.qkv_width();
+  const std::int64_t kv_base = shape.heads * shape.head_dim();
+  return {.q = qkv,
+          .k = qkv + kv_base,
+          .v = qkv + kv_base + shape.kv_groups() * shape.head_dim(),
+          .q_row = w,
+          .q_sample = shape.seq * w,
+          .kv_row = w,
+          .kv_sample = shape.seq * w,
+          .keys = shape.seq};
+}
 
 }  // namespace
 
 void flash_attention_forward(const AttentionShape& shape, const float* qkv, float* out, float* lse,
                              const FlashDropout& dropout) {
-  const Layout l(shape);
+  flash_attention_forward(shape, packed(shape, qkv), out, lse, dropout);
+}
+
+void flash_attention_forward(const AttentionShape& shape, const FlashOperands& in, float* out, float* lse,
+                             const FlashDropout& dropout) {
+  const Layout l(shape, in);
   const bool dropping = drops(dropout);
   const float keep_scale = dropping ? dropout.draw->scale() : 1.0F;
   const std::int64_t pairs = shape.batch * shape.heads;
@@ -139,38 +172,39 @@ void flash_attention_forward(const AttentionShape& shape, const float* qkv, floa
       const std::int64_t n = pair / shape.heads;
       const std::int64_t a = pair % shape.heads;
       const std::int64_t g = a / l.group;
-      const float* sample = qkv + n * l.s * l.w;
-      const float* q = sample + a * l.d;
-      const float* k = sample + l.kv_base + g * l.d;
-      const float* v = sample + l.v_base + g * l.d;
+      const float* q = in.q + n * l.q_sample + a * l.d;
+      const float* k = in.k + n * l.kv_sample + g * l.d;
+      const float* v = in.v + n * l.kv_sample + g * l.d;
       float* o = out + n * l.s * l.h + a * l.d;
       float* row_lse = lse + pair * l.s;
-      const std::int64_t head_element = (dropout.first_head + a) * l.s * l.s;
+      // Dropout's entries are numbered over the whole sequence's keys.
+      const std::int64_t head_element = (dropout.first_head + a) * l.keys * l.keys;
       const SampleMask mask = dropping ? SampleMask(*dropout.draw, DropoutSite::probabilities, n) : SampleMask({}, {}, 0);
       for (std::int64_t i0 = 0; i0 < l.s; i0 += kQueryTile) {
         const std::int64_t i1 = std::min(l.s, i0 + kQueryTile);
         const std::int64_t rows = i1 - i0;
         std::fill(max, max + rows, -INFINITY);
         std::fill(sum, sum + rows, 0.0F);
-        const std::int64_t keys = l.causal ? i1 : l.s;
+        const std::int64_t keys = l.causal ? std::min(l.keys, l.position(i1 - 1) + 1) : l.keys;
         for (std::int64_t j0 = 0; j0 < keys; j0 += kKeyTile) {
           const std::int64_t j1 = std::min(keys, j0 + kKeyTile);
           const std::int64_t cols = j1 - j0;
-          gemm(Transpose::no, Transpose::yes, rows, cols, l.d, l.scale, q + i0 * l.w, l.w, k + j0 * l.w, l.w,
-               0.0F, scores, kKeyTile);
+          gemm(Transpose::no, Transpose::yes, rows, cols, l.d, l.scale, q + i0 * l.q_row, l.q_row, k + j0 * l.kv_row,
+               l.kv_row, 0.0F, scores, kKeyTile);
           for (std::int64_t r = 0; r < rows; ++r) {
-            const float rescale = online_softmax_row(cols, seen_in_tile(i0 + r, j0, j1, l.causal),
+            const std::int64_t at = l.position(i0 + r);
+            const float rescale = online_softmax_row(cols, seen_in_tile(at, j0, j1, l.causal),
                                                      scores + r * kKeyTile, max[r], sum[r]);
             if (j0 > 0 && rescale != 1.0F) scale_row(l.d, rescale, acc + r * l.d);
             // The sum above is the undropped row's; P v takes the dropped.
             if (dropping) {
               float* row = scores + r * kKeyTile;
-              drop_tile_row(mask, head_element + (i0 + r) * l.s + j0, seen_in_tile(i0 + r, j0, j1, l.causal),
-                            keep_scale, row, row);
+              drop_tile_row(mask, head_element + at * l.keys + j0, seen_in_tile(at, j0, j1, l.causal), keep_scale,
+                            row, row);
             }
           }
           // The first key tile writes the accumulator, the others add to it.
-          gemm(Transpose::no, Transpose::no, rows, l.d, cols, 1.0F, scores, kKeyTile, v + j0 * l.w, l.w,
+          gemm(Transpose::no, Transpose::no, rows, l.d, cols, 1.0F, scores, kKeyTile, v + j0 * l.kv_row, l.kv_row,
                j0 > 0 ? 1.0F : 0.0F, acc, l.d);
         }
         for (std::int64_t r = 0; r < rows; ++r) {
@@ -184,7 +218,15 @@ void flash_attention_forward(const AttentionShape& shape, const float* qkv, floa
 
 void flash_attention_backward(const AttentionShape& shape, const float* qkv, const float* out,
                               const float* lse, const float* dout, float* dqkv, const FlashDropout& dropout) {
-  const Layout l(shape);
+  float* dk = dqkv + shape.heads * shape.head_dim();
+  flash_attention_backward(shape, packed(shape, qkv), out, lse, dout,
+                           {.dq = dqkv, .dk = dk, .dv = dk + shape.kv_groups() * shape.head_dim()}, dropout);
+}
+
+void flash_attention_backward(const AttentionShape& shape, const FlashOperands& in, const float* out,
+                              const float* lse, const float* dout, const FlashGradients& grads,
+                              const FlashDropout& dropout) {
+  const Layout l(shape, in);
   const bool dropping = drops(dropout);
   const float keep_scale = dropping ? dropout.draw->scale() : 1.0F;
   // (sample, kv head) pairs: a group's query heads add into one dk and dv.
@@ -202,27 +244,33 @@ void flash_attention_backward(const AttentionShape& shape, const float* qkv, con
     for (std::int64_t pair = begin; pair < end; ++pair) {
       const std::int64_t n = pair / shape.kv_groups();
       const std::int64_t g = pair % shape.kv_groups();
-      const float* sample = qkv + n * l.s * l.w;
-      float* dsample = dqkv + n * l.s * l.w;
-      const float* k = sample + l.kv_base + g * l.d;
-      const float* v = sample + l.v_base + g * l.d;
-      float* dk = dsample + l.kv_base + g * l.d;
-      float* dv = dsample + l.v_base + g * l.d;
+      const float* k = in.k + n * l.kv_sample + g * l.d;
+      const float* v = in.v + n * l.kv_sample + g * l.d;
+      float* dk = grads.dk + n * l.kv_sample + g * l.d;
+      float* dv = grads.dv + n * l.kv_sample + g * l.d;
       for (std::int64_t a = g * l.group; a < (g + 1) * l.group; ++a) {
-        const float* q = sample + a * l.d;
+        const float* q = in.q + n * l.q_sample + a * l.d;
         const float* o = out + n * l.s * l.h + a * l.d;
         const float* dout_head = dout + n * l.s * l.h + a * l.d;
         const float* row_lse = lse + (n * shape.heads + a) * l.s;
-        float* dq = dsample + a * l.d;
-        const std::int64_t head_element = (dropout.first_head + a) * l.s * l.s;
+        float* dq = grads.dq + n * l.q_sample + a * l.d;
+        const std::int64_t head_element = (dropout.first_head + a) * l.keys * l.keys;
         const SampleMask mask = dropping ? SampleMask(*dropout.draw, DropoutSite::probabilities, n) : SampleMask({}, {}, 0);
         // D_i = dout_i . out_i, the softmax backward's row term.
         for (std::int64_t i = 0; i < l.s; ++i) delta[i] = dot(l.d, dout_head + i * l.h, o + i * l.h);
-        for (std::int64_t j0 = 0; j0 < l.s; j0 += kBackKeyTile) {
-          const std::int64_t j1 = std::min(l.s, j0 + kBackKeyTile);
+        for (std::int64_t j0 = 0; j0 < l.keys; j0 += kBackKeyTile) {
+          const std::int64_t j1 = std::min(l.keys, j0 + kBackKeyTile);
           const std::int64_t cols = j1 - j0;
-          // Causal: only the query rows from j0 on see these keys.
-          const std::int64_t first = l.causal ? j0 : 0;
+          // Causal: only the query rows from the first at or past j0 see these keys.
+          const std::int64_t first = l.first_row_seeing(j0);
+          // Keys no query row sees (past the last query's place): no product
+          // writes their gradients, so they are zeroed here, once per group.
+          if (first == l.s && a == g * l.group) {
+            for (std::int64_t j = j0; j < j1; ++j) {
+              std::fill(dk + j * l.kv_row, dk + j * l.kv_row + l.d, 0.0F);
+              std::fill(dv + j * l.kv_row, dv + j * l.kv_row + l.d, 0.0F);
+            }
+          }
           for (std::int64_t i0 = first; i0 < l.s; i0 += kBackQueryTile) {
             const std::int64_t i1 = std::min(l.s, i0 + kBackQueryTile);
             const std::int64_t rows = i1 - i0;
@@ -231,14 +279,15 @@ void flash_attention_backward(const AttentionShape& shape, const float* qkv, con
             // tile; dq: the first key tile, which every query tile sees).
             const float into_kv = a == g * l.group && i0 == first ? 0.0F : 1.0F;
             const float into_q = j0 == 0 ? 0.0F : 1.0F;
-            gemm(Transpose::no, Transpose::yes, rows, cols, l.d, l.scale, q + i0 * l.w, l.w, k + j0 * l.w, l.w,
-                 0.0F, p, kBackKeyTile);
+            gemm(Transpose::no, Transpose::yes, rows, cols, l.d, l.scale, q + i0 * l.q_row, l.q_row,
+                 k + j0 * l.kv_row, l.kv_row, 0.0F, p, kBackKeyTile);
             for (std::int64_t r = 0; r < rows; ++r) {
-              const std::int64_t seen = seen_in_tile(i0 + r, j0, j1, l.causal);
+              const std::int64_t at = l.position(i0 + r);
+              const std::int64_t seen = seen_in_tile(at, j0, j1, l.causal);
               probabilities_row(cols, seen, row_lse[i0 + r], p + r * kBackKeyTile);
               if (dropping) {
                 float* row = pd + r * kBackKeyTile;
-                drop_tile_row(mask, head_element + (i0 + r) * l.s + j0, seen, keep_scale, p + r * kBackKeyTile, row);
+                drop_tile_row(mask, head_element + at * l.keys + j0, seen, keep_scale, p + r * kBackKeyTile, row);
                 std::fill(row + seen, row + cols, 0.0F);
               }
             }
@@ -246,21 +295,22 @@ void flash_attention_backward(const AttentionShape& shape, const float* qkv, con
             // the dropout; dS = P (dP - D); dk += scale dS^T q; dq += scale dS k.
             // D = dout . out holds with dropout too: out is Pd v.
             gemm(Transpose::yes, Transpose::no, cols, l.d, rows, 1.0F, pd, kBackKeyTile, dout_head + i0 * l.h, l.h,
-                 into_kv, dv + j0 * l.w, l.w);
-            gemm(Transpose::no, Transpose::yes, rows, cols, l.d, 1.0F, dout_head + i0 * l.h, l.h, v + j0 * l.w,
-                 l.w, 0.0F, ds, kBackKeyTile);
+                 into_kv, dv + j0 * l.kv_row, l.kv_row);
+            gemm(Transpose::no, Transpose::yes, rows, cols, l.d, 1.0F, dout_head + i0 * l.h, l.h, v + j0 * l.kv_row,
+                 l.kv_row, 0.0F, ds, kBackKeyTile);
             for (std::int64_t r = 0; r < rows; ++r) {
               if (dropping) {
+                const std::int64_t at = l.position(i0 + r);
                 float* row = ds + r * kBackKeyTile;
-                drop_tile_row(mask, head_element + (i0 + r) * l.s + j0, seen_in_tile(i0 + r, j0, j1, l.causal),
-                              keep_scale, row, row);
+                drop_tile_row(mask, head_element + at * l.keys + j0, seen_in_tile(at, j0, j1, l.causal), keep_scale,
+                              row, row);
               }
               score_gradient_row(cols, p + r * kBackKeyTile, delta[i0 + r], ds + r * kBackKeyTile);
             }
-            gemm(Transpose::yes, Transpose::no, cols, l.d, rows, l.scale, ds, kBackKeyTile, q + i0 * l.w, l.w,
-                 into_kv, dk + j0 * l.w, l.w);
-            gemm(Transpose::no, Transpose::no, rows, l.d, cols, l.scale, ds, kBackKeyTile, k + j0 * l.w, l.w,
-                 into_q, dq + i0 * l.w, l.w);
+            gemm(Transpose::yes, Transpose::no, cols, l.d, rows, l.scale, ds, kBackKeyTile, q + i0 * l.q_row, l.q_row,
+                 into_kv, dk + j0 * l.kv_row, l.kv_row);
+            gemm(Transpose::no, Transpose::no, rows, l.d, cols, l.scale, ds, kBackKeyTile, k + j0 * l.kv_row,
+                 l.kv_row, into_q, dq + i0 * l.q_row, l.q_row);
           }
         }
       }

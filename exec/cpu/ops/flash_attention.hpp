@@ -44,9 +44,42 @@ struct FlashDropout {
 void flash_attention_forward(const AttentionShape& shape, const float* qkv, float* out, float* lse,
                              const FlashDropout& dropout = {});
 
+// Queries and keys in buffers of their own (context parallelism,
+// exec/cpu/layers/context_attention.hpp): shape.seq query rows a sample,
+// each at its place in a sequence of `keys` keys and values. Strides are in
+// floats; query head a's columns start at q + a d, kv head g's at k + g d and
+// v + g d. Causal, query row i sees the keys up to positions[i] (increasing;
+// null: i). Dropout numbers its entries over the `keys` x `keys` scores.
+struct FlashOperands {
+  const float* q = nullptr;
+  const float* k = nullptr;
+  const float* v = nullptr;
+  std::int64_t q_row = 0;      // floats between a sample's query rows
+  std::int64_t q_sample = 0;   // between samples' first query rows
+  std::int64_t kv_row = 0;     // the same for k and v
+  std::int64_t kv_sample = 0;
+  std::int64_t keys = 0;       // key rows a sample
+  const std::int64_t* positions = nullptr;
+};
+
+// Where the backward writes: dq at q's strides, dk and dv at k's and v's.
+// Every element of them that the forward's operands name is overwritten.
+struct FlashGradients {
+  float* dq = nullptr;
+  float* dk = nullptr;
+  float* dv = nullptr;
+};
+
+// out [b, S, A d] and lse [b, A, S] as above, S = shape.seq query rows.
+void flash_attention_forward(const AttentionShape& shape, const FlashOperands& in, float* out, float* lse,
+                             const FlashDropout& dropout = {});
+
 // From the forward's qkv, out and lse and the output gradient dout [b, S, A d]:
 // dqkv [b, S, (A+2G)d] overwritten with the gradients of q, k and v.
 void flash_attention_backward(const AttentionShape& shape, const float* qkv, const float* out,
                               const float* lse, const float* dout, float* dqkv, const FlashDropout& dropout = {});
+void flash_attention_backward(const AttentionShape& shape, const FlashOperands& in, const float* out,
+                              const float* lse, const float* dout, const FlashGradients& grads,
+                              const FlashDropout& dropout = {});
 
 }  // namespace gpipe::exec::cpu

@@ -38,7 +38,8 @@ RopeTable make_table(const RopeShape& shape) {
   const auto fill = [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t pos = begin; pos < end; ++pos) {
       for (std::int64_t i = 0; i < half; ++i) {
-        const double angle = static_cast<double>(pos) * inv_freq[static_cast<std::size_t>(i)];
+        const std::int64_t at = shape.positions == nullptr ? pos : shape.positions[pos];
+        const double angle = static_cast<double>(at) * inv_freq[static_cast<std::size_t>(i)];
         const auto k = static_cast<std::size_t>(pos * half + i);
         table.cos[k] = static_cast<float>(std::cos(angle));
         table.sin[k] = static_cast<float>(std::sin(angle));

@@ -20,6 +20,9 @@ struct RopeShape {
   std::int64_t head_dim = 0;
   std::int64_t row_stride = 0;  // floats between consecutive tokens
   double theta = 10000.0;
+  // Each of a sample's seq tokens' place in its sequence (context
+  // parallelism: a GPU's tokens are two chunks of it); null: 0 .. seq-1.
+  const std::int64_t* positions = nullptr;
 };
 
 // Rotates every pair by +angle, in place.
