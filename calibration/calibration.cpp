@@ -38,6 +38,7 @@ Configuration predict_one(const profiles::Profile& profile, const CalibrationOpt
                           const plan::PlanRequest& request) {
   Configuration c;
   c.row.request = request;
+  c.row.context_parallel = options.model.context_parallel;
   c.profile = &profile;
   try {
     plan::check_request_for_model(options.model, profile, request);
@@ -195,16 +196,16 @@ std::string calibration_csv(const std::vector<CalibrationRow>& rows) {
       "transfer_error_pct,transfer_median_abs_error_pct,step_samples,measured_step_q1_us,measured_step_q3_us,"
       "noise_band_pct,outside_band_points,data_parallel,reductions,predicted_reduction_us,measured_reduction_us,"
       "reduction_error_pct,tensor_parallel,tp_collective_actions,predicted_tp_collective_us,measured_tp_collective_us,"
-      "tp_collective_error_pct,zero\n";
+      "tp_collective_error_pct,zero,context_parallel\n";
   for (const CalibrationRow& r : rows) {
     const plan::PlanRequest& req = r.request;
-    out += plan::grid_row_csv(req, r.skipped, 31);
+    out += plan::grid_row_csv(req, r.skipped, 32);
     if (!r.ok()) continue;
     const sim::TransferError& t = r.diff.transfers;
     const sim::TransferError& g = r.diff.reductions;
     const sim::TransferError& tp = r.diff.tensor_parallel;
     out += fmt::format("{},{},{},ok,,{:.3f},{:.3f},{},{:.6f},{:.6f},{},{},{},{},{},{},{:.3f},{:.3f},{},{},{},{:.3f},"
-                       "{:.3f},{:.3f},{:.3f},{},{},{:.3f},{:.3f},{},{},{},{:.3f},{:.3f},{},{}\n",
+                       "{:.3f},{:.3f},{:.3f},{},{},{:.3f},{:.3f},{},{},{},{:.3f},{:.3f},{},{},{}\n",
                        r.microbatch_sizes.front(), req.batch,
                        plan::csv_cell(fmt::format("{}", fmt::join(r.partition, ","))), r.predicted_step_us(),
                        r.noise.median_us, number(r.step_error_pct(), 3),
@@ -218,7 +219,7 @@ std::string calibration_csv(const std::vector<CalibrationRow>& rows) {
                        req.data_parallel, g.count, g.predicted_mean_us, g.measured_mean_us,
                        g.count > 0 ? number(g.mean_error_pct, 3) : std::string(), r.diff.predicted_info.tensor_parallel,
                        tp.count, tp.predicted_mean_us, tp.measured_mean_us,
-                       tp.count > 0 ? number(tp.mean_error_pct, 3) : std::string(), req.zero);
+                       tp.count > 0 ? number(tp.mean_error_pct, 3) : std::string(), req.zero, r.context_parallel);
   }
   return out;
 }
@@ -230,6 +231,7 @@ nlohmann::json calibration_json(const std::vector<CalibrationRow>& rows) {
     // Where the grid has replicas, how many, and ZeRO's stage over them.
     if (r.request.data_parallel > 1) row["data_parallel"] = r.request.data_parallel;
     if (r.request.zero > 0) row["zero"] = r.request.zero;
+    if (r.context_parallel > 1) row["context_parallel"] = r.context_parallel;
     if (r.ok()) {
       row["micro_batch_size"] = r.microbatch_sizes.front();
       row["partition"] = r.partition;

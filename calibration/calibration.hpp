@@ -49,6 +49,8 @@ struct CalibrationRow {
   // what the simulator's memory rules say.
   std::int64_t predicted_peak_activation_bytes = 0;
   std::int64_t measured_peak_activation_bytes = 0;
+  // The processes each sequence is split over (the model's context parallelism).
+  int context_parallel = 1;
 
   [[nodiscard]] bool ok() const { return skipped.empty(); }
   [[nodiscard]] double predicted_step_us() const { return diff.predicted_step_us; }

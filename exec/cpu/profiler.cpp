@@ -46,10 +46,11 @@ struct SizeRuns {
   std::vector<std::vector<double>> fwd_us, bwd_input_us, bwd_weight_us;  // per layer
 };
 
-SizeRuns size_runs(const models::Model& model, int b, std::uint64_t seed) {
+SizeRuns size_runs(const models::Model& model, int b, const ProfilerOptions& options) {
   const std::size_t n = model.layers.size();
   SizeRuns s;
-  s.data = training_size_inputs(model, b, seed);
+  s.data = training_size_inputs(model, b, options.seed,
+                                options.context_parallel != nullptr ? options.context_parallel->rank() : 0);
   s.samples.resize(n);
   s.fwd_us.resize(n);
   s.bwd_input_us.resize(n);
@@ -119,9 +120,13 @@ void run_pass(ProfiledModel& pm, SizeRuns& s, bool first, bool timed, bool forwa
 ProfiledModel profiled_model(const models::Model& model, const ProfilerOptions& options) {
   ProfiledModel pm;
   for (int index = 0; index < static_cast<int>(model.layers.size()); ++index) {
-    pm.layers.push_back(options.tensor_parallel != nullptr
-                            ? make_layer_part(model, index, options.seed, *options.tensor_parallel)
-                            : make_layer(model, index, options.seed));
+    if (options.tensor_parallel != nullptr) {
+      pm.layers.push_back(make_layer_part(model, index, options.seed, *options.tensor_parallel));
+    } else if (options.context_parallel != nullptr) {
+      pm.layers.push_back(make_context_layer(model, index, options.seed, *options.context_parallel));
+    } else {
+      pm.layers.push_back(make_layer(model, index, options.seed));
+    }
     pm.optimizers.emplace_back(options.optimizer, pm.layers.back()->parameters());
   }
   pm.step_us.resize(model.layers.size());
@@ -136,7 +141,7 @@ ProfiledModel profiled_model(const models::Model& model, const ProfilerOptions& 
 // is the ratio of the medians, less one (0 if noise made it negative).
 profiles::ContentionPoint measure_contention(ProfiledModel& pm, const models::Model& model, int b, int peers,
                                              const ProfilerOptions& options, std::mt19937_64& rng) {
-  SizeRuns mine = size_runs(model, b, options.seed);
+  SizeRuns mine = size_runs(model, b, options);
   std::atomic<bool> stop{false};
   std::atomic<int> loaded{0};    // 1 while the peers should compute (a futex word)
   std::atomic<int> started{0};   // passes the peers began since the last change
@@ -155,7 +160,7 @@ profiles::ContentionPoint measure_contention(ProfiledModel& pm, const models::Mo
         bool first = true;  // its first pass records the sizes the later ones are checked against
         try {
           replica.emplace(profiled_model(model, options));
-          runs.emplace(size_runs(model, b, options.seed));
+          runs.emplace(size_runs(model, b, options));
         } catch (...) {
           failed[static_cast<std::size_t>(i)] = std::current_exception();
         }
@@ -277,6 +282,7 @@ profiles::Profile profile_cpu(const models::Model& model, std::span<const int> m
   profiles::Profile profile = profile_header(model, device_name(options.threads_per_rank), "cpu");
   if (options.forward_only) profile.workload = "inference";
   if (options.tensor_parallel != nullptr) profile.tensor_parallel = options.tensor_parallel->size();
+  if (options.context_parallel != nullptr) profile.context_parallel = options.context_parallel->size();
   profile.link = {.latency_us = measure_handoff_latency_us(options.link_round_trips),
                   .bandwidth_GBps = kInProcessBandwidthGBps};
   // One generator for the output gradients; the data is the run's own
@@ -285,7 +291,7 @@ profiles::Profile profile_cpu(const models::Model& model, std::span<const int> m
   const int count = static_cast<int>(model.layers.size());
   ProfiledModel pm = profiled_model(model, options);
   std::vector<SizeRuns> runs;
-  for (const int b : sizes) runs.push_back(size_runs(model, b, options.seed));
+  for (const int b : sizes) runs.push_back(size_runs(model, b, options));
   // Passes go round the sizes (b1, b2, ..., b1, b2, ...), not size after
   // size: a stretch of load from elsewhere on the machine then slows every
   // size a little instead of one size a lot, and the medians shrug it off.
@@ -332,7 +338,9 @@ profiles::Profile profile_cpu(const models::Model& model, std::span<const int> m
   const int cores = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
   // (A part of a tensor-parallel group cannot: its replicas' blocks would sum
   // over the group from several threads at once.)
-  const int peers = options.threads_per_rank > 1 || options.tensor_parallel != nullptr ? 0
+  const int peers = options.threads_per_rank > 1 || options.tensor_parallel != nullptr ||
+                            options.context_parallel != nullptr
+                        ? 0
                     : options.contention_peers < 0 ? std::min(cores - 1, kMaxContentionPeers)
                                                    : std::min(options.contention_peers, cores - 1);
   // At 1, 2, 4, ... peers and at the most, between which the simulator interpolates.

@@ -11,6 +11,7 @@
 
 #include "base/error.hpp"
 #include "exec/mpi/failure_watch.hpp"
+#include "exec/mpi/mpi_context_parallel.hpp"
 #include "exec/mpi/mpi_tensor_parallel.hpp"
 #include "exec/mpi/mpi_world.hpp"
 #include "exec/mpi/world_training.hpp"
@@ -246,6 +247,17 @@ ProbedLink probe_mpi_link(const LinkProbeOptions& options) {
   if (options.in_world) {
     std::optional<FailureWatch> watch;
     std::unique_ptr<MpiTensorParallel> group;
+    std::unique_ptr<MpiContextParallel> members;
+    if (options.context_parallel > 1) {
+      if (world.size() != options.context_parallel) {
+        throw InputError(fmt::format("--context-parallel {} profiles the {} members of one rank, one process each: "
+                                     "start it with mpirun -np {}, not {}",
+                                     options.context_parallel, options.context_parallel, options.context_parallel,
+                                     world.size()));
+      }
+      watch.emplace(world);
+      members = std::make_unique<MpiContextParallel>(world, *watch, MPI_COMM_WORLD);
+    }
     if (options.tensor_parallel > 1) {
       if (world.size() != options.tensor_parallel) {
         throw InputError(fmt::format("--tensor-parallel {} profiles the {} parts of one rank, one process each: start "
@@ -259,7 +271,7 @@ ProbedLink probe_mpi_link(const LinkProbeOptions& options) {
     // A part that fails tells the others, which wait in its all-reduces, and
     // no process waits in MPI_Finalize for a peer that is gone.
     try {
-      options.in_world(group.get());
+      options.in_world(group.get(), members.get());
     } catch (const std::exception& e) {
       if (watch) watch->announce(fmt::format("process {} failed measuring its part: {}", world.rank(), e.what()));
       world.skip_finalize();

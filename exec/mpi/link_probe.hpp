@@ -34,7 +34,8 @@
 #include "profiles/profile.hpp"
 
 namespace gpipe::exec::cpu {
-class TensorParallelComm;  // exec/cpu/tensor_parallel_comm.hpp
+class TensorParallelComm;   // exec/cpu/tensor_parallel_comm.hpp
+class ContextParallelComm;  // exec/cpu/context_parallel_comm.hpp
 }  // namespace gpipe::exec::cpu
 
 namespace gpipe::exec::mpi {
@@ -66,9 +67,11 @@ struct LinkProbeOptions {
   // When set, called on every process once the link is measured, while MPI
   // still runs: with tensor_parallel T > 1 (the launch's size), with the
   // world as one rank's tensor-parallel group, so that its T parts profile
-  // their layers together; else with null.
+  // their layers together; with context_parallel C > 1 (the launch's size),
+  // as one rank's context-parallel group likewise; else with nulls.
   int tensor_parallel = 1;
-  std::function<void(cpu::TensorParallelComm* group)> in_world;
+  int context_parallel = 1;
+  std::function<void(cpu::TensorParallelComm* tensor, cpu::ContextParallelComm* context)> in_world;
 };
 
 // One micro-batch size's pipeline messages: their median time.

@@ -7,6 +7,7 @@
 
 #include "base/error.hpp"
 #include "exec/runtime/synthetic_data.hpp"
+#include "models/context_parallel.hpp"
 
 namespace gpipe::exec {
 namespace {
@@ -38,8 +39,13 @@ void check_pass_counts(int warmup, int repeats) {
   if (repeats < 1) throw InputError(fmt::format("--repeats must be at least 1, got {}", repeats));
 }
 
-SizeInputs training_size_inputs(const models::Model& model, int b, std::uint64_t seed) {
-  const Batch batch = SyntheticTask(model, seed).batch(0, b);
+SizeInputs training_size_inputs(const models::Model& model, int b, std::uint64_t seed, int context_member) {
+  Batch batch = SyntheticTask(model, seed).batch(0, b);
+  if (model.context_parallel > 1) {
+    const std::vector<std::int64_t> mine = models::context_positions(model.seq, model.context_parallel, context_member);
+    batch.inputs = tokens_at(batch.inputs, mine);
+    batch.targets = tokens_at(batch.targets, mine);
+  }
   SizeInputs s;
   s.micro_batch_size = b;
   s.input = batch.inputs.clone();

@@ -41,7 +41,10 @@ struct SizeInputs {
 // some kernels' speed depends on the values (how peaked attention's scores
 // are, where an exponential underflows), and Llama blocks profiled on random
 // token ids ran 2 to 4 % slower than on the run's sequences.
-[[nodiscard]] SizeInputs training_size_inputs(const models::Model& model, int micro_batch_size, std::uint64_t seed);
+// With context parallelism (a model split by models::split_context_parallel),
+// member `context_member`'s tokens of them (models::context_positions).
+[[nodiscard]] SizeInputs training_size_inputs(const models::Model& model, int micro_batch_size, std::uint64_t seed,
+                                              int context_member = 0);
 
 // The gradient of the last layer's output: 1/b per sample for a loss layer's
 // per-sample output [b] (the mean over the micro-batch), small N(0, 0.01)

@@ -14,7 +14,8 @@
 namespace gpipe::exec {
 
 namespace cpu {
-class TensorParallelComm;  // exec/cpu/tensor_parallel_comm.hpp
+class TensorParallelComm;   // exec/cpu/tensor_parallel_comm.hpp
+class ContextParallelComm;  // exec/cpu/context_parallel_comm.hpp
 }  // namespace cpu
 
 struct ProfilerOptions {
@@ -40,6 +41,12 @@ struct ProfilerOptions {
   // profile is one part's, Profile::tensor_parallel the group's size. Null:
   // the layers whole. No contention is measured with one.
   cpu::TensorParallelComm* tensor_parallel = nullptr;
+  // cpu: the layers as one member of a context-parallel group (a model split
+  // by models::split_context_parallel; every member profiles at once, its
+  // blocks gathering the group's keys and values): the profile is one
+  // member's, on its tokens of the run's sequences, Profile::context_parallel
+  // the group's size. No contention is measured with one.
+  cpu::ContextParallelComm* context_parallel = nullptr;
   // Progress: after each pass over every size (warm-up passes included), then
   // once per layer with its finished profile.
   std::function<void(int pass, int passes)> on_pass;

@@ -77,6 +77,33 @@ expect_status 2 timeout 120 "${launch[@]}" -np 3 "$run" profile --model $gpt --m
   --out "$tmp/x.json"
 ours; grep -qF -- "--tensor-parallel 2 profiles one rank's 2 parts, one process each: start it with --backend cpu under mpirun -np 2" "$tmp/ours" ||
   fail "profile --tensor-parallel: the launch's size: $(cat "$tmp/err")"
+# With context parallelism: the profile measured as one rank's 2 members
+# (context_parallel 2, each block's stash at half the tokens), each
+# configuration trained as K x 2 processes, the peaks equal to the prediction.
+llama=llama:layers=2,hidden=32,heads=4,kv_heads=2,ffn=48,seq=32,vocab=64
+expect_status 0 timeout 300 "$run" validate --model $llama -K 1 -M 1,2 -N 4 --steps 2 --rounds 1 \
+  --launcher mpirun --context-parallel 2 --warmup 0 --repeats 1 --out "$tmp/cp.csv" --save-profile "$tmp/cp-prof.json"
+expect_out "batch 4, each sequence split over 2 processes"
+expect_out "peak activation equal to the prediction in 2 of 2 configurations"
+python3 - "$tmp/cp.csv" "$tmp/cp-prof.json" <<'PY' || fail "validate --context-parallel: $(cat "$tmp/cp.csv")"
+import csv, json, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert [r["status"] for r in rows] == ["ok", "ok"], rows
+# One replica, each sequence over 2 processes: the gradient group D x C = 2,
+# one reduction a stage, predicted and measured.
+assert all(r["data_parallel"] == "1" and r["context_parallel"] == "2" and r["reductions"] == "1" for r in rows), rows
+assert all(float(r["predicted_reduction_us"]) > 0 and float(r["measured_reduction_us"]) > 0 for r in rows), rows
+profile = json.load(open(sys.argv[2]))
+assert profile["context_parallel"] == 2, profile.get("context_parallel")
+PY
+expect_status 2 "$run" validate --model $llama -K 1 -M 1 -N 4 --context-parallel 2
+expect_one_error_line "--context-parallel 2 runs each rank's share of a sequence as a process: give --launcher mpirun"
+expect_status 2 "$run" validate --model $gpt,attn=flash -K 1 -M 1 -N 4 --context-parallel 2 --launcher mpirun
+expect_one_error_line "--context-parallel 2: the executor splits the llama family's sequences, not layer embed"
+expect_status 2 timeout 120 "${launch[@]}" -np 3 "$run" profile --model $llama --micro-batch-sizes 1 --context-parallel 2 \
+  --out "$tmp/x.json"
+ours; grep -qF -- "--context-parallel 2 profiles one rank's 2 members, one process each: start it with --backend cpu under mpirun -np 2" "$tmp/ours" ||
+  fail "profile --context-parallel: the launch's size: $(cat "$tmp/err")"
 expect_status 2 "$run" validate --model $mlp -K 1 -M 1 -N 4 --data-parallel 2
 expect_one_error_line "--data-parallel 2 runs each configuration's replicas as processes: give --launcher mpirun"
 expect_status 2 "$run" validate --model $mlp -K 1 --workload inference --micro-batch-sizes 1 --data-parallel 2 \

@@ -14,9 +14,12 @@
 #include <fmt/ranges.h>
 
 #include "base/error.hpp"
+#include "exec/cpu/context_parallel_comm.hpp"
 #include "exec/cpu/tensor_parallel_comm.hpp"
 #include "exec/mpi/link_probe.hpp"
 #include "exec/profiling/profiler_options.hpp"
+#include "exec/runtime/run_settings.hpp"
+#include "models/context_parallel.hpp"
 #include "models/model_spec.hpp"
 #include "models/optimizer.hpp"
 #include "models/tensor_parallel.hpp"
@@ -118,7 +121,9 @@ std::string size_list(const profiles::Profile& profile) {
 int run_profile(const ProfileFlags& f) {
   f.cuda.check_backend(f.backend);
   f.cpu.check_backend(f.backend);
-  const models::Model model = models::parse_model(f.model);
+  // With context parallelism, the model as one member's layers compute it.
+  const models::Model whole = models::parse_model(f.model);
+  const models::Model model = models::split_context_parallel(whole, {.degree = f.context_parallel});
   const std::vector<int> sizes = parse_int_list(f.micro_batch_sizes, "--micro-batch-sizes");
   if (sizes.size() > kMaxProfiledSizes) {
     throw InputError(fmt::format("--micro-batch-sizes: {} sizes, more than the {} a profile measures; "
@@ -157,18 +162,39 @@ int run_profile(const ProfileFlags& f) {
                                  "with --backend cpu under mpirun -np {} (or srun -n {})",
                                  f.tensor_parallel, f.tensor_parallel, f.tensor_parallel, f.tensor_parallel));
   }
-  // With tensor parallelism the T processes measure the layers together,
-  // each its part, while MPI runs; rank 0 writes the profile.
+  if (f.context_parallel > 1) {
+    if (f.tensor_parallel > 1) {
+      throw InputError(fmt::format("--context-parallel {} with --tensor-parallel {}: the executor runs one of the "
+                                   "two at a time (the simulator prices both)",
+                                   f.context_parallel, f.tensor_parallel));
+    }
+    if (f.backend != "cpu" || launch.world_size != f.context_parallel) {
+      throw InputError(fmt::format("--context-parallel {} profiles one rank's {} members, one process each: start "
+                                   "it with --backend cpu under mpirun -np {} (or srun -n {})",
+                                   f.context_parallel, f.context_parallel, f.context_parallel, f.context_parallel));
+    }
+    exec::TrainOptions family;  // the executor's check of the layers it splits, its one-line error first
+    family.model = model;
+    family.schedule.data_parallel = f.context_parallel;  // the gradient group, D x C
+    exec::check_context_parallel(family, f.backend);
+  }
+  // With tensor (context) parallelism the T (C) processes measure the layers
+  // together, each its part (its tokens), while MPI runs; rank 0 writes the profile.
   std::optional<profiles::Profile> measured;
   if (f.backend == "cpu" && launch.world_size > 1) {
     exec::mpi::LinkProbeOptions probe;
     if (f.tensor_parallel > 1) {
       (void)models::split_tensor_parallel(model, {.degree = f.tensor_parallel});  // its one-line error first
       probe.tensor_parallel = f.tensor_parallel;
-      probe.in_world = [&](exec::cpu::TensorParallelComm* group) {
+    }
+    probe.context_parallel = f.context_parallel;
+    if (f.tensor_parallel > 1 || f.context_parallel > 1) {
+      probe.in_world = [&](exec::cpu::TensorParallelComm* group, exec::cpu::ContextParallelComm* members) {
         exec::ProfilerOptions part = options;
         part.tensor_parallel = group;
-        if (group->rank() != 0) part.on_pass = nullptr, part.on_layer = nullptr;
+        part.context_parallel = members;
+        const int mine = group != nullptr ? group->rank() : members->rank();
+        if (mine != 0) part.on_pass = nullptr, part.on_layer = nullptr;
         measured = measure_profile(f.backend, f.cuda, f.stages, model, sizes, part);
       };
     }
@@ -176,7 +202,8 @@ int run_profile(const ProfileFlags& f) {
       std::cerr << fmt::format("link {:>9} one way {}\n", format_bytes(p.bytes), format_time_us(p.one_way_us));
     };
     if (f.link_fit == "pipeline" && model.layers.size() >= 2 && launch.world_size == 2) {
-      probe.pipeline = exec::mpi::PipelineProbe{.model = model,
+      // The whole model's pipeline: two processes, whatever the context split.
+      probe.pipeline = exec::mpi::PipelineProbe{.model = whole,
                                                 .micro_batch_sizes = sizes,
                                                 .threads_per_rank = options.threads_per_rank,
                                                 .seed = f.seed,

@@ -25,6 +25,11 @@ void ProfileFlags::add_to(CLI::App& cmd) {
                  "(each process its part, the parts summing over MPI as gpipe-run train --tensor-parallel does); "
                  "the profile is part 0's, its tensor_parallel T")
       ->check(CLI::Range(1, 4096));
+  cmd.add_option("--context-parallel", context_parallel,
+                 "cpu under mpirun -np C: measure one rank's llama layers on its share of each sequence, its blocks "
+                 "gathering the C processes' keys and values as gpipe-run train --context-parallel does; the "
+                 "profile is member 0's, its context_parallel C")
+      ->check(CLI::Range(1, 4096));
   cmd.add_option("--stages", stages,
                  "Measure as each rank of a K-stage run computes: cpu, with its threads (cores / K unless "
                  "--threads-per-rank); cuda, in its SM partition")
@@ -65,6 +70,8 @@ std::vector<std::string> ProfileFlags::args() const {
                                     optimizer,
                                     "--tensor-parallel",
                                     std::to_string(tensor_parallel),
+                                    "--context-parallel",
+                                    std::to_string(context_parallel),
                                     "--stages",
                                     std::to_string(stages),
                                     "--workload",

@@ -19,6 +19,7 @@ struct ProfileFlags {
   std::string model;
   std::string micro_batch_sizes;
   int tensor_parallel = 1;  // under mpirun -np T: one part of each block, the T processes at once
+  int context_parallel = 1;  // under mpirun -np C: one member's tokens, the C processes at once
   std::string out;
   int warmup = 2;
   int repeats = 5;

@@ -138,6 +138,11 @@ TrainPlan plan_training(const TrainFlags& f, const CLI::App& cmd, const models::
     const auto path = profiles::resolve_profile(f.run.profile);
     profile = profiles::load_profile(path);
     out.balanced_on = path.string();
+    if (profile.context_parallel != model.context_parallel) {
+      throw InputError(fmt::format("--profile: it is one GPU's of a context-parallel group of {}, and the run's is {} "
+                                   "(measure one with gpipe-run profile --context-parallel {})",
+                                   profile.context_parallel, model.context_parallel, model.context_parallel));
+    }
   } else {
     profile = plan::balancing_profile(model, plan::distinct_sizes(sizes));
     out.balanced_on = "the model's analytic fp32 costs";

@@ -21,6 +21,8 @@
 #include "base/files.hpp"
 #include "calibration/calibration.hpp"
 #include "exec/dist/bootstrap.hpp"
+#include "exec/runtime/run_settings.hpp"
+#include "models/context_parallel.hpp"
 #include "models/model_spec.hpp"
 #include "plan/microbatches.hpp"
 #include "plan/model_profile.hpp"
@@ -153,6 +155,20 @@ void check_training_flags(const ValidateFlags& f, const CLI::App& cmd) {
   if (f.tensor_parallel > 1 && !f.run.profile.empty()) {
     throw InputError("--tensor-parallel measures one rank's parts' profile under the launcher; drop --profile");
   }
+  if (f.context_parallel > 1 && f.launcher.empty()) {
+    throw InputError(
+        fmt::format("--context-parallel {} runs each rank's share of a sequence as a process: give --launcher mpirun "
+                    "(or a prefix with {{K}}, which becomes K x C x D)",
+                    f.context_parallel));
+  }
+  if (f.context_parallel > 1 && !f.run.profile.empty()) {
+    throw InputError("--context-parallel measures one rank's members' profile under the launcher; drop --profile");
+  }
+  if (f.context_parallel > 1 && f.tensor_parallel > 1) {
+    throw InputError(fmt::format("--context-parallel {} with --tensor-parallel {}: the executor runs one of the two "
+                                 "at a time (the simulator prices both)",
+                                 f.context_parallel, f.tensor_parallel));
+  }
 }
 
 // The grid and how each configuration trains: in this process on the CPU's
@@ -170,15 +186,23 @@ calibration::CalibrationOptions calibration_options(const ValidateFlags& f) {
     }
     options.train = [&f](const exec::TrainOptions& t) { return run_training("cuda", f.cuda, t).result; };
   }
-  options.model = models::parse_model(f.run.model);
+  // With context parallelism, the model as each process's layers compute it.
+  options.model = models::split_context_parallel(models::parse_model(f.run.model), {.degree = f.context_parallel});
+  if (f.context_parallel > 1) {
+    exec::TrainOptions family;  // the executor's check of the layers it splits, before any measurement
+    family.model = options.model;
+    family.schedule.data_parallel = f.context_parallel * f.data_parallel;
+    exec::check_context_parallel(family, f.run.backend);
+  }
   plan::RequestGrid& grid = options.grid;
   f.grid.apply_to(grid);
   grid.base.partition = models::parse_partition_spec(f.run.partition);
   grid.base.backward_order = *schedules::parse_backward_order(f.run.backward_order);
   grid.base.data_parallel = f.data_parallel;
   grid.base.zero = f.zero;
-  // The launcher's processes on this machine: every replica computes beside the others.
-  options.replicas_sharing_machine = f.data_parallel;
+  // The launcher's processes on this machine: every replica (and context
+  // member) computes beside the others.
+  options.replicas_sharing_machine = f.data_parallel * f.context_parallel;
   options.steps = f.steps;
   options.rounds = f.rounds;
   options.seed = f.run.seed;
@@ -238,7 +262,9 @@ profiles::Profile set_up_profiles(const ValidateFlags& f, calibration::Calibrati
 // and how each row's step is measured.
 void print_grid_header(const ValidateFlags& f, const calibration::CalibrationOptions& options, bool remeasure) {
   const std::string parts =
-      f.tensor_parallel > 1 ? fmt::format(", each rank's blocks split over {} processes", f.tensor_parallel) : "";
+      f.tensor_parallel > 1   ? fmt::format(", each rank's blocks split over {} processes", f.tensor_parallel)
+      : f.context_parallel > 1 ? fmt::format(", each sequence split over {} processes", f.context_parallel)
+                               : "";
   const std::string replicas = f.data_parallel > 1 ? fmt::format(" in each of {} replicas{}", f.data_parallel,
                                                                  f.zero > 0 ? fmt::format(", ZeRO {}", f.zero) : "")
                                                    : "";
@@ -275,7 +301,8 @@ int run_validate(const ValidateFlags& f, const CLI::App& cmd) {
   // cores shared by the largest K's ranks (of every replica).
   if (f.run.backend == "cpu") {
     options.threads_per_rank =
-        f.cpu.threads_for(std::ranges::max(options.grid.stages) * f.data_parallel * f.tensor_parallel);
+        f.cpu.threads_for(std::ranges::max(options.grid.stages) * f.data_parallel * f.tensor_parallel *
+                          f.context_parallel);
   }
   bool remeasure = false;
   const profiles::Profile profile = set_up_profiles(f, options, remeasure);

@@ -55,6 +55,12 @@ void ValidateFlags::add_to(CLI::App& cmd) {
                  "layer's time with its all-reduces")
       ->check(CLI::Range(1, 4096))
       ->capture_default_str();
+  cmd.add_option("--context-parallel", context_parallel,
+                 "Train every configuration with each sequence split over C processes (the llama family; needs "
+                 "--launcher: K x C x D processes); the profile is measured as one rank's C members, each layer's "
+                 "time with its gathers of keys and values")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
   cmd.add_option("--launcher", launcher,
                  "Train (or, with --workload inference, serve) each configuration as K processes, one rank each, "
                  "over MPI: mpirun (as mpirun -np K, "

@@ -33,6 +33,7 @@ struct ValidateFlags {
   int data_parallel = 1;    // replicas of every configuration (under the launcher)
   int zero = 0;             // ZeRO's stage over them
   int tensor_parallel = 1;  // parts of every rank's blocks (under the launcher)
+  int context_parallel = 1;  // processes sharing each sequence (under the launcher)
   InferenceValidateFlags inference;
 
   void add_to(CLI::App& cmd);

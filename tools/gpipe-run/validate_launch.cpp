@@ -63,6 +63,7 @@ ProfileFlags profile_child(const ValidateFlags& f, const models::Model& model, c
   p.out = path;
   if (f.inference.inference()) p.workload = "inference";
   p.tensor_parallel = f.tensor_parallel;
+  p.context_parallel = f.context_parallel;
   return p;
 }
 
@@ -72,7 +73,7 @@ profiles::Profile launched_profile(const ValidateFlags& f, const models::Model& 
                                    const exec::OptimizerConfig& optimizer, int threads_per_rank, bool announce) {
   const Launcher launcher(f.launcher);
   const std::string path = f.save_profile.empty() ? scratch_path("profile.json") : f.save_profile;
-  const int processes = std::max(2, f.tensor_parallel);
+  const int processes = std::max({2, f.tensor_parallel, f.context_parallel});
   const Launcher::Outcome outcome =
       launcher.run(processes, profile_child(f, model, sizes, optimizer, threads_per_rank, path).args());
   if (outcome.status != 0) throw RunError("measuring the profile: " + failure_of(outcome));
@@ -84,7 +85,7 @@ profiles::Profile launched_profile(const ValidateFlags& f, const models::Model& 
   // fast. So this process measures it, with threads, at the largest size, as
   // validate does without a launcher. (Not for a tensor-parallel profile: its
   // parts measured their layers beside each other.)
-  if (profile.contention.empty() && f.tensor_parallel == 1) {
+  if (profile.contention.empty() && f.tensor_parallel == 1 && f.context_parallel == 1) {
     exec::ProfilerOptions threads = f.profiler_options(optimizer, threads_per_rank);
     threads.warmup = 1;
     threads.on_pass = nullptr;
@@ -133,6 +134,7 @@ exec::TrainResult launched_training(const ValidateFlags& f, const exec::TrainOpt
   c.reduce_after_backward = t.schedule.reduce_after_backward;
   c.zero = t.zero;
   c.tensor_parallel = f.tensor_parallel;
+  c.context_parallel = f.context_parallel;
   write_text_file(c.pipeline.schedule_file, schedules::to_json_text(t.schedule));
   const Launcher::Outcome outcome =
       launcher.run(t.schedule.num_ranks * t.schedule.data_parallel * f.tensor_parallel, c.args());
