@@ -7,6 +7,7 @@
 
 #include "base/error.hpp"
 #include "models/layer_layout.hpp"
+#include "models/model_spec.hpp"
 #include "models/tensor_parallel.hpp"
 
 namespace gpipe::models {
@@ -99,6 +100,15 @@ Model split_context_parallel(const Model& model, const ContextParallel& cp) {
     }
   }
   return out;
+}
+
+Model unsplit_context(const Model& model) {
+  return model.context_parallel == 1 ? model : parse_model(model.spec);
+}
+
+Model split_tensor_then_context(const Model& model, int tensor) {
+  const Model tensor_split = split_tensor_parallel(unsplit_context(model), {.degree = tensor});
+  return split_context_parallel(tensor_split, {.degree = model.context_parallel, .form = model.context_form});
 }
 
 std::vector<std::int64_t> context_positions(std::int64_t seq, int members, int member) {

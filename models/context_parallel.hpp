@@ -61,6 +61,15 @@ struct ContextParallel {
 // parallelism, or `model` is split over a context group already.
 [[nodiscard]] Model split_context_parallel(const Model& model, const ContextParallel& cp);
 
+// The whole model a split over a context-parallel group was made from
+// (parsed again from its spec), and that model split over a tensor-parallel
+// group of `tensor` first, then over the same context group: the order the
+// splits need, for what holds a context-split model and must split its
+// blocks' heads too. A model not split over a context group is returned
+// split over the tensor group alone.
+[[nodiscard]] Model unsplit_context(const Model& model);
+[[nodiscard]] Model split_tensor_then_context(const Model& model, int tensor);
+
 // The tokens of a sequence one GPU of its context-parallel group holds: S / C.
 [[nodiscard]] inline int tokens_per_gpu(const Model& model) { return model.seq / model.context_parallel; }
 

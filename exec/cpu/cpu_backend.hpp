@@ -65,7 +65,9 @@ struct CpuBackend {
 
   static std::unique_ptr<Layer> make_layer(const models::Model& model, int index, std::uint64_t seed,
                                            const Context& context) {
-    if (context.tensor_parallel != nullptr) return cpu::make_layer_part(model, index, seed, *context.tensor_parallel);
+    if (context.tensor_parallel != nullptr) {
+      return cpu::make_layer_part(model, index, seed, *context.tensor_parallel, context.context_parallel);
+    }
     if (context.context_parallel != nullptr) {
       return cpu::make_context_layer(model, index, seed, *context.context_parallel);
     }

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "base/error.hpp"
+#include "models/context_parallel.hpp"
 #include "models/tensor_parallel.hpp"
 #include "plan/microbatches.hpp"
 #include "schedules/lower.hpp"
@@ -84,7 +85,7 @@ void check_train_options(const TrainOptions& o, std::string_view backend, bool r
   check_context_parallel(o, backend);
   // The split's own one-line errors: the family, T dividing the heads, the
   // kv heads and the FFN width.
-  if (o.tensor_parallel > 1) (void)models::split_tensor_parallel(o.model, {.degree = o.tensor_parallel});
+  if (o.tensor_parallel > 1) (void)models::split_tensor_then_context(o.model, o.tensor_parallel);
   if (o.schedule.recompute == schedules::RecomputePolicy::full) {
     for (const auto& list : o.schedule.ranks) {
       for (const Action& a : list) {
@@ -123,11 +124,6 @@ void check_context_parallel(const TrainOptions& o, std::string_view backend) {
     throw InputError(fmt::format("--context-parallel {}: the {} backend does not split sequences; run --backend cpu "
                                  "under mpirun or srun",
                                  c, backend));
-  }
-  if (o.tensor_parallel > 1) {
-    throw InputError(fmt::format("--context-parallel {} with --tensor-parallel {}: the executor runs one of the two "
-                                 "at a time (the simulator prices both)",
-                                 c, o.tensor_parallel));
   }
   if (o.zero > 0) {
     throw InputError(fmt::format("--context-parallel {} with --zero {}: the executor shards over replicas only",

@@ -84,7 +84,7 @@ void check_train_options(const TrainOptions& options, std::string_view backend,
 void check_zero(int zero, int replicas, const models::Model& model, int num_stages);
 
 // Throws InputError for context parallelism the executor does not run: on a
-// backend other than the CPU's, beside tensor parallelism or ZeRO, a model
+// backend other than the CPU's, beside ZeRO, a model
 // outside the llama family, or a gradient group (the schedule's
 // data_parallel) that is not D x C.
 void check_context_parallel(const TrainOptions& options, std::string_view backend);

@@ -185,8 +185,15 @@ expect_status 2 "$run" train --model $cp_llama -K 2 -M 2 -N 4 --steps 1 --contex
 expect_one_error_line "--context-parallel 2 runs each rank's share of a sequence as a process: launch 4 processes under mpirun or srun"
 expect_status 2 "$run" train --model $gpt,attn=flash -K 1 -M 2 -N 4 --steps 1 --context-parallel 2
 expect_one_error_line "--context-parallel 2: the executor splits the llama family's sequences, not layer embed (embedding)"
-expect_status 2 "$run" train --model $cp_llama -K 1 -M 2 -N 4 --steps 1 --context-parallel 2 --tensor-parallel 2
-expect_one_error_line "--context-parallel 2 with --tensor-parallel 2: the executor runs one of the two at a time"
+# With tensor parallelism too: K x C x T = 1 x 2 x 2 processes, the same losses.
+expect_status 0 "$run" train --model $cp_llama -K 1 -M 2 -N 4 --steps 3
+grep '^step [0-9]' "$tmp/out" >"$tmp/threads"
+expect_status 0 timeout 120 "${launch[@]}" -np 4 "$run" train --model $cp_llama -K 1 -M 2 -N 4 --steps 3 \
+  --context-parallel 2 --tensor-parallel 2
+expect_out "tensor par. each rank's blocks split over 2 processes"
+expect_out "context par. each sequence split over 2 processes"
+grep '^step [0-9]' "$tmp/out" >"$tmp/processes"
+cmp -s "$tmp/threads" "$tmp/processes" || fail "context and tensor parallel: losses differ: $(cat "$tmp/threads" "$tmp/processes")"
 expect_status 2 "$run" train --model $cp_llama -K 1 -M 2 -N 4 --steps 1 --context-parallel 3
 expect_one_error_line "--context-parallel 3: 2C = 6 does not divide the sequence of 32"
 expect_status 2 timeout 120 "${launch[@]}" -np 2 "$run" train --model $cp_llama -K 2 -M 2 -N 4 --steps 1 --context-parallel 2

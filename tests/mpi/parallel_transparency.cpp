@@ -119,7 +119,7 @@ int run(int argc, char** argv) {
     const auto& mine = result.weights[i];
     const auto l = static_cast<std::size_t>(layers[i]);
     std::vector<std::vector<float>> ref = reference.weights.at(l);
-    if (parts > 1) ref = part_of(options.model, l, ref, part, parts, options.seed);
+    if (parts > 1) ref = part_of(models::unsplit_context(options.model), l, ref, part, parts, options.seed);
     for (std::size_t p = 0; p < ref.size(); ++p) worst_weight = std::max(worst_weight, relative(mine.at(p), ref[p]));
   }
   double worst_loss = 0;

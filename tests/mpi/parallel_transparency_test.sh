@@ -85,11 +85,15 @@ check $gpt gpipe 1 2 2 4 adamw 2 1
 # Context parallelism (llama, flash attention): each sequence over C = 2 or
 # 4 processes, chunks i and 2C-1-i each (at C = 4 one token a chunk), keys
 # and values all-gathered, gradients summed over D x C; alone, with K = 2
-# (1F1B, and ZB-V's split backward), with D = 2, and with a tied embedding.
+# (1F1B, and ZB-V's split backward), with D = 2, with a tied embedding, and
+# with tensor parallelism.
 check $llama gpipe 1 1 2 2 momentum 1 0 2
 check $llama gpipe 1 1 2 2 adamw 1 0 4
 check $llama 1f1b 2 1 2 2 momentum 1 0 2
 check $llama zbv 2 1 4 4 momentum 1 0 2
 check $llama gpipe 1 2 2 2 sgd 1 0 2
 check $tied 1f1b 2 1 2 2 momentum 1 0 2
-exit $failed
+# Both: each member's blocks split over T = 2 parts (part t of member c at
+# world rank c T + t), alone and with K = 2 under ZB-V.
+check $llama gpipe 1 1 2 2 momentum 2 0 2
+check $llama zbv 2 1 4 4 sgd 2 0 2

@@ -164,8 +164,8 @@ int run_profile(const ProfileFlags& f) {
   }
   if (f.context_parallel > 1) {
     if (f.tensor_parallel > 1) {
-      throw InputError(fmt::format("--context-parallel {} with --tensor-parallel {}: the executor runs one of the "
-                                   "two at a time (the simulator prices both)",
+      throw InputError(fmt::format("--context-parallel {} with --tensor-parallel {}: a profile measures one of the "
+                                   "two groups so far (gpipe-run train runs both)",
                                    f.context_parallel, f.tensor_parallel));
     }
     if (f.backend != "cpu" || launch.world_size != f.context_parallel) {

@@ -165,8 +165,8 @@ void check_training_flags(const ValidateFlags& f, const CLI::App& cmd) {
     throw InputError("--context-parallel measures one rank's members' profile under the launcher; drop --profile");
   }
   if (f.context_parallel > 1 && f.tensor_parallel > 1) {
-    throw InputError(fmt::format("--context-parallel {} with --tensor-parallel {}: the executor runs one of the two "
-                                 "at a time (the simulator prices both)",
+    throw InputError(fmt::format("--context-parallel {} with --tensor-parallel {}: validate measures one of the two "
+                                 "groups' profile so far (gpipe-run train runs both)",
                                  f.context_parallel, f.tensor_parallel));
   }
 }

@@ -33,9 +33,11 @@ using Layer = exec::Layer<Tensor>;
 // Part group.rank() of layer `index` split over a tensor-parallel `group`
 // (exec/cpu/layers/tensor_parallel_part.cpp): a transformer or llama block's
 // heads and feed-forward columns, its weights the whole layer's slice; any
-// other layer whole.
+// other layer whole. With a context-parallel group too (`model` split over
+// it), the part of a llama block over the member's tokens (make_context_layer).
 [[nodiscard]] std::unique_ptr<Layer> make_layer_part(const models::Model& model, int index, std::uint64_t seed,
-                                                     TensorParallelComm& group);
+                                                     TensorParallelComm& group,
+                                                     ContextParallelComm* context = nullptr);
 // Layer `index` of `model` split over a context-parallel `group` (a model
 // split by models::split_context_parallel; exec/cpu/layers/context_parallel_part.cpp):
 // a llama block that gathers the group's keys and values, any other layer

@@ -13,6 +13,7 @@
 #include "base/error.hpp"
 #include "exec/cpu/layers/layer.hpp"
 #include "exec/cpu/layers/layer_kinds.hpp"
+#include "models/context_parallel.hpp"
 #include "models/layer_layout.hpp"
 #include "models/tensor_parallel.hpp"
 
@@ -96,22 +97,27 @@ std::vector<float> parameter_part(const models::Model& model, int index, std::si
 }
 
 std::unique_ptr<Layer> make_layer_part(const models::Model& model, int index, std::uint64_t seed,
-                                       TensorParallelComm& group) {
+                                       TensorParallelComm& group, ContextParallelComm* context) {
   const int t = group.size();
   const models::Layer& spec = model.layers.at(static_cast<std::size_t>(index));
   // The rest (embeddings, heads) is whole in every part: not vocabulary-parallel yet.
-  if (t == 1 || !splits(spec.kind)) return make_layer(model, index, seed);
-  const models::Model split = models::split_tensor_parallel(model, {.degree = t});
+  if (t == 1 || !splits(spec.kind)) {
+    return context != nullptr ? make_context_layer(model, index, seed, *context) : make_layer(model, index, seed);
+  }
+  // Over a context group too: the tensor split first (models/context_parallel.hpp).
+  const models::Model split = context != nullptr ? models::split_tensor_then_context(model, t)
+                                                 : models::split_tensor_parallel(model, {.degree = t});
   const models::Layer& part_spec = split.layers.at(static_cast<std::size_t>(index));
   NormalInit init(seed, index);
   std::unique_ptr<Layer> part = spec.kind == models::layer_kind::llama_block
-                                    ? make_llama_block(split, part_spec, init, &group)
+                                    ? make_llama_block(split, part_spec, init, &group, context)
                                     : make_transformer_block(split, part_spec, init, &group);
-  const std::unique_ptr<Layer> whole = make_layer(model, index, seed);
+  const models::Model whole_model = models::unsplit_context(model);
+  const std::unique_ptr<Layer> whole = make_layer(whole_model, index, seed);
   auto& to = part->parameters();
   for (std::size_t p = 0; p < to.size(); ++p) {
     Tensor& w = whole->parameters().at(p).value;
-    const std::vector<float> values = parameter_part(model, index, p, w.f32(), w.shape(), group.rank(), t);
+    const std::vector<float> values = parameter_part(whole_model, index, p, w.f32(), w.shape(), group.rank(), t);
     Tensor& value = to[p].value;
     if (static_cast<std::int64_t>(values.size()) != value.numel()) {
       throw std::logic_error(fmt::format("layer {}: part {} of {} of {} has {} values, its layout {}", spec.name,
