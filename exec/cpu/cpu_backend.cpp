@@ -77,7 +77,7 @@ CpuBackend::Run::Run(const TrainOptions& options, const RunSettings& settings,
           std::make_unique<TimedTensorParallel>(*backend_options.tensor_parallel, timer_, schedules::Rank{r}));
     }
   }
-  if (settings.replicas > 1 && gradient_reducer_ == nullptr) {
+  if (settings.schedule->data_parallel > 1 && gradient_reducer_ == nullptr) {  // D x C
     throw std::logic_error("a data-parallel run without a gradient reducer");
   }
 }

@@ -23,7 +23,7 @@ struct RunSettings {
   const models::Model* model = nullptr;
   const schedules::Schedule* schedule = nullptr;  // lowered
   std::int64_t batch = 0;                         // N, a replica's share of the mini-batch
-  int replicas = 1;                               // D: the schedule's data_parallel
+  int replicas = 1;                               // D: TrainOptions::replicas()
   int replica = 0;                                // which one this process computes
   int zero = 0;                                   // ZeRO's stage: 0 or 1
   int tensor_parallel = 1;                        // T: each rank's blocks in T parts

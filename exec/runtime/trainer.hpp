@@ -175,8 +175,8 @@ template <TrainingBackend B>
   const schedules::Rank reporter = lowered.rank_of(schedules::Stage{lowered.num_stages - 1});
   if (where.group != nullptr) {
     parts = where.group->exchange_parts(parts.front(), reporter);
-    // With data and tensor parallelism, replica 0's part 0 reports; the
-    // others' losses are the same sums.
+    // With data, tensor and context parallelism, replica 0's part 0 of
+    // member 0 reports; the others' losses are the same sums.
     result.reporter = where.here(reporter) && where.group->replica() == 0 && where.group->tensor_parallel_rank() == 0 &&
                       where.group->context_parallel_rank() == 0;
     out.clock = where.group->clock();

@@ -193,7 +193,8 @@ class Worker {
 
   // The step's data for the stages here that read it: stage 0's inputs, the
   // loss stage's targets and loss gradients (d(mini-batch loss)/d(per-sample
-  // loss) = 1/N: the loss is the mean over all N samples), per micro-batch.
+  // loss) = 1/N: the loss is the mean over all N samples; 1/(C N) with
+  // context parallelism, each per-sample loss a member's C-th), per micro-batch.
   void prepare_data(int step) {
     clear_step_data();
     if (!first_ && !last_) return;

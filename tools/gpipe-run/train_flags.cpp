@@ -39,7 +39,7 @@ void TrainFlags::add_to(CLI::App& cmd) {
                  "Split each sequence over C processes (context parallelism, Llama 3's form: each holds chunks i and "
                  "2C-1-i of the 2C, the keys and values all-gathered before attention and their gradients "
                  "reduce-scattered, the weights' gradients summed over D x C): the llama family with attn=flash, "
-                 "K x C x D processes under mpirun or srun")
+                 "K x C x D processes (x T with --tensor-parallel) under mpirun or srun")
       ->check(CLI::Range(1, 4096));
   cmd.add_option("--steps", steps, "Training steps (one mini-batch and one optimizer step each)")
       ->required()

@@ -192,6 +192,7 @@ calibration::CalibrationOptions calibration_options(const ValidateFlags& f) {
     exec::TrainOptions family;  // the executor's check of the layers it splits, before any measurement
     family.model = options.model;
     family.schedule.data_parallel = f.context_parallel * f.data_parallel;
+    family.zero = f.zero;
     exec::check_context_parallel(family, f.run.backend);
   }
   plan::RequestGrid& grid = options.grid;

@@ -45,7 +45,7 @@ void flash_attention_forward(const AttentionShape& shape, const float* qkv, floa
                              const FlashDropout& dropout = {});
 
 // Queries and keys in buffers of their own (context parallelism,
-// exec/cpu/layers/context_attention.hpp): shape.seq query rows a sample,
+// exec/cpu/context_attention.hpp): shape.seq query rows a sample,
 // each at its place in a sequence of `keys` keys and values. Strides are in
 // floats; query head a's columns start at q + a d, kv head g's at k + g d and
 // v + g d. Causal, query row i sees the keys up to positions[i] (increasing;
