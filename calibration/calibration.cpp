@@ -196,16 +196,18 @@ std::string calibration_csv(const std::vector<CalibrationRow>& rows) {
       "transfer_error_pct,transfer_median_abs_error_pct,step_samples,measured_step_q1_us,measured_step_q3_us,"
       "noise_band_pct,outside_band_points,data_parallel,reductions,predicted_reduction_us,measured_reduction_us,"
       "reduction_error_pct,tensor_parallel,tp_collective_actions,predicted_tp_collective_us,measured_tp_collective_us,"
-      "tp_collective_error_pct,zero,context_parallel\n";
+      "tp_collective_error_pct,zero,context_parallel,cp_collective_actions,predicted_cp_collective_us,"
+      "measured_cp_collective_us,cp_collective_error_pct\n";
   for (const CalibrationRow& r : rows) {
     const plan::PlanRequest& req = r.request;
-    out += plan::grid_row_csv(req, r.skipped, 32);
+    out += plan::grid_row_csv(req, r.skipped, 36);
     if (!r.ok()) continue;
     const sim::TransferError& t = r.diff.transfers;
     const sim::TransferError& g = r.diff.reductions;
     const sim::TransferError& tp = r.diff.tensor_parallel;
+    const sim::TransferError& cp = r.diff.context_parallel;
     out += fmt::format("{},{},{},ok,,{:.3f},{:.3f},{},{:.6f},{:.6f},{},{},{},{},{},{},{:.3f},{:.3f},{},{},{},{:.3f},"
-                       "{:.3f},{:.3f},{:.3f},{},{},{:.3f},{:.3f},{},{},{},{:.3f},{:.3f},{},{},{}\n",
+                       "{:.3f},{:.3f},{:.3f},{},{},{:.3f},{:.3f},{},{},{},{:.3f},{:.3f},{},{},{},{},{:.3f},{:.3f},{}\n",
                        r.microbatch_sizes.front(), req.batch,
                        plan::csv_cell(fmt::format("{}", fmt::join(r.partition, ","))), r.predicted_step_us(),
                        r.noise.median_us, number(r.step_error_pct(), 3),
@@ -219,7 +221,9 @@ std::string calibration_csv(const std::vector<CalibrationRow>& rows) {
                        req.data_parallel, g.count, g.predicted_mean_us, g.measured_mean_us,
                        g.count > 0 ? number(g.mean_error_pct, 3) : std::string(), r.diff.predicted_info.tensor_parallel,
                        tp.count, tp.predicted_mean_us, tp.measured_mean_us,
-                       tp.count > 0 ? number(tp.mean_error_pct, 3) : std::string(), req.zero, r.context_parallel);
+                       tp.count > 0 ? number(tp.mean_error_pct, 3) : std::string(), req.zero, r.context_parallel,
+                       cp.count, cp.predicted_mean_us, cp.measured_mean_us,
+                       cp.count > 0 ? number(cp.mean_error_pct, 3) : std::string());
   }
   return out;
 }

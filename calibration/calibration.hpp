@@ -115,13 +115,17 @@ struct CalibrationOptions {
 //   transfer_median_abs_error_pct,step_samples,measured_step_q1_us,measured_step_q3_us,
 //   noise_band_pct,outside_band_points,data_parallel,reductions,predicted_reduction_us,
 //   measured_reduction_us,reduction_error_pct,tensor_parallel,tp_collective_actions,
-//   predicted_tp_collective_us,measured_tp_collective_us,tp_collective_error_pct,zero
+//   predicted_tp_collective_us,measured_tp_collective_us,tp_collective_error_pct,zero,
+//   context_parallel,cp_collective_actions,predicted_cp_collective_us,
+//   measured_cp_collective_us,cp_collective_error_pct
 // (transfers..transfer_median_abs_error_pct: the link model alone, sim/diff.hpp
 // TransferError; reductions..reduction_error_pct: each stage's data-parallel
 // reduction, the collectives' model alone, sim/diff.hpp TimelineDiff::reductions;
 // tp_collective_actions..tp_collective_error_pct: each compute action's
 // tensor-parallel all-reduces summed, TimelineDiff::tensor_parallel; zero:
-// ZeRO's stage over the replicas;
+// ZeRO's stage over the replicas; context_parallel: C; cp_collective_actions..
+// cp_collective_error_pct: each compute action's context-parallel all-gathers
+// and reduce-scatters summed, TimelineDiff::context_parallel;
 // measured_step_us is the median over step_samples warm steps)
 // (a skipped row leaves the metric cells empty; the error is (pred - meas) / meas).
 [[nodiscard]] std::string calibration_csv(const std::vector<CalibrationRow>& rows);

@@ -107,4 +107,32 @@ double link_fit_max_relative_error(const Link& link, const std::vector<LinkPoint
   return worst;
 }
 
+CollectiveLink collective_ring_fit(models::Collective collective, int ranks, std::vector<LinkPoint> points) {
+  if (ranks < 2) throw InputError(fmt::format("a collective over {} process has no steps to fit", ranks));
+  if (points.empty()) throw InputError("a collective's fit needs at least one measured size");
+  double latency = 0;
+  double bandwidth = 0;
+  const bool sizes = std::ranges::any_of(points, [&](const LinkPoint& p) { return p.bytes != points.front().bytes; });
+  double bytes = 0;
+  double us = 0;
+  for (const LinkPoint& p : points) {
+    if (!(p.one_way_us > 0)) throw InputError(fmt::format("a collective of {} bytes takes no time", p.bytes));
+    bytes += static_cast<double>(p.bytes);
+    us += p.one_way_us;
+  }
+  // One size, or sizes whose larger ones ran no slower (a noisy few): the
+  // line through the origin and the points' totals.
+  bandwidth = bytes / us / 1e3;
+  if (sizes) {
+    try {
+      const Link line = fit_link(std::move(points), std::string(models::to_string(collective)));
+      latency = line.latency_us;
+      bandwidth = line.bandwidth_GBps;
+    } catch (const InputError&) {
+    }
+  }
+  const double steps = collective == models::Collective::all_reduce ? 2.0 * (ranks - 1) : ranks - 1.0;
+  return {.latency_us = latency / steps, .bandwidth_GBps = bandwidth * steps / ranks};
+}
+
 }  // namespace gpipe::profiles

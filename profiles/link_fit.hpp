@@ -6,6 +6,7 @@
 
 #include <vector>
 
+#include "models/collective.hpp"
 #include "profiles/profile.hpp"
 
 namespace gpipe::profiles {
@@ -39,5 +40,15 @@ namespace gpipe::profiles {
 // ... over the points the link's bandwidth was fitted to: its pipeline points
 // when it has them, else its ping-pong's.
 [[nodiscard]] double link_fit_max_relative_error(const Link& link);
+
+// A collective's parameters in profiles/collectives.hpp's ring form from its
+// measured times over `ranks` processes (`points`: nccl-tests' sizes and us):
+// the line t = L + S / B' fitted as fit_link fits it (with one size, or
+// where the larger sizes ran no slower, through the origin and the points'
+// totals) is steps x (a + S / (n B)) with steps = 2(n - 1) for the
+// all-reduce and n - 1 for the others, so a = L / steps and B = B' steps / n.
+// At least one point, each taking time, and ranks >= 2; InputError otherwise.
+[[nodiscard]] CollectiveLink collective_ring_fit(models::Collective collective, int ranks,
+                                                 std::vector<LinkPoint> points);
 
 }  // namespace gpipe::profiles

@@ -161,15 +161,20 @@ Link read_link(const JsonField& at) {
         .fail(fmt::format("{:g} GB/s is outside the {:g} to {:g} GB/s a link may have", link.bandwidth_GBps,
                           kMinBandwidthGBps, kMaxBandwidthGBps));
   }
+  const auto read = [](const JsonField& fit) {
+    fit.expect_object();
+    return CollectiveLink{.latency_us = time_us(fit.member("latency_us")),
+                          .bandwidth_GBps = fit.member("bandwidth_GBps").positive_number()};
+  };
   if (const auto collective = at.optional_member("collective")) {
-    const auto read = [](const JsonField& fit) {
-      fit.expect_object();
-      return CollectiveLink{.latency_us = time_us(fit.member("latency_us")),
-                            .bandwidth_GBps = fit.member("bandwidth_GBps").positive_number()};
-    };
     link.collective = read(*collective);
     if (const auto fit = collective->optional_member("reduce_scatter")) link.reduce_scatter = read(*fit);
     if (const auto fit = collective->optional_member("all_gather")) link.all_gather = read(*fit);
+  }
+  if (const auto context = at.optional_member("context_collectives")) {
+    context->expect_object();
+    if (const auto fit = context->optional_member("all_gather")) link.context_all_gather = read(*fit);
+    if (const auto fit = context->optional_member("reduce_scatter")) link.context_reduce_scatter = read(*fit);
   }
   const auto measured = at.optional_member("measured");
   if (!measured) return link;
@@ -235,6 +240,10 @@ json link_to_json(const Link& link) {
     out["collective"] = fit_json(*link.collective);
     if (link.reduce_scatter) out["collective"]["reduce_scatter"] = fit_json(*link.reduce_scatter);
     if (link.all_gather) out["collective"]["all_gather"] = fit_json(*link.all_gather);
+  }
+  if (link.context_all_gather) out["context_collectives"]["all_gather"] = fit_json(*link.context_all_gather);
+  if (link.context_reduce_scatter) {
+    out["context_collectives"]["reduce_scatter"] = fit_json(*link.context_reduce_scatter);
   }
   if (link.measured_with.empty()) return out;
   const auto points_json = [](const std::vector<LinkPoint>& points) {

@@ -102,6 +102,14 @@ struct Link {
   // collectives; nullopt: `collective`'s.
   std::optional<CollectiveLink> reduce_scatter;
   std::optional<CollectiveLink> all_gather;
+  // A context-parallel profile's all-gather of the keys and values and
+  // reduce-scatter of their gradients as its blocks ran them while profiled
+  // (each call timed, the medians fitted as collective_ring_fit fits them;
+  // JSON: context_collectives.all_gather, .reduce_scatter): inside a pass a
+  // call also waits for the other members, which no probe of its own sees.
+  // nullopt: not measured (a prediction takes the fits above).
+  std::optional<CollectiveLink> context_all_gather;
+  std::optional<CollectiveLink> context_reduce_scatter;
 
   bool operator==(const Link&) const = default;
 };

@@ -193,18 +193,20 @@ TransferError reduction_errors(const ActionIndex& pred, const ActionIndex& meas)
   return duration_errors(pairs);
 }
 
-// The time each (rank, compute action) spent in tensor-parallel collectives.
-std::map<std::pair<Rank, Action>, std::int64_t> collective_time(const Timeline& timeline) {
+// The time each (rank, compute action) spent in collectives of `group`.
+std::map<std::pair<Rank, Action>, std::int64_t> collective_time(const Timeline& timeline, CollectiveGroup group) {
   std::map<std::pair<Rank, Action>, std::int64_t> sums;
-  for (const CollectiveSpan& c : timeline.collectives) sums[{c.rank, c.within}] += c.duration_ns();
+  for (const CollectiveSpan& c : timeline.collectives) {
+    if (c.group == group) sums[{c.rank, c.within}] += c.duration_ns();
+  }
   return sums;
 }
 
-// Each action's tensor-parallel collectives, in both, by their summed durations.
-TransferError tensor_parallel_errors(const Timeline& predicted, const Timeline& measured) {
-  const auto meas = collective_time(measured);
+// Each action's collectives of `group`, in both, by their summed durations.
+TransferError collective_errors(const Timeline& predicted, const Timeline& measured, CollectiveGroup group) {
+  const auto meas = collective_time(measured, group);
   std::vector<std::pair<std::int64_t, std::int64_t>> pairs;
-  for (const auto& [key, p] : collective_time(predicted)) {
+  for (const auto& [key, p] : collective_time(predicted, group)) {
     const auto it = meas.find(key);
     if (it != meas.end()) pairs.emplace_back(p, it->second);
   }
@@ -295,7 +297,8 @@ TimelineDiff diff_timelines(const Timeline& predicted, const Timeline& measured,
   d.transfers = transfer_errors(pred, measured);
   d.reductions = reduction_errors(index_actions(predicted, "predicted", /*reduce=*/true),
                                   index_actions(measured, "measured", /*reduce=*/true));
-  d.tensor_parallel = tensor_parallel_errors(predicted, measured);
+  d.tensor_parallel = collective_errors(predicted, measured, CollectiveGroup::tensor);
+  d.context_parallel = collective_errors(predicted, measured, CollectiveGroup::context);
   d.predicted_waits = attribute_waits(predicted);
   d.measured_waits = attribute_waits(measured);
   // Stable: equal errors stay in (rank, action) order.
@@ -358,6 +361,7 @@ json to_json(const TimelineDiff& d) {
           {"transfers", error_json(d.transfers)},
           {"reductions", error_json(d.reductions)},
           {"tensor_parallel_collectives", error_json(d.tensor_parallel)},
+          {"context_parallel_collectives", error_json(d.context_parallel)},
           {"waits", {{"predicted", waits_json(d.predicted_waits)}, {"measured", waits_json(d.measured_waits)}}},
           {"worst", std::move(worst)}};
 }
@@ -394,6 +398,7 @@ std::string to_text(const TimelineDiff& d) {
   durations("transfers", "messages", "message", d.transfers);
   durations("reductions", "data-parallel", "reduction", d.reductions);
   durations("tp comm", "actions' tensor-parallel collectives", "action", d.tensor_parallel);
+  durations("cp comm", "actions' context-parallel collectives", "action", d.context_parallel);
   fmt::format_to(it, "start drift mean {:.1f} us, max {:.1f} us\n", d.mean_abs_start_drift_us,
                  d.max_abs_start_drift_us);
   out += "peak activation memory error per rank:";

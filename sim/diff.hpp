@@ -73,8 +73,10 @@ struct TimelineDiff {
   // its duration, start to end; count 0 without data parallelism.
   TransferError reductions;
   // Each compute action's tensor-parallel collectives (Timeline::collectives),
-  // their durations summed, matched by (rank, action); count 0 without.
+  // their durations summed, matched by (rank, action); count 0 without. The
+  // same of its context-parallel ones.
   TransferError tensor_parallel;
+  TransferError context_parallel;
   // Where each rank idled and what held it (sim/wait_attribution.hpp), by rank.
   std::vector<RankWaits> predicted_waits, measured_waits;
   std::vector<ActionError> worst;  // largest |error_us| first; ties by (rank, action)
@@ -82,7 +84,7 @@ struct TimelineDiff {
 
 // Matches every action, compute and comm, by (rank, action), and apart from
 // them each data-parallel reduction on a reduce stream and each action's
-// tensor-parallel collectives. Throws InputError
+// tensor- and context-parallel collectives. Throws InputError
 // when the two traces describe different schedules (naming each field that
 // differs: name, num_ranks, num_stages, num_microbatches, recompute,
 // stage_to_rank), when an action appears twice on one rank of a trace, when no

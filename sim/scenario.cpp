@@ -7,17 +7,18 @@
 #include <fmt/format.h>
 
 #include "base/error.hpp"
+#include "models/context_parallel.hpp"
 #include "models/model_spec.hpp"
 #include "models/optimizer.hpp"
 #include "models/tensor_parallel.hpp"
 #include "profiles/limits.hpp"
 #include "sim/action_overhead.hpp"
+#include "sim/collective_spans.hpp"
 #include "sim/contention.hpp"
 #include "sim/engine.hpp"
 #include "sim/placed_link.hpp"
 #include "sim/profile_costs.hpp"
 #include "sim/step_bounds.hpp"
-#include "sim/tensor_parallel_spans.hpp"
 #include "sim/zb_auto_plan.hpp"
 
 namespace gpipe::sim {
@@ -93,6 +94,7 @@ Prediction predict(plan::Planner& planner, const Scenario& sc, bool record_timel
   // C of them (Megatron-LM's order, tp-cp-dp-pp: T inside, then C).
   const int stage_gpus = tensor * profile.context_parallel;
   std::optional<PlacedLink> placed;
+  bool context_spans_nodes = false;  // with a cluster: the context group is wider than a node
   // Inside a node, collectives run over the profile's link: its collectives'
   // fit where it has one (profiles::Link::collective). A data-parallel group
   // reduces there unless told otherwise or spread over nodes.
@@ -114,7 +116,7 @@ Prediction predict(plan::Planner& planner, const Scenario& sc, bool record_timel
     placed.emplace(std::move(node_of_rank), link, UniformLink(inter.latency_us, inter.bandwidth_GBps), pieces);
     // The gradient group (D x C) spans nodes with its replicas, or with a
     // context group wider than a node.
-    const bool context_spans_nodes = profile.context_parallel > 1 && stage_gpus > c.cluster->gpus_per_node;
+    context_spans_nodes = profile.context_parallel > 1 && stage_gpus > c.cluster->gpus_per_node;
     if (dp_within_node && (placement.nodes_spanned_by_data_parallel_group() > 1 || context_spans_nodes)) {
       dp_link = inter;
       dp_within_node = false;
@@ -164,20 +166,35 @@ Prediction predict(plan::Planner& planner, const Scenario& sc, bool record_timel
   p.timeline = std::move(result.timeline);
   p.metrics = std::move(result.metrics);
   p.timeline.info.device = profile.device;  // what the prediction is for
-  if (record_timeline && tensor > 1) {
+  if (record_timeline && stage_gpus > 1) {
     // The spans need the model's collectives: a profile of a model gpipe knows
-    // (every tensor-parallel profile gpipe writes is one); else none are drawn.
+    // (every tensor- or context-parallel profile gpipe writes is one); else none are drawn.
     std::optional<models::Model> whole;
     try {
       whole = models::parse_model(profile.model);
     } catch (const InputError&) {
     }
     if (whole) {
-      // A tensor-parallel group lies inside a node.
-      add_tensor_parallel_spans(
-          p.timeline, profile,
-          models::split_tensor_parallel(*whole, {.degree = tensor, .sequence_parallel = profile.sequence_parallel}),
-          p.plan.partition.layers_per_stage, p.plan.microbatch_sizes, within_node);
+      const models::Model split = models::split_context_parallel(
+          tensor > 1 ? models::split_tensor_parallel(
+                           *whole, {.degree = tensor, .sequence_parallel = profile.sequence_parallel})
+                     : *whole,
+          {.degree = profile.context_parallel, .form = models::ContextParallelForm::all_gather});
+      // A tensor-parallel group lies inside a node; a context group wider
+      // than one shares keys and values over the network, else over the
+      // profile's link and its own collectives' fits.
+      SpanLinks span_links{.tensor = within_node, .context = within_node};
+      if (context_spans_nodes) {
+        span_links.context = c.cluster->inter_node;
+      } else {
+        // As the profiled blocks ran them where measured, else the probe's.
+        span_links.context_all_gather = profile.link.context_all_gather ? profile.link.context_all_gather
+                                                                        : profile.link.all_gather;
+        span_links.context_reduce_scatter = profile.link.context_reduce_scatter ? profile.link.context_reduce_scatter
+                                                                                : profile.link.reduce_scatter;
+      }
+      add_collective_spans(p.timeline, profile, split, p.plan.partition.layers_per_stage, p.plan.microbatch_sizes,
+                           span_links);
     }
   }
   return p;

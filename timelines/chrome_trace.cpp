@@ -103,9 +103,11 @@ json action_event(const TimedAction& a, int lane) {
   return event;
 }
 
-// A tensor-parallel collective names the action it ran in and its group: the
-// parts of the rank's stages.
-json collective_event(const CollectiveSpan& c, int lane, int tensor_parallel) {
+// A collective names the action it ran in and its group: the tensor-parallel
+// parts of the rank's stages, or the context-parallel members sharing its
+// sequences ("over" says which; a trace without it is tensor-parallel).
+json collective_event(const CollectiveSpan& c, int lane, const TimelineInfo& info) {
+  const bool context = c.group == CollectiveGroup::context;
   return {{"name", c.collective},
           {"cat", kCollectiveCategory},
           {"ph", "X"},
@@ -116,7 +118,11 @@ json collective_event(const CollectiveSpan& c, int lane, int tensor_parallel) {
           {"args",
            {{"within", to_string(c.within)},
             {"bytes", c.bytes},
-            {"group", fmt::format("the {} tensor-parallel parts of rank {}", tensor_parallel, c.rank.value)}}}};
+            {"over", to_string(c.group)},
+            {"group", context ? fmt::format("the {} context-parallel members of rank {}", info.context_parallel,
+                                            c.rank.value)
+                              : fmt::format("the {} tensor-parallel parts of rank {}", info.tensor_parallel,
+                                            c.rank.value)}}}};
 }
 
 // One s/f pair from each send to the receive of the same data, where both
@@ -185,6 +191,7 @@ json gpipe_data(const Timeline& timeline) {
           {"batch_size", info.batch_size},
           {"static_bytes", info.static_bytes},
           {"tensor_parallel", info.tensor_parallel},
+          {"context_parallel", info.context_parallel},
           {"metrics", to_json(checked_metrics(timeline))}};
 }
 
@@ -249,6 +256,9 @@ TimelineInfo read_info(const JsonField& trace) {
   if (const auto tp = g.optional_member("tensor_parallel")) {  // absent from older traces: 1
     info.tensor_parallel = static_cast<int>(tp->integer(1, 1 << 20));
   }
+  if (const auto cp = g.optional_member("context_parallel")) {  // absent from older traces: 1
+    info.context_parallel = static_cast<int>(cp->integer(1, 1 << 20));
+  }
   return info;
 }
 
@@ -283,6 +293,13 @@ void read_collective(const JsonField& ev, Timeline& timeline) {
   }
   if (stream_of(c.within.kind) != Stream::compute) within.fail("must be a compute action");
   c.bytes = args.member("bytes").integer(0, kMaxBytes);
+  if (const auto over = args.optional_member("over")) {  // absent from older traces: tensor-parallel
+    if (over->string() == to_string(CollectiveGroup::context)) {
+      c.group = CollectiveGroup::context;
+    } else if (over->string() != to_string(CollectiveGroup::tensor)) {
+      over->fail("must be tensor-parallel or context-parallel");
+    }
+  }
   std::tie(c.start_ns, c.end_ns) = read_interval(ev);
   timeline.collectives.push_back(std::move(c));
 }
@@ -333,7 +350,7 @@ json to_chrome_trace(const Timeline& timeline) {
   add_metadata(timeline.info, timeline, lanes, collective_lanes, events);
   for (std::size_t i = 0; i < lanes.size(); ++i) events.push_back(action_event(timeline.actions[i], lanes[i]));
   for (std::size_t i = 0; i < collective_lanes.size(); ++i) {
-    events.push_back(collective_event(timeline.collectives[i], collective_lanes[i], timeline.info.tensor_parallel));
+    events.push_back(collective_event(timeline.collectives[i], collective_lanes[i], timeline.info));
   }
   add_flows(timeline, lanes, events);
   for (const auto& s : timeline.memory) {

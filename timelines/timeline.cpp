@@ -30,6 +30,10 @@ bool by_start(const TimedAction& a, const TimedAction& b) {
 
 std::string_view to_string(Stream stream) { return kStreamNames[static_cast<std::size_t>(stream)]; }
 
+std::string_view to_string(CollectiveGroup group) {
+  return group == CollectiveGroup::context ? "context-parallel" : "tensor-parallel";
+}
+
 bool is_timeline_source(std::string_view source) {
   return source == "sim" || source == "cpu" || source == "cuda" || source == "torch";
 }

@@ -63,12 +63,20 @@ struct MemorySample {
   bool operator==(const MemorySample&) const = default;
 };
 
-// A tensor-parallel collective that ran inside a compute action (a split
-// block's all-reduce of its partial outputs or input gradients): on
-// the compute stream, as part of `within`'s interval, and shown on the rank's
-// tensor-parallel lane of a trace (trace_lanes.hpp) over the rank's group of
-// TimelineInfo::tensor_parallel GPUs. A prediction prices it with the
-// collectives' model; a run measures each call.
+// The group a collective inside a compute action ran over: the rank's
+// tensor-parallel group (TimelineInfo::tensor_parallel GPUs) or its
+// context-parallel group (TimelineInfo::context_parallel GPUs sharing each
+// sequence's keys and values).
+enum class CollectiveGroup : std::uint8_t { tensor, context };
+// "tensor-parallel", "context-parallel": a trace's lane and a diff's line.
+[[nodiscard]] std::string_view to_string(CollectiveGroup group);
+
+// A collective that ran inside a compute action (a split block's all-reduce
+// of its partial outputs or input gradients; a context-parallel block's
+// all-gather of the keys and values and reduce-scatter of their gradients):
+// on the compute stream, as part of `within`'s interval, and shown on the
+// rank's lane of its group in a trace (trace_lanes.hpp). A prediction prices
+// it with the collectives' model; a run measures each call.
 struct CollectiveSpan {
   schedules::Rank rank;
   schedules::Action within;           // the compute action (F, B, I, W or R) it ran in
@@ -76,6 +84,7 @@ struct CollectiveSpan {
   std::int64_t bytes = 0;  // nccl-tests' size (profiles/collectives.hpp)
   std::int64_t start_ns = 0;
   std::int64_t end_ns = 0;
+  CollectiveGroup group = CollectiveGroup::tensor;
 
   [[nodiscard]] std::int64_t duration_ns() const { return end_ns - start_ns; }
   bool operator==(const CollectiveSpan&) const = default;
@@ -95,6 +104,7 @@ struct TimelineInfo {
   std::vector<std::int64_t>
       static_bytes;  // per rank: params+grads+optimizer state; empty = unknown
   int tensor_parallel = 1;  // the GPUs (processes) each rank's stages are split over
+  int context_parallel = 1;  // the GPUs (processes) each sequence is split over, beside those
 
   bool operator==(const TimelineInfo&) const = default;
 };
@@ -103,7 +113,7 @@ struct Timeline {
   TimelineInfo info;
   std::vector<TimedAction> actions;
   std::vector<MemorySample> memory;
-  std::vector<CollectiveSpan> collectives;  // with tensor parallelism; by rank, then start
+  std::vector<CollectiveSpan> collectives;  // with tensor or context parallelism; by rank, then start
 
   bool operator==(const Timeline&) const = default;
 };

@@ -5,6 +5,8 @@
 #include <numeric>
 #include <utility>
 
+#include <fmt/format.h>
+
 namespace gpipe::timelines {
 
 std::vector<int> assign_lanes(const Timeline& timeline) {
@@ -45,14 +47,16 @@ std::vector<int> assign_collective_lanes(const Timeline& timeline) {
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(),
                    [&](std::size_t i, std::size_t j) { return spans[i].start_ns < spans[j].start_ns; });
-  std::map<int, std::vector<std::int64_t>> free_at;  // by rank: when each of its lanes comes free
+  // By rank and group: when each of its lanes comes free.
+  std::map<std::pair<int, CollectiveGroup>, std::vector<std::int64_t>> free_at;
   for (const std::size_t i : order) {
-    auto& lanes_free = free_at[spans[i].rank.value];
+    auto& lanes_free = free_at[{spans[i].rank.value, spans[i].group}];
     auto lane = std::find_if(lanes_free.begin(), lanes_free.end(),
                              [&](std::int64_t t) { return t <= spans[i].start_ns; });
     if (lane == lanes_free.end()) lane = lanes_free.insert(lanes_free.end(), spans[i].start_ns);
     *lane = spans[i].end_ns;
-    lanes[i] = kTensorParallelTid + static_cast<int>(lane - lanes_free.begin());
+    const int first = spans[i].group == CollectiveGroup::context ? kContextParallelTid : kTensorParallelTid;
+    lanes[i] = first + static_cast<int>(lane - lanes_free.begin());
   }
   return lanes;
 }
@@ -65,8 +69,11 @@ Stream stream_of_lane(int lane) {
 }
 
 std::string lane_name(int lane) {
-  if (lane == kTensorParallelTid) return "tensor-parallel";
-  if (lane > kTensorParallelTid) return "tensor-parallel " + std::to_string(lane - kTensorParallelTid + 1);
+  for (const auto& [first, group] : {std::pair{kContextParallelTid, CollectiveGroup::context},
+                                    std::pair{kTensorParallelTid, CollectiveGroup::tensor}}) {
+    if (lane == first) return std::string(to_string(group));
+    if (lane > first) return fmt::format("{} {}", to_string(group), lane - first + 1);
+  }
   std::string name(to_string(stream_of_lane(lane)));
   if (lane > 2 && lane != kOverlapTid && lane != kReduceTid) name += " " + std::to_string((lane + 1) / 2);
   return name;

@@ -11,7 +11,8 @@
 // A rank's tensor-parallel collectives (Timeline::collectives), which run
 // inside its compute actions, on kTensorParallelTid, "tensor-parallel" (and
 // the ones above it, "tensor-parallel 2", ..., where an overlapped pair's
-// collectives meet).
+// collectives meet); its context-parallel collectives on kContextParallelTid,
+// "context-parallel" (and up, the same way).
 //
 // A lane's tid is lane + 1 (trace version 2): Perfetto's JSON importer reads
 // tid 0 as "no tid" and puts the event on the process's main thread, which
@@ -30,6 +31,7 @@ namespace gpipe::timelines {
 inline constexpr int kOverlapTid = 1'000'000;
 inline constexpr int kReduceTid = 1'000'001;
 inline constexpr int kTensorParallelTid = 1'000'002;  // and up
+inline constexpr int kContextParallelTid = 1'100'000;  // and up
 
 // One lane per collective span of the timeline, in the same order.
 [[nodiscard]] std::vector<int> assign_collective_lanes(const Timeline& timeline);
@@ -40,7 +42,7 @@ inline constexpr int kTensorParallelTid = 1'000'002;  // and up
 [[nodiscard]] Stream stream_of_lane(int lane);
 
 // "compute", "send", "recv", then "send 2", "recv 2", ... for the extra lanes,
-// "overlap", "reduce", "tensor-parallel", "tensor-parallel 2", ...
+// "overlap", "reduce", "tensor-parallel", "tensor-parallel 2", ..., "context-parallel", ...
 [[nodiscard]] std::string lane_name(int lane);
 
 // The thread id a lane is written with, and back (by the trace's version).

@@ -70,11 +70,14 @@ CpuBackend::Run::Run(const TrainOptions& options, const RunSettings& settings,
     process_link_ = backend_options.process_link(timer_);
   }
   gradient_reducer_ = backend_options.gradient_reducer;
-  context_parallel_ = backend_options.context_parallel;
-  if (backend_options.tensor_parallel != nullptr) {
-    for (int r = 0; r < settings.schedule->num_ranks; ++r) {
+  for (int r = 0; r < settings.schedule->num_ranks; ++r) {
+    if (backend_options.tensor_parallel != nullptr) {
       timed_parts_.push_back(
           std::make_unique<TimedTensorParallel>(*backend_options.tensor_parallel, timer_, schedules::Rank{r}));
+    }
+    if (backend_options.context_parallel != nullptr) {
+      timed_context_.push_back(
+          std::make_unique<TimedContextParallel>(*backend_options.context_parallel, timer_, schedules::Rank{r}));
     }
   }
   if (settings.schedule->data_parallel > 1 && gradient_reducer_ == nullptr) {  // D x C

@@ -22,6 +22,7 @@
 #include "exec/cpu/layers/layer.hpp"
 #include "exec/cpu/optimizer.hpp"
 #include "exec/cpu/process_link.hpp"
+#include "exec/cpu/timed_context_parallel.hpp"
 #include "exec/cpu/timed_tensor_parallel.hpp"
 #include "exec/runtime/gradient_reducer.hpp"
 #include "exec/runtime/host_timer.hpp"
@@ -121,10 +122,11 @@ struct CpuBackend {
         const Options& backend_options);
 
     [[nodiscard]] RankDevice& device(schedules::Rank rank) { return devices_.at(rank.at()); }
-    // With tensor parallelism a rank's layers sum over its group through a
-    // timed view of it, so that each all-reduce shows on its trace.
+    // With tensor or context parallelism a rank's layers meet their group
+    // through a timed view of it, so that each collective shows on its trace.
     [[nodiscard]] Context context(schedules::Rank rank) const {
-      return {timed_parts_.empty() ? nullptr : timed_parts_.at(rank.at()).get(), context_parallel_};
+      return {timed_parts_.empty() ? nullptr : timed_parts_.at(rank.at()).get(),
+              timed_context_.empty() ? nullptr : timed_context_.at(rank.at()).get()};
     }
     template <class F>
     void in_context(schedules::Rank /*rank*/, F&& f) {
@@ -151,7 +153,7 @@ struct CpuBackend {
     std::unique_ptr<ProcessLink> process_link_;  // ranks as processes
     GradientReducer<Tensor>* gradient_reducer_ = nullptr;
     std::vector<std::unique_ptr<TimedTensorParallel>> timed_parts_;  // by rank; empty without
-    ContextParallelComm* context_parallel_ = nullptr;  // null without
+    std::vector<std::unique_ptr<TimedContextParallel>> timed_context_;  // by rank; empty without
     std::vector<RankDevice> devices_;
     int threads_per_rank_;
   };

@@ -24,7 +24,7 @@ class TimedTensorParallel final : public TensorParallelComm {
     const auto start = ActionTimer::Clock::now();
     group_.all_reduce_sum(values);
     const auto end = ActionTimer::Clock::now();
-    timer_.record_collective(rank_, "all-reduce", static_cast<std::int64_t>(values.size_bytes()), start, end);
+    timer_.record_collective(rank_, timelines::CollectiveGroup::tensor, "all-reduce", static_cast<std::int64_t>(values.size_bytes()), start, end);
   }
 
  private:

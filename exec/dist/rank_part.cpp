@@ -22,7 +22,7 @@ std::string to_json(const RankPart& part) {
     }
     json collectives = json::array();
     for (const timelines::CollectiveSpan& c : step.collectives) {
-      collectives.push_back({to_string(c.within), c.collective, c.bytes, c.start_ns, c.end_ns});
+      collectives.push_back({to_string(c.within), c.collective, c.bytes, c.start_ns, c.end_ns, to_string(c.group)});
     }
     json memory = json::array();
     for (const MemoryChange& c : step.memory) memory.push_back({c.action_index, c.host_ns, c.bytes});
@@ -54,7 +54,10 @@ RankPart parse_rank_part(const std::string& text) {
                                     .collective = c.at(1).get<std::string>(),
                                     .bytes = c.at(2).get<std::int64_t>(),
                                     .start_ns = c.at(3).get<std::int64_t>(),
-                                    .end_ns = c.at(4).get<std::int64_t>()});
+                                    .end_ns = c.at(4).get<std::int64_t>(),
+                                    .group = c.at(5).get<std::string>() == to_string(timelines::CollectiveGroup::context)
+                                                 ? timelines::CollectiveGroup::context
+                                                 : timelines::CollectiveGroup::tensor});
       }
       for (const json& m : s.at("memory")) {
         step.memory.push_back({m.at(0).get<int>(), m.at(1).get<std::int64_t>(), m.at(2).get<std::int64_t>()});

@@ -106,10 +106,8 @@ struct CollectiveFit {
 };
 
 // `collective` over the world at sizes from 4 floats doubling up to
-// `max_bytes`, on rank 0 fitted as the ring's closed form (profiles/
-// collectives.hpp): a line t = L + S/B' of the points is steps x (a + S/(nB))
-// with steps = 2(n-1) for the all-reduce and n-1 for the others, so
-// a = L / steps and B = B' x steps / n. Elsewhere nullopt.
+// `max_bytes`, on rank 0 fitted as the ring's closed form
+// (profiles::collective_ring_fit). Elsewhere nullopt.
 std::optional<CollectiveFit> probe_collective(const MpiWorld& world, std::int64_t max_bytes,
                                               models::Collective collective) {
   const int n = world.size();
@@ -120,9 +118,7 @@ std::optional<CollectiveFit> probe_collective(const MpiWorld& world, std::int64_
     if (world.rank() == 0) points.push_back({bytes, us});
   }
   if (world.rank() != 0) return std::nullopt;
-  const profiles::Link line = profiles::fit_link(points, std::string(models::to_string(collective)));
-  const double steps = collective == models::Collective::all_reduce ? 2.0 * (n - 1) : n - 1.0;
-  CollectiveFit fit{.link = {.latency_us = line.latency_us / steps, .bandwidth_GBps = line.bandwidth_GBps * steps / n},
+  CollectiveFit fit{.link = profiles::collective_ring_fit(collective, n, points),
                     .max_error = 0,
                     .points = fmt::format("{} sizes {}-{} B", points.size(), points.front().bytes, points.back().bytes)};
   for (const profiles::LinkPoint& p : points) {

@@ -65,13 +65,14 @@ class ActionTimer {
     (void)slot;
     return {};
   }
-  // A tensor-parallel collective `rank` ran from `start` to `end` on this
-  // host's clock, inside its compute action begun and not yet ended
-  // (timelines::CollectiveSpan); one outside a measured action is not kept.
-  virtual void record_collective(schedules::Rank rank, std::string_view collective, std::int64_t bytes,
-                                 Clock::time_point start, Clock::time_point end) {
-    (void)rank, (void)collective, (void)bytes, (void)start, (void)end;
-    throw std::logic_error(std::string(name()) + " timer: tensor-parallel collectives are not timed on the host");
+  // A collective `rank` ran over its tensor- or context-parallel group from
+  // `start` to `end` on this host's clock, inside its compute action begun
+  // and not yet ended (timelines::CollectiveSpan); one outside a measured
+  // action is not kept.
+  virtual void record_collective(schedules::Rank rank, timelines::CollectiveGroup group, std::string_view collective,
+                                 std::int64_t bytes, Clock::time_point start, Clock::time_point end) {
+    (void)rank, (void)group, (void)collective, (void)bytes, (void)start, (void)end;
+    throw std::logic_error(std::string(name()) + " timer: collectives inside actions are not timed on the host");
   }
   // The collectives of step `slot`, every local rank's, in the order made.
   [[nodiscard]] virtual std::vector<timelines::CollectiveSpan> collectives(int slot) {

@@ -65,8 +65,9 @@ void HostTimer::record_reduction(const ActionMark& mark, Clock::time_point start
   r.reductions.at(static_cast<std::size_t>(mark.slot)).push_back({mark.action, {from, std::max(from, since_origin(end))}});
 }
 
-void HostTimer::record_collective(schedules::Rank rank, std::string_view collective, std::int64_t bytes,
-                                  Clock::time_point start, Clock::time_point end) {
+void HostTimer::record_collective(schedules::Rank rank, timelines::CollectiveGroup group,
+                                  std::string_view collective, std::int64_t bytes, Clock::time_point start,
+                                  Clock::time_point end) {
   RankRecord& r = record(rank);
   if (r.open_slot < 0) return;  // outside a measured action
   const auto since_origin = [&](Clock::time_point t) {
@@ -79,7 +80,8 @@ void HostTimer::record_collective(schedules::Rank rank, std::string_view collect
                   .collective = std::string(collective),
                   .bytes = bytes,
                   .start_ns = from,
-                  .end_ns = std::max(from, since_origin(end))});
+                  .end_ns = std::max(from, since_origin(end)),
+                  .group = group});
 }
 
 std::vector<timelines::CollectiveSpan> HostTimer::collectives(int slot) {

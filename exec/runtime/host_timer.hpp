@@ -27,8 +27,8 @@ class HostTimer final : public ActionTimer {
   [[nodiscard]] MeasuredIntervals intervals(int slot) override;
   void record_reduction(const ActionMark& mark, Clock::time_point start, Clock::time_point end) override;
   [[nodiscard]] MeasuredIntervals reductions(int slot) override;
-  void record_collective(schedules::Rank rank, std::string_view collective, std::int64_t bytes,
-                         Clock::time_point start, Clock::time_point end) override;
+  void record_collective(schedules::Rank rank, timelines::CollectiveGroup group, std::string_view collective,
+                         std::int64_t bytes, Clock::time_point start, Clock::time_point end) override;
   [[nodiscard]] std::vector<timelines::CollectiveSpan> collectives(int slot) override;
   [[nodiscard]] const char* name() const override { return "host"; }
 

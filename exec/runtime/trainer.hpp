@@ -197,6 +197,7 @@ template <TrainingBackend B>
   info.device = run.device_name();
   info.batch_size = o.batch;
   info.tensor_parallel = o.tensor_parallel;
+  info.context_parallel = o.model.context_parallel;
   const int median = assemble_timeline(result, parts, lowered, info, run.memory_placement(), o.steps);
   out.report = run.report(median);
   return out;

@@ -123,7 +123,8 @@ TEST(Calibration, CsvHasOneRowPerConfiguration) {
             "measured_transfer_us,transfer_error_pct,transfer_median_abs_error_pct,step_samples,"
             "measured_step_q1_us,measured_step_q3_us,noise_band_pct,outside_band_points,data_parallel,reductions,"
             "predicted_reduction_us,measured_reduction_us,reduction_error_pct,tensor_parallel,tp_collective_actions,"
-            "predicted_tp_collective_us,measured_tp_collective_us,tp_collective_error_pct,zero,context_parallel");
+            "predicted_tp_collective_us,measured_tp_collective_us,tp_collective_error_pct,zero,context_parallel,"
+            "cp_collective_actions,predicted_cp_collective_us,measured_cp_collective_us,cp_collective_error_pct");
   // The partition is quoted ("2,1" or "1,2": balanced on measured costs).
   EXPECT_TRUE(lines[1].starts_with("gpipe,never,2,1,2,2,4,\"2,1\",ok,,") ||
               lines[1].starts_with("gpipe,never,2,1,2,2,4,\"1,2\",ok,,"))
@@ -132,17 +133,18 @@ TEST(Calibration, CsvHasOneRowPerConfiguration) {
   EXPECT_NE(lines[1].find(",1,4,"), std::string::npos) << lines[1];
   // Then the noise columns: one warm step (steps 2) in one round is one
   // sample, so both quartiles are its time and the band is 0; one replica,
-  // no reductions, one part of each rank with no collectives, no ZeRO, close the row.
+  // no reductions, one part of each rank with no collectives, no ZeRO, one
+  // member of each sequence with no collectives, close the row.
   const CalibrationRow& r = rows.front();
   EXPECT_EQ(r.noise.samples, 1);
   EXPECT_EQ(r.noise.q1_us, r.noise.q3_us);
-  EXPECT_TRUE(lines[1].ends_with(fmt::format(",1,{:.3f},{:.3f},0.000,{:.3f},1,0,0.000,0.000,,1,0,0.000,0.000,,0,1", r.noise.q1_us,
+  EXPECT_TRUE(lines[1].ends_with(fmt::format(",1,{:.3f},{:.3f},0.000,{:.3f},1,0,0.000,0.000,,1,0,0.000,0.000,,0,1,0,0.000,0.000,", r.noise.q1_us,
                                              r.noise.q3_us, r.outside_band_points())))
       << lines[1];
   // bubble_fraction_analytic of K=2, M=2: 1/3.
   EXPECT_NE(lines[1].find(",0.333333,"), std::string::npos);
   EXPECT_EQ(lines[2], "gpipe,never,2,,8,,4,,skipped,--microbatches 8 exceeds --batch 4: every micro-batch "
-                      "needs a sample,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,");
+                      "needs a sample,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,");
   EXPECT_EQ(lines[3].substr(0, 29), "gpipe,never,4,,2,,4,,skipped,");
 }
 

@@ -176,11 +176,32 @@ cp_llama=llama:layers=4,hidden=32,heads=4,kv_heads=2,ffn=48,seq=32,vocab=64
 expect_status 0 "$run" train --model $cp_llama -K 2 -M 2 -N 4 --steps 3
 grep '^step [0-9]' "$tmp/out" >"$tmp/threads"
 expect_status 0 timeout 120 "${launch[@]}" -np 4 "$run" train --model $cp_llama -K 2 -M 2 -N 4 --steps 3 \
-  --context-parallel 2
+  --context-parallel 2 --trace "$tmp/cp-trace.json"
 expect_out "context par. each sequence split over 2 processes (16 tokens each: chunks i and 3-i of 4)"
 grep '^step [0-9]' "$tmp/out" >"$tmp/processes"
 cmp -s "$tmp/threads" "$tmp/processes" || fail "context parallel: losses differ from the threads' run: $(cat "$tmp/threads" "$tmp/processes")"
 [ "$(grep -c '^model ' "$tmp/out")" -eq 1 ] || fail "context parallel: more than one process reported: $(cat "$tmp/out")"
+# Its trace shows each block's keys and values gathered in every F, and
+# gathered again and their gradients reduce-scattered in every B, on the
+# rank's context-parallel lane: the 4 blocks over the 2 ranks, each
+# collective b x seq x 2 (G / T) d fp32 = 2 x 32 x 32 x 4 bytes whole.
+python3 - "$tmp/cp-trace.json" <<'PY' || fail "context parallel: the trace's collectives"
+import collections, json, sys
+trace = json.load(open(sys.argv[1]))
+assert trace["otherData"]["gpipe"]["context_parallel"] == 2
+spans = [e for e in trace["traceEvents"] if e.get("cat") == "collective"]
+assert spans and all(e["args"]["over"] == "context-parallel" and e["args"]["bytes"] == 8192 for e in spans), spans[:3]
+kinds = collections.Counter((e["pid"], e["args"]["within"], e["name"]) for e in spans)
+blocks = {r: kinds[(r, f"{r}F0", "all-gather")] for r in (0, 1)}
+assert sum(blocks.values()) == 4, kinds
+for (r, within, name), n in kinds.items():
+    forward = within[1] == "F"
+    assert name in (("all-gather",) if forward else ("all-gather", "reduce-scatter")), (r, within, name)
+    assert n == blocks[r], (r, within, name, n, blocks)
+assert {w[1] for (_, w, _) in kinds} == {"F", "B"}, kinds
+lanes = {(e["pid"], e["args"]["name"]) for e in trace["traceEvents"] if e.get("name") == "thread_name"}
+assert (0, "context-parallel") in lanes and (1, "context-parallel") in lanes, lanes
+PY
 expect_status 2 "$run" train --model $cp_llama -K 2 -M 2 -N 4 --steps 1 --context-parallel 2
 expect_one_error_line "--context-parallel 2 runs each rank's share of a sequence as a process: launch 4 processes under mpirun or srun"
 expect_status 2 "$run" train --model $gpt,attn=flash -K 1 -M 2 -N 4 --steps 1 --context-parallel 2

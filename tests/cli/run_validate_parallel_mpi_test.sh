@@ -93,8 +93,17 @@ assert [r["status"] for r in rows] == ["ok", "ok"], rows
 # one reduction a stage, predicted and measured.
 assert all(r["data_parallel"] == "1" and r["context_parallel"] == "2" and r["reductions"] == "1" for r in rows), rows
 assert all(float(r["predicted_reduction_us"]) > 0 and float(r["measured_reduction_us"]) > 0 for r in rows), rows
+# Each action's context-parallel collectives, predicted and measured: the 2
+# blocks' F and B of every micro-batch (M = 1, then 2) on the one rank.
+assert [r["cp_collective_actions"] for r in rows] == ["2", "4"], rows
+assert all(float(r["predicted_cp_collective_us"]) > 0 and float(r["measured_cp_collective_us"]) > 0 for r in rows), rows
+assert all(r["tp_collective_actions"] == "0" for r in rows), rows
 profile = json.load(open(sys.argv[2]))
 assert profile["context_parallel"] == 2, profile.get("context_parallel")
+# The members' all-gathers and reduce-scatters as the profiled blocks ran them.
+fits = profile["link"]["context_collectives"]
+assert set(fits) == {"all_gather", "reduce_scatter"}, fits
+assert all(f["bandwidth_GBps"] > 0 and f["latency_us"] >= 0 for f in fits.values()), fits
 PY
 expect_status 2 "$run" validate --model $llama -K 1 -M 1 -N 4 --context-parallel 2
 expect_one_error_line "--context-parallel 2 runs each rank's share of a sequence as a process: give --launcher mpirun"

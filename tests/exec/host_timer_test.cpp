@@ -137,20 +137,26 @@ TEST(HostTimer, EachRanksThreadRecordsOnItsOwn) {
   }
 }
 
+constexpr timelines::CollectiveGroup kTensor = timelines::CollectiveGroup::tensor;
+constexpr timelines::CollectiveGroup kContext = timelines::CollectiveGroup::context;
+
 TEST(HostTimer, ACollectiveIsFiledUnderTheActionOpenOnItsRank) {
   HostTimer timer(2, 1);
   const Clock::time_point origin = Clock::now();
   timer.start_step(Rank{1}, 0, origin);
   const auto after = [&](int us) { return origin + std::chrono::microseconds(us); };
-  timer.record_collective(Rank{1}, "all-reduce", 64, after(1), after(2));  // no action open: not kept
+  timer.record_collective(Rank{1}, kTensor, "all-reduce", 64, after(1), after(2));  // no action open: not kept
   timer.begin(mark(1, 0, 0, "1F0"));
-  timer.record_collective(Rank{1}, "all-reduce", 64, after(3), after(5));
-  timer.record_collective(Rank{1}, "all-reduce", 128, after(7), after(6));  // an end before its start: empty
+  timer.record_collective(Rank{1}, kTensor, "all-reduce", 64, after(3), after(5));
+  timer.record_collective(Rank{1}, kContext, "all-gather", 32, after(5), after(6));  // its group kept
+  timer.record_collective(Rank{1}, kTensor, "all-reduce", 128, after(7), after(6));  // an end before its start: empty
   timer.end(mark(1, 0, 0, "1F0"));
-  timer.record_collective(Rank{1}, "all-reduce", 64, after(9), after(10));  // after the end: not kept
+  timer.record_collective(Rank{1}, kTensor, "all-reduce", 64, after(9), after(10));  // after the end: not kept
   EXPECT_EQ(timer.collectives(0),
-            (std::vector<timelines::CollectiveSpan>{{Rank{1}, parse_action("1F0"), "all-reduce", 64, 3'000, 5'000},
-                                                    {Rank{1}, parse_action("1F0"), "all-reduce", 128, 7'000, 7'000}}));
+            (std::vector<timelines::CollectiveSpan>{
+                {Rank{1}, parse_action("1F0"), "all-reduce", 64, 3'000, 5'000, kTensor},
+                {Rank{1}, parse_action("1F0"), "all-gather", 32, 5'000, 6'000, kContext},
+                {Rank{1}, parse_action("1F0"), "all-reduce", 128, 7'000, 7'000, kTensor}}));
   timer.start_step(Rank{1}, 0, origin);  // a new start of the slot forgets them
   EXPECT_TRUE(timer.collectives(0).empty());
 }

@@ -67,10 +67,18 @@ TEST(RankPart, TheJsonFormIsExact) {
                           .collective = "all-reduce",
                           .bytes = 4096,
                           .start_ns = 3,
-                          .end_ns = 7}},
+                          .end_ns = 7},
+                         {.rank = part.rank,
+                          .within = parse_action("1F0"),
+                          .collective = "all-gather",
+                          .bytes = 2048,
+                          .start_ns = 7,
+                          .end_ns = 9,
+                          .group = timelines::CollectiveGroup::context}},
                         {{0, 5, 128}}});
   EXPECT_EQ(to_json(part),
-            R"({"rank":1,"static_bytes":64,"steps":[{"collectives":[["1F0","all-reduce",4096,3,7]],)"
+            R"({"rank":1,"static_bytes":64,"steps":[{"collectives":[["1F0","all-reduce",4096,3,7,"tensor-parallel"],)"
+            R"(["1F0","all-gather",2048,7,9,"context-parallel"]],)"
             R"("intervals":[["1F0",0,10]],"memory":[[0,5,128]],"reductions":[["1REDUCE_GRAD",12,40]]}]})");
 }
 

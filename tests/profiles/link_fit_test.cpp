@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/error.hpp"
+#include "profiles/collectives.hpp"
 #include "profiles/link_fit.hpp"
 #include "profiles/profile.hpp"
 #include "tests/error_of.hpp"
@@ -140,6 +141,29 @@ TEST(LinkFit, PipelineLinkKeepsThePingPongLatencyWhenTheFitFallsBelowIt) {
   const Link one = fit_pipeline_link(pingpong, {{1 << 20, 300.0}}, "t");
   EXPECT_DOUBLE_EQ(one.latency_us, 1.5);
   EXPECT_NEAR(one.bandwidth_GBps, (1 << 20) / (298.5 * 1e3), 1e-9);
+}
+
+// A collective's ring-form parameters from its times: t = steps x (a + S / (n B)).
+TEST(CollectiveRingFit, TheLineOfTheTimesIsTheRingsStepsOverTheRanks) {
+  using models::Collective;
+  // 3 us at 1000 B and 5 us at 2000 B: the line 1 us + 0.002 us a byte (0.5 GB/s);
+  // an all-gather over 2 has one step, so a = 1 us and B = 0.5 / 2 GB/s.
+  const CollectiveLink gather = collective_ring_fit(Collective::all_gather, 2, {{1000, 3.0}, {2000, 5.0}});
+  EXPECT_NEAR(gather.latency_us, 1.0, 1e-9);
+  EXPECT_NEAR(gather.bandwidth_GBps, 0.25, 1e-12);
+  EXPECT_EQ(collective_ns(Collective::all_gather, CollectiveAlgorithm::ring, 2, 1000, gather), 3'000);
+  // One size, through the origin: 1000 B in 4 us is 0.25 GB/s; an all-reduce
+  // over 4 takes 6 steps, so B = 0.25 x 6 / 4.
+  const CollectiveLink reduce = collective_ring_fit(Collective::all_reduce, 4, {{1000, 4.0}, {1000, 4.0}});
+  EXPECT_EQ(reduce.latency_us, 0.0);
+  EXPECT_NEAR(reduce.bandwidth_GBps, 0.375, 1e-12);
+  // The larger size faster (noise): the totals' line, 3000 B in 9 us.
+  const CollectiveLink noisy = collective_ring_fit(Collective::reduce_scatter, 2, {{1000, 5.0}, {2000, 4.0}});
+  EXPECT_EQ(noisy.latency_us, 0.0);
+  EXPECT_NEAR(noisy.bandwidth_GBps, 3000.0 / 9 / 1e3 / 2, 1e-12);
+  EXPECT_THROW((void)collective_ring_fit(Collective::all_gather, 1, {{1000, 3.0}}), InputError);
+  EXPECT_THROW((void)collective_ring_fit(Collective::all_gather, 2, {}), InputError);
+  EXPECT_THROW((void)collective_ring_fit(Collective::all_gather, 2, {{1000, 0.0}}), InputError);
 }
 
 TEST(LinkFit, MeasuredPointsSurviveWritingAndReading) {

@@ -304,6 +304,19 @@ TEST_F(ProfileFromJson, ReadsTheReduceScatterAndAllGatherFits) {
   EXPECT_TRUE(error().starts_with("inline: link.collective.all_gather.latency_us: ")) << error();
 }
 
+TEST_F(ProfileFromJson, ReadsTheContextCollectivesAsTheBlocksRanThem) {
+  doc_["link"]["context_collectives"] = {{"all_gather", {{"latency_us", 6}, {"bandwidth_GBps", 5.5}}},
+                                         {"reduce_scatter", {{"latency_us", 5}, {"bandwidth_GBps", 2.5}}}};
+  const Profile p = profile_from_json(doc_, "inline");
+  EXPECT_EQ(p.link.context_all_gather, (CollectiveLink{.latency_us = 6, .bandwidth_GBps = 5.5}));
+  EXPECT_EQ(p.link.context_reduce_scatter, (CollectiveLink{.latency_us = 5, .bandwidth_GBps = 2.5}));
+  EXPECT_EQ(profile_from_json(to_json(p), "round trip"), p);
+  doc_["link"]["context_collectives"]["reduce_scatter"]["bandwidth_GBps"] = 0;
+  EXPECT_EQ(error(), "inline: link.context_collectives.reduce_scatter.bandwidth_GBps: expected a positive number");
+  doc_["link"]["context_collectives"] = 1;
+  EXPECT_EQ(error(), "inline: link.context_collectives: expected an object");
+}
+
 TEST_F(ProfileFromJson, ReadsTheWorkloadAndRefusesAnUnknownOne) {
   EXPECT_EQ(profile_from_json(doc_, "inline").workload, "training");
   EXPECT_FALSE(to_json(profile_from_json(doc_, "inline")).contains("workload"));  // the default stays unsaid

@@ -372,6 +372,36 @@ TEST(DiffTimelines, TensorParallelCollectivesCompareEachActionsSum) {
   EXPECT_EQ(diff_timelines(gpipe_2x2(), gpipe_2x2()).tensor_parallel.count, 0);
 }
 
+TEST(DiffTimelines, ContextParallelCollectivesCompareApartFromTheTensorParallelOnes) {
+  // 0F0 runs a tensor-parallel all-reduce (10 us predicted, 12 measured) and
+  // a context-parallel all-gather (20 predicted, 16 measured): each group's
+  // sum is its own comparison.
+  using timelines::CollectiveGroup;
+  const auto span = [](const char* what, std::int64_t end, CollectiveGroup group) {
+    return timelines::CollectiveSpan{Rank{0}, schedules::parse_action("0F0"), what, 64, 0, end, group};
+  };
+  Timeline predicted = gpipe_2x2();
+  predicted.info.tensor_parallel = 2;
+  predicted.info.context_parallel = 2;
+  Timeline measured = predicted;
+  predicted.collectives = {span("all-reduce", 10'000, CollectiveGroup::tensor),
+                           span("all-gather", 20'000, CollectiveGroup::context)};
+  measured.collectives = {span("all-reduce", 12'000, CollectiveGroup::tensor),
+                          span("all-gather", 16'000, CollectiveGroup::context)};
+  const TimelineDiff d = diff_timelines(predicted, measured);
+  EXPECT_EQ(d.tensor_parallel.count, 1);
+  EXPECT_DOUBLE_EQ(d.tensor_parallel.measured_mean_us, 12.0);
+  EXPECT_EQ(d.context_parallel.count, 1);
+  EXPECT_DOUBLE_EQ(d.context_parallel.predicted_mean_us, 20.0);
+  EXPECT_DOUBLE_EQ(d.context_parallel.measured_mean_us, 16.0);
+  EXPECT_DOUBLE_EQ(d.context_parallel.mean_error_pct, 25.0);
+  EXPECT_EQ(to_json(d)["context_parallel_collectives"]["count"], 1);
+  EXPECT_NE(to_text(d).find("cp comm     1 actions' context-parallel collectives: predicted mean 20.0 us, measured "
+                            "16.0 us, error +25.0 %"),
+            std::string::npos)
+      << to_text(d);
+}
+
 TEST(DiffTimelinesErrors, DifferentSchedulesNameEveryField) {
   const Timeline predicted = gpipe_2x2();
   Timeline measured = gpipe_2x2();

@@ -313,6 +313,41 @@ TEST(ChromeTrace, TensorParallelCollectivesHaveALaneNamingTheirGroup) {
   EXPECT_EQ(timeline_from_chrome_trace(json::parse(trace.dump()), "tp"), tl);
 }
 
+// Context parallelism's collectives go on a lane of their own, say their
+// group, and read back as the context group's.
+TEST(ChromeTrace, ContextParallelCollectivesHaveALaneOfTheirOwn) {
+  Timeline tl = with_collectives();
+  tl.info.context_parallel = 4;
+  const std::int64_t t0 = 1'234'567'891;
+  tl.collectives.push_back({schedules::Rank{0}, schedules::parse_action("0F0"), "all-gather", 2048, t0 + 2, t0 + 4,
+                            timelines::CollectiveGroup::context});
+  const json trace = to_chrome_trace(tl);
+  std::vector<json> context;
+  std::set<std::pair<int, std::string>> lanes;  // (tid, name)
+  for (const auto& ev : trace.at("traceEvents")) {
+    if (ev.value("cat", "") == "collective" && ev.at("args").at("over") == "context-parallel") context.push_back(ev);
+    if (ev.at("name") == "thread_name") lanes.insert({ev.at("tid").get<int>(), ev.at("args").at("name")});
+  }
+  ASSERT_EQ(context.size(), 1U);
+  // It overlaps 0F0's two all-reduces in time but not their lanes.
+  EXPECT_EQ(context[0].at("tid"), tid_of_lane(kContextParallelTid));
+  EXPECT_EQ(context[0].at("args").at("group"), "the 4 context-parallel members of rank 0");
+  EXPECT_EQ(trace.at("otherData").at("gpipe").at("context_parallel"), 4);
+  EXPECT_TRUE(lanes.contains({tid_of_lane(kContextParallelTid), "context-parallel"}));
+  EXPECT_EQ(timeline_from_chrome_trace(json::parse(trace.dump()), "cp"), tl);
+  // A trace without "over" (older ones) reads as tensor-parallel; another word is refused.
+  json old = trace;
+  for (auto& ev : old.at("traceEvents")) {
+    if (ev.value("cat", "") == "collective") ev.at("args").erase("over");
+  }
+  EXPECT_EQ(timeline_from_chrome_trace(old, "old").collectives.back().group, timelines::CollectiveGroup::tensor);
+  json bad = trace;
+  for (auto& ev : bad.at("traceEvents")) {
+    if (ev.value("cat", "") == "collective") ev.at("args").at("over") = "pipeline";
+  }
+  EXPECT_THROW((void)timeline_from_chrome_trace(bad, "bad"), InputError);
+}
+
 TEST(ChromeTrace, ABadCollectiveIsAnErrorNamingItsField) {
   const json good = to_chrome_trace(with_collectives());
   std::size_t first = 0;

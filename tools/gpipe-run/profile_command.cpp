@@ -15,6 +15,7 @@
 
 #include "base/error.hpp"
 #include "exec/cpu/context_parallel_comm.hpp"
+#include "exec/cpu/logged_context_parallel.hpp"
 #include "exec/cpu/tensor_parallel_comm.hpp"
 #include "exec/mpi/link_probe.hpp"
 #include "exec/profiling/profiler_options.hpp"
@@ -181,6 +182,7 @@ int run_profile(const ProfileFlags& f) {
   // With tensor (context) parallelism the T (C) processes measure the layers
   // together, each its part (its tokens), while MPI runs; rank 0 writes the profile.
   std::optional<profiles::Profile> measured;
+  std::optional<profiles::CollectiveLink> context_all_gather, context_reduce_scatter;
   if (f.backend == "cpu" && launch.world_size > 1) {
     exec::mpi::LinkProbeOptions probe;
     if (f.tensor_parallel > 1) {
@@ -192,10 +194,17 @@ int run_profile(const ProfileFlags& f) {
       probe.in_world = [&](exec::cpu::TensorParallelComm* group, exec::cpu::ContextParallelComm* members) {
         exec::ProfilerOptions part = options;
         part.tensor_parallel = group;
-        part.context_parallel = members;
+        // The members' collectives timed as the blocks run them, for the profile's fits.
+        std::optional<exec::cpu::LoggedContextParallel> logged;
+        if (members != nullptr) logged.emplace(*members);
+        part.context_parallel = logged ? &*logged : nullptr;
         const int mine = group != nullptr ? group->rank() : members->rank();
         if (mine != 0) part.on_pass = nullptr, part.on_layer = nullptr;
         measured = measure_profile(f.backend, f.cuda, f.stages, model, sizes, part);
+        if (logged) {
+          context_all_gather = logged->fit(models::Collective::all_gather);
+          context_reduce_scatter = logged->fit(models::Collective::reduce_scatter);
+        }
       };
     }
     probe.on_point = [](const profiles::LinkPoint& p) {
@@ -218,6 +227,8 @@ int run_profile(const ProfileFlags& f) {
   profiles::Profile profile =
       measured ? std::move(*measured) : measure_profile(f.backend, f.cuda, f.stages, model, sizes, options);
   if (probed) profile.link = link_of(*probed, profile);
+  profile.link.context_all_gather = context_all_gather;
+  profile.link.context_reduce_scatter = context_reduce_scatter;
   profiles::write_profile(profile, f.out);
   const std::vector<profiles::LinkPoint>& fitted =
       profile.link.pipeline_points.empty() ? profile.link.points : profile.link.pipeline_points;
@@ -246,6 +257,12 @@ int run_profile(const ProfileFlags& f) {
                                probed->reduce_scatter->latency_us, probed->reduce_scatter->bandwidth_GBps,
                                probed->all_gather->latency_us, probed->all_gather->bandwidth_GBps);
     }
+  }
+  if (context_all_gather && context_reduce_scatter) {
+    std::cout << fmt::format("context collectives as the blocks ran them: all-gather {:.2f} us a step + {:.2f} GB/s, "
+                             "reduce-scatter {:.2f} us a step + {:.2f} GB/s (each call timed, the median of each size)\n",
+                             context_all_gather->latency_us, context_all_gather->bandwidth_GBps,
+                             context_reduce_scatter->latency_us, context_reduce_scatter->bandwidth_GBps);
   }
   return 0;
 }

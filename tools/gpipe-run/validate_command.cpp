@@ -326,7 +326,7 @@ int run_validate(const ValidateFlags& f, const CLI::App& cmd) {
   if (f.json) {
     std::cout << calibration::calibration_json(rows).dump(2) << "\n";
   } else {
-    print_summary(rows, f.tensor_parallel);
+    print_summary(rows, f.tensor_parallel, f.context_parallel);
     if (!f.out.empty()) std::cout << "every configuration: " << f.out << "\n";
   }
   // A grid of which nothing could run has validated nothing: not a success.

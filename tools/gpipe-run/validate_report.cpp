@@ -136,7 +136,8 @@ void print_link_summary(const std::vector<calibration::CalibrationRow>& rows) {
 
 // The collectives' model alone, pooled over every row: `what` of each row's
 // diff (each data-parallel reduction of a stage, from its start to its end on
-// the rank's reduce stream; or each action's tensor-parallel collectives).
+// the rank's reduce stream; or each action's tensor- or context-parallel
+// collectives).
 void print_collective_summary(const std::vector<calibration::CalibrationRow>& rows,
                               sim::TransferError sim::TimelineDiff::*what, std::string_view many,
                               std::string_view one) {
@@ -189,7 +190,7 @@ void print_row(const calibration::CalibrationRow& r) {
             << std::flush;
 }
 
-void print_summary(const std::vector<calibration::CalibrationRow>& rows, int tensor_parallel) {
+void print_summary(const std::vector<calibration::CalibrationRow>& rows, int tensor_parallel, int context_parallel) {
   const auto run =
       static_cast<std::size_t>(std::count_if(rows.begin(), rows.end(), [](const auto& r) { return r.ok(); }));
   std::cout << fmt::format("\n{} configurations: {} run, {} skipped (cannot exist)\n", rows.size(), run,
@@ -200,13 +201,15 @@ void print_summary(const std::vector<calibration::CalibrationRow>& rows, int ten
   // Ranks are threads: with more of them than hardware threads they take
   // turns on the cores, which the simulator (one processor per rank) does not model.
   const int cores = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
-  const auto fits_cores = [cores, parts = tensor_parallel](const auto& r) {
+  const auto fits_cores = [cores, parts = tensor_parallel * context_parallel](const auto& r) {
     return r.request.stages * r.request.data_parallel * parts <= cores;
   };
+  const std::string processes = context_parallel > 1 ? "K x T x C x D" : "K x T x D";
   const ErrorSummary fits = summarise(rows, fits_cores);
   if (fits.count < all.count && fits.worst != nullptr) {
-    std::cout << fmt::format("  with K x T x D <= {} (this machine's hardware threads): {}\n", cores, error_line(fits));
-    print_noise_summary(rows, fits_cores, fmt::format(" with K x T x D <= {}", cores));
+    std::cout << fmt::format("  with {} <= {} (this machine's hardware threads): {}\n", processes, cores,
+                             error_line(fits));
+    print_noise_summary(rows, fits_cores, fmt::format(" with {} <= {}", processes, cores));
   } else {
     print_noise_summary(rows, fits_cores, "");
   }
@@ -223,6 +226,8 @@ void print_summary(const std::vector<calibration::CalibrationRow>& rows, int ten
   print_collective_summary(rows, &sim::TimelineDiff::reductions, "data-parallel reductions", "a reduction");
   print_collective_summary(rows, &sim::TimelineDiff::tensor_parallel, "actions' tensor-parallel all-reduces",
                            "an action");
+  print_collective_summary(rows, &sim::TimelineDiff::context_parallel,
+                           "actions' context-parallel all-gathers and reduce-scatters", "an action");
 }
 
 }  // namespace gpipe::tools

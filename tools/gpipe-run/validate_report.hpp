@@ -13,8 +13,8 @@ namespace gpipe::tools {
 
 void print_table_header();
 void print_row(const calibration::CalibrationRow& row);
-// `tensor_parallel`: the parts of each rank, for the rows that fit this
-// machine's hardware threads.
-void print_summary(const std::vector<calibration::CalibrationRow>& rows, int tensor_parallel);
+// `tensor_parallel` x `context_parallel`: the processes of each rank, for the
+// rows that fit this machine's hardware threads.
+void print_summary(const std::vector<calibration::CalibrationRow>& rows, int tensor_parallel, int context_parallel);
 
 }  // namespace gpipe::tools

@@ -1,4 +1,4 @@
-#include "sim/tensor_parallel_spans.hpp"
+#include "sim/collective_spans.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -52,6 +52,17 @@ double pass_us(const profiles::LayerProfile& layer, ActionKind kind, int b) {
   }
 }
 
+// The link a collective of the layer's runs on: its group's, and for the
+// context group the collective's own fit where there is one.
+const profiles::CollectiveLink& link_of(const models::LayerCollective& c, const SpanLinks& links) {
+  if (c.group == models::CollectiveGroup::tensor) return links.tensor;
+  if (c.collective == models::Collective::all_gather && links.context_all_gather) return *links.context_all_gather;
+  if (c.collective == models::Collective::reduce_scatter && links.context_reduce_scatter) {
+    return *links.context_reduce_scatter;
+  }
+  return links.context;
+}
+
 bool is_pass(ActionKind kind) {
   return kind == ActionKind::F || kind == ActionKind::R || kind == ActionKind::B || kind == ActionKind::I ||
          kind == ActionKind::W;
@@ -59,14 +70,14 @@ bool is_pass(ActionKind kind) {
 
 }  // namespace
 
-void add_tensor_parallel_spans(timelines::Timeline& timeline, const profiles::Profile& profile,
-                               const models::Model& model, std::span<const int> layers_per_stage,
-                               std::span<const int> microbatch_sizes, const profiles::CollectiveLink& link) {
-  const int group = profile.tensor_parallel;
-  timeline.info.tensor_parallel = group;
-  if (group == 1) return;
+void add_collective_spans(timelines::Timeline& timeline, const profiles::Profile& profile, const models::Model& model,
+                          std::span<const int> layers_per_stage, std::span<const int> microbatch_sizes,
+                          const SpanLinks& links) {
+  timeline.info.tensor_parallel = profile.tensor_parallel;
+  timeline.info.context_parallel = profile.context_parallel;
+  if (profile.tensor_parallel == 1 && profile.context_parallel == 1) return;
   if (model.layers.size() != profile.layers.size()) {
-    throw InputError("tensor-parallel spans: the model's layers are not the profile's");
+    throw InputError("collective spans: the model's layers are not the profile's");
   }
   const std::int64_t element_bytes = models::bytes_per_element(profile.dtype);
   std::vector<int> first_layer{0};
@@ -93,13 +104,17 @@ void add_tensor_parallel_spans(timelines::Timeline& timeline, const profiles::Pr
       std::int64_t took_ns = 0;
       for (const models::LayerCollective& c : model.layers[l].collectives) {
         if (!runs_in(c.pass, a.action.kind)) continue;
+        const bool context = c.group == models::CollectiveGroup::context;
+        const int group = context ? profile.context_parallel : profile.tensor_parallel;
+        if (group == 1) continue;
         const std::int64_t bytes = c.elems * b * element_bytes;
-        const std::int64_t ns = profiles::fastest_collective(c.collective, group, bytes, link).ns;
+        const std::int64_t ns = profiles::fastest_collective(c.collective, group, bytes, link_of(c, links)).ns;
         spans.push_back({.rank = a.rank,
                          .within = a.action,
                          .collective = std::string(models::to_string(c.collective)),
                          .bytes = bytes,
-                         .end_ns = ns});  // a duration, placed below
+                         .end_ns = ns,  // a duration, placed below
+                         .group = context ? timelines::CollectiveGroup::context : timelines::CollectiveGroup::tensor});
         took_ns += ns;
       }
       // Inside the action, after the spans before: where the collectives cost
