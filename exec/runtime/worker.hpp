@@ -147,12 +147,14 @@ class Worker {
   }
 
   // "rank R failed in ACTION: what" while an action ran, "rank R failed at
-  // step S: what" between actions; with replicas or parts, "rank R (replica
-  // d, part t)", since every replica and part has a rank R.
+  // step S: what" between actions; with replicas, parts or members, "rank R
+  // (replica d, part t)" and ", member c", since each of them has a rank R.
   [[nodiscard]] std::string failure(int step, const char* what) const {
     std::string who = fmt::format("rank {}", rank_.value);
-    if (settings_.replicas > 1 || settings_.tensor_parallel > 1) {
-      who += fmt::format(" (replica {}, part {})", settings_.replica, settings_.part);
+    if (settings_.replicas > 1 || settings_.tensor_parallel > 1 || settings_.context_parallel > 1) {
+      who += fmt::format(" (replica {}, part {}", settings_.replica, settings_.part);
+      if (settings_.context_parallel > 1) who += fmt::format(", member {}", settings_.context_rank);
+      who += ")";
     }
     if (current_ >= 0) {
       return fmt::format("{} failed in {}: {}", who, to_string(program_[static_cast<std::size_t>(current_)]), what);

@@ -202,6 +202,11 @@ assert {w[1] for (_, w, _) in kinds} == {"F", "B"}, kinds
 lanes = {(e["pid"], e["args"]["name"]) for e in trace["traceEvents"] if e.get("name") == "thread_name"}
 assert (0, "context-parallel") in lanes and (1, "context-parallel") in lanes, lanes
 PY
+# A failure names the member too (each member of rank 1 injects the fault).
+expect_status 1 timeout 120 "${launch[@]}" -np 4 "$run" train --model $cp_llama -K 2 -M 2 -N 4 --steps 2 \
+  --context-parallel 2 --inject-fault 1:1F1
+ours; grep -qE "rank 1 \(replica 0, part 0, member [01]\) failed in 1F1: injected fault" "$tmp/ours" ||
+  fail "context parallel: the failure line: $(cat "$tmp/err")"
 expect_status 2 "$run" train --model $cp_llama -K 2 -M 2 -N 4 --steps 1 --context-parallel 2
 expect_one_error_line "--context-parallel 2 runs each rank's share of a sequence as a process: launch 4 processes under mpirun or srun"
 expect_status 2 "$run" train --model $gpt,attn=flash -K 1 -M 2 -N 4 --steps 1 --context-parallel 2

@@ -105,6 +105,9 @@ fits = profile["link"]["context_collectives"]
 assert set(fits) == {"all_gather", "reduce_scatter"}, fits
 assert all(f["bandwidth_GBps"] > 0 and f["latency_us"] >= 0 for f in fits.values()), fits
 PY
+expect_status 2 "$run" validate --model $llama -K 1 --workload inference --micro-batch-sizes 1 --context-parallel 2 \
+  --launcher mpirun
+expect_one_error_line "--context-parallel 2: validate --workload inference serves each stage as one process; train and validate the split without --workload inference"
 expect_status 2 "$run" validate --model $llama -K 1 -M 1 -N 4 --context-parallel 2
 expect_one_error_line "--context-parallel 2 runs each rank's share of a sequence as a process: give --launcher mpirun"
 expect_status 2 "$run" validate --model $gpt,attn=flash -K 1 -M 1 -N 4 --context-parallel 2 --launcher mpirun

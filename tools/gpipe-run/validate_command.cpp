@@ -288,6 +288,12 @@ int run_validate(const ValidateFlags& f, const CLI::App& cmd) {
         "--data-parallel replicates a training pipeline; an inference stream has no gradients to "
         "reduce (serve more streams instead)");
   }
+  if (f.inference.inference() && (f.context_parallel > 1 || f.tensor_parallel > 1)) {
+    throw InputError(fmt::format("{}: validate --workload inference serves each stage as one process; train "
+                                 "and validate the split without --workload inference",
+                                 f.context_parallel > 1 ? fmt::format("--context-parallel {}", f.context_parallel)
+                                                        : fmt::format("--tensor-parallel {}", f.tensor_parallel)));
+  }
   if (f.inference.inference()) return run_validate_serving(f);
   check_training_flags(f, cmd);
   require_backend(f.run.backend);
