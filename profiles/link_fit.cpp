@@ -110,9 +110,6 @@ double link_fit_max_relative_error(const Link& link, const std::vector<LinkPoint
 CollectiveLink collective_ring_fit(models::Collective collective, int ranks, std::vector<LinkPoint> points) {
   if (ranks < 2) throw InputError(fmt::format("a collective over {} process has no steps to fit", ranks));
   if (points.empty()) throw InputError("a collective's fit needs at least one measured size");
-  double latency = 0;
-  double bandwidth = 0;
-  const bool sizes = std::ranges::any_of(points, [&](const LinkPoint& p) { return p.bytes != points.front().bytes; });
   double bytes = 0;
   double us = 0;
   for (const LinkPoint& p : points) {
@@ -122,8 +119,9 @@ CollectiveLink collective_ring_fit(models::Collective collective, int ranks, std
   }
   // One size, or sizes whose larger ones ran no slower (a noisy few): the
   // line through the origin and the points' totals.
-  bandwidth = bytes / us / 1e3;
-  if (sizes) {
+  double latency = 0;
+  double bandwidth = bytes / us / 1e3;
+  if (std::ranges::any_of(points, [&](const LinkPoint& p) { return p.bytes != points.front().bytes; })) {
     try {
       const Link line = fit_link(std::move(points), std::string(models::to_string(collective)));
       latency = line.latency_us;

@@ -294,11 +294,9 @@ void read_collective(const JsonField& ev, Timeline& timeline) {
   if (stream_of(c.within.kind) != Stream::compute) within.fail("must be a compute action");
   c.bytes = args.member("bytes").integer(0, kMaxBytes);
   if (const auto over = args.optional_member("over")) {  // absent from older traces: tensor-parallel
-    if (over->string() == to_string(CollectiveGroup::context)) {
-      c.group = CollectiveGroup::context;
-    } else if (over->string() != to_string(CollectiveGroup::tensor)) {
-      over->fail("must be tensor-parallel or context-parallel");
-    }
+    const std::optional<CollectiveGroup> group = parse_collective_group(over->string());
+    if (!group) over->fail("must be tensor-parallel or context-parallel");
+    c.group = *group;
   }
   std::tie(c.start_ns, c.end_ns) = read_interval(ev);
   timeline.collectives.push_back(std::move(c));

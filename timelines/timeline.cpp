@@ -34,6 +34,13 @@ std::string_view to_string(CollectiveGroup group) {
   return group == CollectiveGroup::context ? "context-parallel" : "tensor-parallel";
 }
 
+std::optional<CollectiveGroup> parse_collective_group(std::string_view text) {
+  for (const CollectiveGroup group : {CollectiveGroup::tensor, CollectiveGroup::context}) {
+    if (text == to_string(group)) return group;
+  }
+  return std::nullopt;
+}
+
 bool is_timeline_source(std::string_view source) {
   return source == "sim" || source == "cpu" || source == "cuda" || source == "torch";
 }

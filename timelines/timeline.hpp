@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -70,6 +71,8 @@ struct MemorySample {
 enum class CollectiveGroup : std::uint8_t { tensor, context };
 // "tensor-parallel", "context-parallel": a trace's lane and a diff's line.
 [[nodiscard]] std::string_view to_string(CollectiveGroup group);
+// The group to_string names; nullopt for any other word.
+[[nodiscard]] std::optional<CollectiveGroup> parse_collective_group(std::string_view text);
 
 // A collective that ran inside a compute action (a split block's all-reduce
 // of its partial outputs or input gradients; a context-parallel block's

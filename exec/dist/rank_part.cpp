@@ -1,5 +1,8 @@
 #include "exec/dist/rank_part.hpp"
 
+#include <optional>
+#include <string>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -32,6 +35,16 @@ std::string to_json(const RankPart& part) {
   return json{{"rank", part.rank.value}, {"static_bytes", part.static_bytes}, {"steps", steps}}.dump();
 }
 
+namespace {
+
+timelines::CollectiveGroup group_of(const std::string& text) {
+  const std::optional<timelines::CollectiveGroup> group = timelines::parse_collective_group(text);
+  if (!group) throw InputError(fmt::format("a collective's group '{}' is neither tensor- nor context-parallel", text));
+  return *group;
+}
+
+}  // namespace
+
 RankPart parse_rank_part(const std::string& text) {
   try {
     const json j = json::parse(text);
@@ -55,9 +68,7 @@ RankPart parse_rank_part(const std::string& text) {
                                     .bytes = c.at(2).get<std::int64_t>(),
                                     .start_ns = c.at(3).get<std::int64_t>(),
                                     .end_ns = c.at(4).get<std::int64_t>(),
-                                    .group = c.at(5).get<std::string>() == to_string(timelines::CollectiveGroup::context)
-                                                 ? timelines::CollectiveGroup::context
-                                                 : timelines::CollectiveGroup::tensor});
+                                    .group = group_of(c.at(5).get<std::string>())});
       }
       for (const json& m : s.at("memory")) {
         step.memory.push_back({m.at(0).get<int>(), m.at(1).get<std::int64_t>(), m.at(2).get<std::int64_t>()});
