@@ -245,6 +245,7 @@ Profile analytic_profile(const models::Model& model, const Device& device, model
   profile.tensor_parallel = model.tensor_parallel;
   profile.sequence_parallel = model.sequence_parallel;
   profile.context_parallel = model.context_parallel;
+  profile.context_form = model.context_form;
   profile.layers.reserve(model.layers.size());
   for (const models::Layer& layer : model.layers) {
     LayerProfile out;

@@ -171,6 +171,10 @@ Link read_link(const JsonField& at) {
     if (const auto fit = collective->optional_member("reduce_scatter")) link.reduce_scatter = read(*fit);
     if (const auto fit = collective->optional_member("all_gather")) link.all_gather = read(*fit);
   }
+  if (const auto tensor = at.optional_member("tensor_collectives")) {
+    tensor->expect_object();
+    if (const auto fit = tensor->optional_member("all_reduce")) link.tensor_all_reduce = read(*fit);
+  }
   if (const auto context = at.optional_member("context_collectives")) {
     context->expect_object();
     if (const auto fit = context->optional_member("all_gather")) link.context_all_gather = read(*fit);
@@ -241,6 +245,7 @@ json link_to_json(const Link& link) {
     if (link.reduce_scatter) out["collective"]["reduce_scatter"] = fit_json(*link.reduce_scatter);
     if (link.all_gather) out["collective"]["all_gather"] = fit_json(*link.all_gather);
   }
+  if (link.tensor_all_reduce) out["tensor_collectives"]["all_reduce"] = fit_json(*link.tensor_all_reduce);
   if (link.context_all_gather) out["context_collectives"]["all_gather"] = fit_json(*link.context_all_gather);
   if (link.context_reduce_scatter) {
     out["context_collectives"]["reduce_scatter"] = fit_json(*link.context_reduce_scatter);
@@ -309,6 +314,12 @@ Profile profile_from_json(const json& document, std::string_view origin) {
     }
   }
   if (const auto cp = root.optional_member("context_parallel")) profile.context_parallel = positive_int(*cp);
+  if (const auto form = root.optional_member("context_parallel_form")) {
+    const auto parsed = models::parse_context_parallel_form(form->string());
+    if (!parsed) form->fail(fmt::format("'{}' is neither all-gather nor ring", form->string()));
+    if (profile.context_parallel < 2) form->fail("a form of context parallelism needs a context_parallel of 2 or more");
+    profile.context_form = *parsed;
+  }
   if (const auto workload = root.optional_member("workload")) {
     profile.workload = workload->string();
     if (profile.workload != "training" && profile.workload != "inference") {
@@ -368,6 +379,9 @@ json head_to_json(const Profile& profile, json layers) {
   if (profile.tensor_parallel != 1) out["tensor_parallel"] = profile.tensor_parallel;
   if (profile.sequence_parallel) out["sequence_parallel"] = true;
   if (profile.context_parallel != 1) out["context_parallel"] = profile.context_parallel;
+  if (profile.context_form != models::ContextParallelForm::all_gather) {
+    out["context_parallel_form"] = std::string(models::to_string(profile.context_form));
+  }
   if (!profile.contention.empty()) {
     json points = json::array();
     for (const ContentionPoint& c : profile.contention) {

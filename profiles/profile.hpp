@@ -13,6 +13,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "models/context_parallel.hpp"
 #include "profiles/collectives.hpp"
 
 namespace gpipe::profiles {
@@ -102,6 +103,10 @@ struct Link {
   // collectives; nullopt: `collective`'s.
   std::optional<CollectiveLink> reduce_scatter;
   std::optional<CollectiveLink> all_gather;
+  // A tensor-parallel profile's all-reduces as its blocks ran them while
+  // profiled, fitted alike (JSON: tensor_collectives.all_reduce): each part
+  // waits in them for the others. nullopt: not measured (`collective`'s).
+  std::optional<CollectiveLink> tensor_all_reduce;
   // A context-parallel profile's all-gather of the keys and values and
   // reduce-scatter of their gradients as its blocks ran them while profiled
   // (each call timed, the medians fitted as collective_ring_fit fits them;
@@ -153,6 +158,9 @@ struct Profile {
   // GPU's of a group of this many sharing each sequence (after T); a stage
   // spans T x C GPUs, and its gradients are reduced over D x C.
   int context_parallel = 1;
+  // How the group shares keys and values: Llama 3's all-gather (what the
+  // executor runs and measures), or the ring's passes around it.
+  models::ContextParallelForm context_form = models::ContextParallelForm::all_gather;
   Link link;
   std::vector<LayerProfile> layers;  // in model order, names unique
   // The bytes of the tied matrix (LayerProfile::tied_bytes), 0 when none.

@@ -179,11 +179,12 @@ Prediction predict(plan::Planner& planner, const Scenario& sc, bool record_timel
           tensor > 1 ? models::split_tensor_parallel(
                            *whole, {.degree = tensor, .sequence_parallel = profile.sequence_parallel})
                      : *whole,
-          {.degree = profile.context_parallel, .form = models::ContextParallelForm::all_gather});
-      // A tensor-parallel group lies inside a node; a context group wider
-      // than one shares keys and values over the network, else over the
-      // profile's link and its own collectives' fits.
-      SpanLinks span_links{.tensor = within_node, .context = within_node};
+          {.degree = profile.context_parallel, .form = profile.context_form});
+      // A tensor-parallel group lies inside a node: its all-reduces as the
+      // profiled blocks ran them where measured, else the profile's link. A
+      // context group wider than one shares keys and values over the
+      // network, else over the profile's link and its own collectives' fits.
+      SpanLinks span_links{.tensor = profile.link.tensor_all_reduce.value_or(within_node), .context = within_node};
       if (context_spans_nodes) {
         span_links.context = c.cluster->inter_node;
       } else {

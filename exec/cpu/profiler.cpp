@@ -121,7 +121,7 @@ ProfiledModel profiled_model(const models::Model& model, const ProfilerOptions& 
   ProfiledModel pm;
   for (int index = 0; index < static_cast<int>(model.layers.size()); ++index) {
     if (options.tensor_parallel != nullptr) {
-      pm.layers.push_back(make_layer_part(model, index, options.seed, *options.tensor_parallel));
+      pm.layers.push_back(make_layer_part(model, index, options.seed, *options.tensor_parallel, options.context_parallel));
     } else if (options.context_parallel != nullptr) {
       pm.layers.push_back(make_context_layer(model, index, options.seed, *options.context_parallel));
     } else {

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <memory>
 #include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -190,6 +192,30 @@ PipelineTransfer pipeline_transfers(MpiWorld& world, const PipelineProbe& probe,
   return out;
 }
 
+// "--tensor-parallel T", "--context-parallel C" or both, for the errors.
+std::string group_flags(int tensor, int context) {
+  if (tensor > 1 && context > 1) return fmt::format("--tensor-parallel {} with --context-parallel {}", tensor, context);
+  return tensor > 1 ? fmt::format("--tensor-parallel {}", tensor) : fmt::format("--context-parallel {}", context);
+}
+
+// A communicator of the world's processes of one colour, ordered by key, freed
+// with its holder.
+struct SplitComm {
+  MPI_Comm comm = MPI_COMM_NULL;
+  SplitComm() = default;
+  SplitComm(int color, int key) { check(MPI_Comm_split(MPI_COMM_WORLD, color, key, &comm), "MPI_Comm_split"); }
+  SplitComm(SplitComm&& other) noexcept : comm(std::exchange(other.comm, MPI_COMM_NULL)) {}
+  SplitComm& operator=(SplitComm&& other) noexcept {
+    std::swap(comm, other.comm);
+    return *this;
+  }
+  SplitComm(const SplitComm&) = delete;
+  SplitComm& operator=(const SplitComm&) = delete;
+  ~SplitComm() {
+    if (comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
+  }
+};
+
 }  // namespace
 
 ProbedLink probe_mpi_link(const LinkProbeOptions& options) {
@@ -242,27 +268,25 @@ ProbedLink probe_mpi_link(const LinkProbeOptions& options) {
   }
   if (options.in_world) {
     std::optional<FailureWatch> watch;
+    SplitComm tensor_comm, context_comm;  // outlive the groups made on them
     std::unique_ptr<MpiTensorParallel> group;
     std::unique_ptr<MpiContextParallel> members;
-    if (options.context_parallel > 1) {
-      if (world.size() != options.context_parallel) {
-        throw InputError(fmt::format("--context-parallel {} profiles the {} members of one rank, one process each: "
-                                     "start it with mpirun -np {}, not {}",
-                                     options.context_parallel, options.context_parallel, options.context_parallel,
-                                     world.size()));
-      }
-      watch.emplace(world);
-      members = std::make_unique<MpiContextParallel>(world, *watch, MPI_COMM_WORLD);
+    const int tensor = std::max(1, options.tensor_parallel);
+    const int context = std::max(1, options.context_parallel);
+    if (tensor * context > 1 && world.size() != tensor * context) {
+      throw InputError(fmt::format("{} profiles the {} processes of one rank, one each: start it with mpirun -np {}, "
+                                   "not {}",
+                                   group_flags(tensor, context), tensor * context, tensor * context, world.size()));
     }
-    if (options.tensor_parallel > 1) {
-      if (world.size() != options.tensor_parallel) {
-        throw InputError(fmt::format("--tensor-parallel {} profiles the {} parts of one rank, one process each: start "
-                                     "it with mpirun -np {}, not {}",
-                                     options.tensor_parallel, options.tensor_parallel, options.tensor_parallel,
-                                     world.size()));
-      }
-      watch.emplace(world);
-      group = std::make_unique<MpiTensorParallel>(world, *watch, MPI_COMM_WORLD);
+    if (tensor * context > 1) watch.emplace(world);
+    // As a run lays out one rank's parts: process c T + t is part t of member c.
+    if (context > 1) {
+      context_comm = SplitComm(world.rank() % tensor, world.rank() / tensor);
+      members = std::make_unique<MpiContextParallel>(world, *watch, context_comm.comm);
+    }
+    if (tensor > 1) {
+      tensor_comm = SplitComm(world.rank() / tensor, world.rank() % tensor);
+      group = std::make_unique<MpiTensorParallel>(world, *watch, tensor_comm.comm);
     }
     // A part that fails tells the others, which wait in its all-reduces, and
     // no process waits in MPI_Finalize for a peer that is gone.

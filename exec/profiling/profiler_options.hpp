@@ -45,7 +45,8 @@ struct ProfilerOptions {
   // by models::split_context_parallel; every member profiles at once, its
   // blocks gathering the group's keys and values): the profile is one
   // member's, on its tokens of the run's sequences, Profile::context_parallel
-  // the group's size. No contention is measured with one.
+  // the group's size. No contention is measured with one. With both groups,
+  // the layers are one part of one member (models::split_tensor_then_context).
   cpu::ContextParallelComm* context_parallel = nullptr;
   // Progress: after each pass over every size (warm-up passes included), then
   // once per layer with its finished profile.

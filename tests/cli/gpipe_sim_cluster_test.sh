@@ -6,6 +6,7 @@
 # Usage: gpipe_sim_cluster_test.sh GPIPE_SIM GPIPE_RUN
 set -u
 sim=$1
+run=$2
 source "$(dirname "$0")/lib.sh"
 model=llama:layers=8,hidden=512,heads=8,kv_heads=4,ffn=1408,seq=512,vocab=1024
 
@@ -164,6 +165,18 @@ bad "--context-parallel 2: the profile is one GPU's of 4" \
 expect_status 0 "$sim" run --model "$model" --device h100 --tensor-parallel 2 --sequence-parallel \
   --context-parallel 8 --context-parallel-form ring -K 2 -M 4 -N 8 --gpus-per-node 8
 expect_out "x CP 8 x PP 2 x DP 1 = 32 GPUs"
+# A ring profile says its form, and the executor, which runs the all-gather
+# form, refuses to train from it.
+expect_status 0 "$sim" profile --model "$model" --device h100 --context-parallel 2 --context-parallel-form ring \
+  --micro-batch-sizes 1 --out "$tmp/ring.json"
+expect_out "^context parallel over 2 GPUs (ring): "
+python3 - "$tmp/ring.json" <<'PY' || fail "the profile does not say its form: $(head -c 300 "$tmp/ring.json")"
+import json, sys
+p = json.load(open(sys.argv[1]))
+assert p["context_parallel"] == 2 and p["context_parallel_form"] == "ring", p
+PY
+expect_status 2 "$run" train --model "$model" --profile "$tmp/ring.json" --context-parallel 2 -K 1 -M 1 -N 1 --steps 1
+expect_one_error_line "--profile: its context group shares keys and values in the ring form; the executor runs Llama 3's all-gather"
 expect_status 0 "$sim" plan --model "$model" --device h100 --gpus 16 --global-batch 16 --context-parallel 1,2 \
   --micro-batch-sizes 1 --schedules 1f1b --recompute never --zero 0 --out "$tmp/cp_plan.csv"
 expect_out "^  T   C   K    D"

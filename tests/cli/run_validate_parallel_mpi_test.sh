@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# gpipe-run validate --launcher mpirun with data parallelism, ZeRO 1 and
-# tensor parallelism (each configuration's replicas and parts as processes,
+# gpipe-run validate --launcher mpirun with data parallelism, ZeRO 1, tensor
+# and context parallelism (each configuration's replicas and parts as processes,
 # their collectives compared), and what validate cannot run, in one line.
 # Exit 77 (skipped) where there is no mpirun or this gpipe-run has no MPI.
 # Usage: run_validate_parallel_mpi_test.sh GPIPE_SIM GPIPE_RUN
@@ -63,6 +63,9 @@ assert all(r["tensor_parallel"] == "2" and int(r["tp_collective_actions"]) > 0 f
 assert all(float(r["predicted_tp_collective_us"]) > 0 and float(r["measured_tp_collective_us"]) > 0 for r in rows), rows
 profile = json.load(open(sys.argv[2]))
 assert profile["tensor_parallel"] == 2, profile.get("tensor_parallel")
+# The parts' all-reduces as the profiled blocks ran them.
+fit = profile["link"]["tensor_collectives"]["all_reduce"]
+assert fit["bandwidth_GBps"] > 0 and fit["latency_us"] >= 0, fit
 blocks = {l["name"]: l["param_bytes"] for l in profile["layers"]}
 # transformer hidden 32, ffn 128: a block's 12 H^2 + 13 H weights and biases; the part holds
 # Wqkv, bqkv, Wo, W1, b1, W2 halved, the norms, bo and b2 whole.
@@ -105,6 +108,37 @@ fits = profile["link"]["context_collectives"]
 assert set(fits) == {"all_gather", "reduce_scatter"}, fits
 assert all(f["bandwidth_GBps"] > 0 and f["latency_us"] >= 0 for f in fits.values()), fits
 PY
+# With both groups: the profile measured as one rank's 2 parts of 2 members
+# (4 processes), each configuration trained as K x 2 x 2, both groups'
+# collectives compared apart.
+expect_status 0 timeout 300 "$run" validate --model $llama -K 1 -M 1 -N 4 --steps 2 --rounds 1 --launcher mpirun \
+  --tensor-parallel 2 --context-parallel 2 --warmup 0 --repeats 1 --out "$tmp/tc.csv" --save-profile "$tmp/tc-prof.json"
+expect_out "batch 4, each sequence split over 2 members and each member's blocks over 2 processes"
+expect_out "peak activation equal to the prediction in 1 of 1 configurations"
+python3 - "$tmp/tc.csv" "$tmp/tc-prof.json" <<'PY' || fail "validate -T 2 -C 2: $(cat "$tmp/tc.csv")"
+import csv, json, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert [(r["status"], r["tensor_parallel"], r["context_parallel"]) for r in rows] == [("ok", "2", "2")], rows
+# The 2 blocks' F and B: each with the parts' all-reduces and the members' gathers.
+assert [(r["tp_collective_actions"], r["cp_collective_actions"]) for r in rows] == [("2", "2")], rows
+for kind in ("tp", "cp"):
+    assert all(float(r[f"predicted_{kind}_collective_us"]) > 0 and float(r[f"measured_{kind}_collective_us"]) > 0
+               for r in rows), rows
+profile = json.load(open(sys.argv[2]))
+assert (profile["tensor_parallel"], profile["context_parallel"]) == (2, 2), profile
+assert set(profile["link"]["context_collectives"]) == {"all_gather", "reduce_scatter"}, profile["link"]
+assert set(profile["link"]["tensor_collectives"]) == {"all_reduce"}, profile["link"]
+# llama hidden 32, 4 heads of 8 (2 kv heads), ffn 48: a part holds half of
+# Wq, Wk, Wv, Wo and of the three SwiGLU matrices, and both norms whole.
+h, kv, f = 32, 16, 48
+part = (h * h + 2 * kv * h + h * h + 3 * f * h) // 2 + 2 * h
+blocks = {l["name"]: l["param_bytes"] for l in profile["layers"]}
+assert blocks["block0"] == 4 * part, blocks
+PY
+expect_status 2 timeout 120 "${launch[@]}" -np 2 "$run" profile --model $llama --micro-batch-sizes 1 --context-parallel 2 \
+  --tensor-parallel 2 --out "$tmp/x.json"
+ours; grep -qF -- "--tensor-parallel 2 --context-parallel 2 profiles one rank's 2 parts of 2 members, one process each: start it with --backend cpu under mpirun -np 4" "$tmp/ours" ||
+  fail "profile -T 2 -C 2: the launch's size: $(cat "$tmp/err")"
 expect_status 2 "$run" validate --model $llama -K 1 --workload inference --micro-batch-sizes 1 --context-parallel 2 \
   --launcher mpirun
 expect_one_error_line "--context-parallel 2: validate --workload inference serves each stage as one process; train and validate the split without --workload inference"

@@ -317,6 +317,32 @@ TEST_F(ProfileFromJson, ReadsTheContextCollectivesAsTheBlocksRanThem) {
   EXPECT_EQ(error(), "inline: link.context_collectives: expected an object");
 }
 
+TEST_F(ProfileFromJson, ReadsTheTensorCollectivesAsTheBlocksRanThem) {
+  doc_["link"]["tensor_collectives"] = {{"all_reduce", {{"latency_us", 4}, {"bandwidth_GBps", 1.5}}}};
+  const Profile p = profile_from_json(doc_, "inline");
+  EXPECT_EQ(p.link.tensor_all_reduce, (CollectiveLink{.latency_us = 4, .bandwidth_GBps = 1.5}));
+  EXPECT_EQ(profile_from_json(to_json(p), "round trip"), p);
+  doc_["link"]["tensor_collectives"]["all_reduce"]["latency_us"] = -1;
+  EXPECT_TRUE(error().starts_with("inline: link.tensor_collectives.all_reduce.latency_us: ")) << error();
+  doc_["link"]["tensor_collectives"] = "fast";
+  EXPECT_EQ(error(), "inline: link.tensor_collectives: expected an object");
+}
+
+TEST_F(ProfileFromJson, ReadsTheContextFormAndRefusesOneWithoutAGroup) {
+  doc_["context_parallel"] = 2;
+  EXPECT_EQ(profile_from_json(doc_, "inline").context_form, models::ContextParallelForm::all_gather);
+  EXPECT_FALSE(to_json(profile_from_json(doc_, "inline")).contains("context_parallel_form"));  // the default unsaid
+  doc_["context_parallel_form"] = "ring";
+  const Profile p = profile_from_json(doc_, "inline");
+  EXPECT_EQ(p.context_form, models::ContextParallelForm::ring);
+  EXPECT_EQ(profile_from_json(to_json(p), "round trip"), p);
+  doc_["context_parallel_form"] = "tree";
+  EXPECT_EQ(error(), "inline: context_parallel_form: 'tree' is neither all-gather nor ring");
+  doc_["context_parallel_form"] = "ring";
+  doc_.erase("context_parallel");
+  EXPECT_EQ(error(), "inline: context_parallel_form: a form of context parallelism needs a context_parallel of 2 or more");
+}
+
 TEST_F(ProfileFromJson, ReadsTheWorkloadAndRefusesAnUnknownOne) {
   EXPECT_EQ(profile_from_json(doc_, "inline").workload, "training");
   EXPECT_FALSE(to_json(profile_from_json(doc_, "inline")).contains("workload"));  // the default stays unsaid

@@ -5,6 +5,10 @@
 #include <limits>
 
 #include "base/error.hpp"
+#include "models/context_parallel.hpp"
+#include "models/model_spec.hpp"
+#include "profiles/analytic.hpp"
+#include "profiles/device.hpp"
 #include "sim/scenario.hpp"
 #include "tests/error_of.hpp"
 #include "tests/test_profiles.hpp"
@@ -125,6 +129,35 @@ TEST(Predict, FullRecomputeRefusesASplitBackward) {
   sc.request.schedule = "1f1b";
   sc.request.checkpointing.num_layers = 0;
   EXPECT_EQ(error_of([&] { (void)predict(profile, sc); }), "--recompute-num-layers 0: give 1 or more");
+}
+
+// A context-parallel profile's spans are its own form's collectives: the
+// all-gather form reduce-scatters the keys' and values' gradients in B, the
+// ring passes them on around the group as it passed them forward.
+TEST(Predict, DrawsTheContextGroupsCollectivesInTheProfilesForm) {
+  const models::Model whole = models::parse_model("llama:layers=2,hidden=64,heads=4,kv_heads=2,ffn=96,seq=64,vocab=64");
+  for (const auto form : {models::ContextParallelForm::all_gather, models::ContextParallelForm::ring}) {
+    const models::Model model = models::split_context_parallel(whole, {.degree = 2, .form = form});
+    const std::vector<int> sizes{1};
+    const profiles::Profile profile =
+        profiles::analytic_profile(model, profiles::device_named("h100"), models::DType::bf16, sizes);
+    ASSERT_EQ(profile.context_form, form);
+    Scenario sc;
+    sc.request.schedule = "1f1b";
+    sc.request.stages = 1;
+    sc.request.microbatches = 1;
+    sc.request.batch = 1;
+    const Prediction p = predict(profile, sc, /*record_timeline=*/true);
+    std::vector<std::string> in_b;
+    for (const auto& span : p.timeline.collectives) {
+      if (span.group == timelines::CollectiveGroup::context && span.within.kind == schedules::ActionKind::B &&
+          span.collective != "all-gather") {
+        in_b.push_back(span.collective);
+      }
+    }
+    // Two blocks' B: the all-gather form's reduce-scatter in each, the ring's none.
+    EXPECT_EQ(in_b.size(), form == models::ContextParallelForm::all_gather ? 2U : 0U) << models::to_string(form);
+  }
 }
 
 TEST(Predict, RejectsConfigurationsThatCannotExist) {

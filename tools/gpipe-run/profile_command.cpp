@@ -16,6 +16,7 @@
 #include "base/error.hpp"
 #include "exec/cpu/context_parallel_comm.hpp"
 #include "exec/cpu/logged_context_parallel.hpp"
+#include "exec/cpu/logged_tensor_parallel.hpp"
 #include "exec/cpu/tensor_parallel_comm.hpp"
 #include "exec/mpi/link_probe.hpp"
 #include "exec/profiling/profiler_options.hpp"
@@ -158,49 +159,51 @@ int run_profile(const ProfileFlags& f) {
   // process joins (a ping-pong, then the model's own pipeline); then rank 0
   // alone measures the layers and writes the profile.
   std::optional<exec::mpi::ProbedLink> probed;
-  if (f.tensor_parallel > 1 && (f.backend != "cpu" || launch.world_size != f.tensor_parallel)) {
-    throw InputError(fmt::format("--tensor-parallel {} profiles one rank's {} parts, one process each: start it "
-                                 "with --backend cpu under mpirun -np {} (or srun -n {})",
-                                 f.tensor_parallel, f.tensor_parallel, f.tensor_parallel, f.tensor_parallel));
+  const int parts = f.tensor_parallel * f.context_parallel;  // one rank's processes
+  if (parts > 1 && (f.backend != "cpu" || launch.world_size != parts)) {
+    const std::string groups =
+        f.tensor_parallel > 1 && f.context_parallel > 1
+            ? fmt::format("--tensor-parallel {} --context-parallel {} profiles one rank's {} parts of {} members",
+                          f.tensor_parallel, f.context_parallel, f.tensor_parallel, f.context_parallel)
+        : f.tensor_parallel > 1 ? fmt::format("--tensor-parallel {} profiles one rank's {} parts", f.tensor_parallel,
+                                              f.tensor_parallel)
+                                : fmt::format("--context-parallel {} profiles one rank's {} members",
+                                              f.context_parallel, f.context_parallel);
+    throw InputError(fmt::format("{}, one process each: start it with --backend cpu under mpirun -np {} (or srun -n {})",
+                                 groups, parts, parts));
   }
   if (f.context_parallel > 1) {
-    if (f.tensor_parallel > 1) {
-      throw InputError(fmt::format("--context-parallel {} with --tensor-parallel {}: a profile measures one of the "
-                                   "two groups so far (gpipe-run train runs both)",
-                                   f.context_parallel, f.tensor_parallel));
-    }
-    if (f.backend != "cpu" || launch.world_size != f.context_parallel) {
-      throw InputError(fmt::format("--context-parallel {} profiles one rank's {} members, one process each: start "
-                                   "it with --backend cpu under mpirun -np {} (or srun -n {})",
-                                   f.context_parallel, f.context_parallel, f.context_parallel, f.context_parallel));
-    }
     exec::TrainOptions family;  // the executor's check of the layers it splits, its one-line error first
     family.model = model;
     family.schedule.data_parallel = f.context_parallel;  // the gradient group, D x C
     exec::check_context_parallel(family, f.backend);
   }
-  // With tensor (context) parallelism the T (C) processes measure the layers
-  // together, each its part (its tokens), while MPI runs; rank 0 writes the profile.
+  // With tensor (context) parallelism the T (C, or T x C) processes measure
+  // the layers together, each its part (its tokens), while MPI runs; rank 0
+  // writes the profile.
   std::optional<profiles::Profile> measured;
-  std::optional<profiles::CollectiveLink> context_all_gather, context_reduce_scatter;
+  std::optional<profiles::CollectiveLink> tensor_all_reduce, context_all_gather, context_reduce_scatter;
   if (f.backend == "cpu" && launch.world_size > 1) {
     exec::mpi::LinkProbeOptions probe;
     if (f.tensor_parallel > 1) {
-      (void)models::split_tensor_parallel(model, {.degree = f.tensor_parallel});  // its one-line error first
+      (void)models::split_tensor_then_context(model, f.tensor_parallel);  // its one-line error first
       probe.tensor_parallel = f.tensor_parallel;
     }
     probe.context_parallel = f.context_parallel;
     if (f.tensor_parallel > 1 || f.context_parallel > 1) {
       probe.in_world = [&](exec::cpu::TensorParallelComm* group, exec::cpu::ContextParallelComm* members) {
         exec::ProfilerOptions part = options;
-        part.tensor_parallel = group;
-        // The members' collectives timed as the blocks run them, for the profile's fits.
+        // The groups' collectives timed as the blocks run them, for the profile's fits.
+        std::optional<exec::cpu::LoggedTensorParallel> logged_parts;
+        if (group != nullptr) logged_parts.emplace(*group);
+        part.tensor_parallel = logged_parts ? &*logged_parts : nullptr;
         std::optional<exec::cpu::LoggedContextParallel> logged;
         if (members != nullptr) logged.emplace(*members);
         part.context_parallel = logged ? &*logged : nullptr;
-        const int mine = group != nullptr ? group->rank() : members->rank();
-        if (mine != 0) part.on_pass = nullptr, part.on_layer = nullptr;
+        const bool first = (group == nullptr || group->rank() == 0) && (members == nullptr || members->rank() == 0);
+        if (!first) part.on_pass = nullptr, part.on_layer = nullptr;
         measured = measure_profile(f.backend, f.cuda, f.stages, model, sizes, part);
+        if (logged_parts) tensor_all_reduce = logged_parts->fit();
         if (logged) {
           context_all_gather = logged->fit(models::Collective::all_gather);
           context_reduce_scatter = logged->fit(models::Collective::reduce_scatter);
@@ -227,6 +230,7 @@ int run_profile(const ProfileFlags& f) {
   profiles::Profile profile =
       measured ? std::move(*measured) : measure_profile(f.backend, f.cuda, f.stages, model, sizes, options);
   if (probed) profile.link = link_of(*probed, profile);
+  profile.link.tensor_all_reduce = tensor_all_reduce;
   profile.link.context_all_gather = context_all_gather;
   profile.link.context_reduce_scatter = context_reduce_scatter;
   profiles::write_profile(profile, f.out);
@@ -257,6 +261,11 @@ int run_profile(const ProfileFlags& f) {
                                probed->reduce_scatter->latency_us, probed->reduce_scatter->bandwidth_GBps,
                                probed->all_gather->latency_us, probed->all_gather->bandwidth_GBps);
     }
+  }
+  if (tensor_all_reduce) {
+    std::cout << fmt::format("tensor collectives as the blocks ran them: all-reduce {:.2f} us a step + {:.2f} GB/s "
+                             "(each call timed, the median of each size)\n",
+                             tensor_all_reduce->latency_us, tensor_all_reduce->bandwidth_GBps);
   }
   if (context_all_gather && context_reduce_scatter) {
     std::cout << fmt::format("context collectives as the blocks ran them: all-gather {:.2f} us a step + {:.2f} GB/s, "

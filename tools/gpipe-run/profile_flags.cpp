@@ -28,7 +28,8 @@ void ProfileFlags::add_to(CLI::App& cmd) {
   cmd.add_option("--context-parallel", context_parallel,
                  "cpu under mpirun -np C: measure one rank's llama layers on its share of each sequence, its blocks "
                  "gathering the C processes' keys and values as gpipe-run train --context-parallel does; the "
-                 "profile is member 0's, its context_parallel C")
+                 "profile is member 0's, its context_parallel C; with --tensor-parallel T too, under mpirun "
+                 "-np T x C, part 0 of member 0's")
       ->check(CLI::Range(1, 4096));
   cmd.add_option("--stages", stages,
                  "Measure as each rank of a K-stage run computes: cpu, with its threads (cores / K unless "

@@ -143,6 +143,12 @@ TrainPlan plan_training(const TrainFlags& f, const CLI::App& cmd, const models::
                                    "(measure one with gpipe-run profile --context-parallel {})",
                                    profile.context_parallel, model.context_parallel, model.context_parallel));
     }
+    if (profile.context_form != models::ContextParallelForm::all_gather) {
+      throw InputError(fmt::format("--profile: its context group shares keys and values in the {} form; the "
+                                   "executor runs Llama 3's all-gather (profile it with --context-parallel-form "
+                                   "all-gather, or measure it with gpipe-run profile)",
+                                   models::to_string(profile.context_form)));
+    }
   } else {
     profile = plan::balancing_profile(model, plan::distinct_sizes(sizes));
     out.balanced_on = "the model's analytic fp32 costs";

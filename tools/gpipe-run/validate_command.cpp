@@ -164,11 +164,6 @@ void check_training_flags(const ValidateFlags& f, const CLI::App& cmd) {
   if (f.context_parallel > 1 && !f.run.profile.empty()) {
     throw InputError("--context-parallel measures one rank's members' profile under the launcher; drop --profile");
   }
-  if (f.context_parallel > 1 && f.tensor_parallel > 1) {
-    throw InputError(fmt::format("--context-parallel {} with --tensor-parallel {}: validate measures one of the two "
-                                 "groups' profile so far (gpipe-run train runs both)",
-                                 f.context_parallel, f.tensor_parallel));
-  }
 }
 
 // The grid and how each configuration trains: in this process on the CPU's
@@ -263,7 +258,10 @@ profiles::Profile set_up_profiles(const ValidateFlags& f, calibration::Calibrati
 // and how each row's step is measured.
 void print_grid_header(const ValidateFlags& f, const calibration::CalibrationOptions& options, bool remeasure) {
   const std::string parts =
-      f.tensor_parallel > 1   ? fmt::format(", each rank's blocks split over {} processes", f.tensor_parallel)
+      f.tensor_parallel > 1 && f.context_parallel > 1
+          ? fmt::format(", each sequence split over {} members and each member's blocks over {} processes",
+                        f.context_parallel, f.tensor_parallel)
+      : f.tensor_parallel > 1  ? fmt::format(", each rank's blocks split over {} processes", f.tensor_parallel)
       : f.context_parallel > 1 ? fmt::format(", each sequence split over {} processes", f.context_parallel)
                                : "";
   const std::string replicas = f.data_parallel > 1 ? fmt::format(" in each of {} replicas{}", f.data_parallel,

@@ -58,7 +58,7 @@ void ValidateFlags::add_to(CLI::App& cmd) {
   cmd.add_option("--context-parallel", context_parallel,
                  "Train every configuration with each sequence split over C processes (the llama family; needs "
                  "--launcher: K x C x D processes); the profile is measured as one rank's C members, each layer's "
-                 "time with its gathers of keys and values")
+                 "time with its gathers of keys and values; with --tensor-parallel T too, K x T x C x D processes")
       ->check(CLI::Range(1, 4096))
       ->capture_default_str();
   cmd.add_option("--launcher", launcher,

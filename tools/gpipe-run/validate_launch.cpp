@@ -48,7 +48,7 @@ std::string failure_of(const Launcher::Outcome& outcome) {
 
 // `gpipe-run profile` as validate's profile needs it: the grid's sizes, the
 // profiler's passes and seed, the rows' optimizer and threads, forwards alone
-// for inference, and one rank's T parts measured together.
+// for inference, and one rank's T x C parts measured together.
 ProfileFlags profile_child(const ValidateFlags& f, const models::Model& model, const std::vector<int>& sizes,
                            const exec::OptimizerConfig& optimizer, int threads_per_rank, const std::string& path) {
   ProfileFlags p;
@@ -73,7 +73,7 @@ profiles::Profile launched_profile(const ValidateFlags& f, const models::Model& 
                                    const exec::OptimizerConfig& optimizer, int threads_per_rank, bool announce) {
   const Launcher launcher(f.launcher);
   const std::string path = f.save_profile.empty() ? scratch_path("profile.json") : f.save_profile;
-  const int processes = std::max({2, f.tensor_parallel, f.context_parallel});
+  const int processes = std::max(2, f.tensor_parallel * f.context_parallel);  // one rank's parts, or the link's two
   const Launcher::Outcome outcome =
       launcher.run(processes, profile_child(f, model, sizes, optimizer, threads_per_rank, path).args());
   if (outcome.status != 0) throw RunError("measuring the profile: " + failure_of(outcome));
