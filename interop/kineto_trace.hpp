@@ -29,6 +29,11 @@ namespace gpipe::interop {
 // The label torch.profiler puts around each step it is told of (prof.step()):
 // "ProfilerStep#N", a user_annotation.
 inline constexpr std::string_view kProfilerStepPrefix = "ProfilerStep#";
+// What PyTorch writes around each module's forward of an eager model profiled
+// with with_stack=True ("nn.Module: Block_0", a python_function), and around
+// each optimizer step ("Optimizer.step#AdamW.step", a user_annotation).
+inline constexpr std::string_view kModulePrefix = "nn.Module: ";
+inline constexpr std::string_view kOptimizerStepPrefix = "Optimizer.step#";
 
 struct KinetoEvent {
   std::string name;
@@ -49,6 +54,20 @@ struct KinetoEvent {
            other.end_ns <= end_ns;
   }
 };
+
+// A module's forward span.
+[[nodiscard]] inline bool is_module_event(const KinetoEvent& e) {
+  return e.category == "python_function" && e.name.starts_with(kModulePrefix);
+}
+// A user's record_function label (not the profiler's steps, nor the optimizer's).
+[[nodiscard]] inline bool is_user_label(const KinetoEvent& e) {
+  return e.category == "user_annotation" && !e.name.starts_with(kProfilerStepPrefix) &&
+         !e.name.starts_with("Optimizer.");
+}
+// A module's name ("Block_0") or a label's text: what --layers matches.
+[[nodiscard]] inline std::string layer_name_of(const KinetoEvent& e) {
+  return is_module_event(e) ? e.name.substr(kModulePrefix.size()) : e.name;
+}
 
 struct KinetoMemoryEvent {
   std::int64_t time_ns = 0;

@@ -7,8 +7,9 @@
 // record_function labels the user puts around each layer. `layers` (an
 // ECMAScript regex matched against the whole name, "Block_0" or a label)
 // picks them, the outermost match where matches nest; without it, the
-// children of the outermost module (the model). In each profiler step
-// ("ProfilerStep#N"; the whole trace when there is none), per layer:
+// children of the outermost module (the model). In each step
+// (interop/torch_steps.hpp: ProfilerStep#N spans, else each run of the
+// model's forward, else each optimizer step), per layer:
 // - forward: the summed time of the ops the layer's span holds (its
 //   top-level cpu_op events; Python's own time between them is not a layer's);
 // - backward: the autograd functions ("autograd::engine::evaluate_function:
@@ -22,11 +23,12 @@
 // - activation bytes (profile_memory=True): what the layer's forward allocated
 //   and still held when the backward began, less its output (which the next
 //   layer keeps), plus its input (as gpipe counts it), at least the input.
-// Times are the median over the steps. The optimizer's step
+// Times are the median over the steps, or the step asked for. The optimizer's step
 // ("Optimizer.step#...") is measured whole and shared among the layers by
 // parameter bytes. The profile's not_measured lists every such stand-in.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,6 +42,9 @@ struct TorchTraceOptions {
   bool no_activation_bytes = false;  // a trace without memory events: each layer's input bytes instead
   std::string torch_version;  // what wrote the traces (they do not say); empty: "unknown"
   std::string model;          // the profile's model; empty: "torch:" and the outermost module's name
+  // The step taken (1 = the first the trace splits into); nullopt: each time
+  // is the median over the steps.
+  std::optional<int> step;
 };
 
 struct TorchTrace {

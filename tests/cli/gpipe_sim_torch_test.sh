@@ -16,7 +16,7 @@ traces=$data/gpt_cpu_b1.json,$data/gpt_cpu_b2.json
 expect_status 0 "$sim" profile --from-torch-trace "$traces" --micro-batch-sizes 1,2 --torch-version 2.15.0+cu132 \
   --model transformer:layers=2,hidden=32,heads=2,seq=16,vocab=64 --out "$tmp/gpt.json"
 expect_out "^$tmp/gpt.json: torch-trace profile of transformer:layers=2,hidden=32,heads=2,seq=16,vocab=64 on CPU (vm) (fp32), 4 layers (Embed_0, Block_0, Block_1, Head_0), micro-batch sizes 1,2$"
-expect_out "^measured from PyTorch 2.15.0+cu132 profiler traces of CPU ops: $data/gpt_cpu_b1.json (b=1, 1 step)"
+expect_out "^measured from PyTorch 2.15.0+cu132 profiler traces of CPU ops: $data/gpt_cpu_b1.json (b=1, 1 step by ProfilerStep#N spans; its times)"
 expect_out "^not measured: output_bytes of the last layer (Head_0)"
 python3 - "$tmp/gpt.json" <<'PY' || fail "the profile: $(cat "$tmp/gpt.json")"
 import json, sys
@@ -28,6 +28,20 @@ PY
 # A profile like any other: the simulator runs it.
 expect_status 0 "$sim" run --profile "$tmp/gpt.json" -K 2 -M 2 -N 4
 expect_out "^profile     $tmp/gpt.json (torch-trace, CPU (vm), fp32)"
+
+# Four steps taken the ordinary way (no prof.step()): split by the model's
+# forward, their spread said, the median taken or the step asked for.
+expect_status 0 "$sim" profile --from-torch-trace $data/steps_unmarked.json --micro-batch-sizes 1 --out "$tmp/steps.json"
+expect_out "(b=1, 4 steps by the forward of module GPT_0, [0-9.]* to [0-9.]* us a step ([0-9.]* % apart); each time the median of the steps)"
+expect_status 0 "$sim" profile --from-torch-trace $data/steps_unmarked.json --micro-batch-sizes 1 --step 3 --out "$tmp/step3.json"
+expect_out "; step 3 taken)"
+expect_status 2 "$sim" profile --from-torch-trace $data/steps_unmarked.json --micro-batch-sizes 1 --step 5 --out "$tmp/p.json"
+expect_one_error_line "steps_unmarked.json: --step 5: the trace has 4 steps (split by the forward of module GPT_0); give 1 to 4"
+expect_status 2 "$sim" profile --model mlp:layers=2,hidden=8 --device h100 --micro-batch-sizes 1 --step 2 --out "$tmp/p.json"
+expect_one_error_line "--step requires --from-torch-trace"
+expect_status 0 "$sim" profile --from-torch-trace $data/steps_labels.json --micro-batch-sizes 1 --layers 'layer[0-9]+' \
+  --no-activation-bytes --out "$tmp/labels.json"
+expect_out "(b=1, 4 steps by the span of layer layer0, "
 
 # Flags: one line, exit 2.
 expect_status 2 "$sim" profile --from-torch-trace "$traces" --micro-batch-sizes 1 --out "$tmp/p.json"

@@ -99,8 +99,8 @@ struct Built {
     event("torch::autograd::AccumulateGrad", "cpu_op", start + 1, start + 3, std::nullopt, {std::move(dims)}, {"float"});
   }
   // One step from `t`, the first forward op taking `linear` ns.
-  void step(std::int64_t t, std::int64_t linear, bool modules = true) {
-    event("ProfilerStep#" + std::to_string(t), "user_annotation", t, t + 1000);
+  void step(std::int64_t t, std::int64_t linear, bool modules = true, bool marked = true) {
+    if (marked) event("ProfilerStep#" + std::to_string(t), "user_annotation", t, t + 1000);
     const char* cat = modules ? "python_function" : "user_annotation";
     if (modules) event("nn.Module: Net_0", cat, t + 10, t + 400);
     event(modules ? "nn.Module: Lin_0" : "layer0", cat, t + 20, t + 100);
@@ -162,7 +162,50 @@ TEST(TorchTraceProfile, TimesAreTheMedianOverTheSteps) {
   b.step(10'000, 75);
   b.step(20'000, 45);
   const profiles::Profile p = torch_trace_profile({{b.trace, 1}}, {});
-  EXPECT_DOUBLE_EQ(p.layers[0].samples.front().fwd_us, 0.055);  // linear 45 + relu 10, the median of 45, 85, 55
+  EXPECT_DOUBLE_EQ(p.layers[0].samples.front().fwd_us, 0.055);  // linear 45 + relu 10, the median of 45, 75 (the relu inside linear), 55
+}
+
+TEST(TorchTraceProfile, AnUnmarkedTraceIsSplitByTheModelsForwardAndAStepCanBeChosen) {
+  Built b;
+  b.step(0, 35, true, /*marked=*/false);
+  b.step(10'000, 75, true, false);
+  b.step(20'000, 45, true, false);
+  const profiles::Profile p = torch_trace_profile({{b.trace, 1}}, {});
+  EXPECT_DOUBLE_EQ(p.layers[0].samples.front().fwd_us, 0.055);  // the median of 45, 75 and 55
+  EXPECT_DOUBLE_EQ(p.layers[0].optimizer_us, 0.1 * 576 / 1120);  // one step's optimizer, not three
+  EXPECT_NE(p.measured_from.find("3 steps by the forward of module Net_0, "), std::string::npos) << p.measured_from;
+  EXPECT_NE(p.measured_from.find("each time the median of the steps"), std::string::npos) << p.measured_from;
+  const profiles::Profile second = torch_trace_profile({{b.trace, 1}}, {.step = 2});
+  EXPECT_DOUBLE_EQ(second.layers[0].samples.front().fwd_us, 0.075);  // linear 75, the relu inside its span
+  EXPECT_NE(second.measured_from.find("step 2 taken"), std::string::npos) << second.measured_from;
+  EXPECT_EQ(gpipe::testing::error_of([&] { (void)torch_trace_profile({{b.trace, 1}}, {.step = 4}); }),
+            "built.json: --step 4: the trace has 3 steps (split by the forward of module Net_0); give 1 to 3");
+}
+
+TEST(TorchTraceProfile, FourStepsTakenTheOrdinaryWayReadAsFourSteps) {
+  // torch 2.15 wrote these (make_step_traces.py): four steps each, the first
+  // without prof.step(). Read as one step, the unmarked trace's optimizer
+  // summed four steps' and every later step's backward fell in no layer.
+  const auto unmarked = torch_trace_profile({{read_kineto_trace(torch_data("steps_unmarked.json")), 1}}, {});
+  const auto marked =
+      torch_trace_profile({{read_kineto_trace(torch_data("steps_marked.json")), 1}}, {.no_activation_bytes = true});
+  EXPECT_NE(unmarked.measured_from.find("4 steps by the forward of module GPT_0"), std::string::npos);
+  EXPECT_NE(marked.measured_from.find("4 steps by ProfilerStep#N spans"), std::string::npos);
+  ASSERT_EQ(unmarked.layers.size(), 4U);
+  ASSERT_EQ(marked.layers.size(), 4U);
+  double unmarked_optimizer = 0, marked_optimizer = 0;
+  for (std::size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(unmarked.layers[i].param_bytes, marked.layers[i].param_bytes) << unmarked.layers[i].name;
+    unmarked_optimizer += unmarked.layers[i].optimizer_us;
+    marked_optimizer += marked.layers[i].optimizer_us;
+  }
+  // One step's optimizer each: the same AdamW on the same model, within the
+  // two runs' noise (a factor of 4 would be four steps' read as one).
+  EXPECT_LT(unmarked_optimizer, 2 * marked_optimizer);
+  EXPECT_GT(unmarked_optimizer, 0.5 * marked_optimizer);
+  // Nothing of the later steps' backward is left in no layer.
+  EXPECT_TRUE(std::ranges::none_of(unmarked.not_measured,
+                                   [](const std::string& line) { return line.starts_with("time in no layer"); }));
 }
 
 TEST(TorchTraceProfile, RecordFunctionLabelsNameTheLayersWithLayers) {
@@ -189,6 +232,16 @@ TEST(TorchTraceProfile, ATraceItCannotReadIsOneLineSayingWhatIsMissing) {
             "built.json: no module events: profile an eager model with with_stack=True (which writes \"nn.Module: "
             "Block_0\" events), or give --layers naming the record_function labels around each layer");
   EXPECT_EQ(import_error({{good.trace, 1}}, {.layers = "Conv.*"}), "built.json: no module or record_function label matches --layers 'Conv.*'");
+  // Two forwards of a layer inside one ProfilerStep (a micro-batch loop): no split reads it right.
+  Built twice = good;
+  twice.event("nn.Module: Lin_0", "python_function", 310, 320);
+  std::ranges::stable_sort(twice.trace.events, [](const KinetoEvent& a, const KinetoEvent& b) {
+    return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.end_ns > b.end_ns;
+  });
+  EXPECT_EQ(import_error({{twice.trace, 1}}),
+            "built.json: layer Lin_0 runs twice in step 1 and the trace cannot be split further: mark each step "
+            "(prof.step() under a profiler schedule writes ProfilerStep#N spans), or give --layers naming labels "
+            "that each run once a step");
   EXPECT_EQ(import_error({{good.trace, 1}}, {.layers = "(("}).rfind("--layers: '((' is not a regular expression", 0), 0U);
   Built no_memory = good;
   no_memory.trace.memory.clear();

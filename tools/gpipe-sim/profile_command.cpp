@@ -3,7 +3,7 @@
 //   the analytic profile of the model (one GPU's of a tensor-parallel group),
 //   written as a profile file (docs/profiles.md), with a one-line summary on stdout.
 // gpipe-sim profile --from-torch-trace T1.json[,T2.json] --micro-batch-sizes B1[,B2]
-//   [--layers REGEX] [--torch-version V] [--model NAME] [--no-activation-bytes] --out P.json:
+//   [--layers REGEX] [--torch-version V] [--model NAME] [--step N] [--no-activation-bytes] --out P.json:
 //   the profile of the user's own PyTorch model from its profiler traces
 //   (interop/torch_trace_profile.hpp), one trace per micro-batch size.
 #include "tools/gpipe-sim/commands.hpp"
@@ -247,6 +247,12 @@ Subcommand add_profile_command(CLI::App& app) {
   cmd->add_option("--torch-version", flags->torch.torch_version,
                   "With --from-torch-trace: the torch that wrote the traces, for the profile's record (a trace does "
                   "not say)")
+      ->needs(torch);
+  cmd->add_option("--step", flags->torch.step,
+                  "With --from-torch-trace: take the N-th step each trace splits into (1 = the first; split by its "
+                  "ProfilerStep#N spans, else by each run of the model's forward, else by each optimizer step) "
+                  "instead of the median over them")
+      ->check(CLI::Range(1, 1000000))
       ->needs(torch);
   cmd->add_flag("--no-activation-bytes", flags->torch.no_activation_bytes,
                 "With --from-torch-trace: traces without memory events; each layer's input bytes stand in for its "
