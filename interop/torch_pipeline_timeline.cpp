@@ -4,6 +4,7 @@
 #include <charconv>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <set>
 #include <string_view>
@@ -87,24 +88,61 @@ std::vector<Transfer> transfers(const KinetoTrace& t, std::int64_t from, std::in
   return out;
 }
 
-RankStep read_rank(const KinetoTrace& t) {
+bool is_pipeline_label(const KinetoEvent& e) {
+  return e.category == "user_annotation" &&
+         (e.name.starts_with(kRuntimePrefix) || numbered(e.name, "Forward") || numbered(e.name, "Backward"));
+}
+
+// A step of one rank's trace: the events that start and end in [from, to],
+// on `thread` when it is set (a ProfilerStep#N span's).
+struct StepWindow {
+  std::int64_t from = std::numeric_limits<std::int64_t>::min();
+  std::int64_t to = std::numeric_limits<std::int64_t>::max();
+  std::optional<std::string> thread;
+};
+
+// The rank's steps: its ProfilerStep#N spans; else, for a trace of several
+// steps taken without prof.step(), a step from each recurrence of the rank's
+// first pipeline label (PP:0F0, Forward 0, ...), the barrier and the
+// optimizer between two steps falling in the later one; else one.
+std::vector<StepWindow> rank_steps(const KinetoTrace& t) {
+  std::vector<StepWindow> out;
+  for (const KinetoEvent& e : t.events) {
+    if (e.category == "user_annotation" && e.name.starts_with(kProfilerStepPrefix)) {
+      out.push_back({e.start_ns, e.end_ns, e.thread});
+    }
+  }
+  if (!out.empty()) return out;
+  std::vector<const KinetoEvent*> labels;
+  for (const KinetoEvent& e : t.events) {
+    if (is_pipeline_label(e)) labels.push_back(&e);
+  }
+  out.push_back({});
+  if (labels.empty()) return out;
+  std::int64_t ended = std::numeric_limits<std::int64_t>::min();  // the latest end of a label before this one
+  for (const KinetoEvent* e : labels) {
+    if (e != labels.front() && e->name == labels.front()->name && e->thread == labels.front()->thread &&
+        ended < e->start_ns) {
+      out.back().to = ended;
+      out.push_back({.from = ended + 1});
+    }
+    ended = std::max(ended, e->end_ns);
+  }
+  return out;
+}
+
+RankStep read_rank(const KinetoTrace& t, const StepWindow& window) {
   RankStep r;
   r.trace = &t;
   r.rank = *t.rank;
-  const KinetoEvent* step = nullptr;
-  for (const KinetoEvent& e : t.events) {
-    if (e.category == "user_annotation" && e.name.starts_with(kProfilerStepPrefix)) step = &e;  // the last
-  }
-  std::int64_t from = std::numeric_limits<std::int64_t>::min();
-  std::int64_t to = std::numeric_limits<std::int64_t>::max();
-  if (step != nullptr) from = step->start_ns, to = step->end_ns;
+  const std::int64_t from = window.from;
+  const std::int64_t to = window.to;
   for (const KinetoEvent& e : t.events) {
     if (e.category != "user_annotation" || e.start_ns < from || e.end_ns > to) continue;
-    if (step != nullptr && e.thread != step->thread) continue;
-    const bool runtime = e.name.starts_with(kRuntimePrefix);
-    if (runtime || numbered(e.name, "Forward") || numbered(e.name, "Backward")) {
+    if (window.thread && e.thread != *window.thread) continue;
+    if (is_pipeline_label(e)) {
       r.labels.push_back(&e);
-      r.runtime = r.runtime || runtime;
+      r.runtime = r.runtime || e.name.starts_with(kRuntimePrefix);
     }
   }
   if (r.labels.empty()) {
@@ -218,32 +256,9 @@ void gpipe_actions(const RankStep& r, int num_stages, Built& out) {
   }
 }
 
-}  // namespace
 
-TorchPipelineRun torch_pipeline_run(const std::vector<KinetoTrace>& traces) {
-  if (traces.empty()) throw InputError("--torch-traces: no trace given");
-  std::map<int, const KinetoTrace*> by_rank;
-  int world = 0;
-  for (const KinetoTrace& t : traces) {
-    if (!t.rank || !t.world_size) {
-      fail(t, "no distributedInfo (rank and world_size): a trace of one rank of a torch.distributed run is needed");
-    }
-    world = std::max(world, *t.world_size);
-    if (!by_rank.emplace(*t.rank, &t).second) {
-      fail(t, fmt::format("rank {} is given twice (also {})", *t.rank, by_rank.at(*t.rank)->origin));
-    }
-  }
-  for (int r = 0; r < world; ++r) {
-    if (!by_rank.contains(r)) {
-      throw InputError(fmt::format("--torch-traces: rank {}'s trace is missing (the run had {} ranks)", r, world));
-    }
-  }
-  if (static_cast<int>(by_rank.size()) != world) {
-    throw InputError(fmt::format("--torch-traces: {} traces for a run of {} ranks", by_rank.size(), world));
-  }
-  std::vector<RankStep> ranks;
-  for (const auto& [r, t] : by_rank) ranks.push_back(read_rank(*t));
-
+// One step of every rank's trace as a run: the clock, then the actions.
+TorchPipelineRun one_step(const std::vector<RankStep>& ranks, int world) {
   // The clock.
   TorchPipelineRun run;
   std::int64_t earliest = std::numeric_limits<std::int64_t>::max(), latest = std::numeric_limits<std::int64_t>::min();
@@ -327,6 +342,70 @@ TorchPipelineRun torch_pipeline_run(const std::vector<KinetoTrace>& traces) {
   });
   run.timeline.actions = std::move(built.actions);
   timelines::check_no_overlap(run.timeline, "--torch-traces");
+  return run;
+}
+
+}  // namespace
+
+TorchPipelineRun torch_pipeline_run(const std::vector<KinetoTrace>& traces, const TorchRunOptions& options) {
+  if (traces.empty()) throw InputError("--torch-traces: no trace given");
+  std::map<int, const KinetoTrace*> by_rank;
+  int world = 0;
+  for (const KinetoTrace& t : traces) {
+    if (!t.rank || !t.world_size) {
+      fail(t, "no distributedInfo (rank and world_size): a trace of one rank of a torch.distributed run is needed");
+    }
+    world = std::max(world, *t.world_size);
+    if (!by_rank.emplace(*t.rank, &t).second) {
+      fail(t, fmt::format("rank {} is given twice (also {})", *t.rank, by_rank.at(*t.rank)->origin));
+    }
+  }
+  for (int r = 0; r < world; ++r) {
+    if (!by_rank.contains(r)) {
+      throw InputError(fmt::format("--torch-traces: rank {}'s trace is missing (the run had {} ranks)", r, world));
+    }
+  }
+  if (static_cast<int>(by_rank.size()) != world) {
+    throw InputError(fmt::format("--torch-traces: {} traces for a run of {} ranks", by_rank.size(), world));
+  }
+  // Each rank's steps: as many on every rank (each step is a barrier and a schedule's run).
+  std::vector<std::vector<StepWindow>> windows;
+  for (const auto& [r, t] : by_rank) {
+    windows.push_back(rank_steps(*t));
+    if (windows.back().size() != windows.front().size()) {
+      fail(*t, fmt::format("{} steps, where rank 0's trace has {}: trace the same steps on every rank",
+                           windows.back().size(), windows.front().size()));
+    }
+  }
+  const int count = static_cast<int>(windows.front().size());
+  if (options.step && (*options.step < 1 || *options.step > count)) {
+    throw InputError(fmt::format("--torch-step {}: the traces hold {} step{}; give 1 to {}", *options.step, count,
+                                 count == 1 ? "" : "s", count));
+  }
+  // Every step read (a bad one is an error whichever is taken), its span kept.
+  std::vector<TorchPipelineRun> runs;
+  for (int k = 0; k < count; ++k) {
+    std::vector<RankStep> ranks;
+    std::size_t i = 0;
+    for (const auto& [r, t] : by_rank) ranks.push_back(read_rank(*t, windows[i++][static_cast<std::size_t>(k)]));
+    runs.push_back(one_step(ranks, world));
+  }
+  std::vector<std::int64_t> spans;
+  for (const TorchPipelineRun& run : runs) {
+    std::int64_t end = 0;
+    for (const timelines::TimedAction& a : run.timeline.actions) end = std::max(end, a.end_ns);
+    spans.push_back(end);
+  }
+  // The step asked for, else the median one (the lower of two middles).
+  std::vector<int> order(static_cast<std::size_t>(count));
+  std::iota(order.begin(), order.end(), 0);
+  std::ranges::stable_sort(order, {}, [&](int k) { return spans[static_cast<std::size_t>(k)]; });
+  const int taken = options.step ? *options.step - 1 : order[static_cast<std::size_t>((count - 1) / 2)];
+  TorchPipelineRun run = std::move(runs[static_cast<std::size_t>(taken)]);
+  run.steps = count;
+  run.step = taken + 1;
+  run.step_spans_ns = std::move(spans);
+  run.chosen = options.step ? "asked for" : count == 1 ? "the only one" : "the median";
   return run;
 }
 

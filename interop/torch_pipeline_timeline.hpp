@@ -10,7 +10,10 @@
 // and its send included; Schedule1F1B puts none (run it from its CSV through
 // the runtime to get labels). A transfer is a c10d::send / c10d::recv_ op
 // (posting it) and a "gloo:send" / "gloo:recv" span from the post to its
-// completion. In the last profiler step of each trace:
+// completion. A trace of several steps is read step by step: by its
+// ProfilerStep#N spans, else (no prof.step()) from each recurrence of the
+// rank's first label; every rank must hold as many. The step read is the one
+// asked for, else the median by span. In that step of each trace:
 // - a RECV runs from its post to the completion of its bytes; a SEND from its
 //   post to its completion (a send completes when its receiver has the bytes);
 // - a compute action (F, B, I, W) starts when the message it waits for has
@@ -29,6 +32,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,6 +51,17 @@ struct TorchPipelineRun {
   timelines::Timeline timeline;  // source "torch"; times in ns from rank 0's barrier exit
   TorchClock clock;
   std::vector<std::string> left_out;  // labels that are no action of gpipe's, by kind: "FOO x3"
+  // The traces' steps, and the one read (1 = the first): the one asked for,
+  // else the median by span (from rank 0's barrier exit to the step's last
+  // action's end; step_spans_ns, one per step).
+  int steps = 1;
+  int step = 1;
+  std::vector<std::int64_t> step_spans_ns;
+  std::string chosen;  // "the median", "asked for", "the only one"
+};
+
+struct TorchRunOptions {
+  std::optional<int> step;  // 1 = the first; nullopt: the median step
 };
 
 inline constexpr std::int64_t kMaxBarrierExitSpreadNs = 1'000'000;
@@ -54,7 +69,9 @@ inline constexpr std::int64_t kMaxBarrierExitSpreadNs = 1'000'000;
 // `traces` in any order, one per rank (distributedInfo names each). Throws
 // InputError naming the trace and what is missing: a rank missing or twice, a
 // trace without distributedInfo, without pipeline labels (saying how to get
-// them), without a barrier before the step, or a transfer without its span.
-[[nodiscard]] TorchPipelineRun torch_pipeline_run(const std::vector<KinetoTrace>& traces);
+// them), without a barrier before a step, a transfer without its span, ranks
+// with different numbers of steps, or a step past them.
+[[nodiscard]] TorchPipelineRun torch_pipeline_run(const std::vector<KinetoTrace>& traces,
+                                                 const TorchRunOptions& options = {});
 
 }  // namespace gpipe::interop

@@ -107,6 +107,22 @@ assert d["matched"] == 120 and d["only_in_measured"] == [], d["only_in_measured"
 w = d["waits"]["measured"]
 assert len(w) == 2 and all(abs(r["peer_us"] + r["transfer_us"] + r["other_us"] + r["after_last_us"] - r["idle_us"]) < 1e-6 for r in w), w
 PY
+# The same run profiled over 4 steps without prof.step(): the median step
+# compared, the spread said; or the step asked for.
+steps=$data/pipe_interleaved_steps_rank0.json,$data/pipe_interleaved_steps_rank1.json
+expect_status 1 "$sim" diff "$tmp/pred_il.json" --torch-traces "$steps"
+expect_out "^torch step  [1-4] of 4 (the median), [0-9.]* us; the steps [0-9.]* to [0-9.]* us ([0-9.]* % apart)$"
+expect_out "^actions     matched 120, only in predicted 0, only in measured 0$"
+expect_status 1 "$sim" diff "$tmp/pred_il.json" --torch-traces "$steps" --torch-step 3 --json
+python3 - "$tmp/out" <<'PY' || fail "diff --torch-step 3 --json: $(head -c 400 "$tmp/out")"
+import json, sys
+t = json.load(open(sys.argv[1]))["torch"]
+assert (t["steps"], t["step"], t["step_taken"], len(t["step_spans_us"])) == (4, 3, "asked for", 4), t
+PY
+expect_status 2 "$sim" diff "$tmp/pred_il.json" --torch-traces "$steps" --torch-step 5
+expect_one_error_line "--torch-step 5: the traces hold 4 steps; give 1 to 4"
+expect_status 2 "$sim" diff "$tmp/pred_il.json" "$tmp/pred_il.json" --torch-step 2
+expect_one_error_line "--torch-step requires --torch-traces"
 # Bad runs: one line, exit 2.
 expect_status 2 "$sim" diff "$tmp/pred.json" --torch-traces "$data/pipe_gpipe_rank0.json"
 expect_one_error_line "--torch-traces: rank 1's trace is missing (the run had 2 ranks)"

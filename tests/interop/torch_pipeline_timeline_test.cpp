@@ -98,6 +98,47 @@ TEST(TorchPipelineTimeline, TheRuntimesLabelsAreTheActionsOfTorchsOwnSchedule) {
   }
 }
 
+TEST(TorchPipelineTimeline, FourStepsTakenWithoutProfStepAreReadStepByStep) {
+  // make_pipeline_traces.py's interleaved run, a profiler around 4 steps and
+  // no prof.step(): each recurrence of a rank's first label starts a step.
+  const std::vector<KinetoTrace> traces = pipeline_traces("interleaved_steps");
+  const TorchPipelineRun median = torch_pipeline_run(traces);
+  EXPECT_EQ(median.steps, 4);
+  ASSERT_EQ(median.step_spans_ns.size(), 4U);
+  EXPECT_EQ(median.chosen, "the median");
+  // The median by span: two steps shorter or equal, the lower of the two middles.
+  std::vector<std::int64_t> sorted = median.step_spans_ns;
+  std::ranges::sort(sorted);
+  EXPECT_EQ(median.step_spans_ns[static_cast<std::size_t>(median.step - 1)], sorted[1]);
+  // Every step is one run of torch's schedule: the 60 actions a rank of the one-step trace has.
+  const std::size_t one_step = torch_pipeline_run(pipeline_traces("interleaved")).timeline.actions.size();
+  for (int k = 1; k <= 4; ++k) {
+    const TorchPipelineRun step = torch_pipeline_run(traces, {.step = k});
+    EXPECT_EQ(step.step, k);
+    EXPECT_EQ(step.chosen, "asked for");
+    EXPECT_EQ(step.timeline.actions.size(), one_step) << "step " << k;
+    std::int64_t end = 0;
+    for (const auto& a : step.timeline.actions) end = std::max(end, a.end_ns);
+    EXPECT_EQ(end, median.step_spans_ns[static_cast<std::size_t>(k - 1)]);
+  }
+  EXPECT_EQ(gpipe::testing::error_of([&] { (void)torch_pipeline_run(traces, {.step = 5}); }),
+            "--torch-step 5: the traces hold 4 steps; give 1 to 4");
+  // A rank traced over fewer steps than the other: refused, not paired wrong.
+  std::vector<KinetoTrace> short_rank = traces;
+  std::vector<std::int64_t> starts;  // rank 1's first label, each time it recurs
+  std::string first;
+  for (const KinetoEvent& e : short_rank[1].events) {
+    if (e.category != "user_annotation" || !e.name.starts_with("PP:")) continue;
+    if (first.empty()) first = e.name;
+    if (e.name == first) starts.push_back(e.start_ns);
+  }
+  ASSERT_EQ(starts.size(), 4U);
+  std::erase_if(short_rank[1].events, [&](const KinetoEvent& e) { return e.start_ns >= starts[3]; });
+  EXPECT_NE(gpipe::testing::error_of([&] { (void)torch_pipeline_run(short_rank); })
+                .find(": 3 steps, where rank 0's trace has 4: trace the same steps on every rank"),
+            std::string::npos);
+}
+
 std::string run_error(const std::vector<KinetoTrace>& traces) {
   return gpipe::testing::error_of([&] { (void)torch_pipeline_run(traces); });
 }

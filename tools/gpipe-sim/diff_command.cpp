@@ -10,6 +10,7 @@
 #include <cmath>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,7 @@ struct DiffFlags {
   std::string measured;
   std::vector<std::string> torch_traces;
   std::string torch_timeline;
+  std::optional<int> torch_step;
   bool json = false;
   double tolerance_pct = 2.0;
   int worst = 10;
@@ -57,7 +59,7 @@ int run_diff(const DiffFlags& f) {
   if (!f.torch_traces.empty()) {
     std::vector<interop::KinetoTrace> traces;
     for (const std::string& path : f.torch_traces) traces.push_back(interop::read_kineto_trace(path));
-    interop::TorchPipelineRun run = interop::torch_pipeline_run(traces);
+    interop::TorchPipelineRun run = interop::torch_pipeline_run(traces, {.step = f.torch_step});
     measured = std::move(run.timeline);
     measured_name = "--torch-traces";
     // torch names its schedule its own way: the shape decides whether it is the predicted one.
@@ -73,7 +75,22 @@ int run_diff(const DiffFlags& f) {
                   {"clock_error_us", static_cast<double>(run.clock.error_ns) / 1e3},
                   {"barrier_exit_spread_us", static_cast<double>(run.clock.barrier_exit_spread_ns) / 1e3},
                   {"left_out", run.left_out},
-                  {"predicted_steps_left_out", steps}};
+                  {"predicted_steps_left_out", steps},
+                  {"steps", run.steps},
+                  {"step", run.step},
+                  {"step_taken", run.chosen}};
+    std::vector<double> spans_us;
+    for (const std::int64_t ns : run.step_spans_ns) spans_us.push_back(static_cast<double>(ns) / 1e3);
+    torch_json["step_spans_us"] = spans_us;
+    std::string step_line;  // after the torch line, when the traces hold several steps
+    if (run.steps > 1) {
+      const auto [low, high] = std::ranges::minmax(run.step_spans_ns);
+      step_line = fmt::format(
+          "torch step  {} of {} ({}), {:.1f} us; the steps {:.1f} to {:.1f} us ({:.1f} % apart)\n", run.step,
+          run.steps, run.chosen, static_cast<double>(run.step_spans_ns[static_cast<std::size_t>(run.step - 1)]) / 1e3,
+          static_cast<double>(low) / 1e3, static_cast<double>(high) / 1e3,
+          low > 0 ? 100.0 * static_cast<double>(high - low) / static_cast<double>(low) : 0.0);
+    }
     torch_header = fmt::format("torch       {} ranks ({}), clock: {}, error at most {:.1f} us (barrier exits {:.1f} us apart){}{}\n",
                                measured.info.num_ranks,
                                torch_name == "gpipe" ? "ScheduleGPipe's labels" : "the schedule runtime's labels",
@@ -85,6 +102,7 @@ int run_diff(const DiffFlags& f) {
                                           : fmt::format("; the prediction's {} STEPs left out (torch's optimizer runs "
                                                         "outside its schedule)",
                                                         steps));
+    torch_header += step_line;
   } else {
     measured = timelines::read_chrome_trace(f.measured);
   }
@@ -136,6 +154,11 @@ Subcommand add_diff_command(CLI::App& app) {
   cmd->add_option("--torch-timeline", flags->torch_timeline,
                   "With --torch-traces: write torch's run as a gpipe trace (Perfetto) to this file")
       ->check(nonempty_path())
+      ->needs(torch);
+  cmd->add_option("--torch-step", flags->torch_step,
+                  "With --torch-traces of several steps: compare the N-th (1 = the first; split by ProfilerStep#N "
+                  "spans, else by each recurrence of a rank's first pipeline label) instead of the median step")
+      ->check(CLI::Range(1, 1000000))
       ->needs(torch);
   cmd->add_flag("--json", flags->json, "Print the comparison as JSON");
   cmd->add_option("--tolerance", flags->tolerance_pct,

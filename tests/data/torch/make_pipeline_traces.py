@@ -13,9 +13,14 @@ batch 8 in M = 4 micro-batches, SGD outside the schedule:
   - ScheduleGPipe, 2 stages (Embed + Block_0 | Block_1 + head);
   - ScheduleInterleaved1F1B, 4 stages of one layer each, 2 per rank.
 Each rank enters a barrier before each step (the run's record of one moment on
-every clock) and the profiler warms up one step and records the next:
+every clock) and the profiler warms up one step and records the next (or,
+for the _steps traces, records four):
 
   pipe_gpipe_rank{0,1}.json, pipe_interleaved_rank{0,1}.json
+  pipe_interleaved_steps_rank{0,1}.json
+                         the interleaved run profiled the ordinary way: a
+                         profiler around 4 steps after a warm-up one, no
+                         prof.step() (so no ProfilerStep#N spans)
   pipe_interleaved.csv   torch's own schedule of the interleaved run, actions
                          and transfers (_dump_csv, compute_comms), which gpipe
                          predicts with --schedule-file
@@ -53,7 +58,7 @@ def loss_fn(logits, targets):
     return F.cross_entropy(logits.reshape(-1, gpt.VOCAB), targets.reshape(-1).long())
 
 
-def run(rank, out, kind, port):
+def run(rank, out, kind, port, steps):
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     dist.init_process_group("gloo", rank=rank, world_size=2)
     torch.set_num_threads(1)
@@ -72,17 +77,30 @@ def run(rank, out, kind, port):
     opt = torch.optim.SGD(params, lr=1e-3)
     tokens = torch.randint(0, gpt.VOCAB, (BATCH, gpt.SEQ), dtype=torch.int32)
     targets = torch.randint(0, gpt.VOCAB, (BATCH, gpt.SEQ), dtype=torch.int32)
+    def train_step():
+        opt.zero_grad(set_to_none=True)
+        dist.barrier()
+        if rank == 0:
+            pipe.step(tokens)
+        else:
+            pipe.step(target=targets)
+        opt.step()
+
+    if steps > 1:
+        # The ordinary way: a warm-up step, then a profiler around `steps` steps, no prof.step().
+        path = os.path.join(out, f"pipe_{kind}_steps_rank{rank}.json")
+        train_step()
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            for _ in range(steps):
+                train_step()
+        prof.export_chrome_trace(path)
+        dist.destroy_process_group()
+        return
     path = os.path.join(out, f"pipe_{kind}_rank{rank}.json")
     with profile(activities=[ProfilerActivity.CPU], schedule=schedule(wait=0, warmup=1, active=1, repeat=1),
                  on_trace_ready=lambda p: p.export_chrome_trace(path)) as prof:
         for _ in range(2):
-            opt.zero_grad(set_to_none=True)
-            dist.barrier()
-            if rank == 0:
-                pipe.step(tokens)
-            else:
-                pipe.step(target=targets)
-            opt.step()
+            train_step()
             prof.step()
     dist.destroy_process_group()
 
@@ -90,8 +108,8 @@ def run(rank, out, kind, port):
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: make_pipeline_traces.py OUT_DIR")
-    for kind, port in (("gpipe", 29531), ("interleaved", 29532)):
-        mp.spawn(run, args=(sys.argv[1], kind, port), nprocs=2)
+    for kind, port, steps in (("gpipe", 29531, 1), ("interleaved", 29532, 1), ("interleaved", 29533, 4)):
+        mp.spawn(run, args=(sys.argv[1], kind, port, steps), nprocs=2)
 
 
 if __name__ == "__main__":
