@@ -82,9 +82,10 @@ struct LayerStep {
 struct StepMeasure {
   std::vector<LayerStep> layers;
   std::string root;                 // the outermost module, when modules were read
-  std::int64_t optimizer_ns = 0;
-  std::int64_t outside_fwd_ns = 0;  // ops of the forward in no layer
-  std::int64_t outside_bwd_ns = 0;  // autograd functions of no layer
+  std::int64_t optimizer_ns = 0;    // the optimizer's spans
+  std::int64_t own_ns = 0;          // the step outside its forward and backward (the optimizer's included)
+  std::int64_t outside_fwd_ns = 0;  // ops between the last layer and the backward (a loss outside the model)
+  std::int64_t outside_bwd_ns = 0;  // autograd functions of no layer's op
   std::int64_t duration_ns = 0;     // the step's span
 };
 
@@ -168,64 +169,72 @@ class TraceReader {
                          l.name, k + 1));
       }
     }
-    // Forward: the layers' top-level ops, and their sequence numbers.
+    // Every ns of the step is some layer's or the step's own, so that the
+    // profile's passes and steps sum to the step the trace measured.
+    // Forward: each layer's span (its ops and the Python between them) and the
+    // time since the previous layer's span ended (the caller's Python on its
+    // way to it); the ops' sequence numbers tie the backward to the layer.
     std::map<std::int64_t, std::size_t> layer_of_sequence;
-    std::int64_t forward_end = 0;
+    std::int64_t forward_end = s.layers.front().span->start_ns;
     for (std::size_t i = 0; i < s.layers.size(); ++i) {
       LayerStep& l = s.layers[i];
-      std::int64_t top_end = l.span->start_ns;
+      l.fwd_ns = l.span->duration_ns() + (i > 0 ? std::max<std::int64_t>(0, l.span->start_ns - forward_end) : 0);
       each_in(l.span->start_ns, l.span->end_ns, [&](const KinetoEvent& e) {
-        if (!is_op(e) || !l.span->encloses(e)) return;
-        if (e.start_ns >= top_end) {
-          l.fwd_ns += e.duration_ns();
-          top_end = e.end_ns;
-        }
-        if (e.sequence_number) layer_of_sequence[*e.sequence_number] = i;
+        if (is_op(e) && l.span->encloses(e) && e.sequence_number) layer_of_sequence[*e.sequence_number] = i;
       });
       forward_end = std::max(forward_end, l.span->end_ns);
     }
-    // Backward: each autograd function, by its forward op's sequence number;
-    // a parameter's AccumulateGrad to the layer whose backward ran before it.
+    // Backward: each top-level autograd function and the gap before it, to
+    // its forward op's layer by sequence number; a parameter's AccumulateGrad,
+    // and a function of no layer's op (a loss outside the model, the
+    // engine's own), to the layer whose backward ran last (before any, the
+    // last layer: the loss's backward runs first).
+    const std::size_t last = s.layers.size() - 1;
     std::optional<std::size_t> current;
     std::int64_t backward_top_end = forward_end;
     std::optional<std::int64_t> backward_start;
     each_in(forward_end, span.end_ns, [&](const KinetoEvent& e) {
       if (!is_op(e) || !e.name.starts_with(kBackwardPrefix) || e.start_ns < backward_top_end) return;
+      const std::int64_t gap = backward_start ? e.start_ns - backward_top_end : 0;
       backward_top_end = e.end_ns;
       if (!backward_start) backward_start = e.start_ns;
+      std::size_t layer = current.value_or(last);
       if (e.name.find("AccumulateGrad") != std::string::npos) {
         const KinetoEvent* grad = first_op_with_inputs(e);
-        if (grad == nullptr || !current) return;
-        const std::optional<int> bytes = interop::torch_element_bytes(grad->input_types.front());
-        if (!bytes) return;
-        LayerStep& l = s.layers[*current];
-        l.param_bytes = checked_sum(l.param_bytes, tensor_bytes(grad->input_dims.front(), *bytes, trace_.origin),
-                                    trace_.origin);
-        l.param_dims.insert(grad->input_dims.front());
-        if (l.param_type.empty()) l.param_type = grad->input_types.front();
-        return;
-      }
-      const auto it = e.sequence_number ? layer_of_sequence.find(*e.sequence_number) : layer_of_sequence.end();
-      if (it == layer_of_sequence.end()) {
+        const std::optional<int> bytes =
+            grad == nullptr ? std::nullopt : interop::torch_element_bytes(grad->input_types.front());
+        if (current && bytes) {
+          LayerStep& l = s.layers[*current];
+          l.param_bytes = checked_sum(l.param_bytes, tensor_bytes(grad->input_dims.front(), *bytes, trace_.origin),
+                                      trace_.origin);
+          l.param_dims.insert(grad->input_dims.front());
+          if (l.param_type.empty()) l.param_type = grad->input_types.front();
+        }
+      } else if (const auto it = e.sequence_number ? layer_of_sequence.find(*e.sequence_number)
+                                                    : layer_of_sequence.end();
+                 it != layer_of_sequence.end()) {
+        current = layer = it->second;
+      } else {
         s.outside_bwd_ns += e.duration_ns();
-        return;
       }
-      current = it->second;
-      s.layers[it->second].bwd_ns += e.duration_ns();
+      s.layers[layer].bwd_ns += gap + e.duration_ns();
     });
     if (!backward_start) {
       fail("no backward after the forward: trace training steps (loss.backward()), with record_shapes=True");
     }
     for (LayerStep& l : s.layers) l.input_bytes = input_bytes(l);
     if (!trace_.memory.empty()) kept_bytes(s.layers, *backward_start);
-    // The forward's ops outside every layer (a loss computed outside the model).
-    std::int64_t top_end = span.start_ns;
-    each_in(span.start_ns, forward_end, [&](const KinetoEvent& e) {
-      if (!is_op(e) || e.start_ns < top_end || e.name.starts_with(kBackwardPrefix)) return;
-      top_end = e.end_ns;
-      const bool in_layer = std::ranges::any_of(s.layers, [&](const LayerStep& l) { return l.span->encloses(e); });
-      if (!in_layer && e.start_ns >= s.layers.front().span->start_ns) s.outside_fwd_ns += e.duration_ns();
+    // From the last layer's end to the backward: the loss where the model
+    // returns its output (its ops outside every layer), and the call into the
+    // backward: the last layer's.
+    s.layers[last].fwd_ns += std::max<std::int64_t>(0, *backward_start - forward_end);
+    each_in(forward_end, *backward_start, [&](const KinetoEvent& e) {
+      if (is_op(e) && !e.name.starts_with(kBackwardPrefix)) s.outside_fwd_ns += e.duration_ns();
     });
+    // The rest is the step's own: before the first layer, and after the
+    // backward (the optimizer, zero_grad, the training loop's Python).
+    s.own_ns = std::max<std::int64_t>(0, s.layers.front().span->start_ns - span.start_ns) +
+               std::max<std::int64_t>(0, span.end_ns - backward_top_end);
     std::int64_t optimizer_end = span.start_ns;  // one at a time: a step's optimizer spans do not nest
     each_in(span.start_ns, span.end_ns, [&](const KinetoEvent& e) {
       if (e.category != "user_annotation" || !e.name.starts_with(kOptimizerStepPrefix) || e.start_ns < optimizer_end) {
@@ -324,7 +333,7 @@ profiles::Profile torch_trace_profile(const std::vector<TorchTrace>& traces, con
   std::string root;
   bool memory_missing = false;
   std::string last_output_layer;
-  std::vector<std::int64_t> optimizer_ns;  // every step's, over the traces
+  std::vector<std::int64_t> optimizer_ns, own_ns;  // every step's, over the traces
   double outside_fwd_us = 0;
   double outside_bwd_us = 0;
   for (const TorchTrace& t : traces) {
@@ -393,6 +402,7 @@ profiles::Profile torch_trace_profile(const std::vector<TorchTrace>& traces, con
       }
     }
     const std::size_t n = first.layers.size();
+    double passes_us = 0;  // the layers' forwards and backwards, as the profile has them
     for (std::size_t i = 0; i < n; ++i) {
       const LayerStep& l = first.layers[i];
       if (l.param_bytes != profile.layers[i].param_bytes) {
@@ -409,26 +419,39 @@ profiles::Profile torch_trace_profile(const std::vector<TorchTrace>& traces, con
           memory_missing ? l.input_bytes
                          : std::max(l.input_bytes, l.kept_bytes - sample.output_bytes + l.input_bytes);
       profile.layers[i].samples.push_back(sample);
+      passes_us += sample.fwd_us + sample.bwd_us;
     }
     last_output_layer = first.layers.back().name;
-    for (const StepMeasure& s : steps) optimizer_ns.push_back(s.optimizer_ns);
+    for (const StepMeasure& s : steps) {
+      optimizer_ns.push_back(s.optimizer_ns);
+      own_ns.push_back(s.own_ns);
+    }
     outside_fwd_us = std::max(outside_fwd_us, median_us(steps, [](const StepMeasure& s) { return s.outside_fwd_ns; }));
     outside_bwd_us = std::max(outside_bwd_us, median_us(steps, [](const StepMeasure& s) { return s.outside_bwd_ns; }));
-    sources.push_back(fmt::format("{} (b={}, {} step{} by {}{}; {})", trace.origin, b, found, found == 1 ? "" : "s",
-                                  split_by, spread,
+    // What the profile holds of a step (its passes and the step's own time)
+    // against the step the trace measured: equal for one step, near for the
+    // median of several, as near as the steps' noise lets the medians be.
+    const double held_us = passes_us + median_us(steps, [](const StepMeasure& s) { return s.own_ns; });
+    const double step_us = median_us(steps, [](const StepMeasure& s) { return s.duration_ns; });
+    sources.push_back(fmt::format("{} (b={}, {} step{} by {}{}; {}; the profile holds {:.1f} us of the {:.1f} us "
+                                  "step, {:+.1f} %)",
+                                  trace.origin, b, found, found == 1 ? "" : "s", split_by, spread,
                                   options.step ? fmt::format("step {} taken", *options.step)
                                   : found == 1 ? std::string("its times")
-                                               : std::string("each time the median of the steps")));
+                                               : std::string("each time the median of the steps"),
+                                  held_us, step_us, step_us > 0 ? 100 * (held_us / step_us - 1) : 0.0));
   }
   for (profiles::LayerProfile& l : profile.layers) {
     std::ranges::sort(l.samples, {}, &profiles::ProfileSample::micro_batch_size);
   }
   const double optimizer_us = median_us(optimizer_ns, [](std::int64_t ns) { return ns; });
+  const double own_us = median_us(own_ns, [](std::int64_t ns) { return ns; });
   std::int64_t params = 0;
   for (const profiles::LayerProfile& l : profile.layers) params += l.param_bytes;
   for (profiles::LayerProfile& l : profile.layers) {
-    l.optimizer_us = params > 0 ? optimizer_us * static_cast<double>(l.param_bytes) / static_cast<double>(params) : 0;
+    l.optimizer_us = params > 0 ? own_us * static_cast<double>(l.param_bytes) / static_cast<double>(params) : 0;
   }
+
   profile.model = options.model.empty() ? "torch:" + (root.empty() ? std::string("record_function layers") : root)
                                         : options.model;
   profile.link = profiles::Link{.latency_us = 0, .bandwidth_GBps = 1e6};
@@ -438,9 +461,10 @@ profiles::Profile torch_trace_profile(const std::vector<TorchTrace>& traces, con
   profile.not_measured = {
       "link: a one-device trace has no transfers (0 us, 1000000 GB/s here; give gpipe-sim run --link-latency-us "
       "and --link-bandwidth-gbps)",
-      fmt::format("optimizer_us: the optimizer's step is measured whole ({:.1f} us a step) and shared among the "
-                  "layers by parameter bytes",
-                  optimizer_us),
+      fmt::format("optimizer_us: the step outside its forward and backward is measured whole ({:.1f} us a step: the "
+                  "optimizer's {:.1f} us, and zero_grad and the training loop's Python) and shared among the layers "
+                  "by parameter bytes",
+                  own_us, optimizer_us),
       fmt::format("output_bytes of the last layer ({}): a trace records inputs only (0)", last_output_layer),
       "bwd_input_us and bwd_weight_us: a torch backward is not split into input and weight gradients"};
   if (memory_missing) {
@@ -448,8 +472,9 @@ profiles::Profile torch_trace_profile(const std::vector<TorchTrace>& traces, con
   }
   if (outside_fwd_us > 0 || outside_bwd_us > 0) {
     profile.not_measured.push_back(fmt::format(
-        "time in no layer: forward ops up to {:.1f} us and autograd functions up to {:.1f} us a step lie outside "
-        "every layer and are left out",
+        "time in no layer's ops: forward ops up to {:.1f} us a step after the last layer (a loss outside the model) "
+        "are the last layer's forward, and autograd functions up to {:.1f} us of no layer's ops the backward of the "
+        "layer that ran before them",
         outside_fwd_us, outside_bwd_us));
   }
   return profile;

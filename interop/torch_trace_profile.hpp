@@ -9,11 +9,16 @@
 // picks them, the outermost match where matches nest; without it, the
 // children of the outermost module (the model). In each step
 // (interop/torch_steps.hpp: ProfilerStep#N spans, else each run of the
-// model's forward, else each optimizer step), per layer:
-// - forward: the summed time of the ops the layer's span holds (its
-//   top-level cpu_op events; Python's own time between them is not a layer's);
-// - backward: the autograd functions ("autograd::engine::evaluate_function:
-//   XBackward0") whose sequence number is one of the layer's forward ops';
+// model's forward, else each optimizer step) every ns is a layer's pass or
+// the step's own, so that the profile holds the whole step. Per layer:
+// - forward: its span (ops and the Python between them) and the time since
+//   the previous layer's span ended; the last layer's also the time from its
+//   end to the backward (a loss outside the model, the call into backward);
+// - backward: each top-level autograd function ("autograd::engine::
+//   evaluate_function: XBackward0") and the gap before it, by the sequence
+//   number of the layer's forward op it has; an AccumulateGrad and a function
+//   of no layer's op to the layer whose backward ran last (before any, the
+//   last layer's);
 // - parameters: each AccumulateGrad (a parameter's gradient, its shape and
 //   type from record_shapes) belongs to the layer whose backward ran just
 //   before it, as the autograd engine runs it as soon as the gradient exists;
@@ -23,9 +28,12 @@
 // - activation bytes (profile_memory=True): what the layer's forward allocated
 //   and still held when the backward began, less its output (which the next
 //   layer keeps), plus its input (as gpipe counts it), at least the input.
-// Times are the median over the steps, or the step asked for. The optimizer's step
-// ("Optimizer.step#...") is measured whole and shared among the layers by
-// parameter bytes. The profile's not_measured lists every such stand-in.
+// Times are the median over the steps, or the step asked for. The step's own
+// time (before its first layer, and after its backward: the optimizer's
+// "Optimizer.step#...", zero_grad, the loop) is measured whole and shared
+// among the layers by parameter bytes as optimizer_us. measured_from says how
+// much of each trace's step the profile holds; not_measured lists every
+// stand-in.
 #pragma once
 
 #include <optional>

@@ -89,7 +89,7 @@ TEST(SplitTraceSteps, ElseTheOptimizersStepsElseTheWholeTrace) {
   EXPECT_TRUE(split_trace_steps(KinetoTrace{}, std::nullopt).steps.empty());
 }
 
-TEST(SplitTraceSteps, TheTracesTorchWroteOfFourSteps) {
+TEST(SplitTraceSteps, TheTracesTorchWrote) {
   // Unmarked (module events, no prof.step()), marked, and record_function labels.
   const TraceSteps unmarked = split_trace_steps(read_kineto_trace(torch_data("steps_unmarked.json")), std::nullopt);
   EXPECT_EQ(unmarked.by, "the forward of module GPT_0");
@@ -100,8 +100,10 @@ TEST(SplitTraceSteps, TheTracesTorchWroteOfFourSteps) {
   const TraceSteps labels = split_trace_steps(read_kineto_trace(torch_data("steps_labels.json")), std::regex("layer[0-9]+"));
   EXPECT_EQ(labels.by, "the span of layer layer0");
   EXPECT_EQ(labels.steps.size(), 4U);
-  // The older one-step trace: still one step, marked.
-  EXPECT_EQ(split_trace_steps(read_kineto_trace(torch_data("gpt_cpu_b1.json")), std::nullopt).steps.size(), 1U);
+  // make_traces.py's marked trace of three steps.
+  const TraceSteps three = split_trace_steps(read_kineto_trace(torch_data("gpt_cpu_b1.json")), std::nullopt);
+  EXPECT_EQ(three.by, "ProfilerStep#N spans");
+  EXPECT_EQ(three.steps.size(), 3U);
 }
 
 }  // namespace

@@ -11,7 +11,8 @@ The model is gpipe's transformer:layers=2,hidden=32,heads=2,seq=16,vocab=64
 gpipe's layers are: Embed (token and position tables), Block_0 and Block_1
 (pre-LN blocks), Head (final LayerNorm, unembedding, cross-entropy). It trains
 on one CPU thread, fp32, AdamW, random int32 tokens, seed 0; the profiler
-warms up one step and records the next (schedule wait=0, warmup=1, active=1) with
+warms up one step and records the next three (schedule wait=0, warmup=1, active=3),
+so that each layer's median shrugs off one step's stall, with
 record_shapes, profile_memory and with_stack, and the trace is exported as
 Kineto's Chrome JSON:
 
@@ -102,9 +103,9 @@ def trace(batch, path, device="cpu"):
     targets = torch.randint(0, VOCAB, (batch, SEQ), dtype=torch.int32).to(device)
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
     with profile(activities=activities, record_shapes=True, profile_memory=True, with_stack=True,
-                 schedule=schedule(wait=0, warmup=1, active=1, repeat=1),
+                 schedule=schedule(wait=0, warmup=1, active=3, repeat=1),
                  on_trace_ready=lambda p: p.export_chrome_trace(path)) as prof:
-        for _ in range(2):
+        for _ in range(4):
             opt.zero_grad(set_to_none=True)
             model(tokens, targets).backward()
             opt.step()
