@@ -34,6 +34,9 @@ inline constexpr std::string_view kProfilerStepPrefix = "ProfilerStep#";
 // each optimizer step ("Optimizer.step#AdamW.step", a user_annotation).
 inline constexpr std::string_view kModulePrefix = "nn.Module: ";
 inline constexpr std::string_view kOptimizerStepPrefix = "Optimizer.step#";
+// What the autograd engine puts around each function of a backward
+// ("autograd::engine::evaluate_function: AddmmBackward0", a cpu_op).
+inline constexpr std::string_view kBackwardPrefix = "autograd::engine::evaluate_function: ";
 
 struct KinetoEvent {
   std::string name;

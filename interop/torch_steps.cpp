@@ -1,6 +1,7 @@
 #include "interop/torch_steps.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -9,14 +10,22 @@ namespace gpipe::interop {
 
 namespace {
 
-// Each event that `starts` accepts and no earlier accepted one encloses (the
-// events come sorted by start, an enclosing one first).
+// Each event that `accepts` takes, on the first such event's thread, that
+// starts after the one taken before it has ended (so not nested in it), and
+// that no autograd function of that thread holds: a layer that activation
+// checkpointing recomputes inside the backward opens no step. The events come
+// sorted by start, an enclosing one first.
 template <class F>
 std::vector<const KinetoEvent*> top_level(const KinetoTrace& trace, F&& accepts) {
   std::vector<const KinetoEvent*> out;
+  std::int64_t backward_until = std::numeric_limits<std::int64_t>::min();  // the latest end of an autograd function
   for (const KinetoEvent& e : trace.events) {
-    if (!accepts(e)) continue;
-    if (!out.empty() && out.back()->encloses(e)) continue;
+    const bool same_thread = out.empty() || (e.process == out.front()->process && e.thread == out.front()->thread);
+    if (same_thread && e.category == "cpu_op" && e.name.starts_with(kBackwardPrefix)) {
+      backward_until = std::max(backward_until, e.end_ns);
+    }
+    if (!accepts(e) || !same_thread || e.start_ns < backward_until) continue;
+    if (!out.empty() && e.start_ns <= out.back()->end_ns) continue;
     out.push_back(&e);
   }
   return out;
@@ -50,7 +59,7 @@ TraceSteps split_trace_steps(const KinetoTrace& trace, const std::optional<std::
     }
   }
   if (!out.steps.empty()) {
-    out.by = "ProfilerStep#N spans";
+    out.by = std::string(kMarkedSteps);
     return out;
   }
   // The span that opens each forward: the first layer's (with --layers), else the model's.

@@ -9,12 +9,16 @@
 //     or module); a step runs from one such start to the next;
 //   - else the optimizer's steps ("Optimizer.step#..."): a step ends with each;
 //   - else the whole trace, one step.
+// The spans that split are taken on one thread, one after another, and not
+// inside the backward's autograd functions (where activation checkpointing
+// runs a layer's forward again).
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <regex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "interop/kineto_trace.hpp"
@@ -25,6 +29,9 @@ struct TraceStep {
   std::int64_t start_ns = 0;
   std::int64_t end_ns = 0;  // inclusive: the events that start and end in [start, end] are the step's
 };
+
+// TraceSteps::by for a trace split by its ProfilerStep#N spans.
+inline constexpr std::string_view kMarkedSteps = "ProfilerStep#N spans";
 
 struct TraceSteps {
   std::vector<TraceStep> steps;  // in time order, disjoint; empty when the trace has no events

@@ -25,8 +25,6 @@ namespace {
 using interop::KinetoEvent;
 using interop::KinetoTrace;
 
-constexpr std::string_view kBackwardPrefix = "autograd::engine::evaluate_function: ";
-
 bool is_op(const KinetoEvent& e) { return e.category == "cpu_op"; }
 // "Block_0" -> "Block": the module's class; a label is its own kind.
 std::string kind_of(const std::string& name, bool module) {
@@ -108,7 +106,7 @@ class TraceReader {
     std::vector<StepMeasure> out;
     for (std::size_t k = 0; k < split.steps.size(); ++k) {
       const TraceStep& t = split.steps[k];
-      out.push_back(step({t.start_ns, t.end_ns}, k));
+      out.push_back(step({t.start_ns, t.end_ns}, k, split.by));
       out.back().duration_ns = t.end_ns - t.start_ns;
     }
     return out;
@@ -157,12 +155,21 @@ class TraceReader {
     return layers;
   }
 
-  [[nodiscard]] StepMeasure step(const Span& span, std::size_t k) const {
+  [[nodiscard]] StepMeasure step(const Span& span, std::size_t k, std::string_view split_by) const {
     StepMeasure s;
     s.layers = layer_spans(span, s.root);
     std::set<std::string> seen;
     for (const LayerStep& l : s.layers) {
       if (!seen.insert(l.name).second) {
+        // Marked steps with two forwards in one: a micro-batch loop (gradient
+        // accumulation) inside each, or a module the forward calls twice.
+        if (split_by == kMarkedSteps) {
+          fail(fmt::format("layer {} runs twice in step {} (a ProfilerStep#N span): a micro-batch loop inside a "
+                           "step, or a module the forward calls twice, is not read as layers; call prof.step() "
+                           "after each micro-batch's backward, or give --layers naming labels that each run once "
+                           "a step",
+                           l.name, k + 1));
+        }
         fail(fmt::format("layer {} runs twice in step {} and the trace cannot be split further: mark each step "
                          "(prof.step() under a profiler schedule writes ProfilerStep#N spans), or give --layers "
                          "naming labels that each run once a step",
@@ -307,7 +314,7 @@ double median_us(const std::vector<T>& steps, F&& value_ns) {
   return profiles::median(std::move(ns)) / 1e3;
 }
 
-// ", 5.12 to 5.60 ms a step (9.4 % apart)": the steps' spread; "" for one step.
+// ", 5120.0 to 5600.0 us a step (9.4 % apart)": the steps' spread; "" for one step.
 std::string step_spread(const std::vector<StepMeasure>& steps) {
   if (steps.size() < 2) return "";
   const auto [low, high] = std::ranges::minmax(steps, {}, &StepMeasure::duration_ns);

@@ -73,6 +73,15 @@ void median_points(std::vector<LinkPoint>& points, const std::vector<Profile>& p
   }
 }
 
+// A collective's fit, its latency and bandwidth each the median, where every
+// profile has one (each profile of a validate round fits its own).
+void median_fit(std::optional<CollectiveLink>& fit, const std::vector<Profile>& profiles,
+                std::optional<CollectiveLink> Link::*which) {
+  if (!std::ranges::all_of(profiles, [&](const Profile& p) { return (p.link.*which).has_value(); })) return;
+  fit->latency_us = median_over(profiles, [&](const Profile& p) { return (p.link.*which)->latency_us; });
+  fit->bandwidth_GBps = median_over(profiles, [&](const Profile& p) { return (p.link.*which)->bandwidth_GBps; });
+}
+
 }  // namespace
 
 Profile median_profile(const std::vector<Profile>& profiles) {
@@ -85,6 +94,10 @@ Profile median_profile(const std::vector<Profile>& profiles) {
   out.link.bandwidth_GBps = median_over(profiles, [](const Profile& p) { return p.link.bandwidth_GBps; });
   median_points(out.link.points, profiles, &Link::points);
   median_points(out.link.pipeline_points, profiles, &Link::pipeline_points);
+  for (const auto which : {&Link::collective, &Link::reduce_scatter, &Link::all_gather, &Link::tensor_all_reduce,
+                           &Link::context_all_gather, &Link::context_reduce_scatter}) {
+    median_fit(out.link.*which, profiles, which);
+  }
   for (std::size_t c = 0; c < out.contention.size(); ++c) {
     out.contention[c].slowdown = median_over(profiles, [c](const Profile& p) { return p.contention[c].slowdown; });
   }

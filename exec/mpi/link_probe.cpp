@@ -5,6 +5,7 @@
 #include <cmath>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -287,6 +288,12 @@ ProbedLink probe_mpi_link(const LinkProbeOptions& options) {
     if (tensor > 1) {
       tensor_comm = SplitComm(world.rank() / tensor, world.rank() % tensor);
       group = std::make_unique<MpiTensorParallel>(world, *watch, tensor_comm.comm);
+    }
+    if ((group && group->rank() != world.rank() % tensor) || (members && members->rank() != world.rank() / tensor)) {
+      throw std::logic_error(fmt::format("process {}: part {} of member {}, where a run lays it out as part {} of "
+                                         "member {}",
+                                         world.rank(), group ? group->rank() : 0, members ? members->rank() : 0,
+                                         world.rank() % tensor, world.rank() / tensor));
     }
     // A part that fails tells the others, which wait in its all-reduces, and
     // no process waits in MPI_Finalize for a peer that is gone.

@@ -66,6 +66,33 @@ TEST(SplitTraceSteps, WithLayersTheFirstLayersSpan) {
   EXPECT_EQ(s.steps[1].end_ns, 2019);
 }
 
+TEST(SplitTraceSteps, OnOneThreadInTimeOrderAndNotInsideTheBackward) {
+  KinetoTrace t = three_steps(false);
+  // The first layer run again inside each backward (activation checkpointing),
+  // and the model's forward on another thread: neither opens a step.
+  for (std::int64_t s = 0; s < 3000; s += 1000) add(t, "layer0", "user_annotation", s + 510, s + 520);
+  t.events.push_back({.name = "nn.Module: Net_0", .category = "python_function", .process = "1", .thread = "2",
+                      .start_ns = 1500, .end_ns = 1600});
+  std::ranges::stable_sort(t.events, [](const KinetoEvent& a, const KinetoEvent& b) { return a.start_ns < b.start_ns; });
+  const TraceSteps by_model = split_trace_steps(t, std::nullopt);
+  ASSERT_EQ(by_model.steps.size(), 3U);
+  EXPECT_EQ(by_model.steps[1].start_ns, 1010);
+  const TraceSteps by_layer = split_trace_steps(t, std::regex("layer[0-9]+"));
+  ASSERT_EQ(by_layer.steps.size(), 3U);
+  EXPECT_EQ(by_layer.steps[1].start_ns, 1020);
+  EXPECT_EQ(by_layer.steps[1].end_ns, 2019);
+  // Two optimizer steps at once on two threads: the second thread's is none of the steps.
+  KinetoTrace o;
+  add(o, "Optimizer.step#SGD.step", "user_annotation", 700, 800);
+  o.events.push_back({.name = "Optimizer.step#SGD.step", .category = "user_annotation", .process = "1",
+                      .thread = "2", .start_ns = 710, .end_ns = 750});
+  add(o, "Optimizer.step#SGD.step", "user_annotation", 1700, 1800);
+  const TraceSteps optimizer = split_trace_steps(o, std::nullopt);
+  ASSERT_EQ(optimizer.steps.size(), 2U);
+  EXPECT_EQ(optimizer.steps[1].start_ns, 801);
+  EXPECT_EQ(optimizer.steps[1].end_ns, 1800);
+}
+
 TEST(SplitTraceSteps, ElseTheOptimizersStepsElseTheWholeTrace) {
   KinetoTrace t;
   for (std::int64_t s = 0; s < 2000; s += 1000) {

@@ -264,16 +264,17 @@ TEST(TorchTraceProfile, ATraceItCannotReadIsOneLineSayingWhatIsMissing) {
             "built.json: no module events: profile an eager model with with_stack=True (which writes \"nn.Module: "
             "Block_0\" events), or give --layers naming the record_function labels around each layer");
   EXPECT_EQ(import_error({{good.trace, 1}}, {.layers = "Conv.*"}), "built.json: no module or record_function label matches --layers 'Conv.*'");
-  // Two forwards of a layer inside one ProfilerStep (a micro-batch loop): no split reads it right.
+  // Two forwards of a layer inside one ProfilerStep (a micro-batch loop): no split reads it right,
+  // and the marked step's advice is not to mark the steps.
   Built twice = good;
   twice.event("nn.Module: Lin_0", "python_function", 310, 320);
   std::ranges::stable_sort(twice.trace.events, [](const KinetoEvent& a, const KinetoEvent& b) {
     return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.end_ns > b.end_ns;
   });
   EXPECT_EQ(import_error({{twice.trace, 1}}),
-            "built.json: layer Lin_0 runs twice in step 1 and the trace cannot be split further: mark each step "
-            "(prof.step() under a profiler schedule writes ProfilerStep#N spans), or give --layers naming labels "
-            "that each run once a step");
+            "built.json: layer Lin_0 runs twice in step 1 (a ProfilerStep#N span): a micro-batch loop inside a "
+            "step, or a module the forward calls twice, is not read as layers; call prof.step() after each "
+            "micro-batch's backward, or give --layers naming labels that each run once a step");
   EXPECT_EQ(import_error({{good.trace, 1}}, {.layers = "(("}).rfind("--layers: '((' is not a regular expression", 0), 0U);
   Built no_memory = good;
   no_memory.trace.memory.clear();

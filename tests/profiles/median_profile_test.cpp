@@ -89,6 +89,21 @@ TEST(MedianProfile, TheLinkIsTheMedianOfTheRounds) {
   EXPECT_EQ(median.measured_with, "round 0");
 }
 
+TEST(MedianProfile, EachCollectivesFitIsTheMedianWhereEveryRoundHasOne) {
+  std::vector<Profile> three = {scaled(1.0), scaled(1.0), scaled(1.0)};
+  const double latency[] = {8.0, 2.0, 5.0};
+  const double bandwidth[] = {1.0, 3.0, 2.5};
+  for (std::size_t i = 0; i < 3; ++i) {
+    three[i].link.tensor_all_reduce = CollectiveLink{.latency_us = latency[i], .bandwidth_GBps = bandwidth[i]};
+    three[i].link.context_all_gather = CollectiveLink{.latency_us = latency[i], .bandwidth_GBps = bandwidth[i]};
+  }
+  three[1].link.context_all_gather.reset();  // one round without it: the first's stands
+  const Link median = median_profile(three).link;
+  EXPECT_EQ(median.tensor_all_reduce, (CollectiveLink{.latency_us = 5.0, .bandwidth_GBps = 2.5}));
+  EXPECT_EQ(median.context_all_gather, (CollectiveLink{.latency_us = 8.0, .bandwidth_GBps = 1.0}));
+  EXPECT_FALSE(median.collective.has_value());
+}
+
 TEST(MedianProfile, RefusesProfilesThatDoNotMatch) {
   EXPECT_EQ(error_of([] { (void)median_profile({}); }), "a median of profiles needs at least one");
   Profile fewer = scaled(1.0);

@@ -3,11 +3,14 @@
 #include <gtest/gtest.h>
 
 #include <limits>
+#include <stdexcept>
 
 #include "base/error.hpp"
 #include "models/context_parallel.hpp"
 #include "models/model_spec.hpp"
+#include "models/tensor_parallel.hpp"
 #include "profiles/analytic.hpp"
+#include "profiles/collectives.hpp"
 #include "profiles/device.hpp"
 #include "sim/scenario.hpp"
 #include "tests/error_of.hpp"
@@ -158,6 +161,34 @@ TEST(Predict, DrawsTheContextGroupsCollectivesInTheProfilesForm) {
     // Two blocks' B: the all-gather form's reduce-scatter in each, the ring's none.
     EXPECT_EQ(in_b.size(), form == models::ContextParallelForm::all_gather ? 2U : 0U) << models::to_string(form);
   }
+}
+
+// A tensor-parallel profile's all-reduces as its blocks ran them
+// (link.tensor_all_reduce) price the prediction's spans in place of the link.
+TEST(Predict, TensorParallelSpansTakeTheProfilesOwnAllReduceFit) {
+  const models::Model model = models::split_tensor_parallel(
+      models::parse_model("transformer:layers=2,hidden=64,heads=4,seq=16,vocab=64"), {.degree = 2});
+  const std::vector<int> sizes{1};
+  profiles::Profile profile =
+      profiles::analytic_profile(model, profiles::device_named("h100"), models::DType::bf16, sizes);
+  Scenario sc;
+  sc.request.schedule = "1f1b";
+  sc.request.stages = 1;
+  sc.request.microbatches = 1;
+  sc.request.batch = 1;
+  const auto first_span = [&] {
+    const Prediction p = predict(profile, sc, /*record_timeline=*/true);
+    for (const auto& span : p.timeline.collectives) {
+      if (span.group == timelines::CollectiveGroup::tensor) return span;
+    }
+    throw std::logic_error("no tensor-parallel span");
+  };
+  const auto on_link = first_span();
+  profile.link.tensor_all_reduce = profiles::CollectiveLink{.latency_us = 0.5, .bandwidth_GBps = 2.0};
+  const auto fitted = first_span();
+  EXPECT_EQ(fitted.end_ns - fitted.start_ns,
+            profiles::fastest_collective(models::Collective::all_reduce, 2, fitted.bytes, *profile.link.tensor_all_reduce).ns);
+  EXPECT_NE(fitted.end_ns - fitted.start_ns, on_link.end_ns - on_link.start_ns);
 }
 
 TEST(Predict, RejectsConfigurationsThatCannotExist) {
