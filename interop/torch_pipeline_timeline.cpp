@@ -14,6 +14,7 @@
 #include <fmt/ranges.h>
 
 #include "base/error.hpp"
+#include "interop/torch_steps.hpp"
 #include "schedules/action.hpp"
 
 namespace gpipe::interop {
@@ -107,11 +108,7 @@ struct StepWindow {
 // optimizer between two steps falling in the later one; else one.
 std::vector<StepWindow> rank_steps(const KinetoTrace& t) {
   std::vector<StepWindow> out;
-  for (const KinetoEvent& e : t.events) {
-    if (e.category == "user_annotation" && e.name.starts_with(kProfilerStepPrefix)) {
-      out.push_back({e.start_ns, e.end_ns, e.thread});
-    }
-  }
+  for (const KinetoEvent* e : profiler_step_spans(t)) out.push_back({e->start_ns, e->end_ns, e->thread});
   if (!out.empty()) return out;
   std::vector<const KinetoEvent*> labels;
   for (const KinetoEvent& e : t.events) {

@@ -49,15 +49,19 @@ std::vector<TraceStep> from_starts(const std::vector<const KinetoEvent*>& starts
 
 }  // namespace
 
+std::vector<const KinetoEvent*> profiler_step_spans(const KinetoTrace& trace) {
+  std::vector<const KinetoEvent*> out;
+  for (const KinetoEvent& e : trace.events) {
+    if (e.category == "user_annotation" && e.name.starts_with(kProfilerStepPrefix)) out.push_back(&e);
+  }
+  return out;
+}
+
 TraceSteps split_trace_steps(const KinetoTrace& trace, const std::optional<std::regex>& layers) {
   TraceSteps out;
   if (trace.events.empty()) return out;
   const std::int64_t end = trace_end(trace);
-  for (const KinetoEvent& e : trace.events) {
-    if (e.category == "user_annotation" && e.name.starts_with(kProfilerStepPrefix)) {
-      out.steps.push_back({e.start_ns, e.end_ns});
-    }
-  }
+  for (const KinetoEvent* e : profiler_step_spans(trace)) out.steps.push_back({e->start_ns, e->end_ns});
   if (!out.steps.empty()) {
     out.by = std::string(kMarkedSteps);
     return out;

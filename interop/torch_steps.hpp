@@ -41,6 +41,9 @@ struct TraceSteps {
   std::string by;
 };
 
+// The ProfilerStep#N spans prof.step() wrote, in time order; empty when none.
+[[nodiscard]] std::vector<const KinetoEvent*> profiler_step_spans(const KinetoTrace& trace);
+
 // `layers`: the --layers pattern, or none (the model's children).
 [[nodiscard]] TraceSteps split_trace_steps(const KinetoTrace& trace, const std::optional<std::regex>& layers);
 

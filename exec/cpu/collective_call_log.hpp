@@ -6,6 +6,7 @@
 // call from several threads.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -21,6 +22,14 @@ namespace gpipe::exec::cpu {
 class CollectiveCallLog {
  public:
   void record(models::Collective collective, std::int64_t bytes, double us);
+  // Runs `call` and records how long it took.
+  template <class F>
+  void time(models::Collective collective, std::int64_t bytes, F&& call) {
+    const auto start = std::chrono::steady_clock::now();
+    call();
+    record(collective, bytes,
+           std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
+  }
 
   // The fit over `ranks` of the median time at each size `collective` was
   // called with (nccl-tests' sizes: the whole gathered, scattered or summed

@@ -4,6 +4,7 @@
 // profile's context_all_gather and context_reduce_scatter (profiles::Link).
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <span>
 
@@ -18,8 +19,14 @@ class LoggedContextParallel final : public ContextParallelComm {
 
   [[nodiscard]] int size() const override { return group_.size(); }
   [[nodiscard]] int rank() const override { return group_.rank(); }
-  void all_gather(std::span<const float> mine, std::span<float> all) override;
-  void reduce_scatter_sum(std::span<const float> all, std::span<float> mine) override;
+  void all_gather(std::span<const float> mine, std::span<float> all) override {
+    log_.time(models::Collective::all_gather, static_cast<std::int64_t>(all.size_bytes()),
+              [&] { group_.all_gather(mine, all); });
+  }
+  void reduce_scatter_sum(std::span<const float> all, std::span<float> mine) override {
+    log_.time(models::Collective::reduce_scatter, static_cast<std::int64_t>(all.size_bytes()),
+              [&] { group_.reduce_scatter_sum(all, mine); });
+  }
 
   // The ring-form fit of `collective`'s calls over the group; nullopt when it never ran.
   [[nodiscard]] std::optional<profiles::CollectiveLink> fit(models::Collective collective) const {

@@ -5,7 +5,6 @@
 // blocks meet them, each part waiting for the others.
 #pragma once
 
-#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -22,10 +21,8 @@ class LoggedTensorParallel final : public TensorParallelComm {
   [[nodiscard]] int size() const override { return group_.size(); }
   [[nodiscard]] int rank() const override { return group_.rank(); }
   void all_reduce_sum(std::span<float> values) override {
-    const auto start = std::chrono::steady_clock::now();
-    group_.all_reduce_sum(values);
-    const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
-    log_.record(models::Collective::all_reduce, static_cast<std::int64_t>(values.size_bytes()), us);
+    log_.time(models::Collective::all_reduce, static_cast<std::int64_t>(values.size_bytes()),
+              [&] { group_.all_reduce_sum(values); });
   }
 
   // The ring-form fit of the all-reduces over the group; nullopt when none ran.

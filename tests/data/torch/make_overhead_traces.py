@@ -5,8 +5,9 @@ yardstick and a source of traces, never a dependency of gpipe):
 
   python tests/data/torch/make_overhead_traces.py --layers 2 --hidden 32 --heads 2 NAME OUT_DIR
 
-The model is a GPT of that shape (sequence 16, vocab 64: Embed, the blocks,
-Head with the loss; make_traces.py's modules at any width), trained on the
+The model is a GPT of that shape (sequence 16, vocab 64: make_traces.py's
+Embed, Blocks and Head with the loss; make_pipeline_traces.py's Logits and
+loss in the pipeline), trained on the
 CPU, fp32, seed 0, batch 8. For each, with a record_function label around
 each layer ("layer0", ... : no stacks, whose Python tracing slows every call)
 and three recorded steps after a warm-up one (ProfilerStep#N spans):
@@ -27,16 +28,20 @@ schedule. The files are never edited by hand.
 """
 import argparse
 import os
+import sys
 
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 import torch.nn as nn
-import torch.nn.functional as F
 from torch.distributed.pipelining import PipelineStage, ScheduleGPipe, ScheduleInterleaved1F1B
 from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
-SEQ, VOCAB, BATCH, MICROBATCHES, STEPS = 16, 64, 8, 4, 3
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import make_pipeline_traces as pipe  # noqa: E402  (the logits, the loss and a pipeline step)
+import make_traces as gpt  # noqa: E402  (the model's modules, at any width)
+
+SEQ, VOCAB, BATCH, MICROBATCHES, STEPS = gpt.SEQ, gpt.VOCAB, 8, 4, 3
 
 
 class Labelled(nn.Module):
@@ -51,66 +56,9 @@ class Labelled(nn.Module):
             return self.inner(*args)
 
 
-class Embed(nn.Module):
-    def __init__(self, hidden):
-        super().__init__()
-        self.tok = nn.Embedding(VOCAB, hidden)
-        self.pos = nn.Embedding(SEQ, hidden)
-
-    def forward(self, tokens):
-        return self.tok(tokens) + self.pos(torch.arange(SEQ, device=tokens.device))
-
-
-class Block(nn.Module):
-    def __init__(self, hidden, heads):
-        super().__init__()
-        self.hidden, self.heads = hidden, heads
-        self.ln1 = nn.LayerNorm(hidden)
-        self.qkv = nn.Linear(hidden, 3 * hidden)
-        self.proj = nn.Linear(hidden, hidden)
-        self.ln2 = nn.LayerNorm(hidden)
-        self.fc1 = nn.Linear(hidden, 4 * hidden)
-        self.fc2 = nn.Linear(4 * hidden, hidden)
-
-    def forward(self, x):
-        b, s, h = x.shape
-        q, k, v = self.qkv(self.ln1(x)).split(self.hidden, dim=2)
-        q, k, v = (t.view(b, s, self.heads, h // self.heads).transpose(1, 2) for t in (q, k, v))
-        scores = (q @ k.transpose(-2, -1)) / (h // self.heads) ** 0.5
-        mask = torch.triu(torch.ones(s, s, dtype=torch.bool, device=x.device), 1)
-        att = scores.masked_fill(mask, float("-inf")).softmax(-1) @ v
-        x = x + self.proj(att.transpose(1, 2).reshape(b, s, h))
-        return x + self.fc2(F.gelu(self.fc1(self.ln2(x)), approximate="tanh"))
-
-
-class Logits(nn.Module):
-    def __init__(self, hidden):
-        super().__init__()
-        self.ln = nn.LayerNorm(hidden)
-        self.unembed = nn.Linear(hidden, VOCAB, bias=False)
-
-    def forward(self, x):
-        return self.unembed(self.ln(x))
-
-
-def loss_fn(logits, targets):
-    return F.cross_entropy(logits.reshape(-1, VOCAB), targets.reshape(-1).long())
-
-
-class Head(nn.Module):
-    """The logits and the loss: the one-process model's last layer."""
-
-    def __init__(self, hidden):
-        super().__init__()
-        self.logits = Logits(hidden)
-
-    def forward(self, x, targets):
-        return loss_fn(self.logits(x), targets)
-
-
 def layers(args, with_loss):
-    out = [Embed(args.hidden)] + [Block(args.hidden, args.heads) for _ in range(args.layers)]
-    out.append(Head(args.hidden) if with_loss else Logits(args.hidden))
+    out = [gpt.Embed(args.hidden)] + [gpt.Block(args.hidden, args.heads) for _ in range(args.layers)]
+    out.append(gpt.Head(args.hidden) if with_loss else pipe.Logits(args.hidden))
     return [Labelled(f"layer{i}", m) for i, m in enumerate(out)]
 
 
@@ -153,16 +101,16 @@ def pipeline(rank, args, kind, port):
         half = n // 2
         mine = all_layers[:half] if rank == 0 else all_layers[half:]
         stage = PipelineStage(nn.Sequential(*mine), rank, 2, torch.device("cpu"))
-        pipe = ScheduleGPipe(stage, MICROBATCHES, loss_fn=loss_fn)
+        runner = ScheduleGPipe(stage, MICROBATCHES, loss_fn=pipe.loss_fn)
         params = list(stage.submod.parameters())
     else:
         quarter = n // 4
         runs = [all_layers[s * quarter:(s + 1) * quarter if s < 3 else n] for s in range(4)]
         stages = [PipelineStage(nn.Sequential(*runs[s]), s, 4, torch.device("cpu")) for s in (rank, rank + 2)]
-        pipe = ScheduleInterleaved1F1B(stages, MICROBATCHES, loss_fn=loss_fn)
+        runner = ScheduleInterleaved1F1B(stages, MICROBATCHES, loss_fn=pipe.loss_fn)
         params = [p for s in stages for p in s.submod.parameters()]
         if rank == 0:
-            pipe._dump_csv(os.path.join(args.out, f"{args.name}_interleaved.csv"))
+            runner._dump_csv(os.path.join(args.out, f"{args.name}_interleaved.csv"))
     opt = torch.optim.SGD(params, lr=1e-3)
     tokens = torch.randint(0, VOCAB, (BATCH, SEQ), dtype=torch.int32)
     targets = torch.randint(0, VOCAB, (BATCH, SEQ), dtype=torch.int32)
@@ -170,13 +118,7 @@ def pipeline(rank, args, kind, port):
     with profile(activities=[ProfilerActivity.CPU], schedule=schedule(wait=0, warmup=1, active=STEPS, repeat=1),
                  on_trace_ready=lambda p: p.export_chrome_trace(path)) as prof:
         for _ in range(1 + STEPS):
-            opt.zero_grad(set_to_none=True)
-            dist.barrier()
-            if rank == 0:
-                pipe.step(tokens)
-            else:
-                pipe.step(target=targets)
-            opt.step()
+            pipe.pipeline_step(runner, opt, rank, tokens, targets)
             prof.step()
     dist.destroy_process_group()
 

@@ -45,10 +45,10 @@ MICROBATCHES, BATCH = 4, 8
 
 
 class Logits(nn.Module):
-    def __init__(self):
+    def __init__(self, hidden=gpt.HIDDEN):
         super().__init__()
-        self.ln = nn.LayerNorm(gpt.HIDDEN)
-        self.unembed = nn.Linear(gpt.HIDDEN, gpt.VOCAB, bias=False)
+        self.ln = nn.LayerNorm(hidden)
+        self.unembed = nn.Linear(hidden, gpt.VOCAB, bias=False)
 
     def forward(self, x):
         return self.unembed(self.ln(x))
@@ -56,6 +56,18 @@ class Logits(nn.Module):
 
 def loss_fn(logits, targets):
     return F.cross_entropy(logits.reshape(-1, gpt.VOCAB), targets.reshape(-1).long())
+
+
+def pipeline_step(pipe, opt, rank, tokens, targets):
+    """One training step of a 2-rank run: a barrier first (the run's record of
+    one moment on every clock), the schedule, then SGD outside it."""
+    opt.zero_grad(set_to_none=True)
+    dist.barrier()
+    if rank == 0:
+        pipe.step(tokens)
+    else:
+        pipe.step(target=targets)
+    opt.step()
 
 
 def run(rank, out, kind, port, steps):
@@ -78,13 +90,7 @@ def run(rank, out, kind, port, steps):
     tokens = torch.randint(0, gpt.VOCAB, (BATCH, gpt.SEQ), dtype=torch.int32)
     targets = torch.randint(0, gpt.VOCAB, (BATCH, gpt.SEQ), dtype=torch.int32)
     def train_step():
-        opt.zero_grad(set_to_none=True)
-        dist.barrier()
-        if rank == 0:
-            pipe.step(tokens)
-        else:
-            pipe.step(target=targets)
-        opt.step()
+        pipeline_step(pipe, opt, rank, tokens, targets)
 
     if steps > 1:
         # The ordinary way: a warm-up step, then a profiler around `steps` steps, no prof.step().

@@ -7,7 +7,8 @@ yardstick and a source of traces, never a dependency of gpipe):
   python tests/data/torch/make_traces.py --device cuda OUT_DIR   (on a GPU)
 
 The model is gpipe's transformer:layers=2,hidden=32,heads=2,seq=16,vocab=64
-(the bench GPT of tests/bench/torch_gpt.py, small), written as the modules
+(the bench GPT of tests/bench/torch_gpt.py, small; the modules take other
+widths too, for make_overhead_traces.py), written as the modules
 gpipe's layers are: Embed (token and position tables), Block_0 and Block_1
 (pre-LN blocks), Head (final LayerNorm, unembedding, cross-entropy). It trains
 on one CPU thread, fp32, AdamW, random int32 tokens, seed 0; the profiler
@@ -40,30 +41,31 @@ SPEC = f"transformer:layers={LAYERS},hidden={HIDDEN},heads={HEADS},seq={SEQ},voc
 
 
 class Embed(nn.Module):
-    def __init__(self):
+    def __init__(self, hidden=HIDDEN):
         super().__init__()
-        self.tok = nn.Embedding(VOCAB, HIDDEN)
-        self.pos = nn.Embedding(SEQ, HIDDEN)
+        self.tok = nn.Embedding(VOCAB, hidden)
+        self.pos = nn.Embedding(SEQ, hidden)
 
     def forward(self, tokens):
         return self.tok(tokens) + self.pos(torch.arange(SEQ, device=tokens.device))
 
 
 class Block(nn.Module):
-    def __init__(self):
+    def __init__(self, hidden=HIDDEN, heads=HEADS):
         super().__init__()
-        self.ln1 = nn.LayerNorm(HIDDEN)
-        self.qkv = nn.Linear(HIDDEN, 3 * HIDDEN)
-        self.proj = nn.Linear(HIDDEN, HIDDEN)
-        self.ln2 = nn.LayerNorm(HIDDEN)
-        self.fc1 = nn.Linear(HIDDEN, 4 * HIDDEN)
-        self.fc2 = nn.Linear(4 * HIDDEN, HIDDEN)
+        self.hidden, self.heads = hidden, heads
+        self.ln1 = nn.LayerNorm(hidden)
+        self.qkv = nn.Linear(hidden, 3 * hidden)
+        self.proj = nn.Linear(hidden, hidden)
+        self.ln2 = nn.LayerNorm(hidden)
+        self.fc1 = nn.Linear(hidden, 4 * hidden)
+        self.fc2 = nn.Linear(4 * hidden, hidden)
 
     def forward(self, x):
         b, s, h = x.shape
-        q, k, v = self.qkv(self.ln1(x)).split(HIDDEN, dim=2)
-        q, k, v = (t.view(b, s, HEADS, HIDDEN // HEADS).transpose(1, 2) for t in (q, k, v))
-        scores = (q @ k.transpose(-2, -1)) / (HIDDEN // HEADS) ** 0.5
+        q, k, v = self.qkv(self.ln1(x)).split(self.hidden, dim=2)
+        q, k, v = (t.view(b, s, self.heads, h // self.heads).transpose(1, 2) for t in (q, k, v))
+        scores = (q @ k.transpose(-2, -1)) / (h // self.heads) ** 0.5
         mask = torch.triu(torch.ones(s, s, dtype=torch.bool, device=x.device), 1)
         att = scores.masked_fill(mask, float("-inf")).softmax(-1) @ v
         x = x + self.proj(att.transpose(1, 2).reshape(b, s, h))
@@ -71,10 +73,10 @@ class Block(nn.Module):
 
 
 class Head(nn.Module):
-    def __init__(self):
+    def __init__(self, hidden=HIDDEN):
         super().__init__()
-        self.ln = nn.LayerNorm(HIDDEN)
-        self.unembed = nn.Linear(HIDDEN, VOCAB, bias=False)
+        self.ln = nn.LayerNorm(hidden)
+        self.unembed = nn.Linear(hidden, VOCAB, bias=False)
 
     def forward(self, x, targets):
         logits = self.unembed(self.ln(x))
