@@ -48,6 +48,31 @@ ActionOverheads parse_action_overheads(std::string_view text) {
   return out;
 }
 
+OverheadCosts::OverheadCosts(const CostModel& base, ActionOverheads per_action, ActionOverheads per_layer,
+                             std::vector<int> layers_per_stage)
+    : RepricedCosts(base),
+      per_action_(std::move(per_action)),
+      per_layer_(std::move(per_layer)),
+      layers_per_stage_(std::move(layers_per_stage)) {
+  if (!per_layer_.empty() && layers_per_stage_.empty()) {
+    throw InputError("an overhead per layer needs the layers of each stage");
+  }
+}
+
+std::int64_t OverheadCosts::duration_ns(const schedules::Action& action) const {
+  std::int64_t ns = base().duration_ns(action);
+  if (const auto it = per_action_.find(action.kind); it != per_action_.end()) ns += it->second;
+  if (const auto it = per_layer_.find(action.kind); it != per_layer_.end()) {
+    const auto stage = static_cast<std::size_t>(action.stage.value);
+    if (stage >= layers_per_stage_.size()) {
+      throw InputError(fmt::format("an overhead per layer: stage {} is past the {} stages of the partition",
+                                   action.stage.value, layers_per_stage_.size()));
+    }
+    ns += it->second * layers_per_stage_[stage];
+  }
+  return ns;
+}
+
 std::string to_string(const ActionOverheads& overheads) {
   std::vector<std::string> parts;
   for (const auto& [kind, ns] : overheads) {

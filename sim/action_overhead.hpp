@@ -6,6 +6,9 @@
 // goes here (`gpipe-sim run --action-overhead-us F=120,B=200`). It prices the
 // action on its stream: REDUCE_GRAD's is its posting on the compute stream,
 // not the data-parallel reduction it starts (priced by sim/data_parallel.hpp).
+// A cost may also grow with the layers an action runs (per_layer): what a
+// runtime or a profiler spends on each op, where every layer runs as many
+// (sim/runtime_overhead.hpp measures both from torch's own runs).
 #pragma once
 
 #include <cstdint>
@@ -14,6 +17,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "schedules/action.hpp"
 #include "sim/cost_model.hpp"
@@ -31,18 +35,20 @@ using ActionOverheads = std::map<schedules::ActionKind, std::int64_t>;  // ns pe
 
 class OverheadCosts final : public RepricedCosts {
  public:
-  OverheadCosts(const CostModel& base, ActionOverheads overheads) : RepricedCosts(base), overheads_(std::move(overheads)) {}
-  OverheadCosts(CostModel&&, ActionOverheads) = delete;
+  // per_layer[kind] is charged once for each of the action's stage's layers
+  // (layers_per_stage, one per stage; empty when per_layer is).
+  OverheadCosts(const CostModel& base, ActionOverheads per_action, ActionOverheads per_layer = {},
+                std::vector<int> layers_per_stage = {});
+  OverheadCosts(CostModel&&, ActionOverheads, ActionOverheads = {}, std::vector<int> = {}) = delete;
 
-  [[nodiscard]] std::int64_t duration_ns(const schedules::Action& action) const override {
-    const auto it = overheads_.find(action.kind);
-    return base().duration_ns(action) + (it == overheads_.end() ? 0 : it->second);
-  }
-  // One overhead per kind: the base's table, repriced.
+  [[nodiscard]] std::int64_t duration_ns(const schedules::Action& action) const override;
+  // Per kind, and per stage for the per-layer costs: the base's table, repriced.
   [[nodiscard]] std::optional<StagePrices> stage_prices() const override { return repriced_stage_prices(); }
 
  private:
-  ActionOverheads overheads_;
+  ActionOverheads per_action_;
+  ActionOverheads per_layer_;
+  std::vector<int> layers_per_stage_;
 };
 
 }  // namespace gpipe::sim

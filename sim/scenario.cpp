@@ -147,7 +147,10 @@ Prediction predict(plan::Planner& planner, const Scenario& sc, bool record_timel
   }
   const CostModel& priced = replicated ? static_cast<const CostModel&>(*replicated) : profiled;
   std::optional<OverheadCosts> with_overhead;
-  if (!c.action_overhead_ns.empty()) with_overhead.emplace(priced, c.action_overhead_ns);
+  if (!c.action_overhead_ns.empty() || !c.action_overhead_per_layer_ns.empty()) {
+    with_overhead.emplace(priced, c.action_overhead_ns, c.action_overhead_per_layer_ns,
+                          p.plan.partition.layers_per_stage);
+  }
   const CostModel& costs = with_overhead ? static_cast<const CostModel&>(*with_overhead) : priced;
   SimOptions sim;
   sim.batch_size = p.plan.batch;

@@ -66,6 +66,9 @@ struct Conditions {
   // A fixed cost per action of these kinds on top of the profile's
   // (sim/action_overhead.hpp: a framework's own time); empty: none.
   std::map<schedules::ActionKind, std::int64_t> action_overhead_ns;
+  // The same per layer of the action's stage (a runtime's cost per op,
+  // sim/runtime_overhead.hpp); empty: none.
+  std::map<schedules::ActionKind, std::int64_t> action_overhead_per_layer_ns;
 };
 
 struct Scenario {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "base/error.hpp"
 #include "profiles/shipped.hpp"
@@ -35,13 +36,23 @@ TEST(ActionOverhead, ParsesKindsInMicrosecondsToNanoseconds) {
   EXPECT_EQ(overhead_error("F=1,F=2"), "--action-overhead-us: F is given twice");
 }
 
-TEST(ActionOverhead, EachForwardOfAGpipeStepAddsItsCostToTheCriticalPath) {
-  const profiles::Profile profile = profiles::load_profile(profiles::resolve_profile(profiles::kDefaultProfile));
+profiles::Profile default_profile() {
+  return profiles::load_profile(profiles::resolve_profile(profiles::kDefaultProfile));
+}
+
+// GPipe on 2 stages, M micro-batches of one sample.
+Scenario gpipe_on_two_stages(int microbatches) {
   Scenario sc;
   sc.request.schedule = "gpipe";
   sc.request.stages = 2;
-  sc.request.microbatches = 4;
-  sc.request.batch = 4;
+  sc.request.microbatches = microbatches;
+  sc.request.batch = microbatches;
+  return sc;
+}
+
+TEST(ActionOverhead, EachForwardOfAGpipeStepAddsItsCostToTheCriticalPath) {
+  const profiles::Profile profile = default_profile();
+  Scenario sc = gpipe_on_two_stages(4);
   const Prediction plain = predict(profile, sc);
   sc.conditions.action_overhead_ns = {{ActionKind::F, 7'000}};
   const Prediction slower = predict(profile, sc);
@@ -55,6 +66,25 @@ TEST(ActionOverhead, EachForwardOfAGpipeStepAddsItsCostToTheCriticalPath) {
   }
   EXPECT_GE(slower.metrics.step_time_ns - plain.metrics.step_time_ns, 4 * 7'000);
   EXPECT_LE(slower.metrics.step_time_ns - plain.metrics.step_time_ns, 5 * 7'000);
+}
+
+TEST(ActionOverhead, APerLayerCostIsChargedOnceForEachLayerOfTheActionsStage) {
+  const profiles::Profile profile = default_profile();
+  Scenario sc = gpipe_on_two_stages(2);
+  const Prediction plain = predict(profile, sc);
+  const std::vector<int> layers = plain.plan.partition.layers_per_stage;
+  ASSERT_EQ(layers.size(), 2U);
+  sc.conditions.action_overhead_ns = {{ActionKind::F, 1'000}};
+  sc.conditions.action_overhead_per_layer_ns = {{ActionKind::B, 3'000}};
+  const Prediction slower = predict(profile, sc);
+  for (const auto& a : slower.timeline.actions) {
+    const auto it = std::ranges::find_if(plain.timeline.actions, [&](const auto& b) { return b.action == a.action; });
+    ASSERT_NE(it, plain.timeline.actions.end()) << to_string(a.action);
+    const std::int64_t extra = a.action.kind == ActionKind::F   ? 1'000
+                               : a.action.kind == ActionKind::B ? 3'000 * layers[a.action.stage.at()]
+                                                                : 0;
+    EXPECT_EQ(a.duration_ns(), it->duration_ns() + extra) << to_string(a.action);
+  }
 }
 
 }  // namespace

@@ -273,7 +273,7 @@ int run(const RunFlags& f, const CLI::App& cmd) {
     for (const auto& m : p.stochastic->per_run) timelines::check_report(m, "a jittered run");
   }
   if (!f.trace.empty()) timelines::write_chrome_trace(p.timeline, f.trace);
-  const std::string note = unpriced_note(p.plan.schedule);
+  const std::string note = unpriced_note(p.plan.schedule, sc.conditions);
   if (f.json) {
     json out{{"config", config_json(p, sc, profile, path)}, {"metrics", timelines::to_json(p.metrics)}};
     if (p.stochastic) out["stochastic"] = sim::to_json(*p.stochastic);
@@ -281,6 +281,7 @@ int run(const RunFlags& f, const CLI::App& cmd) {
     std::cout << out.dump(2) << "\n";
   } else {
     print_table(p, sc, profile, path);
+    std::cout << runtime_overhead_line(f.scenario.fixed);
     if (limit) std::cout << memory_check(p.metrics, *limit);
     if (!note.empty()) std::cout << "\n" << note << "\n";
     if (!f.trace.empty()) std::cout << "\ntrace written to " << f.trace << " (open it in Perfetto)\n";

@@ -10,6 +10,7 @@
 #include "schedules/generate.hpp"
 #include "sim/action_overhead.hpp"
 #include "sim/overlap_model.hpp"
+#include "sim/runtime_overhead.hpp"
 #include "sim/zb_auto.hpp"
 #include "tools/common/path_flag.hpp"
 #include "tools/common/shared_flags.hpp"
@@ -42,13 +43,21 @@ void FixedFlags::add_to(CLI::App& cmd, std::string& schedule_file) {
   cmd.add_option("--action-overhead-us", action_overhead_us,
                  "A fixed cost per action of these kinds on top of the profile's, such as a framework's own time "
                  "outside the ops it measured: F=120,B=200 (us; docs/torch.md calibrates gpipe to torch with it)");
+  cmd.add_option("--runtime-overhead", runtime_overhead,
+                 "A pipeline runtime's own costs, measured once from its own runs (scripts/fit-torch-overhead: "
+                 "torch's per action, per layer and per message): added to the profile's, its transfers as the "
+                 "link's latency unless --link-latency-us is given")
+      ->check(nonempty_path());
   cluster.add_to(cmd);
 }
 
-std::string unpriced_note(const schedules::Schedule& schedule) {
+std::string unpriced_note(const schedules::Schedule& schedule, const sim::Conditions& conditions) {
   int housekeeping = 0;
   for (const auto& list : schedule.ranks) {
-    for (const schedules::Action& a : list) housekeeping += schedules::is_housekeeping(a.kind);
+    for (const schedules::Action& a : list) {
+      housekeeping += schedules::is_housekeeping(a.kind) && !conditions.action_overhead_ns.contains(a.kind) &&
+                      !conditions.action_overhead_per_layer_ns.contains(a.kind);
+    }
   }
   if (housekeeping == 0) return {};
   return fmt::format("note: {} UNSHARD/RESHARD/REDUCE_GRAD/WAIT_REDUCE_GRAD action{} cost 0 (no profile "
@@ -67,7 +76,22 @@ void FixedFlags::apply_to(plan::PlanRequest& request, sim::Conditions& condition
   sim::validate_overlap_share(overlap_f_b);
   conditions.overlap_share = overlap_f_b;
   if (!action_overhead_us.empty()) conditions.action_overhead_ns = sim::parse_action_overheads(action_overhead_us);
+  if (!runtime_overhead.empty()) {
+    if (!action_overhead_us.empty()) {
+      throw InputError("--runtime-overhead and --action-overhead-us are two answers to one question: give one");
+    }
+    const sim::RuntimeOverhead file = sim::read_runtime_overhead(runtime_overhead);
+    conditions.action_overhead_ns = file.per_action;
+    conditions.action_overhead_per_layer_ns = file.per_layer;
+    if (!link_latency_us) conditions.link_latency_us = file.transfer_us;
+  }
   cluster.apply_to(request, conditions);
+}
+
+std::string runtime_overhead_line(const FixedFlags& flags) {
+  if (flags.runtime_overhead.empty()) return {};
+  return fmt::format("runtime     {} ({})\n", sim::describe(sim::read_runtime_overhead(flags.runtime_overhead)),
+                     flags.runtime_overhead);
 }
 
 void ScenarioFlags::add_to(CLI::App& cmd) {

@@ -34,6 +34,7 @@ struct FixedFlags {
   std::string optimizer = "adamw";
   std::optional<double> overlap_f_b;  // share of the compute stream each of a pair runs at
   std::string action_overhead_us;     // "F=120,B=200" (sim/action_overhead.hpp); empty: none
+  std::string runtime_overhead;       // a runtime's cost file (sim/runtime_overhead.hpp); empty: none
   ClusterFlags cluster;               // TP (the profile's), DP, ZeRO, nodes
 
   // --schedule-file is stored in `schedule_file` (an IR JSON or torch CSV
@@ -44,10 +45,14 @@ struct FixedFlags {
   void apply_to(plan::PlanRequest& request, sim::Conditions& conditions) const;
 };
 
-// gpipe-sim's note on what a schedule holds that no profile prices
-// ("note: 4 UNSHARD/RESHARD/REDUCE_GRAD/WAIT_REDUCE_GRAD actions cost 0 (...)"),
-// or empty.
-[[nodiscard]] std::string unpriced_note(const schedules::Schedule& schedule);
+// gpipe-sim's note on what a schedule holds that no profile prices, nor an
+// overhead of the conditions ("note: 4 UNSHARD/RESHARD/REDUCE_GRAD/WAIT_REDUCE_GRAD
+// actions cost 0 (...)"), or empty.
+[[nodiscard]] std::string unpriced_note(const schedules::Schedule& schedule, const sim::Conditions& conditions);
+
+// "runtime     torch.distributed.pipelining 2.15.0 (gloo) on CPU (vm): ... (FILE)\n", or
+// empty without --runtime-overhead.
+[[nodiscard]] std::string runtime_overhead_line(const FixedFlags& flags);
 
 // The memory limit per rank that --memory-limit (`flag`) and the profile
 // give, and what it is, for the report ("81.24 GB: NVIDIA H100 80GB HBM3's 85.52 GB

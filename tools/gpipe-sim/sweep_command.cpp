@@ -113,6 +113,7 @@ int run(const SweepFlags& f, const CLI::App& cmd) {
   const int threads = f.threads > 0 ? f.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::cout << fmt::format("profile {} ({}, {}, {}), batch {}\n", path.string(), profile.source,
                            profile.device, profile.dtype, f.grid.batch);
+  std::cout << runtime_overhead_line(f.fixed);
   // A bar and an estimate on a terminal only.
   std::optional<Progress> progress;
   const auto show = [&progress](std::size_t done, std::size_t total) {
