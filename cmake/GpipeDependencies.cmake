@@ -15,6 +15,8 @@ find_package(CLI11 REQUIRED)
 # Boost.Graph is header-only for what we use; it stays inside schedules/*.cpp.
 find_package(Boost 1.74 REQUIRED)
 find_package(Threads REQUIRED)
+# PyTorch profiler traces may be gzip (interop/gzip_text.hpp).
+find_package(ZLIB REQUIRED)
 if(GPIPE_BUILD_TESTS OR NOT DEFINED GPIPE_BUILD_TESTS)
   find_package(GTest REQUIRED)
   find_package(benchmark REQUIRED)

@@ -1,4 +1,5 @@
 #include "interop/kineto_trace.hpp"
+#include "interop/gzip_text.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -183,7 +184,7 @@ KinetoTrace kineto_trace_from_json(const json& document, std::string_view origin
 }
 
 KinetoTrace read_kineto_trace(const std::filesystem::path& path) {
-  return kineto_trace_from_json(read_json_file(path), path.string());
+  return kineto_trace_from_json(parse_json_text(read_maybe_gzipped_text(path), path.string()), path.string());
 }
 
 }  // namespace gpipe::interop

@@ -82,6 +82,31 @@ for name, (stage, kind, dur) in costed.items():
     assert abs(dur - plain[name][2] - extra) < 0.01, (name, dur, plain[name][2], extra)
 PY
 
+# The committed overhead traces (tests/data/torch/overhead/, gzip as torch
+# writes x.json.gz): fitted on the 2-block GPT, checked on the 6-block one,
+# the numbers of docs/torch.md's table (run b).
+o=$data/overhead
+for m in gpt2 gpt6; do
+  expect_status 0 "$sim" profile --from-torch-trace "$o/${m}_b1.json.gz,$o/${m}_b2.json.gz" --micro-batch-sizes 1,2 \
+    --layers 'layer[0-9]+' --out "$tmp/$m.json"
+done
+expect_status 0 "$fit" --sim "$sim" --profile "$tmp/gpt2.json" \
+  --gpipe "$o/gpt2_gpipe_rank0.json.gz,$o/gpt2_gpipe_rank1.json.gz" \
+  --interleaved "$o/gpt2_interleaved_rank0.json.gz,$o/gpt2_interleaved_rank1.json.gz" \
+  --interleaved-csv "$o/gpt2_interleaved.csv" --torch-version 2.15.0+cu132 --out "$tmp/fitted.json"
+expect_out "F=318.7 us, B=85.1 us, REDUCE_GRAD=132.9 us, .* an action; F=0.0 us, B=424.2 us a layer; transfers 507.2 us$"
+check_6_blocks() {  # NAME RUN-FLAGS...: the step error of the 6-block run NAME predicted with the fitted file
+  local name=$1; shift
+  "$sim" run --profile "$tmp/gpt6.json" "$@" --runtime-overhead "$tmp/fitted.json" --trace "$tmp/$name.json" \
+    >/dev/null || fail "run of the 6-block $name"
+  "$sim" diff "$tmp/$name.json" --torch-traces "$o/gpt6_${name}_rank0.json.gz,$o/gpt6_${name}_rank1.json.gz" --json \
+    --tolerance 1e9 | python3 -c 'import json, sys; print(round(json.load(sys.stdin)["step_time_error_pct"], 1))'
+}
+got=$(check_6_blocks gpipe -K 2 -M 4 -N 8 --schedule gpipe --partition 4,4)
+[ "$got" = "-25.0" ] || fail "the 6-block GPipe check: $got %, docs/torch.md says -25.0 %"
+got=$(check_6_blocks interleaved --schedule-file "$o/gpt6_interleaved.csv" -N 8 --partition 2,2,2,2)
+[ "$got" = "-0.9" ] || fail "the 6-block interleaved check: $got %, docs/torch.md says -0.9 %"
+
 # What it cannot take.
 expect_status 2 "$sim" run --profile "$tmp/gpt.json" -K 2 -M 4 -N 8 --runtime-overhead "$tmp/none.json"
 expect_one_error_line "$tmp/none.json: cannot read"

@@ -12,19 +12,21 @@ CPU, fp32, seed 0, batch 8. For each, with a record_function label around
 each layer ("layer0", ... : no stacks, whose Python tracing slows every call)
 and three recorded steps after a warm-up one (ProfilerStep#N spans):
 
-  NAME_b1.json, NAME_b2.json   one process, one thread, AdamW, micro-batch 1
+  NAME_b1.json.gz, NAME_b2.json.gz
+                               one process, one thread, AdamW, micro-batch 1
                                and 2, record_shapes and profile_memory: what
                                gpipe-sim profile --from-torch-trace reads
-  NAME_gpipe_rank{0,1}.json    torch.distributed.pipelining's ScheduleGPipe on
+  NAME_gpipe_rank{0,1}.json.gz torch.distributed.pipelining's ScheduleGPipe on
                                2 processes (gloo, one thread each), M = 4 of 2,
                                the layers halved between the two stages
-  NAME_interleaved_rank{0,1}.json
+  NAME_interleaved_rank{0,1}.json.gz
                                ScheduleInterleaved1F1B, 4 stages (2 a rank),
                                the layers in four equal runs
   NAME_interleaved.csv         torch's own schedule of that run (_dump_csv)
 
 Each rank enters a barrier before each step, and SGD steps outside the
-schedule. The files are never edited by hand.
+schedule. The traces are gzip (torch's export_chrome_trace writes x.json.gz so;
+gpipe reads them as they are). The files are never edited by hand.
 """
 import argparse
 import os
@@ -114,7 +116,7 @@ def pipeline(rank, args, kind, port):
     opt = torch.optim.SGD(params, lr=1e-3)
     tokens = torch.randint(0, VOCAB, (BATCH, SEQ), dtype=torch.int32)
     targets = torch.randint(0, VOCAB, (BATCH, SEQ), dtype=torch.int32)
-    path = os.path.join(args.out, f"{args.name}_{kind}_rank{rank}.json")
+    path = os.path.join(args.out, f"{args.name}_{kind}_rank{rank}.json.gz")
     with profile(activities=[ProfilerActivity.CPU], schedule=schedule(wait=0, warmup=1, active=STEPS, repeat=1),
                  on_trace_ready=lambda p: p.export_chrome_trace(path)) as prof:
         for _ in range(1 + STEPS):
@@ -135,7 +137,7 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     torch.set_num_threads(1)
     for batch in (1, 2):
-        one_process(args, batch, os.path.join(args.out, f"{args.name}_b{batch}.json"))
+        one_process(args, batch, os.path.join(args.out, f"{args.name}_b{batch}.json.gz"))
     for i, kind in enumerate(("gpipe", "interleaved")):
         mp.spawn(pipeline, args=(args, kind, args.port + i), nprocs=2)
 
