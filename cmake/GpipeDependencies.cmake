@@ -15,7 +15,10 @@ find_package(CLI11 REQUIRED)
 # Boost.Graph is header-only for what we use; it stays inside schedules/*.cpp.
 find_package(Boost 1.74 REQUIRED)
 find_package(Threads REQUIRED)
-# PyTorch profiler traces may be gzip (interop/gzip_text.hpp).
+# PyTorch profiler traces may be gzip (interop/gzip_text.hpp). Linked
+# statically: the lent GPU machine has no libz.so.1 (scripts/device-bundle
+# checks what the bundle's programs need of it).
+set(ZLIB_USE_STATIC_LIBS ON)
 find_package(ZLIB REQUIRED)
 if(GPIPE_BUILD_TESTS OR NOT DEFINED GPIPE_BUILD_TESTS)
   find_package(GTest REQUIRED)
