@@ -92,27 +92,39 @@ def one_process(args, batch, path):
             prof.step()
 
 
-def pipeline(rank, args, kind, port):
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    dist.init_process_group("gloo", rank=rank, world_size=2)
-    torch.set_num_threads(1)
-    torch.manual_seed(0)
+def model_arguments(parser, port):
+    """The model's shape and the first rendezvous port, as every script of these runs takes them."""
+    parser.add_argument("--layers", type=int, required=True)
+    parser.add_argument("--hidden", type=int, required=True)
+    parser.add_argument("--heads", type=int, required=True)
+    parser.add_argument("--port", type=int, default=port)
+
+
+def stages_and_runner(args, kind, rank):
+    """This rank's stages and torch's schedule of them: GPipe on 2 stages (the
+    layers halved), or interleaved 1F1B on 4 (four equal runs, the last taking the rest)."""
     all_layers = layers(args, with_loss=False)
     n = len(all_layers)
     if kind == "gpipe":
         half = n // 2
         mine = all_layers[:half] if rank == 0 else all_layers[half:]
         stage = PipelineStage(nn.Sequential(*mine), rank, 2, torch.device("cpu"))
-        runner = ScheduleGPipe(stage, MICROBATCHES, loss_fn=pipe.loss_fn)
-        params = list(stage.submod.parameters())
-    else:
-        quarter = n // 4
-        runs = [all_layers[s * quarter:(s + 1) * quarter if s < 3 else n] for s in range(4)]
-        stages = [PipelineStage(nn.Sequential(*runs[s]), s, 4, torch.device("cpu")) for s in (rank, rank + 2)]
-        runner = ScheduleInterleaved1F1B(stages, MICROBATCHES, loss_fn=pipe.loss_fn)
-        params = [p for s in stages for p in s.submod.parameters()]
-        if rank == 0:
-            runner._dump_csv(os.path.join(args.out, f"{args.name}_interleaved.csv"))
+        return [stage], ScheduleGPipe(stage, MICROBATCHES, loss_fn=pipe.loss_fn)
+    quarter = n // 4
+    runs = [all_layers[s * quarter:(s + 1) * quarter if s < 3 else n] for s in range(4)]
+    stages = [PipelineStage(nn.Sequential(*runs[s]), s, 4, torch.device("cpu")) for s in (rank, rank + 2)]
+    return stages, ScheduleInterleaved1F1B(stages, MICROBATCHES, loss_fn=pipe.loss_fn)
+
+
+def pipeline(rank, args, kind, port):
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    dist.init_process_group("gloo", rank=rank, world_size=2)
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    stages, runner = stages_and_runner(args, kind, rank)
+    params = [p for s in stages for p in s.submod.parameters()]
+    if kind == "interleaved" and rank == 0:
+        runner._dump_csv(os.path.join(args.out, f"{args.name}_interleaved.csv"))
     opt = torch.optim.SGD(params, lr=1e-3)
     tokens = torch.randint(0, VOCAB, (BATCH, SEQ), dtype=torch.int32)
     targets = torch.randint(0, VOCAB, (BATCH, SEQ), dtype=torch.int32)
@@ -127,10 +139,7 @@ def pipeline(rank, args, kind, port):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--layers", type=int, required=True)
-    parser.add_argument("--hidden", type=int, required=True)
-    parser.add_argument("--heads", type=int, required=True)
-    parser.add_argument("--port", type=int, default=29541)
+    model_arguments(parser, port=29541)
     parser.add_argument("name")
     parser.add_argument("out")
     args = parser.parse_args()

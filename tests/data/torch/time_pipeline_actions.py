@@ -22,7 +22,6 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 import torch.nn as nn
-from torch.distributed.pipelining import PipelineStage, ScheduleGPipe, ScheduleInterleaved1F1B
 from torch.profiler import ProfilerActivity, profile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -56,17 +55,7 @@ def pipeline(rank, args, kind, profiled, port):
     dist.init_process_group("gloo", rank=rank, world_size=2)
     torch.set_num_threads(1)
     torch.manual_seed(0)
-    layers = ov.layers(args, with_loss=False)
-    n = len(layers)
-    if kind == "gpipe":
-        stages = [PipelineStage(nn.Sequential(*(layers[:n // 2] if rank == 0 else layers[n // 2:])), rank, 2,
-                                torch.device("cpu"))]
-        runner = ScheduleGPipe(stages[0], ov.MICROBATCHES, loss_fn=pipe.loss_fn)
-    else:
-        q = n // 4
-        runs = [layers[s * q:(s + 1) * q if s < 3 else n] for s in range(4)]
-        stages = [PipelineStage(nn.Sequential(*runs[s]), s, 4, torch.device("cpu")) for s in (rank, rank + 2)]
-        runner = ScheduleInterleaved1F1B(stages, ov.MICROBATCHES, loss_fn=pipe.loss_fn)
+    stages, runner = ov.stages_and_runner(args, kind, rank)
     times = {"F": [], "B": []}
     for stage in stages:
         timed(stage, times)
@@ -123,10 +112,7 @@ def alone(args):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--layers", type=int, required=True)
-    parser.add_argument("--hidden", type=int, required=True)
-    parser.add_argument("--heads", type=int, required=True)
-    parser.add_argument("--port", type=int, default=29561)
+    ov.model_arguments(parser, port=29561)
     args = parser.parse_args()
     torch.set_num_threads(1)
     alone(args)
